@@ -1,0 +1,59 @@
+"""The one type every stage reports problems with."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is; ordered from worst to mildest."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One located problem in a user's file.
+
+    ``line`` and ``column`` are 1-based and point at the offending value, or at the
+    nearest enclosing key when the value is missing. ``path`` is the dotted key path
+    inside the document (``model.max_model_len``), empty for the document itself.
+    """
+
+    file: str
+    line: int
+    column: int
+    rule: str
+    severity: Severity
+    message: str
+    hint: str = ""
+    path: str = ""
+    docs: str = ""
+
+    def with_severity(self, severity: Severity) -> Finding:
+        """Return a copy at another severity (``--strict``)."""
+        return replace(self, severity=severity)
+
+    def to_text(self) -> str:
+        """Render as ``file:line:col: RULE severity message (fix: hint)``."""
+        text = f"{self.file}:{self.line}:{self.column}: {self.rule} {self.severity.value} {self.message}"
+        if self.hint:
+            text += f" (fix: {self.hint})"
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        """Render as the contract's JSON finding object (§2.1)."""
+        return {
+            "rule": self.rule,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "path": self.path,
+            "hint": self.hint,
+            "docs": self.docs,
+        }

@@ -1,0 +1,62 @@
+"""What a rule is: a small class with plain attributes whose docstring is its explain page."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from typing import ClassVar
+
+from servespec.findings import Finding, Severity
+from servespec.spec.fleet import Fleet
+from servespec.spec.source import Document, KeyPath
+
+
+class Rule:
+    """Base class. Subclasses set the attributes and override :meth:`check`.
+
+    Rules reported while loading (syntax, schema, missing files) keep ``check`` empty and
+    set ``reported_by`` to say where they are found; they still own their id, severity,
+    docs and case file.
+    """
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+    summary: ClassVar[str]
+    hint: ClassVar[str] = ""
+    sources: ClassVar[tuple[str, ...]]
+    reported_by: ClassVar[str] = "rule"
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        """Yield this rule's findings over the whole fleet."""
+        return iter(())
+
+    @classmethod
+    def explain(cls) -> str:
+        """The rule's explain page: its docstring, cleaned."""
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def docs_url(cls) -> str:
+        """The first upstream source: where the rule's facts come from."""
+        return cls.sources[0] if cls.sources else ""
+
+    def report(
+        self,
+        document: Document,
+        message: str,
+        path: KeyPath = (),
+        *,
+        hint: str | None = None,
+        severity: Severity | None = None,
+        at_key: bool = False,
+    ) -> Finding:
+        """A finding of this rule located at ``path`` in ``document``."""
+        return document.finding(
+            self.id,
+            message,
+            path,
+            severity=severity or self.severity,
+            hint=self.hint if hint is None else hint,
+            at_key=at_key,
+        )

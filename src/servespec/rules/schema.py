@@ -1,0 +1,117 @@
+"""SS rules: a file's syntax and shape. All but SS005 are reported while loading."""
+
+from __future__ import annotations
+
+from servespec.findings import Severity
+from servespec.rules.base import Rule
+
+_YAML_SPEC = "https://yaml.org/spec/1.2.2/"
+_CONTRACT = "docs/contract.md"
+
+
+class YamlSyntax(Rule):
+    """The file must be readable YAML that holds plain data.
+
+    Reported while loading, before any other check, for: YAML syntax errors; duplicate
+    keys (YAML 1.2 requires keys to be unique, and a parser that keeps the last one
+    silently drops the first); explicit tags such as ``!!python/object/apply`` (a spec
+    holds only mappings, lists and scalars, so tags can only be an attack or a mistake);
+    anchors and aliases that expand to more than 20,000 nodes (the "billion laughs"
+    attack); nesting deeper than 32 levels; files over 1 MiB, binary files and text that
+    is not UTF-8 (or UTF-16 with a byte-order mark).
+
+    Fix: correct the syntax at the reported line; remove the duplicate key or the tag.
+
+    Source: YAML 1.2.2 specification, §3.2.1.1 (mapping keys are unique) and §6.1
+    (indentation uses spaces only): https://yaml.org/spec/1.2.2/
+    """
+
+    id = "SS001"
+    name = "spec.yaml-syntax"
+    severity = Severity.ERROR
+    summary = "YAML syntax error, duplicate key, or aliases that expand beyond a sane size"
+    sources = (_YAML_SPEC,)
+    reported_by = "loader"
+
+
+class UnknownField(Rule):
+    """Every key must be a field of the format; unknown keys are never ignored.
+
+    A misspelt key (``max_model_length`` for ``max_model_len``) would otherwise be
+    dropped silently and the engine would run on its default. The finding suggests the
+    closest field name, or lists the fields allowed at that place.
+
+    Engine options under ``engine.options`` are checked against the engine's own option
+    catalog by ENG001 instead.
+
+    Source: servespec contract v1, §1 (the file formats): docs/contract.md
+    """
+
+    id = "SS002"
+    name = "spec.unknown-field"
+    severity = Severity.ERROR
+    summary = "unknown field (with a did-you-mean suggestion)"
+    sources = (_CONTRACT,)
+    reported_by = "loader"
+
+
+class WrongType(Rule):
+    """Every value must have the field's type and lie in its allowed set or range.
+
+    Examples: ``tensor_parallel: 0`` (must be 1 or more), ``port: 70000`` (1–65535),
+    ``dtype: bf16`` (one of auto, float16, bfloat16, float32), ``health_timeout: 5x``
+    (a duration such as 15m), ``metadata.name: Qwen_Chat`` (a DNS label), an engine
+    version written as a YAML number (``0.11`` reads as a float: quote it).
+
+    Source: servespec contract v1, §1: docs/contract.md
+    """
+
+    id = "SS003"
+    name = "spec.wrong-type"
+    severity = Severity.ERROR
+    summary = "wrong type or value outside the allowed set or range"
+    sources = (_CONTRACT,)
+    reported_by = "loader"
+
+
+class MissingField(Rule):
+    """Required fields must be present and every document must name a supported format.
+
+    Every document starts with ``apiVersion: servespec/v1`` and a ``kind``
+    (``Deployment`` or ``Inventory``). A Deployment needs ``metadata.name``,
+    ``model.source``, ``engine.name`` and ``engine.version``; an Inventory needs
+    ``hosts``. An empty file, or a document that is not a mapping, is reported here too.
+
+    Source: servespec contract v1, §1: docs/contract.md
+    """
+
+    id = "SS004"
+    name = "spec.missing-field"
+    severity = Severity.ERROR
+    summary = "required field missing; unsupported apiVersion/kind"
+    sources = (_CONTRACT,)
+    reported_by = "loader"
+
+
+class Suppressions(Rule):
+    """A ``suppress`` entry must give a reason and must match a finding.
+
+    A document silences a finding with a top-level list::
+
+        suppress:
+          - {rule: SEC003, reason: "revision is pinned by our internal mirror"}
+
+    An entry without a reason silences nothing and is reported, so every silenced
+    finding carries its justification in review. An entry that matches no finding of
+    its document is reported too, so stale suppressions do not pile up (the practice of
+    ``# noqa`` checks in ruff and of ansible-lint's ``skip_list`` warnings).
+
+    Source: servespec contract v1, §2.1: docs/contract.md
+    """
+
+    id = "SS005"
+    name = "spec.suppression"
+    severity = Severity.WARNING
+    summary = "a suppress entry without a reason, or one that matches no finding"
+    sources = (_CONTRACT,)
+    reported_by = "suppressions"

@@ -1,0 +1,158 @@
+"""Turn pydantic validation errors into located findings (SS002, SS003, SS004, SEC001)."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from servespec.findings import Finding
+from servespec.spec.source import Document, KeyPath, dotted
+
+RULE_BY_ERROR_TYPE = {
+    "extra_forbidden": "SS002",
+    "missing": "SS004",
+    "inline_secret": "SEC001",
+}
+"""Error types with a rule of their own; every other type is SS003."""
+
+
+def findings_from_error(document: Document, model: type[BaseModel], error: ValidationError) -> list[Finding]:
+    """One finding per distinct problem, located in the user's file."""
+    findings: list[Finding] = []
+    seen: set[tuple[str, KeyPath]] = set()
+    for detail in error.errors(include_url=False):
+        rule = RULE_BY_ERROR_TYPE.get(detail["type"], "SS003")
+        path = _data_path(document.data, detail)
+        if (rule, path) in seen:
+            continue
+        seen.add((rule, path))
+        findings.append(_finding(document, model, rule, path, detail))
+    return findings
+
+
+def _finding(document: Document, model: type[BaseModel], rule: str, path: KeyPath, detail: ErrorDetails) -> Finding:
+    where = _describe(path)
+    if rule == "SS002":
+        name = str(path[-1])
+        allowed = allowed_keys(model, path[:-1])
+        close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+        hint = f"did you mean '{close[0]}'?" if close else _allowed_hint(allowed)
+        return document.finding(rule, f"unknown field '{name}'{where}", path, hint=hint, at_key=True)
+    if rule == "SS004":
+        return document.finding(
+            rule, f"required field '{path[-1]}' is missing{_describe(path[:-1])}", path, hint=f"add '{path[-1]}'"
+        )
+    if rule == "SEC001":
+        return document.finding(
+            rule,
+            f"secret written inline at '{dotted(path)}'",
+            path,
+            hint="use {from_env: VAR} or {from_file: /path/on/host}, and rotate the exposed value",
+        )
+    return document.finding(rule, f"{_value_message(detail)}{where}", path, hint=_value_hint(detail))
+
+
+def _describe(path: KeyPath) -> str:
+    return f" at '{dotted(path)}'" if path else ""
+
+
+def _value_message(detail: ErrorDetails) -> str:
+    message = detail["msg"]
+    value = detail.get("input")
+    if detail["type"].startswith(("literal_error", "enum")) or "should be" in message:
+        if isinstance(value, str | int | float | bool) and not isinstance(value, dict):
+            return f"{message}, got {value!r}"
+    return message
+
+
+def _value_hint(detail: ErrorDetails) -> str:
+    context = detail.get("ctx") or {}
+    expected = context.get("expected")
+    value = detail.get("input")
+    if detail["type"] == "literal_error" and isinstance(expected, str) and isinstance(value, str):
+        options = [part.strip().strip("'") for part in expected.replace(" or ", ",").split(",")]
+        close = difflib.get_close_matches(value, [o for o in options if o], n=1, cutoff=0.5)
+        if close:
+            return f"did you mean '{close[0]}'?"
+        return f"use one of: {expected}"
+    if detail["type"] == "string_type" and isinstance(value, int | float):
+        return "quote the value to make it a string"
+    return ""
+
+
+def _allowed_hint(allowed: list[str]) -> str:
+    if not allowed:
+        return "remove it"
+    shown = ", ".join(sorted(allowed)[:12])
+    return f"remove it; allowed here: {shown}"
+
+
+def _data_path(data: Any, detail: ErrorDetails) -> KeyPath:
+    """Follow pydantic's ``loc`` through the data, dropping segments that name union members."""
+    loc = detail["loc"]
+    path: list[str | int] = []
+    current = data
+    for index, segment in enumerate(loc):
+        last = index == len(loc) - 1
+        if isinstance(current, dict) and segment in current:
+            path.append(segment)
+            current = current[segment]
+        elif isinstance(current, list) and isinstance(segment, int) and 0 <= segment < len(current):
+            path.append(segment)
+            current = current[segment]
+        elif last and detail["type"] == "missing":
+            path.append(segment)
+        elif isinstance(current, dict) and isinstance(segment, str) and detail["type"] == "missing":
+            # A missing field inside a missing parent: report the parent as missing.
+            path.append(segment)
+            break
+    return tuple(path)
+
+
+@functools.cache
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+def allowed_keys(model: type[BaseModel], path: KeyPath) -> list[str]:
+    """Field names allowed in the mapping at ``path``, read from the model's JSON Schema."""
+    schema = _schema(model)
+    defs = schema.get("$defs", {})
+    nodes = [schema]
+    for segment in path:
+        nodes = [child for node in nodes for child in _children(_resolve(node, defs), segment, defs)]
+    names: set[str] = set()
+    for node in nodes:
+        for option in _options(_resolve(node, defs), defs):
+            names.update(option.get("properties", {}))
+    return sorted(names)
+
+
+def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[-1]]
+    return node
+
+
+def _options(node: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    variants = node.get("anyOf") or node.get("oneOf")
+    if not variants:
+        return [node]
+    return [_resolve(v, defs) for v in variants]
+
+
+def _children(node: dict[str, Any], segment: str | int, defs: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for option in _options(node, defs):
+        if isinstance(segment, int):
+            if "items" in option:
+                out.append(option["items"])
+        elif segment in option.get("properties", {}):
+            out.append(option["properties"][segment])
+        elif isinstance(option.get("additionalProperties"), dict):
+            out.append(option["additionalProperties"])
+    return out

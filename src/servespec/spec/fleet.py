@@ -1,0 +1,306 @@
+"""Load every document of a run into one fleet: deployments, their inventories and host facts.
+
+All files named on the command line are validated together, because later rules compare
+deployments across files (ports, shared GPUs). Inventories and facts files referenced
+from specs are loaded once each, and their own problems are reported in their own files.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from servespec.findings import Finding, Severity
+from servespec.spec.errors import findings_from_error
+from servespec.spec.models import API_VERSION, KINDS, Deployment, FactsFile, Hardware, Host, Inventory
+from servespec.spec.source import Document, KeyPath, load_file
+
+YAML_SUFFIXES = (".yaml", ".yml")
+LOCAL_INVENTORY = "<built-in local inventory>"
+
+
+class UsageError(Exception):
+    """A problem with the command line itself (exit code 2), not with a file's content."""
+
+
+@dataclass
+class HostView:
+    """One inventory host with its hardware merged from its facts file and its declaration."""
+
+    name: str
+    spec: Host
+    inventory: InventoryDoc
+    hardware: Hardware | None
+    links: list[tuple[int, int, str]] = field(default_factory=list)
+    facts_document: Document | None = None
+
+    @property
+    def address(self) -> str:
+        """Where Ansible and health checks reach the host."""
+        return self.spec.address or self.name
+
+    def hardware_path(self, *keys: str) -> tuple[Document | None, KeyPath]:
+        """The document and key path that declared a hardware field, for locating findings."""
+        document = self.inventory.document
+        declared = self.spec.hardware
+        if declared is not None and keys and keys[0] in declared.model_fields_set:
+            return document, ("hosts", self.name, "hardware", *keys)
+        if self.facts_document is not None:
+            return self.facts_document, ("hardware", *keys)
+        return document, ("hosts", self.name)
+
+
+@dataclass
+class InventoryDoc:
+    """A loaded inventory; ``document`` is None for the built-in local inventory."""
+
+    spec: Inventory
+    document: Document | None
+    hosts: dict[str, HostView] = field(default_factory=dict)
+
+    @property
+    def file(self) -> str:
+        """The inventory's file as shown to users."""
+        return self.document.file if self.document else LOCAL_INVENTORY
+
+
+@dataclass
+class DeploymentDoc:
+    """A valid Deployment with the document it came from and its resolved inventory."""
+
+    spec: Deployment
+    document: Document
+    inventory: InventoryDoc | None
+
+    @property
+    def name(self) -> str:
+        """The deployment's metadata.name."""
+        return self.spec.metadata.name
+
+
+@dataclass
+class Fleet:
+    """Everything one run loaded, and the problems met while loading it."""
+
+    files: list[str] = field(default_factory=list)
+    documents: list[Document] = field(default_factory=list)
+    deployments: list[DeploymentDoc] = field(default_factory=list)
+    inventories: list[InventoryDoc] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def display_path(path: Path) -> str:
+    """A path as findings show it: relative to the working directory when inside it."""
+    try:
+        return os.path.relpath(path) if path.is_absolute() and path.is_relative_to(Path.cwd()) else str(path)
+    except ValueError:
+        return str(path)
+
+
+def collect_files(paths: list[Path]) -> list[Path]:
+    """Expand directories into their YAML files (recursively, sorted); missing paths are usage errors."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"{path}: no such file or directory")
+    unique: dict[Path, Path] = {}
+    for file in files:
+        unique.setdefault(file.resolve(), file)
+    return list(unique.values())
+
+
+class _Loader:
+    """Loads files once each and validates their documents against the models."""
+
+    def __init__(self, fleet: Fleet, inventory_override: Path | None) -> None:
+        self.fleet = fleet
+        self.override = inventory_override.resolve() if inventory_override else None
+        self.inventories: dict[Path, InventoryDoc | None] = {}
+        self.local: InventoryDoc | None = None
+
+    def read(self, path: Path) -> list[Document]:
+        try:
+            documents, findings = load_file(path, display_path(path))
+        except OSError as err:
+            raise UsageError(f"{path}: cannot read: {err.strerror}") from err
+        self.fleet.findings.extend(findings)
+        self.fleet.documents.extend(documents)
+        self.fleet.files.append(display_path(path))
+        return documents
+
+    def validate(self, document: Document, expected_kind: str | None = None) -> BaseModel | None:
+        data = document.data
+        if not isinstance(data, dict):
+            self.fleet.findings.append(
+                document.finding("SS004", "document is not a mapping", hint="start it with 'apiVersion: servespec/v1'")
+            )
+            return None
+        problem = _header_problem(document, data, expected_kind)
+        if problem:
+            self.fleet.findings.append(problem)
+            return None
+        model = KINDS[data["kind"]]
+        try:
+            return model.model_validate(data)
+        except ValidationError as err:
+            self.fleet.findings.extend(findings_from_error(document, model, err))
+            return None
+
+    def inventory(self, path: Path, referrer: Document | None, key: KeyPath) -> InventoryDoc | None:
+        resolved = path.resolve()
+        if resolved in self.inventories:
+            return self.inventories[resolved]
+        if not resolved.is_file():
+            self.inventories[resolved] = None
+            if referrer is None:
+                raise UsageError(f"{path}: inventory not found")
+            self.fleet.findings.append(
+                referrer.finding("REF002", f"inventory file {str(path)!r} not found", key, hint="fix the path")
+            )
+            return None
+        self.inventories[resolved] = None  # guards against an inventory that refers to itself
+        inventory = self._first_inventory(self.read(resolved), referrer, key, path)
+        self.inventories[resolved] = inventory
+        return inventory
+
+    def _first_inventory(
+        self, documents: list[Document], referrer: Document | None, key: KeyPath, path: Path
+    ) -> InventoryDoc | None:
+        for document in documents:
+            if isinstance(document.data, dict) and document.data.get("kind") == "Inventory":
+                spec = self.validate(document, "Inventory")
+                if not isinstance(spec, Inventory):
+                    return None
+                inventory = InventoryDoc(spec=spec, document=document)
+                self._attach_hosts(inventory)
+                self.fleet.inventories.append(inventory)
+                return inventory
+        if referrer is not None and documents:
+            self.fleet.findings.append(
+                referrer.finding("REF002", f"{str(path)!r} holds no Inventory document", key)
+            )
+        return None
+
+    def _attach_hosts(self, inventory: InventoryDoc) -> None:
+        assert inventory.document is not None
+        for name, host in inventory.spec.hosts.items():
+            view = HostView(name=name, spec=host, inventory=inventory, hardware=host.hardware)
+            if host.facts:
+                self._merge_facts(view, inventory.document, Path(host.facts))
+            inventory.hosts[name] = view
+
+    def _merge_facts(self, view: HostView, document: Document, facts_path: Path) -> None:
+        path = (document.path.parent / facts_path).resolve()
+        key: KeyPath = ("hosts", view.name, "facts")
+        if not path.is_file():
+            self.fleet.findings.append(
+                document.finding(
+                    "REF002",
+                    f"facts file {str(facts_path)!r} not found",
+                    key,
+                    hint=f"run 'deploy discover -i {document.file}' or fix the path",
+                )
+            )
+            return
+        documents = self.read(path)
+        if not documents:
+            return
+        facts_doc = documents[0]
+        try:
+            facts = FactsFile.model_validate(facts_doc.data)
+        except ValidationError as err:
+            self.fleet.findings.extend(findings_from_error(facts_doc, FactsFile, err))
+            return
+        declared = view.spec.hardware
+        merged = facts.hardware.model_dump(exclude_unset=True)
+        if declared is not None:
+            merged.update(declared.model_dump(exclude_unset=True))
+        view.hardware = Hardware.model_validate(merged)
+        view.links = list(facts.links)
+        view.facts_document = facts_doc
+
+    def local_inventory(self) -> InventoryDoc:
+        if self.local is None:
+            spec = Inventory.model_validate(
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": "Inventory",
+                    "hosts": {"localhost": {"address": "127.0.0.1", "connection": "local"}},
+                }
+            )
+            self.local = InventoryDoc(spec=spec, document=None)
+            self.local.hosts["localhost"] = HostView(
+                name="localhost", spec=spec.hosts["localhost"], inventory=self.local, hardware=None
+            )
+        return self.local
+
+
+def _header_problem(document: Document, data: dict[str, Any], expected_kind: str | None) -> Finding | None:
+    version = data.get("apiVersion")
+    kind = data.get("kind")
+    if version is None:
+        return document.finding("SS004", "required field 'apiVersion' is missing", hint=f"add 'apiVersion: {API_VERSION}'")
+    if version != API_VERSION:
+        return document.finding(
+            "SS004", f"unsupported apiVersion {version!r}", ("apiVersion",), hint=f"use '{API_VERSION}'"
+        )
+    if kind is None:
+        return document.finding("SS004", "required field 'kind' is missing", hint="add 'kind: Deployment' or 'kind: Inventory'")
+    if kind not in KINDS or (expected_kind and kind != expected_kind):
+        allowed = expected_kind or " or ".join(KINDS)
+        return document.finding("SS004", f"unsupported kind {kind!r}", ("kind",), hint=f"use {allowed}")
+    return None
+
+
+def load_fleet(paths: list[Path], inventory: Path | None = None) -> Fleet:
+    """Load and validate every document under ``paths``; never raises for bad content."""
+    fleet = Fleet()
+    loader = _Loader(fleet, inventory)
+    pending: list[tuple[Deployment, Document]] = []
+    for path in collect_files(paths):
+        if path.resolve() in loader.inventories:
+            continue
+        for document in loader.read(path):
+            spec = loader.validate(document)
+            if isinstance(spec, Deployment):
+                pending.append((spec, document))
+            elif isinstance(spec, Inventory):
+                resolved = path.resolve()
+                if resolved not in loader.inventories:
+                    loaded = InventoryDoc(spec=spec, document=document)
+                    loader.inventories[resolved] = loaded
+                    loader._attach_hosts(loaded)
+                    fleet.inventories.append(loaded)
+    for spec, document in pending:
+        fleet.deployments.append(DeploymentDoc(spec=spec, document=document, inventory=_resolve(loader, spec, document)))
+    return fleet
+
+
+def _resolve(loader: _Loader, spec: Deployment, document: Document) -> InventoryDoc | None:
+    if loader.override is not None:
+        return loader.inventory(loader.override, None, ())
+    if spec.inventory is not None:
+        return loader.inventory(document.path.parent / spec.inventory, document, ("inventory",))
+    return loader.local_inventory()
+
+
+__all__ = [
+    "DeploymentDoc",
+    "Fleet",
+    "HostView",
+    "InventoryDoc",
+    "Severity",
+    "UsageError",
+    "collect_files",
+    "display_path",
+    "load_fleet",
+]

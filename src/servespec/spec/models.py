@@ -1,0 +1,333 @@
+"""The file formats users write (contract §1), as pydantic models.
+
+Models check shape, types and ranges only. Everything that needs knowledge of hardware,
+engines or other documents is a rule (``servespec.rules``), so that it is reported with
+its own id, hint and source.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+API_VERSION = "servespec/v1"
+ENGINES = ("vllm", "tgi", "ollama", "tensorrt-llm", "sglang", "llama.cpp")
+
+EngineName = Literal["vllm", "tgi", "ollama", "tensorrt-llm", "sglang", "llama.cpp"]
+DnsLabel = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"),
+    Field(description="DNS label: lower-case letters, digits and '-', 1 to 63 characters, starting with a letter"),
+]
+HostName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,252})$"),
+    Field(description="Inventory host name: letters, digits, '.', '_' and '-'"),
+]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+Port = Annotated[int, Field(ge=1, le=65535)]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+Scalar = str | int | float | bool
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def _one_message(kind: str, message: str) -> WrapValidator:
+    """Replace a union's per-member errors with one readable error."""
+
+    def validate(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError:
+            raise PydanticCustomError(kind, message) from None
+
+    return WrapValidator(validate)
+
+
+def duration_seconds(text: str) -> int:
+    """Seconds in a duration such as ``15m``, ``1h30m`` or ``90s``."""
+    match = _DURATION.match(text)
+    if not match or not text:
+        raise ValueError(f"not a duration: {text!r}")
+    hours, minutes, seconds = (int(group or 0) for group in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def _check_duration(value: str) -> str:
+    try:
+        seconds = duration_seconds(value)
+    except ValueError:
+        raise PydanticCustomError(
+            "duration", "expected a duration like '15m', '1h30m' or '90s', got {value!r}", {"value": value}
+        ) from None
+    if seconds <= 0:
+        raise PydanticCustomError("duration", "duration must be longer than 0s")
+    return value
+
+
+Duration = Annotated[
+    str,
+    AfterValidator(_check_duration),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": r"^(\d+h)?(\d+m)?(\d+s)?$",
+            "description": "Duration: hours, minutes, seconds, e.g. 15m, 1h30m, 90s",
+        }
+    ),
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, validate_default=False)
+
+
+class SecretRef(_Model):
+    """Where a secret comes from: an environment variable or a file on the host. Never a literal."""
+
+    from_env: EnvName | None = Field(default=None, description="Environment variable holding the secret")
+    from_file: NonEmpty | None = Field(default=None, description="Absolute path of a file holding the secret")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_literal(cls, value: Any) -> Any:
+        if isinstance(value, str | int | float):
+            raise PydanticCustomError(
+                "inline_secret", "secret written inline; give from_env: VAR or from_file: /absolute/path"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SecretRef:
+        if (self.from_env is None) == (self.from_file is None):
+            raise PydanticCustomError("secret_ref", "give exactly one of from_env or from_file")
+        if self.from_file is not None and not self.from_file.startswith("/"):
+            raise PydanticCustomError("secret_ref", "from_file must be an absolute path on the host")
+        return self
+
+
+class Metadata(_Model):
+    name: DnsLabel
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Architecture(_Model):
+    """Model architecture facts given inline, for models servespec cannot look up."""
+
+    params_b: Annotated[float, Field(gt=0, description="Parameters, in billions")] | None = None
+    layers: Annotated[int, Field(ge=1)] | None = None
+    hidden_size: Annotated[int, Field(ge=1)] | None = None
+    intermediate_size: Annotated[int, Field(ge=1)] | None = None
+    attention_heads: Annotated[int, Field(ge=1)] | None = None
+    kv_heads: Annotated[int, Field(ge=1)] | None = None
+    head_dim: Annotated[int, Field(ge=1)] | None = None
+    vocab_size: Annotated[int, Field(ge=1)] | None = None
+    max_position_embeddings: Annotated[int, Field(ge=1)] | None = None
+    experts: Annotated[int, Field(ge=1)] | None = None
+    active_experts: Annotated[int, Field(ge=1)] | None = None
+
+
+class ModelSpec(_Model):
+    source: NonEmpty = Field(
+        description="Hugging Face repo id, a local directory, a .gguf file, or an Ollama tag (engine ollama)"
+    )
+    revision: NonEmpty | None = Field(default=None, description="Commit sha (recommended) or branch")
+    config: NonEmpty | None = Field(default=None, description="Path to a Hugging Face config.json, relative to this file")
+    architecture: Architecture | None = None
+    dtype: Literal["auto", "float16", "bfloat16", "float32"] = "auto"
+    quantization: Literal["awq", "gptq", "fp8", "int8", "nvfp4", "gguf"] | None = None
+    gguf_type: NonEmpty | None = Field(default=None, description="GGUF quantization type, e.g. Q4_K_M")
+    max_model_len: Annotated[int, Field(ge=1, le=16_777_216)] | None = Field(
+        default=None, description="Tokens of context per sequence (prompt + output); default: the model's maximum"
+    )
+    hub_token: SecretRef | None = Field(default=None, description="Hugging Face token for gated models")
+
+
+class EngineSpec(_Model):
+    name: EngineName
+    version: Annotated[str, StringConstraints(pattern=r"^v?\d+(\.\d+)*([.-]?[A-Za-z0-9.+-]*)?$|^b\d+$")] = Field(
+        description="The engine release the options are checked against (quote it: \"0.11.0\")"
+    )
+    image: NonEmpty | None = None
+    image_archive: NonEmpty | None = None
+    options: dict[str, Scalar | list[Scalar] | dict[str, Any] | None] = Field(default_factory=dict)
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[EnvName, Scalar] = Field(default_factory=dict)
+
+
+GpuIds = Annotated[
+    Literal["auto"] | list[Annotated[int, Field(ge=0)]],
+    _one_message("gpu_ids", "expected 'auto' or a list of GPU indices such as [0, 1]"),
+]
+Numa = Annotated[
+    Literal["auto", "off"] | Annotated[int, Field(ge=0)],
+    _one_message("numa", "expected 'auto', 'off' or a NUMA node number"),
+]
+
+
+class Resources(_Model):
+    tensor_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
+    pipeline_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
+    gpu_ids: GpuIds = "auto"
+    numa: Numa = "auto"
+
+    @field_validator("gpu_ids")
+    @classmethod
+    def _unique(cls, value: Any) -> Any:
+        if isinstance(value, list) and len(set(value)) != len(value):
+            raise PydanticCustomError("gpu_ids", "gpu_ids lists a device twice")
+        return value
+
+
+class Placement(_Model):
+    hosts: list[HostName] | None = Field(
+        default=None, min_length=1, description="Inventory host names; default: every host of the inventory"
+    )
+    hosts_per_replica: Annotated[int, Field(ge=1)] = 1
+
+    @field_validator("hosts")
+    @classmethod
+    def _unique(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise PydanticCustomError("hosts", "placement.hosts names a host twice")
+        return value
+
+
+class Serving(_Model):
+    port: Port = 8000
+    bind: NonEmpty = "127.0.0.1"
+    api_key: SecretRef | None = None
+
+
+MaxUnavailable = Annotated[
+    Annotated[int, Field(ge=1)] | Annotated[str, StringConstraints(pattern=r"^([1-9]\d?|100)%$")],
+    _one_message("max_unavailable", "expected a host count (1 or more) or a percentage such as '25%'"),
+]
+
+
+class Rollout(_Model):
+    strategy: Literal["rolling", "recreate"] = "rolling"
+    max_unavailable: MaxUnavailable = 1
+    health_timeout: Duration = "15m"
+    smoke_test: bool = True
+
+
+class Suppression(_Model):
+    rule: Annotated[str, StringConstraints(pattern=r"^[A-Z]+\d{3}$")]
+    reason: str | None = Field(default=None, description="Why the finding does not apply; required")
+
+
+class Deployment(_Model):
+    """kind: Deployment — one model served by one engine on some hosts."""
+
+    model_config = ConfigDict(title="Deployment")
+
+    apiVersion: Literal["servespec/v1"]  # noqa: N815 - the file format's own spelling
+    kind: Literal["Deployment"]
+    metadata: Metadata
+    inventory: NonEmpty | None = Field(default=None, description="Inventory file, relative to this file")
+    model: ModelSpec
+    engine: EngineSpec
+    resources: Resources = Field(default_factory=Resources)
+    placement: Placement = Field(default_factory=Placement)
+    serving: Serving = Field(default_factory=Serving)
+    rollout: Rollout = Field(default_factory=Rollout)
+    suppress: list[Suppression] = Field(default_factory=list)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        """GPUs one replica needs in all (tensor × pipeline parallel)."""
+        return self.resources.tensor_parallel * self.resources.pipeline_parallel
+
+
+class GpuSet(_Model):
+    model: NonEmpty | None = Field(
+        default=None, description="GPU model; nvidia-smi spellings accepted (NVIDIA A100-SXM4-80GB)"
+    )
+    count: Annotated[int, Field(ge=0, le=64)]
+
+    @model_validator(mode="after")
+    def _model_when_gpus(self) -> GpuSet:
+        if self.count > 0 and self.model is None:
+            raise PydanticCustomError("gpu_model", "give the GPU model when count is above 0")
+        return self
+
+
+class Hardware(_Model):
+    gpus: GpuSet | None = None
+    interconnect: Literal["pcie", "nvlink", "nvswitch"] | None = None
+    gpu_numa_nodes: list[Annotated[int, Field(ge=-1)]] | None = None
+    pcie_acs: Literal["enabled", "disabled", "unknown"] = "unknown"
+    iommu: Literal["on", "off", "passthrough", "unknown"] = "unknown"
+    driver_version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+){1,2}$")] | None = None
+    cpus: Annotated[int, Field(ge=1)] | None = None
+    memory_gib: Annotated[float, Field(gt=0)] | None = None
+
+    @field_validator("iommu", mode="before")
+    @classmethod
+    def _yaml11_booleans(cls, value: Any) -> Any:
+        # YAML 1.1 reads a bare on/off as a boolean; accept what the user meant.
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return value
+
+
+class HostDefaults(_Model):
+    ssh_user: NonEmpty | None = None
+    ssh_port: Port = 22
+    ssh_key: NonEmpty | None = Field(default=None, description="Private key file on the controller")
+    become: bool = True
+
+
+class Host(_Model):
+    address: NonEmpty | None = Field(default=None, description="Address Ansible connects to; default: the host name")
+    ssh_user: NonEmpty | None = None
+    ssh_port: Port | None = None
+    connection: Literal["ssh", "local"] = "ssh"
+    labels: dict[str, str] = Field(default_factory=dict)
+    facts: NonEmpty | None = Field(default=None, description="Facts file from `deploy discover`, relative to this file")
+    hardware: Hardware | None = None
+
+
+class Inventory(_Model):
+    """kind: Inventory — hosts and their hardware."""
+
+    model_config = ConfigDict(title="Inventory")
+
+    apiVersion: Literal["servespec/v1"]  # noqa: N815
+    kind: Literal["Inventory"]
+    defaults: HostDefaults = Field(default_factory=HostDefaults)
+    hosts: dict[HostName, Host] = Field(min_length=1)
+    suppress: list[Suppression] = Field(default_factory=list)
+
+
+class FactsFile(_Model):
+    """A facts file written by `deploy discover` (contract §2.3)."""
+
+    model_config = ConfigDict(title="Facts")
+
+    version: Literal[1]
+    host: NonEmpty
+    collected_at: str | None = None
+    hardware: Hardware
+    links: list[tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)], NonEmpty]] = Field(
+        default_factory=list
+    )
+
+
+KINDS: dict[str, type[Deployment] | type[Inventory]] = {"Deployment": Deployment, "Inventory": Inventory}
