@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import click
 
@@ -19,9 +19,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 def _paths_argument(func: F) -> F:
-    return click.argument(
-        "paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=False)
-    )(func)
+    return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=False))(func)
 
 
 def _inventory_option(func: F) -> F:
@@ -40,7 +38,7 @@ def _strict_option(func: F) -> F:
 class _Group(click.Group):
     """Resolves `lint` as an alias of `validate`."""
 
-    aliases = {"lint": "validate"}
+    aliases: ClassVar[dict[str, str]] = {"lint": "validate"}
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
@@ -96,13 +94,13 @@ def explain(rule_id: str | None) -> None:
         for rule in ALL_RULES:
             click.echo(f"{rule.id:8} {rule.severity.value:8} {rule.summary}")
         return
-    rule = RULES_BY_ID.get(rule_id.upper())
-    if rule is None:
+    found = RULES_BY_ID.get(rule_id.upper())
+    if found is None:
         raise click.UsageError(f"unknown rule {rule_id!r}; `deploy explain` lists them all")
-    click.echo(f"{rule.id} ({rule.name}), default severity: {rule.severity.value}\n")
-    click.echo(rule.explain())
+    click.echo(f"{found.id} ({found.name}), default severity: {found.severity.value}\n")
+    click.echo(found.explain())
     click.echo("\nSources:")
-    for source in rule.sources:
+    for source in found.sources:
         click.echo(f"  {source}")
 
 

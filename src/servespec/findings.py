@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, replace
 
 
-class Severity(str, enum.Enum):
+class Severity(enum.StrEnum):
     """How bad a finding is; ordered from worst to mildest."""
 
     ERROR = "error"

@@ -19,7 +19,9 @@ _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.
 def render(fmt: str, findings: Sequence[Finding], summary: dict[str, int]) -> str:
     """The whole report in ``fmt``, ending with a newline (empty for clean text output)."""
     if fmt == "json":
-        return json.dumps({"version": 1, "findings": [f.to_json() for f in findings], "summary": summary}, indent=2) + "\n"
+        return (
+            json.dumps({"version": 1, "findings": [f.to_json() for f in findings], "summary": summary}, indent=2) + "\n"
+        )
     if fmt == "sarif":
         return json.dumps(sarif(findings), indent=2) + "\n"
     if fmt == "github":

@@ -37,8 +37,10 @@ class UnknownHost(Rule):
                 if host in inventory.hosts:
                     continue
                 close = difflib.get_close_matches(host, list(inventory.hosts), n=1, cutoff=0.6)
-                hint = f"did you mean '{close[0]}'?" if close else f"hosts in {inventory.file}: " + ", ".join(
-                    sorted(inventory.hosts)
+                hint = (
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else f"hosts in {inventory.file}: " + ", ".join(sorted(inventory.hosts))
                 )
                 yield self.report(
                     deployment.document,
@@ -74,6 +76,4 @@ class MissingFile(Rule):
                 continue
             path = deployment.document.path.parent / config
             if not path.is_file():
-                yield self.report(
-                    deployment.document, f"model config file {config!r} not found", ("model", "config")
-                )
+                yield self.report(deployment.document, f"model config file {config!r} not found", ("model", "config"))

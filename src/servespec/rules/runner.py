@@ -11,6 +11,7 @@ from servespec.rules.schema import Suppressions
 from servespec.spec.fleet import Fleet
 from servespec.spec.source import Document
 
+
 def check_fleet(fleet: Fleet, *, strict: bool = False) -> list[Finding]:
     """All findings for ``fleet``: loading problems, every rule, then suppressions."""
     findings = list(fleet.findings)
@@ -55,7 +56,7 @@ def apply_suppressions(documents: Iterable[Document], findings: list[Finding]) -
                             document,
                             f"suppression of {rule_id} gives no reason, so it silences nothing",
                             (*path, "rule"),
-                            hint="add reason: \"why this finding does not apply\"",
+                            hint='add reason: "why this finding does not apply"',
                         )
                     )
                 )

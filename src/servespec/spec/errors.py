@@ -53,20 +53,28 @@ def _finding(document: Document, model: type[BaseModel], rule: str, path: KeyPat
             path,
             hint="use {from_env: VAR} or {from_file: /path/on/host}, and rotate the exposed value",
         )
-    return document.finding(rule, f"{_value_message(detail)}{where}", path, hint=_value_hint(detail))
+    return document.finding(rule, f"{_value_message(model, path, detail)}{where}", path, hint=_value_hint(detail))
 
 
 def _describe(path: KeyPath) -> str:
     return f" at '{dotted(path)}'" if path else ""
 
 
-def _value_message(detail: ErrorDetails) -> str:
+def _value_message(model: type[BaseModel], path: KeyPath, detail: ErrorDetails) -> str:
     message = detail["msg"]
     value = detail.get("input")
-    if detail["type"].startswith(("literal_error", "enum")) or "should be" in message:
-        if isinstance(value, str | int | float | bool) and not isinstance(value, dict):
-            return f"{message}, got {value!r}"
+    shown = _shorten(repr(value))
+    if detail["type"] == "string_pattern_mismatch":
+        description = field_description(model, path)
+        if description:
+            return f"{shown} is not valid: {description}"
+    if "should be" in message and isinstance(value, str | int | float | bool):
+        return f"{message}, got {shown}"
     return message
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _value_hint(detail: ErrorDetails) -> str:
@@ -91,23 +99,24 @@ def _allowed_hint(allowed: list[str]) -> str:
     return f"remove it; allowed here: {shown}"
 
 
+def _has(current: Any, segment: str | int) -> bool:
+    if isinstance(current, dict):
+        return segment in current
+    return isinstance(current, list) and isinstance(segment, int) and 0 <= segment < len(current)
+
+
 def _data_path(data: Any, detail: ErrorDetails) -> KeyPath:
     """Follow pydantic's ``loc`` through the data, dropping segments that name union members."""
     loc = detail["loc"]
+    missing = detail["type"] == "missing"
     path: list[str | int] = []
     current = data
     for index, segment in enumerate(loc):
-        last = index == len(loc) - 1
-        if isinstance(current, dict) and segment in current:
+        if _has(current, segment):
             path.append(segment)
             current = current[segment]
-        elif isinstance(current, list) and isinstance(segment, int) and 0 <= segment < len(current):
-            path.append(segment)
-            current = current[segment]
-        elif last and detail["type"] == "missing":
-            path.append(segment)
-        elif isinstance(current, dict) and isinstance(segment, str) and detail["type"] == "missing":
-            # A missing field inside a missing parent: report the parent as missing.
+        elif missing and (index == len(loc) - 1 or isinstance(current, dict)):
+            # The missing field itself, or a missing parent: report the first one absent.
             path.append(segment)
             break
     return tuple(path)
@@ -118,18 +127,33 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
-def allowed_keys(model: type[BaseModel], path: KeyPath) -> list[str]:
-    """Field names allowed in the mapping at ``path``, read from the model's JSON Schema."""
+def _schema_nodes(model: type[BaseModel], path: KeyPath) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     schema = _schema(model)
     defs = schema.get("$defs", {})
     nodes = [schema]
     for segment in path:
         nodes = [child for node in nodes for child in _children(_resolve(node, defs), segment, defs)]
+    return nodes, defs
+
+
+def allowed_keys(model: type[BaseModel], path: KeyPath) -> list[str]:
+    """Field names allowed in the mapping at ``path``, read from the model's JSON Schema."""
+    nodes, defs = _schema_nodes(model, path)
     names: set[str] = set()
     for node in nodes:
         for option in _options(_resolve(node, defs), defs):
             names.update(option.get("properties", {}))
     return sorted(names)
+
+
+def field_description(model: type[BaseModel], path: KeyPath) -> str:
+    """The schema description of the field at ``path``, or ''."""
+    nodes, defs = _schema_nodes(model, path)
+    for node in nodes:
+        for option in [node, *_options(_resolve(node, defs), defs)]:
+            if option.get("description"):
+                return str(option["description"])
+    return ""
 
 
 def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

@@ -185,9 +185,7 @@ class _Loader:
                 self.fleet.inventories.append(inventory)
                 return inventory
         if referrer is not None and documents:
-            self.fleet.findings.append(
-                referrer.finding("REF002", f"{str(path)!r} holds no Inventory document", key)
-            )
+            self.fleet.findings.append(referrer.finding("REF002", f"{str(path)!r} holds no Inventory document", key))
         return None
 
     def _attach_hosts(self, inventory: InventoryDoc) -> None:
@@ -248,14 +246,18 @@ def _header_problem(document: Document, data: dict[str, Any], expected_kind: str
     version = data.get("apiVersion")
     kind = data.get("kind")
     if version is None:
-        return document.finding("SS004", "required field 'apiVersion' is missing", hint=f"add 'apiVersion: {API_VERSION}'")
+        return document.finding(
+            "SS004", "required field 'apiVersion' is missing", hint=f"add 'apiVersion: {API_VERSION}'"
+        )
     if version != API_VERSION:
         return document.finding(
             "SS004", f"unsupported apiVersion {version!r}", ("apiVersion",), hint=f"use '{API_VERSION}'"
         )
     if kind is None:
-        return document.finding("SS004", "required field 'kind' is missing", hint="add 'kind: Deployment' or 'kind: Inventory'")
-    if kind not in KINDS or (expected_kind and kind != expected_kind):
+        return document.finding(
+            "SS004", "required field 'kind' is missing", hint="add 'kind: Deployment' or 'kind: Inventory'"
+        )
+    if not isinstance(kind, str) or kind not in KINDS or (expected_kind and kind != expected_kind):
         allowed = expected_kind or " or ".join(KINDS)
         return document.finding("SS004", f"unsupported kind {kind!r}", ("kind",), hint=f"use {allowed}")
     return None
@@ -281,7 +283,9 @@ def load_fleet(paths: list[Path], inventory: Path | None = None) -> Fleet:
                     loader._attach_hosts(loaded)
                     fleet.inventories.append(loaded)
     for spec, document in pending:
-        fleet.deployments.append(DeploymentDoc(spec=spec, document=document, inventory=_resolve(loader, spec, document)))
+        fleet.deployments.append(
+            DeploymentDoc(spec=spec, document=document, inventory=_resolve(loader, spec, document))
+        )
     return fleet
 
 

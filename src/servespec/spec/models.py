@@ -73,7 +73,7 @@ def _check_duration(value: str) -> str:
         seconds = duration_seconds(value)
     except ValueError:
         raise PydanticCustomError(
-            "duration", "expected a duration like '15m', '1h30m' or '90s', got {value!r}", {"value": value}
+            "duration", "expected a duration like '15m', '1h30m' or '90s', got '{value}'", {"value": value}
         ) from None
     if seconds <= 0:
         raise PydanticCustomError("duration", "duration must be longer than 0s")
@@ -147,7 +147,9 @@ class ModelSpec(_Model):
         description="Hugging Face repo id, a local directory, a .gguf file, or an Ollama tag (engine ollama)"
     )
     revision: NonEmpty | None = Field(default=None, description="Commit sha (recommended) or branch")
-    config: NonEmpty | None = Field(default=None, description="Path to a Hugging Face config.json, relative to this file")
+    config: NonEmpty | None = Field(
+        default=None, description="Path to a Hugging Face config.json, relative to this file"
+    )
     architecture: Architecture | None = None
     dtype: Literal["auto", "float16", "bfloat16", "float32"] = "auto"
     quantization: Literal["awq", "gptq", "fp8", "int8", "nvfp4", "gguf"] | None = None
@@ -161,7 +163,7 @@ class ModelSpec(_Model):
 class EngineSpec(_Model):
     name: EngineName
     version: Annotated[str, StringConstraints(pattern=r"^v?\d+(\.\d+)*([.-]?[A-Za-z0-9.+-]*)?$|^b\d+$")] = Field(
-        description="The engine release the options are checked against (quote it: \"0.11.0\")"
+        description='The engine release the options are checked against (quote it: "0.11.0")'
     )
     image: NonEmpty | None = None
     image_archive: NonEmpty | None = None
@@ -325,9 +327,7 @@ class FactsFile(_Model):
     host: NonEmpty
     collected_at: str | None = None
     hardware: Hardware
-    links: list[tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)], NonEmpty]] = Field(
-        default_factory=list
-    )
+    links: list[tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)], NonEmpty]] = Field(default_factory=list)
 
 
 KINDS: dict[str, type[Deployment] | type[Inventory]] = {"Deployment": Deployment, "Inventory": Inventory}

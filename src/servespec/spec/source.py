@@ -19,6 +19,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
 
 from servespec.findings import Finding, Severity
 
@@ -121,7 +122,7 @@ def dotted(path: KeyPath) -> str:
     return out
 
 
-class _Refused(Exception):
+class _RefusedError(Exception):
     """A node the walk will not turn into data; carries where and why."""
 
     def __init__(self, node: Node, message: str, hint: str = "") -> None:
@@ -147,15 +148,15 @@ class _Walker:
     def walk(self, node: Node, path: KeyPath, depth: int) -> Any:
         self._nodes += 1
         if self._nodes > MAX_NODES:
-            raise _Refused(
+            raise _RefusedError(
                 node,
                 f"document expands to more than {MAX_NODES} nodes (anchors and aliases included)",
                 "remove the aliases that repeat large structures",
             )
         if depth > MAX_DEPTH:
-            raise _Refused(node, f"nesting deeper than {MAX_DEPTH} levels")
+            raise _RefusedError(node, f"nesting deeper than {MAX_DEPTH} levels")
         if node.tag not in _PLAIN_TAGS:
-            raise _Refused(
+            raise _RefusedError(
                 node,
                 f"YAML tag {node.tag!r} is not allowed in a servespec file",
                 "remove the tag; specs hold plain mappings, lists and scalars",
@@ -171,15 +172,15 @@ class _Walker:
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                raise _Refused(key_node, "merge keys (<<) are not supported", "write the keys out")
+                raise _RefusedError(key_node, "merge keys (<<) are not supported", "write the keys out")
             if not isinstance(key_node, ScalarNode):
-                raise _Refused(key_node, "mapping keys must be plain scalars")
+                raise _RefusedError(key_node, "mapping keys must be plain scalars")
             key = self._scalar(key_node)
             if not isinstance(key, str):
                 key = str(key) if not isinstance(key, bool) else str(key).lower()
             if key in out:
                 first = self._map.keys[(*path, key)]
-                raise _Refused(
+                raise _RefusedError(
                     key_node,
                     f"duplicate key {key!r} (first defined at line {first.line})",
                     "keep one of the two entries",
@@ -224,7 +225,14 @@ def _syntax_finding(file: str, message: str, pos: Position, hint: str = "") -> F
     )
 
 
-def _yaml_error_finding(file: str, err: YAMLError) -> Finding:
+def _yaml_error_finding(file: str, err: YAMLError, text: str) -> Finding:
+    if isinstance(err, ReaderError):
+        offset = min(int(err.position), len(text))
+        line = text.count("\n", 0, offset) + 1
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        return _syntax_finding(
+            file, f"character U+{int(err.character):04X} is not allowed in YAML", Position(line, column), "remove it"
+        )
     if isinstance(err, MarkedYAMLError) and err.problem_mark is not None:
         mark = err.problem_mark
         problem = err.problem or "YAML error"
@@ -247,7 +255,7 @@ def load_text(text: str, file: str, path: Path) -> tuple[list[Document], list[Fi
             source_map = SourceMap(start=_pos(node))
             try:
                 data = _Walker(yaml, source_map).walk(node, (), 0)
-            except _Refused as refused:
+            except _RefusedError as refused:
                 findings.append(_syntax_finding(file, refused.message, _pos(refused.node), refused.hint))
                 continue
             documents.append(
@@ -261,7 +269,7 @@ def load_text(text: str, file: str, path: Path) -> tuple[list[Document], list[Fi
                 )
             )
     except YAMLError as err:
-        findings.append(_yaml_error_finding(file, err))
+        findings.append(_yaml_error_finding(file, err, text))
     except RecursionError:
         findings.append(_syntax_finding(file, f"nesting deeper than {MAX_DEPTH} levels", Position(1, 1)))
     except (ValueError, TypeError, OverflowError) as err:

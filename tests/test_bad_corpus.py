@@ -1,0 +1,60 @@
+"""Hostile input: every file of tests/data/bad gives located findings, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+BAD = REPO / "tests" / "data" / "bad"
+CORPUS = sorted(BAD.glob("*.yaml"))
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(CORPUS) >= 40
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
+def test_bad_file_gives_located_finding(path: Path) -> None:
+    result = run_cli("validate", "--format", "json", str(path))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code in (1, 2), result.output
+    report = json.loads(result.stdout)
+    assert report["findings"], "no finding for a bad file"
+    for finding in report["findings"]:
+        assert finding["file"].endswith(path.name)
+        assert finding["line"] >= 1 and finding["column"] >= 1
+        assert finding["rule"]
+
+
+def test_whole_corpus_at_once_through_the_real_binary() -> None:
+    deploy = Path(sys.executable).parent / "deploy"
+    proc = subprocess.run(
+        [str(deploy), "validate", "--format", "json", str(BAD)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    files_with_findings = {f["file"] for f in json.loads(proc.stdout)["findings"]}
+    assert len(files_with_findings) == len(CORPUS)
+
+
+@pytest.mark.parametrize("size_mb", [2, 10])
+def test_huge_file_is_refused_before_parsing(tmp_path: Path, size_mb: int) -> None:
+    path = tmp_path / "huge.yaml"
+    line = "key_" + "x" * 60 + ": value\n"
+    path.write_text(line * (size_mb * 1024 * 1024 // len(line)))
+    result = run_cli("validate", "--format", "json", str(path))
+    assert result.exit_code == 1
+    finding = json.loads(result.stdout)["findings"][0]
+    assert (finding["rule"], finding["line"]) == ("SS001", 1)
+
+
+def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_cli("validate", str(tmp_path / "absent.yaml"))
+    assert result.exit_code == 2
+    assert "no such file" in result.output

@@ -1,0 +1,78 @@
+"""The YAML loader: plain data, positions, and refusals located where they happen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from servespec.spec.source import load_text
+
+MULTI = """\
+apiVersion: servespec/v1
+kind: Inventory
+hosts:
+  gpu-01:
+    address: 10.0.0.1
+---
+apiVersion: servespec/v1
+kind: Deployment
+metadata:
+  name: demo
+resources:
+  gpu_ids: [0, 1]
+"""
+
+
+def load(text: str):  # type: ignore[no-untyped-def]
+    return load_text(text, "f.yaml", Path("f.yaml"))
+
+
+def test_multi_document_positions_are_absolute_and_one_based() -> None:
+    documents, findings = load(MULTI)
+    assert findings == []
+    assert [d.index for d in documents] == [0, 1]
+    second = documents[1].source_map
+    assert second.locate(("metadata", "name")).line == 10
+    assert second.locate(("metadata", "name")).column == 9
+    assert second.locate(("resources", "gpu_ids", 1)).line == 12
+    assert second.locate(("resources", "gpu_ids", 1)).column == 16
+    assert second.locate(("metadata",), at_key=True).column == 1
+
+
+def test_missing_path_falls_back_to_nearest_ancestor_key() -> None:
+    documents, _ = load(MULTI)
+    pos = documents[1].source_map.locate(("metadata", "labels", "team"))
+    assert (pos.line, pos.column) == (9, 1)
+
+
+def test_yaml_12_keeps_on_off_as_strings_and_dates_as_text() -> None:
+    documents, _ = load("a: off\nb: 2024-01-02\nc: 0x10\n")
+    assert documents[0].data == {"a": "off", "b": "2024-01-02", "c": 16}
+
+
+def test_documents_before_a_syntax_error_are_kept() -> None:
+    documents, findings = load(MULTI + "---\nkind: [\n")
+    assert len(documents) == 2
+    assert [(f.rule, f.line) for f in findings] == [("SS001", 15)]
+
+
+def test_duplicate_key_points_at_second_occurrence() -> None:
+    _, findings = load("a: 1\nb:\n  c: 1\n  c: 2\n")
+    assert [(f.rule, f.line, f.column) for f in findings] == [("SS001", 4, 3)]
+    assert "line 3" in findings[0].message
+
+
+def test_alias_bomb_is_refused_quickly() -> None:
+    text = 'a: &a ["x","x","x","x","x","x","x","x","x","x"]\n'
+    prev = "a"
+    for name in "bcdefghijk":
+        text += f"{name}: &{name} [" + ",".join([f"*{prev}"] * 10) + "]\n"
+        prev = name
+    _, findings = load(text)
+    assert [f.rule for f in findings] == ["SS001"]
+    assert "expands" in findings[0].message
+
+
+def test_small_aliases_are_fine() -> None:
+    documents, findings = load("a: &x {p: 1}\nb: *x\n")
+    assert findings == []
+    assert documents[0].data == {"a": {"p": 1}, "b": {"p": 1}}
