@@ -3,8 +3,28 @@
 from __future__ import annotations
 
 from servespec.rules.base import Rule
-from servespec.rules.references import MissingFile, UnknownHost
+from servespec.rules.engine_options import InconsistentEngineOptions, InvalidEngineOptionValue, UnknownEngineOption
+from servespec.rules.hardware import (
+    DriverTooOld,
+    DtypeNotSupported,
+    EngineNeedsNewerGpu,
+    FormatNotSupported,
+    QuantizationNeedsNewerGpu,
+)
+from servespec.rules.memory import (
+    ContextBeyondModel,
+    FewerSequencesThanBatch,
+    NoRoomForKvCache,
+    SharedGpuOversubscribed,
+    WeightsDoNotFit,
+)
+from servespec.rules.network import ExposedWithoutAuth, PortConflict
+from servespec.rules.parallel import HeadsNotDivisible, KvHeadsReplicated, LayoutNotSupported, NotEnoughGpus
+from servespec.rules.references import FactsMissing, MissingFile, UnknownHost
+from servespec.rules.rollout import AllHostsDownAtOnce, HealthTimeoutTooShort
 from servespec.rules.schema import MissingField, Suppressions, UnknownField, WrongType, YamlSyntax
+from servespec.rules.security import ImageNotPinned, InlineSecret, RevisionNotPinned
+from servespec.rules.topology import AcsBlocksPeerToPeer, ReplicaAcrossNuma, TensorParallelOverPcie
 
 ALL_RULES: tuple[type[Rule], ...] = (
     YamlSyntax,
@@ -14,6 +34,34 @@ ALL_RULES: tuple[type[Rule], ...] = (
     Suppressions,
     UnknownHost,
     MissingFile,
+    FactsMissing,
+    WeightsDoNotFit,
+    NoRoomForKvCache,
+    FewerSequencesThanBatch,
+    SharedGpuOversubscribed,
+    ContextBeyondModel,
+    HeadsNotDivisible,
+    NotEnoughGpus,
+    LayoutNotSupported,
+    KvHeadsReplicated,
+    DtypeNotSupported,
+    QuantizationNeedsNewerGpu,
+    FormatNotSupported,
+    EngineNeedsNewerGpu,
+    DriverTooOld,
+    ReplicaAcrossNuma,
+    AcsBlocksPeerToPeer,
+    TensorParallelOverPcie,
+    UnknownEngineOption,
+    InvalidEngineOptionValue,
+    InconsistentEngineOptions,
+    PortConflict,
+    ExposedWithoutAuth,
+    InlineSecret,
+    ImageNotPinned,
+    RevisionNotPinned,
+    AllHostsDownAtOnce,
+    HealthTimeoutTooShort,
 )
 
 RULES_BY_ID: dict[str, type[Rule]] = {rule.id: rule for rule in ALL_RULES}

@@ -7,8 +7,22 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from servespec.findings import Finding, Severity
-from servespec.spec.fleet import Fleet
+from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 from servespec.spec.source import Document, KeyPath
+
+
+def placements(fleet: Fleet) -> Iterator[tuple[DeploymentDoc, HostView]]:
+    """Every (deployment, host) pair the fleet places, in file order."""
+    from servespec.knowledge.resolve import placed_hosts
+
+    for deployment in fleet.deployments:
+        for host in placed_hosts(deployment):
+            yield deployment, host
+
+
+def host_location(host: HostView, *keys: str) -> tuple[Document | None, KeyPath]:
+    """Where a host's hardware field is declared: the inventory or its facts file."""
+    return host.hardware_path(*keys)
 
 
 class Rule:

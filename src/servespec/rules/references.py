@@ -77,3 +77,56 @@ class MissingFile(Rule):
             path = deployment.document.path.parent / config
             if not path.is_file():
                 yield self.report(deployment.document, f"model config file {config!r} not found", ("model", "config"))
+
+
+class FactsMissing(Rule):
+    """GPU models and model architectures must be known, or the memory rules cannot run.
+
+    A GPU model resolves against the built-in catalog (``deploy explain`` lists sources;
+    nvidia-smi spellings such as "NVIDIA A100-SXM4-80GB" and "Tesla T4" are accepted). A
+    model resolves from ``model.config`` (a config.json), the built-in catalog of popular
+    Hugging Face repos, or inline ``model.architecture`` facts. When either is unknown,
+    MEM, PAR001/PAR004, HW and ROL002 checks that need it are skipped and this warning
+    says so once, instead of guessing.
+
+    Fix: write the GPU as nvidia-smi prints it, or give ``model.config`` /
+    ``model.architecture`` (layers, hidden_size, attention_heads, kv_heads, ...).
+
+    Source: NVIDIA CUDA GPUs (https://developer.nvidia.com/cuda-gpus); Hugging Face
+    config.json fields (transformers configuration classes).
+    """
+
+    id = "REF003"
+    name = "ref.unknown-facts"
+    severity = Severity.WARNING
+    summary = "unknown GPU model or model architecture: memory rules cannot run"
+    sources = (
+        "https://developer.nvidia.com/cuda-gpus",
+        "https://huggingface.co/docs/transformers/main_classes/configuration",
+    )
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        from servespec.knowledge import resolve
+
+        for deployment in fleet.deployments:
+            answer = resolve.model_answer(deployment)
+            if answer.facts is None:
+                yield self.report(
+                    deployment.document,
+                    answer.problem,
+                    ("model", "config") if deployment.spec.model.config else ("model", "source"),
+                    hint="add model.config (a config.json) or model.architecture",
+                )
+        for inventory in fleet.inventories:
+            for host in inventory.hosts.values():
+                gpus = resolve.host_gpus(host)
+                if gpus.count and gpus.name and not gpus.known:
+                    document, path = host.hardware_path("gpus", "model")
+                    if document is None:
+                        continue
+                    yield self.report(
+                        document,
+                        f"GPU model {gpus.name!r} of {host.name} is not in the catalog",
+                        path,
+                        hint="write the name as nvidia-smi prints it (e.g. 'NVIDIA A100-SXM4-80GB')",
+                    )

@@ -1,0 +1,102 @@
+"""The GPU catalog: memory, compute capability, bandwidth and NVLink of NVIDIA models.
+
+Facts live in ``data/gpus.yaml`` with their sources: compute capabilities from NVIDIA's
+CUDA GPUs table, memory as `nvidia-smi` reports it (linked to real outputs where one was
+found), bandwidth and NVLink from NVIDIA datasheets.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from ruamel.yaml import YAML
+
+CUDA_GPUS_URL = "https://developer.nvidia.com/cuda-gpus"
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """One GPU model from the catalog."""
+
+    id: str
+    names: tuple[str, ...]
+    memory_mib: int
+    memory_verified: bool
+    compute_capability: tuple[int, int]
+    architecture: str
+    bandwidth_gbs: float | None
+    nvlink: bool
+    nvlink_gbs: float | None
+    source: str
+
+    @property
+    def display_name(self) -> str:
+        """The name nvidia-smi prints (the first catalogued spelling)."""
+        return self.names[0] if self.names else self.id
+
+    @property
+    def memory_gib(self) -> float:
+        """Total memory in GiB, as nvidia-smi reports it."""
+        return self.memory_mib / 1024
+
+    @property
+    def capability_text(self) -> str:
+        """Compute capability as NVIDIA writes it (``8.9``)."""
+        return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
+
+
+def _normalize(name: str) -> str:
+    text = name.strip().lower()
+    text = re.sub(r"^(nvidia\s+)?(tesla\s+|geforce\s+)?", "", text)
+    return re.sub(r"[\s_\-]+", "", text)
+
+
+def _from_entry(entry: dict[str, Any]) -> GpuModel:
+    major, minor = (int(part) for part in str(entry["compute_capability"]).split("."))
+    return GpuModel(
+        id=str(entry["id"]),
+        names=tuple(str(n) for n in entry.get("names", [])),
+        memory_mib=int(entry["memory_mib"]),
+        memory_verified=bool(entry.get("memory_verified", False)),
+        compute_capability=(major, minor),
+        architecture=str(entry["architecture"]),
+        bandwidth_gbs=entry.get("bandwidth_gbs"),
+        nvlink=bool(entry.get("nvlink", False)),
+        nvlink_gbs=entry.get("nvlink_gbs"),
+        source=str(entry.get("source", CUDA_GPUS_URL)),
+    )
+
+
+@functools.cache
+def catalog() -> tuple[GpuModel, ...]:
+    """Every catalogued GPU, in file order."""
+    text = resources.files("servespec.knowledge").joinpath("data/gpus.yaml").read_text(encoding="utf-8")
+    data = YAML(typ="safe", pure=True).load(text)
+    return tuple(_from_entry(entry) for entry in data["gpus"])
+
+
+@functools.cache
+def _index() -> dict[str, GpuModel]:
+    index: dict[str, GpuModel] = {}
+    for gpu in catalog():
+        for spelling in (gpu.id, *gpu.names):
+            index.setdefault(_normalize(spelling), gpu)
+    return index
+
+
+def resolve(name: str) -> GpuModel | None:
+    """Find a GPU by catalog id or any spelling nvidia-smi prints; None when unknown.
+
+    The old nvidia-smi table truncates long names with "..."; such a prefix resolves
+    when exactly one catalogued model starts with it.
+    """
+    key = _normalize(name)
+    if key.endswith("..."):
+        prefix = key.rstrip(".")
+        matches = {gpu.id: gpu for spelling, gpu in _index().items() if spelling.startswith(prefix)}
+        return next(iter(matches.values())) if len(matches) == 1 else None
+    return _index().get(key)

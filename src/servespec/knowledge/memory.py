@@ -1,0 +1,388 @@
+"""The memory estimator: each engine's own arithmetic for weights, overhead and KV cache.
+
+Every engine budgets GPU memory differently; this module follows each one (the sources
+are in the engines' catalog facts, cited below) so that ``deploy estimate`` and the MEM
+rules predict what the engine itself will log at start-up:
+
+- vLLM: ``gpu_memory_utilization × total − weights − activation peak − non-torch``,
+  minus the CUDA-graph estimate from the releases that profile it (vllm/v1/worker/gpu_worker.py).
+- SGLang: ``mem_fraction_static × total − weights`` (model_runner / memory_hook.py), with the
+  default fraction computed from the GPU's memory as SGLang does.
+- TGI: ``cuda_memory_fraction × TGI_WIGGLE_ROOM × total − weights − warm-up peak``
+  (server/text_generation_server/models/flash_causal_lm.py).
+- TensorRT-LLM: ``free_gpu_memory_fraction × (free memory after weights and activations)``.
+- llama.cpp and Ollama: weights by GGUF type + KV cache by cache type + compute buffers,
+  which must fit; nothing is pre-allocated by fraction.
+
+Two constants are fitted, not sourced, and say so: the CUDA-visible share of the memory
+nvidia-smi reports and vLLM's non-torch overhead. ``tests/test_estimator_logs.py``
+measures the estimator against real start-up logs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from servespec.knowledge.engines import EngineRelease, version_key
+from servespec.knowledge.gpus import GpuModel
+from servespec.knowledge.models import ModelFacts
+
+GIB = 1024**3
+CUDA_VISIBLE_SHARE = 0.993
+"""Fitted: torch's total memory is below nvidia-smi's memory.total (A100 80GB logs: 79.3 of
+80.0 GiB; H200: 139.8 of 140.4 GiB)."""
+CONTEXT_GIB = 0.5
+"""CUDA context and library handles outside any engine budget (engines that measure free memory see it)."""
+VLLM_NON_TORCH_GIB = (0.05, 0.25)
+"""Fitted on the recorded vLLM logs: non-torch growth during profiling for one GPU, and the
+extra for NCCL when tensor or pipeline parallel is used."""
+
+_DTYPE_BYTES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "auto": 2.0}
+_KV_DTYPE_BYTES = {
+    "auto": None,
+    "fp8": 1.0,
+    "fp8_e4m3": 1.0,
+    "fp8_e5m2": 1.0,
+    "fp8_e4m3fn": 1.0,
+    "bfloat16": 2.0,
+    "bf16": 2.0,
+    "float16": 2.0,
+    "f16": 2.0,
+    "f32": 4.0,
+    "q8_0": 34 / 32,
+    "q4_0": 18 / 32,
+    "q4_1": 20 / 32,
+    "q5_0": 22 / 32,
+    "q5_1": 24 / 32,
+    "iq4_nl": 18 / 32,
+}
+# Bits per weight of weight-only formats: 4-bit AWQ/GPTQ store a 16-bit scale and a 4-bit
+# zero point per group of 128; NVFP4 an FP8 scale per 16; MXFP4 an 8-bit scale per 32.
+_QUANT_BITS = {"awq": 4 + 20 / 128, "gptq": 4 + 20 / 128, "fp8": 8.0, "int8": 8.0, "nvfp4": 4.5, "mxfp4": 4.25}
+LLAMA3_8B_PARAMS = 8.03e9
+"""llama-quantize documents file sizes "@ Llama-3-8B"; its parameter count (counted from its config) turns them into bits per weight."""
+
+
+@dataclass(frozen=True)
+class EstimateInput:
+    """Everything one replica's memory depends on."""
+
+    engine: str
+    release: EngineRelease | None
+    model: ModelFacts
+    gpu: GpuModel | None
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    dtype: str = "auto"
+    quantization: str | None = None
+    gguf_type: str | None = None
+    max_model_len: int = 4096
+    options: dict[str, Any] = field(default_factory=dict)
+    host_memory_gib: float | None = None
+    """System memory, for CPU-only hosts (llama.cpp/Ollama without a GPU)."""
+
+
+@dataclass(frozen=True)
+class GpuEstimate:
+    """The memory plan of one GPU of a replica (or of the host's RAM on CPU hosts)."""
+
+    total_gib: float
+    weights_gib: float
+    overhead_gib: float
+    kv_cache_gib: float
+    kv_tokens: int
+    max_sequences: float
+    kv_bytes_per_token: float
+    one_sequence_gib: float
+    claimed_fraction: float = 1.0
+    """Share of the GPU's memory the engine claims at start-up (what MEM004 adds up)."""
+    notes: tuple[str, ...] = ()
+
+
+def dtype_bytes(model: ModelFacts, dtype: str) -> float:
+    """Bytes per weight element for the chosen dtype (``auto`` follows the checkpoint)."""
+    if dtype == "auto" and model.torch_dtype == "float32":
+        return 2.0  # engines load float32 checkpoints in 16-bit unless float32 is asked for
+    return _DTYPE_BYTES.get(dtype, 2.0)
+
+
+def gguf_bits(release: EngineRelease | None, gguf_type: str | None) -> float | None:
+    """Bits per weight of a GGUF file type, from llama.cpp's own quantize table."""
+    if gguf_type is None:
+        return None
+    facts = release.facts if release else {}
+    kinds = (facts.get("gguf_file_types") or {}).get("value", {})
+    types = (facts.get("ggml_quant_types") or {}).get("value", {})
+    name = gguf_type.upper()
+    entry = kinds.get(name) or kinds.get(name.replace("_M", "_K_M"))
+    if entry:
+        text = str(entry.get("quantize_help", ""))
+        size = re.match(r"\s*([\d.]+)G, .*Llama-3-8B", text)
+        if size:
+            return float(size.group(1)) * GIB * 8 / LLAMA3_8B_PARAMS
+        bpw = re.match(r"\s*([\d.]+)\s*bpw", text)
+        if bpw:
+            return float(bpw.group(1))
+    if name in types:
+        return float(types[name]["bits_per_weight"])
+    fallback = {"Q4_K_M": 4.9, "Q8_0": 8.5, "F16": 16.0, "BF16": 16.0, "Q4_0": 4.5, "Q6_K": 6.56, "Q5_K_M": 5.7}
+    return fallback.get(name)
+
+
+def weight_bytes(inp: EstimateInput) -> float:
+    """Bytes of all weights of the model as this engine loads them (one full copy)."""
+    model = inp.model
+    params = model.params
+    embed = (model.vocab_size or 0) * model.hidden_size * (1 if model.tie_word_embeddings else 2)
+    linear = max(params - embed, 0.0)
+    element = dtype_bytes(model, inp.dtype)
+    method = inp.quantization or model.quant_method
+    if method == "gguf" or inp.gguf_type:
+        bits = gguf_bits(inp.release, inp.gguf_type) or 4.9
+        return params * bits / 8
+    if method in ("compressed-tensors", "modelopt"):
+        method = "fp8" if (model.quant_bits or 8) >= 8 else "awq"
+    if method == "mxfp4" and model.is_moe:
+        experts = _expert_params(model)
+        return experts * _QUANT_BITS["mxfp4"] / 8 + (params - experts) * element
+    bits = _QUANT_BITS.get(method or "")
+    if bits is None:
+        return params * element
+    return linear * bits / 8 + embed * element
+
+
+def _expert_params(model: ModelFacts) -> float:
+    moe_layers = model.layers - model.dense_layers
+    return moe_layers * (model.experts or 0) * 3 * model.hidden_size * (model.moe_intermediate_size or 0)
+
+
+def kv_element_bytes(inp: EstimateInput, option: str) -> float:
+    """Bytes per KV-cache element: the engine's kv-cache dtype option, else the model dtype."""
+    value = inp.options.get(option)
+    explicit = _KV_DTYPE_BYTES.get(str(value)) if value is not None else None
+    return explicit if explicit is not None else dtype_bytes(inp.model, inp.dtype)
+
+
+def kv_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: int, pipeline_parallel: int) -> float:
+    """KV-cache bytes one token occupies on one GPU of the replica.
+
+    KV heads split across tensor-parallel ranks; with fewer KV heads than ranks each rank
+    keeps a replicated head (PAR004). MLA caches one latent per layer on every rank.
+    """
+    layers = math.ceil(model.layers / pipeline_parallel)
+    if model.is_mla:
+        return layers * ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * element
+    heads = max(1, model.kv_heads // tensor_parallel)
+    return layers * 2 * heads * model.head_dim * element
+
+
+def cuda_total_gib(gpu: GpuModel) -> float:
+    """Memory the CUDA runtime reports as total, from nvidia-smi's memory.total."""
+    return gpu.memory_gib * CUDA_VISIBLE_SHARE
+
+
+def _finish(
+    inp: EstimateInput,
+    total: float,
+    weights: float,
+    overhead: float,
+    kv_gib: float,
+    block: int,
+    notes: list[str],
+    claimed: float,
+) -> GpuEstimate:
+    element_option = {"tgi": "kv_cache_dtype", "llama.cpp": "cache_type_k", "ollama": "kv_cache_type"}
+    per_token = kv_bytes_per_token(
+        inp.model,
+        kv_element_bytes(inp, element_option.get(inp.engine, "kv_cache_dtype")),
+        inp.tensor_parallel,
+        inp.pipeline_parallel,
+    )
+    usable = max(kv_gib, 0.0)
+    blocks = int(usable * GIB // (per_token * block)) if per_token else 0
+    tokens = blocks * block
+    return GpuEstimate(
+        total_gib=round(total, 2),
+        weights_gib=round(weights, 2),
+        overhead_gib=round(overhead, 2),
+        kv_cache_gib=round(kv_gib, 2),
+        kv_tokens=tokens,
+        max_sequences=round(tokens / inp.max_model_len, 2) if inp.max_model_len else 0.0,
+        kv_bytes_per_token=per_token,
+        one_sequence_gib=round(per_token * inp.max_model_len / GIB, 3),
+        claimed_fraction=round(claimed, 3),
+        notes=tuple(notes),
+    )
+
+
+def _fact_value(release: EngineRelease | None, key: str, default: Any) -> Any:
+    if release is None:
+        return default
+    fact = release.facts.get(key)
+    if isinstance(fact, dict):
+        return fact.get("value", default)
+    return default
+
+
+def _weights_per_gpu(inp: EstimateInput) -> float:
+    return weight_bytes(inp) / (inp.tensor_parallel * inp.pipeline_parallel) / GIB
+
+
+def _activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:
+    """Peak activations of a profiling forward pass over ``tokens`` tokens, plus sampler logits."""
+    model = inp.model
+    intermediate = model.moe_intermediate_size if model.is_moe else model.intermediate_size
+    width = 3 * (intermediate or 4 * model.hidden_size) / inp.tensor_parallel + 4 * model.hidden_size
+    forward = tokens * width * 2
+    sampler = sequences * (model.vocab_size or 32000) * 4 * 2
+    return (forward + sampler) / GIB
+
+
+def _big_gpu(inp: EstimateInput, total: float) -> bool:
+    # vLLM's defaults for GPUs with >= 70 GiB that are not A100 (engine/arg_utils.py _set_default_args).
+    return total >= 70 and inp.gpu is not None and "A100" not in inp.gpu.id
+
+
+def estimate_vllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
+    """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory)."""
+    total = cuda_total_gib(gpu)
+    utilization = float(
+        inp.options.get("gpu_memory_utilization") or _fact_value(inp.release, "gpu_memory_utilization_default", 0.9)
+    )
+    big = _big_gpu(inp, total)
+    seqs = int(inp.options.get("max_num_seqs") or (1024 if big else 256))
+    batched = int(inp.options.get("max_num_batched_tokens") or (8192 if big else 2048))
+    weights = _weights_per_gpu(inp)
+    parallel = inp.tensor_parallel * inp.pipeline_parallel > 1
+    non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)
+    overhead = _activation_gib(inp, batched, seqs) + non_torch
+    notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
+    if inp.release and version_key(inp.release.version) >= (0, 21) and not inp.options.get("enforce_eager"):
+        overhead += 0.5  # releases since 0.21 subtract their CUDA-graph estimate from the budget
+        notes.append("CUDA-graph memory estimated in the budget")
+    kv = utilization * total - weights - overhead
+    block = int(inp.options.get("block_size") or 16)
+    return _finish(inp, total, weights, overhead, kv, block, notes, utilization)
+
+
+def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
+    """SGLang's default mem_fraction_static (arg_groups/memory_hook.py handle_gpu_memory_settings)."""
+    mib = gpu.memory_mib
+    chunk = 2048 if mib < 20480 else 4096 if mib < 61440 else 8192 if mib < 163840 else 16384
+    small_tp = inp.tensor_parallel < 4
+    if mib < 20480:
+        max_bs = 8
+    elif mib < 35840:
+        max_bs = 48 if small_tp else 160
+    elif mib < 61440:
+        max_bs = 32 if small_tp else 160
+    elif mib < 163840:
+        max_bs = 256 if small_tp else 512
+    else:
+        max_bs = 512
+    chunk = int(inp.options.get("chunked_prefill_size") or chunk)
+    reserved = 512 + max(chunk, 2048) * 1.5 + inp.tensor_parallel * inp.pipeline_parallel / 8 * 1024 + max_bs * 2
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((mib - reserved) / mib, 3)
+
+
+def estimate_sglang(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
+    """SGLang's KV pool: mem_fraction_static × memory before loading − weights."""
+    total = cuda_total_gib(gpu)
+    fraction = float(inp.options.get("mem_fraction_static") or _sglang_fraction(inp, gpu))
+    weights = _weights_per_gpu(inp)
+    before_load = total - CONTEXT_GIB
+    kv = before_load * fraction - weights
+    overhead = before_load * (1 - fraction) + CONTEXT_GIB
+    return _finish(inp, total, weights, overhead, kv, 1, [f"mem_fraction_static {fraction}"], fraction)
+
+
+def estimate_tgi(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
+    """TGI's warm-up sizing: free memory × cuda_memory_fraction × TGI_WIGGLE_ROOM (0.90)."""
+    total = cuda_total_gib(gpu)
+    fraction = float(inp.options.get("cuda_memory_fraction") or 1.0)
+    prefill = int(inp.options.get("max_batch_prefill_tokens") or 4096)
+    weights = _weights_per_gpu(inp)
+    activation = _activation_gib(inp, prefill, 1)
+    free = total - CONTEXT_GIB - weights - activation
+    kv = free - (1 - fraction * 0.9) * total
+    overhead = total - weights - kv
+    block = 16
+    notes = [f"cuda_memory_fraction {fraction}", "TGI_WIGGLE_ROOM 0.9"]
+    return _finish(inp, total, weights, overhead, kv, block, notes, fraction)
+
+
+def estimate_trtllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
+    """TensorRT-LLM (PyTorch backend): free memory after weights and activations × free_gpu_memory_fraction."""
+    total = cuda_total_gib(gpu)
+    fraction = float(
+        inp.options.get("kv_cache_config.free_gpu_memory_fraction")
+        or inp.options.get("free_gpu_memory_fraction")
+        or _fact_value(inp.release, "kv_cache_free_gpu_memory_fraction_default", 0.9)
+    )
+    tokens = int(inp.options.get("max_num_tokens") or 8192)
+    weights = _weights_per_gpu(inp)
+    activation = _activation_gib(inp, tokens, 1)
+    free = total - CONTEXT_GIB - weights - activation
+    kv = free * fraction
+    claimed = (total - free * (1 - fraction)) / total
+    notes = [f"free_gpu_memory_fraction {fraction}"]
+    return _finish(inp, total, weights, total - weights - kv, kv, 32, notes, claimed)
+
+
+def estimate_gguf(inp: EstimateInput, gpu: GpuModel | None) -> GpuEstimate:
+    """llama.cpp / Ollama: the whole context is allocated up front; it must fit with the weights."""
+    total = cuda_total_gib(gpu) if gpu else float(inp.host_memory_gib or 0.0)
+    gpus = inp.tensor_parallel * inp.pipeline_parallel
+    weights = weight_bytes(inp) / gpus / GIB
+    slots = _slots(inp)
+    context_tokens = inp.max_model_len * slots
+    element = kv_element_bytes(inp, "cache_type_k" if inp.engine == "llama.cpp" else "kv_cache_type")
+    per_token_all = kv_bytes_per_token(inp.model, element, 1, 1) / gpus
+    kv = per_token_all * context_tokens / GIB
+    compute = 0.25 + (inp.model.vocab_size or 32000) * 512 * 4 / GIB  # logits of one micro-batch of 512
+    overhead = compute + (CONTEXT_GIB if gpu else 0.0)
+    notes = [f"{slots} slot(s) × {inp.max_model_len} tokens"]
+    free_for_kv = total - weights - overhead
+    tokens = context_tokens if free_for_kv >= kv else int(max(free_for_kv, 0) * GIB // max(per_token_all, 1))
+    return GpuEstimate(
+        total_gib=round(total, 2),
+        weights_gib=round(weights, 2),
+        overhead_gib=round(overhead, 2),
+        kv_cache_gib=round(kv, 2),
+        kv_tokens=tokens,
+        max_sequences=round(tokens / inp.max_model_len, 2) if inp.max_model_len else 0.0,
+        kv_bytes_per_token=per_token_all,
+        one_sequence_gib=round(per_token_all * inp.max_model_len / GIB, 3),
+        claimed_fraction=round((weights + overhead + kv) / total, 3) if total else 1.0,
+        notes=tuple(notes),
+    )
+
+
+def _slots(inp: EstimateInput) -> int:
+    key = "parallel" if inp.engine == "llama.cpp" else "num_parallel"
+    value = inp.options.get(key)
+    if value is None or int(value) < 1:
+        return (
+            4 if inp.engine == "llama.cpp" else 1
+        )  # llama-server's auto is 4 slots; OLLAMA_NUM_PARALLEL defaults to 1
+    return int(value)
+
+
+def estimate(inp: EstimateInput) -> GpuEstimate | None:
+    """The memory plan of one GPU of the replica, or None when the GPU is unknown."""
+    if inp.engine in ("llama.cpp", "ollama"):
+        return estimate_gguf(inp, inp.gpu)
+    if inp.gpu is None:
+        return None
+    arithmetic = {
+        "vllm": estimate_vllm,
+        "sglang": estimate_sglang,
+        "tgi": estimate_tgi,
+        "tensorrt-llm": estimate_trtllm,
+    }[inp.engine]
+    return arithmetic(inp, inp.gpu)

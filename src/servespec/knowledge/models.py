@@ -1,0 +1,302 @@
+"""Model architecture facts, read from a Hugging Face ``config.json`` or the built-in catalog.
+
+The catalog (``data/models.yaml``) stores config.json fields verbatim with the URL each
+was read from; this module turns a config into :class:`ModelFacts` and counts the
+parameters from the architecture (never from a name like "8B").
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from servespec.spec.models import Architecture
+
+TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/src/transformers/models"
+
+# transformers' own default for tie_word_embeddings differs by model type
+# (e.g. GemmaConfig ties, LlamaConfig does not); see each configuration_<type>.py.
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text"}
+# Model types whose attention projections carry biases (modeling_<type>.py).
+_QKV_BIAS = {"qwen2", "qwen2_moe"}
+_GEMMA_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What memory and parallelism rules need to know about a model."""
+
+    name: str
+    source: str
+    model_type: str
+    layers: int
+    hidden_size: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate_size: int | None = None
+    vocab_size: int | None = None
+    max_position_embeddings: int | None = None
+    tie_word_embeddings: bool = False
+    torch_dtype: str | None = None
+    rope_scaling: bool = False
+    sliding_window: int | None = None
+    sliding_layers: int = 0
+    experts: int | None = None
+    active_experts: int | None = None
+    moe_intermediate_size: int | None = None
+    shared_intermediate_size: int = 0
+    dense_layers: int = 0
+    kv_lora_rank: int | None = None
+    q_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    quant_method: str | None = None
+    quant_bits: float | None = None
+    params_override: float | None = None
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3): the KV cache holds a compressed latent."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def is_moe(self) -> bool:
+        """Mixture of experts."""
+        return bool(self.experts and self.experts > 1)
+
+    @property
+    def params(self) -> float:
+        """Total parameters, counted from the architecture (or given inline)."""
+        return self.params_override if self.params_override is not None else count_parameters(self)[0]
+
+    @property
+    def active_params(self) -> float:
+        """Parameters used per token (differs from :attr:`params` for MoE)."""
+        if self.params_override is not None:
+            return self.params_override
+        return count_parameters(self)[1]
+
+
+def _first(config: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if config.get(key) is not None:
+            return config[key]
+    return None
+
+
+def _flatten(config: dict[str, Any]) -> dict[str, Any]:
+    text = config.get("text_config")
+    if isinstance(text, dict):
+        merged = {**config, **text}
+        merged.setdefault("model_type", text.get("model_type", config.get("model_type")))
+        return merged
+    return config
+
+
+def _sliding_layers(config: dict[str, Any], layers: int, model_type: str) -> tuple[int | None, int]:
+    window = config.get("sliding_window")
+    layer_types = config.get("layer_types")
+    if isinstance(layer_types, list) and window:
+        return int(window), sum(1 for kind in layer_types if kind == "sliding_attention")
+    if not window:
+        return None, 0
+    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not config.get("use_sliding_window"):
+        return None, 0
+    if model_type == "gemma2":
+        return int(window), layers // 2  # modeling_gemma2: every other layer is local
+    pattern = config.get("sliding_window_pattern")
+    if model_type.startswith("gemma3") and pattern:
+        return int(window), layers - layers // int(pattern)
+    return int(window), layers
+
+
+def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
+    experts = _first(config, "num_local_experts", "num_experts", "n_routed_experts")
+    if not experts or int(experts) <= 1:
+        return {}
+    moe_size = _first(config, "moe_intermediate_size") or config.get("intermediate_size")
+    shared = int(config.get("shared_expert_intermediate_size") or 0)
+    if config.get("n_shared_experts"):
+        shared = int(config["n_shared_experts"]) * int(moe_size)
+    dense = int(config.get("first_k_dense_replace") or 0)
+    dense += len(config.get("mlp_only_layers") or [])
+    return {
+        "experts": int(experts),
+        "active_experts": int(_first(config, "num_experts_per_tok", "experts_per_token") or 1),
+        "moe_intermediate_size": int(moe_size),
+        "shared_intermediate_size": shared,
+        "dense_layers": min(dense, layers),
+    }
+
+
+def _quantization(config: dict[str, Any]) -> dict[str, Any]:
+    quant = config.get("quantization_config")
+    if not isinstance(quant, dict):
+        return {}
+    method = str(quant.get("quant_method", "")).lower() or None
+    bits = quant.get("bits") or quant.get("w_bit")
+    if method == "fp8":
+        bits = 8
+    elif method == "mxfp4":
+        bits = 4
+    return {"quant_method": method, "quant_bits": float(bits) if bits else None}
+
+
+def facts_from_config(config: dict[str, Any], name: str, source: str) -> ModelFacts:
+    """Build facts from a config.json dict; raises KeyError/ValueError when essentials are missing."""
+    config = _flatten(config)
+    model_type = str(config.get("model_type", "unknown"))
+    layers = int(config["num_hidden_layers"])
+    hidden = int(config["hidden_size"])
+    heads = int(config["num_attention_heads"])
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    head_dim = int(config.get("head_dim") or hidden // heads)
+    window, sliding = _sliding_layers(config, layers, model_type)
+    tied = config.get("tie_word_embeddings")
+    return ModelFacts(
+        name=name,
+        source=source,
+        model_type=model_type,
+        layers=layers,
+        hidden_size=hidden,
+        attention_heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=config.get("intermediate_size"),
+        vocab_size=config.get("vocab_size"),
+        max_position_embeddings=config.get("max_position_embeddings"),
+        tie_word_embeddings=bool(tied) if tied is not None else model_type in _TIED_BY_DEFAULT,
+        torch_dtype=_first(config, "torch_dtype", "dtype"),
+        rope_scaling=bool(config.get("rope_scaling")),
+        sliding_window=window,
+        sliding_layers=sliding,
+        kv_lora_rank=config.get("kv_lora_rank"),
+        q_lora_rank=config.get("q_lora_rank"),
+        qk_rope_head_dim=config.get("qk_rope_head_dim"),
+        qk_nope_head_dim=config.get("qk_nope_head_dim"),
+        v_head_dim=config.get("v_head_dim"),
+        **_moe(config, layers),
+        **_quantization(config),
+    )
+
+
+def _attention_params(m: ModelFacts) -> float:
+    h = m.hidden_size
+    if m.is_mla:
+        nope, rope, v = m.qk_nope_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
+        q = h * m.attention_heads * (nope + rope)
+        if m.q_lora_rank:
+            q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * m.attention_heads * (nope + rope)
+        kv = h * ((m.kv_lora_rank or 0) + rope) + (m.kv_lora_rank or 0) * (1 + m.attention_heads * (nope + v))
+        return q + kv + m.attention_heads * v * h
+    q = m.attention_heads * m.head_dim
+    kv = 2 * m.kv_heads * m.head_dim
+    params = h * (q + kv) + q * h
+    if m.model_type in _QKV_BIAS:
+        params += q + kv
+    if m.model_type == "gpt_oss":
+        params += q + kv + h + m.attention_heads  # biases and attention sinks
+    if m.model_type in ("qwen3", "qwen3_moe"):
+        params += 2 * m.head_dim  # q_norm and k_norm
+    return params
+
+
+def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
+    """(dense MLP per layer, MoE MLP per layer in total, MoE MLP per layer active)."""
+    h = m.hidden_size
+    dense = 3 * h * (m.intermediate_size or 0)
+    if not m.is_moe:
+        return dense, dense, dense
+    expert = 3 * h * (m.moe_intermediate_size or 0)
+    if m.model_type == "gpt_oss":
+        expert += 2 * (m.moe_intermediate_size or 0) + h  # gate_up and down biases
+    router = h * (m.experts or 0)
+    shared = 3 * h * m.shared_intermediate_size
+    if m.model_type == "qwen2_moe" and shared:
+        shared += h  # shared_expert_gate
+    total = (m.experts or 0) * expert + router + shared
+    active = (m.active_experts or 1) * expert + router + shared
+    return dense, total, active
+
+
+def count_parameters(m: ModelFacts) -> tuple[float, float]:
+    """(total, active) parameters of the decoder, embeddings and head; MTP layers excluded."""
+    h = m.hidden_size
+    norms = (4 if m.model_type in _GEMMA_NORMS else 2) * h
+    if m.is_mla:
+        norms += m.kv_lora_rank or 0
+    dense, moe_total, moe_active = _mlp_params(m)
+    moe_layers = m.layers - m.dense_layers if m.is_moe else 0
+    dense_layers = m.layers - moe_layers
+    attention = _attention_params(m) + norms
+    embed = (m.vocab_size or 0) * h
+    head = 0 if m.tie_word_embeddings else embed
+    common = m.layers * attention + dense_layers * dense + embed + head + h
+    return common + moe_layers * moe_total, common + moe_layers * moe_active
+
+
+@functools.cache
+def _catalog() -> dict[str, dict[str, Any]]:
+    text = resources.files("servespec.knowledge").joinpath("data/models.yaml").read_text(encoding="utf-8")
+    data: dict[str, dict[str, Any]] = YAML(typ="safe", pure=True).load(text)["models"]
+    return {key.lower(): {"name": key, **value} for key, value in data.items()}
+
+
+def catalogued(source: str) -> ModelFacts | None:
+    """Facts for a Hugging Face repo id in the built-in catalog (case-insensitive)."""
+    entry = _catalog().get(source.strip().lower())
+    if entry is None:
+        return None
+    return facts_from_config(entry["config"], entry["name"], entry["source"])
+
+
+def catalog_ids() -> list[str]:
+    """Every repo id the catalog knows."""
+    return [entry["name"] for entry in _catalog().values()]
+
+
+def read_config(path: Path) -> ModelFacts:
+    """Facts from a config.json on disk; raises OSError, ValueError or KeyError when unusable."""
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(config, dict):
+        raise ValueError("config.json is not an object")
+    return facts_from_config(config, str(path), str(path))
+
+
+def apply_inline(facts: ModelFacts | None, inline: Architecture | None, name: str) -> ModelFacts | None:
+    """Overlay facts written in the spec (``model.architecture``) on catalogued ones."""
+    if inline is None:
+        return facts
+    fields = {
+        "layers": inline.layers,
+        "hidden_size": inline.hidden_size,
+        "intermediate_size": inline.intermediate_size,
+        "attention_heads": inline.attention_heads,
+        "kv_heads": inline.kv_heads,
+        "head_dim": inline.head_dim,
+        "vocab_size": inline.vocab_size,
+        "max_position_embeddings": inline.max_position_embeddings,
+        "experts": inline.experts,
+        "active_experts": inline.active_experts,
+    }
+    given = {key: value for key, value in fields.items() if value is not None}
+    if facts is not None:
+        facts = replace(facts, **given)
+    else:
+        needed = ("layers", "hidden_size", "attention_heads")
+        if not all(key in given for key in needed):
+            return None
+        given.setdefault("kv_heads", given["attention_heads"])
+        given.setdefault("head_dim", given["hidden_size"] // given["attention_heads"])
+        facts = ModelFacts(name=name, source="spec: model.architecture", model_type="inline", **given)
+    if inline.params_b is not None:
+        facts = replace(facts, params_override=inline.params_b * 1e9)
+    return facts

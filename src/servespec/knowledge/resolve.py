@@ -1,0 +1,155 @@
+"""Join a deployment with what servespec knows: its model, engine release, and each host's GPUs.
+
+Rules and ``deploy estimate`` share these answers, computed once per deployment.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from servespec.knowledge import engines, gpus, models
+from servespec.knowledge.engines import EngineRelease, Profile, Selection
+from servespec.knowledge.gpus import GpuModel
+from servespec.knowledge.memory import EstimateInput, GpuEstimate, estimate
+from servespec.knowledge.models import ModelFacts
+from servespec.spec.fleet import DeploymentDoc, HostView
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """The model's facts, or why there are none."""
+
+    facts: ModelFacts | None
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class HostGpus:
+    """A host's GPUs as the inventory or its facts file state them."""
+
+    model: GpuModel | None
+    name: str | None
+    count: int | None
+
+    @property
+    def known(self) -> bool:
+        """Whether the GPU model resolved against the catalog."""
+        return self.model is not None
+
+
+def is_local_path(source: str) -> bool:
+    """Whether a model source is a path on the host rather than a hub id or Ollama tag."""
+    return source.startswith(("/", "./", "../", "~")) or source.endswith(".gguf")
+
+
+@functools.cache
+def _config_facts(path: Path) -> ModelAnswer:
+    try:
+        return ModelAnswer(models.read_config(path))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return ModelAnswer(None, f"cannot read model config {path.name}: {err}")
+
+
+def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
+    """Facts from model.config, else the catalog, overlaid with model.architecture."""
+    spec = deployment.spec.model
+    facts: ModelFacts | None = None
+    problem = ""
+    if spec.config:
+        answer = _config_facts((deployment.document.path.parent / spec.config).resolve())
+        facts, problem = answer.facts, answer.problem
+    if facts is None:
+        facts = models.catalogued(spec.source)
+    facts = models.apply_inline(facts, spec.architecture, spec.source)
+    if facts is None and not problem:
+        problem = (
+            f"model {spec.source!r} is not in the built-in catalog and the spec gives no "
+            "model.config or model.architecture"
+        )
+    return ModelAnswer(facts, problem)
+
+
+def selection(deployment: DeploymentDoc) -> Selection:
+    """The catalogued engine release the deployment is checked against."""
+    engine = deployment.spec.engine
+    return engines.select(engine.name, engine.version)
+
+
+def release(deployment: DeploymentDoc) -> EngineRelease | None:
+    """The selected release, or None outside the catalogued range."""
+    return selection(deployment).release
+
+
+def profile(deployment: DeploymentDoc) -> Profile:
+    """The engine's profile."""
+    return engines.profile(deployment.spec.engine.name)
+
+
+def host_gpus(host: HostView) -> HostGpus:
+    """The host's GPU model and count, resolved against the catalog."""
+    hardware = host.hardware
+    if hardware is None or hardware.gpus is None:
+        return HostGpus(None, None, None)
+    name = hardware.gpus.model
+    return HostGpus(gpus.resolve(name) if name else None, name, hardware.gpus.count)
+
+
+def placed_hosts(deployment: DeploymentDoc) -> list[HostView]:
+    """The inventory hosts the deployment is placed on (unknown names skipped: REF001 reports them)."""
+    inventory = deployment.inventory
+    if inventory is None:
+        return []
+    names = deployment.spec.placement.hosts or list(inventory.hosts)
+    return [inventory.hosts[name] for name in names if name in inventory.hosts]
+
+
+def gpus_per_host(deployment: DeploymentDoc) -> int:
+    """GPUs each host of a replica contributes (a multi-node replica splits them evenly)."""
+    spec = deployment.spec
+    return math.ceil(spec.gpus_per_replica / spec.placement.hosts_per_replica)
+
+
+def gpu_ids(deployment: DeploymentDoc) -> list[int]:
+    """The device indices the deployment uses on each host."""
+    chosen = deployment.spec.resources.gpu_ids
+    if chosen == "auto":
+        return list(range(gpus_per_host(deployment)))
+    return list(chosen)
+
+
+def max_model_len(deployment: DeploymentDoc, model: ModelFacts | None) -> int | None:
+    """The context length served: the spec's, else the model's maximum."""
+    return deployment.spec.model.max_model_len or (model.max_position_embeddings if model else None)
+
+
+def estimate_on(deployment: DeploymentDoc, host: HostView) -> GpuEstimate | None:
+    """The memory plan of one GPU of this deployment on ``host``, or None when facts are missing."""
+    answer = model_answer(deployment)
+    hardware = host_gpus(host)
+    length = max_model_len(deployment, answer.facts)
+    if answer.facts is None or length is None:
+        return None
+    spec = deployment.spec
+    gguf_engine = spec.engine.name in ("llama.cpp", "ollama")
+    if not hardware.known and not (gguf_engine and hardware.count == 0):
+        return None
+    memory = host.hardware.memory_gib if host.hardware else None
+    return estimate(
+        EstimateInput(
+            engine=spec.engine.name,
+            release=release(deployment),
+            model=answer.facts,
+            gpu=hardware.model if hardware.count else None,
+            tensor_parallel=spec.resources.tensor_parallel,
+            pipeline_parallel=spec.resources.pipeline_parallel,
+            dtype=spec.model.dtype,
+            quantization=spec.model.quantization,
+            gguf_type=spec.model.gguf_type,
+            max_model_len=length,
+            options=dict(spec.engine.options),
+            host_memory_gib=memory,
+        )
+    )

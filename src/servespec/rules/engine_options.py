@@ -1,0 +1,295 @@
+"""ENG rules: engine options checked against the real option catalog of that engine release."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from typing import Any
+
+from servespec.findings import Finding, Severity
+from servespec.knowledge import engines, resolve
+from servespec.knowledge.engines import EngineOption, EngineRelease
+from servespec.rules.base import Rule
+from servespec.spec.fleet import DeploymentDoc, Fleet
+
+_VLLM_ARGS = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py"
+_VLLM_FLASH_ATTN = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/attention/backends/flash_attn.py"
+_TGI_LIMITS = "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs"
+
+
+def _flags_in(extra_args: list[str]) -> Iterator[tuple[int, str]]:
+    for index, arg in enumerate(extra_args):
+        if arg.startswith("-") and len(arg) > 1 and not arg[1:].replace(".", "").isdigit():
+            yield index, arg.split("=", 1)[0]
+
+
+def _added_in(engine: str, key: str, current: EngineRelease) -> str | None:
+    later = [
+        r for r in engines.releases(engine) if engines.version_key(r.version) > engines.version_key(current.version)
+    ]
+    for release in later:
+        if key in release.options:
+            return release.version
+    return None
+
+
+def _unknown_message(engine: str, release: EngineRelease, name: str) -> tuple[str, str]:
+    key = engines.normalize_option(name)
+    title = engines.profile(engine).title
+    message = f"{title} {release.version} has no option {name!r}"
+    removed = release.removed(key)
+    if removed and removed.get("removed_in"):
+        message += f" (removed in {removed['removed_in']})"
+    added = _added_in(engine, key, release)
+    if added:
+        message += f" (added in {added})"
+    close = difflib.get_close_matches(key, list(release.options), n=1, cutoff=0.7)
+    hint = f"did you mean '{close[0]}'?" if close else f"see `{engine}` options of {release.version}"
+    return message, hint
+
+
+class UnknownEngineOption(Rule):
+    """Every engine option must exist in that engine release.
+
+    Options under ``engine.options`` are named like the engine's own flag without dashes
+    (``block_size``, ``max_num_seqs``, ``max_batch_prefill_tokens``) and checked against
+    the option catalog extracted from that release's source; flags in ``extra_args`` are
+    checked the same way. The finding suggests the closest option, and says in which
+    release an option was removed (vLLM ``num_scheduler_steps``: 0.10.1) or added.
+
+    A version between two catalogued releases is checked against the nearest earlier one
+    (an info finding says so); one older than every catalogued release is not checked
+    (a warning says so).
+
+    Fix: use the suggested name, drop the removed option, or pin a release that has it.
+
+    Source: the engines' own argument definitions, e.g.
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py ; catalogs
+    and their provenance in src/servespec/knowledge/data/engines/
+    """
+
+    id = "ENG001"
+    name = "engine.unknown-option"
+    severity = Severity.ERROR
+    summary = "engine option unknown for that engine version"
+    sources = (_VLLM_ARGS,)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            yield from self._version_notice(deployment)
+            release = resolve.release(deployment)
+            if release is None:
+                continue
+            engine = deployment.spec.engine.name
+            for name in deployment.spec.engine.options:
+                if release.option(name) is None:
+                    message, hint = _unknown_message(engine, release, name)
+                    yield self.report(deployment.document, message, ("engine", "options", name), hint=hint, at_key=True)
+            for index, flag in _flags_in(deployment.spec.engine.extra_args):
+                if release.option(flag) is None:
+                    message, hint = _unknown_message(engine, release, flag)
+                    yield self.report(deployment.document, message, ("engine", "extra_args", index), hint=hint)
+
+    def _version_notice(self, deployment: DeploymentDoc) -> Iterator[Finding]:
+        chosen = resolve.selection(deployment)
+        known = ", ".join(chosen.known)
+        path = ("engine", "version")
+        if chosen.relation == "between":
+            assert chosen.release is not None
+            yield self.report(
+                deployment.document,
+                f"{deployment.spec.engine.name} {chosen.requested} is not catalogued; options are checked "
+                f"against {chosen.release.version}, the nearest earlier release",
+                path,
+                severity=Severity.INFO,
+                hint=f"catalogued releases: {known}",
+            )
+        elif chosen.relation in ("newer", "older"):
+            where = "newer than" if chosen.relation == "newer" else "older than"
+            checked = f"checked against {chosen.release.version}" if chosen.release else "not checked"
+            yield self.report(
+                deployment.document,
+                f"{deployment.spec.engine.name} {chosen.requested} is {where} every catalogued release; options are {checked}",
+                path,
+                severity=Severity.WARNING,
+                hint=f"catalogued releases: {known}",
+            )
+
+
+def _type_problem(option: EngineOption, value: Any) -> str:
+    kind = option.type
+    if kind == "bool":
+        return "" if isinstance(value, bool) else "expects true or false"
+    if kind == "int":
+        return "" if isinstance(value, int) and not isinstance(value, bool) else "expects an integer"
+    if kind == "float":
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return "" if ok else "expects a number"
+    if kind == "list":
+        return "" if isinstance(value, list | str) else "expects a list"
+    if kind == "dict":
+        return "" if isinstance(value, dict | list | str) else "expects a mapping"
+    return "" if isinstance(value, str | int | float) and not isinstance(value, bool) else "expects a string"
+
+
+def _value_problem(option: EngineOption, value: Any) -> str:
+    problem = _type_problem(option, value)
+    if problem:
+        return problem
+    if option.choices and not isinstance(value, list | dict) and value not in option.choices:
+        text = {str(c) for c in option.choices}
+        if str(value) not in text:
+            return "must be one of " + ", ".join(str(c) for c in option.choices)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if option.min is not None and value < option.min:
+            return f"must be ≥ {option.min}"
+        if option.max is not None and value > option.max:
+            return f"must be ≤ {option.max}"
+    return ""
+
+
+def _cuda_block_size_problem(deployment: DeploymentDoc, release: EngineRelease) -> str:
+    """vLLM's CUDA attention backends need block sizes that are multiples of 16."""
+    value = deployment.spec.engine.options.get("block_size")
+    if deployment.spec.engine.name != "vllm" or not isinstance(value, int) or isinstance(value, bool):
+        return ""
+    if value % 16:
+        return (
+            f"block_size {value} is accepted by the parser but not by vLLM's CUDA attention backends (multiple of 16)"
+        )
+    return ""
+
+
+class InvalidEngineOptionValue(Rule):
+    """Every engine option value must have the option's type and lie in its choices or range.
+
+    Types, choices and bounds come from the release's own parser (argparse ``choices``,
+    clap ``value_enum``, pydantic bounds): ``gpu_memory_utilization`` ≤ 1.0, vLLM
+    ``kv_cache_dtype`` in its list, TGI ``dtype`` in float16/bfloat16. Some limits are
+    checked later than the parser: vLLM accepts ``--block-size 8`` but its CUDA attention
+    backends (FlashAttention, Triton) require a multiple of 16 ("Block size must be a
+    multiple of 16."), so 1 and 8 are reported for vLLM on CUDA.
+
+    Fix: use a value the message allows.
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py ;
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/attention/backends/flash_attn.py
+    """
+
+    id = "ENG002"
+    name = "engine.option-value"
+    severity = Severity.ERROR
+    summary = "engine option value invalid (choices, range, block size allowed on CUDA)"
+    sources = (_VLLM_ARGS, _VLLM_FLASH_ATTN)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            release = resolve.release(deployment)
+            if release is None:
+                continue
+            for name, value in deployment.spec.engine.options.items():
+                option = release.option(name)
+                if option is None:
+                    continue
+                problem = _value_problem(option, value)
+                if problem:
+                    yield self.report(
+                        deployment.document,
+                        f"{name}: {problem}, got {value!r}",
+                        ("engine", "options", name),
+                        hint=option.help[:120] if option.help else "",
+                    )
+            cuda = _cuda_block_size_problem(deployment, release)
+            if cuda:
+                yield self.report(deployment.document, cuda, ("engine", "options", "block_size"), hint="use 16 or 32")
+
+
+def _spec_field_for(deployment: DeploymentDoc, option: str) -> str | None:
+    for field, engine_option in resolve.profile(deployment).spec_options.items():
+        if engine_option == engines.normalize_option(option):
+            return field
+    return None
+
+
+def _tgi_limits(deployment: DeploymentDoc) -> Iterator[tuple[tuple[str, ...], str]]:
+    options = deployment.spec.engine.options
+    total = deployment.spec.model.max_model_len
+    max_input = options.get("max_input_tokens")
+    if isinstance(max_input, int) and total is not None and max_input >= total:
+        yield (
+            ("engine", "options", "max_input_tokens"),
+            f"max_input_tokens {max_input} must be < max_total_tokens {total} (model.max_model_len)",
+        )
+    batch_total = options.get("max_batch_total_tokens")
+    if isinstance(batch_total, int) and total is not None and total > batch_total:
+        yield (
+            ("engine", "options", "max_batch_total_tokens"),
+            f"max_total_tokens {total} (model.max_model_len) must be ≤ max_batch_total_tokens {batch_total}",
+        )
+    prefill = options.get("max_batch_prefill_tokens")
+    if isinstance(prefill, int) and isinstance(batch_total, int) and prefill > batch_total:
+        yield (
+            ("engine", "options", "max_batch_prefill_tokens"),
+            f"max_batch_prefill_tokens {prefill} must be ≤ max_batch_total_tokens {batch_total}",
+        )
+
+
+def _vllm_limits(deployment: DeploymentDoc) -> Iterator[tuple[tuple[str, ...], str]]:
+    options = deployment.spec.engine.options
+    batched = options.get("max_num_batched_tokens")
+    length = deployment.spec.model.max_model_len
+    if options.get("enable_chunked_prefill") is False and isinstance(batched, int) and length and batched < length:
+        yield (
+            ("engine", "options", "max_num_batched_tokens"),
+            f"max_num_batched_tokens {batched} is smaller than max_model_len {length} with chunked prefill disabled",
+        )
+
+
+class InconsistentEngineOptions(Rule):
+    """Engine options must agree with each other and must not duplicate spec fields.
+
+    Spec fields own their engine options (``resources.tensor_parallel`` renders vLLM
+    ``tensor_parallel_size``, TGI ``num_shard``; ``model.max_model_len`` renders vLLM
+    ``max_model_len``, TGI ``max_total_tokens``, SGLang ``context_length``, llama.cpp
+    ``ctx_size``); setting them again under ``engine.options`` is an error, so one place
+    decides. Relations the engines enforce are checked before start-up: TGI requires
+    ``max_input_tokens < max_total_tokens ≤ max_batch_total_tokens`` and
+    ``max_batch_prefill_tokens ≤ max_batch_total_tokens`` (launcher/src/main.rs); vLLM
+    requires ``max_num_batched_tokens ≥ max_model_len`` when chunked prefill is disabled.
+
+    Fix: set the spec field instead of the option, or make the values consistent.
+
+    Source: https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs ;
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/scheduler.py
+    """
+
+    id = "ENG003"
+    name = "engine.option-consistency"
+    severity = Severity.ERROR
+    summary = "engine options inconsistent with each other or with the spec"
+    sources = (_TGI_LIMITS, "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/scheduler.py")
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            for name in deployment.spec.engine.options:
+                field = _spec_field_for(deployment, name)
+                if field:
+                    yield self.report(
+                        deployment.document,
+                        f"option {name!r} duplicates the spec field {field}",
+                        ("engine", "options", name),
+                        hint=f"remove it and set {field}",
+                        at_key=True,
+                    )
+            for index, flag in _flags_in(deployment.spec.engine.extra_args):
+                field = _spec_field_for(deployment, flag)
+                if field:
+                    yield self.report(
+                        deployment.document,
+                        f"extra argument {flag} duplicates the spec field {field}",
+                        ("engine", "extra_args", index),
+                        hint=f"remove it and set {field}",
+                    )
+            checks = {"tgi": _tgi_limits, "vllm": _vllm_limits}.get(deployment.spec.engine.name)
+            for path, message in checks(deployment) if checks else ():
+                yield self.report(deployment.document, message, path)

@@ -1,0 +1,236 @@
+"""HW rules: dtype, quantization, kernels and driver against the host's GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from servespec.findings import Finding, Severity
+from servespec.knowledge import engines, resolve
+from servespec.knowledge.gpus import CUDA_GPUS_URL
+from servespec.rules.base import Rule, placements
+from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
+
+_VLLM_BF16 = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/cuda.py"
+
+
+def _cc(deployment: DeploymentDoc, host: HostView) -> tuple[int, int] | None:
+    del deployment
+    gpu = resolve.host_gpus(host)
+    if not gpu.count or gpu.model is None:
+        return None
+    return gpu.model.compute_capability
+
+
+def _text(cc: tuple[int, int]) -> str:
+    return f"{cc[0]}.{cc[1]}"
+
+
+class DtypeNotSupported(Rule):
+    """The dtype must be supported by the GPU: bfloat16 needs compute capability 8.0 or newer.
+
+    vLLM: "Bfloat16 is only supported on GPUs with compute capability of at least 8.0.
+    Your {gpu} GPU has compute capability {x.y}. You can use float16 instead by explicitly
+    setting the `dtype` flag" (platforms/cuda.py, check_if_supports_dtype). TensorRT-LLM
+    raises "Pre SM 80 GPUs do not support bfloat16". With ``dtype: auto`` engines fall
+    back to float16 on such GPUs, so only an explicit bfloat16 is an error. T4 (7.5) and
+    V100 (7.0) are the common cases.
+
+    Fix: set ``model.dtype: float16`` (or ``auto``), or use an Ampere or newer GPU.
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/cuda.py ;
+    compute capabilities: https://developer.nvidia.com/cuda-gpus
+    """
+
+    id = "HW001"
+    name = "hardware.dtype"
+    severity = Severity.ERROR
+    summary = "dtype not supported by the GPU (bfloat16 needs compute capability 8.0+)"
+    sources = (_VLLM_BF16, CUDA_GPUS_URL)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host in placements(fleet):
+            cc = _cc(deployment, host)
+            if cc is None or deployment.spec.model.dtype != "bfloat16" or cc >= (8, 0):
+                continue
+            gpu = resolve.host_gpus(host).model
+            assert gpu is not None
+            yield self.report(
+                deployment.document,
+                f"bfloat16 needs compute capability 8.0; {host.name}'s {gpu.display_name} has {_text(cc)}",
+                ("model", "dtype"),
+                hint="set model.dtype: float16, or place it on an Ampere or newer GPU",
+            )
+
+
+class QuantizationNeedsNewerGpu(Rule):
+    """The quantization method's kernels must run on the GPU, for this engine.
+
+    Each engine declares a minimum compute capability per method: vLLM's
+    ``QuantizationConfig.get_min_capability()`` (AWQ 7.5, FP8 8.0 through Marlin
+    weight-only kernels, GPTQ 6.0 in 0.11.0), SGLang's the same way, TensorRT-LLM's
+    support matrix (FP8 needs Ada/Hopper 8.9+, NVFP4 Blackwell 10.0+). The engine refuses
+    to start: "The quantization method X is not supported for the current GPU. Minimum
+    capability: N. Current capability: M."
+
+    Fix: pick a method the GPU supports (the hint lists the minimum), or a newer GPU.
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/__init__.py ;
+    https://github.com/NVIDIA/TensorRT-LLM/blob/v1.2.1/docs/source/reference/support-matrix.md
+    """
+
+    id = "HW002"
+    name = "hardware.quantization"
+    severity = Severity.ERROR
+    summary = "quantization not supported by the GPU for this engine"
+    sources = (
+        "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/__init__.py",
+        "https://github.com/NVIDIA/TensorRT-LLM/blob/v1.2.1/docs/source/reference/support-matrix.md",
+    )
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host in placements(fleet):
+            cc = _cc(deployment, host)
+            method = deployment.spec.model.quantization
+            release = resolve.release(deployment)
+            if cc is None or method is None or release is None:
+                continue
+            supported, minimum, _ = engines.quantization_support(deployment.spec.engine.name, release, method)
+            if not supported or minimum is None or cc >= minimum:
+                continue
+            yield self.report(
+                deployment.document,
+                f"{method} on {deployment.spec.engine.name} {release.version} needs compute capability "
+                f"{_text(minimum)}; {host.name}'s GPU has {_text(cc)}",
+                ("model", "quantization"),
+                hint=f"use a quantization that runs on {_text(cc)} or a GPU with {_text(minimum)}+",
+            )
+
+
+class FormatNotSupported(Rule):
+    """The engine must be able to load the model's quantization or file format.
+
+    TGI has no GGUF support (its Quantization enum has no gguf; GGUF is only served by the
+    separate llama.cpp backend image); llama.cpp and Ollama load GGUF only; TensorRT-LLM
+    takes quantization from ModelOpt checkpoints and has no GGUF; the newest vLLM release
+    catalogued dropped GGUF. A ``.gguf`` model file needs ``quantization: gguf``.
+
+    Fix: pick an engine that loads the format, or a checkpoint in a format the engine loads.
+
+    Source: https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs ;
+    engine catalogs under knowledge/data/engines/
+    """
+
+    id = "HW003"
+    name = "hardware.format"
+    severity = Severity.ERROR
+    summary = "quantization or model format not supported by the engine"
+    sources = ("https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            spec = deployment.spec
+            release = resolve.release(deployment)
+            method = spec.model.quantization
+            gguf_file = spec.model.source.endswith(".gguf")
+            if gguf_file and method != "gguf":
+                yield self.report(
+                    deployment.document,
+                    "the model is a .gguf file but quantization is not gguf",
+                    ("model", "quantization") if method else ("model", "source"),
+                    hint="set model.quantization: gguf and model.gguf_type",
+                )
+            if method is None or release is None:
+                continue
+            supported, _, _ = engines.quantization_support(spec.engine.name, release, method)
+            if not supported:
+                title = resolve.profile(deployment).title
+                loads = ", ".join(sorted(resolve.profile(deployment).quantization)) or "none"
+                yield self.report(
+                    deployment.document,
+                    f"{title} {release.version} cannot load {method} models",
+                    ("model", "quantization"),
+                    hint=f"{title} loads: {loads}; or choose another engine",
+                )
+
+
+class EngineNeedsNewerGpu(Rule):
+    """The engine's kernels must be built for the host's GPU.
+
+    vLLM requires compute capability 7.0 or higher (installation docs); TGI's official
+    image compiles its kernels for 8.0, 8.6 and 9.0 only (``TORCH_CUDA_ARCH_LIST``);
+    TensorRT-LLM supports Ampere and newer (support matrix); llama.cpp's CUDA 12 builds
+    and Ollama start at 5.0.
+
+    Fix: use an engine that supports the GPU (llama.cpp, Ollama, vLLM for Volta/Turing),
+    or a newer GPU.
+
+    Source: https://docs.vllm.ai/en/v0.11.0/getting_started/installation/gpu.html ;
+    https://github.com/huggingface/text-generation-inference/blob/v3.3.7/Dockerfile ;
+    https://github.com/NVIDIA/TensorRT-LLM/blob/v1.2.1/docs/source/reference/support-matrix.md
+    """
+
+    id = "HW004"
+    name = "hardware.engine-kernels"
+    severity = Severity.ERROR
+    summary = "the engine's kernels need a newer GPU than the host has"
+    sources = (
+        "https://docs.vllm.ai/en/v0.11.0/getting_started/installation/gpu.html",
+        "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/Dockerfile",
+    )
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host in placements(fleet):
+            cc = _cc(deployment, host)
+            prof = resolve.profile(deployment)
+            if cc is None or prof.min_capability is None or cc >= prof.min_capability:
+                continue
+            yield self.report(
+                deployment.document,
+                f"{prof.title} needs compute capability {_text(prof.min_capability)}; "
+                f"{host.name}'s GPU has {_text(cc)}",
+                ("engine", "name"),
+                hint=f"{prof.min_capability_text} ({prof.min_capability_source})",
+            )
+
+
+class DriverTooOld(Rule):
+    """The host's NVIDIA driver must run the CUDA version the engine's image is built with.
+
+    Since CUDA 11, an application built with CUDA X.y runs on any driver of that major
+    family's minimum (minor version compatibility): CUDA 11.x needs ≥ 450.80.02, 12.x
+    ≥ 525, 13.x ≥ 580. The image's CUDA version comes from the release's catalog (its
+    Dockerfile or wheel); custom images are not checked.
+
+    Fix: upgrade the host's driver, or pin an engine release built for an older CUDA.
+
+    Source: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+    """
+
+    id = "HW005"
+    name = "hardware.driver"
+    severity = Severity.ERROR
+    summary = "host driver too old for the image's CUDA version"
+    sources = (engines.CUDA_COMPAT_URL,)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host in placements(fleet):
+            release = resolve.release(deployment)
+            driver = host.hardware.driver_version if host.hardware else None
+            if release is None or driver is None or not resolve.host_gpus(host).count:
+                continue
+            image = deployment.spec.engine.image
+            if image is not None and image != resolve.profile(deployment).image(deployment.spec.engine.version):
+                continue
+            cuda, source = engines.image_cuda(release)
+            minimum = engines.MIN_DRIVER_FOR_CUDA_MAJOR.get(cuda[0]) if cuda else None
+            have = tuple(int(part) for part in driver.split("."))
+            if cuda is None or minimum is None or have >= minimum:
+                continue
+            document, path = host.hardware_path("driver_version")
+            yield self.report(
+                document or deployment.document,
+                f"{deployment.name}: the {release.engine} {release.version} image uses CUDA "
+                f"{cuda[0]}.{cuda[1]}, which needs driver ≥ {minimum[0]}; {host.name} has {driver}",
+                path if document else ("engine", "version"),
+                hint=f"upgrade the driver to {minimum[0]} or newer (CUDA version from {source})",
+            )

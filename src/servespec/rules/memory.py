@@ -1,0 +1,244 @@
+"""MEM rules: weights and KV cache must fit the GPUs, as each engine budgets memory."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+
+from servespec.findings import Finding, Severity
+from servespec.knowledge import resolve
+from servespec.knowledge.memory import GpuEstimate
+from servespec.rules.base import Rule, placements
+from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
+
+_VLLM_MEMORY = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_worker.py"
+_VLLM_KV_CHECK = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/kv_cache_utils.py"
+_SGLANG_MEMORY = "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/arg_groups/memory_hook.py"
+_TGI_MEMORY = (
+    "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/"
+    "server/text_generation_server/models/flash_causal_lm.py"
+)
+
+
+def _gpu_label(host: HostView) -> str:
+    hardware = resolve.host_gpus(host)
+    return hardware.model.display_name if hardware.model else "CPU memory"
+
+
+def _estimates(fleet: Fleet) -> Iterator[tuple[DeploymentDoc, HostView, GpuEstimate]]:
+    for deployment, host in placements(fleet):
+        plan = resolve.estimate_on(deployment, host)
+        if plan is not None:
+            yield deployment, host, plan
+
+
+class WeightsDoNotFit(Rule):
+    """The model's weights, after quantization and the parallel split, must fit one GPU.
+
+    Each GPU of a replica holds ``weights / (tensor_parallel × pipeline_parallel)``
+    (embeddings and the LM head are split too). The weights are computed from the model's
+    architecture (parameter count from its config.json) and the bytes per weight of the
+    dtype or quantization: 2 for bfloat16/float16, 1 for FP8/INT8, about 4.16 bits for
+    4-bit AWQ/GPTQ (a 16-bit scale and 4-bit zero per group of 128), and for GGUF the
+    file-type sizes llama-quantize documents. The budget is the engine's: vLLM loads
+    weights inside ``gpu_memory_utilization × total``.
+
+    Fix: raise ``tensor_parallel`` (the message names the smallest that fits), or use a
+    quantized checkpoint, or a bigger GPU.
+
+    Source: vLLM memory profiling, vllm/v1/worker/gpu_worker.py (determine_available_memory):
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_worker.py ;
+    llama.cpp tools/quantize/quantize.cpp for GGUF sizes.
+    """
+
+    id = "MEM001"
+    name = "memory.weights-fit"
+    severity = Severity.ERROR
+    summary = "model weights (after quantization and parallel split) do not fit a GPU"
+    sources = (_VLLM_MEMORY, "https://github.com/ggml-org/llama.cpp/blob/b11312/tools/quantize/quantize.cpp")
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host, plan in _estimates(fleet):
+            budget = plan.total_gib - plan.overhead_gib
+            if plan.weights_gib <= budget:
+                continue
+            spec = deployment.spec
+            gpus = spec.gpus_per_replica
+            full = plan.weights_gib * gpus
+            need = next((tp for tp in (2, 4, 8, 16, 32, 64) if full / tp <= budget * 0.9), None)
+            advice = f"use tensor_parallel ≥ {need}" if need else "use more GPUs per replica"
+            quant = "" if spec.model.quantization else " or a 4-bit quantization"
+            yield self.report(
+                deployment.document,
+                f"needs {plan.weights_gib:.1f} GiB of weights per GPU on {host.name}'s "
+                f"{plan.total_gib:.1f} GiB {_gpu_label(host)} ({full:.1f} GiB over {gpus} GPU(s))",
+                ("resources", "tensor_parallel") if "resources" in deployment.document.data else ("model", "source"),
+                hint=f"{advice}{quant}",
+            )
+
+
+class NoRoomForKvCache(Rule):
+    """After weights and overheads, the KV cache must hold at least one full-length sequence.
+
+    Engines refuse to start otherwise: vLLM raises "To serve at least one request with the
+    models's max seq len (L), (X GiB KV cache is needed, which is larger than the
+    available KV cache memory (Y GiB)" (vllm/v1/core/kv_cache_utils.py,
+    check_enough_kv_cache_memory). KV bytes per token per GPU are
+    ``2 × layers × kv_heads_per_gpu × head_dim × dtype`` (or the MLA latent for DeepSeek).
+    llama.cpp and Ollama allocate the whole context (``max_model_len × slots``) up front.
+
+    Fix: lower ``model.max_model_len``, raise the engine's memory fraction
+    (``gpu_memory_utilization``, ``mem_fraction_static``), use an FP8 KV cache, or add GPUs.
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/kv_cache_utils.py
+    """
+
+    id = "MEM002"
+    name = "memory.kv-cache-room"
+    severity = Severity.ERROR
+    summary = "no room left for the KV cache of one max_model_len sequence"
+    sources = (_VLLM_KV_CHECK, _SGLANG_MEMORY, _TGI_MEMORY)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host, plan in _estimates(fleet):
+            if plan.weights_gib > plan.total_gib - plan.overhead_gib:
+                continue  # MEM001 already says the weights do not fit
+            gguf = deployment.spec.engine.name in ("llama.cpp", "ollama")
+            free = plan.total_gib - plan.weights_gib - plan.overhead_gib if gguf else plan.kv_cache_gib
+            need = plan.kv_cache_gib if gguf else plan.one_sequence_gib
+            if free >= need:
+                continue
+            length = resolve.max_model_len(deployment, resolve.model_answer(deployment).facts)
+            fit = int(max(free, 0) * 1024**3 // plan.kv_bytes_per_token) if plan.kv_bytes_per_token else 0
+            yield self.report(
+                deployment.document,
+                f"a {length}-token sequence needs {need:.2f} GiB of KV cache per GPU but only "
+                f"{max(free, 0):.2f} GiB is left on {host.name}'s {_gpu_label(host)} after "
+                f"{plan.weights_gib:.1f} GiB of weights",
+                ("model", "max_model_len"),
+                hint=f"set max_model_len ≤ {fit}, use a smaller KV-cache dtype, or add GPUs",
+            )
+
+
+class FewerSequencesThanBatch(Rule):
+    """The KV cache should hold as many full-length sequences as the configured batch.
+
+    When the user sets the engine's batch limit (vLLM ``max_num_seqs``, SGLang
+    ``max_running_requests``, TGI ``max_batch_size``, TensorRT-LLM ``max_batch_size``,
+    llama.cpp ``parallel``, Ollama ``num_parallel``) above what the KV cache can hold at
+    ``max_model_len``, full-length requests queue or get preempted. vLLM logs the same
+    number as "Maximum concurrency for N tokens per request: X".
+
+    Fix: lower the batch option, lower ``max_model_len``, or give the KV cache more memory.
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/kv_cache_utils.py
+    (get_max_concurrency_for_kv_cache_config)
+    """
+
+    id = "MEM003"
+    name = "memory.concurrency"
+    severity = Severity.WARNING
+    summary = "KV cache fits fewer concurrent full-length sequences than the configured batch"
+    sources = (_VLLM_KV_CHECK,)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host, plan in _estimates(fleet):
+            option = resolve.profile(deployment).batch_option
+            value = deployment.spec.engine.options.get(option) if option else None
+            if not isinstance(value, int) or isinstance(value, bool) or plan.kv_tokens <= 0:
+                continue
+            if deployment.spec.engine.name in ("llama.cpp", "ollama") or plan.max_sequences >= value:
+                continue
+            yield self.report(
+                deployment.document,
+                f"{option} is {value} but the KV cache holds {plan.max_sequences:.1f} sequences of "
+                f"{resolve.max_model_len(deployment, resolve.model_answer(deployment).facts)} tokens "
+                f"({plan.kv_tokens:,} tokens) on {host.name}",
+                ("engine", "options", option),
+                hint=f"set {option} ≤ {max(1, math.floor(plan.max_sequences))} or lower max_model_len",
+            )
+
+
+class SharedGpuOversubscribed(Rule):
+    """Deployments sharing a GPU must not ask for more memory than it has.
+
+    Each engine claims its share up front: vLLM ``gpu_memory_utilization`` (default 0.9),
+    SGLang ``mem_fraction_static``, TGI ``cuda_memory_fraction`` (default 1.0); llama.cpp
+    and Ollama claim weights + context + buffers. Two deployments on the same device
+    indices of one host whose shares add up to more than 1 cannot both start: the second
+    fails with vLLM's "Free memory on device ... is less than desired GPU memory
+    utilization".
+
+    Fix: give them different ``gpu_ids``, or lower their fractions so they sum to ≤ 1.
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_worker.py
+    (init_device, requested_memory check)
+    """
+
+    id = "MEM004"
+    name = "memory.shared-gpu"
+    severity = Severity.ERROR
+    summary = "deployments sharing a GPU ask for more memory than it has"
+    sources = (_VLLM_MEMORY,)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        claims: dict[tuple[str, str, int], list[tuple[DeploymentDoc, float]]] = defaultdict(list)
+        for deployment, host, plan in _estimates(fleet):
+            if not resolve.host_gpus(host).count:
+                continue
+            share = plan.claimed_fraction
+            for index in resolve.gpu_ids(deployment):
+                claims[(host.inventory.file, host.name, index)].append((deployment, share))
+        reported: set[tuple[str, str]] = set()
+        for (_, host_name, index), users in sorted(claims.items(), key=lambda item: item[0]):
+            total = sum(share for _, share in users)
+            if len(users) < 2 or total <= 1.0:
+                continue
+            names = ", ".join(f"{d.name} ({share:.2f})" for d, share in users)
+            for deployment, _ in users:
+                if (deployment.name, host_name) in reported:
+                    continue
+                reported.add((deployment.name, host_name))
+                yield self.report(
+                    deployment.document,
+                    f"GPU {index} of {host_name} is shared by {names}: {total:.2f} of its memory requested",
+                    ("resources", "gpu_ids") if deployment.spec.resources.gpu_ids != "auto" else ("placement", "hosts"),
+                    hint="use different gpu_ids, or lower the memory fractions so they sum to ≤ 1",
+                )
+
+
+class ContextBeyondModel(Rule):
+    """``max_model_len`` must not exceed the model's ``max_position_embeddings`` without rope scaling.
+
+    Positions past what the model was trained on produce garbage unless its config
+    declares rope scaling; vLLM refuses with "User-specified max_model_len (X) is greater
+    than the derived max_model_len (max_position_embeddings=Y ...)" unless
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN is set.
+
+    Fix: lower ``model.max_model_len`` to the model's maximum, or use a checkpoint whose
+    config declares ``rope_scaling``.
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/model.py (_get_and_verify_max_len)
+    """
+
+    id = "MEM005"
+    name = "memory.context-length"
+    severity = Severity.ERROR
+    summary = "max_model_len above the model's max_position_embeddings without rope scaling"
+    sources = ("https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/model.py",)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            facts = resolve.model_answer(deployment).facts
+            wanted = deployment.spec.model.max_model_len
+            if facts is None or wanted is None or facts.max_position_embeddings is None or facts.rope_scaling:
+                continue
+            if wanted > facts.max_position_embeddings:
+                yield self.report(
+                    deployment.document,
+                    f"max_model_len {wanted} is above {facts.name}'s max_position_embeddings "
+                    f"{facts.max_position_embeddings} and the model declares no rope scaling",
+                    ("model", "max_model_len"),
+                    hint=f"set max_model_len ≤ {facts.max_position_embeddings}",
+                )

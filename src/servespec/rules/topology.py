@@ -1,0 +1,157 @@
+"""TOPO rules: where a replica's GPUs sit and how they talk to each other."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from servespec.findings import Finding, Severity
+from servespec.knowledge import resolve
+from servespec.rules.base import Rule, placements
+from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
+
+_NCCL_ACS = (
+    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs"
+)
+_NCCL_TOPO = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-p2p-level"
+
+
+def _group(deployment: DeploymentDoc) -> list[int]:
+    return resolve.gpu_ids(deployment)
+
+
+def _over_pcie(host: HostView, group: list[int]) -> bool:
+    """Whether GPUs of the group exchange data over PCIe (no NVLink between some pair)."""
+    hardware = host.hardware
+    if host.links:
+        nvlinked = {(a, b) for a, b, kind in host.links if kind.upper().startswith("NV")}
+        pairs = [(a, b) for i, a in enumerate(group) for b in group[i + 1 :]]
+        return any((a, b) not in nvlinked and (b, a) not in nvlinked for a, b in pairs)
+    return hardware is None or hardware.interconnect in (None, "pcie")
+
+
+class ReplicaAcrossNuma(Rule):
+    """A replica's GPUs should sit on one NUMA node when they talk over PCIe.
+
+    Between GPUs on different CPU sockets, PCIe peer-to-peer traffic crosses the
+    inter-socket link (NCCL's "SYS" path), which NCCL avoids for P2P by default
+    (NCCL_P2P_LEVEL) and which is slower than a path inside one PCIe root. With NVLink or
+    NVSwitch the GPUs talk directly and the split does not matter for the collective.
+    A ``resources.numa`` node that holds none of the replica's GPUs is reported too: the
+    engine's CPU threads would run far from their GPUs.
+
+    Fix: choose ``gpu_ids`` on one node (the inventory's ``gpu_numa_nodes`` shows them),
+    or set ``numa: auto``.
+
+    Source: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-p2p-level
+    """
+
+    id = "TOPO001"
+    name = "topology.numa"
+    severity = Severity.WARNING
+    summary = "GPUs of one replica sit on different NUMA nodes"
+    sources = (_NCCL_TOPO,)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host in placements(fleet):
+            nodes_of = host.hardware.gpu_numa_nodes if host.hardware else None
+            group = _group(deployment)
+            if not nodes_of or any(i >= len(nodes_of) for i in group):
+                continue
+            nodes = sorted({nodes_of[i] for i in group})
+            pinned = deployment.spec.resources.numa
+            if isinstance(pinned, int) and pinned not in nodes:
+                yield self.report(
+                    deployment.document,
+                    f"numa pins to node {pinned} but the replica's GPUs {group} on {host.name} are on {nodes}",
+                    ("resources", "numa"),
+                    hint="set numa: auto, or the GPUs' node",
+                )
+            if len(nodes) > 1 and _over_pcie(host, group):
+                same = [[i for i, n in enumerate(nodes_of) if n == node] for node in nodes]
+                yield self.report(
+                    deployment.document,
+                    f"GPUs {group} of one replica on {host.name} span NUMA nodes {nodes} and talk over PCIe",
+                    ("resources", "gpu_ids") if deployment.spec.resources.gpu_ids != "auto" else ("resources",),
+                    hint=f"pick GPUs of one node: {same}",
+                )
+
+
+class AcsBlocksPeerToPeer(Rule):
+    """PCIe ACS (or IOMMU translation) must be off on the path between GPUs of a parallel group.
+
+    NVIDIA's NCCL guide: "IO virtualization (also known as VT-d or IOMMU) can interfere with
+    GPU Direct by redirecting all PCI point-to-point traffic to the CPU root complex,
+    causing a significant performance reduction or even a hang. ... ACS must be disabled"
+    (NCCL troubleshooting, "PCI Access Control Services (ACS)"). Folklore sometimes says
+    the opposite; NVIDIA's documentation is the source here. The check applies when the
+    replica's GPUs exchange data over PCIe (no NVLink between them) on a host whose facts
+    say ``pcie_acs: enabled`` or ``iommu: on`` (``passthrough`` does not translate).
+
+    Fix: disable ACS on the PCIe switches/bridges above the GPUs (setpci, or the BIOS),
+    boot with ``iommu=pt`` or IOMMU off, then rerun ``deploy discover``.
+
+    Source: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs
+    """
+
+    id = "TOPO002"
+    name = "topology.pcie-acs"
+    severity = Severity.ERROR
+    summary = "PCIe ACS or IOMMU translation enabled between GPUs of one tensor-parallel group"
+    sources = (_NCCL_ACS,)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host in placements(fleet):
+            hardware = host.hardware
+            group = _group(deployment)
+            if hardware is None or len(group) < 2 or not _over_pcie(host, group):
+                continue
+            causes = []
+            if hardware.pcie_acs == "enabled":
+                causes.append(("pcie_acs", "PCIe ACS is enabled"))
+            if hardware.iommu == "on":
+                causes.append(("iommu", "the IOMMU translates DMA"))
+            for key, cause in causes:
+                document, path = host.hardware_path(key)
+                yield self.report(
+                    document or deployment.document,
+                    f"{cause} on {host.name}, where {deployment.name} runs GPUs {group} in one group over "
+                    "PCIe: peer-to-peer traffic is redirected through the CPU or disabled",
+                    path,
+                    hint="disable ACS (or boot with iommu=pt), then run deploy discover again",
+                )
+
+
+class TensorParallelOverPcie(Rule):
+    """Tensor parallel beyond 2 GPUs over PCIe alone is slow.
+
+    Tensor parallelism all-reduces activations in every layer; over PCIe (no NVLink) the
+    bandwidth of the ring drops with each GPU added and decode latency suffers. NCCL
+    routes over NVLink when present. Pipeline parallel or more replicas usually serve
+    better on PCIe-only hosts.
+
+    Fix: keep ``tensor_parallel ≤ 2`` on PCIe hosts and add replicas, use pipeline
+    parallel, or use NVLink hosts.
+
+    Source: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-p2p-level
+    """
+
+    id = "TOPO003"
+    name = "topology.pcie-tensor-parallel"
+    severity = Severity.WARNING
+    summary = "tensor parallel over PCIe only (no NVLink) beyond 2 GPUs"
+    sources = (_NCCL_TOPO,)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment, host in placements(fleet):
+            tp = deployment.spec.resources.tensor_parallel
+            if tp <= 2 or host.hardware is None or not resolve.host_gpus(host).count:
+                continue
+            if host.hardware.interconnect is None and not host.links:
+                continue
+            if _over_pcie(host, _group(deployment)):
+                yield self.report(
+                    deployment.document,
+                    f"tensor_parallel {tp} on {host.name} runs over PCIe only",
+                    ("resources", "tensor_parallel"),
+                    hint="use tensor_parallel ≤ 2 with more replicas, pipeline_parallel, or NVLink hosts",
+                )
