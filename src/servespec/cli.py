@@ -85,6 +85,80 @@ def validate(paths: tuple[Path, ...], inventory: Path | None, strict: bool, fmt:
 
 
 @main.command()
+@_paths_argument
+@_inventory_option
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
+    """The memory plan per GPU: weights, overhead, KV cache, tokens and sequences that fit.
+
+    Follows each engine's own arithmetic (vLLM gpu_memory_utilization, SGLang
+    mem_fraction_static, TGI cuda_memory_fraction, TensorRT-LLM free_gpu_memory_fraction,
+    llama.cpp/Ollama context allocation). Exit 1 when a memory rule reports an error.
+    """
+    import json
+
+    from servespec.estimate import estimates
+    from servespec.findings import Severity
+    from servespec.rules.runner import check_fleet
+    from servespec.spec.fleet import UsageError, load_fleet
+
+    try:
+        fleet = load_fleet(list(paths), inventory)
+    except UsageError as err:
+        raise click.UsageError(str(err)) from None
+    findings = check_fleet(fleet)
+    rows = estimates(fleet, findings)
+    if fmt == "json":
+        click.echo(json.dumps({"version": 1, "estimates": [row.to_json() for row in rows]}, indent=2))
+    else:
+        _print_estimates(rows)
+        for finding in findings:
+            if finding.rule.startswith(("MEM", "REF003", "SS", "REF00")):
+                click.echo(finding.to_text(), err=True)
+    failed = any(f.severity is Severity.ERROR and f.rule.startswith(("MEM", "SS", "REF")) for f in findings)
+    sys.exit(EXIT_FINDINGS if failed or not fleet.deployments else EXIT_OK)
+
+
+def _print_estimates(rows: list[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Memory plan per GPU (GiB)", show_lines=False)
+    for column in (
+        "deployment",
+        "host",
+        "engine",
+        "GPU",
+        "total",
+        "weights",
+        "overhead",
+        "KV cache",
+        "KV tokens",
+        "max seqs",
+    ):
+        table.add_column(column, justify="right" if column not in ("deployment", "host", "engine", "GPU") else "left")
+    for row in rows:
+        spec = row.deployment.spec
+        engine = f"{spec.engine.name} {spec.engine.version}"
+        gpu = f"{row.gpu_name} {row.gpu_indices}" if row.gpu_indices else row.gpu_name
+        plan = row.plan
+        if plan is None:
+            table.add_row(row.deployment.name, row.host.name, engine, gpu, *["?"] * 6)
+            continue
+        values = (plan.total_gib, plan.weights_gib, plan.overhead_gib, plan.kv_cache_gib)
+        table.add_row(
+            row.deployment.name,
+            row.host.name,
+            engine,
+            gpu,
+            *(f"{v:.1f}" for v in values),
+            f"{plan.kv_tokens:,}",
+            f"{plan.max_sequences:.1f}",
+        )
+    Console(width=140).print(table)
+
+
+@main.command()
 @click.argument("rule_id", required=False)
 def explain(rule_id: str | None) -> None:
     """Show what RULE checks, why, how to fix it and its upstream source. No RULE: list all."""

@@ -63,7 +63,8 @@ _KV_DTYPE_BYTES = {
 # zero point per group of 128; NVFP4 an FP8 scale per 16; MXFP4 an 8-bit scale per 32.
 _QUANT_BITS = {"awq": 4 + 20 / 128, "gptq": 4 + 20 / 128, "fp8": 8.0, "int8": 8.0, "nvfp4": 4.5, "mxfp4": 4.25}
 LLAMA3_8B_PARAMS = 8.03e9
-"""llama-quantize documents file sizes "@ Llama-3-8B"; its parameter count (counted from its config) turns them into bits per weight."""
+"""llama-quantize documents file sizes "@ Llama-3-8B"; its parameter count (counted from its
+config) turns them into bits per weight."""
 
 
 @dataclass(frozen=True)
@@ -141,17 +142,16 @@ def weight_bytes(inp: EstimateInput) -> float:
     element = dtype_bytes(model, inp.dtype)
     method = inp.quantization or model.quant_method
     if method == "gguf" or inp.gguf_type:
-        bits = gguf_bits(inp.release, inp.gguf_type) or 4.9
-        return params * bits / 8
+        return params * (gguf_bits(inp.release, inp.gguf_type) or 4.9) / 8
     if method in ("compressed-tensors", "modelopt"):
         method = "fp8" if (model.quant_bits or 8) >= 8 else "awq"
     if method == "mxfp4" and model.is_moe:
         experts = _expert_params(model)
         return experts * _QUANT_BITS["mxfp4"] / 8 + (params - experts) * element
-    bits = _QUANT_BITS.get(method or "")
-    if bits is None:
+    quant_bits = _QUANT_BITS.get(method or "")
+    if quant_bits is None:
         return params * element
-    return linear * bits / 8 + embed * element
+    return linear * quant_bits / 8 + embed * element
 
 
 def _expert_params(model: ModelFacts) -> float:

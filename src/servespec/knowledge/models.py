@@ -122,16 +122,16 @@ def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
     experts = _first(config, "num_local_experts", "num_experts", "n_routed_experts")
     if not experts or int(experts) <= 1:
         return {}
-    moe_size = _first(config, "moe_intermediate_size") or config.get("intermediate_size")
+    moe_size = int(_first(config, "moe_intermediate_size", "intermediate_size") or 0)
     shared = int(config.get("shared_expert_intermediate_size") or 0)
     if config.get("n_shared_experts"):
-        shared = int(config["n_shared_experts"]) * int(moe_size)
+        shared = int(config["n_shared_experts"]) * moe_size
     dense = int(config.get("first_k_dense_replace") or 0)
     dense += len(config.get("mlp_only_layers") or [])
     return {
         "experts": int(experts),
         "active_experts": int(_first(config, "num_experts_per_tok", "experts_per_token") or 1),
-        "moe_intermediate_size": int(moe_size),
+        "moe_intermediate_size": moe_size,
         "shared_intermediate_size": shared,
         "dense_layers": min(dense, layers),
     }
@@ -287,7 +287,7 @@ def apply_inline(facts: ModelFacts | None, inline: Architecture | None, name: st
         "experts": inline.experts,
         "active_experts": inline.active_experts,
     }
-    given = {key: value for key, value in fields.items() if value is not None}
+    given: dict[str, Any] = {key: value for key, value in fields.items() if value is not None}
     if facts is not None:
         facts = replace(facts, **given)
     else:

@@ -109,7 +109,8 @@ class UnknownEngineOption(Rule):
             checked = f"checked against {chosen.release.version}" if chosen.release else "not checked"
             yield self.report(
                 deployment.document,
-                f"{deployment.spec.engine.name} {chosen.requested} is {where} every catalogued release; options are {checked}",
+                f"{deployment.spec.engine.name} {chosen.requested} is {where} every catalogued release; "
+                f"options are {checked}",
                 path,
                 severity=Severity.WARNING,
                 hint=f"catalogued releases: {known}",

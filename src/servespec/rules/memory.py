@@ -145,7 +145,9 @@ class FewerSequencesThanBatch(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host, plan in _estimates(fleet):
             option = resolve.profile(deployment).batch_option
-            value = deployment.spec.engine.options.get(option) if option else None
+            if option is None:
+                continue
+            value = deployment.spec.engine.options.get(option)
             if not isinstance(value, int) or isinstance(value, bool) or plan.kv_tokens <= 0:
                 continue
             if deployment.spec.engine.name in ("llama.cpp", "ollama") or plan.max_sequences >= value:

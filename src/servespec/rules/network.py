@@ -38,14 +38,14 @@ class PortConflict(Rule):
         claims: dict[tuple[str, str, int], list[DeploymentDoc]] = defaultdict(list)
         for deployment, host in placements(fleet):
             claims[(host.inventory.file, host.name, deployment.spec.serving.port)].append(deployment)
-        for (_, host, port), users in claims.items():
+        for (_, host_name, port), users in claims.items():
             if len(users) < 2:
                 continue
             for deployment in users[1:]:
                 others = ", ".join(d.name for d in users if d is not deployment)
                 yield self.report(
                     deployment.document,
-                    f"port {port} on {host} is already claimed by {others}",
+                    f"port {port} on {host_name} is already claimed by {others}",
                     ("serving", "port"),
                     hint="choose another serving.port",
                 )

@@ -62,8 +62,8 @@ class InlineSecret(Rule):
                     yield self.report(
                         deployment.document, f"engine.env {name} holds a literal secret", ("engine", "env", name)
                     )
-            for name, value in engine.options.items():
-                if _looks_secret(name, value):
+            for name, option_value in engine.options.items():
+                if _looks_secret(name, option_value):
                     yield self.report(
                         deployment.document,
                         f"engine option {name} holds a literal secret",

@@ -1,0 +1,69 @@
+"""`deploy estimate`: the memory plan of every deployment on every host, as rows and JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servespec.findings import Finding
+from servespec.knowledge import resolve
+from servespec.knowledge.memory import GpuEstimate
+from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
+
+
+@dataclass(frozen=True)
+class HostEstimate:
+    """One deployment's plan on one host: the same plan for each of its GPUs."""
+
+    deployment: DeploymentDoc
+    host: HostView
+    plan: GpuEstimate | None
+    gpu_indices: list[int]
+    gpu_name: str
+    findings: list[str]
+
+    def to_json(self) -> dict[str, object]:
+        """The contract's estimate object (§2.2)."""
+        spec = self.deployment.spec
+        gpus = []
+        if self.plan is not None:
+            for index in self.gpu_indices or [0]:
+                gpus.append(
+                    {
+                        "index": index,
+                        "model": self.gpu_name,
+                        "total_gib": self.plan.total_gib,
+                        "weights_gib": self.plan.weights_gib,
+                        "overhead_gib": self.plan.overhead_gib,
+                        "kv_cache_gib": self.plan.kv_cache_gib,
+                        "kv_tokens": self.plan.kv_tokens,
+                        "max_sequences": self.plan.max_sequences,
+                    }
+                )
+        return {
+            "deployment": self.deployment.name,
+            "host": self.host.name,
+            "engine": spec.engine.name,
+            "engine_version": spec.engine.version,
+            "gpus": gpus,
+            "findings": self.findings,
+        }
+
+
+def _in_document(finding: Finding, deployment: DeploymentDoc) -> bool:
+    document = deployment.document
+    return finding.file == document.file and document.source_map.start.line <= finding.line <= document.end_line
+
+
+def estimates(fleet: Fleet, findings: list[Finding]) -> list[HostEstimate]:
+    """A plan for every (deployment, host) pair; ``plan`` is None when facts are missing."""
+    out = []
+    for deployment in fleet.deployments:
+        related = sorted(
+            {f.rule for f in findings if _in_document(f, deployment) and f.rule.startswith(("MEM", "PAR", "REF003"))}
+        )
+        for host in resolve.placed_hosts(deployment):
+            hardware = resolve.host_gpus(host)
+            name = hardware.model.display_name if hardware.model else ("CPU" if hardware.count == 0 else "unknown")
+            indices = resolve.gpu_ids(deployment) if hardware.count else []
+            out.append(HostEstimate(deployment, host, resolve.estimate_on(deployment, host), indices, name, related))
+    return out

@@ -1,0 +1,86 @@
+"""Model facts: parameters counted from config.json match the published counts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from servespec.knowledge.models import catalog_ids, catalogued, read_config
+
+# (repo id, published total parameters, published active parameters or None, model card)
+PUBLISHED = [
+    ("meta-llama/Llama-3.1-8B-Instruct", 8.03e9, None, "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct"),
+    ("meta-llama/Llama-3.1-70B-Instruct", 70.6e9, None, "https://huggingface.co/meta-llama/Llama-3.1-70B-Instruct"),
+    ("meta-llama/Llama-3.1-405B", 405.9e9, None, "https://huggingface.co/meta-llama/Llama-3.1-405B"),
+    ("meta-llama/Llama-3.2-1B-Instruct", 1.24e9, None, "https://huggingface.co/meta-llama/Llama-3.2-1B-Instruct"),
+    ("meta-llama/Llama-3.2-3B-Instruct", 3.21e9, None, "https://huggingface.co/meta-llama/Llama-3.2-3B-Instruct"),
+    ("Qwen/Qwen2.5-7B-Instruct", 7.61e9, None, "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct"),
+    ("Qwen/Qwen2.5-3B-Instruct", 3.09e9, None, "https://huggingface.co/Qwen/Qwen2.5-3B-Instruct"),
+    ("Qwen/Qwen3-8B", 8.2e9, None, "https://huggingface.co/Qwen/Qwen3-8B"),
+    ("Qwen/Qwen3-32B", 32.8e9, None, "https://huggingface.co/Qwen/Qwen3-32B"),
+    ("Qwen/Qwen3-30B-A3B", 30.5e9, 3.3e9, "https://huggingface.co/Qwen/Qwen3-30B-A3B"),
+    ("Qwen/Qwen3-235B-A22B", 235e9, 22e9, "https://huggingface.co/Qwen/Qwen3-235B-A22B"),
+    ("mistralai/Mistral-7B-Instruct-v0.3", 7.25e9, None, "https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.3"),
+    ("mistralai/Mixtral-8x7B-v0.1", 46.7e9, 12.9e9, "https://arxiv.org/abs/2401.04088"),
+    ("mistralai/Mixtral-8x22B-v0.1", 141e9, 39e9, "https://mistral.ai/news/mixtral-8x22b"),
+    ("google/gemma-2-9b-it", 9.24e9, None, "https://huggingface.co/google/gemma-2-9b-it"),
+    ("google/gemma-2-27b-it", 27.2e9, None, "https://huggingface.co/google/gemma-2-27b-it"),
+    ("google/gemma-2-2b-it", 2.61e9, None, "https://huggingface.co/google/gemma-2-2b-it"),
+    ("microsoft/Phi-3-mini-4k-instruct", 3.8e9, None, "https://huggingface.co/microsoft/Phi-3-mini-4k-instruct"),
+    ("microsoft/Phi-3-medium-4k-instruct", 14e9, None, "https://huggingface.co/microsoft/Phi-3-medium-4k-instruct"),
+    ("deepseek-ai/DeepSeek-V3", 671e9, 37e9, "https://arxiv.org/abs/2412.19437"),
+    ("deepseek-ai/DeepSeek-V2-Lite-Chat", 15.7e9, 2.4e9, "https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite-Chat"),
+    ("Qwen/Qwen1.5-MoE-A2.7B", 14.3e9, 2.7e9, "https://huggingface.co/Qwen/Qwen1.5-MoE-A2.7B"),
+    ("openai/gpt-oss-20b", 21e9, None, "https://huggingface.co/openai/gpt-oss-20b"),
+    ("openai/gpt-oss-120b", 117e9, None, "https://huggingface.co/openai/gpt-oss-120b"),
+]
+
+
+def test_catalog_has_forty_models() -> None:
+    assert len(catalog_ids()) >= 40
+
+
+@pytest.mark.parametrize(("repo", "total", "active", "card"), PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_parameter_count_matches_published(repo: str, total: float, active: float | None, card: str) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, f"{repo} missing from the catalog ({card})"
+    assert facts.params == pytest.approx(total, rel=0.02), card
+    if active is not None:
+        # Published "active" counts differ in whether they include embeddings: allow 12 %.
+        assert facts.active_params == pytest.approx(active, rel=0.12), card
+
+
+def test_gqa_mla_and_sliding_facts() -> None:
+    llama = catalogued("meta-llama/Llama-3.1-8B-Instruct")
+    assert llama is not None and (llama.kv_heads, llama.head_dim, llama.layers) == (8, 128, 32)
+    deepseek = catalogued("deepseek-ai/DeepSeek-V3")
+    assert deepseek is not None and deepseek.is_mla and deepseek.kv_lora_rank == 512
+    gemma = catalogued("google/gemma-2-9b-it")
+    assert gemma is not None and gemma.sliding_window == 4096 and gemma.sliding_layers == 21
+
+
+def test_lookup_is_case_insensitive() -> None:
+    assert catalogued("QWEN/qwen2.5-7b-instruct") is not None
+    assert catalogued("nobody/nothing") is None
+
+
+def test_read_config_file(tmp_path: Path) -> None:
+    config = {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 1000,
+        "max_position_embeddings": 2048,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    facts = read_config(path)
+    assert (facts.kv_heads, facts.head_dim, facts.max_position_embeddings) == (2, 16, 2048)
+    # embed + head + 2 layers x (q,k,v 64*(64+64), o 64*64, mlp 3*64*128, norms 2*64) + final norm
+    expected = 2 * 1000 * 64 + 2 * (64 * 128 + 64 * 64 + 3 * 64 * 128 + 128) + 64
+    assert facts.params == expected

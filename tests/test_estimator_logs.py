@@ -1,0 +1,17 @@
+"""The estimator against real vLLM start-up logs: median absolute error of KV tokens ≤ 5 %."""
+
+from __future__ import annotations
+
+from tests.vllm_logs import compare_all, median_abs_error
+
+
+def test_estimator_matches_recorded_vllm_logs() -> None:
+    rows = compare_all()
+    used = [row for row in rows if not row.skipped]
+    assert len(used) >= 5, [(row.name, row.skipped) for row in rows]
+    assert median_abs_error(rows) <= 0.05, [(row.name, round(row.error, 3)) for row in used]
+
+
+def test_every_skipped_log_says_why() -> None:
+    for row in compare_all():
+        assert row.skipped or row.predicted is not None

@@ -1,0 +1,111 @@
+"""Compare the estimator with real vLLM start-up logs (tests/data/vllm_logs/).
+
+Shared by tests/test_estimator_logs.py and bench/estimator_accuracy.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from servespec.knowledge import engines, gpus, models
+from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput, estimate
+
+LOGS = Path(__file__).resolve().parent / "data" / "vllm_logs"
+_OPTIONS = (
+    "gpu_memory_utilization",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "block_size",
+    "kv_cache_dtype",
+    "enforce_eager",
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One log: what vLLM logged and what the estimator predicts, or why it was skipped."""
+
+    name: str
+    observed: int | None
+    predicted: int | None
+    skipped: str = ""
+
+    @property
+    def error(self) -> float:
+        """Relative error of the predicted KV tokens."""
+        assert self.observed and self.predicted is not None
+        return (self.predicted - self.observed) / self.observed
+
+
+def _observed(data: dict[str, Any]) -> int | None:
+    seen = data.get("observed") or {}
+    if seen.get("kv_cache_tokens"):
+        return int(seen["kv_cache_tokens"])
+    if seen.get("num_gpu_blocks"):
+        block = (data.get("settings") or {}).get("block_size") or 16
+        return int(seen["num_gpu_blocks"]) * int(block)
+    return None
+
+
+def _gpu(data: dict[str, Any]) -> gpus.GpuModel | None:
+    name = str(data.get("gpu") or "").split("(")[0].strip()
+    found = gpus.resolve(name) if name else None
+    total = data.get("total_gpu_memory_gib") or (data.get("observed") or {}).get("total_gpu_memory_gib")
+    if found is None and name:
+        for gpu in gpus.catalog():  # "NVIDIA A100 80GB" style names in log file names
+            if all(part.lower() in gpu.id.lower() for part in name.replace("NVIDIA", "").split()):
+                found = gpu
+                break
+    if found is not None and total:
+        # The log states the CUDA-visible total: use it instead of the nvidia-smi figure.
+        found = dataclasses.replace(found, memory_mib=round(float(total) / CUDA_VISIBLE_SHARE * 1024))
+    return found
+
+
+def compare(path: Path) -> Comparison:
+    """Estimate one log's KV tokens with the settings it shows."""
+    data = YAML(typ="safe").load(path.read_text())
+    name = path.stem
+    calibration = data.get("calibration") or {}
+    observed = _observed(data)
+    if calibration.get("use") is False:
+        return Comparison(name, observed, None, str(calibration.get("why", "excluded")))
+    facts = models.catalogued(str(data.get("architecture_from") or data.get("model") or ""))
+    gpu = _gpu(data)
+    if observed is None or facts is None or gpu is None:
+        why = "no KV number" if observed is None else "model not catalogued" if facts is None else "GPU unknown"
+        return Comparison(name, observed, None, why)
+    settings = data.get("settings") or {}
+    version = str(data.get("vllm_version", ""))
+    plan = estimate(
+        EstimateInput(
+            engine="vllm",
+            release=engines.select("vllm", version).release,
+            model=facts,
+            gpu=gpu,
+            tensor_parallel=int(settings.get("tensor_parallel_size") or 1),
+            pipeline_parallel=int(settings.get("pipeline_parallel_size") or 1),
+            dtype=str(settings.get("dtype") or "auto"),
+            quantization=settings.get("quantization"),
+            max_model_len=int(settings.get("max_model_len") or facts.max_position_embeddings or 4096),
+            options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
+        )
+    )
+    assert plan is not None
+    return Comparison(name, observed, plan.kv_tokens)
+
+
+def compare_all() -> list[Comparison]:
+    """Every log, in file order."""
+    return [compare(path) for path in sorted(LOGS.glob("*.yaml"))]
+
+
+def median_abs_error(rows: list[Comparison]) -> float:
+    """Median absolute relative error over the logs that could be compared."""
+    return statistics.median(abs(row.error) for row in rows if not row.skipped)
