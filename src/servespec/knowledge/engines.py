@@ -17,7 +17,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from ruamel.yaml import YAML
+from servespec.knowledge.datafile import load_yaml_data
 
 CUDA_COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 MIN_DRIVER_FOR_CUDA_MAJOR = {11: (450, 80, 2), 12: (525, 0, 0), 13: (580, 0, 0)}
@@ -177,7 +177,7 @@ def _engine_dir(engine: str) -> Traversable:
 @functools.cache
 def profile(engine: str) -> Profile:
     """The profile of an engine (one of ``servespec.spec.models.ENGINES``)."""
-    data = YAML(typ="safe", pure=True).load(_engine_dir(engine).joinpath("profile.yaml").read_text(encoding="utf-8"))
+    data = load_yaml_data("engines", engine, "profile.yaml")
     minimum = data.get("min_compute_capability") or {}
     parallel = data["parallelism"]
     image = data["image"]

@@ -10,10 +10,9 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-from ruamel.yaml import YAML
+from servespec.knowledge.datafile import load_yaml_data
 
 CUDA_GPUS_URL = "https://developer.nvidia.com/cuda-gpus"
 
@@ -74,8 +73,7 @@ def _from_entry(entry: dict[str, Any]) -> GpuModel:
 @functools.cache
 def catalog() -> tuple[GpuModel, ...]:
     """Every catalogued GPU, in file order."""
-    text = resources.files("servespec.knowledge").joinpath("data/gpus.yaml").read_text(encoding="utf-8")
-    data = YAML(typ="safe", pure=True).load(text)
+    data = load_yaml_data("gpus.yaml")
     return tuple(_from_entry(entry) for entry in data["gpus"])
 
 

@@ -10,12 +10,10 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
+from servespec.knowledge.datafile import load_yaml_data
 from servespec.spec.models import Architecture
 
 TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/src/transformers/models"
@@ -245,8 +243,7 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
 
 @functools.cache
 def _catalog() -> dict[str, dict[str, Any]]:
-    text = resources.files("servespec.knowledge").joinpath("data/models.yaml").read_text(encoding="utf-8")
-    data: dict[str, dict[str, Any]] = YAML(typ="safe", pure=True).load(text)["models"]
+    data: dict[str, dict[str, Any]] = load_yaml_data("models.yaml")["models"]
     return {key.lower(): {"name": key, **value} for key, value in data.items()}
 
 
