@@ -25,11 +25,11 @@ BIN = Path(sys.executable).parent
 
 ENGINES = [
     ("vllm", "0.11.0", "meta-llama/Llama-3.1-8B-Instruct"),
-    ("sglang", "0.5.5", "Qwen/Qwen2.5-14B-Instruct"),
+    ("sglang", "0.5.23", "Qwen/Qwen3-14B"),
     ("tgi", "3.3.7", "Qwen/Qwen2.5-7B-Instruct"),
     ("tensorrt-llm", "1.2.1", "meta-llama/Llama-3.3-70B-Instruct"),
-    ("ollama", "0.12.6", "qwen2.5:7b"),
-    ("llama.cpp", "b6900", "/srv/models/qwen2.5-0.5b-instruct-q4_k_m.gguf"),
+    ("ollama", "0.32.15", "qwen2.5:7b"),
+    ("llama.cpp", "b11312", "/srv/models/qwen2.5-0.5b-instruct-q4_k_m.gguf"),
 ]
 HOSTS = ["gpu-nvs-01", "gpu-pcie-01", "gpu-l4-01"]
 

@@ -218,6 +218,14 @@ def _finish(
     )
 
 
+def _number(options: dict[str, Any], key: str, default: float) -> float:
+    """A numeric option, or ``default`` when unset or not a number (ENG002 reports bad values)."""
+    value = options.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return default
+
+
 def _fact_value(release: EngineRelease | None, key: str, default: Any) -> Any:
     if release is None:
         return default
@@ -249,22 +257,21 @@ def _big_gpu(inp: EstimateInput, total: float) -> bool:
 def estimate_vllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory)."""
     total = cuda_total_gib(gpu)
-    utilization = float(
-        inp.options.get("gpu_memory_utilization") or _fact_value(inp.release, "gpu_memory_utilization_default", 0.9)
-    )
+    default_utilization = float(_fact_value(inp.release, "gpu_memory_utilization_default", 0.9))
+    utilization = _number(inp.options, "gpu_memory_utilization", default_utilization)
     big = _big_gpu(inp, total)
-    seqs = int(inp.options.get("max_num_seqs") or (1024 if big else 256))
-    batched = int(inp.options.get("max_num_batched_tokens") or (8192 if big else 2048))
+    seqs = int(_number(inp.options, "max_num_seqs", 1024 if big else 256))
+    batched = int(_number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
     weights = _weights_per_gpu(inp)
     parallel = inp.tensor_parallel * inp.pipeline_parallel > 1
     non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)
     overhead = _activation_gib(inp, batched, seqs) + non_torch
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
-    if inp.release and version_key(inp.release.version) >= (0, 21) and not inp.options.get("enforce_eager"):
+    if inp.release and version_key(inp.release.version) >= (0, 21) and inp.options.get("enforce_eager") is not True:
         overhead += 0.5  # releases since 0.21 subtract their CUDA-graph estimate from the budget
         notes.append("CUDA-graph memory estimated in the budget")
     kv = utilization * total - weights - overhead
-    block = int(inp.options.get("block_size") or 16)
+    block = max(1, int(_number(inp.options, "block_size", 16)))
     return _finish(inp, total, weights, overhead, kv, block, notes, utilization)
 
 
@@ -283,7 +290,7 @@ def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
         max_bs = 256 if small_tp else 512
     else:
         max_bs = 512
-    chunk = int(inp.options.get("chunked_prefill_size") or chunk)
+    chunk = int(_number(inp.options, "chunked_prefill_size", chunk))
     reserved = 512 + max(chunk, 2048) * 1.5 + inp.tensor_parallel * inp.pipeline_parallel / 8 * 1024 + max_bs * 2
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
@@ -293,7 +300,7 @@ def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
 def estimate_sglang(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
     """SGLang's KV pool: mem_fraction_static × memory before loading − weights."""
     total = cuda_total_gib(gpu)
-    fraction = float(inp.options.get("mem_fraction_static") or _sglang_fraction(inp, gpu))
+    fraction = _number(inp.options, "mem_fraction_static", 0) or _sglang_fraction(inp, gpu)
     weights = _weights_per_gpu(inp)
     before_load = total - CONTEXT_GIB
     kv = before_load * fraction - weights
@@ -304,8 +311,8 @@ def estimate_sglang(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
 def estimate_tgi(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
     """TGI's warm-up sizing: free memory × cuda_memory_fraction × TGI_WIGGLE_ROOM (0.90)."""
     total = cuda_total_gib(gpu)
-    fraction = float(inp.options.get("cuda_memory_fraction") or 1.0)
-    prefill = int(inp.options.get("max_batch_prefill_tokens") or 4096)
+    fraction = _number(inp.options, "cuda_memory_fraction", 1.0)
+    prefill = int(_number(inp.options, "max_batch_prefill_tokens", 4096))
     weights = _weights_per_gpu(inp)
     activation = _activation_gib(inp, prefill, 1)
     free = total - CONTEXT_GIB - weights - activation
@@ -319,12 +326,10 @@ def estimate_tgi(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
 def estimate_trtllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
     """TensorRT-LLM (PyTorch backend): free memory after weights and activations × free_gpu_memory_fraction."""
     total = cuda_total_gib(gpu)
-    fraction = float(
-        inp.options.get("kv_cache_config.free_gpu_memory_fraction")
-        or inp.options.get("free_gpu_memory_fraction")
-        or _fact_value(inp.release, "kv_cache_free_gpu_memory_fraction_default", 0.9)
-    )
-    tokens = int(inp.options.get("max_num_tokens") or 8192)
+    default = float(_fact_value(inp.release, "kv_cache_free_gpu_memory_fraction_default", 0.9))
+    flag_value = _number(inp.options, "free_gpu_memory_fraction", default)
+    fraction = _number(inp.options, "kv_cache_config.free_gpu_memory_fraction", flag_value)
+    tokens = int(_number(inp.options, "max_num_tokens", 8192))
     weights = _weights_per_gpu(inp)
     activation = _activation_gib(inp, tokens, 1)
     free = total - CONTEXT_GIB - weights - activation
@@ -365,12 +370,11 @@ def estimate_gguf(inp: EstimateInput, gpu: GpuModel | None) -> GpuEstimate:
 
 def _slots(inp: EstimateInput) -> int:
     key = "parallel" if inp.engine == "llama.cpp" else "num_parallel"
-    value = inp.options.get(key)
-    if value is None or int(value) < 1:
-        return (
-            4 if inp.engine == "llama.cpp" else 1
-        )  # llama-server's auto is 4 slots; OLLAMA_NUM_PARALLEL defaults to 1
-    return int(value)
+    value = int(_number(inp.options, key, 0))
+    if value < 1:
+        # llama-server's auto (-1) is 4 slots; OLLAMA_NUM_PARALLEL defaults to 1.
+        return 4 if inp.engine == "llama.cpp" else 1
+    return value
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:

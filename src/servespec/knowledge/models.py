@@ -44,6 +44,9 @@ class ModelFacts:
     tie_word_embeddings: bool = False
     torch_dtype: str | None = None
     rope_scaling: bool = False
+    rope_type: str | None = None
+    rope_factor: float | None = None
+    original_max_position_embeddings: int | None = None
     sliding_window: int | None = None
     sliding_layers: int = 0
     experts: int | None = None
@@ -59,6 +62,23 @@ class ModelFacts:
     quant_method: str | None = None
     quant_bits: float | None = None
     params_override: float | None = None
+
+    @property
+    def derived_max_len(self) -> int | None:
+        """The longest context the engine accepts for this model (vLLM's derived max_model_len).
+
+        Rope types ``su``, ``longrope`` and ``llama3`` already express their full length in
+        max_position_embeddings; ``yarn`` extends ``original_max_position_embeddings`` by its
+        factor; other scaling types multiply max_position_embeddings by the factor
+        (vllm/config/model.py, _get_and_verify_max_len).
+        """
+        base = self.max_position_embeddings
+        if base is None or not self.rope_scaling or self.rope_type in ("su", "longrope", "llama3"):
+            return base
+        factor = self.rope_factor or 1.0
+        if self.rope_type == "yarn" and self.original_max_position_embeddings:
+            return int(self.original_max_position_embeddings * factor)
+        return int(base * factor)
 
     @property
     def is_mla(self) -> bool:
@@ -114,6 +134,18 @@ def _sliding_layers(config: dict[str, Any], layers: int, model_type: str) -> tup
     if model_type.startswith("gemma3") and pattern:
         return int(window), layers - layers // int(pattern)
     return int(window), layers
+
+
+def _rope(rope: Any) -> dict[str, Any]:
+    if not isinstance(rope, dict):
+        return {"rope_scaling": False}
+    original = rope.get("original_max_position_embeddings")
+    return {
+        "rope_scaling": True,
+        "rope_type": str(rope.get("rope_type") or rope.get("type") or "") or None,
+        "rope_factor": float(rope["factor"]) if rope.get("factor") is not None else None,
+        "original_max_position_embeddings": int(original) if original else None,
+    }
 
 
 def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
@@ -173,7 +205,7 @@ def facts_from_config(config: dict[str, Any], name: str, source: str) -> ModelFa
         max_position_embeddings=config.get("max_position_embeddings"),
         tie_word_embeddings=bool(tied) if tied is not None else model_type in _TIED_BY_DEFAULT,
         torch_dtype=_first(config, "torch_dtype", "dtype"),
-        rope_scaling=bool(config.get("rope_scaling")),
+        **_rope(config.get("rope_scaling")),
         sliding_window=window,
         sliding_layers=sliding,
         kv_lora_rank=config.get("kv_lora_rank"),

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from servespec.knowledge import engines, gpus, models
 from servespec.knowledge.engines import EngineRelease, Profile, Selection
@@ -65,10 +67,16 @@ def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
         facts = models.catalogued(spec.source)
     facts = models.apply_inline(facts, spec.architecture, spec.source)
     if facts is None and not problem:
-        problem = (
-            f"model {spec.source!r} is not in the built-in catalog and the spec gives no "
-            "model.config or model.architecture"
-        )
+        if spec.architecture is not None:
+            problem = (
+                f"model.architecture of {spec.source!r} is incomplete: it needs at least "
+                "layers, hidden_size and attention_heads"
+            )
+        else:
+            problem = (
+                f"model {spec.source!r} is not in the built-in catalog and the spec gives no "
+                "model.config or model.architecture"
+            )
     return ModelAnswer(facts, problem)
 
 
@@ -120,6 +128,70 @@ def gpu_ids(deployment: DeploymentDoc) -> list[int]:
     return list(chosen)
 
 
+def _coerce(kind: str, value: Any) -> Any:
+    """A raw option value as the option's type; raises ValueError when it is not one."""
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("true", "false"):
+            return str(value).lower() == "true"
+        raise ValueError(value)
+    if kind == "int" and not isinstance(value, bool):
+        return int(str(value), 10)
+    if kind == "float" and not isinstance(value, bool):
+        return float(str(value))
+    return value
+
+
+def extra_arg_settings(args: list[str]) -> Iterator[tuple[int, str, Any]]:
+    """(index, flag, value) for each flag in ``extra_args``; a flag without a value is ``True``."""
+    for index, arg in enumerate(args):
+        if not arg.startswith("-") or len(arg) < 2 or arg[1:].replace(".", "").isdigit():
+            continue
+        flag, equals, inline = arg.partition("=")
+        if equals:
+            yield index, flag, inline
+        elif index + 1 < len(args) and not args[index + 1].startswith("-"):
+            yield index, flag, args[index + 1]
+        else:
+            yield index, flag, True
+
+
+def effective_options(deployment: DeploymentDoc) -> dict[str, Any]:
+    """``engine.options`` plus the flags of ``extra_args``, keyed and typed by the release's catalog.
+
+    Values that do not parse as their option's type are left out: ENG002 reports them, and
+    the estimator falls back to the engine's default instead of failing.
+    """
+    chosen = release(deployment)
+    engine = deployment.spec.engine
+    raw: list[tuple[str, Any]] = [(name, value) for _, name, value in extra_arg_settings(engine.extra_args)]
+    raw += list(engine.options.items())
+    out: dict[str, Any] = {}
+    for name, value in raw:
+        option = chosen.option(name) if chosen else None
+        key = option.key if option else engines.normalize_option(name)
+        try:
+            out[key] = _coerce(option.type, value) if option else value
+        except ValueError:
+            continue
+    return out
+
+
+def option_path(deployment: DeploymentDoc, key: str) -> tuple[str | int, ...]:
+    """Where an effective option was set: its ``engine.options`` key or its ``extra_args`` item."""
+    chosen = release(deployment)
+    for name in deployment.spec.engine.options:
+        option = chosen.option(name) if chosen else None
+        if (option.key if option else engines.normalize_option(name)) == key:
+            return ("engine", "options", name)
+    for index, flag, _ in extra_arg_settings(deployment.spec.engine.extra_args):
+        option = chosen.option(flag) if chosen else None
+        if (option.key if option else engines.normalize_option(flag)) == key:
+            return ("engine", "extra_args", index)
+    return ("engine", "options")
+
+
 def max_model_len(deployment: DeploymentDoc, model: ModelFacts | None) -> int | None:
     """The context length served: the spec's, else the model's maximum."""
     return deployment.spec.model.max_model_len or (model.max_position_embeddings if model else None)
@@ -149,7 +221,7 @@ def estimate_on(deployment: DeploymentDoc, host: HostView) -> GpuEstimate | None
             quantization=spec.model.quantization,
             gguf_type=spec.model.gguf_type,
             max_model_len=length,
-            options=dict(spec.engine.options),
+            options=effective_options(deployment),
             host_memory_gib=memory,
         )
     )

@@ -18,9 +18,8 @@ _TGI_LIMITS = "https://github.com/huggingface/text-generation-inference/blob/v3.
 
 
 def _flags_in(extra_args: list[str]) -> Iterator[tuple[int, str]]:
-    for index, arg in enumerate(extra_args):
-        if arg.startswith("-") and len(arg) > 1 and not arg[1:].replace(".", "").isdigit():
-            yield index, arg.split("=", 1)[0]
+    for index, flag, _ in resolve.extra_arg_settings(extra_args):
+        yield index, flag
 
 
 def _added_in(engine: str, key: str, current: EngineRelease) -> str | None:
@@ -133,6 +132,19 @@ def _type_problem(option: EngineOption, value: Any) -> str:
     return "" if isinstance(value, str | int | float) and not isinstance(value, bool) else "expects a string"
 
 
+def _exclusive_problem(release: EngineRelease, option: EngineOption, value: Any) -> str:
+    """Strict bounds (pydantic gt/lt) the catalog records beside the inclusive ones."""
+    bounds = (release.facts.get("option_bounds_exclusive") or {}).get(option.key)
+    if not isinstance(bounds, dict) or not isinstance(value, int | float) or isinstance(value, bool):
+        return ""
+    low, high = bounds.get("min_exclusive"), bounds.get("max_exclusive")
+    if low is not None and value <= low:
+        return f"must be > {low}"
+    if high is not None and value >= high:
+        return f"must be < {high}"
+    return ""
+
+
 def _value_problem(option: EngineOption, value: Any) -> str:
     problem = _type_problem(option, value)
     if problem:
@@ -192,7 +204,7 @@ class InvalidEngineOptionValue(Rule):
                 option = release.option(name)
                 if option is None:
                     continue
-                problem = _value_problem(option, value)
+                problem = _value_problem(option, value) or _exclusive_problem(release, option, value)
                 if problem:
                     yield self.report(
                         deployment.document,

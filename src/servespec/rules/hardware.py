@@ -25,6 +25,15 @@ def _text(cc: tuple[int, int]) -> str:
     return f"{cc[0]}.{cc[1]}"
 
 
+def _image_name(reference: str) -> str:
+    """repository:tag without a digest or Docker Hub's implicit prefixes."""
+    name = reference.split("@", 1)[0]
+    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return name
+
+
 class DtypeNotSupported(Rule):
     """The dtype must be supported by the GPU: bfloat16 needs compute capability 8.0 or newer.
 
@@ -219,8 +228,9 @@ class DriverTooOld(Rule):
             if release is None or driver is None or not resolve.host_gpus(host).count:
                 continue
             image = deployment.spec.engine.image
-            if image is not None and image != resolve.profile(deployment).image(deployment.spec.engine.version):
-                continue
+            official = resolve.profile(deployment).image(deployment.spec.engine.version)
+            if image is not None and _image_name(image) != _image_name(official):
+                continue  # a custom image: its CUDA version is unknown
             cuda, source = engines.image_cuda(release)
             minimum = engines.MIN_DRIVER_FOR_CUDA_MAJOR.get(cuda[0]) if cuda else None
             have = tuple(int(part) for part in driver.split("."))

@@ -111,13 +111,16 @@ class NoRoomForKvCache(Rule):
                 continue
             length = resolve.max_model_len(deployment, resolve.model_answer(deployment).facts)
             fit = int(max(free, 0) * 1024**3 // plan.kv_bytes_per_token) if plan.kv_bytes_per_token else 0
+            hint = f"set max_model_len ≤ {fit}, use a smaller KV-cache dtype, or add GPUs"
+            if fit == 0:
+                hint = "give the engine more memory (its memory fraction option), or use bigger GPUs"
             yield self.report(
                 deployment.document,
                 f"a {length}-token sequence needs {need:.2f} GiB of KV cache per GPU but only "
                 f"{max(free, 0):.2f} GiB is left on {host.name}'s {_gpu_label(host)} after "
                 f"{plan.weights_gib:.1f} GiB of weights",
                 ("model", "max_model_len"),
-                hint=f"set max_model_len ≤ {fit}, use a smaller KV-cache dtype, or add GPUs",
+                hint=hint,
             )
 
 
@@ -147,7 +150,7 @@ class FewerSequencesThanBatch(Rule):
             option = resolve.profile(deployment).batch_option
             if option is None:
                 continue
-            value = deployment.spec.engine.options.get(option)
+            value = resolve.effective_options(deployment).get(option)
             if not isinstance(value, int) or isinstance(value, bool) or plan.kv_tokens <= 0:
                 continue
             if deployment.spec.engine.name in ("llama.cpp", "ollama") or plan.max_sequences >= value:
@@ -157,9 +160,28 @@ class FewerSequencesThanBatch(Rule):
                 f"{option} is {value} but the KV cache holds {plan.max_sequences:.1f} sequences of "
                 f"{resolve.max_model_len(deployment, resolve.model_answer(deployment).facts)} tokens "
                 f"({plan.kv_tokens:,} tokens) on {host.name}",
-                ("engine", "options", option),
+                resolve.option_path(deployment, option),
                 hint=f"set {option} ≤ {max(1, math.floor(plan.max_sequences))} or lower max_model_len",
             )
+
+
+def _claimed_share(deployment: DeploymentDoc, host: HostView) -> float | None:
+    """The share of each GPU a deployment claims; engines with a fraction option need no model facts."""
+    engine = deployment.spec.engine.name
+    option = resolve.profile(deployment).memory_fraction_option
+    value = resolve.effective_options(deployment).get(option) if option else None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    plan = resolve.estimate_on(deployment, host)
+    if plan is not None:
+        return plan.claimed_fraction
+    release = resolve.release(deployment)
+    if engine == "vllm":
+        fact = release.facts.get("gpu_memory_utilization_default", {}) if release else {}
+        return float(fact.get("value", 0.9)) if isinstance(fact, dict) else 0.9
+    if engine == "tgi":
+        return 1.0  # CUDA_MEMORY_FRACTION defaults to 1.0 (launcher/src/main.rs)
+    return None
 
 
 class SharedGpuOversubscribed(Rule):
@@ -186,10 +208,10 @@ class SharedGpuOversubscribed(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         claims: dict[tuple[str, str, int], list[tuple[DeploymentDoc, float]]] = defaultdict(list)
-        for deployment, host, plan in _estimates(fleet):
-            if not resolve.host_gpus(host).count:
+        for deployment, host in placements(fleet):
+            share = _claimed_share(deployment, host)
+            if not resolve.host_gpus(host).count or share is None:
                 continue
-            share = plan.claimed_fraction
             for index in resolve.gpu_ids(deployment):
                 claims[(host.inventory.file, host.name, index)].append((deployment, share))
         reported: set[tuple[str, str]] = set()
@@ -211,15 +233,18 @@ class SharedGpuOversubscribed(Rule):
 
 
 class ContextBeyondModel(Rule):
-    """``max_model_len`` must not exceed the model's ``max_position_embeddings`` without rope scaling.
+    """``max_model_len`` must not exceed the longest context the model supports.
 
-    Positions past what the model was trained on produce garbage unless its config
-    declares rope scaling; vLLM refuses with "User-specified max_model_len (X) is greater
-    than the derived max_model_len (max_position_embeddings=Y ...)" unless
-    VLLM_ALLOW_LONG_MAX_MODEL_LEN is set.
+    That is ``max_position_embeddings``, extended only by rope scaling the engine applies:
+    vLLM derives the limit in ``_get_and_verify_max_len`` — ``yarn`` scales
+    ``original_max_position_embeddings`` by its factor, other scaling types scale
+    ``max_position_embeddings``, and ``su``/``longrope``/``llama3`` (Llama 3.1's own
+    scaling) already count in ``max_position_embeddings``. Beyond it vLLM refuses:
+    "User-specified max_model_len (X) is greater than the derived max_model_len (Y)"
+    unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set, and positions past training produce garbage.
 
-    Fix: lower ``model.max_model_len`` to the model's maximum, or use a checkpoint whose
-    config declares ``rope_scaling``.
+    Fix: lower ``model.max_model_len`` to the limit in the message, or use a checkpoint
+    whose config declares rope scaling for the length you need.
 
     Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/model.py (_get_and_verify_max_len)
     """
@@ -234,13 +259,14 @@ class ContextBeyondModel(Rule):
         for deployment in fleet.deployments:
             facts = resolve.model_answer(deployment).facts
             wanted = deployment.spec.model.max_model_len
-            if facts is None or wanted is None or facts.max_position_embeddings is None or facts.rope_scaling:
+            limit = facts.derived_max_len if facts else None
+            if facts is None or wanted is None or limit is None or wanted <= limit:
                 continue
-            if wanted > facts.max_position_embeddings:
-                yield self.report(
-                    deployment.document,
-                    f"max_model_len {wanted} is above {facts.name}'s max_position_embeddings "
-                    f"{facts.max_position_embeddings} and the model declares no rope scaling",
-                    ("model", "max_model_len"),
-                    hint=f"set max_model_len ≤ {facts.max_position_embeddings}",
-                )
+            scaling = f" with {facts.rope_type} rope scaling" if facts.rope_scaling else " and no rope scaling"
+            yield self.report(
+                deployment.document,
+                f"max_model_len {wanted} is above the {limit} tokens {facts.name} supports "
+                f"(max_position_embeddings {facts.max_position_embeddings}{scaling})",
+                ("model", "max_model_len"),
+                hint=f"set max_model_len ≤ {limit}",
+            )

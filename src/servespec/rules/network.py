@@ -43,9 +43,10 @@ class PortConflict(Rule):
                 continue
             for deployment in users[1:]:
                 others = ", ".join(d.name for d in users if d is not deployment)
+                default = "" if "port" in deployment.spec.serving.model_fields_set else " (the default)"
                 yield self.report(
                     deployment.document,
-                    f"port {port} on {host_name} is already claimed by {others}",
+                    f"port {port}{default} on {host_name} is already claimed by {others}",
                     ("serving", "port"),
                     hint="choose another serving.port",
                 )
@@ -86,9 +87,13 @@ class ExposedWithoutAuth(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
             serving = deployment.spec.serving
-            if _loopback(serving.bind):
-                continue
             prof = resolve.profile(deployment)
+            if _loopback(serving.bind):
+                if prof.auth is None and serving.api_key is not None:
+                    yield self._unenforceable(deployment, prof.title)
+                continue
+            if prof.auth is None and serving.api_key is not None:
+                yield self._unenforceable(deployment, prof.title)
             if prof.auth is None:
                 yield self.report(
                     deployment.document,
@@ -104,3 +109,12 @@ class ExposedWithoutAuth(Rule):
                     ("serving", "bind"),
                     hint="set serving.api_key: {from_env: VAR}, or bind to 127.0.0.1",
                 )
+
+    def _unenforceable(self, deployment: DeploymentDoc, title: str) -> Finding:
+        return self.report(
+            deployment.document,
+            f"{title} has no API authentication: serving.api_key cannot be enforced",
+            ("serving", "api_key"),
+            severity=Severity.ERROR,
+            hint="remove it and put an authenticating proxy in front",
+        )

@@ -87,7 +87,8 @@ class FactsMissing(Rule):
     model resolves from ``model.config`` (a config.json), the built-in catalog of popular
     Hugging Face repos, or inline ``model.architecture`` facts. When either is unknown,
     MEM, PAR001/PAR004, HW and ROL002 checks that need it are skipped and this warning
-    says so once, instead of guessing.
+    says so once, instead of guessing. Unknown GPUs are reported for the hosts deployments
+    use (or for every host when an inventory is validated on its own).
 
     Fix: write the GPU as nvidia-smi prints it, or give ``model.config`` /
     ``model.architecture`` (layers, hidden_size, attention_heads, kv_heads, ...).
@@ -111,14 +112,19 @@ class FactsMissing(Rule):
         for deployment in fleet.deployments:
             answer = resolve.model_answer(deployment)
             if answer.facts is None:
+                model = deployment.spec.model
+                where = "config" if model.config else "architecture" if model.architecture else "source"
                 yield self.report(
                     deployment.document,
                     answer.problem,
-                    ("model", "config") if deployment.spec.model.config else ("model", "source"),
+                    ("model", where),
                     hint="add model.config (a config.json) or model.architecture",
                 )
+        placed = {(id(h.inventory), h.name) for d in fleet.deployments for h in resolve.placed_hosts(d)}
         for inventory in fleet.inventories:
             for host in inventory.hosts.values():
+                if fleet.deployments and (id(inventory), host.name) not in placed:
+                    continue  # an inventory checked with deployments: only the hosts they use
                 gpus = resolve.host_gpus(host)
                 if gpus.count and gpus.name and not gpus.known:
                     document, path = host.hardware_path("gpus", "model")

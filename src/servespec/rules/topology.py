@@ -71,7 +71,7 @@ class ReplicaAcrossNuma(Rule):
                 yield self.report(
                     deployment.document,
                     f"GPUs {group} of one replica on {host.name} span NUMA nodes {nodes} and talk over PCIe",
-                    ("resources", "gpu_ids") if deployment.spec.resources.gpu_ids != "auto" else ("resources",),
+                    ("resources", "gpu_ids"),
                     hint=f"pick GPUs of one node: {same}",
                 )
 
@@ -151,7 +151,7 @@ class TensorParallelOverPcie(Rule):
             if _over_pcie(host, _group(deployment)):
                 yield self.report(
                     deployment.document,
-                    f"tensor_parallel {tp} on {host.name} runs over PCIe only",
+                    f"tensor_parallel {tp} on {host.name} all-reduces over PCIe between some of its GPUs (no NVLink)",
                     ("resources", "tensor_parallel"),
                     hint="use tensor_parallel ≤ 2 with more replicas, pipeline_parallel, or NVLink hosts",
                 )
