@@ -58,3 +58,15 @@ def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     result = run_cli("validate", str(tmp_path / "absent.yaml"))
     assert result.exit_code == 2
     assert "no such file" in result.output
+
+
+def test_parallel_parsing_gives_the_same_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from servespec.rules.runner import check_fleet
+    from servespec.spec import fleet as fleet_module
+
+    monkeypatch.setattr(fleet_module, "PARALLEL_MIN_FILES", 1)
+    parallel = check_fleet(fleet_module.load_fleet([BAD]))
+    monkeypatch.setattr(fleet_module, "PARALLEL_MIN_FILES", 10**9)
+    sequential = check_fleet(fleet_module.load_fleet([BAD]))
+    assert parallel == sequential
+    assert len(parallel) >= len(CORPUS)

@@ -126,10 +126,13 @@ class _Loader:
         self.override = inventory_override.resolve() if inventory_override else None
         self.inventories: dict[Path, InventoryDoc | None] = {}
         self.local: InventoryDoc | None = None
+        self.parsed: dict[Path, tuple[list[Document], list[Finding]]] = {}
+        """Files parsed ahead of time by worker processes (see :func:`_parse_in_parallel`)."""
 
     def read(self, path: Path) -> list[Document]:
+        parsed = self.parsed.pop(path, None)
         try:
-            documents, findings = load_file(path, display_path(path))
+            documents, findings = parsed if parsed is not None else load_file(path, display_path(path))
         except OSError as err:
             raise UsageError(f"{path}: cannot read: {err.strerror}") from err
         self.fleet.findings.extend(findings)
@@ -263,12 +266,42 @@ def _header_problem(document: Document, data: dict[str, Any], expected_kind: str
     return None
 
 
+PARALLEL_MIN_FILES = 64
+"""From this many files on, YAML parsing (pure Python, the bulk of validate's time) is
+spread over worker processes; below it, starting them costs more than it saves."""
+
+
+def _parse_one(path: Path) -> tuple[list[Document], list[Finding]] | None:
+    try:
+        return load_file(path, display_path(path))
+    except OSError:
+        return None  # read again in the parent, which turns the error into a usage error
+
+
+def _parse_in_parallel(files: list[Path]) -> dict[Path, tuple[list[Document], list[Finding]]]:
+    workers = min(os.cpu_count() or 1, 8)
+    if len(files) < PARALLEL_MIN_FILES or workers < 2:
+        return {}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            results = list(pool.map(_parse_one, files, chunksize=max(1, len(files) // (workers * 4))))
+    except (OSError, RuntimeError):
+        return {}  # no processes available: parse in this one
+    return {path: result for path, result in zip(files, results, strict=True) if result is not None}
+
+
 def load_fleet(paths: list[Path], inventory: Path | None = None) -> Fleet:
     """Load and validate every document under ``paths``; never raises for bad content."""
     fleet = Fleet()
     loader = _Loader(fleet, inventory)
     pending: list[tuple[Deployment, Document]] = []
-    for path in collect_files(paths):
+    files = collect_files(paths)
+    loader.parsed = _parse_in_parallel(files)
+    for path in files:
         if path.resolve() in loader.inventories:
             continue
         for document in loader.read(path):
