@@ -95,6 +95,7 @@ def compare(path: Path) -> Comparison:
             quantization=settings.get("quantization"),
             max_model_len=int(settings.get("max_model_len") or facts.max_position_embeddings or 4096),
             options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
+            legacy_engine=data.get("engine") == "v0",
         )
     )
     assert plan is not None

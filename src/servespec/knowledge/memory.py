@@ -84,6 +84,9 @@ class EstimateInput:
     options: dict[str, Any] = field(default_factory=dict)
     host_memory_gib: float | None = None
     """System memory, for CPU-only hosts (llama.cpp/Ollama without a GPU)."""
+    legacy_engine: bool = False
+    """vLLM's V0 engine (the default before 0.8.0): it profiles a whole max_model_len prompt
+    when chunked prefill is off, which V0 leaves off below 32K tokens of context."""
 
 
 @dataclass(frozen=True)
@@ -262,6 +265,8 @@ def estimate_vllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
     big = _big_gpu(inp, total)
     seqs = int(_number(inp.options, "max_num_seqs", 1024 if big else 256))
     batched = int(_number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
+    if inp.legacy_engine and inp.max_model_len <= 32768 and inp.options.get("enable_chunked_prefill") is not True:
+        batched = max(batched, inp.max_model_len)
     weights = _weights_per_gpu(inp)
     parallel = inp.tensor_parallel * inp.pipeline_parallel > 1
     non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)

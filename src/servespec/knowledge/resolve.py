@@ -223,5 +223,6 @@ def estimate_on(deployment: DeploymentDoc, host: HostView) -> GpuEstimate | None
             max_model_len=length,
             options=effective_options(deployment),
             host_memory_gib=memory,
+            legacy_engine=spec.engine.name == "vllm" and engines.version_key(spec.engine.version) < (0, 8),
         )
     )
