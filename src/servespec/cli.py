@@ -159,6 +159,54 @@ def _print_estimates(rows: list[Any]) -> None:
 
 
 @main.command()
+@_paths_argument
+@_inventory_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="Directory to write DEPLOYMENT/HOST/ files into.",
+)
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 and list the files that are stale.")
+def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check: bool) -> None:
+    """Write every host's engine configuration (container.yaml, native config files, README).
+
+    Output is deterministic: the same specs render the same bytes on any machine.
+    Specs with error findings are not rendered (run `deploy validate` to see them).
+    """
+    from servespec.findings import Severity
+    from servespec.render import render_fleet, stale_files, write
+    from servespec.rules.runner import check_fleet
+    from servespec.spec.fleet import UsageError, load_fleet
+
+    try:
+        fleet = load_fleet(list(paths), inventory)
+    except UsageError as err:
+        raise click.UsageError(str(err)) from None
+    errors = [f for f in check_fleet(fleet) if f.severity is Severity.ERROR]
+    if errors:
+        for finding in errors:
+            click.echo(finding.to_text(), err=True)
+        click.echo(f"not rendered: {len(errors)} error(s); fix them first", err=True)
+        sys.exit(EXIT_FINDINGS)
+    rendered = render_fleet(fleet)
+    if check:
+        stale = stale_files(rendered, output)
+        for name in stale:
+            click.echo(f"stale: {output / name}")
+        if stale:
+            click.echo(
+                f"{len(stale)} file(s) differ from what the specs render; run deploy render -o {output}", err=True
+            )
+            sys.exit(EXIT_FINDINGS)
+        click.echo(f"{output}: up to date ({len(rendered.files)} files)", err=True)
+        return
+    written = write(rendered, output)
+    click.echo(f"rendered {len(written)} file(s) into {output}", err=True)
+
+
+@main.command()
 @click.argument("rule_id", required=False)
 def explain(rule_id: str | None) -> None:
     """Show what RULE checks, why, how to fix it and its upstream source. No RULE: list all."""

@@ -157,15 +157,17 @@ def extra_arg_settings(args: list[str]) -> Iterator[tuple[int, str, Any]]:
             yield index, flag, True
 
 
-def effective_options(deployment: DeploymentDoc) -> dict[str, Any]:
-    """``engine.options`` plus the flags of ``extra_args``, keyed and typed by the release's catalog.
+def effective_options(deployment: DeploymentDoc, *, extra_args: bool = True) -> dict[str, Any]:
+    """``engine.options`` plus (by default) the flags of ``extra_args``, keyed and typed by the release's catalog.
 
     Values that do not parse as their option's type are left out: ENG002 reports them, and
     the estimator falls back to the engine's default instead of failing.
     """
     chosen = release(deployment)
     engine = deployment.spec.engine
-    raw: list[tuple[str, Any]] = [(name, value) for _, name, value in extra_arg_settings(engine.extra_args)]
+    raw: list[tuple[str, Any]] = []
+    if extra_args:
+        raw += [(name, value) for _, name, value in extra_arg_settings(engine.extra_args)]
     raw += list(engine.options.items())
     out: dict[str, Any] = {}
     for name, value in raw:

@@ -119,7 +119,8 @@ class FormatNotSupported(Rule):
     """The engine must be able to load the model's quantization or file format.
 
     TGI has no GGUF support (its Quantization enum has no gguf; GGUF is only served by the
-    separate llama.cpp backend image); llama.cpp and Ollama load GGUF only; TensorRT-LLM
+    separate llama.cpp backend image); llama.cpp loads GGUF only and Ollama pulls GGUF
+    models by ``name:tag`` (or ``hf.co/<repo>``), which no other engine can load; TensorRT-LLM
     takes quantization from ModelOpt checkpoints and has no GGUF; the newest vLLM release
     catalogued dropped GGUF. A ``.gguf`` model file needs ``quantization: gguf``.
 
@@ -137,6 +138,7 @@ class FormatNotSupported(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
+            yield from self._source_format(deployment)
             spec = deployment.spec
             release = resolve.release(deployment)
             method = spec.model.quantization
@@ -160,6 +162,33 @@ class FormatNotSupported(Rule):
                     ("model", "quantization"),
                     hint=f"{title} loads: {loads}; or choose another engine",
                 )
+
+    def _source_format(self, deployment: DeploymentDoc) -> Iterator[Finding]:
+        spec = deployment.spec
+        source, engine = str(spec.model.source), spec.engine.name
+        ollama_tag = ":" in source and "/" not in source and not source.startswith((".", "~"))
+        if engine == "llama.cpp" and spec.model.quantization is None and not source.endswith(".gguf"):
+            # A set quantization or a .gguf path is judged by the checks below.
+            yield self.report(
+                deployment.document,
+                "llama.cpp loads GGUF models only",
+                ("model", "source"),
+                hint="point model.source at a .gguf file and set quantization: gguf",
+            )
+        elif engine == "ollama" and not ollama_tag and not source.startswith("hf.co/") and "/" in source:
+            yield self.report(
+                deployment.document,
+                f"Ollama pulls models by name:tag from its library or hf.co/<repo> GGUF repos, not {source!r}",
+                ("model", "source"),
+                hint="use an Ollama tag such as qwen2.5:7b, or hf.co/<org>/<repo>-GGUF",
+            )
+        elif engine != "ollama" and ollama_tag:
+            yield self.report(
+                deployment.document,
+                f"{source!r} is an Ollama tag; {resolve.profile(deployment).title} loads Hugging Face repos or paths",
+                ("model", "source"),
+                hint="use the model's Hugging Face repo id, or engine ollama",
+            )
 
 
 class EngineNeedsNewerGpu(Rule):

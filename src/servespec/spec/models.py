@@ -41,6 +41,7 @@ HostName = Annotated[
 ]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 Port = Annotated[int, Field(ge=1, le=65535)]
+CpuList = Annotated[str, StringConstraints(pattern=r"^\d+(-\d+)?(,\d+(-\d+)?)*$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Scalar = str | int | float | bool
 
@@ -93,8 +94,34 @@ Duration = Annotated[
 ]
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _reject_control_characters(value: Any) -> None:
+    if isinstance(value, str) and _CONTROL.search(value):
+        raise PydanticCustomError(
+            "control_character",
+            "value contains a line break or control character, which no rendered file can carry safely",
+        )
+    if isinstance(value, list | tuple):
+        for item in value:
+            _reject_control_characters(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _reject_control_characters(key)
+            _reject_control_characters(item)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False, validate_default=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _single_line(cls, value: Any) -> Any:
+        # Values end up in command lines, env files and YAML: one line each, no control bytes.
+        if not isinstance(value, BaseModel):
+            _reject_control_characters(value)
+        return value
 
 
 class SecretRef(_Model):
@@ -279,6 +306,9 @@ class Hardware(_Model):
     driver_version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+){1,2}$")] | None = None
     cpus: Annotated[int, Field(ge=1)] | None = None
     memory_gib: Annotated[float, Field(gt=0)] | None = None
+    numa_cpus: dict[Annotated[int, Field(ge=0)], CpuList] | None = Field(
+        default=None, description="CPUs of each NUMA node as numactl prints them, e.g. {0: '0-47,96-143'}"
+    )
 
     @field_validator("iommu", mode="before")
     @classmethod

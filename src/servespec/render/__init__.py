@@ -1,0 +1,182 @@
+"""Render every host's engine configuration, deterministically.
+
+``render_fleet`` is a pure function of the loaded fleet: it returns the files (path ->
+text) that ``deploy render -o DIR`` writes under ``DIR/<deployment>/<host>/`` plus a
+``DIR/<deployment>/README.md``. Each engine has one module here with one
+``context(target)`` that computes every value, and one template folder under
+``renderers/<engine>/`` that lays them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from servespec.knowledge import resolve
+from servespec.render import llama_cpp, ollama, sglang, tensorrt_llm, tgi, vllm
+from servespec.render.common import EngineContainer, Target, container_description, content_hash, header, targets
+from servespec.render.environment import render_template
+from servespec.spec.fleet import DeploymentDoc, Fleet
+
+ENGINES: dict[str, ModuleType] = {
+    "vllm": vllm,
+    "tgi": tgi,
+    "ollama": ollama,
+    "tensorrt-llm": tensorrt_llm,
+    "sglang": sglang,
+    "llama.cpp": llama_cpp,
+}
+"""One renderer module per engine; each exposes ``context(target) -> EngineContainer``."""
+
+
+@dataclass
+class Rendered:
+    """The files of one render, relative to the output directory."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    containers: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """(deployment, host) -> container description, for the rollout and tests."""
+
+
+def render_target(target: Target) -> tuple[dict[str, str], dict[str, Any], EngineContainer]:
+    """Files of one host (name -> text), its container description and the engine's decisions."""
+    module: Callable[[Target], EngineContainer] = ENGINES[target.spec.engine.name].context
+    engine = module(target)
+    digest = content_hash(target)
+    top = header(target, digest)
+    files = {
+        name: render_template(template, {**context, "header": top})
+        for name, (template, context) in engine.files.items()
+    }
+    description = container_description(target, engine, digest)
+    files["container.yaml"] = render_template("_common/container.yaml.j2", {"header": top, "container": description})
+    return files, description, engine
+
+
+def _docker_options(description: dict[str, Any]) -> list[str]:
+    argv: list[str] = []
+    for port in description["ports"]:
+        argv += ["-p", f"{port['host_ip']}:{port['host_port']}:{port['container_port']}"]
+    if description["network_mode"] == "host":
+        argv += ["--network", "host"]
+    if description["gpus"]:
+        argv += ["--gpus", '"device=' + ",".join(description["gpus"]["device_ids"]) + '"']
+    for key, flag in (
+        ("ipc_mode", "--ipc"),
+        ("shm_size", "--shm-size"),
+        ("cpuset_cpus", "--cpuset-cpus"),
+        ("cpuset_mems", "--cpuset-mems"),
+    ):
+        if description.get(key):
+            argv += [flag, str(description[key])]
+    for volume in description["volumes"]:
+        argv += ["-v", f"{volume['host']}:{volume['container']}:{volume['mode']}"]
+    for env_file in description["env_files"]:
+        argv += ["--env-file", str(env_file)]
+    for name, value in description["environment"].items():
+        argv += ["-e", f"{name}={value}"]
+    return argv
+
+
+def _docker_run(description: dict[str, Any]) -> list[str]:
+    """The `docker run` a person would type for a container description (secrets by file)."""
+    entrypoint = [str(word) for word in description["entrypoint"] or []]
+    argv = ["docker", "run", "-d", "--name", str(description["name"]), *_docker_options(description)]
+    if entrypoint:
+        argv += ["--entrypoint", entrypoint[0]]
+    return [*argv, str(description["image"]), *entrypoint[1:], *(str(word) for word in description["command"])]
+
+
+def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, dict[str, Any], EngineContainer]]) -> str:
+    memory = []
+    for target, _, _ in hosts:
+        plan = resolve.estimate_on(deployment, target.host)
+        hardware = resolve.host_gpus(target.host)
+        gpu = hardware.model.display_name if hardware.model else ("CPU" if hardware.count == 0 else "unknown")
+        if plan is None:
+            memory.append(
+                {
+                    "host": target.host.name,
+                    "gpu": gpu,
+                    **dict.fromkeys(("total", "weights", "overhead", "kv", "tokens", "sequences"), "?"),
+                }
+            )
+            continue
+        memory.append(
+            {
+                "host": target.host.name,
+                "gpu": gpu,
+                "total": f"{plan.total_gib:.1f}",
+                "weights": f"{plan.weights_gib:.1f}",
+                "overhead": f"{plan.overhead_gib:.1f}",
+                "kv": f"{plan.kv_cache_gib:.1f}",
+                "tokens": f"{plan.kv_tokens:,}",
+                "sequences": f"{plan.max_sequences:.1f}",
+            }
+        )
+    spec = deployment.spec
+    first = hosts[0][0]
+    context = {
+        "header": header(first, content_hash(first)).replace(f", host {first.host.name}", ""),
+        "name": deployment.name,
+        "engine_title": resolve.profile(deployment).title,
+        "engine_version": spec.engine.version,
+        "model": spec.model.source,
+        "memory": memory,
+        "hosts": [
+            {"name": t.host.name, "role": t.role, "docker": _docker_run(d), "command": e.human_command}
+            for t, d, e in hosts
+        ],
+        "secrets": sorted(hosts[0][2].secret_env),
+    }
+    return render_template("_common/README.md.j2", context)
+
+
+def render_fleet(fleet: Fleet) -> Rendered:
+    """Every file of every deployment on every host; deterministic for the same inputs."""
+    out = Rendered()
+    for deployment in fleet.deployments:
+        rendered_hosts = []
+        for target in targets(deployment):
+            files, description, engine = render_target(target)
+            for name, text in files.items():
+                out.files[f"{deployment.name}/{target.host.name}/{name}"] = text
+            out.containers[(deployment.name, target.host.name)] = description
+            rendered_hosts.append((target, description, engine))
+        if rendered_hosts:
+            out.files[f"{deployment.name}/README.md"] = _readme(deployment, rendered_hosts)
+    return out
+
+
+def _existing(directory: Path) -> set[str]:
+    if not directory.is_dir():
+        return set()
+    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
+
+
+def write(rendered: Rendered, directory: Path) -> list[Path]:
+    """Write the files, removing files of a previous render that are no longer produced."""
+    for name in _existing(directory) - set(rendered.files):
+        (directory / name).unlink()
+    written = []
+    for name, text in sorted(rendered.files.items()):
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def stale_files(rendered: Rendered, directory: Path) -> list[str]:
+    """Files in ``directory`` that a render would change, add or remove (the --check list)."""
+    existing = _existing(directory)
+    changed = {
+        name
+        for name, text in rendered.files.items()
+        if name not in existing or (directory / name).read_text(encoding="utf-8") != text
+    }
+    return sorted(changed | (existing - set(rendered.files)))

@@ -1,0 +1,297 @@
+"""What every engine's rendering shares: targets, the container description, volumes, secrets.
+
+An engine module (``render/<engine>.py``) turns a :class:`Target` into an
+:class:`EngineContainer` (command, environment, native files); this module wraps that into
+``container.yaml``, the single description the rollout starts a container from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from servespec.knowledge import resolve
+from servespec.knowledge.engines import EngineRelease, normalize_option
+from servespec.spec.fleet import DeploymentDoc, HostView
+
+CONFIG_DIR = "/etc/servespec"
+"""Where a deployment's rendered files appear inside its container (read-only)."""
+HOST_CONFIG_ROOT = "/etc/servespec"
+HOST_STATE_ROOT = "/var/lib/servespec"
+MODEL_CACHE = f"{HOST_STATE_ROOT}/models"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Target:
+    """One host of one deployment, with its place in the replica."""
+
+    deployment: DeploymentDoc
+    host: HostView
+    replica: int
+    rank: int
+    leader: HostView
+    hosts_in_replica: int
+    options: dict[str, Any]
+    release: EngineRelease | None
+
+    @property
+    def spec(self) -> Any:
+        """The deployment spec."""
+        return self.deployment.spec
+
+    @property
+    def role(self) -> str:
+        """``leader`` for rank 0 of a replica, else ``worker``."""
+        return "leader" if self.rank == 0 else "worker"
+
+    @property
+    def multi_node(self) -> bool:
+        """Whether the replica spans several hosts."""
+        return self.hosts_in_replica > 1
+
+    @property
+    def gpu_ids(self) -> list[int]:
+        """Device indices on this host (empty on CPU-only hosts)."""
+        count = resolve.host_gpus(self.host).count
+        return [] if count == 0 else resolve.gpu_ids(self.deployment)
+
+    @property
+    def served_name(self) -> str:
+        """The model name clients use: the deployment's name."""
+        return str(self.spec.metadata.name)
+
+    @property
+    def max_model_len(self) -> int | None:
+        """The context length to configure (spec, else the model's maximum)."""
+        return resolve.max_model_len(self.deployment, resolve.model_answer(self.deployment).facts)
+
+    def option_flag(self, key: str) -> str:
+        """The engine's own spelling of an option (``--max-num-seqs``)."""
+        option = self.release.option(key) if self.release else None
+        if option is not None and option.flag:
+            return option.flag
+        return "--" + key.replace("_", "-")
+
+    def user_options(self) -> dict[str, Any]:
+        """``engine.options`` typed by the release's catalog (``extra_args`` are appended verbatim instead)."""
+        return dict(self.options)
+
+    @property
+    def extra_args(self) -> list[str]:
+        """``engine.extra_args``, appended verbatim to the engine's command line (never shell-evaluated)."""
+        return [str(arg) for arg in self.spec.engine.extra_args]
+
+
+@dataclass
+class EngineContainer:
+    """What an engine module decides about its container."""
+
+    command: list[str]
+    entrypoint: list[str] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    secret_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    files: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    """Rendered file name -> (template, context)."""
+    env_files: list[str] = field(default_factory=list)
+    """Rendered files the container reads as environment files (TGI's and Ollama's settings)."""
+    container_port: int = 8000
+    container_model_cache: str = "/root/.cache/huggingface"
+    health_path: str = "/health"
+    human_command: list[str] = field(default_factory=list)
+    """The command as a person would type it inside the image (for the README)."""
+
+
+def targets(deployment: DeploymentDoc) -> list[Target]:
+    """Every host of the deployment with its replica, rank and leader."""
+    hosts = resolve.placed_hosts(deployment)
+    group = deployment.spec.placement.hosts_per_replica
+    options = resolve.effective_options(deployment, extra_args=False)
+    release = resolve.release(deployment)
+    out = []
+    for index, host in enumerate(hosts):
+        replica, rank = divmod(index, group)
+        leader = hosts[replica * group]
+        out.append(Target(deployment, host, replica, rank, leader, group, options, release))
+    return out
+
+
+def content_hash(target: Target) -> str:
+    """sha256 of everything the rendered files depend on: the spec document, the host, the release."""
+    payload = {
+        "format": FORMAT_VERSION,
+        "spec": target.deployment.document.data,
+        "host": target.host.spec.model_dump(mode="json"),
+        "hardware": target.host.hardware.model_dump(mode="json") if target.host.hardware else None,
+        "release": target.release.version if target.release else None,
+        "replica": [target.replica, target.rank, target.leader.name, target.hosts_in_replica],
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def header(target: Target, digest: str) -> str:
+    """The generated-file comment: origin and content hash; no timestamps."""
+    source = PurePosixPath(target.deployment.document.file).name
+    return (
+        f"Generated by servespec from {source} (deployment {target.served_name}, host {target.host.name}); "
+        f"do not edit. Content sha256:{digest}"
+    )
+
+
+def model_volumes(target: Target, container_cache: str) -> list[dict[str, Any]]:
+    """The host model cache, and a local model path mounted read-only at the same path."""
+    volumes = [{"host": MODEL_CACHE, "container": container_cache, "mode": "rw"}]
+    source = str(target.spec.model.source)
+    if resolve.is_local_path(source):
+        folder = source if not source.endswith(".gguf") else str(PurePosixPath(source).parent)
+        volumes.append({"host": folder, "container": folder, "mode": "ro"})
+    return volumes
+
+
+def hub_token_env(target: Target) -> dict[str, dict[str, str]]:
+    """HF_TOKEN from the spec's secret reference (the value is resolved only while applying)."""
+    token = target.spec.model.hub_token
+    return {"HF_TOKEN": token.model_dump(exclude_none=True)} if token is not None else {}
+
+
+def api_key_ref(target: Target) -> dict[str, str] | None:
+    """The serving API key's reference, or None."""
+    key = target.spec.serving.api_key
+    return key.model_dump(exclude_none=True) if key is not None else None
+
+
+def numa_pinning(target: Target) -> dict[str, str]:
+    """cpuset_mems (and cpuset_cpus when the facts list the node's CPUs) for ``numa: auto`` or a node."""
+    chosen = target.spec.resources.numa
+    hardware = target.host.hardware
+    if chosen == "off" or hardware is None or not hardware.gpu_numa_nodes:
+        return {}
+    if chosen == "auto":
+        nodes = {hardware.gpu_numa_nodes[i] for i in target.gpu_ids if i < len(hardware.gpu_numa_nodes)}
+        if len(nodes) != 1 or -1 in nodes:
+            return {}  # GPUs on several nodes (TOPO001) or unknown: leave placement to the kernel
+        node = nodes.pop()
+    else:
+        node = int(chosen)
+    pinning = {"cpuset_mems": str(node)}
+    cpus = (hardware.numa_cpus or {}).get(node)
+    if cpus:
+        pinning["cpuset_cpus"] = cpus
+    return pinning
+
+
+def split_config(target: Target, options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Options for a config file, and the flags that must stay on the command line.
+
+    Config files of vLLM and SGLang drop ``false`` booleans and cannot hold lists of
+    several values; those go on the command line as ``--no-x`` or repeated values.
+    """
+    config: dict[str, Any] = {}
+    argv: list[str] = []
+    for key, value in options.items():
+        option = target.release.option(key) if target.release else None
+        if isinstance(value, bool) and not value:
+            if option is not None and option.bool_form == "negatable" and option.flag:
+                argv.append("--no-" + option.flag.removeprefix("--"))
+            continue
+        if isinstance(value, list):
+            argv.append(target.option_flag(key))
+            argv.extend(str(item) for item in value)
+            continue
+        config[normalize_option(key)] = value
+    return config, argv
+
+
+def flags(target: Target, options: dict[str, Any]) -> list[str]:
+    """Options as command-line flags in the engine's spelling; booleans by their form."""
+    argv: list[str] = []
+    for key, value in options.items():
+        option = target.release.option(key) if target.release else None
+        flag = target.option_flag(key)
+        if isinstance(value, bool):
+            form = option.bool_form if option else "flag"
+            if form == "value":
+                argv += [flag, str(value).lower()]
+            elif value:
+                argv.append(flag)
+            elif form == "negatable":
+                argv.append("--no-" + flag.removeprefix("--"))
+            continue
+        if isinstance(value, list):
+            argv.append(flag)
+            argv.extend(str(item) for item in value)
+        elif isinstance(value, dict):
+            argv += [flag, json.dumps(value, sort_keys=True)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def container_description(target: Target, engine: EngineContainer, digest: str) -> dict[str, Any]:
+    """The contents of container.yaml: everything the rollout needs to run the engine."""
+    spec = target.spec
+    deployment = target.served_name
+    gpu_ids = target.gpu_ids
+    multi_gpu = len(gpu_ids) > 1 or target.multi_node
+    description: dict[str, Any] = {
+        "deployment": deployment,
+        "host": target.host.name,
+        "revision": digest[:12],
+        "engine": {"name": spec.engine.name, "version": spec.engine.version},
+        "role": target.role,
+        "replica": target.replica,
+        "rank": target.rank,
+        "start_order": 0 if target.role == "worker" else 1,
+        "image": spec.engine.image or resolve.profile(target.deployment).image(spec.engine.version),
+        "image_archive": spec.engine.image_archive,
+        "name": f"servespec-{deployment}",
+        "entrypoint": engine.entrypoint,
+        "command": engine.command,
+        "environment": dict(sorted({**engine.env, **{k: _env_text(v) for k, v in spec.engine.env.items()}}.items())),
+        "secret_environment": dict(sorted(engine.secret_env.items())),
+        "env_files": [f"{HOST_CONFIG_ROOT}/{deployment}/{name}" for name in engine.env_files]
+        + ([f"{HOST_CONFIG_ROOT}/{deployment}/secrets.env"] if engine.secret_env else []),
+        "gpus": {"device_ids": [str(i) for i in gpu_ids], "capabilities": ["gpu"]} if gpu_ids else None,
+        "ipc_mode": "host" if multi_gpu else None,
+        "shm_size": None if multi_gpu else "2g",
+        "network_mode": "host" if target.multi_node else "bridge",
+        "ports": []
+        if target.multi_node
+        else [{"host_ip": spec.serving.bind, "host_port": spec.serving.port, "container_port": engine.container_port}],
+        "volumes": [
+            *model_volumes(target, engine.container_model_cache),
+            {"host": f"{HOST_CONFIG_ROOT}/{deployment}", "container": CONFIG_DIR, "mode": "ro"},
+        ],
+        **numa_pinning(target),
+        "healthcheck": {
+            "path": engine.health_path,
+            "port": spec.serving.port,
+            "interval_s": 10,
+            "timeout_s": 5,
+            "start_period_s": resolve_timeout(target),
+        },
+        "smoke_test": bool(spec.rollout.smoke_test) and target.role == "leader",
+        "restart_policy": "unless-stopped",
+        "labels": {
+            "servespec.deployment": deployment,
+            "servespec.host": target.host.name,
+            "servespec.revision": digest[:12],
+            "servespec.role": target.role,
+        },
+        "files": sorted(engine.files),
+    }
+    return description
+
+
+def _env_text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def resolve_timeout(target: Target) -> int:
+    """rollout.health_timeout in seconds."""
+    from servespec.spec.models import duration_seconds
+
+    return duration_seconds(target.spec.rollout.health_timeout)

@@ -1,0 +1,49 @@
+"""Ollama: a server configured by environment variables, and a Modelfile for the served model.
+
+``ollama.env`` holds the server's OLLAMA_* variables (envconfig/config.go); the Modelfile
+builds the served model (named after the deployment) FROM the spec's model with its
+PARAMETERs, ``num_ctx`` set to ``max_model_len``. The rollout runs ``ollama pull`` and
+``ollama create <deployment> -f Modelfile`` once the server answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servespec.render.common import CONFIG_DIR, EngineContainer, Target
+
+PARAMETER_PREFIX = "modelfile."
+
+
+def context(target: Target) -> EngineContainer:
+    """The Ollama container of one host."""
+    spec = target.spec
+    server: dict[str, Any] = {"host": f"0.0.0.0:{spec.serving.port}"}
+    if target.max_model_len:
+        server["context_length"] = target.max_model_len
+    parameters: dict[str, Any] = {}
+    if target.max_model_len:
+        parameters["num_ctx"] = target.max_model_len
+    for key, value in target.user_options().items():
+        if key.startswith(PARAMETER_PREFIX):
+            parameters[key.removeprefix(PARAMETER_PREFIX)] = value
+        else:
+            server[key] = value
+    env: dict[str, str] = {}
+    for key, value in server.items():
+        option = target.release.option(key) if target.release else None
+        name = option.env if option is not None and option.env else "OLLAMA_" + key.upper()
+        env[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    modelfile = {"source": str(spec.model.source), "parameters": parameters}
+    return EngineContainer(
+        command=["serve", *target.extra_args],
+        env_files=["ollama.env"],
+        files={
+            "ollama.env": ("ollama/ollama.env.j2", {"env": env}),
+            "Modelfile": ("ollama/Modelfile.j2", modelfile),
+        },
+        container_port=spec.serving.port,
+        container_model_cache="/root/.ollama",
+        health_path="/",
+        human_command=["ollama", "create", target.served_name, "-f", f"{CONFIG_DIR}/Modelfile"],
+    )

@@ -1,0 +1,62 @@
+"""TensorRT-LLM: ``trtllm-serve serve MODEL ... --extra_llm_api_options extra_llm_api_options.yaml``.
+
+Options with a ``trtllm-serve`` flag go on the command line in its own (underscore)
+spelling; LLM-API keys without a flag (``kv_cache_config.free_gpu_memory_fraction``,
+``dtype``, ...) go into the YAML file, nested by their dotted names. trtllm-serve has no
+API-key option, so none is rendered (NET002 reports a key that cannot be enforced).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servespec.render.common import CONFIG_DIR, EngineContainer, Target, flags, hub_token_env
+
+
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = nested
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
+def context(target: Target) -> EngineContainer:
+    """The TensorRT-LLM container of one host."""
+    spec = target.spec
+    model = spec.model
+    cli: dict[str, Any] = {
+        "host": "0.0.0.0",
+        "port": spec.serving.port,
+        "tensor_parallel_size": spec.resources.tensor_parallel,
+        "pipeline_parallel_size": spec.resources.pipeline_parallel,
+    }
+    if target.max_model_len:
+        cli["max_seq_len"] = target.max_model_len
+    api: dict[str, Any] = {}
+    if model.dtype != "auto":
+        api["dtype"] = model.dtype
+    if model.revision:
+        api["revision"] = model.revision
+    for key, value in target.user_options().items():
+        option = target.release.option(key) if target.release else None
+        if option is not None and option.flag:
+            cli[key] = value
+        else:
+            api[key] = value
+    argv = [str(model.source), *flags(target, cli)]
+    files: dict[str, tuple[str, dict[str, Any]]] = {}
+    if api:
+        argv += ["--extra_llm_api_options", f"{CONFIG_DIR}/extra_llm_api_options.yaml"]
+        files["extra_llm_api_options.yaml"] = ("tensorrt-llm/extra_llm_api_options.yaml.j2", {"config": _nest(api)})
+    command = ["trtllm-serve", "serve", *argv, *target.extra_args]
+    return EngineContainer(
+        command=command,
+        secret_env=hub_token_env(target),
+        files=files,
+        container_port=spec.serving.port,
+        human_command=command,
+    )

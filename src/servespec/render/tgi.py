@@ -1,0 +1,63 @@
+"""Text Generation Inference: the launcher configured entirely through its environment.
+
+Every ``text-generation-launcher`` argument has an environment variable (clap ``env``,
+launcher/src/main.rs); ``tgi.env`` holds them and the container reads it as an env file.
+The API key and hub token travel in the separate secrets env file, never in tgi.env.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servespec.render.common import EngineContainer, Target, api_key_ref, flags, hub_token_env
+
+
+def context(target: Target) -> EngineContainer:
+    """The TGI container of one host."""
+    spec = target.spec
+    model = spec.model
+    options: dict[str, Any] = {
+        "model_id": str(model.source),
+        "hostname": "0.0.0.0",
+        "port": spec.serving.port,
+        "num_shard": spec.resources.tensor_parallel,
+    }
+    if model.revision:
+        options["revision"] = model.revision
+    if model.dtype in ("float16", "bfloat16"):
+        options["dtype"] = model.dtype
+    if model.quantization:
+        options["quantize"] = {"int8": "eetq"}.get(model.quantization, model.quantization)
+    if target.max_model_len:
+        options["max_total_tokens"] = target.max_model_len
+    options.update(target.user_options())
+    env: dict[str, str] = {}
+    argv_options: dict[str, Any] = {}
+    for key, value in options.items():
+        option = target.release.option(key) if target.release else None
+        if option is not None and option.env:
+            env[option.env] = _env_text(value)
+        else:
+            argv_options[key] = value
+    secrets = hub_token_env(target)
+    key_ref = api_key_ref(target)
+    if key_ref is not None:
+        secrets["API_KEY"] = key_ref
+    command = [*flags(target, argv_options), *target.extra_args]
+    return EngineContainer(
+        command=command,
+        secret_env=secrets,
+        files={"tgi.env": ("tgi/tgi.env.j2", {"env": env})},
+        env_files=["tgi.env"],
+        container_port=spec.serving.port,
+        container_model_cache="/data",
+        human_command=["text-generation-launcher", *command],
+    )
+
+
+def _env_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    return str(value)

@@ -1,0 +1,90 @@
+"""vLLM: ``vllm serve MODEL --config config.yaml`` (the image's entrypoint is ``vllm serve``).
+
+config.yaml holds every option in vLLM's own names; the command line keeps only what a
+vLLM config file cannot express (false booleans as ``--no-x``, multi-value lists).
+Multi-node replicas use Ray in 0.11 (a head on the leader, ``ray start`` on workers) and
+vLLM's own ``--nnodes/--node-rank/--master-addr`` where the release has them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servespec.render.common import CONFIG_DIR, EngineContainer, Target, api_key_ref, hub_token_env, split_config
+from servespec.render.environment import shell_join
+
+RAY_PORT = 6379
+MASTER_PORT = 29500
+
+
+def _portable(target: Target) -> dict[str, Any]:
+    spec = target.spec
+    model = spec.model
+    options: dict[str, Any] = {
+        "host": "0.0.0.0",
+        "port": spec.serving.port,
+        "served_model_name": target.served_name,
+    }
+    if model.revision:
+        options["revision"] = model.revision
+    if model.dtype != "auto":
+        options["dtype"] = model.dtype
+    if model.quantization and model.quantization != "int8":
+        options["quantization"] = {"nvfp4": "modelopt_fp4"}.get(model.quantization, model.quantization)
+    if target.max_model_len:
+        options["max_model_len"] = target.max_model_len
+    options["tensor_parallel_size"] = spec.resources.tensor_parallel
+    options["pipeline_parallel_size"] = spec.resources.pipeline_parallel
+    return options
+
+
+def _native_multinode(target: Target) -> bool:
+    return target.release is not None and target.release.option("nnodes") is not None
+
+
+def context(target: Target) -> EngineContainer:
+    """The vLLM container of one host."""
+    options = {**_portable(target), **target.user_options()}
+    multi_native = target.multi_node and _native_multinode(target)
+    if multi_native:
+        options.update(
+            nnodes=target.hosts_in_replica,
+            node_rank=target.rank,
+            master_addr=target.leader.address,
+            master_port=MASTER_PORT,
+        )
+        if target.role == "worker":
+            options["headless"] = True
+    elif target.multi_node:
+        options["distributed_executor_backend"] = "ray"
+    config, extra = split_config(target, options)
+    serve = [str(target.spec.model.source), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
+    secrets = hub_token_env(target)
+    key = api_key_ref(target)
+    if key is not None:
+        secrets["VLLM_API_KEY"] = key
+    engine = EngineContainer(
+        command=serve,
+        entrypoint=None,
+        secret_env=secrets,
+        files={"config.yaml": ("vllm/config.yaml.j2", {"config": config})},
+        container_port=target.spec.serving.port,
+        human_command=["vllm", "serve", *serve],
+    )
+    if target.multi_node and not multi_native:
+        _ray(target, engine, serve)
+    return engine
+
+
+def _ray(target: Target, engine: EngineContainer, serve: list[str]) -> None:
+    """Ray layout: the leader starts a head then vllm serve; workers join the head and block."""
+    leader = f"{target.leader.address}:{RAY_PORT}"
+    if target.role == "worker":
+        engine.entrypoint = ["ray"]
+        engine.command = ["start", "--block", f"--address={leader}"]
+        engine.human_command = ["ray", *engine.command]
+        return
+    script = f"ray start --head --port={RAY_PORT} && exec vllm serve {shell_join(serve)}"
+    engine.entrypoint = ["/bin/bash", "-c"]
+    engine.command = [script]
+    engine.human_command = ["/bin/bash", "-c", script]

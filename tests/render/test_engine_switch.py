@@ -1,0 +1,66 @@
+"""One spec switched across all six engines: a valid configuration for each, or findings that say why not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servespec.findings import Severity
+from servespec.render import render_fleet
+from servespec.rules.runner import check_fleet
+from servespec.spec.fleet import load_fleet
+from tests.golden.regen import GOLDEN
+
+SPEC = """apiVersion: servespec/v1
+kind: Deployment
+metadata: {{name: switch}}
+model:
+  source: meta-llama/Llama-3.1-8B-Instruct
+  revision: 0123456789abcdef0123456789abcdef01234567
+  max_model_len: 8192
+engine: {{name: {engine}, version: {version}}}
+placement: {{hosts: [l4-a]}}
+serving: {{port: 9000}}
+"""
+VERSIONS = {
+    "vllm": '"0.11.0"',
+    "tgi": '"3.3.7"',
+    "sglang": '"0.5.23"',
+    "tensorrt-llm": '"1.2.1"',
+    "llama.cpp": "b11312",
+    "ollama": '"0.32.15"',
+}
+EXPECTED_ERRORS = {
+    "vllm": [],
+    "tgi": [],
+    "tensorrt-llm": [],
+    # SGLang's default mem_fraction_static on a 22.5 GiB L4 (about 0.70: memory_hook.py reserves
+    # ~6.7 GiB for a 4096-token chunk) leaves less KV room than one 8192-token sequence needs.
+    "sglang": ["MEM002"],
+    # llama.cpp and Ollama load GGUF, not a Hugging Face safetensors repo.
+    "llama.cpp": ["HW003"],
+    "ollama": ["HW003"],
+}
+
+
+@pytest.mark.parametrize(("engine", "version"), VERSIONS.items())
+def test_switching_engine_renders_or_explains(engine: str, version: str, tmp_path: Path) -> None:
+    path = tmp_path / "switch.yaml"
+    path.write_text(SPEC.format(engine=engine, version=version))
+    fleet = load_fleet([path], GOLDEN / "inventory.yaml")
+    errors = [f for f in check_fleet(fleet) if f.severity is Severity.ERROR]
+    assert [f.rule for f in errors] == EXPECTED_ERRORS[engine], [f.to_text() for f in errors]
+    assert all(f.hint for f in errors), "every finding says how to fix it"
+    if not errors:
+        files = render_fleet(fleet).files
+        assert "switch/l4-a/container.yaml" in files
+
+
+def test_switched_spec_renders_on_sglang_with_more_memory(tmp_path: Path) -> None:
+    path = tmp_path / "switch.yaml"
+    text = SPEC.format(engine="sglang", version='"0.5.23"')
+    path.write_text(text.replace('version: "0.5.23"}', 'version: "0.5.23", options: {mem_fraction_static: 0.9}}'))
+    fleet = load_fleet([path], GOLDEN / "inventory.yaml")
+    assert [f for f in check_fleet(fleet) if f.severity is Severity.ERROR] == []
+    assert "switch/l4-a/config.yaml" in render_fleet(fleet).files
