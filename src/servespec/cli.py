@@ -206,6 +206,173 @@ def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check:
     click.echo(f"rendered {len(written)} file(s) into {output}", err=True)
 
 
+def _load_valid(paths: tuple[Path, ...], inventory: Path | None) -> Any:
+    """Load, validate, and stop with exit 1 when a spec has errors (nothing is touched then)."""
+    from servespec.findings import Severity
+    from servespec.rules.runner import check_fleet
+    from servespec.spec.fleet import UsageError, load_fleet
+
+    try:
+        fleet = load_fleet(list(paths), inventory)
+    except UsageError as err:
+        raise click.UsageError(str(err)) from None
+    errors = [f for f in check_fleet(fleet) if f.severity is Severity.ERROR]
+    if errors:
+        for finding in errors:
+            click.echo(finding.to_text(), err=True)
+        click.echo(f"stopped: {len(errors)} error(s); nothing was changed", err=True)
+        sys.exit(EXIT_FINDINGS)
+    return fleet
+
+
+def _events(fmt: str) -> Any:
+    from servespec.rollout.progress import json_events
+
+    return json_events() if fmt == "json" else None
+
+
+_format_option = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
+)
+
+
+@main.command()
+@_paths_argument
+@_inventory_option
+@_format_option
+def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
+    """Show what `apply` would change on each host, with unified diffs of the rendered files."""
+    import json
+
+    from servespec.rollout import plan_fleet
+    from servespec.rollout.progress import plan_text
+
+    fleet = _load_valid(paths, inventory)
+    actions = plan_fleet(fleet)
+    if fmt == "json":
+        click.echo(json.dumps({"version": 1, "actions": [a.to_json() for a in actions]}, indent=2))
+    else:
+        click.echo(plan_text(actions), nl=False)
+
+
+@main.command()
+@_paths_argument
+@_inventory_option
+@_format_option
+@click.option("--yes", is_flag=True, help="Apply without asking.")
+@click.option("--check", is_flag=True, help="Read host state and show the plan; change nothing.")
+@click.option("--standin-image", hidden=True, help="Test only: run every engine container with this stand-in image.")
+def apply(
+    paths: tuple[Path, ...], inventory: Path | None, fmt: str, yes: bool, check: bool, standin_image: str | None
+) -> None:
+    """Validate, render and roll out; a host that fails is restored to its last good revision.
+
+    Hosts are updated `rollout.max_unavailable` replicas at a time; the rollout stops at
+    the first failed batch. Unchanged hosts are not touched. Exit 1 when a host failed.
+    """
+    import tempfile
+
+    from servespec.rollout import ApplyOptions, RolloutError
+    from servespec.rollout import apply as run_apply
+    from servespec.rollout.progress import LiveView, outcome_table, plan_text
+
+    fleet = _load_valid(paths, inventory)
+
+    def confirm(actions: list[Any]) -> bool:
+        if fmt == "text":
+            click.echo(plan_text(actions), nl=False, err=True)
+        if check:
+            click.echo("check mode: nothing was changed", err=True)
+            return False
+        changes = [a for a in actions if a.kind in ("create", "update")]
+        if not changes:
+            return False
+        return yes or click.confirm(f"apply {len(changes)} change(s)?", err=True)
+
+    options = ApplyOptions(confirm=confirm, on_event=_events(fmt), standin_image=standin_image)
+    with tempfile.TemporaryDirectory(prefix="servespec-apply-") as workdir:
+        try:
+            if fmt == "text" and sys.stderr.isatty():
+                with LiveView() as view:
+                    options.on_event = view
+                    _, outcomes = run_apply(fleet, options, Path(workdir))
+            else:
+                _, outcomes = run_apply(fleet, options, Path(workdir))
+        except RolloutError as err:
+            click.echo(f"error: {err}; nothing was changed", err=True)
+            sys.exit(EXIT_FINDINGS)
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps({"version": 1, "hosts": [o.__dict__ for o in outcomes]}))
+    else:
+        outcome_table(outcomes)
+    failed = [o for o in outcomes if o.result not in ("ok", "unchanged")]
+    sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+@main.command()
+@_paths_argument
+@_inventory_option
+@_format_option
+def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
+    """Per host: the running revision, whether it is healthy, and since when."""
+    import json
+
+    from servespec.rollout import status as read_status
+
+    fleet = _load_valid(paths, inventory)
+    rows = read_status(fleet)
+    if fmt == "json":
+        click.echo(json.dumps({"version": 1, "hosts": [row.to_json() for row in rows]}, indent=2))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="status")
+        for column in ("deployment", "host", "revision", "healthy", "since", "endpoint"):
+            table.add_column(column)
+        for row in rows:
+            health = "unreachable" if not row.reachable else "yes" if row.healthy else "no"
+            table.add_row(row.deployment, row.host, str(row.revision or "-"), health, row.since or "-", row.endpoint)
+        Console(width=160).print(table)
+    sys.exit(EXIT_OK if all(r.reachable for r in rows) else EXIT_FINDINGS)
+
+
+@main.command()
+@_paths_argument
+@_inventory_option
+@click.option("--to", "to", type=int, help="Revision to restore (default: the last good one before the current).")
+@click.option("--yes", is_flag=True, help="Roll back without asking.")
+def rollback(paths: tuple[Path, ...], inventory: Path | None, to: int | None, yes: bool) -> None:
+    """Restore an earlier revision on every host, with the same health checks as apply."""
+    from servespec.rollout import ApplyOptions
+    from servespec.rollout import rollback as run_rollback
+    from servespec.rollout.progress import outcome_table
+
+    fleet = _load_valid(paths, inventory)
+    options = ApplyOptions(confirm=lambda _: yes or click.confirm("roll back?", err=True))
+    outcomes = run_rollback(fleet, to, options)
+    outcome_table(outcomes)
+    sys.exit(EXIT_FINDINGS if any(o.result not in ("ok", "unchanged") for o in outcomes) else EXIT_OK)
+
+
+@main.command()
+@_paths_argument
+@_inventory_option
+@click.option("--yes", is_flag=True, help="Destroy without asking.")
+def destroy(paths: tuple[Path, ...], inventory: Path | None, yes: bool) -> None:
+    """Stop and remove the deployments: containers, revisions, state and active files."""
+    from servespec.rollout import ApplyOptions
+    from servespec.rollout import destroy as run_destroy
+    from servespec.rollout.progress import outcome_table
+
+    fleet = _load_valid(paths, inventory)
+    outcomes = run_destroy(fleet, ApplyOptions(confirm=lambda _: yes or click.confirm("destroy?", err=True)))
+    outcome_table(outcomes)
+    sys.exit(EXIT_FINDINGS if any(o.result != "ok" for o in outcomes) else EXIT_OK)
+
+
 @main.command()
 @click.argument("rule_id", required=False)
 def explain(rule_id: str | None) -> None:

@@ -1,0 +1,182 @@
+#!/usr/bin/python
+# servespec: start, stop and restore a deployment's engine container exactly as container.json says.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: servespec_container
+short_description: Run a servespec deployment's engine container with the Docker SDK
+description:
+  - C(start) stops the running container of the deployment, keeps it (renamed
+    C(<name>-previous)) and starts the revision's container from its container.json.
+  - C(promote) removes the kept previous container once the new one is healthy.
+  - C(restore) removes the new container and starts the kept previous one again.
+  - C(remove) removes the deployment's containers; C(logs) returns the last log lines.
+options:
+  deployment: {description: Deployment name, required: true, type: str}
+  action:
+    description: What to do.
+    required: true
+    type: str
+    choices: [start, promote, restore, remove, logs, exec]
+  number: {description: Revision whose container.json to start, type: int}
+  command: {description: Command to run inside the container (exec), type: list, elements: str}
+  standin_image: {description: Test-only stand-in image (GPU requests dropped), type: str}
+  state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
+  config_root: {description: Root of the active links, type: str, default: /etc/servespec}
+author: servespec
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.servespec_common import load_container, read_env_file
+
+try:
+    import docker
+    from docker.errors import NotFound
+    from docker.types import DeviceRequest
+
+    HAS_DOCKER = True
+except ImportError:  # pragma: no cover - reported to the user
+    HAS_DOCKER = False
+
+
+def _get(client, name):
+    try:
+        return client.containers.get(name)
+    except NotFound:
+        return None
+
+
+def _environment(spec, config_root):
+    environment = {}
+    for path in spec["env_files"]:
+        if os.path.exists(path):
+            environment.update(read_env_file(path))
+    environment.update(spec["environment"])
+    return environment
+
+
+def _run_args(spec, params):
+    args = {
+        "image": spec["image"],
+        "name": spec["name"],
+        "command": spec["command"],
+        "entrypoint": spec["entrypoint"],
+        "environment": _environment(spec, params["config_root"]),
+        "labels": spec["labels"],
+        "restart_policy": {"Name": spec["restart_policy"]},
+        "detach": True,
+        "volumes": {v["host"]: {"bind": v["container"], "mode": v["mode"]} for v in spec["volumes"]},
+    }
+    if spec["network_mode"] == "host":
+        args["network_mode"] = "host"
+    else:
+        args["ports"] = {f"{p['container_port']}/tcp": (p["host_ip"], p["host_port"]) for p in spec["ports"]}
+    if params["standin_image"]:
+        # Test-only stand-in: it receives the engine's whole command line as its arguments.
+        args["image"] = params["standin_image"]
+        args["entrypoint"] = ["/usr/local/bin/servespec-standin"]
+        args["command"] = (spec["entrypoint"] or []) + spec["command"]
+    if spec["gpus"] and not params["standin_image"]:
+        args["device_requests"] = [
+            DeviceRequest(device_ids=spec["gpus"]["device_ids"], capabilities=[spec["gpus"]["capabilities"]])
+        ]
+    for key in ("ipc_mode", "shm_size", "cpuset_cpus", "cpuset_mems"):
+        if spec.get(key):
+            args[key] = spec[key]
+    return args
+
+
+def _logs(container, lines=30):
+    try:
+        return container.logs(tail=lines).decode("utf-8", "replace").splitlines()
+    except Exception:  # logs are best effort
+        return []
+
+
+def _start(client, p, name, previous, current):
+    spec = load_container(p["deployment"], p["number"], p["state_root"])
+    old = _get(client, previous)
+    if old is not None:
+        old.remove(force=True)
+    if current is not None:
+        current.stop(timeout=30)
+        current.rename(previous)
+    container = client.containers.run(**_run_args(spec, p))
+    return {"changed": True, "id": container.id, "kept_previous": current is not None}
+
+
+def _promote(client, p, name, previous, current):
+    old = _get(client, previous)
+    if old is not None:
+        old.remove(force=True)
+    return {"changed": old is not None}
+
+
+def _restore(client, p, name, previous, current):
+    logs = _logs(current) if current is not None else []
+    if current is not None:
+        current.remove(force=True)
+    old = _get(client, previous)
+    if old is not None:
+        old.rename(name)
+        old.start()
+    return {"changed": True, "restored": old is not None, "failed_logs": logs}
+
+
+def _remove(client, p, name, previous, current):
+    removed = 0
+    for container_name in (name, previous):
+        found = _get(client, container_name)
+        if found is not None:
+            found.remove(force=True)
+            removed += 1
+    return {"changed": removed > 0}
+
+
+def _exec(client, p, name, previous, current):
+    if current is None:
+        return {"failed": True, "msg": f"{name} is not running"}
+    result = current.exec_run(p["command"])
+    output = result.output.decode("utf-8", "replace")[-2000:]
+    if result.exit_code:
+        return {"failed": True, "msg": f"{' '.join(p['command'])} failed in {name}", "output": output}
+    return {"changed": True, "output": output}
+
+
+ACTIONS = {"start": _start, "promote": _promote, "restore": _restore, "remove": _remove, "exec": _exec}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            deployment=dict(type="str", required=True),
+            action=dict(type="str", required=True, choices=["start", "promote", "restore", "remove", "logs", "exec"]),
+            number=dict(type="int"),
+            command=dict(type="list", elements="str"),
+            standin_image=dict(type="str"),
+            state_root=dict(type="str", default="/var/lib/servespec"),
+            config_root=dict(type="str", default="/etc/servespec"),
+        ),
+        supports_check_mode=True,
+    )
+    if not HAS_DOCKER:
+        module.fail_json(msg="the Docker SDK for Python is missing on this host: install python3-docker")
+    p = module.params
+    client = docker.from_env()
+    name = f"servespec-{p['deployment']}"
+    current = _get(client, name)
+    if p["action"] == "logs":
+        module.exit_json(changed=False, logs=_logs(current) if current else [])
+    if module.check_mode:
+        module.exit_json(changed=True)
+    result = ACTIONS[p["action"]](client, p, name, f"{name}-previous", current)
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+#!/usr/bin/python
+# servespec: check a host before anything of a deployment changes on it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: servespec_preflight
+short_description: Preflight checks of a servespec deployment on a host
+description:
+  - Docker engine reachable; NVIDIA container runtime (or CDI) present when the container
+    requests GPUs; the chosen GPUs run no foreign processes; the port is free or held by
+    this deployment; disk room for the image archive; local model paths exist.
+options:
+  deployment: {description: Deployment name, required: true, type: str}
+  number: {description: Revision whose container.json to check, required: true, type: int}
+  model_paths: {description: Host paths the model needs, type: list, elements: str, default: []}
+  archive_bytes: {description: Size of the image archive to load, type: int, default: 0}
+  standin: {description: Test-only stand-in image in use (GPU checks are skipped), type: bool, default: false}
+  state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
+author: servespec
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.servespec_common import load_container
+
+
+def _docker(errors):
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        return client
+    except Exception as err:  # any failure means the engine is unreachable
+        errors.append(f"Docker engine not reachable: {err}")
+        return None
+
+
+def _gpu_checks(client, spec, errors):
+    runtimes = client.info().get("Runtimes", {})
+    if "nvidia" not in runtimes and not os.path.isdir("/etc/cdi") and not os.path.isdir("/var/run/cdi"):
+        errors.append("the container requests GPUs but the NVIDIA container runtime (or CDI) is not configured")
+    if not shutil.which("nvidia-smi"):
+        return
+    busy = subprocess.run(
+        ["nvidia-smi", "--query-compute-apps=gpu_bus_id,pid,process_name", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    indices = subprocess.run(
+        ["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    bus_of = {line.split(",")[0].strip(): line.split(",")[1].strip() for line in indices.splitlines() if "," in line}
+    wanted = {bus_of.get(i) for i in spec["gpus"]["device_ids"]}
+    foreign = [line for line in busy.splitlines() if line.split(",")[0].strip() in wanted]
+    if foreign:
+        errors.append(f"GPUs {spec['gpus']['device_ids']} run other processes: {foreign}")
+
+
+def _port(client, spec, errors):
+    ports = spec["ports"] or [{"host_ip": "0.0.0.0", "host_port": spec["healthcheck"]["port"]}]
+    ours = {c.name for c in client.containers.list(all=True)} if client else set()
+    for port in ports:
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("0.0.0.0", port["host_port"]))
+        except OSError:
+            if spec["name"] not in ours:
+                errors.append(f"port {port['host_port']} is in use by another process")
+        finally:
+            probe.close()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            deployment=dict(type="str", required=True),
+            number=dict(type="int", required=True),
+            model_paths=dict(type="list", elements="str", default=[]),
+            archive_bytes=dict(type="int", default=0),
+            standin=dict(type="bool", default=False),
+            state_root=dict(type="str", default="/var/lib/servespec"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    spec = load_container(p["deployment"], p["number"], p["state_root"])
+    errors = []
+    client = _docker(errors)
+    if client is not None and spec["gpus"] and not p["standin"]:
+        _gpu_checks(client, spec, errors)
+    if client is not None:
+        _port(client, spec, errors)
+    for path in p["model_paths"]:
+        if not os.path.exists(path):
+            errors.append(f"model path {path} does not exist on this host")
+    free = shutil.disk_usage(p["state_root"]).free
+    if p["archive_bytes"] and free < 2 * p["archive_bytes"]:
+        errors.append(f"{free} bytes free under {p['state_root']}, the image archive needs {2 * p['archive_bytes']}")
+    if errors:
+        module.fail_json(msg="; ".join(errors), stage="preflight", problems=errors)
+    module.exit_json(changed=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+#!/usr/bin/python
+# servespec: wait for the engine's health endpoint, then send one real completion request.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: servespec_probe
+short_description: Health check and smoke test of a servespec deployment on a host
+description:
+  - Polls the engine's own health endpoint (from container.json) until it answers 200 or
+    the deployment's health timeout passes; fails early when the container exits.
+  - With I(smoke_test), then sends one /v1/completions request and requires generated text.
+options:
+  deployment: {description: Deployment name, required: true, type: str}
+  number: {description: Revision being checked, required: true, type: int}
+  smoke_test: {description: Send a completion after health passes, type: bool, default: true}
+  timeout: {description: Seconds to wait; default is the container's start_period_s, type: int}
+  state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
+author: servespec
+"""
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.servespec_common import load_container, read_env_file
+
+API_KEY_VARIABLES = ("VLLM_API_KEY", "API_KEY", "SERVESPEC_API_KEY", "LLAMA_API_KEY")
+
+
+def _base(spec):
+    host = "127.0.0.1"
+    for port in spec["ports"]:
+        if port["host_ip"] not in ("0.0.0.0", "::", ""):
+            host = port["host_ip"]
+    return f"http://{host}:{spec['healthcheck']['port']}"
+
+
+def _api_key(spec):
+    for path in spec["env_files"]:
+        if path.endswith("secrets.env") and os.path.exists(path):
+            values = read_env_file(path)
+            for name in API_KEY_VARIABLES:
+                if values.get(name):
+                    return values[name]
+    return None
+
+
+def _running(name):
+    """False once the container has exited or crashed and restarted (it will not become healthy)."""
+    try:
+        import docker
+
+        container = docker.from_env().containers.get(name)
+        return container.status in ("running", "created") and not container.attrs.get("RestartCount")
+    except Exception:  # without the SDK, rely on the timeout
+        return True
+
+
+def _wait_healthy(spec, timeout):
+    url = _base(spec) + spec["healthcheck"]["path"]
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if not _running(spec["name"]):
+            return False, f"container {spec['name']} exited (or restarted) before it became healthy"
+        try:
+            with urllib.request.urlopen(url, timeout=spec["healthcheck"]["timeout_s"]) as response:
+                if response.status == 200:
+                    return True, url
+                last = f"HTTP {response.status}"
+        except (urllib.error.URLError, OSError) as err:
+            last = str(err)
+        time.sleep(1)
+    return False, f"{url} not healthy after {timeout} s ({last})"
+
+
+def _smoke(spec, key):
+    body = {"model": spec["deployment"], "prompt": "Hello", "max_tokens": 4, "temperature": 0}
+    request = urllib.request.Request(
+        _base(spec) + "/v1/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            answer = json.loads(response.read().decode())
+    except (urllib.error.URLError, OSError, ValueError) as err:
+        return False, f"completion request failed: {err}"
+    choices = answer.get("choices") or []
+    if not choices or "text" not in choices[0]:
+        return False, f"completion answered without text: {str(answer)[:200]}"
+    return True, choices[0]["text"]
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            deployment=dict(type="str", required=True),
+            number=dict(type="int", required=True),
+            smoke_test=dict(type="bool", default=True),
+            timeout=dict(type="int"),
+            state_root=dict(type="str", default="/var/lib/servespec"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    if module.check_mode:
+        module.exit_json(changed=False)
+    spec = load_container(p["deployment"], p["number"], p["state_root"])
+    timeout = p["timeout"] or spec["healthcheck"]["start_period_s"]
+    healthy, detail = _wait_healthy(spec, timeout)
+    if not healthy:
+        module.fail_json(msg=detail, stage="health")
+    if p["smoke_test"] and spec["smoke_test"]:
+        ok, text = _smoke(spec, _api_key(spec))
+        if not ok:
+            module.fail_json(msg=text, stage="smoke")
+        module.exit_json(changed=False, health=detail, completion=text)
+    module.exit_json(changed=False, health=detail)
+
+
+if __name__ == "__main__":
+    main()

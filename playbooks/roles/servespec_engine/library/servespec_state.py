@@ -1,0 +1,151 @@
+#!/usr/bin/python
+# servespec: a deployment's revisions and state.json on a host.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: servespec_state
+short_description: Read and change a servespec deployment's state on a host
+description:
+  - Keeps /var/lib/servespec/<deployment>/state.json and the revisions/<n>/ folders, and
+    points /etc/servespec/<deployment> at the active revision.
+options:
+  deployment: {description: Deployment name, required: true, type: str}
+  action:
+    description: What to do.
+    required: true
+    type: str
+    choices: [read, allocate, activate, mark, restore, destroy]
+  number: {description: Revision number (activate, mark), type: int}
+  digest: {description: Content hash of the rendered files (allocate), type: str}
+  status: {description: New status (mark), type: str, choices: [good, failed]}
+  state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
+  config_root: {description: Root of the active links, type: str, default: /etc/servespec}
+author: servespec
+"""
+
+import os
+import shutil
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.servespec_common import (
+    active_link,
+    deployment_dir,
+    empty_state,
+    now,
+    read_state,
+    revision_dir,
+    revision_entry,
+    write_state,
+)
+
+
+def _files(path):
+    out = {}
+    if not os.path.isdir(path):
+        return out
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if os.path.isfile(full) and name != "secrets.env":
+            with open(full, encoding="utf-8", errors="replace") as handle:
+                out[name] = handle.read()
+    return out
+
+
+def _point(link, target):
+    os.makedirs(os.path.dirname(link), exist_ok=True)
+    temporary = link + ".servespec-new"
+    if os.path.lexists(temporary):
+        os.unlink(temporary)
+    os.symlink(target, temporary)
+    os.replace(temporary, link)
+
+
+def _read(p, state):
+    name, root = p["deployment"], p["state_root"]
+    files = {}
+    if state and state.get("current") is not None:
+        files = _files(revision_dir(name, state["current"], root))
+    return {"changed": False, "state": state, "files": files}
+
+
+def _allocate(p, state):
+    name, root = p["deployment"], p["state_root"]
+    number = max([entry["number"] for entry in state["revisions"]] or [0]) + 1
+    os.makedirs(os.path.join(revision_dir(name, number, root), ".servespec"), mode=0o750, exist_ok=True)
+    state["revisions"].append({"number": number, "digest": p["digest"], "status": "pending", "created": now()})
+    write_state(state, root)
+    return {"changed": True, "number": number, "path": revision_dir(name, number, root), "state": state}
+
+
+def _activate(p, state):
+    _point(active_link(p["deployment"], p["config_root"]), revision_dir(p["deployment"], p["number"], p["state_root"]))
+    state["current"] = p["number"]
+    write_state(state, p["state_root"])
+    return {"changed": True, "state": state}
+
+
+def _mark(p, state):
+    entry = revision_entry(state, p["number"])
+    if entry is None:
+        return {"failed": True, "msg": f"revision {p['number']} of {p['deployment']} does not exist"}
+    entry["status"] = p["status"]
+    entry["since" if p["status"] == "good" else "failed_at"] = now()
+    if p["status"] == "good":
+        state["good"] = p["number"]
+    write_state(state, p["state_root"])
+    return {"changed": True, "state": state}
+
+
+def _restore(p, state):
+    good = state.get("good")
+    link = active_link(p["deployment"], p["config_root"])
+    if good is None:
+        state["current"] = None
+        if os.path.lexists(link):
+            os.unlink(link)
+    else:
+        _point(link, revision_dir(p["deployment"], good, p["state_root"]))
+        state["current"] = good
+    write_state(state, p["state_root"])
+    return {"changed": True, "state": state, "restored": good}
+
+
+def _destroy(p, state):
+    link = active_link(p["deployment"], p["config_root"])
+    if os.path.lexists(link):
+        os.unlink(link)
+    shutil.rmtree(deployment_dir(p["deployment"], p["state_root"]), ignore_errors=True)
+    return {"changed": True}
+
+
+ACTIONS = {"allocate": _allocate, "activate": _activate, "mark": _mark, "restore": _restore, "destroy": _destroy}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            deployment=dict(type="str", required=True),
+            action=dict(type="str", required=True, choices=["read", *ACTIONS]),
+            number=dict(type="int"),
+            digest=dict(type="str"),
+            status=dict(type="str", choices=["good", "failed"]),
+            state_root=dict(type="str", default="/var/lib/servespec"),
+            config_root=dict(type="str", default="/etc/servespec"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    state = read_state(p["deployment"], p["state_root"])
+    if p["action"] == "read":
+        module.exit_json(**_read(p, state))
+    if module.check_mode:
+        module.exit_json(changed=True, state=state)
+    result = ACTIONS[p["action"]](p, state or empty_state(p["deployment"]))
+    if result.pop("failed", False):
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""Show a rollout as it happens (a live per-host view, or JSON lines) and report its outcome."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from servespec.plan import Action
+
+_INTERESTING = {"runner_on_start", "runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped"}
+
+
+def json_events() -> Callable[[dict[str, Any]], None]:
+    """An event handler printing one JSON object per task event (for CI logs); no task output."""
+
+    def handle(event: dict[str, Any]) -> None:
+        if event.get("event") not in _INTERESTING:
+            return
+        data = event.get("event_data") or {}
+        record = {
+            "event": event["event"].removeprefix("runner_on_"),
+            "host": data.get("host"),
+            "task": data.get("task"),
+            "play": data.get("play"),
+        }
+        sys.stdout.write(json.dumps(record) + "\n")
+        sys.stdout.flush()
+
+    return handle
+
+
+class LiveView:
+    """A rich table of hosts and the task each is on, refreshed from runner events."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._rows: dict[str, tuple[str, str]] = {}
+        self._live = Live(self._table(), console=Console(stderr=True), refresh_per_second=4, transient=False)
+
+    def _table(self) -> Any:
+        from rich.table import Table
+
+        table = Table(title="rollout", show_header=True)
+        table.add_column("host")
+        table.add_column("state")
+        table.add_column("task")
+        for host, (state, task) in sorted(self._rows.items()):
+            table.add_row(host, state, task)
+        return table
+
+    def __enter__(self) -> LiveView:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.__exit__(*exc)  # type: ignore[arg-type]
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event.get("event") not in _INTERESTING:
+            return
+        data = event.get("event_data") or {}
+        host = data.get("host")
+        if not host:
+            return
+        state = {"runner_on_start": "running", "runner_on_ok": "ok", "runner_on_skipped": "ok"}.get(
+            event["event"], "failed"
+        )
+        self._rows[host] = (state, str(data.get("task", "")))
+        self._live.update(self._table())
+
+
+def plan_text(actions: list[Action], *, diffs: bool = True) -> str:
+    """The plan as a person reads it: one line per host, then the diffs."""
+    lines = []
+    for action in actions:
+        revision = f"revision {action.current}" if action.current is not None else "nothing deployed"
+        restart = ", restarts the engine" if action.restart else ""
+        lines.append(f"{action.kind:9} {action.deployment} on {action.host} ({revision}): {action.reason}{restart}")
+    if diffs:
+        for action in actions:
+            for text in action.diffs.values():
+                lines.append(text.rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def outcome_table(outcomes: list[Any]) -> None:
+    """Print the per-host result table (host, old -> new revision, result, last engine log lines)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="apply")
+    for column in ("deployment", "host", "revision", "result", "detail"):
+        table.add_column(column)
+    for row in outcomes:
+        revision = f"{row.old if row.old is not None else '-'} -> {row.new if row.new is not None else '-'}"
+        detail = row.error
+        if row.logs:
+            detail += "\n" + "\n".join(row.logs[-5:])
+        table.add_row(row.deployment, row.host, revision, row.result, detail)
+    Console(stderr=True, width=160).print(table)

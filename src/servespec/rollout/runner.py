@@ -1,0 +1,145 @@
+"""Run servespec's playbooks through ansible-runner and collect per-host results.
+
+The playbooks and the role's modules live in ``playbooks/`` at the top of the repository
+(installed copies ship them inside the package). Only structural values travel as Ansible
+variables — names, numbers and controller paths — so no spec value is ever templated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PLAYBOOKS = Path(__file__).resolve().parents[3] / "playbooks"
+
+
+def playbook_root() -> Path:
+    """Where the playbooks are: in the package when installed, else the repository's playbooks/."""
+    packaged = Path(__file__).resolve().parent / "playbooks"
+    return packaged if packaged.is_dir() else PLAYBOOKS
+
+
+@dataclass
+class HostResult:
+    """How one host fared in one playbook run."""
+
+    host: str
+    ok: bool = True
+    unreachable: bool = False
+    error: str = ""
+    stage: str = ""
+    logs: list[str] = field(default_factory=list)
+    results: dict[str, Any] = field(default_factory=dict)
+    """Module results by task name (for tasks that report data, like status)."""
+    touched: bool = False
+    """Whether any task ran on the host (a host in a batch after a failure is never touched)."""
+
+
+@dataclass
+class RunResult:
+    """The outcome of one playbook run."""
+
+    status: str
+    hosts: dict[str, HostResult]
+
+    @property
+    def failed(self) -> bool:
+        """Whether any host failed or was unreachable."""
+        return any(not h.ok for h in self.hosts.values()) or self.status not in ("successful",)
+
+
+EventHandler = Callable[[dict[str, Any]], None]
+
+
+def _failure(result: HostResult, res: dict[str, Any], task: str) -> None:
+    result.ok = False
+    message = str(res.get("msg", "failed"))
+    try:
+        detail = json.loads(message)
+    except ValueError:
+        detail = None
+    if isinstance(detail, dict) and "error" in detail:
+        result.error = str(detail["error"])
+        result.stage = str(detail.get("stage", task))
+        result.logs = [str(line) for line in detail.get("logs", [])][-20:]
+    elif not result.error:
+        result.error = message
+        result.stage = task
+
+
+def _collect(hosts: dict[str, HostResult], event: dict[str, Any]) -> None:
+    data = event.get("event_data") or {}
+    name = data.get("host")
+    if not name:
+        return
+    result = hosts.setdefault(name, HostResult(host=name))
+    kind = event.get("event", "")
+    task = str(data.get("task", ""))
+    res = data.get("res") or {}
+    if kind == "runner_on_ok":
+        result.touched = True
+        result.results[task] = res
+    elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+        result.touched = True
+        if "servespec_failed" not in task:
+            _failure(result, res, task)
+    elif kind == "runner_on_unreachable":
+        result.touched = True
+        result.ok = False
+        result.unreachable = True
+        result.error = str(res.get("msg", "unreachable"))
+        result.stage = "connect"
+
+
+def run_playbook(
+    playbook: str,
+    inventory: dict[str, Any],
+    extravars: dict[str, Any],
+    *,
+    on_event: EventHandler | None = None,
+    forks: int = 10,
+    check: bool = False,
+) -> RunResult:
+    """Run ``playbooks/<playbook>`` over ``inventory`` and return per-host results."""
+    import ansible_runner
+
+    root = playbook_root()
+    role = root / "roles" / "servespec_engine"
+    hosts: dict[str, HostResult] = {}
+
+    def handle(event: dict[str, Any]) -> bool:
+        _collect(hosts, event)
+        if on_event is not None:
+            on_event(event)
+        return True
+
+    env = {
+        "ANSIBLE_ROLES_PATH": str(root / "roles"),
+        "ANSIBLE_LIBRARY": str(role / "library"),
+        "ANSIBLE_MODULE_UTILS": str(role / "module_utils"),
+        "ANSIBLE_HOST_KEY_CHECKING": os.environ.get("ANSIBLE_HOST_KEY_CHECKING", "True"),
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_PIPELINING": "True",
+        "ANSIBLE_SSH_ARGS": os.environ.get("ANSIBLE_SSH_ARGS", "-o ControlMaster=auto -o ControlPersist=60s"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    with tempfile.TemporaryDirectory(prefix="servespec-runner-") as private:
+        runner = ansible_runner.run(
+            private_data_dir=private,
+            playbook=str(root / playbook),
+            inventory=inventory,
+            extravars=extravars,
+            envvars=env,
+            forks=max(1, forks),
+            quiet=True,
+            event_handler=handle,
+            cmdline="--check" if check else None,
+        )
+        status = str(runner.status)
+    return RunResult(status=status, hosts=hosts)
