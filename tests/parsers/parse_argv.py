@@ -20,19 +20,27 @@ without a GPU is replaced, and each replacement is marked "GPU STUB" below.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import types
+from pathlib import Path
 
 
 def _vllm(argv: list[str]) -> argparse.Namespace:
-    # GPU STUB: vllm._C is vLLM's compiled CUDA extension; it links libcudart and
-    # cannot load without the CUDA runtime. vllm.platforms.cuda imports it only to
-    # register custom ops, which parsing never calls.
-    sys.modules.setdefault("vllm._C", types.ModuleType("vllm._C"))
-
     import vllm.platforms
+
+    # GPU STUB: vllm._C (vllm._C_stable_libtorch, ... in newer releases) are vLLM's
+    # compiled CUDA extensions; they link libcudart and cannot load without the CUDA
+    # runtime. vllm.platforms.cuda imports them only to register custom ops, which
+    # parsing never calls; each one that fails to load becomes an empty module.
+    for library in sorted(Path(vllm.__file__).parent.glob("_*C*.so")):
+        name = "vllm." + library.name.split(".")[0]
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            sys.modules[name] = types.ModuleType(name)
 
     # GPU STUB: platform detection asks NVML for a GPU and, finding none, picks a
     # platform with no device type, on which the parser cannot even be built
@@ -96,8 +104,7 @@ def main() -> int:
     if len(sys.argv) != 3 or sys.argv[1] not in ENGINES:
         print(f"usage: {sys.argv[0]} {{{','.join(ENGINES)}}} ARGV.json", file=sys.stderr)
         return 64
-    with open(sys.argv[2]) as f:
-        argv = json.load(f)
+    argv = json.loads(Path(sys.argv[2]).read_text())
     if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
         print("ARGV.json must hold a JSON list of strings", file=sys.stderr)
         return 64

@@ -239,8 +239,10 @@ class _Loader:
                 }
             )
             self.local = InventoryDoc(spec=spec, document=None)
+            from servespec.spec.localfacts import local_hardware
+
             self.local.hosts["localhost"] = HostView(
-                name="localhost", spec=spec.hosts["localhost"], inventory=self.local, hardware=None
+                name="localhost", spec=spec.hosts["localhost"], inventory=self.local, hardware=local_hardware()
             )
         return self.local
 

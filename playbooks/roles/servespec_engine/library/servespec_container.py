@@ -21,7 +21,7 @@ options:
     choices: [start, promote, restore, remove, logs, exec]
   number: {description: Revision whose container.json to start, type: int}
   command: {description: Command to run inside the container (exec), type: list, elements: str}
-  standin_image: {description: Test-only stand-in image (GPU requests dropped), type: str}
+  standin_image: {description: Test-only stand-in image (GPU requests and NUMA pinning dropped), type: str}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
   config_root: {description: Root of the active links, type: str, default: /etc/servespec}
 author: servespec
@@ -80,10 +80,12 @@ def _run_args(spec, params):
         args["entrypoint"] = ["/usr/local/bin/servespec-standin"]
         args["command"] = (spec["entrypoint"] or []) + spec["command"]
     if spec["gpus"] and not params["standin_image"]:
+        # The stand-in runs on hosts without the GPUs (and NUMA nodes) the facts declare.
         args["device_requests"] = [
             DeviceRequest(device_ids=spec["gpus"]["device_ids"], capabilities=[spec["gpus"]["capabilities"]])
         ]
-    for key in ("ipc_mode", "shm_size", "cpuset_cpus", "cpuset_mems"):
+    pinning = () if params["standin_image"] else ("cpuset_cpus", "cpuset_mems")
+    for key in ("ipc_mode", "shm_size", *pinning):
         if spec.get(key):
             args[key] = spec[key]
     return args

@@ -1,0 +1,172 @@
+"""Rendered vLLM and SGLang command lines, parsed by the engines' own argument parsers.
+
+Opt-in tier (``-m parsers``): each golden container of vLLM and SGLang has its engine
+argv (plus the rendered config.yaml, in place of /etc/servespec/config.yaml) parsed by
+``tests/parsers/parse_argv.py`` inside a virtualenv holding that exact engine release,
+made by ``scripts/parser-envs`` outside the repository. A case whose environment does
+not exist is skipped, so the quick run is unaffected::
+
+    scripts/parser-envs
+    .venv/bin/python -m pytest -m parsers tests/render/test_engine_parsers.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+pytestmark = pytest.mark.parsers
+
+TESTS = Path(__file__).resolve().parents[1]
+GOLDEN = TESTS / "golden"
+PARSE_ARGV = TESTS / "parsers" / "parse_argv.py"
+ENVS = Path(os.environ.get("SERVESPEC_PARSER_ENVS") or Path.home() / ".cache/servespec/parser-envs")
+STAMP = ".servespec-lock.sha256"  # written by scripts/parser-envs once an environment is complete
+CONFIG_IN_CONTAINER = "/etc/servespec/config.yaml"
+
+# What runs the engine in each image: vllm/vllm-openai's ENTRYPOINT is `vllm serve`;
+# SGLang's command names the module itself.
+LAUNCHERS = {"vllm": ["vllm", "serve"], "sglang": ["python3", "-m", "sglang.launch_server"]}
+DEFAULT_ENTRYPOINT = {"vllm": ["vllm", "serve"], "sglang": []}
+# Option names of the values checked by name: port, parallelism, context, served name, model.
+KEYS = {
+    "vllm": {"tp": "tensor_parallel_size", "context": "max_model_len", "model": "model"},
+    "sglang": {"tp": "tp_size", "context": "context_length", "model": "model_path"},
+}
+
+_yaml = YAML(typ="safe")
+
+
+def _containers() -> list[Any]:
+    params = []
+    for engine in LAUNCHERS:
+        for path in sorted(GOLDEN.glob(f"{engine}/*/expected/*/*/container.yaml")):
+            container = _yaml.load(path)
+            version = container["engine"]["version"]
+            case = path.relative_to(GOLDEN / engine).parts
+            params.append(
+                pytest.param(
+                    engine,
+                    version,
+                    path,
+                    id=f"{engine}-{version}/{case[0]}/{container['deployment']}/{container['host']}",
+                )
+            )
+    return params
+
+
+def _expand(script: str, positional: list[str], environment: dict[str, str]) -> list[str]:
+    """The argv of the `exec` a bash -c script ends in: "$@" and $VARS expanded."""
+    assert "exec " in script, f"bash -c script does not exec the engine: {script!r}"
+    words = shlex.split(script[script.rindex("exec ") + len("exec ") :])
+    argv: list[str] = []
+    for word in words:
+        if word == "$@":
+            argv += positional
+        elif m := re.fullmatch(r"\$\{?(\w+)\}?", word):
+            # secrets are references only; any non-empty stand-in parses the same
+            argv.append(environment.get(m.group(1), f"servespec-test-{m.group(1).lower()}"))
+        else:
+            assert "$" not in word, f"unexpanded shell word {word!r} in {script!r}"
+            argv.append(word)
+    return argv
+
+
+def engine_argv(engine: str, container: dict[str, Any]) -> list[str] | None:
+    """The arguments the engine's parser sees, or None for a container that does not run the engine."""
+    entrypoint = container["entrypoint"]
+    argv = [*(DEFAULT_ENTRYPOINT[engine] if entrypoint is None else entrypoint), *container["command"]]
+    if argv[0] == "ray":  # a Ray worker of a vLLM multi-node replica
+        return None
+    if Path(argv[0]).name in ("bash", "sh") and argv[1] == "-c":
+        # bash -c SCRIPT [$0 [$1 ...]]
+        argv = _expand(argv[2], argv[4:], container.get("environment") or {})
+    launcher = LAUNCHERS[engine]
+    assert argv[: len(launcher)] == launcher, f"{engine} container does not run {shlex.join(launcher)}: {argv}"
+    return argv[len(launcher) :]
+
+
+def _env_python(engine: str, version: str) -> Path:
+    env = ENVS / f"{engine}-{version}"
+    if not (env / STAMP).is_file():
+        pytest.skip(f"no parser environment for {engine} {version} at {env} (create it with scripts/parser-envs)")
+    return env / "bin" / "python"
+
+
+def _parse(python: Path, engine: str, argv: list[str], tmp_path: Path) -> dict[str, Any]:
+    argv_file = tmp_path / "argv.json"
+    argv_file.write_text(json.dumps(argv))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
+    done = subprocess.run(
+        [str(python), str(PARSE_ARGV), engine, str(argv_file)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        tail = "\n".join([line for line in lines if "error" in line.lower()] or lines[-5:])
+        pytest.fail(f"{engine}'s own parser rejected {shlex.join(argv)}\n(exit {done.returncode})\n{tail}")
+    return json.loads(done.stdout)
+
+
+def _given_on_cli(argv: list[str], key: str) -> bool:
+    flags = {word.split("=", 1)[0].replace("_", "-") for word in argv if word.startswith("--")}
+    return "--" + key.replace("_", "-") in flags
+
+
+@pytest.mark.parametrize(("engine", "version", "path"), _containers())
+def test_engine_parser_accepts_rendered_command(engine: str, version: str, path: Path, tmp_path: Path) -> None:
+    container = _yaml.load(path)
+    argv = engine_argv(engine, container)
+    if argv is None:
+        pytest.skip("Ray worker: runs `ray start`, not the engine")
+    python = _env_python(engine, version)
+
+    config_path = path.with_name("config.yaml")
+    assert argv.count("--config") == 1 and argv[argv.index("--config") + 1] == CONFIG_IN_CONTAINER, argv
+    assert "config.yaml" in container["files"]
+    argv[argv.index("--config") + 1] = str(config_path)
+    config = _yaml.load(config_path)
+
+    parsed = _parse(python, engine, argv, tmp_path)
+    keys = KEYS[engine]
+
+    # Every value of config.yaml reaches the option it names (unless the command line overrides it).
+    for key, value in config.items():
+        if _given_on_cli(argv, key):
+            continue
+        dest = key.replace("-", "_")
+        assert dest in parsed, f"config.yaml key {key!r} is no option of {engine} {version}"
+        got = parsed[dest]
+        if isinstance(got, list) and not isinstance(value, list):
+            got = got[0] if len(got) == 1 else got
+        assert got == value, f"config.yaml {key}: {value!r}, parsed {parsed[dest]!r}"
+
+    # The values the rest of the deployment relies on.
+    assert parsed["port"] == config["port"] == container["healthcheck"]["port"]
+    for mapping in container["ports"]:
+        assert mapping["container_port"] == parsed["port"]
+    assert parsed[keys["tp"]] == config[keys["tp"]]
+    assert parsed[keys["context"]] == config[keys["context"]]
+    served = parsed["served_model_name"]
+    served = served if isinstance(served, list) else [served]
+    assert served[0] == config["served_model_name"] == container["deployment"]
+    if engine == "vllm":
+        assert parsed["model"] == parsed["model_tag"] == argv[0]
+        assert parsed["subparser"] == "serve"
+    else:
+        assert parsed[keys["model"]] == config[keys["model"]]
+    if "--api-key" in argv:
+        assert parsed["api_key"] == argv[argv.index("--api-key") + 1]

