@@ -25,8 +25,8 @@ WARN_SPEC = """\
 apiVersion: servespec/v1
 kind: Deployment
 metadata: {name: demo}
-model: {source: Qwen/Qwen2.5-7B-Instruct, max_model_len: 4096}
-engine: {name: vllm, version: "0.11.0"}
+model: {source: /srv/models/demo.gguf, quantization: gguf, max_model_len: 4096}
+engine: {name: llama.cpp, version: b11434}
 suppress:
   - {rule: REF001, reason: "stale"}
 """

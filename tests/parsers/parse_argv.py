@@ -31,12 +31,14 @@ from pathlib import Path
 def _vllm(argv: list[str]) -> argparse.Namespace:
     import vllm.platforms
 
-    # GPU STUB: vllm._C (vllm._C_stable_libtorch, ... in newer releases) are vLLM's
+    # GPU STUB: vllm._C (and vllm._C_stable_libtorch in newer releases) are vLLM's
     # compiled CUDA extensions; they link libcudart and cannot load without the CUDA
     # runtime. vllm.platforms.cuda imports them only to register custom ops, which
-    # parsing never calls; each one that fails to load becomes an empty module.
-    for library in sorted(Path(vllm.__file__).parent.glob("_*C*.so")):
-        name = "vllm." + library.name.split(".")[0]
+    # parsing never calls; one that fails to load becomes an empty module. (vLLM's
+    # other extensions are imported under try/except by vLLM itself and left alone.)
+    for name in ("vllm._C", "vllm._C_stable_libtorch"):
+        if not (Path(vllm.__file__).parent / name.removeprefix("vllm.")).with_suffix(".abi3.so").exists():
+            continue
         try:
             importlib.import_module(name)
         except ImportError:

@@ -138,7 +138,7 @@ def test_engine_parser_accepts_rendered_command(engine: str, version: str, path:
     assert argv.count("--config") == 1 and argv[argv.index("--config") + 1] == CONFIG_IN_CONTAINER, argv
     assert "config.yaml" in container["files"]
     argv[argv.index("--config") + 1] = str(config_path)
-    config = _yaml.load(config_path)
+    config = {key.replace("-", "_"): value for key, value in _yaml.load(config_path).items()}
 
     parsed = _parse(python, engine, argv, tmp_path)
     keys = KEYS[engine]

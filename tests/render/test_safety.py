@@ -105,4 +105,4 @@ def test_template_syntax_in_values_is_not_evaluated(tmp_path: Path) -> None:
     rendered = render_fleet(load_fleet([path], GOLDEN / "inventory.yaml"))
     config = rendered.files["evil/l4-a/config.yaml"]
     assert _yaml.load(config)["revision"] == "{{ evil }}"
-    assert _yaml.load(config)["chat_template"] == "{{ x }} $(id) `y`"
+    assert _yaml.load(config)["chat-template"] == "{{ x }} $(id) `y`"

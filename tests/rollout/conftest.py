@@ -39,7 +39,9 @@ class RemoteHost:
 
     def sh(self, command: str, check: bool = True) -> str:
         """Run a shell command on the host (through docker exec, not the code under test)."""
-        result = subprocess.run(["docker", "exec", self.container, "sh", "-c", command], capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            ["docker", "exec", self.container, "sh", "-c", command], capture_output=True, text=True, check=False
+        )
         if check and result.returncode:
             raise RuntimeError(f"{self.name}: {command}: {result.stderr}")
         return result.stdout
@@ -102,7 +104,9 @@ def test_hosts(docker_services: Any) -> list[RemoteHost]:
         container = f"{PROJECT}-{name}-1"
         address = subprocess.run(
             ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", container],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         hosts.append(RemoteHost(name, container, address))
     for host in hosts:
@@ -119,7 +123,11 @@ def test_hosts(docker_services: Any) -> list[RemoteHost]:
 def clean_hosts(test_hosts: list[RemoteHost]) -> Iterator[list[RemoteHost]]:
     """Hosts with no servespec state and no containers (images stay loaded)."""
     for host in test_hosts:
-        host.sh("docker rm -f $(docker ps -aq) >/dev/null 2>&1; rm -rf /var/lib/servespec /etc/servespec; pgrep sshd >/dev/null || /usr/sbin/sshd", check=False)
+        host.sh(
+            "docker rm -f $(docker ps -aq) >/dev/null 2>&1; rm -rf /var/lib/servespec /etc/servespec; "
+            "while iptables -D INPUT -p tcp --dport 22 -j REJECT 2>/dev/null; do :; done",
+            check=False,
+        )
     yield test_hosts
 
 

@@ -25,7 +25,13 @@ SPECS = {
     "vllm": ('"0.11.0"', "Qwen/Qwen2.5-3B-Instruct", 8000, "{max_num_seqs: 16}", "[0]"),
     "tgi": ('"3.3.7"', "Qwen/Qwen2.5-3B-Instruct", 8081, "{max_batch_prefill_tokens: 4096}", "[1]"),
     "sglang": ('"0.5.23"', "Qwen/Qwen2.5-3B-Instruct", 30000, "{mem_fraction_static: 0.8}", "[2]"),
-    "tensorrt-llm": ('"1.2.1"', "Qwen/Qwen2.5-3B-Instruct", 8001, "{kv_cache_config.free_gpu_memory_fraction: 0.8}", "[3]"),
+    "tensorrt-llm": (
+        '"1.2.1"',
+        "Qwen/Qwen2.5-3B-Instruct",
+        8001,
+        "{kv_cache_config.free_gpu_memory_fraction: 0.8}",
+        "[3]",
+    ),
     "ollama": ('"0.32.15"', "qwen2.5:3b", 11434, "{num_parallel: 2}", "[4]"),
     "llama.cpp": ("b11434", "/srv/models/demo.gguf", 8082, "{parallel: 1}", "[5]"),
 }
@@ -51,7 +57,11 @@ hosts:
 
 def _spec(engine: str, archive: Path) -> str:
     version, source, port, options, gpus = SPECS[engine]
-    gguf = "\n  quantization: gguf\n  architecture: {params_b: 3.1, layers: 36, hidden_size: 2048, attention_heads: 16, kv_heads: 2, max_position_embeddings: 32768}" if engine in ("ollama", "llama.cpp") else ""
+    gguf = (
+        "\n  quantization: gguf\n  architecture: {params_b: 3.1, layers: 36, hidden_size: 2048, attention_heads: 16, kv_heads: 2, max_position_embeddings: 32768}"
+        if engine in ("ollama", "llama.cpp")
+        else ""
+    )
     key = "\n  api_key: {from_env: STANDIN_KEY}" if engine not in ("ollama", "tensorrt-llm") else ""
     noauth = (
         '\n  - {rule: NET002, reason: "the test controller reaches the stand-in over the test network"}'

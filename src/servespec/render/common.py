@@ -186,8 +186,10 @@ def numa_pinning(target: Target) -> dict[str, str]:
 def split_config(target: Target, options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Options for a config file, and the flags that must stay on the command line.
 
-    Config files of vLLM and SGLang drop ``false`` booleans and cannot hold lists of
-    several values; those go on the command line as ``--no-x`` or repeated values.
+    Keys are the engine's own flag spelling without dashes (``model-path``): SGLang's
+    config reader turns each key into ``--<key>`` verbatim, and vLLM accepts either
+    spelling. Config files of vLLM and SGLang drop ``false`` booleans and cannot hold
+    lists of several values; those go on the command line as ``--no-x`` or repeated values.
     """
     config: dict[str, Any] = {}
     argv: list[str] = []
@@ -201,7 +203,7 @@ def split_config(target: Target, options: dict[str, Any]) -> tuple[dict[str, Any
             argv.append(target.option_flag(key))
             argv.extend(str(item) for item in value)
             continue
-        config[normalize_option(key)] = value
+        config[(option.flag if option and option.flag else "--" + key).removeprefix("--")] = value
     return config, argv
 
 

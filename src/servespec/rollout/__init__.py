@@ -265,7 +265,8 @@ def apply_deployment(
     """Plan and execute one deployment's rollout; returns the plan and the per-host outcome."""
     observed, results = gather(fleet, deployment, on_event=options.on_event)
     unreachable = {name for name, r in results.items() if r.unreachable}
-    actions = plan(desired_state(rendered, deployment), [o for o in observed if o.host not in unreachable])
+    wanted = [d for d in desired_state(rendered, deployment) if d.host not in unreachable]
+    actions = plan(wanted, [o for o in observed if o.host not in unreachable])
     changing = [a for a in actions if a.kind in ("create", "update")]
     outcomes = [
         HostOutcome(a.deployment, a.host, a.kind, a.current, a.current, "unchanged")
@@ -377,8 +378,9 @@ def plan_fleet(fleet: Fleet) -> list[Action]:
     actions = []
     for deployment in fleet.deployments:
         observed, results = gather(fleet, deployment)
-        reachable = [o for o in observed if not (results.get(o.host) and results[o.host].unreachable)]
-        actions += plan(desired_state(rendered, deployment), reachable)
+        down = {name for name, result in results.items() if result.unreachable}
+        wanted = [d for d in desired_state(rendered, deployment) if d.host not in down]
+        actions += plan(wanted, [o for o in observed if o.host not in down])
     return actions
 
 

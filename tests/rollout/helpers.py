@@ -1,0 +1,77 @@
+"""Spec writers and HTTP probes shared by the rollout tests."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+DEMO_ARCH = (
+    "{params_b: 0.0001, layers: 2, hidden_size: 64, intermediate_size: 128, attention_heads: 4, kv_heads: 2, "
+    "head_dim: 16, vocab_size: 300, max_position_embeddings: 2048}"
+)
+
+
+def standin_spec(
+    path: Path,
+    name: str,
+    hosts: list[str],
+    archive: Path,
+    *,
+    env: str = "{}",
+    timeout: str = "1m",
+    unavailable: int = 1,
+) -> Path:
+    """A llama.cpp-shaped deployment whose image is the STAND-IN (fast to start; no inference)."""
+    path.write_text(
+        f"""apiVersion: servespec/v1
+kind: Deployment
+metadata: {{name: {name}}}
+inventory: inventory.yaml
+model:
+  source: /srv/models/demo.gguf
+  quantization: gguf
+  max_model_len: 256
+  architecture: {DEMO_ARCH}
+engine:
+  name: llama.cpp
+  version: b11434
+  image: servespec-standin:latest
+  image_archive: {archive}
+  env: {env}
+placement: {{hosts: [{", ".join(hosts)}]}}
+serving: {{port: 8080, bind: 0.0.0.0, api_key: {{from_env: E2E_KEY}}}}
+rollout: {{max_unavailable: {unavailable}, health_timeout: {timeout}}}
+"""
+    )
+    return path
+
+
+def get(url: str, key: str | None = None, timeout: float = 3) -> tuple[int, Any]:
+    """GET a JSON endpoint; (status, body) with status 0 when unreachable."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as err:
+        return err.code, None
+    except (urllib.error.URLError, OSError, ValueError):
+        return 0, None
+
+
+def post(url: str, body: dict[str, Any], key: str | None = None, timeout: float = 60) -> tuple[int, Any]:
+    """POST JSON; (status, body)."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, None
+    except (urllib.error.URLError, OSError, ValueError):
+        return 0, None
