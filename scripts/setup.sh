@@ -6,7 +6,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${SERVESPEC_VENV:-$ROOT/.venv}"
-EXTRAS="${SERVESPEC_EXTRAS:-dev}"
+EXTRAS="${SERVESPEC_EXTRAS:-dev,rollout}"
 export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$HOME/.cache/servespec/pip}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
@@ -37,3 +37,16 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   echo "$want" > "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"
+
+# A Docker engine for the rollout (the demo applies to this machine; the tests start test
+# hosts). Debian's docker.io; dockerd is started here when none answers (no systemd needed).
+ensure_docker() {
+  apt_install docker.io debootstrap iptables openssh-client
+  if ! docker info >/dev/null 2>&1; then
+    echo "setup: starting dockerd" >&2
+    mkdir -p "${SERVESPEC_CACHE:-$HOME/.cache/servespec}"
+    as_root sh -c "nohup dockerd >'${SERVESPEC_CACHE:-$HOME/.cache/servespec}/dockerd.log' 2>&1 &"
+    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+    docker info >/dev/null 2>&1 || { echo "setup: dockerd did not start; see ${SERVESPEC_CACHE:-$HOME/.cache/servespec}/dockerd.log" >&2; exit 1; }
+  fi
+}

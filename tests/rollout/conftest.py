@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "tests" / "hosts"))
-import images  # noqa: E402
+import images
 
 PROJECT = "servespec-test"
 HOSTS = ("host1", "host2", "host3")

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from servespec.knowledge import resolve
-from servespec.knowledge.engines import EngineRelease, normalize_option
+from servespec.knowledge.engines import EngineRelease
 from servespec.spec.fleet import DeploymentDoc, HostView
 
 CONFIG_DIR = "/etc/servespec"

@@ -76,7 +76,12 @@ def _host_vars(host: HostView) -> dict[str, Any]:
     if spec.connection == "local":
         import sys
 
-        return {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+        # Host state lives under /var/lib and /etc: a non-root controller uses sudo on itself.
+        return {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "ansible_become": os.geteuid() != 0,
+        }
     out: dict[str, Any] = {
         "ansible_host": host.address,
         "ansible_port": spec.ssh_port or defaults.ssh_port,
@@ -337,6 +342,11 @@ def _outcome(action: Action, result: RunResult) -> HostOutcome:
         )
     allocated = host.results.get("Allocate a revision folder", {})
     new = allocated.get("number")
+    if host.ok and "Mark the revision good" not in host.results:
+        # The run was cancelled (Ctrl-C) or ended before this host finished: apply again to converge.
+        return HostOutcome(
+            action.deployment, action.host, action.kind, action.current, new, f"interrupted ({result.status})"
+        )
     if host.ok:
         return HostOutcome(action.deployment, action.host, action.kind, action.current, new, "ok")
     verdict = (

@@ -30,7 +30,7 @@ author: servespec
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import load_container, read_env_file
+from ansible.module_utils.servespec_common import load_container, read_env_file, read_state
 
 try:
     import docker
@@ -98,10 +98,24 @@ def _logs(container, lines=30):
         return []
 
 
+def _good_digest(p):
+    state = read_state(p["deployment"], p["state_root"]) or {}
+    for entry in state.get("revisions", []):
+        if entry.get("number") == state.get("good"):
+            return entry.get("digest")
+    return None
+
+
 def _start(client, p, name, previous, current):
     spec = load_container(p["deployment"], p["number"], p["state_root"])
     old = _get(client, previous)
-    if old is not None:
+    good = _good_digest(p)
+    label = "servespec.revision"
+    if old is not None and current is not None and good and old.labels.get(label) == good != current.labels.get(label):
+        # An interrupted rollout left the last good container aside: keep it, drop the unfinished one.
+        current.remove(force=True)
+        current = None
+    elif old is not None:
         old.remove(force=True)
     if current is not None:
         current.stop(timeout=30)
