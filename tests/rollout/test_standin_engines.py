@@ -57,7 +57,8 @@ hosts:
 
 def _spec(engine: str, archive: Path) -> str:
     version, source, port, options, gpus = SPECS[engine]
-    arch = "{params_b: 3.1, layers: 36, hidden_size: 2048, attention_heads: 16, kv_heads: 2, max_position_embeddings: 32768}"
+    arch = "{params_b: 3.1, layers: 36, hidden_size: 2048, attention_heads: 16, kv_heads: 2, "
+    arch += "max_position_embeddings: 32768}"
     gguf = f"\n  quantization: gguf\n  architecture: {arch}" if engine in ("ollama", "llama.cpp") else ""
     key = "\n  api_key: {from_env: STANDIN_KEY}" if engine not in ("ollama", "tensorrt-llm") else ""
     noauth = (
