@@ -70,9 +70,9 @@ def prepare(hosts: list[tuple[str, str]], archive: Path, model: Path) -> None:
             ):
                 break
             time.sleep(0.5)
-        subprocess.run(["docker", "cp", str(archive), f"{name}:/tmp/engine.tar"], check=True)
+        subprocess.run(["docker", "cp", str(archive), f"{name}:/root/engine.tar"], check=True)
         subprocess.run(
-            ["docker", "exec", name, "sh", "-c", "docker load -i /tmp/engine.tar >/dev/null && mkdir -p /srv/models"],
+            ["docker", "exec", name, "sh", "-c", "docker load -i /root/engine.tar >/dev/null && mkdir -p /srv/models"],
             check=True,
         )
         subprocess.run(["docker", "cp", str(model), f"{name}:/srv/models/demo.gguf"], check=True)

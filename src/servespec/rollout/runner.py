@@ -110,7 +110,6 @@ def run_playbook(
     import ansible_runner
 
     root = playbook_root()
-    role = root / "roles" / "servespec_engine"
     hosts: dict[str, HostResult] = {}
 
     def handle(event: dict[str, Any]) -> bool:
@@ -121,8 +120,8 @@ def run_playbook(
 
     env = {
         "ANSIBLE_ROLES_PATH": str(root / "roles"),
-        "ANSIBLE_LIBRARY": str(role / "library"),
-        "ANSIBLE_MODULE_UTILS": str(role / "module_utils"),
+        "ANSIBLE_LIBRARY": str(root / "roles" / "servespec" / "library"),
+        "ANSIBLE_MODULE_UTILS": str(root / "roles" / "servespec" / "module_utils"),
         "ANSIBLE_HOST_KEY_CHECKING": os.environ.get("ANSIBLE_HOST_KEY_CHECKING", "True"),
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_PIPELINING": "True",
