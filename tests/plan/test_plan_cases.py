@@ -1,0 +1,40 @@
+"""plan() is a pure function: JSON cases give the desired and observed state and the actions expected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servespec.plan import Desired, Observed, plan
+
+CASES = sorted((Path(__file__).parent / "cases").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_plan_case(path: Path) -> None:
+    case: dict[str, Any] = json.loads(path.read_text())
+    actions = plan([Desired(**d) for d in case["desired"]], [Observed(**o) for o in case["observed"]])
+    got = [
+        {
+            "deployment": a.deployment,
+            "host": a.host,
+            "kind": a.kind,
+            "current": a.current,
+            "digest": a.digest,
+            "restart": a.restart,
+            "files_changed": sorted(a.diffs),
+        }
+        for a in actions
+    ]
+    assert got == case["actions"]
+
+
+def test_update_diff_is_a_unified_diff() -> None:
+    desired = [Desired("d", "h1", "b", {"config.yaml": "port: 2\n"})]
+    observed = [Observed("d", "h1", current=1, good=1, digest="a", status="good", files={"config.yaml": "port: 1\n"})]
+    (action,) = plan(desired, observed)
+    assert action.diffs["config.yaml"].splitlines()[:2] == ["--- a/d/h1/config.yaml", "+++ b/d/h1/config.yaml"]
+    assert "-port: 1" in action.diffs["config.yaml"] and "+port: 2" in action.diffs["config.yaml"]
