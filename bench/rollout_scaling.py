@@ -127,6 +127,11 @@ def timed_apply(spec: Path) -> float:
     return elapsed
 
 
+def destroy(spec: Path) -> None:
+    deploy = Path(sys.executable).parent / "deploy"
+    subprocess.run([str(deploy), "destroy", str(spec), "--yes"], capture_output=True, check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=8)
@@ -152,6 +157,7 @@ def main() -> None:
             write_spec(work / "one.yaml", "bench-one", names[:1], image)
             write_spec(work / "many.yaml", "bench-many", names, image)
             one = timed_apply(work / "one.yaml")
+            destroy(work / "one.yaml")
             many = timed_apply(work / "many.yaml")
             noop = timed_apply(work / "many.yaml")
         finally:
