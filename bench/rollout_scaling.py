@@ -115,13 +115,26 @@ rollout: {{strategy: recreate, health_timeout: 2m}}
     )
 
 
-def timed_apply(spec: Path) -> float:
+def _cpu() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+BUSY: dict[str, float] = {}
+
+
+def timed_apply(spec: Path, label: str = "") -> float:
     deploy = Path(sys.executable).parent / "deploy"
+    busy0, total0 = _cpu()
     start = time.perf_counter()
     result = subprocess.run(
         [str(deploy), "apply", str(spec), "--yes", "--format", "json"], capture_output=True, text=True, check=False
     )
     elapsed = time.perf_counter() - start
+    busy1, total1 = _cpu()
+    BUSY[label] = (busy1 - busy0) / max(total1 - total0, 1)
     if result.returncode != 0:
         raise SystemExit(f"apply failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
     return elapsed
@@ -156,10 +169,10 @@ def main() -> None:
             names = [f"host{i}" for i in range(1, args.hosts + 1)]
             write_spec(work / "one.yaml", "bench-one", names[:1], image)
             write_spec(work / "many.yaml", "bench-many", names, image)
-            one = timed_apply(work / "one.yaml")
+            one = timed_apply(work / "one.yaml", "one")
             destroy(work / "one.yaml")
-            many = timed_apply(work / "many.yaml")
-            noop = timed_apply(work / "many.yaml")
+            many = timed_apply(work / "many.yaml", "many")
+            noop = timed_apply(work / "many.yaml", "noop")
         finally:
             for name, _ in hosts:
                 subprocess.run(["docker", "rm", "-f", "-v", name], capture_output=True, check=False)
@@ -168,6 +181,11 @@ def main() -> None:
     print(f"no-op re-apply, {args.hosts} hosts:    {noop:6.1f} s")
     print(f"ratio {args.hosts} hosts / 1 host:      {many / one:.2f}  (target <= 1.5)")
     print(f"ratio no-op / first apply:  {noop / many:.2f}  (target <= 0.2)")
+    cores = os.cpu_count()
+    print(
+        f"CPU busy during the applies (all {cores} cores of this machine, which also runs every test host): "
+        f"1 host {BUSY['one']:.0%}, {args.hosts} hosts {BUSY['many']:.0%}"
+    )
 
 
 if __name__ == "__main__":

@@ -212,15 +212,14 @@ def resolve_secrets(references: dict[str, dict[str, str]]) -> str:
 
 
 def _stage(rendered: Rendered, deployment: DeploymentDoc, host: str, workdir: Path) -> tuple[Path, Path | None]:
-    folder = workdir / "staging" / deployment.name / host
-    meta = folder / ".servespec"
-    meta.mkdir(parents=True, exist_ok=True)
+    """One JSON bundle of the host's rendered files (one upload), and its secrets env file."""
     prefix = f"{deployment.name}/{host}/"
-    for path, text in rendered.files.items():
-        if path.startswith(prefix):
-            (folder / path[len(prefix) :]).write_text(text, encoding="utf-8")
+    files = {path[len(prefix) :]: text for path, text in rendered.files.items() if path.startswith(prefix)}
     container = rendered.containers[(deployment.name, host)]
-    (meta / "container.json").write_text(json.dumps(container, indent=2, sort_keys=True), encoding="utf-8")
+    files[".servespec/container.json"] = json.dumps(container, indent=2, sort_keys=True)
+    folder = workdir / "staging" / deployment.name / f"{host}.json"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text(json.dumps(files), encoding="utf-8")
     secrets_file = None
     if container["secret_environment"]:
         secrets_file = workdir / "secrets" / f"{deployment.name}-{host}.env"

@@ -16,6 +16,7 @@ options:
   model_paths: {description: Host paths the model needs, type: list, elements: str, default: []}
   archive_bytes: {description: Size of the image archive to load, type: int, default: 0}
   standin: {description: Test-only stand-in image in use (GPU checks are skipped), type: bool, default: false}
+  image: {description: Image reference to look for (reported as image_present), type: str}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
 author: servespec
 """
@@ -81,6 +82,16 @@ def _port(client, spec, errors):
             probe.close()
 
 
+def _image_present(client, image):
+    if client is None or not image:
+        return False
+    try:
+        client.images.get(image)
+        return True
+    except Exception:  # not found (or unreadable): the image step loads or pulls it
+        return False
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -89,6 +100,7 @@ def main():
             model_paths=dict(type="list", elements="str", default=[]),
             archive_bytes=dict(type="int", default=0),
             standin=dict(type="bool", default=False),
+            image=dict(type="str"),
             state_root=dict(type="str", default="/var/lib/servespec"),
         ),
         supports_check_mode=True,
@@ -109,7 +121,7 @@ def main():
         errors.append(f"{free} bytes free under {p['state_root']}, the image archive needs {2 * p['archive_bytes']}")
     if errors:
         module.fail_json(msg="; ".join(errors), stage="preflight", problems=errors)
-    module.exit_json(changed=False)
+    module.exit_json(changed=False, image_present=_image_present(client, p["image"]))
 
 
 if __name__ == "__main__":

@@ -18,12 +18,14 @@ options:
     choices: [read, allocate, activate, mark, restore, destroy]
   number: {description: Revision number (activate, mark), type: int}
   digest: {description: Content hash of the rendered files (allocate), type: str}
+  bundle: {description: Uploaded JSON bundle of the rendered files to unpack into the new revision (allocate), type: str}
   status: {description: New status (mark), type: str, choices: [good, failed]}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
   config_root: {description: Root of the active links, type: str, default: /etc/servespec}
 author: servespec
 """
 
+import json
 import os
 import shutil
 
@@ -69,10 +71,27 @@ def _read(p, state):
     return {"changed": False, "state": state, "files": files}
 
 
+def _unpack(bundle, folder):
+    """Write the bundle's files (relative names, no '..') into the revision folder."""
+    with open(bundle, encoding="utf-8") as handle:
+        files = json.load(handle)
+    for relative, text in files.items():
+        if relative.startswith("/") or ".." in relative.split("/"):
+            raise ValueError(f"refusing file name {relative!r} in the bundle")
+        path = os.path.join(folder, relative)
+        os.makedirs(os.path.dirname(path), mode=0o750, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(path, 0o640)
+    os.unlink(bundle)
+
+
 def _allocate(p, state):
     name, root = p["deployment"], p["state_root"]
     number = max([entry["number"] for entry in state["revisions"]] or [0]) + 1
     os.makedirs(os.path.join(revision_dir(name, number, root), ".servespec"), mode=0o750, exist_ok=True)
+    if p["bundle"]:
+        _unpack(p["bundle"], revision_dir(name, number, root))
     state["revisions"].append({"number": number, "digest": p["digest"], "status": "pending", "created": now()})
     write_state(state, root)
     return {"changed": True, "number": number, "path": revision_dir(name, number, root), "state": state}
@@ -129,6 +148,7 @@ def main():
             action=dict(type="str", required=True, choices=["read", *ACTIONS]),
             number=dict(type="int"),
             digest=dict(type="str"),
+            bundle=dict(type="str"),
             status=dict(type="str", choices=["good", "failed"]),
             state_root=dict(type="str", default="/var/lib/servespec"),
             config_root=dict(type="str", default="/etc/servespec"),
