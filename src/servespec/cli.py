@@ -239,18 +239,30 @@ _format_option = click.option(
 @main.command()
 @_paths_argument
 @_inventory_option
-@_format_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="Output format (markdown: a pull-request comment with the memory plan).",
+)
 def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     """Show what `apply` would change on each host, with unified diffs of the rendered files."""
     import json
 
     from servespec.rollout import plan_fleet
-    from servespec.rollout.progress import plan_text
+    from servespec.rollout.progress import plan_markdown, plan_text
 
     fleet = _load_valid(paths, inventory)
     actions = plan_fleet(fleet)
     if fmt == "json":
         click.echo(json.dumps({"version": 1, "actions": [a.to_json() for a in actions]}, indent=2))
+    elif fmt == "markdown":
+        from servespec.estimate import estimates
+        from servespec.rules.runner import check_fleet
+
+        click.echo(plan_markdown(actions, estimates(fleet, check_fleet(fleet))), nl=False)
     else:
         click.echo(plan_text(actions), nl=False)
 
@@ -371,6 +383,17 @@ def destroy(paths: tuple[Path, ...], inventory: Path | None, yes: bool) -> None:
     outcomes = run_destroy(fleet, ApplyOptions(confirm=lambda _: yes or click.confirm("destroy?", err=True)))
     outcome_table(outcomes)
     sys.exit(EXIT_FINDINGS if any(o.result != "ok" for o in outcomes) else EXIT_OK)
+
+
+@main.command()
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path, file_okay=False), default=Path("docs"), show_default=True
+)
+def docs(output: Path) -> None:
+    """Write the generated reference pages (spec fields, rules, engines) under OUTPUT."""
+    from servespec.docgen import write
+
+    click.echo(f"wrote {len(write(output))} page(s) into {output}", err=True)
 
 
 @main.command()

@@ -38,3 +38,17 @@ def test_update_diff_is_a_unified_diff() -> None:
     (action,) = plan(desired, observed)
     assert action.diffs["config.yaml"].splitlines()[:2] == ["--- a/d/h1/config.yaml", "+++ b/d/h1/config.yaml"]
     assert "-port: 1" in action.diffs["config.yaml"] and "+port: 2" in action.diffs["config.yaml"]
+
+
+def test_markdown_summary_is_short_and_has_the_memory_table() -> None:
+    from servespec.rollout.progress import plan_markdown
+
+    desired = [
+        Desired("d", "h1", "b", {"config.yaml": "port: 2\n"}),
+        Desired("d", "h2", "b", {"config.yaml": "port: 2\n"}),
+    ]
+    observed = [Observed("d", "h1", current=1, good=1, digest="a", status="good", files={"config.yaml": "port: 1\n"})]
+    text = plan_markdown(plan(desired, observed), [])
+    assert "**1 create, 1 update**" in text
+    assert "| d | h1 | update | 1 | 1 file(s) changed (config.yaml) |" in text
+    assert len(text.splitlines()) < 20

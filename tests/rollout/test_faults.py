@@ -130,3 +130,23 @@ def test_unchanged_reapply_restarts_nothing(workdir: Path, archive: Path, clean_
     assert again.exit_code == 0
     assert again.output.count('"result": "unchanged"') == 2
     assert [h.container_json("servespec-steady")["State"]["StartedAt"] for h in clean_hosts[:2]] == started  # type: ignore[index]
+
+
+def test_rollback_to_an_earlier_revision_and_destroy(
+    workdir: Path, archive: Path, clean_hosts: list[RemoteHost]
+) -> None:
+    host = clean_hosts[0]
+    spec = standin_spec(workdir / "s.yaml", "history", [host.name], archive, env="{GENERATION: one}")
+    assert run_cli("apply", str(spec), "--yes").exit_code == 0
+    standin_spec(spec, "history", [host.name], archive, env="{GENERATION: two}")
+    assert run_cli("apply", str(spec), "--yes").exit_code == 0
+    assert _env(host)["GENERATION"] == "two"
+    back = run_cli("rollback", str(spec), "--to", "1", "--yes")
+    assert back.exit_code == 0, back.output
+    assert _env(host)["GENERATION"] == "one"
+    assert _state(host, "history")["current"] == 1
+    gone = run_cli("destroy", str(spec), "--yes")
+    assert gone.exit_code == 0, gone.output
+    assert host.container_json("servespec-history") is None
+    assert _state(host, "history") == {}
+    assert host.sh("test -e /etc/servespec/history && echo left || echo gone").strip() == "gone"

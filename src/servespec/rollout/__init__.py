@@ -306,6 +306,7 @@ def apply_deployment(
                 "servespec_image_archive": str(archive) if archive else "",
                 "servespec_image_archive_bytes": archive.stat().st_size if archive else 0,
                 "servespec_model_paths": [source] if resolve.is_local_path(source) else [],
+                "servespec_driver_min": _driver_min(deployment),
                 "servespec_smoke_test": bool(spec.rollout.smoke_test),
                 "servespec_standin_image": options.standin_image or "",
                 "servespec_run": run,
@@ -326,6 +327,21 @@ def apply_deployment(
     for action in changing:
         outcomes.append(_outcome(action, result))
     return actions, outcomes
+
+
+def _driver_min(deployment: DeploymentDoc) -> str:
+    """The lowest driver the official image's CUDA version runs on ('' for custom images)."""
+    from servespec.knowledge import engines
+
+    release = resolve.release(deployment)
+    if release is None or deployment.spec.engine.image not in (
+        None,
+        resolve.profile(deployment).image(deployment.spec.engine.version),
+    ):
+        return ""
+    cuda, _ = engines.image_cuda(release)
+    minimum = engines.MIN_DRIVER_FOR_CUDA_MAJOR.get(cuda[0]) if cuda else None
+    return ".".join(str(part) for part in minimum) if minimum else ""
 
 
 def _order(rendered: Rendered, deployment: str, host: str) -> tuple[int, int]:

@@ -102,3 +102,39 @@ def outcome_table(outcomes: list[Any]) -> None:
             detail += "\n" + "\n".join(row.logs[-5:])
         table.add_row(row.deployment, row.host, revision, row.result, detail)
     Console(stderr=True, width=160).print(table)
+
+
+def plan_markdown(actions: list[Action], estimates: list[Any]) -> str:
+    """A short pull-request comment: one row per host, then the memory plan per GPU."""
+    counts: dict[str, int] = {}
+    for action in actions:
+        counts[action.kind] = counts.get(action.kind, 0) + 1
+    summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing to do"
+    lines = [
+        "### servespec plan",
+        "",
+        f"**{summary}**",
+        "",
+        "| deployment | host | action | revision | why |",
+        "|---|---|---|---|---|",
+    ]
+    for action in actions:
+        revision = str(action.current) if action.current is not None else "-"
+        files = f" ({', '.join(sorted(action.diffs))})" if action.diffs else ""
+        lines.append(f"| {action.deployment} | {action.host} | {action.kind} | {revision} | {action.reason}{files} |")
+    rows = [row for row in estimates if row.plan is not None]
+    if rows:
+        lines += [
+            "",
+            "#### Memory per GPU",
+            "",
+            "| deployment | host | GPU | weights GiB | KV cache GiB | KV tokens | full-length sequences |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for row in rows:
+            plan = row.plan
+            lines.append(
+                f"| {row.deployment.name} | {row.host.name} | {row.gpu_name} | {plan.weights_gib:.1f} | "
+                f"{plan.kv_cache_gib:.1f} | {plan.kv_tokens:,} | {plan.max_sequences:.1f} |"
+            )
+    return "\n".join(lines) + "\n"

@@ -17,6 +17,7 @@ options:
   archive_bytes: {description: Size of the image archive to load, type: int, default: 0}
   standin: {description: Test-only stand-in image in use (GPU checks are skipped), type: bool, default: false}
   image: {description: Image reference to look for (reported as image_present), type: str}
+  driver_min: {description: Lowest NVIDIA driver the image's CUDA version runs on (e.g. 525.60.13), type: str}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
 author: servespec
 """
@@ -67,6 +68,26 @@ def _gpu_checks(client, spec, errors):
         errors.append(f"GPUs {spec['gpus']['device_ids']} run other processes: {foreign}")
 
 
+def _driver(minimum, errors):
+    """The host's NVIDIA driver must run the image's CUDA version (as rule HW005 expects)."""
+    if not minimum or not shutil.which("nvidia-smi"):
+        return
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    if not out:
+        return
+
+    def key(text):
+        return tuple(int(part) for part in text.split(".") if part.isdigit())
+
+    if key(out[0]) < key(minimum):
+        errors.append(f"NVIDIA driver {out[0]} is older than {minimum}, which the image's CUDA version needs")
+
+
 def _port(client, spec, errors):
     ports = spec["ports"] or [{"host_ip": "0.0.0.0", "host_port": spec["healthcheck"]["port"]}]
     ours = {c.name for c in client.containers.list(all=True)} if client else set()
@@ -101,6 +122,7 @@ def main():
             archive_bytes=dict(type="int", default=0),
             standin=dict(type="bool", default=False),
             image=dict(type="str"),
+            driver_min=dict(type="str"),
             state_root=dict(type="str", default="/var/lib/servespec"),
         ),
         supports_check_mode=True,
@@ -111,6 +133,7 @@ def main():
     client = _docker(errors)
     if client is not None and spec["gpus"] and not p["standin"]:
         _gpu_checks(client, spec, errors)
+        _driver(p["driver_min"], errors)
     if client is not None:
         _port(client, spec, errors)
     for path in p["model_paths"]:
@@ -121,7 +144,8 @@ def main():
         errors.append(f"{free} bytes free under {p['state_root']}, the image archive needs {2 * p['archive_bytes']}")
     if errors:
         module.fail_json(msg="; ".join(errors), stage="preflight", problems=errors)
-    module.exit_json(changed=False, image_present=_image_present(client, p["image"]))
+    image = p["image"] or spec["image"]
+    module.exit_json(changed=False, image=image, image_present=_image_present(client, image))
 
 
 if __name__ == "__main__":

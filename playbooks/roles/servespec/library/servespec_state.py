@@ -18,7 +18,7 @@ options:
     choices: [read, allocate, activate, mark, restore, destroy]
   number: {description: Revision number (activate, mark), type: int}
   digest: {description: Content hash of the rendered files (allocate), type: str}
-  bundle: {description: Uploaded JSON bundle of the rendered files to unpack into the new revision (allocate), type: str}
+  bundle: {description: Uploaded JSON bundle of rendered files to unpack (allocate), type: str}
   status: {description: New status (mark), type: str, choices: [good, failed]}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
   config_root: {description: Root of the active links, type: str, default: /etc/servespec}
