@@ -23,7 +23,7 @@ from servespec.plan import Action, Desired, Observed, plan
 from servespec.render import Rendered, render_fleet
 from servespec.rollout.runner import EventHandler, HostResult, RunResult, run_playbook
 from servespec.rules.rollout import replica_count, unavailable
-from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
+from servespec.spec.fleet import DeploymentDoc, Fleet, HostView, InventoryDoc
 
 
 class RolloutError(Exception):
@@ -499,3 +499,30 @@ def destroy(fleet: Fleet, options: ApplyOptions) -> list[HostOutcome]:
                 )
             )
     return outcomes
+
+
+def discover(inventory: InventoryDoc, destination: Path, *, on_event: EventHandler | None = None) -> dict[str, str]:
+    """Collect every inventory host's outputs over Ansible and write ``<host>.json`` facts files.
+
+    Returns the hosts that could not be read, with why.
+    """
+    import tempfile
+
+    from servespec.discover.facts import write_facts
+
+    hosts: dict[str, tuple[HostView, dict[str, Any]]] = {name: (view, {}) for name, view in inventory.hosts.items()}
+    result = run_playbook("discover.yml", inventory_for(hosts), {}, on_event=on_event, forks=len(hosts))
+    failed = {name: r.error for name, r in result.hosts.items() if not r.ok}
+    with tempfile.TemporaryDirectory(prefix="servespec-discover-") as tmp:
+        for name in hosts:
+            host = result.hosts.get(name)
+            outputs = host.results.get("Collect the hardware outputs", {}).get("outputs") if host and host.ok else None
+            if outputs is None:
+                failed.setdefault(name, "no answer")
+                continue
+            folder = Path(tmp) / name
+            folder.mkdir()
+            for file_name, text in outputs.items():
+                (folder / file_name).write_text(text, encoding="utf-8")
+        write_facts(Path(tmp), destination)
+    return failed
