@@ -20,7 +20,7 @@ from servespec.rules.memory import (
 )
 from servespec.rules.network import ExposedWithoutAuth, PortConflict
 from servespec.rules.parallel import HeadsNotDivisible, KvHeadsReplicated, LayoutNotSupported, NotEnoughGpus
-from servespec.rules.references import FactsMissing, MissingFile, UnknownHost
+from servespec.rules.references import FactsMissing, MissingFile, StaleFacts, UnknownHost
 from servespec.rules.rollout import AllHostsDownAtOnce, HealthTimeoutTooShort
 from servespec.rules.schema import MissingField, Suppressions, UnknownField, WrongType, YamlSyntax
 from servespec.rules.security import ImageNotPinned, InlineSecret, RevisionNotPinned
@@ -35,6 +35,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnknownHost,
     MissingFile,
     FactsMissing,
+    StaleFacts,
     WeightsDoNotFit,
     NoRoomForKvCache,
     FewerSequencesThanBatch,

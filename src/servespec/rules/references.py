@@ -136,3 +136,49 @@ class FactsMissing(Rule):
                         path,
                         hint="write the name as nvidia-smi prints it (e.g. 'NVIDIA A100-SXM4-80GB')",
                     )
+
+
+class StaleFacts(Rule):
+    """Facts files should be recent: hardware, drivers and BIOS settings change.
+
+    A facts file records when ``deploy discover`` collected it (``collected_at``). One older
+    than the inventory's ``defaults.facts_max_age_days`` (30 by default) may no longer
+    describe the host — a driver upgrade, a GPU swap, ACS re-enabled by a BIOS update — so
+    rules would judge a machine that no longer exists.
+
+    Fix: run ``deploy discover -i INVENTORY -o DIR`` again and commit the facts, or raise
+    ``defaults.facts_max_age_days``.
+
+    Source: servespec contract v1, §2.3 (facts files): docs/contract.md
+    """
+
+    id = "REF004"
+    name = "ref.stale-facts"
+    severity = Severity.WARNING
+    summary = "facts file older than the inventory's facts_max_age_days"
+    hint = "run deploy discover again"
+    sources = ("docs/contract.md",)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        import datetime
+
+        now = datetime.datetime.now(datetime.UTC)
+        for inventory in fleet.inventories:
+            limit = inventory.spec.defaults.facts_max_age_days
+            for host in inventory.hosts.values():
+                stamp = host.facts_collected_at
+                if stamp is None or host.facts_document is None:
+                    continue
+                try:
+                    collected = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+                except ValueError:
+                    continue
+                if collected.tzinfo is None:
+                    collected = collected.replace(tzinfo=datetime.UTC)
+                age = (now - collected).days
+                if age > limit:
+                    yield self.report(
+                        host.facts_document,
+                        f"facts of {host.name} were collected {age} days ago (limit {limit})",
+                        ("collected_at",),
+                    )

@@ -37,6 +37,7 @@ class HostView:
     hardware: Hardware | None
     links: list[tuple[int, int, str]] = field(default_factory=list)
     facts_document: Document | None = None
+    facts_collected_at: str | None = None
 
     @property
     def address(self) -> str:
@@ -228,6 +229,7 @@ class _Loader:
         view.hardware = Hardware.model_validate(merged)
         view.links = list(facts.links)
         view.facts_document = facts_doc
+        view.facts_collected_at = facts.collected_at
 
     def local_inventory(self) -> InventoryDoc:
         if self.local is None:

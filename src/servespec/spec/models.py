@@ -324,6 +324,9 @@ class HostDefaults(_Model):
     ssh_port: Port = 22
     ssh_key: NonEmpty | None = Field(default=None, description="Private key file on the controller")
     become: bool = True
+    facts_max_age_days: Annotated[int, Field(ge=1)] = Field(
+        default=30, description="Facts files collected longer ago than this are reported (REF004)"
+    )
 
 
 class Host(_Model):
