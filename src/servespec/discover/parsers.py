@@ -77,13 +77,17 @@ def _topo_rows(lines: list[str]) -> dict[int, list[str]]:
     return rows
 
 
-def _topo_numa(lines: list[str], column: int, count: int) -> list[int] | None:
+def _topo_numa(rows: dict[int, list[str]], columns: list[str], count: int) -> list[int] | None:
+    """NUMA Affinity per GPU: row cells after the device columns line up with the trailing columns."""
+    devices = columns.index("CPU Affinity") if "CPU Affinity" in columns else len(columns)
+    trailing = columns[devices:]
+    position = devices + trailing.index("NUMA Affinity")
     nodes = []
-    for line in lines[:count]:
-        cells = [cell.strip() for cell in re.split(r"\t", line.strip())[1:]]  # drop the GPUn label
-        if column >= len(cells) or not cells[column].isdigit():
+    for gpu in range(count):
+        cells = rows.get(gpu, [])
+        if position >= len(cells) or not cells[position].isdigit():
             return None
-        nodes.append(int(cells[column]))
+        nodes.append(int(cells[position]))
     return nodes
 
 
@@ -104,7 +108,7 @@ def parse_topo(text: str) -> dict[str, Any]:
     if interconnect:
         out["interconnect"] = interconnect
     if "NUMA Affinity" in columns:
-        nodes = _topo_numa(lines[header_index + 1 :], columns.index("NUMA Affinity"), count)
+        nodes = _topo_numa(rows, columns, count)
         if nodes is not None:
             out["gpu_numa_nodes"] = nodes
     return out
