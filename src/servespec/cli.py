@@ -36,12 +36,25 @@ def _strict_option(func: F) -> F:
 
 
 class _Group(click.Group):
-    """Resolves `lint` as an alias of `validate`."""
+    """Resolves `lint` as an alias of `validate`; turns unexpected errors into one line (exit 2)."""
 
     aliases: ClassVar[dict[str, str]] = {"lint": "validate"}
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        import os
+
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as err:
+            if os.environ.get("SERVESPEC_DEBUG"):
+                raise
+            click.echo(f"error: {type(err).__name__}: {err} (set SERVESPEC_DEBUG=1 for the traceback)", err=True)
+            sys.exit(EXIT_USAGE)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
