@@ -138,3 +138,22 @@ def test_inventory_override(in_tmp: Path) -> None:
     assert result.exit_code == 1
     assert "REF001" in result.stdout and "did you mean 'gpu-1'" in result.stdout
     assert run_cli("validate", "-i", "absent.yaml", "spec.yaml").exit_code == 2
+
+
+def test_discover_from_outputs_writes_facts_that_validate_uses(in_tmp: Path) -> None:
+    topo = REPO / "tests" / "data" / "facts" / "samples" / "01-topo-h100-nv18-nvswitch" / "output.txt"
+    Path("saved/gpu-01").mkdir(parents=True)
+    Path("saved/gpu-01/topo.txt").write_text(topo.read_text())
+    result = run_cli("discover", "--from-outputs", "saved", "-o", "inv/facts")
+    assert result.exit_code == 0, result.output
+    facts = json.loads(Path("inv/facts/gpu-01.json").read_text())
+    assert facts["hardware"]["interconnect"] == "nvswitch" and len(facts["links"]) == 28
+    Path("inv/hosts.yaml").write_text("apiVersion: servespec/v1\nkind: Inventory\nhosts:\n  gpu-01: {facts: facts/gpu-01.json}\n")
+    assert run_cli("validate", "inv/hosts.yaml").exit_code == 0
+
+
+@pytest.mark.parametrize("args", [[], ["--from-outputs", "missing"], ["-i", "x.yaml", "--from-outputs", "."]])
+def test_discover_usage_errors(in_tmp: Path, args: list[str]) -> None:
+    result = run_cli("discover", *args)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output

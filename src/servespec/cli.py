@@ -400,6 +400,64 @@ def destroy(paths: tuple[Path, ...], inventory: Path | None, yes: bool) -> None:
 
 @main.command()
 @click.option(
+    "-i", "--inventory", type=click.Path(path_type=Path, dir_okay=False), help="Inventory whose hosts to read."
+)
+@click.option(
+    "--from-outputs",
+    "outputs",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder of saved command outputs, one sub-folder per host (air-gapped sites).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where to write <host>.json (default: facts/ next to the inventory, or ./facts).",
+)
+def discover(inventory: Path | None, outputs: Path | None, output: Path | None) -> None:
+    """Collect each host's hardware facts (GPUs, topology, ACS, IOMMU, NUMA, Docker, disk) into facts files.
+
+    Read-only on the hosts. Reference the files from the inventory (`facts: facts/<host>.json`)
+    so `deploy validate` checks specs against them without reaching any host.
+    """
+    from servespec.discover.facts import write_facts
+
+    if (inventory is None) == (outputs is None):
+        raise click.UsageError("give exactly one of -i/--inventory and --from-outputs")
+    if outputs is not None:
+        if not outputs.is_dir() or not any(p.is_dir() for p in outputs.iterdir()):
+            raise click.UsageError(f"{outputs}: expected one sub-folder of saved outputs per host")
+        for path in write_facts(outputs, output or Path("facts")):
+            click.echo(f"wrote {path}", err=True)
+        return
+    assert inventory is not None
+    from servespec.rollout import discover as collect
+    from servespec.spec.fleet import UsageError, load_fleet
+
+    try:
+        fleet = load_fleet([inventory])
+    except UsageError as err:
+        raise click.UsageError(str(err)) from None
+    # Missing or stale facts files are what discover is for; any other error stops it.
+    blocking = [f for f in fleet.findings if f.severity.value == "error" and f.rule not in ("REF002", "REF004")]
+    blocking = [f for f in blocking if f.file == fleet.files[0]] if fleet.files else blocking
+    if blocking or not fleet.inventories:
+        for finding in blocking:
+            click.echo(finding.to_text(), err=True)
+        click.echo(f"stopped: {inventory} is not a valid inventory; nothing was collected", err=True)
+        sys.exit(EXIT_FINDINGS)
+    destination = output or inventory.parent / "facts"
+    failed = collect(fleet.inventories[0], destination, on_event=_events("text"))
+    for name in fleet.inventories[0].hosts:
+        if name in failed:
+            click.echo(f"{name}: not collected ({failed[name]}); its facts file was left as it was", err=True)
+        else:
+            click.echo(f"wrote {destination / (name + '.json')}", err=True)
+    sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+@main.command()
+@click.option(
     "-o", "--output", type=click.Path(path_type=Path, file_okay=False), default=Path("docs"), show_default=True
 )
 def docs(output: Path) -> None:

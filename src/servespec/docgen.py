@@ -130,12 +130,32 @@ def engine_page(engine: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def discover_page() -> str:
+    """What `deploy discover` collects, and the files `--from-outputs` reads."""
+    from servespec.discover.facts import OUTPUT_FILES
+
+    lines = [
+        "# `deploy discover` outputs",
+        "",
+        "`deploy discover -i INVENTORY` runs these on every host (read-only) through",
+        "`playbooks/discover.yml`; `deploy discover --from-outputs DIR` reads the same files saved",
+        "by hand under `DIR/<host>/`. Every file is optional: a missing one leaves its facts unknown.",
+        "The result is one facts file per host ([format](facts.md)).",
+        "",
+        "| file | holds |",
+        "|---|---|",
+    ]
+    lines += [f"| `{name}` | `{what}` |" for name, what in OUTPUT_FILES.items()]
+    return "\n".join(lines) + "\n"
+
+
 def generate() -> dict[str, str]:
     """Every generated page, path relative to docs/ -> text."""
     pages = {
         "reference/deployment.md": spec_reference(Deployment, "Deployment"),
         "reference/inventory.md": spec_reference(Inventory, "Inventory"),
         "reference/facts.md": spec_reference(FactsFile, "Facts"),
+        "reference/discover.md": discover_page(),
         "rules/index.md": rules_index(),
     }
     for rule in ALL_RULES:

@@ -24,14 +24,22 @@ SAMPLES = REPO / "tests" / "data" / "facts" / "samples"
 STANDINS = REPO / "tests" / "hosts" / "standin" / "bin"
 
 
+H100_CSV = "index, name, uuid, pci.bus_id, memory.total [MiB], compute_cap, driver_version\n" + "".join(
+    f"{i}, NVIDIA H100 80GB HBM3, GPU-standin-{i}, 00000000:{bus}:00.0, 81559 MiB, 9.0, 550.54.15\n"
+    for i, bus in enumerate(("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"))
+)
+"""Made for this test (not recorded): a query CSV consistent with sample 01's 8-GPU topology."""
+
+
 def _outputs(folder: Path) -> Path:
-    """One host's outputs: an 8-GPU NVSwitch topo and whatever recorded lspci/numactl samples exist."""
+    """One host's GPU outputs: sample 01's NVSwitch topo, recorded lspci/numactl, a made CSV, GPU 3 busy."""
     folder.mkdir()
     (folder / "topo.txt").write_text((SAMPLES / "01-topo-h100-nv18-nvswitch" / "output.txt").read_text())
-    for kind, name in (("lspci", "lspci.txt"), ("numactl", "numa.txt"), ("csv", "nvidia-smi.csv")):
+    for kind, name in (("lspci", "lspci.txt"), ("numactl", "numa.txt")):
         found = sorted(p for p in SAMPLES.glob(f"*-{kind}-*") if (p / "output.txt").is_file())
-        if found:
-            (folder / name).write_text((found[0] / "output.txt").read_text())
+        (folder / name).write_text((found[0] / "output.txt").read_text())
+    (folder / "nvidia-smi.csv").write_text(H100_CSV)
+    (folder / "gpu-apps.csv").write_text("gpu_bus_id, pid, used_memory [MiB]\n00000000:5D:00.0, 4242, 70000 MiB\n")
     return folder
 
 
@@ -54,11 +62,19 @@ def test_discover_writes_facts_that_validate_uses(
     result = run_cli("discover", "-i", str(one_host), "-o", str(tmp_path / "facts"))
     assert result.exit_code == 0, result.output
     discovered = json.loads((tmp_path / "facts" / "host1.json").read_text())
-    expected = facts_from_outputs(outputs, "host1")
-    assert discovered["hardware"] == expected["hardware"]
+    expected = json.loads(json.dumps(facts_from_outputs(outputs, "host1")))  # JSON keys are strings
+    hardware = discovered["hardware"]
+    host_level = {key: hardware.pop(key) for key in ("cpus", "memory_gib", "iommu") if key in hardware}
+    assert hardware == expected["hardware"]  # GPU facts: exactly what the parsers make of the stand-ins' outputs
     assert discovered["links"] == expected["links"]
-    assert discovered["hardware"]["interconnect"] == "nvswitch"
+    assert hardware["interconnect"] == "nvswitch" and hardware["gpus"]["count"] == 8
     assert len(discovered["links"]) == 28
+    # Host-level facts are the test host's own (real /proc, real Docker-in-Docker, real df).
+    assert host_level["cpus"] >= 1 and host_level["memory_gib"] > 0
+    runtime = discovered["runtime"]
+    assert runtime["docker_version"] and runtime["nvidia_runtime"] is False
+    assert runtime["model_cache_free_gib"] > 0
+    assert runtime["busy_gpus"] == [3]
 
     fleet_file = tmp_path / "fleet.yaml"
     fleet_file.write_text("apiVersion: servespec/v1\nkind: Inventory\nhosts:\n  host1: {facts: facts/host1.json}\n")

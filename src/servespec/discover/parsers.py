@@ -168,3 +168,88 @@ def parse_numactl(text: str) -> dict[str, Any]:
     if cpus:
         out["cpus"] = cpus
     return out
+
+
+def parse_iommu(cmdline: str | None, units: str | None) -> str:
+    """IOMMU state from the kernel command line and the ``/sys/class/iommu`` listing.
+
+    The listing shows whether an IOMMU is active (``none`` when empty); the command line
+    tells passthrough (``iommu=pt``, ``iommu.passthrough=1``) from translation, see the
+    kernel's admin-guide/kernel-parameters. Without a listing only explicit flags count.
+    """
+    words = set((cmdline or "").split())
+    passthrough = bool(words & {"iommu=pt", "iommu.passthrough=1"})
+    disabled = bool(words & {"iommu=off", "intel_iommu=off", "amd_iommu=off"})
+    if units is not None:
+        if units.strip() in ("", "none"):
+            return "off"
+        return "passthrough" if passthrough else "on"
+    if disabled:
+        return "off"
+    if passthrough:
+        return "passthrough"
+    if words & {"intel_iommu=on", "amd_iommu=on", "amd_iommu=force_enable"}:
+        return "on"
+    return "unknown"
+
+
+def parse_meminfo(text: str) -> float | None:
+    """``MemTotal`` of ``/proc/meminfo`` in GiB (one decimal)."""
+    match = re.search(r"^MemTotal:\s+(\d+)\s+kB", text, re.MULTILINE)
+    return round(int(match.group(1)) / 1024 / 1024, 1) if match else None
+
+
+def parse_gpu_numa(text: str) -> list[int] | None:
+    """``<bus id> <numa_node>`` lines (sysfs, in GPU index order) -> NUMA node per GPU (-1: none)."""
+    nodes = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 2 or not re.fullmatch(r"-?\d+", parts[1]):
+            return None
+        nodes.append(int(parts[1]))
+    return nodes or None
+
+
+def parse_docker_info(text: str) -> dict[str, Any]:
+    """``docker info --format '{{json .}}'``: server version, NVIDIA runtime, CDI spec dirs."""
+    import json
+
+    try:
+        info = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(info, dict):
+        return {}
+    out: dict[str, Any] = {}
+    if isinstance(info.get("ServerVersion"), str) and info["ServerVersion"]:
+        out["docker_version"] = info["ServerVersion"]
+    runtimes = info.get("Runtimes")
+    if isinstance(runtimes, dict):
+        out["nvidia_runtime"] = "nvidia" in runtimes
+    # Engine API SystemInfo: "An empty list indicates that CDI device injection is disabled."
+    # (https://docs.docker.com/reference/api/engine/version/v1.57/schemas/SystemInfo/)
+    out["cdi"] = bool(info.get("CDISpecDirs"))
+    return out
+
+
+def parse_df_free_gib(text: str) -> float | None:
+    """Free space of ``df -Pk PATH`` (1 KiB blocks, POSIX format) in GiB (one decimal)."""
+    lines = [line.split() for line in text.strip().splitlines()]
+    if len(lines) < 2 or len(lines[-1]) < 6 or not lines[-1][3].isdigit():
+        return None
+    return round(int(lines[-1][3]) / 1024 / 1024, 1)
+
+
+def busy_gpus(apps_csv: str, gpus_csv: str) -> list[int]:
+    """Indices of GPUs that run compute processes (``--query-compute-apps`` joined on bus id)."""
+    index_of = {
+        row.get("pci.bus_id", "").upper(): int(row["index"])
+        for row in parse_query_csv(gpus_csv)
+        if row.get("index", "").isdigit()
+    }
+    busy = {
+        index_of[row["gpu_bus_id"].upper()]
+        for row in parse_query_csv(apps_csv)
+        if row.get("gpu_bus_id", "").upper() in index_of
+    }
+    return sorted(busy)

@@ -351,6 +351,20 @@ class Inventory(_Model):
     suppress: list[Suppression] = Field(default_factory=list)
 
 
+class HostRuntime(_Model):
+    """What `deploy discover` saw of the host's container runtime, disk and GPU use."""
+
+    docker_version: NonEmpty | None = None
+    nvidia_runtime: bool | None = Field(default=None, description="Docker lists an `nvidia` runtime")
+    cdi: bool | None = Field(default=None, description="Docker has CDI spec directories (CDI device injection on)")
+    model_cache_free_gib: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="Free space where engines cache model weights (/var/lib/servespec/models)"
+    )
+    busy_gpus: list[Annotated[int, Field(ge=0)]] | None = Field(
+        default=None, description="Indices of GPUs that ran compute processes when facts were collected"
+    )
+
+
 class FactsFile(_Model):
     """A facts file written by `deploy discover` (contract §2.3)."""
 
@@ -361,6 +375,7 @@ class FactsFile(_Model):
     collected_at: str | None = None
     hardware: Hardware
     links: list[tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)], NonEmpty]] = Field(default_factory=list)
+    runtime: HostRuntime | None = None
 
 
 KINDS: dict[str, type[Deployment] | type[Inventory]] = {"Deployment": Deployment, "Inventory": Inventory}
