@@ -148,7 +148,9 @@ def test_discover_from_outputs_writes_facts_that_validate_uses(in_tmp: Path) -> 
     assert result.exit_code == 0, result.output
     facts = json.loads(Path("inv/facts/gpu-01.json").read_text())
     assert facts["hardware"]["interconnect"] == "nvswitch" and len(facts["links"]) == 28
-    Path("inv/hosts.yaml").write_text("apiVersion: servespec/v1\nkind: Inventory\nhosts:\n  gpu-01: {facts: facts/gpu-01.json}\n")
+    Path("inv/hosts.yaml").write_text(
+        "apiVersion: servespec/v1\nkind: Inventory\nhosts:\n  gpu-01: {facts: facts/gpu-01.json}\n"
+    )
     assert run_cli("validate", "inv/hosts.yaml").exit_code == 0
 
 
