@@ -7,6 +7,7 @@ the test bans the end-of-sequence token and checks ``finish_reason == "length"``
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -68,6 +69,12 @@ def _serves(host: RemoteHost) -> bool:
     return status == 200 and body["choices"][0]["finish_reason"] == "length"
 
 
+def _report(output: str) -> list[dict[str, object]]:
+    """The per-host rows of `apply --format json` (the last JSON document it prints)."""
+    line = next(line for line in reversed(output.splitlines()) if line.startswith('{"version": 1, "hosts"'))
+    return json.loads(line)["hosts"]  # type: ignore[no-any-return]
+
+
 def test_apply_roll_and_roll_back_a_real_llama_cpp(
     tmp_path: Path, inventory: Path, clean_hosts: list[RemoteHost], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -110,6 +117,7 @@ def test_apply_roll_and_roll_back_a_real_llama_cpp(
     stop.set()
     watcher.join()
     assert second.exit_code == 0, second.output
+    assert {(row["old"], row["new"]) for row in _report(second.output)} == {(1, 2)}
     assert healthy_counts and min(healthy_counts) >= 2, healthy_counts
     assert all(_revision(h) == 2 for h in clean_hosts)
     assert all(_started(h) != started[h.name] for h in clean_hosts)

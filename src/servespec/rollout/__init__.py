@@ -30,6 +30,12 @@ class RolloutError(Exception):
     """A problem found on the controller before any host is touched (missing secret, ...)."""
 
 
+TASK_ALLOCATE = "Allocate a revision folder and unpack the files into it"
+TASK_MARK_GOOD = "Mark the revision good"
+TASK_COLLECT = "Collect the hardware outputs"
+"""Names of the role's tasks whose results the controller reads (tests/rollout/test_task_names.py)."""
+
+
 @dataclass
 class HostOutcome:
     """One row of the apply report."""
@@ -355,9 +361,9 @@ def _outcome(action: Action, result: RunResult) -> HostOutcome:
         return HostOutcome(
             action.deployment, action.host, action.kind, action.current, action.current, "not reached (rollout stopped)"
         )
-    allocated = host.results.get("Allocate a revision folder", {})
+    allocated = host.results.get(TASK_ALLOCATE, {})
     new = allocated.get("number")
-    if host.ok and "Mark the revision good" not in host.results:
+    if host.ok and TASK_MARK_GOOD not in host.results:
         # The run was cancelled (Ctrl-C) or ended before this host finished: apply again to converge.
         return HostOutcome(
             action.deployment, action.host, action.kind, action.current, new, f"interrupted ({result.status})"
@@ -516,7 +522,7 @@ def discover(inventory: InventoryDoc, destination: Path, *, on_event: EventHandl
     with tempfile.TemporaryDirectory(prefix="servespec-discover-") as tmp:
         for name in hosts:
             host = result.hosts.get(name)
-            outputs = host.results.get("Collect the hardware outputs", {}).get("outputs") if host and host.ok else None
+            outputs = host.results.get(TASK_COLLECT, {}).get("outputs") if host and host.ok else None
             if outputs is None:
                 failed.setdefault(name, "no answer")
                 continue
