@@ -378,7 +378,7 @@ def rollback(paths: tuple[Path, ...], inventory: Path | None, to: int | None, ye
     fleet = _load_valid(paths, inventory)
     options = ApplyOptions(confirm=lambda _: yes or click.confirm("roll back?", err=True))
     outcomes = run_rollback(fleet, to, options)
-    outcome_table(outcomes)
+    outcome_table(outcomes, "rollback")
     sys.exit(EXIT_FINDINGS if any(o.result not in ("ok", "unchanged") for o in outcomes) else EXIT_OK)
 
 
@@ -394,7 +394,7 @@ def destroy(paths: tuple[Path, ...], inventory: Path | None, yes: bool) -> None:
 
     fleet = _load_valid(paths, inventory)
     outcomes = run_destroy(fleet, ApplyOptions(confirm=lambda _: yes or click.confirm("destroy?", err=True)))
-    outcome_table(outcomes)
+    outcome_table(outcomes, "destroy")
     sys.exit(EXIT_FINDINGS if any(o.result != "ok" for o in outcomes) else EXIT_OK)
 
 

@@ -87,16 +87,20 @@ def plan_text(actions: list[Action], *, diffs: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def outcome_table(outcomes: list[Any]) -> None:
+def outcome_table(outcomes: list[Any], title: str = "apply") -> None:
     """Print the per-host result table (host, old -> new revision, result, last engine log lines)."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="apply")
+    table = Table(title=title)
     for column in ("deployment", "host", "revision", "result", "detail"):
         table.add_column(column)
     for row in outcomes:
-        revision = f"{row.old if row.old is not None else '-'} -> {row.new if row.new is not None else '-'}"
+        revision = (
+            "-"
+            if row.old is None and row.new is None
+            else f"{row.old if row.old is not None else '-'} -> {row.new if row.new is not None else '-'}"
+        )
         detail = row.error
         if row.logs:
             detail += "\n" + "\n".join(row.logs[-5:])
