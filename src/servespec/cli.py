@@ -83,12 +83,8 @@ def validate(paths: tuple[Path, ...], inventory: Path | None, strict: bool, fmt:
     """
     from servespec.report import render, text_summary
     from servespec.rules.runner import check_fleet, summarize
-    from servespec.spec.fleet import UsageError, load_fleet
 
-    try:
-        fleet = load_fleet(list(paths), inventory)
-    except UsageError as err:
-        raise click.UsageError(str(err)) from None
+    fleet = _load(paths, inventory)
     findings = check_fleet(fleet, strict=strict)
     summary = summarize(findings, len(fleet.files))
     sys.stdout.write(render(fmt, findings, summary))
@@ -113,12 +109,8 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     from servespec.estimate import estimates
     from servespec.findings import Severity
     from servespec.rules.runner import check_fleet
-    from servespec.spec.fleet import UsageError, load_fleet
 
-    try:
-        fleet = load_fleet(list(paths), inventory)
-    except UsageError as err:
-        raise click.UsageError(str(err)) from None
+    fleet = _load(paths, inventory)
     findings = check_fleet(fleet)
     rows = estimates(fleet, findings)
     if fmt == "json":
@@ -188,21 +180,9 @@ def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check:
     Output is deterministic: the same specs render the same bytes on any machine.
     Specs with error findings are not rendered (run `deploy validate` to see them).
     """
-    from servespec.findings import Severity
     from servespec.render import render_fleet, stale_files, write
-    from servespec.rules.runner import check_fleet
-    from servespec.spec.fleet import UsageError, load_fleet
 
-    try:
-        fleet = load_fleet(list(paths), inventory)
-    except UsageError as err:
-        raise click.UsageError(str(err)) from None
-    errors = [f for f in check_fleet(fleet) if f.severity is Severity.ERROR]
-    if errors:
-        for finding in errors:
-            click.echo(finding.to_text(), err=True)
-        click.echo(f"not rendered: {len(errors)} error(s); fix them first", err=True)
-        sys.exit(EXIT_FINDINGS)
+    fleet = _load_valid(paths, inventory, stopped="not rendered: {} error(s); fix them first")
     rendered = render_fleet(fleet)
     if check:
         stale = stale_files(rendered, output)
@@ -219,22 +199,36 @@ def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check:
     click.echo(f"rendered {len(written)} file(s) into {output}", err=True)
 
 
-def _load_valid(paths: tuple[Path, ...], inventory: Path | None) -> Any:
-    """Load, validate, and stop with exit 1 when a spec has errors (nothing is touched then)."""
-    from servespec.findings import Severity
-    from servespec.rules.runner import check_fleet
+def _load(paths: tuple[Path, ...] | list[Path], inventory: Path | None = None) -> Any:
+    """Load the fleet; a missing path is a usage error (exit 2)."""
     from servespec.spec.fleet import UsageError, load_fleet
 
     try:
-        fleet = load_fleet(list(paths), inventory)
+        return load_fleet(list(paths), inventory)
     except UsageError as err:
         raise click.UsageError(str(err)) from None
-    errors = [f for f in check_fleet(fleet) if f.severity is Severity.ERROR]
+
+
+def _stop_on_errors(findings: list[Any], stopped: str) -> None:
+    """Print the error findings and exit 1 when there are any; ``stopped`` takes their count."""
+    from servespec.findings import Severity
+
+    errors = [f for f in findings if f.severity is Severity.ERROR]
     if errors:
         for finding in errors:
             click.echo(finding.to_text(), err=True)
-        click.echo(f"stopped: {len(errors)} error(s); nothing was changed", err=True)
+        click.echo(stopped.format(len(errors)), err=True)
         sys.exit(EXIT_FINDINGS)
+
+
+def _load_valid(
+    paths: tuple[Path, ...], inventory: Path | None, stopped: str = "stopped: {} error(s); nothing was changed"
+) -> Any:
+    """Load, validate, and stop with exit 1 when a spec has errors (nothing is touched then)."""
+    from servespec.rules.runner import check_fleet
+
+    fleet = _load(paths, inventory)
+    _stop_on_errors(check_fleet(fleet), stopped)
     return fleet
 
 
@@ -432,19 +426,14 @@ def discover(inventory: Path | None, outputs: Path | None, output: Path | None) 
         return
     assert inventory is not None
     from servespec.rollout import discover as collect
-    from servespec.spec.fleet import UsageError, load_fleet
 
-    try:
-        fleet = load_fleet([inventory])
-    except UsageError as err:
-        raise click.UsageError(str(err)) from None
-    # Missing or stale facts files are what discover is for; any other error stops it.
-    blocking = [f for f in fleet.findings if f.severity.value == "error" and f.rule not in ("REF002", "REF004")]
-    blocking = [f for f in blocking if f.file == fleet.files[0]] if fleet.files else blocking
-    if blocking or not fleet.inventories:
-        for finding in blocking:
-            click.echo(finding.to_text(), err=True)
-        click.echo(f"stopped: {inventory} is not a valid inventory; nothing was collected", err=True)
+    fleet = _load([inventory])
+    # A missing facts file (REF002) or errors inside one are what discover is for; any
+    # other error in the inventory itself stops it.
+    stopped = f"stopped: {inventory} is not a valid inventory; nothing was collected"
+    _stop_on_errors([f for f in fleet.findings if f.rule != "REF002" and f.file == fleet.files[0]], stopped)
+    if not fleet.inventories:
+        click.echo(stopped, err=True)
         sys.exit(EXIT_FINDINGS)
     destination = output or inventory.parent / "facts"
     failed = collect(fleet.inventories[0], destination, on_event=_events("text"))
