@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,75 +67,51 @@ def _gpus(folder: Path) -> dict[str, Any]:
     return hardware
 
 
+def _parse(folder: Path, name: str, parser: Callable[[str], Any]) -> Any:
+    """``parser`` applied to the saved output ``name``; None when it was not saved."""
+    text = _read(folder, name)
+    return parser(text) if text else None
+
+
+def _known(**facts: Any) -> dict[str, Any]:
+    """The facts an output established: None and ``unknown`` mean it did not."""
+    return {key: value for key, value in facts.items() if value is not None and value != "unknown"}
+
+
+def _positive_int(text: str) -> int | None:
+    return int(text.strip()) if text.strip().isdigit() and int(text.strip()) > 0 else None
+
+
 def facts_from_outputs(folder: Path, host: str) -> dict[str, Any]:
     """The facts file of ``host`` from the outputs in ``folder`` (missing outputs leave facts out)."""
-    hardware = _gpus(folder)
-    links: list[list[Any]] = []
-    topo = _read(folder, "topo.txt")
-    if topo:
-        parsed = parse_topo(topo)
-        links = parsed.get("links", [])
-        for key in ("interconnect", "gpu_numa_nodes"):
-            if key in parsed:
-                hardware[key] = parsed[key]
-    lspci = _read(folder, "lspci.txt")
-    if lspci:
-        state = acs_state(parse_lspci_acs(lspci))
-        if state != "unknown":
-            hardware["pcie_acs"] = state
-    gpu_numa = _read(folder, "gpu-numa.txt")
-    nodes = parse_gpu_numa(gpu_numa) if gpu_numa else None
-    if nodes:  # sysfs is the kernel's own answer; it wins over topo's NUMA column
-        hardware["gpu_numa_nodes"] = nodes
-    hardware.update(_host_level(folder))
+    topo = _parse(folder, "topo.txt", parse_topo) or {}
+    cmdline, units = _read(folder, "cmdline.txt"), _read(folder, "iommu.txt")
+    hardware = _gpus(folder) | _known(
+        interconnect=topo.get("interconnect"),
+        # sysfs is the kernel's own answer; it wins over topo's NUMA column
+        gpu_numa_nodes=_parse(folder, "gpu-numa.txt", parse_gpu_numa) or topo.get("gpu_numa_nodes"),
+        pcie_acs=_parse(folder, "lspci.txt", lambda text: acs_state(parse_lspci_acs(text))),
+        numa_cpus=_parse(folder, "numa.txt", lambda text: parse_numactl(text).get("cpus") or None),
+        iommu=parse_iommu(cmdline, units) if cmdline is not None or units is not None else None,
+        cpus=_parse(folder, "nproc.txt", _positive_int),
+        memory_gib=_parse(folder, "meminfo.txt", parse_meminfo) or None,
+    )
     stamps = [(folder / name).stat().st_mtime for name in OUTPUT_FILES if (folder / name).is_file()]
-    collected = datetime.datetime.fromtimestamp(max(stamps), datetime.UTC) if stamps else None
     facts: dict[str, Any] = {"version": 1, "host": host}
-    if collected:
-        facts["collected_at"] = collected.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if stamps:
+        facts["collected_at"] = datetime.datetime.fromtimestamp(max(stamps), datetime.UTC).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"
+        )
     facts["hardware"] = hardware
-    facts["links"] = links
-    runtime = _runtime(folder)
+    facts["links"] = topo.get("links", [])
+    apps, gpus = _read(folder, "gpu-apps.csv"), _read(folder, "nvidia-smi.csv")
+    runtime = (_parse(folder, "docker-info.json", parse_docker_info) or {}) | _known(
+        model_cache_free_gib=_parse(folder, "model-cache-df.txt", parse_df_free_gib),
+        busy_gpus=busy_gpus(apps, gpus) if apps is not None and gpus else None,
+    )
     if runtime:
         facts["runtime"] = runtime
     return facts
-
-
-def _host_level(folder: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    numa = _read(folder, "numa.txt")
-    if numa:
-        cpus = parse_numactl(numa).get("cpus")
-        if cpus:
-            out["numa_cpus"] = cpus
-    cmdline, units = _read(folder, "cmdline.txt"), _read(folder, "iommu.txt")
-    if cmdline is not None or units is not None:
-        iommu = parse_iommu(cmdline, units)
-        if iommu != "unknown":
-            out["iommu"] = iommu
-    nproc = (_read(folder, "nproc.txt") or "").strip()
-    if nproc.isdigit() and int(nproc) > 0:
-        out["cpus"] = int(nproc)
-    meminfo = _read(folder, "meminfo.txt")
-    memory = parse_meminfo(meminfo) if meminfo else None
-    if memory:
-        out["memory_gib"] = memory
-    return out
-
-
-def _runtime(folder: Path) -> dict[str, Any]:
-    runtime: dict[str, Any] = {}
-    docker = _read(folder, "docker-info.json")
-    if docker:
-        runtime.update(parse_docker_info(docker))
-    df = _read(folder, "model-cache-df.txt")
-    free = parse_df_free_gib(df) if df else None
-    if free is not None:
-        runtime["model_cache_free_gib"] = free
-    apps, gpus = _read(folder, "gpu-apps.csv"), _read(folder, "nvidia-smi.csv")
-    if apps is not None and gpus:
-        runtime["busy_gpus"] = busy_gpus(apps, gpus)
-    return runtime
 
 
 def write_facts(outputs: Path, destination: Path) -> list[Path]:
