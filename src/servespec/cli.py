@@ -31,6 +31,13 @@ def _inventory_option(func: F) -> F:
     )(func)
 
 
+_format_option = click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
+)
+_ESTIMATE_RULES = ("MEM", "SS", "REF")
+"""The findings `deploy estimate` shows beside its table: memory, schema, references."""
+
+
 def _strict_option(func: F) -> F:
     return click.option("--strict", is_flag=True, help="Treat warnings as errors.")(func)
 
@@ -96,7 +103,7 @@ def validate(paths: tuple[Path, ...], inventory: Path | None, strict: bool, fmt:
 @main.command()
 @_paths_argument
 @_inventory_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_format_option
 def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     """The memory plan per GPU: weights, overhead, KV cache, tokens and sequences that fit.
 
@@ -118,9 +125,9 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     else:
         _print_estimates(rows)
         for finding in findings:
-            if finding.rule.startswith(("MEM", "REF003", "SS", "REF00")):
+            if finding.rule.startswith(_ESTIMATE_RULES):
                 click.echo(finding.to_text(), err=True)
-    failed = any(f.severity is Severity.ERROR and f.rule.startswith(("MEM", "SS", "REF")) for f in findings)
+    failed = any(f.severity is Severity.ERROR and f.rule.startswith(_ESTIMATE_RULES) for f in findings)
     sys.exit(EXIT_FINDINGS if failed or not fleet.deployments else EXIT_OK)
 
 
@@ -182,7 +189,7 @@ def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check:
     """
     from servespec.render import render_fleet, stale_files, write
 
-    fleet = _load_valid(paths, inventory, stopped="not rendered: {} error(s); fix them first")
+    fleet, _ = _checked(paths, inventory, stopped=lambda n: f"not rendered: {n} error(s); fix them first")
     rendered = render_fleet(fleet)
     if check:
         stale = stale_files(rendered, output)
@@ -209,38 +216,41 @@ def _load(paths: tuple[Path, ...] | list[Path], inventory: Path | None = None) -
         raise click.UsageError(str(err)) from None
 
 
-def _stop_on_errors(findings: list[Any], stopped: str) -> None:
-    """Print the error findings and exit 1 when there are any; ``stopped`` takes their count."""
+def _stop_on_errors(findings: list[Any], stopped: Callable[[int], str]) -> None:
+    """Print the error findings and exit 1 when there are any, ending with ``stopped(count)``."""
     from servespec.findings import Severity
 
     errors = [f for f in findings if f.severity is Severity.ERROR]
     if errors:
         for finding in errors:
             click.echo(finding.to_text(), err=True)
-        click.echo(stopped.format(len(errors)), err=True)
+        click.echo(stopped(len(errors)), err=True)
         sys.exit(EXIT_FINDINGS)
 
 
-def _load_valid(
-    paths: tuple[Path, ...], inventory: Path | None, stopped: str = "stopped: {} error(s); nothing was changed"
-) -> Any:
-    """Load, validate, and stop with exit 1 when a spec has errors (nothing is touched then)."""
+def _checked(
+    paths: tuple[Path, ...],
+    inventory: Path | None,
+    stopped: Callable[[int], str] = lambda n: f"stopped: {n} error(s); nothing was changed",
+) -> tuple[Any, list[Any]]:
+    """Load and validate; stop with exit 1 when a spec has errors (nothing is touched then)."""
     from servespec.rules.runner import check_fleet
 
     fleet = _load(paths, inventory)
-    _stop_on_errors(check_fleet(fleet), stopped)
-    return fleet
+    findings = check_fleet(fleet)
+    _stop_on_errors(findings, stopped)
+    return fleet, findings
+
+
+def _load_valid(paths: tuple[Path, ...], inventory: Path | None) -> Any:
+    """The fleet of :func:`_checked`, for commands that do not show warnings."""
+    return _checked(paths, inventory)[0]
 
 
 def _events(fmt: str) -> Any:
     from servespec.rollout.progress import json_events
 
     return json_events() if fmt == "json" else None
-
-
-_format_option = click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
-)
 
 
 @main.command()
@@ -261,15 +271,14 @@ def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     from servespec.rollout import plan_fleet
     from servespec.rollout.progress import plan_markdown, plan_text
 
-    fleet = _load_valid(paths, inventory)
+    fleet, findings = _checked(paths, inventory)
     actions = plan_fleet(fleet)
     if fmt == "json":
         click.echo(json.dumps({"version": 1, "actions": [a.to_json() for a in actions]}, indent=2))
     elif fmt == "markdown":
         from servespec.estimate import estimates
-        from servespec.rules.runner import check_fleet
 
-        click.echo(plan_markdown(actions, estimates(fleet, check_fleet(fleet))), nl=False)
+        click.echo(plan_markdown(actions, estimates(fleet, findings)), nl=False)
     else:
         click.echo(plan_text(actions), nl=False)
 
@@ -431,7 +440,7 @@ def discover(inventory: Path | None, outputs: Path | None, output: Path | None) 
     # A missing facts file (REF002) or errors inside one are what discover is for; any
     # other error in the inventory itself stops it.
     stopped = f"stopped: {inventory} is not a valid inventory; nothing was collected"
-    _stop_on_errors([f for f in fleet.findings if f.rule != "REF002" and f.file == fleet.files[0]], stopped)
+    _stop_on_errors([f for f in fleet.findings if f.rule != "REF002" and f.file == fleet.files[0]], lambda _: stopped)
     if not fleet.inventories:
         click.echo(stopped, err=True)
         sys.exit(EXIT_FINDINGS)
