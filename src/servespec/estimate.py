@@ -49,17 +49,16 @@ class HostEstimate:
         }
 
 
-def _in_document(finding: Finding, deployment: DeploymentDoc) -> bool:
-    document = deployment.document
-    return finding.file == document.file and document.source_map.start.line <= finding.line <= document.end_line
-
-
 def estimates(fleet: Fleet, findings: list[Finding]) -> list[HostEstimate]:
     """A plan for every (deployment, host) pair; ``plan`` is None when facts are missing."""
     out = []
     for deployment in fleet.deployments:
         related = sorted(
-            {f.rule for f in findings if _in_document(f, deployment) and f.rule.startswith(("MEM", "PAR", "REF003"))}
+            {
+                f.rule
+                for f in findings
+                if deployment.document.contains(f) and f.rule.startswith(("MEM", "PAR", "REF003"))
+            }
         )
         for host in resolve.placed_hosts(deployment):
             hardware = resolve.host_gpus(host)

@@ -37,12 +37,14 @@ class Finding:
         """Return a copy at another severity (``--strict``)."""
         return replace(self, severity=severity)
 
+    @property
+    def message_with_hint(self) -> str:
+        """``message (fix: hint)``, or the message alone when there is no hint."""
+        return f"{self.message} (fix: {self.hint})" if self.hint else self.message
+
     def to_text(self) -> str:
         """Render as ``file:line:col: RULE severity message (fix: hint)``."""
-        text = f"{self.file}:{self.line}:{self.column}: {self.rule} {self.severity.value} {self.message}"
-        if self.hint:
-            text += f" (fix: {self.hint})"
-        return text
+        return f"{self.file}:{self.line}:{self.column}: {self.rule} {self.severity.value} {self.message_with_hint}"
 
     def to_json(self) -> dict[str, object]:
         """Render as the contract's JSON finding object (§2.1)."""

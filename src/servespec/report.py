@@ -54,7 +54,7 @@ def sarif(findings: Sequence[Finding]) -> dict[str, object]:
     index = {rule.id: i for i, rule in enumerate(ALL_RULES)}
     results = []
     for finding in findings:
-        message = finding.message + (f" (fix: {finding.hint})" if finding.hint else "")
+        message = finding.message_with_hint
         result: dict[str, object] = {
             "ruleId": finding.rule,
             "level": _SARIF_LEVEL[finding.severity],
@@ -108,5 +108,5 @@ def github_annotation(finding: Finding) -> str:
             f"title={_escape_property(finding.rule)}",
         ]
     )
-    message = finding.message + (f" (fix: {finding.hint})" if finding.hint else "")
+    message = finding.message_with_hint
     return f"::{_GITHUB_LEVEL[finding.severity]} {props}::{_escape_data(message)}"

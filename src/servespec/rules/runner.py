@@ -31,10 +31,6 @@ def _with_docs(finding: Finding) -> Finding:
     return dataclasses.replace(finding, docs=rule.docs_url())
 
 
-def _in_document(finding: Finding, document: Document) -> bool:
-    return finding.file == document.file and document.source_map.start.line <= finding.line <= document.end_line
-
-
 def apply_suppressions(documents: Iterable[Document], findings: list[Finding]) -> list[Finding]:
     """Drop findings a document suppresses with a reason; report bad or unused entries (SS005)."""
     kept = list(findings)
@@ -61,7 +57,7 @@ def apply_suppressions(documents: Iterable[Document], findings: list[Finding]) -
                     )
                 )
                 continue
-            matched = [f for f in kept if f.rule == rule_id and _in_document(f, document)]
+            matched = [f for f in kept if f.rule == rule_id and document.contains(f)]
             if not matched:
                 kept.append(
                     _with_docs(

@@ -87,6 +87,10 @@ class Document:
     end_line: int = 0
     """Last line of the document, for matching findings to it."""
 
+    def contains(self, finding: Finding) -> bool:
+        """Whether ``finding`` points inside this document."""
+        return finding.file == self.file and self.source_map.start.line <= finding.line <= self.end_line
+
     def finding(
         self,
         rule: str,
