@@ -9,8 +9,6 @@ from servespec import __version__
 from servespec.findings import Finding, Severity
 from servespec.rules import ALL_RULES
 
-FORMATS = ("text", "json", "sarif", "github")
-
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}

@@ -8,7 +8,7 @@ its own id, hint and source.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -26,9 +26,10 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 API_VERSION = "servespec/v1"
-ENGINES = ("vllm", "tgi", "ollama", "tensorrt-llm", "sglang", "llama.cpp")
-
 EngineName = Literal["vllm", "tgi", "ollama", "tensorrt-llm", "sglang", "llama.cpp"]
+ENGINES: tuple[str, ...] = get_args(EngineName)
+Quantization = Literal["awq", "gptq", "fp8", "int8", "nvfp4", "gguf"]
+QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
 DnsLabel = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"),
@@ -179,7 +180,7 @@ class ModelSpec(_Model):
     )
     architecture: Architecture | None = None
     dtype: Literal["auto", "float16", "bfloat16", "float32"] = "auto"
-    quantization: Literal["awq", "gptq", "fp8", "int8", "nvfp4", "gguf"] | None = None
+    quantization: Quantization | None = None
     gguf_type: NonEmpty | None = Field(default=None, description="GGUF quantization type, e.g. Q4_K_M")
     max_model_len: Annotated[int, Field(ge=1, le=16_777_216)] | None = Field(
         default=None, description="Tokens of context per sequence (prompt + output); default: the model's maximum"
