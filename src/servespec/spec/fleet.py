@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from servespec.findings import Finding, Severity
+from servespec.findings import Finding
 from servespec.spec.errors import findings_from_error
 from servespec.spec.models import API_VERSION, KINDS, Deployment, FactsFile, Hardware, Host, Inventory
 from servespec.spec.source import Document, KeyPath, load_file
@@ -141,14 +141,14 @@ class _Loader:
         self.fleet.files.append(display_path(path))
         return documents
 
-    def validate(self, document: Document, expected_kind: str | None = None) -> BaseModel | None:
+    def validate(self, document: Document) -> BaseModel | None:
         data = document.data
         if not isinstance(data, dict):
             self.fleet.findings.append(
                 document.finding("SS004", "document is not a mapping", hint="start it with 'apiVersion: servespec/v1'")
             )
             return None
-        problem = _header_problem(document, data, expected_kind)
+        problem = _header_problem(document, data)
         if problem:
             self.fleet.findings.append(problem)
             return None
@@ -181,16 +181,18 @@ class _Loader:
     ) -> InventoryDoc | None:
         for document in documents:
             if isinstance(document.data, dict) and document.data.get("kind") == "Inventory":
-                spec = self.validate(document, "Inventory")
-                if not isinstance(spec, Inventory):
-                    return None
-                inventory = InventoryDoc(spec=spec, document=document)
-                self._attach_hosts(inventory)
-                self.fleet.inventories.append(inventory)
-                return inventory
+                spec = self.validate(document)
+                return self.register(document, spec) if isinstance(spec, Inventory) else None
         if referrer is not None and documents:
             self.fleet.findings.append(referrer.finding("REF002", f"{str(path)!r} holds no Inventory document", key))
         return None
+
+    def register(self, document: Document, spec: Inventory) -> InventoryDoc:
+        """Add a valid Inventory document to the fleet, with its hosts and their facts."""
+        inventory = InventoryDoc(spec=spec, document=document)
+        self._attach_hosts(inventory)
+        self.fleet.inventories.append(inventory)
+        return inventory
 
     def _attach_hosts(self, inventory: InventoryDoc) -> None:
         assert inventory.document is not None
@@ -249,7 +251,7 @@ class _Loader:
         return self.local
 
 
-def _header_problem(document: Document, data: dict[str, Any], expected_kind: str | None) -> Finding | None:
+def _header_problem(document: Document, data: dict[str, Any]) -> Finding | None:
     version = data.get("apiVersion")
     kind = data.get("kind")
     if version is None:
@@ -264,9 +266,8 @@ def _header_problem(document: Document, data: dict[str, Any], expected_kind: str
         return document.finding(
             "SS004", "required field 'kind' is missing", hint="add 'kind: Deployment' or 'kind: Inventory'"
         )
-    if not isinstance(kind, str) or kind not in KINDS or (expected_kind and kind != expected_kind):
-        allowed = expected_kind or " or ".join(KINDS)
-        return document.finding("SS004", f"unsupported kind {kind!r}", ("kind",), hint=f"use {allowed}")
+    if not isinstance(kind, str) or kind not in KINDS:
+        return document.finding("SS004", f"unsupported kind {kind!r}", ("kind",), hint=f"use {' or '.join(KINDS)}")
     return None
 
 
@@ -306,19 +307,12 @@ def load_fleet(paths: list[Path], inventory: Path | None = None) -> Fleet:
     files = collect_files(paths)
     loader.parsed = _parse_in_parallel(files)
     for path in files:
-        if path.resolve() in loader.inventories:
-            continue
         for document in loader.read(path):
             spec = loader.validate(document)
             if isinstance(spec, Deployment):
                 pending.append((spec, document))
-            elif isinstance(spec, Inventory):
-                resolved = path.resolve()
-                if resolved not in loader.inventories:
-                    loaded = InventoryDoc(spec=spec, document=document)
-                    loader.inventories[resolved] = loaded
-                    loader._attach_hosts(loaded)
-                    fleet.inventories.append(loaded)
+            elif isinstance(spec, Inventory) and path.resolve() not in loader.inventories:
+                loader.inventories[path.resolve()] = loader.register(document, spec)
     for spec, document in pending:
         fleet.deployments.append(
             DeploymentDoc(spec=spec, document=document, inventory=_resolve(loader, spec, document))
@@ -339,7 +333,6 @@ __all__ = [
     "Fleet",
     "HostView",
     "InventoryDoc",
-    "Severity",
     "UsageError",
     "collect_files",
     "display_path",
