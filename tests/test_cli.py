@@ -159,3 +159,16 @@ def test_discover_usage_errors(in_tmp: Path, args: list[str]) -> None:
     result = run_cli("discover", *args)
     assert result.exit_code == 2
     assert "Traceback" not in result.output
+
+
+def test_findings_never_repeat_a_secret(in_tmp: Path) -> None:
+    """SEC001 reports where a literal secret is, without copying it into CI logs or SARIF."""
+    token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    Path("spec.yaml").write_text(
+        WARN_SPEC.split("suppress:")[0].replace("engine: {name: llama.cpp, version: b11434}", "")
+        + f'engine: {{name: llama.cpp, version: b11434, extra_args: ["--hf-token", "{token}", "{token}"]}}\n'
+    )
+    for fmt in ("text", "json", "sarif", "github"):
+        result = run_cli("validate", "--format", fmt, "spec.yaml")
+        assert result.exit_code == 1 and "SEC001" in result.output
+        assert token not in result.output, fmt

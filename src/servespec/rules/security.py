@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from servespec.findings import Finding, Severity
-from servespec.knowledge.resolve import is_local_path
+from servespec.knowledge.resolve import extra_arg_settings, is_local_path
 from servespec.rules.base import Rule
 from servespec.spec.fleet import Fleet
 
@@ -77,13 +77,22 @@ class InlineSecret(Rule):
             yield from self._extra_args(deployment.document, engine.extra_args)
 
     def _extra_args(self, document: Any, args: list[str]) -> Iterator[Finding]:
-        for index, arg in enumerate(args):
-            flag, _, inline = arg.partition("=")
-            has_value = bool(inline) or (index + 1 < len(args) and not args[index + 1].startswith("-"))
-            if (flag in _SECRET_FLAGS and has_value) or _SECRET_VALUE.match(inline or arg):
+        # Messages name the flag, never the value: findings end up in CI logs and SARIF.
+        reported: set[int] = set()
+        for index, flag, value in extra_arg_settings(args):
+            if (flag in _SECRET_FLAGS and value is not True) or (isinstance(value, str) and _SECRET_VALUE.match(value)):
+                reported.add(index)
                 yield self.report(
                     document,
                     f"extra_args passes a literal secret with {flag}",
+                    ("engine", "extra_args", index),
+                    hint="use serving.api_key with from_env/from_file",
+                )
+        for index, arg in enumerate(args):
+            if _SECRET_VALUE.match(arg) and not {index, index - 1} & reported:
+                yield self.report(
+                    document,
+                    "extra_args holds a token-shaped literal",
                     ("engine", "extra_args", index),
                     hint="use serving.api_key with from_env/from_file",
                 )
