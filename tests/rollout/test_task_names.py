@@ -27,7 +27,9 @@ def _names(node: object) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("name", [rollout.TASK_ALLOCATE, rollout.TASK_MARK_GOOD, rollout.TASK_COLLECT])
+@pytest.mark.parametrize(
+    "name", [rollout.TASK_ALLOCATE, rollout.TASK_MARK_GOOD, rollout.TASK_COLLECT, rollout.TASK_STATUS]
+)
 def test_controller_reads_existing_task(name: str) -> None:
     names: set[str] = set()
     for path in TASKS.glob("*.yml"):

@@ -33,6 +33,7 @@ class RolloutError(Exception):
 TASK_ALLOCATE = "Allocate a revision folder and unpack the files into it"
 TASK_MARK_GOOD = "Mark the revision good"
 TASK_COLLECT = "Collect the hardware outputs"
+TASK_STATUS = "Read the deployments' state"
 """Names of the role's tasks whose results the controller reads (tests/rollout/test_task_names.py)."""
 
 
@@ -127,15 +128,12 @@ def desired_state(rendered: Rendered, deployment: DeploymentDoc) -> list[Desired
     return out
 
 
-STATUS_TASK = "Read the deployments' state"
-
-
 def host_report(results: dict[str, HostResult], host: str, deployment: str) -> dict[str, Any]:
     """What the status playbook reported for one deployment on one host ({} when nothing)."""
     result = results.get(host)
     if result is None:
         return {}
-    report = result.results.get(STATUS_TASK, {}).get("deployments", {})
+    report = result.results.get(TASK_STATUS, {}).get("deployments", {})
     return dict(report.get(deployment) or {})
 
 
@@ -157,8 +155,18 @@ def _observed(deployment: str, host: str, report: dict[str, Any]) -> Observed:
     )
 
 
+def _run_on(
+    playbook: str,
+    hosts: dict[str, tuple[HostView, dict[str, Any]]],
+    extravars: dict[str, Any],
+    on_event: EventHandler | None,
+) -> RunResult:
+    """Run ``playbook`` on ``hosts`` (in their order), all of them at once."""
+    return run_playbook(playbook, inventory_for(hosts), extravars, on_event=on_event, forks=len(hosts))
+
+
 def gather(
-    fleet: Fleet, deployment: DeploymentDoc, *, on_event: EventHandler | None = None
+    deployment: DeploymentDoc, *, on_event: EventHandler | None = None
 ) -> tuple[list[Observed], dict[str, HostResult]]:
     """Read every placed host's state of ``deployment``."""
     hosts = {
@@ -166,7 +174,7 @@ def gather(
     }
     if not hosts:
         return [], {}
-    result = run_playbook("status.yml", inventory_for(hosts), {}, on_event=on_event, forks=len(hosts))
+    result = _run_on("status.yml", hosts, {}, on_event)
     observed = [_observed(deployment.name, name, host_report(result.hosts, name, deployment.name)) for name in hosts]
     return observed, result.hosts
 
@@ -175,7 +183,7 @@ def status(fleet: Fleet) -> list[Status]:
     """What every host runs for every deployment of the fleet."""
     rows = []
     for deployment in fleet.deployments:
-        observed, results = gather(fleet, deployment)
+        observed, results = gather(deployment)
         for seen in observed:
             view = deployment.inventory.hosts[seen.host] if deployment.inventory else None
             result = results.get(seen.host)
@@ -270,10 +278,10 @@ def _extravars_for(deployment: DeploymentDoc, hosts: list[str]) -> dict[str, Any
 
 
 def apply_deployment(
-    fleet: Fleet, deployment: DeploymentDoc, rendered: Rendered, options: ApplyOptions, workdir: Path
+    deployment: DeploymentDoc, rendered: Rendered, options: ApplyOptions, workdir: Path
 ) -> tuple[list[Action], list[HostOutcome]]:
     """Plan and execute one deployment's rollout; returns the plan and the per-host outcome."""
-    observed, results = gather(fleet, deployment, on_event=options.on_event)
+    observed, results = gather(deployment, on_event=options.on_event)
     unreachable = {name for name, r in results.items() if r.unreachable}
     wanted = [d for d in desired_state(rendered, deployment) if d.host not in unreachable]
     actions = plan(wanted, [o for o in observed if o.host not in unreachable])
@@ -323,13 +331,7 @@ def apply_deployment(
             },
         )
     ordered = dict(sorted(hosts.items(), key=lambda item: _order(rendered, deployment.name, item[0])))
-    result = run_playbook(
-        "apply.yml",
-        inventory_for(ordered),
-        _extravars_for(deployment, list(ordered)),
-        on_event=options.on_event,
-        forks=len(ordered),
-    )
+    result = _run_on("apply.yml", ordered, _extravars_for(deployment, list(ordered)), options.on_event)
     for action in changing:
         outcomes.append(_outcome(action, result))
     return actions, outcomes
@@ -395,7 +397,7 @@ def apply(fleet: Fleet, options: ApplyOptions, workdir: Path) -> tuple[list[Acti
     all_actions: list[Action] = []
     all_outcomes: list[HostOutcome] = []
     for deployment in fleet.deployments:
-        actions, outcomes = apply_deployment(fleet, deployment, rendered, options, workdir)
+        actions, outcomes = apply_deployment(deployment, rendered, options, workdir)
         all_actions += actions
         all_outcomes += outcomes
         if any(o.result not in ("ok", "unchanged") for o in outcomes):
@@ -408,7 +410,7 @@ def plan_fleet(fleet: Fleet) -> list[Action]:
     rendered = render_fleet(fleet)
     actions = []
     for deployment in fleet.deployments:
-        observed, results = gather(fleet, deployment)
+        observed, results = gather(deployment)
         down = {name for name, result in results.items() if result.unreachable}
         wanted = [d for d in desired_state(rendered, deployment) if d.host not in down]
         actions += plan(wanted, [o for o in observed if o.host not in down])
@@ -419,7 +421,7 @@ def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOu
     """Restore revision ``to`` (default: the last good one before the current) on every host."""
     outcomes = []
     for deployment in fleet.deployments:
-        observed, results = gather(fleet, deployment, on_event=options.on_event)
+        observed, results = gather(deployment, on_event=options.on_event)
         views = {view.name: view for view in resolve.placed_hosts(deployment)}
         hosts: dict[str, tuple[HostView, dict[str, Any]]] = {}
         run = _run_info()
@@ -455,13 +457,7 @@ def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOu
                 },
             )
         if hosts and options.confirm([]):
-            result = run_playbook(
-                "rollback.yml",
-                inventory_for(hosts),
-                _extravars_for(deployment, list(hosts)),
-                on_event=options.on_event,
-                forks=len(hosts),
-            )
+            result = _run_on("rollback.yml", hosts, _extravars_for(deployment, list(hosts)), options.on_event)
             for name, (_, extra) in hosts.items():
                 host = result.hosts.get(name)
                 ok = host is not None and host.ok and host.touched
@@ -495,7 +491,7 @@ def destroy(fleet: Fleet, options: ApplyOptions) -> list[HostOutcome]:
         }
         if not hosts or not options.confirm([]):
             continue
-        result = run_playbook("destroy.yml", inventory_for(hosts), {}, on_event=options.on_event, forks=len(hosts))
+        result = _run_on("destroy.yml", hosts, {}, options.on_event)
         for name in hosts:
             host = result.hosts.get(name)
             ok = host is not None and host.ok
@@ -517,7 +513,7 @@ def discover(inventory: InventoryDoc, destination: Path, *, on_event: EventHandl
     from servespec.discover.facts import write_facts
 
     hosts: dict[str, tuple[HostView, dict[str, Any]]] = {name: (view, {}) for name, view in inventory.hosts.items()}
-    result = run_playbook("discover.yml", inventory_for(hosts), {}, on_event=on_event, forks=len(hosts))
+    result = _run_on("discover.yml", hosts, {}, on_event)
     failed = {name: r.error for name, r in result.hosts.items() if not r.ok}
     with tempfile.TemporaryDirectory(prefix="servespec-discover-") as tmp:
         for name in hosts:

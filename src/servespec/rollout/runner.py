@@ -48,11 +48,6 @@ class RunResult:
     status: str
     hosts: dict[str, HostResult]
 
-    @property
-    def failed(self) -> bool:
-        """Whether any host failed or was unreachable."""
-        return any(not h.ok for h in self.hosts.values()) or self.status not in ("successful",)
-
 
 EventHandler = Callable[[dict[str, Any]], None]
 
@@ -87,8 +82,7 @@ def _collect(hosts: dict[str, HostResult], event: dict[str, Any]) -> None:
         result.results[task] = res
     elif kind == "runner_on_failed" and not data.get("ignore_errors"):
         result.touched = True
-        if "servespec_failed" not in task:
-            _failure(result, res, task)
+        _failure(result, res, task)
     elif kind == "runner_on_unreachable":
         result.touched = True
         result.ok = False
@@ -104,7 +98,6 @@ def run_playbook(
     *,
     on_event: EventHandler | None = None,
     forks: int = 10,
-    check: bool = False,
 ) -> RunResult:
     """Run ``playbooks/<playbook>`` over ``inventory`` and return per-host results."""
     import ansible_runner
@@ -138,7 +131,6 @@ def run_playbook(
             forks=max(1, forks),
             quiet=True,
             event_handler=handle,
-            cmdline="--check" if check else None,
         )
         status = str(runner.status)
     return RunResult(status=status, hosts=hosts)
