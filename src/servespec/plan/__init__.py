@@ -50,12 +50,16 @@ class Action:
     current: int | None
     digest: str | None
     diffs: dict[str, str]
-    restart: bool
     reason: str
+
+    @property
+    def restart(self) -> bool:
+        """Whether the engine container is (re)started: on create and update only."""
+        return self.kind in ("create", "update")
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict for JSON output and test cases."""
-        return asdict(self)
+        return {**asdict(self), "restart": self.restart}
 
 
 def _diffs(before: dict[str, str], after: dict[str, str], deployment: str, host: str) -> dict[str, str]:
@@ -83,12 +87,11 @@ def _action_for(want: Desired, seen: Observed | None) -> Action:
             None,
             want.digest,
             _diffs({}, want.files, want.deployment, want.host),
-            True,
             "not deployed",
         )
     if seen.digest == want.digest and seen.files == want.files and seen.status == "good":
         reason = "up to date" + ("" if seen.healthy else " (but not healthy: see deploy status)")
-        return Action(want.deployment, want.host, "unchanged", seen.current, seen.digest, {}, False, reason)
+        return Action(want.deployment, want.host, "unchanged", seen.current, seen.digest, {}, reason)
     diffs = _diffs(seen.files, want.files, want.deployment, want.host)
     if not diffs and seen.status != "good":
         reason = f"revision {seen.current} is {seen.status}: apply it again"
@@ -96,7 +99,7 @@ def _action_for(want: Desired, seen: Observed | None) -> Action:
         reason = "same files, new content hash (inventory or release changed)"
     else:
         reason = f"{len(diffs)} file(s) changed"
-    return Action(want.deployment, want.host, "update", seen.current, want.digest, diffs, True, reason)
+    return Action(want.deployment, want.host, "update", seen.current, want.digest, diffs, reason)
 
 
 def plan(desired: list[Desired], observed: list[Observed]) -> list[Action]:
@@ -106,7 +109,5 @@ def plan(desired: list[Desired], observed: list[Observed]) -> list[Action]:
     actions = [_action_for(want, seen.get((want.deployment, want.host))) for want in desired]
     for (deployment, host), state in sorted(seen.items()):
         if (deployment, host) not in wanted and state.current is not None:
-            actions.append(
-                Action(deployment, host, "remove", state.current, state.digest, {}, False, "no longer placed here")
-            )
+            actions.append(Action(deployment, host, "remove", state.current, state.digest, {}, "no longer placed here"))
     return actions
