@@ -121,10 +121,13 @@ def test_hosts(docker_services: Any) -> list[RemoteHost]:
 
 @pytest.fixture
 def clean_hosts(test_hosts: list[RemoteHost]) -> Iterator[list[RemoteHost]]:
-    """Hosts with no servespec state and no containers (images stay loaded)."""
+    """Hosts with no servespec state, no containers and no stand-in tools (images stay loaded)."""
     for host in test_hosts:
         host.sh(
             "docker rm -f $(docker ps -aq) >/dev/null 2>&1; rm -rf /var/lib/servespec /etc/servespec; "
+            # the stand-in nvidia-smi/lspci/numactl that test_discover installs
+            "rm -f /usr/local/bin/nvidia-smi /usr/local/bin/lspci /usr/local/bin/numactl; "
+            "rm -rf /usr/local/share/servespec-standin; "
             "while iptables -D INPUT -p tcp --dport 22 -j REJECT 2>/dev/null; do :; done",
             check=False,
         )

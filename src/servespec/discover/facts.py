@@ -37,9 +37,9 @@ OUTPUT_FILES = {
     "cmdline.txt": "cat /proc/cmdline",
     "iommu.txt": "ls /sys/class/iommu (the word none when empty)",
     "meminfo.txt": "cat /proc/meminfo",
-    "nproc.txt": "nproc --all",
+    "nproc.txt": "getconf _NPROCESSORS_ONLN",
     "docker-info.json": "docker info --format '{{json .}}'",
-    "model-cache-df.txt": "df -Pk /var/lib/servespec/models",
+    "model-cache-df.txt": "df -Pk /var/lib/servespec/models (or its nearest existing parent)",
 }
 """The files `--from-outputs` reads, and what each holds; every one is optional."""
 

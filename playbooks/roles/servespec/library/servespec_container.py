@@ -23,14 +23,19 @@ options:
   command: {description: Command to run inside the container (exec), type: list, elements: str}
   standin_image: {description: Test-only stand-in image (GPU requests and NUMA pinning dropped), type: str}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
-  config_root: {description: Root of the active links, type: str, default: /etc/servespec}
 author: servespec
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import load_container, read_env_file, read_state
+from ansible.module_utils.servespec_common import (
+    STATE_ROOT,
+    load_container,
+    read_env_file,
+    read_state,
+    revision_entry,
+)
 
 try:
     import docker
@@ -49,7 +54,7 @@ def _get(client, name):
         return None
 
 
-def _environment(spec, config_root):
+def _environment(spec):
     environment = {}
     for path in spec["env_files"]:
         if os.path.exists(path):
@@ -64,7 +69,7 @@ def _run_args(spec, params):
         "name": spec["name"],
         "command": spec["command"],
         "entrypoint": spec["entrypoint"],
-        "environment": _environment(spec, params["config_root"]),
+        "environment": _environment(spec),
         "labels": spec["labels"],
         "restart_policy": {"Name": spec["restart_policy"]},
         "detach": True,
@@ -75,10 +80,10 @@ def _run_args(spec, params):
     else:
         args["ports"] = {f"{p['container_port']}/tcp": (p["host_ip"], p["host_port"]) for p in spec["ports"]}
     if params["standin_image"]:
-        # Test-only stand-in: it receives the engine's whole command line as its arguments.
+        # Test-only stand-in: put in front of the real entrypoint, it receives the engine's
+        # whole command line (entrypoint, then command, as Docker runs them) as its arguments.
         args["image"] = params["standin_image"]
-        args["entrypoint"] = ["/usr/local/bin/servespec-standin"]
-        args["command"] = (spec["entrypoint"] or []) + spec["command"]
+        args["entrypoint"] = ["/usr/local/bin/servespec-standin", *(args["entrypoint"] or [])]
     if spec["gpus"] and not params["standin_image"]:
         # The stand-in runs on hosts without the GPUs (and NUMA nodes) the facts declare.
         args["device_requests"] = [
@@ -99,11 +104,9 @@ def _logs(container, lines=30):
 
 
 def _good_digest(p):
-    state = read_state(p["deployment"], p["state_root"]) or {}
-    for entry in state.get("revisions", []):
-        if entry.get("number") == state.get("good"):
-            return entry.get("digest")
-    return None
+    state = read_state(p["deployment"], p["state_root"]) or {"revisions": []}
+    entry = revision_entry(state, state.get("good"))
+    return entry.get("digest") if entry else None
 
 
 def _start(client, p, name, previous, current):
@@ -132,14 +135,13 @@ def _promote(client, p, name, previous, current):
 
 
 def _restore(client, p, name, previous, current):
-    logs = _logs(current) if current is not None else []
     if current is not None:
         current.remove(force=True)
     old = _get(client, previous)
     if old is not None:
         old.rename(name)
         old.start()
-    return {"changed": True, "restored": old is not None, "failed_logs": logs}
+    return {"changed": True, "restored": old is not None}
 
 
 def _remove(client, p, name, previous, current):
@@ -173,8 +175,7 @@ def main():
             number=dict(type="int"),
             command=dict(type="list", elements="str"),
             standin_image=dict(type="str"),
-            state_root=dict(type="str", default="/var/lib/servespec"),
-            config_root=dict(type="str", default="/etc/servespec"),
+            state_root=dict(type="str", default=STATE_ROOT),
         ),
         supports_check_mode=True,
     )

@@ -28,15 +28,7 @@ import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import deployment_dir, now
-
-
-def _info(path):
-    try:
-        with open(os.path.join(path, "holder.json")) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return {}
+from ansible.module_utils.servespec_common import STATE_ROOT, deployment_dir, lock_holder, now
 
 
 def main():
@@ -46,7 +38,7 @@ def main():
             state=dict(type="str", choices=["present", "absent"], default="present"),
             holder=dict(type="dict", default={}),
             break_holder=dict(type="str"),
-            state_root=dict(type="str", default="/var/lib/servespec"),
+            state_root=dict(type="str", default=STATE_ROOT),
         ),
         supports_check_mode=True,
     )
@@ -54,22 +46,22 @@ def main():
     path = os.path.join(deployment_dir(p["deployment"], p["state_root"]), "lock")
     run_id = str(p["holder"].get("run_id", ""))
     if p["state"] == "absent":
-        held = _info(path)
+        held = lock_holder(path) or {}
         if os.path.isdir(path) and (not run_id or held.get("run_id") == run_id):
             if not module.check_mode:
                 shutil.rmtree(path, ignore_errors=True)
             module.exit_json(changed=True)
         module.exit_json(changed=False)
-    held = _info(path)
+    held = lock_holder(path) or {}
     if os.path.isdir(path) and p["break_holder"] and held.get("run_id") == p["break_holder"]:
         shutil.rmtree(path, ignore_errors=True)
     if module.check_mode:
-        module.exit_json(changed=False, holder=_info(path))
+        module.exit_json(changed=False, holder=(lock_holder(path) or {}))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         os.mkdir(path)
     except FileExistsError:
-        held = _info(path)
+        held = lock_holder(path) or {}
         module.fail_json(
             msg=(
                 f"deployment {p['deployment']} is locked by another apply: controller {held.get('controller', '?')} "

@@ -28,7 +28,7 @@ import socket
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import load_container
+from ansible.module_utils.servespec_common import STATE_ROOT, load_container
 
 
 def _docker(errors):
@@ -43,27 +43,40 @@ def _docker(errors):
         return None
 
 
+def _smi(*args):
+    """nvidia-smi's output for ``args`` ('' when it fails)."""
+    return subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, check=False).stdout
+
+
+def _own_pids(client, spec):
+    """Host PIDs of this deployment's own containers (the running revision and the one kept aside)."""
+    pids = set()
+    for name in (spec["name"], f"{spec['name']}-previous"):
+        try:
+            top = client.containers.get(name).top()
+        except Exception:  # absent or stopped: it holds no GPU
+            continue
+        column = top["Titles"].index("PID")
+        pids.update(str(row[column]) for row in top.get("Processes") or [])
+    return pids
+
+
 def _gpu_checks(client, spec, errors):
     runtimes = client.info().get("Runtimes", {})
     if "nvidia" not in runtimes and not os.path.isdir("/etc/cdi") and not os.path.isdir("/var/run/cdi"):
         errors.append("the container requests GPUs but the NVIDIA container runtime (or CDI) is not configured")
     if not shutil.which("nvidia-smi"):
         return
-    busy = subprocess.run(
-        ["nvidia-smi", "--query-compute-apps=gpu_bus_id,pid,process_name", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    indices = subprocess.run(
-        ["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
+    busy = _smi("--query-compute-apps=gpu_bus_id,pid,process_name", "--format=csv,noheader").strip()
+    indices = _smi("--query-gpu=index,pci.bus_id", "--format=csv,noheader")
     bus_of = {line.split(",")[0].strip(): line.split(",")[1].strip() for line in indices.splitlines() if "," in line}
     wanted = {bus_of.get(i) for i in spec["gpus"]["device_ids"]}
-    foreign = [line for line in busy.splitlines() if line.split(",")[0].strip() in wanted]
+    ours = _own_pids(client, spec)  # an update replaces them; they are not "other processes"
+    foreign = []
+    for line in busy.splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if fields[0] in wanted and (len(fields) < 2 or fields[1] not in ours):
+            foreign.append(line)
     if foreign:
         errors.append(f"GPUs {spec['gpus']['device_ids']} run other processes: {foreign}")
 
@@ -72,12 +85,7 @@ def _driver(minimum, errors):
     """The host's NVIDIA driver must run the image's CUDA version (as rule HW005 expects)."""
     if not minimum or not shutil.which("nvidia-smi"):
         return
-    out = subprocess.run(
-        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.split()
+    out = _smi("--query-gpu=driver_version", "--format=csv,noheader").split()
     if not out:
         return
 
@@ -123,7 +131,7 @@ def main():
             standin=dict(type="bool", default=False),
             image=dict(type="str"),
             driver_min=dict(type="str"),
-            state_root=dict(type="str", default="/var/lib/servespec"),
+            state_root=dict(type="str", default=STATE_ROOT),
         ),
         supports_check_mode=True,
     )

@@ -26,17 +26,9 @@ import urllib.error
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import load_container, read_env_file
+from ansible.module_utils.servespec_common import STATE_ROOT, base_url, load_container, read_env_file
 
 API_KEY_VARIABLES = ("VLLM_API_KEY", "API_KEY", "SERVESPEC_API_KEY", "LLAMA_API_KEY")
-
-
-def _base(spec):
-    host = "127.0.0.1"
-    for port in spec["ports"]:
-        if port["host_ip"] not in ("0.0.0.0", "::", ""):
-            host = port["host_ip"]
-    return f"http://{host}:{spec['healthcheck']['port']}"
 
 
 def _api_key(spec):
@@ -61,7 +53,7 @@ def _running(name):
 
 
 def _wait_healthy(spec, timeout):
-    url = _base(spec) + spec["healthcheck"]["path"]
+    url = base_url(spec) + spec["healthcheck"]["path"]
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
@@ -81,7 +73,7 @@ def _wait_healthy(spec, timeout):
 def _smoke(spec, key):
     body = {"model": spec["deployment"], "prompt": "Hello", "max_tokens": 4, "temperature": 0}
     request = urllib.request.Request(
-        _base(spec) + "/v1/completions",
+        base_url(spec) + "/v1/completions",
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})},
     )
@@ -103,7 +95,7 @@ def main():
             number=dict(type="int", required=True),
             smoke_test=dict(type="bool", default=True),
             timeout=dict(type="int"),
-            state_root=dict(type="str", default="/var/lib/servespec"),
+            state_root=dict(type="str", default=STATE_ROOT),
         ),
         supports_check_mode=True,
     )

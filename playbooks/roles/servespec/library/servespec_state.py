@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: servespec_state
-short_description: Read and change a servespec deployment's state on a host
+short_description: Change a servespec deployment's state on a host
 description:
   - Keeps /var/lib/servespec/<deployment>/state.json and the revisions/<n>/ folders, and
     points /etc/servespec/<deployment> at the active revision.
@@ -15,7 +15,7 @@ options:
     description: What to do.
     required: true
     type: str
-    choices: [read, allocate, activate, mark, restore, destroy]
+    choices: [allocate, activate, mark, restore, destroy]
   number: {description: Revision number (activate, mark), type: int}
   digest: {description: Content hash of the rendered files (allocate), type: str}
   bundle: {description: Uploaded JSON bundle of rendered files to unpack (allocate), type: str}
@@ -31,6 +31,8 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.servespec_common import (
+    CONFIG_ROOT,
+    STATE_ROOT,
     active_link,
     deployment_dir,
     empty_state,
@@ -42,18 +44,6 @@ from ansible.module_utils.servespec_common import (
 )
 
 
-def _files(path):
-    out = {}
-    if not os.path.isdir(path):
-        return out
-    for name in sorted(os.listdir(path)):
-        full = os.path.join(path, name)
-        if os.path.isfile(full) and name != "secrets.env":
-            with open(full, encoding="utf-8", errors="replace") as handle:
-                out[name] = handle.read()
-    return out
-
-
 def _point(link, target):
     os.makedirs(os.path.dirname(link), exist_ok=True)
     temporary = link + ".servespec-new"
@@ -61,14 +51,6 @@ def _point(link, target):
         os.unlink(temporary)
     os.symlink(target, temporary)
     os.replace(temporary, link)
-
-
-def _read(p, state):
-    name, root = p["deployment"], p["state_root"]
-    files = {}
-    if state and state.get("current") is not None:
-        files = _files(revision_dir(name, state["current"], root))
-    return {"changed": False, "state": state, "files": files}
 
 
 def _unpack(bundle, folder):
@@ -145,20 +127,18 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             deployment=dict(type="str", required=True),
-            action=dict(type="str", required=True, choices=["read", *ACTIONS]),
+            action=dict(type="str", required=True, choices=list(ACTIONS)),
             number=dict(type="int"),
             digest=dict(type="str"),
             bundle=dict(type="str"),
             status=dict(type="str", choices=["good", "failed"]),
-            state_root=dict(type="str", default="/var/lib/servespec"),
-            config_root=dict(type="str", default="/etc/servespec"),
+            state_root=dict(type="str", default=STATE_ROOT),
+            config_root=dict(type="str", default=CONFIG_ROOT),
         ),
         supports_check_mode=True,
     )
     p = module.params
     state = read_state(p["deployment"], p["state_root"])
-    if p["action"] == "read":
-        module.exit_json(**_read(p, state))
     if module.check_mode:
         module.exit_json(changed=True, state=state)
     result = ACTIONS[p["action"]](p, state or empty_state(p["deployment"]))

@@ -15,13 +15,20 @@ options:
 author: servespec
 """
 
-import json
 import os
 import urllib.error
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import deployment_dir, load_container, read_state, revision_dir
+from ansible.module_utils.servespec_common import (
+    STATE_ROOT,
+    base_url,
+    deployment_dir,
+    load_container,
+    lock_holder,
+    read_state,
+    revision_dir,
+)
 
 
 def _files(path):
@@ -46,11 +53,7 @@ def _container(name):
 
 
 def _healthy(spec):
-    host = "127.0.0.1"
-    for port in spec["ports"]:
-        if port["host_ip"] not in ("0.0.0.0", "::", ""):
-            host = port["host_ip"]
-    url = f"http://{host}:{spec['healthcheck']['port']}{spec['healthcheck']['path']}"
+    url = base_url(spec) + spec["healthcheck"]["path"]
     try:
         with urllib.request.urlopen(url, timeout=3) as response:
             return response.status == 200
@@ -58,19 +61,11 @@ def _healthy(spec):
         return False
 
 
-def _lock(path):
-    try:
-        with open(os.path.join(path, "lock", "holder.json")) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             deployments=dict(type="list", elements="str", required=True),
-            state_root=dict(type="str", default="/var/lib/servespec"),
+            state_root=dict(type="str", default=STATE_ROOT),
         ),
         supports_check_mode=True,
     )
@@ -81,7 +76,7 @@ def main():
         entry = {
             "state": state,
             "files": {},
-            "lock": _lock(deployment_dir(name, root)),
+            "lock": lock_holder(os.path.join(deployment_dir(name, root), "lock")),
             "container": None,
             "healthy": False,
         }

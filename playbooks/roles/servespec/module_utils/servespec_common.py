@@ -60,6 +60,24 @@ def revision_entry(state, number):
     return None
 
 
+def base_url(spec):
+    """http://HOST:PORT of a container spec's health port, as reached from its own host."""
+    host = "127.0.0.1"
+    for port in spec["ports"]:
+        if port["host_ip"] not in ("0.0.0.0", "::", ""):
+            host = port["host_ip"]
+    return f"http://{host}:{spec['healthcheck']['port']}"
+
+
+def lock_holder(lock_dir):
+    """The holder.json of a deployment's lock folder, or None when there is none."""
+    try:
+        with open(os.path.join(lock_dir, "holder.json")) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
 def now():
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
