@@ -120,7 +120,7 @@ def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, dict[str, Any],
     spec = deployment.spec
     first = hosts[0][0]
     context = {
-        "header": header(first, content_hash(first)).replace(f", host {first.host.name}", ""),
+        "header": header(first, content_hash(first), per_host=False),
         "name": deployment.name,
         "engine_title": resolve.profile(deployment).title,
         "engine_version": spec.engine.version,

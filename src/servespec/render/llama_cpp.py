@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from servespec.knowledge.resolve import is_local_path
-from servespec.render.common import EngineContainer, Target, api_key_ref, flags
+from servespec.render.common import EngineContainer, Target, engine_secrets, flags
 
 AUTO_SLOTS = 4  # llama-server's --parallel -1 means 4 slots (common/arg.cpp)
 
@@ -19,7 +19,7 @@ AUTO_SLOTS = 4  # llama-server's --parallel -1 means 4 slots (common/arg.cpp)
 def context(target: Target) -> EngineContainer:
     """The llama.cpp container of one host."""
     spec = target.spec
-    user = target.user_options()
+    user = target.options
     slots = user.get("parallel")
     slots = slots if isinstance(slots, int) and slots > 0 else AUTO_SLOTS
     source = str(spec.model.source)
@@ -39,16 +39,11 @@ def context(target: Target) -> EngineContainer:
         options["split_mode"] = "row" if spec.resources.tensor_parallel > 1 else "layer"
         options["tensor_split"] = ",".join("1" for _ in range(gpus))
     options.update({k: v for k, v in user.items() if k != "parallel"})
-    secrets = {}
-    key = api_key_ref(target)
-    if key is not None:
-        secrets["LLAMA_API_KEY"] = key
     command = [*flags(target, options), *target.extra_args]
     return EngineContainer(
         command=command,
-        secret_env=secrets,
+        secret_env=engine_secrets(target),
         files={"args.json": ("llama.cpp/args.json.j2", {"argv": ["llama-server", *command]})},
-        container_port=spec.serving.port,
         container_model_cache="/root/.cache/llama.cpp",
         human_command=["llama-server", *command],
     )

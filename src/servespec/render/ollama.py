@@ -24,16 +24,16 @@ def context(target: Target) -> EngineContainer:
     parameters: dict[str, Any] = {}
     if target.max_model_len:
         parameters["num_ctx"] = target.max_model_len
-    for key, value in target.user_options().items():
+    for key, value in target.options.items():
         if key.startswith(PARAMETER_PREFIX):
             parameters[key.removeprefix(PARAMETER_PREFIX)] = value
         else:
             server[key] = value
-    env: dict[str, str] = {}
+    env: dict[str, Any] = {}
     for key, value in server.items():
-        option = target.release.option(key) if target.release else None
+        option = target.option(key)
         name = option.env if option is not None and option.env else "OLLAMA_" + key.upper()
-        env[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        env[name] = value  # the template's env_value filter writes booleans as true/false
     modelfile = {"source": str(spec.model.source), "parameters": parameters}
     return EngineContainer(
         command=["serve", *target.extra_args],
@@ -42,8 +42,6 @@ def context(target: Target) -> EngineContainer:
             "ollama.env": ("ollama/ollama.env.j2", {"env": env}),
             "Modelfile": ("ollama/Modelfile.j2", modelfile),
         },
-        container_port=spec.serving.port,
         container_model_cache="/root/.ollama",
-        health_path="/",
         human_command=["ollama", "create", target.served_name, "-f", f"{CONFIG_DIR}/Modelfile"],
     )

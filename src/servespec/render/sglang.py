@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import CONFIG_DIR, EngineContainer, Target, api_key_ref, hub_token_env, split_config
+from servespec.render.common import (
+    CONFIG_DIR,
+    EngineContainer,
+    Target,
+    api_key_ref,
+    hub_token_env,
+    quantization_method,
+    split_config,
+)
 
 DIST_PORT = 20000
 LAUNCH = ["python3", "-m", "sglang.launch_server"]
@@ -33,10 +41,8 @@ def context(target: Target) -> EngineContainer:
         options["revision"] = model.revision
     if model.dtype != "auto":
         options["dtype"] = model.dtype
-    if model.quantization:
-        options["quantization"] = {"gptq": "gptq_marlin", "int8": "w8a8_int8", "nvfp4": "modelopt_fp4"}.get(
-            model.quantization, model.quantization
-        )
+    if quantization_method(target):
+        options["quantization"] = quantization_method(target)
     if target.max_model_len:
         options["context_length"] = target.max_model_len
     if target.multi_node:
@@ -45,7 +51,7 @@ def context(target: Target) -> EngineContainer:
             node_rank=target.rank,
             dist_init_addr=f"{target.leader.address}:{DIST_PORT}",
         )
-    options.update(target.user_options())
+    options.update(target.options)
     config, extra = split_config(target, options)
     args = ["--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
     secrets = hub_token_env(target)
@@ -60,6 +66,5 @@ def context(target: Target) -> EngineContainer:
         entrypoint=entrypoint,
         secret_env=secrets,
         files={"config.yaml": ("sglang/config.yaml.j2", {"config": config})},
-        container_port=spec.serving.port,
         human_command=command + (["--api-key", "$SERVESPEC_API_KEY"] if key else []),
     )

@@ -41,8 +41,8 @@ def context(target: Target) -> EngineContainer:
         api["dtype"] = model.dtype
     if model.revision:
         api["revision"] = model.revision
-    for key, value in target.user_options().items():
-        option = target.release.option(key) if target.release else None
+    for key, value in target.options.items():
+        option = target.option(key)
         if option is not None and option.flag:
             cli[key] = value
         else:
@@ -57,6 +57,5 @@ def context(target: Target) -> EngineContainer:
         command=command,
         secret_env=hub_token_env(target),
         files=files,
-        container_port=spec.serving.port,
         human_command=command,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import EngineContainer, Target, api_key_ref, flags, hub_token_env
+from servespec.render.common import EngineContainer, Target, engine_secrets, flags, quantization_method
 
 
 def context(target: Target) -> EngineContainer:
@@ -26,30 +26,25 @@ def context(target: Target) -> EngineContainer:
         options["revision"] = model.revision
     if model.dtype in ("float16", "bfloat16"):
         options["dtype"] = model.dtype
-    if model.quantization:
-        options["quantize"] = {"int8": "eetq"}.get(model.quantization, model.quantization)
+    if quantization_method(target):
+        options["quantize"] = quantization_method(target)
     if target.max_model_len:
         options["max_total_tokens"] = target.max_model_len
-    options.update(target.user_options())
+    options.update(target.options)
     env: dict[str, str] = {}
     argv_options: dict[str, Any] = {}
     for key, value in options.items():
-        option = target.release.option(key) if target.release else None
+        option = target.option(key)
         if option is not None and option.env:
             env[option.env] = _env_text(value)
         else:
             argv_options[key] = value
-    secrets = hub_token_env(target)
-    key_ref = api_key_ref(target)
-    if key_ref is not None:
-        secrets["API_KEY"] = key_ref
     command = [*flags(target, argv_options), *target.extra_args]
     return EngineContainer(
         command=command,
-        secret_env=secrets,
+        secret_env=engine_secrets(target),
         files={"tgi.env": ("tgi/tgi.env.j2", {"env": env})},
         env_files=["tgi.env"],
-        container_port=spec.serving.port,
         container_model_cache="/data",
         human_command=["text-generation-launcher", *command],
     )

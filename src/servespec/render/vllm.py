@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import CONFIG_DIR, EngineContainer, Target, api_key_ref, hub_token_env, split_config
+from servespec.render.common import (
+    CONFIG_DIR,
+    EngineContainer,
+    Target,
+    engine_secrets,
+    quantization_method,
+    split_config,
+)
 from servespec.render.environment import shell_join
 
 RAY_PORT = 6379
@@ -30,7 +37,7 @@ def _portable(target: Target) -> dict[str, Any]:
     if model.dtype != "auto":
         options["dtype"] = model.dtype
     if model.quantization and model.quantization != "int8":
-        options["quantization"] = {"nvfp4": "modelopt_fp4"}.get(model.quantization, model.quantization)
+        options["quantization"] = quantization_method(target)
     if target.max_model_len:
         options["max_model_len"] = target.max_model_len
     options["tensor_parallel_size"] = spec.resources.tensor_parallel
@@ -44,7 +51,7 @@ def _native_multinode(target: Target) -> bool:
 
 def context(target: Target) -> EngineContainer:
     """The vLLM container of one host."""
-    options = {**_portable(target), **target.user_options()}
+    options = {**_portable(target), **target.options}
     multi_native = target.multi_node and _native_multinode(target)
     if multi_native:
         options.update(
@@ -59,16 +66,11 @@ def context(target: Target) -> EngineContainer:
         options["distributed_executor_backend"] = "ray"
     config, extra = split_config(target, options)
     serve = [str(target.spec.model.source), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
-    secrets = hub_token_env(target)
-    key = api_key_ref(target)
-    if key is not None:
-        secrets["VLLM_API_KEY"] = key
     engine = EngineContainer(
         command=serve,
         entrypoint=None,
-        secret_env=secrets,
+        secret_env=engine_secrets(target),
         files={"config.yaml": ("vllm/config.yaml.j2", {"config": config})},
-        container_port=target.spec.serving.port,
         human_command=["vllm", "serve", *serve],
     )
     if target.multi_node and not multi_native:
