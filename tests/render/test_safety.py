@@ -106,3 +106,29 @@ def test_template_syntax_in_values_is_not_evaluated(tmp_path: Path) -> None:
     config = rendered.files["evil/l4-a/config.yaml"]
     assert _yaml.load(config)["revision"] == "{{ evil }}"
     assert _yaml.load(config)["chat-template"] == "{{ x }} $(id) `y`"
+
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi"])
+def test_quantization_renders_the_profile_method(engine: str, tmp_path: Path) -> None:
+    """Each quantization an engine takes by name renders as the method its profile (and its docs page) states."""
+    from servespec.knowledge.engines import profile
+
+    methods = {q: m for q, m in profile(engine).quantization.items() if isinstance(m, str)}
+    assert methods
+    for quantization, method in methods.items():
+        path = tmp_path / f"{quantization}.yaml"
+        path.write_text(
+            f"""apiVersion: servespec/v1
+kind: Deployment
+metadata: {{name: q}}
+model: {{source: org/model, quantization: {quantization}, max_model_len: 4096,
+        architecture: {{params_b: 0.5, layers: 2, hidden_size: 64, attention_heads: 4, kv_heads: 2,
+                       max_position_embeddings: 8192}}}}
+engine: {{name: {engine}, version: {ENGINES[engine]}}}
+placement: {{hosts: [l4-a]}}
+"""
+        )
+        rendered = render_fleet(load_fleet([path], GOLDEN / "inventory.yaml")).files
+        text = "\n".join(rendered[name] for name in rendered if name.startswith("q/l4-a/"))
+        assert method in text.split() or f"{method}\n" in text or f"={method}\n" in text, (engine, quantization)

@@ -36,7 +36,7 @@ def _portable(target: Target) -> dict[str, Any]:
         options["revision"] = model.revision
     if model.dtype != "auto":
         options["dtype"] = model.dtype
-    if model.quantization and model.quantization != "int8":
+    if quantization_method(target):
         options["quantization"] = quantization_method(target)
     if target.max_model_len:
         options["max_model_len"] = target.max_model_len
