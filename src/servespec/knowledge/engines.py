@@ -100,7 +100,7 @@ class EngineRelease:
         key = normalize_option(name)
         if key in self.options:
             return self.options[key]
-        return self._by_flag().get(name if name.startswith("-") else f"--{name}")
+        return self._flags.get(name if name.startswith("-") else f"--{name}")
 
     @functools.cached_property
     def _flags(self) -> dict[str, EngineOption]:
@@ -110,9 +110,6 @@ class EngineRelease:
                 if spelling:
                     table[spelling] = option
         return table
-
-    def _by_flag(self) -> dict[str, EngineOption]:
-        return self._flags
 
     def removed(self, name: str) -> dict[str, Any] | None:
         """What the catalog records about an option removed before this release."""

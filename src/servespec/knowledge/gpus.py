@@ -42,11 +42,6 @@ class GpuModel:
         """Total memory in GiB, as nvidia-smi reports it."""
         return self.memory_mib / 1024
 
-    @property
-    def capability_text(self) -> str:
-        """Compute capability as NVIDIA writes it (``8.9``)."""
-        return f"{self.compute_capability[0]}.{self.compute_capability[1]}"
-
 
 def _normalize(name: str) -> str:
     text = name.strip().lower()

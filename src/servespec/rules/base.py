@@ -20,11 +20,6 @@ def placements(fleet: Fleet) -> Iterator[tuple[DeploymentDoc, HostView]]:
             yield deployment, host
 
 
-def host_location(host: HostView, *keys: str) -> tuple[Document | None, KeyPath]:
-    """Where a host's hardware field is declared: the inventory or its facts file."""
-    return host.hardware_path(*keys)
-
-
 class Rule:
     """Base class. Subclasses set the attributes and override :meth:`check`.
 

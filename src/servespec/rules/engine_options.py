@@ -161,7 +161,7 @@ def _value_problem(option: EngineOption, value: Any) -> str:
     return ""
 
 
-def _cuda_block_size_problem(deployment: DeploymentDoc, release: EngineRelease) -> str:
+def _cuda_block_size_problem(deployment: DeploymentDoc) -> str:
     """vLLM's CUDA attention backends need block sizes that are multiples of 16."""
     value = deployment.spec.engine.options.get("block_size")
     if deployment.spec.engine.name != "vllm" or not isinstance(value, int) or isinstance(value, bool):
@@ -212,7 +212,7 @@ class InvalidEngineOptionValue(Rule):
                         ("engine", "options", name),
                         hint=option.help[:120] if option.help else "",
                     )
-            cuda = _cuda_block_size_problem(deployment, release)
+            cuda = _cuda_block_size_problem(deployment)
             if cuda:
                 yield self.report(deployment.document, cuda, ("engine", "options", "block_size"), hint="use 16 or 32")
 

@@ -13,8 +13,7 @@ from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 _VLLM_BF16 = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/cuda.py"
 
 
-def _cc(deployment: DeploymentDoc, host: HostView) -> tuple[int, int] | None:
-    del deployment
+def _cc(host: HostView) -> tuple[int, int] | None:
     gpu = resolve.host_gpus(host)
     if not gpu.count or gpu.model is None:
         return None
@@ -58,7 +57,7 @@ class DtypeNotSupported(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
-            cc = _cc(deployment, host)
+            cc = _cc(host)
             if cc is None or deployment.spec.model.dtype != "bfloat16" or cc >= (8, 0):
                 continue
             gpu = resolve.host_gpus(host).model
@@ -98,7 +97,7 @@ class QuantizationNeedsNewerGpu(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
-            cc = _cc(deployment, host)
+            cc = _cc(host)
             method = deployment.spec.model.quantization
             release = resolve.release(deployment)
             if cc is None or method is None or release is None:
@@ -218,7 +217,7 @@ class EngineNeedsNewerGpu(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
-            cc = _cc(deployment, host)
+            cc = _cc(host)
             prof = resolve.profile(deployment)
             if cc is None or prof.min_capability is None or cc >= prof.min_capability:
                 continue

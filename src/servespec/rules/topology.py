@@ -7,16 +7,12 @@ from collections.abc import Iterator
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.rules.base import Rule, placements
-from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
+from servespec.spec.fleet import Fleet, HostView
 
 _NCCL_ACS = (
     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs"
 )
 _NCCL_TOPO = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-p2p-level"
-
-
-def _group(deployment: DeploymentDoc) -> list[int]:
-    return resolve.gpu_ids(deployment)
 
 
 def _over_pcie(host: HostView, group: list[int]) -> bool:
@@ -54,7 +50,7 @@ class ReplicaAcrossNuma(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             nodes_of = host.hardware.gpu_numa_nodes if host.hardware else None
-            group = _group(deployment)
+            group = resolve.gpu_ids(deployment)
             if not nodes_of or any(i >= len(nodes_of) for i in group):
                 continue
             nodes = sorted({nodes_of[i] for i in group})
@@ -102,7 +98,7 @@ class AcsBlocksPeerToPeer(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             hardware = host.hardware
-            group = _group(deployment)
+            group = resolve.gpu_ids(deployment)
             if hardware is None or len(group) < 2 or not _over_pcie(host, group):
                 continue
             causes = []
@@ -148,7 +144,7 @@ class TensorParallelOverPcie(Rule):
                 continue
             if host.hardware.interconnect is None and not host.links:
                 continue
-            if _over_pcie(host, _group(deployment)):
+            if _over_pcie(host, resolve.gpu_ids(deployment)):
                 yield self.report(
                     deployment.document,
                     f"tensor_parallel {tp} on {host.name} all-reduces over PCIe between some of its GPUs (no NVLink)",
