@@ -14,9 +14,12 @@ rules predict what the engine itself will log at start-up:
 - llama.cpp and Ollama: weights by GGUF type + KV cache by cache type + compute buffers,
   which must fit; nothing is pre-allocated by fraction.
 
-Two constants are fitted, not sourced, and say so: the CUDA-visible share of the memory
-nvidia-smi reports and vLLM's non-torch overhead. ``tests/test_estimator_logs.py``
-measures the estimator against real start-up logs.
+Some numbers are not from any engine's source and are marked where they stand: fitted on
+the recorded logs (the CUDA-visible share, vLLM's non-torch overhead) or assumed (the CUDA
+context, the activation-width model, the CUDA-graph allowance, the GGUF compute buffer,
+fallback vocabulary and bits-per-weight values, and defaults used when a release's catalog
+has none). ``tests/test_estimator_logs.py`` measures the whole estimate against real
+start-up logs; it does not isolate any single assumed number.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ CUDA_VISIBLE_SHARE = 0.993
 """Fitted: torch's total memory is below nvidia-smi's memory.total (A100 80GB logs: 79.3 of
 80.0 GiB; H200: 139.8 of 140.4 GiB)."""
 CONTEXT_GIB = 0.5
-"""CUDA context and library handles outside any engine budget (engines that measure free memory see it)."""
+"""Assumed: CUDA context and library handles outside any engine budget (engines that measure
+free memory see it). Not measured per GPU or driver."""
 VLLM_NON_TORCH_GIB = (0.05, 0.25)
 """Fitted on the recorded vLLM logs: non-torch growth during profiling for one GPU, and the
 extra for NCCL when tensor or pipeline parallel is used."""
@@ -132,6 +136,8 @@ def gguf_bits(release: EngineRelease | None, gguf_type: str | None) -> float | N
             return float(bpw.group(1))
     if name in types:
         return float(types[name]["bits_per_weight"])
+    # Assumed, used only when the release's catalog lacks the type: approximate llama.cpp
+    # bits per weight (Q8_0 and Q4_0 follow from their block layouts, 34 and 18 bytes per 32).
     fallback = {"Q4_K_M": 4.9, "Q8_0": 8.5, "F16": 16.0, "BF16": 16.0, "Q4_0": 4.5, "Q6_K": 6.56, "Q5_K_M": 5.7}
     return fallback.get(name)
 
@@ -245,6 +251,8 @@ def _weights_per_gpu(inp: EstimateInput) -> float:
 def _activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:
     """Peak activations of a profiling forward pass over ``tokens`` tokens, plus sampler logits."""
     model = inp.model
+    # Assumed model, not from an engine: the MLP's gate/up/down buffers plus four hidden-size
+    # buffers per token, in 16 bits; the sampler's float32 logits twice (32000: assumed vocab).
     intermediate = model.moe_intermediate_size if model.is_moe else model.intermediate_size
     width = 3 * (intermediate or 4 * model.hidden_size) / inp.tensor_parallel + 4 * model.hidden_size
     forward = tokens * width * 2
@@ -273,7 +281,9 @@ def estimate_vllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
     overhead = _activation_gib(inp, batched, seqs) + non_torch
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
     if inp.release and version_key(inp.release.version) >= (0, 21) and inp.options.get("enforce_eager") is not True:
-        overhead += 0.5  # releases since 0.21 subtract their CUDA-graph estimate from the budget
+        # Releases since 0.21 subtract their CUDA-graph estimate from the budget (catalog fact);
+        # its size, 0.5 GiB, is assumed, not computed as vLLM does.
+        overhead += 0.5
         notes.append("CUDA-graph memory estimated in the budget")
     kv = utilization * total - weights - overhead
     block = max(1, int(_number(inp.options, "block_size", 16)))
@@ -317,7 +327,7 @@ def estimate_tgi(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
     """TGI's warm-up sizing: free memory × cuda_memory_fraction × TGI_WIGGLE_ROOM (0.90)."""
     total = cuda_total_gib(gpu)
     fraction = _number(inp.options, "cuda_memory_fraction", 1.0)
-    prefill = int(_number(inp.options, "max_batch_prefill_tokens", 4096))
+    prefill = int(_number(inp.options, "max_batch_prefill_tokens", 4096))  # assumed when unset (catalog: no default)
     weights = _weights_per_gpu(inp)
     activation = _activation_gib(inp, prefill, 1)
     free = total - CONTEXT_GIB - weights - activation
@@ -354,7 +364,8 @@ def estimate_gguf(inp: EstimateInput, gpu: GpuModel | None) -> GpuEstimate:
     element = kv_element_bytes(inp, "cache_type_k" if inp.engine == "llama.cpp" else "kv_cache_type")
     per_token_all = kv_bytes_per_token(inp.model, element, 1, 1) / gpus
     kv = per_token_all * context_tokens / GIB
-    compute = 0.25 + (inp.model.vocab_size or 32000) * 512 * 4 / GIB  # logits of one micro-batch of 512
+    # Assumed: 0.25 GiB of compute buffers plus float32 logits of one micro-batch of 512 tokens.
+    compute = 0.25 + (inp.model.vocab_size or 32000) * 512 * 4 / GIB
     overhead = compute + (CONTEXT_GIB if gpu else 0.0)
     notes = [f"{slots} slot(s) × {inp.max_model_len} tokens"]
     free_for_kv = total - weights - overhead

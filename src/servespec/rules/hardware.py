@@ -213,6 +213,7 @@ class EngineNeedsNewerGpu(Rule):
     sources = (
         "https://docs.vllm.ai/en/v0.11.0/getting_started/installation/gpu.html",
         "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/Dockerfile",
+        "https://github.com/NVIDIA/TensorRT-LLM/blob/v1.2.1/docs/source/reference/support-matrix.md",
     )
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:

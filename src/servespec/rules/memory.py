@@ -66,6 +66,7 @@ class WeightsDoNotFit(Rule):
             spec = deployment.spec
             gpus = spec.gpus_per_replica
             full = plan.weights_gib * gpus
+            # Suggest a split that leaves 10% of the budget free (a margin servespec assumes).
             need = next((tp for tp in (2, 4, 8, 16, 32, 64) if full / tp <= budget * 0.9), None)
             advice = f"use tensor_parallel ≥ {need}" if need else "use more GPUs per replica"
             quant = "" if spec.model.quantization else " or a 4-bit quantization"

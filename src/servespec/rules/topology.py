@@ -128,6 +128,9 @@ class TensorParallelOverPcie(Rule):
     Fix: keep ``tensor_parallel ≤ 2`` on PCIe hosts and add replicas, use pipeline
     parallel, or use NVLink hosts.
 
+    The cut-off of 2 GPUs is servespec's own judgement (one PCIe link per pair, no ring of
+    several hops); the source documents how NCCL chooses NVLink or PCIe paths, not this limit.
+
     Source: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-p2p-level
     """
 
