@@ -54,7 +54,11 @@ def test_committed_schemas_match_models() -> None:
 def test_schema_command_writes_every_kind(tmp_path: Path) -> None:
     result = run_cli("schema", "-o", str(tmp_path))
     assert result.exit_code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(SCHEMA_FILES)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "deployment.schema.json",
+        "facts.schema.json",
+        "inventory.schema.json",
+    ]
 
 
 def test_text_format_and_exit_code(in_tmp: Path) -> None:
@@ -120,7 +124,6 @@ def test_unknown_format_is_usage_error(in_tmp: Path) -> None:
 def test_explain_names_a_source(rule: type) -> None:
     result = run_cli("explain", rule.id.lower())  # type: ignore[attr-defined]
     assert result.exit_code == 0
-    assert "Source" in result.stdout
     assert rule.sources[0] in result.stdout  # type: ignore[attr-defined]
 
 

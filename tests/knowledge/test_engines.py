@@ -8,20 +8,6 @@ from servespec.knowledge import engines
 from servespec.spec.models import ENGINES
 
 ALL_RELEASES = [(e, r) for e in ENGINES for r in engines.releases(e)]
-FIELDS = {
-    "flag",
-    "aliases",
-    "env",
-    "config_key",
-    "type",
-    "choices",
-    "min",
-    "max",
-    "default",
-    "bool_form",
-    "nargs",
-    "help",
-}
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -108,7 +108,6 @@ def test_template_syntax_in_values_is_not_evaluated(tmp_path: Path) -> None:
     assert _yaml.load(config)["chat-template"] == "{{ x }} $(id) `y`"
 
 
-
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi"])
 def test_quantization_renders_the_profile_method(engine: str, tmp_path: Path) -> None:
     """Each quantization an engine takes by name renders as the method its profile (and its docs page) states."""

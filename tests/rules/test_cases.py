@@ -61,6 +61,7 @@ def test_case(rule: str, case: dict[str, Any], tmp_path: Path) -> None:
 def test_rule_is_documented_and_has_cases(rule: Any) -> None:
     assert rule.__doc__ and "Source" in rule.__doc__, f"{rule.id} docstring must name its source"
     assert rule.sources, f"{rule.id} has no sources"
+    assert all(s.startswith(("https://", "docs/")) for s in rule.sources), rule.sources
     assert rule.summary and rule.name
     cases = [case for r, case in ALL_CASES if r == rule.id]
     assert any(not c["expect"] for c in cases), f"{rule.id} needs a passing case"
