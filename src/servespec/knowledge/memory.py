@@ -203,16 +203,26 @@ def _finish(
     notes: list[str],
     claimed: float,
 ) -> GpuEstimate:
-    element_option = {"tgi": "kv_cache_dtype", "llama.cpp": "cache_type_k", "ollama": "kv_cache_type"}
     per_token = kv_bytes_per_token(
-        inp.model,
-        kv_element_bytes(inp, element_option.get(inp.engine, "kv_cache_dtype")),
-        inp.tensor_parallel,
-        inp.pipeline_parallel,
+        inp.model, kv_element_bytes(inp, "kv_cache_dtype"), inp.tensor_parallel, inp.pipeline_parallel
     )
     usable = max(kv_gib, 0.0)
     blocks = int(usable * GIB // (per_token * block)) if per_token else 0
-    tokens = blocks * block
+    return _plan(inp, total, weights, overhead, kv_gib, blocks * block, per_token, claimed, notes)
+
+
+def _plan(
+    inp: EstimateInput,
+    total: float,
+    weights: float,
+    overhead: float,
+    kv_gib: float,
+    tokens: int,
+    per_token: float,
+    claimed: float,
+    notes: list[str],
+) -> GpuEstimate:
+    """The rounded estimate every engine's arithmetic ends in."""
     return GpuEstimate(
         total_gib=round(total, 2),
         weights_gib=round(weights, 2),
@@ -235,7 +245,8 @@ def _number(options: dict[str, Any], key: str, default: float) -> float:
     return default
 
 
-def _fact_value(release: EngineRelease | None, key: str, default: Any) -> Any:
+def fact_value(release: EngineRelease | None, key: str, default: Any) -> Any:
+    """The ``value`` of a release catalog fact, or ``default`` without one."""
     if release is None:
         return default
     fact = release.facts.get(key)
@@ -268,7 +279,7 @@ def _big_gpu(inp: EstimateInput, total: float) -> bool:
 def estimate_vllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory)."""
     total = cuda_total_gib(gpu)
-    default_utilization = float(_fact_value(inp.release, "gpu_memory_utilization_default", 0.9))
+    default_utilization = float(fact_value(inp.release, "gpu_memory_utilization_default", 0.9))
     utilization = _number(inp.options, "gpu_memory_utilization", default_utilization)
     big = _big_gpu(inp, total)
     seqs = int(_number(inp.options, "max_num_seqs", 1024 if big else 256))
@@ -341,7 +352,7 @@ def estimate_tgi(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
 def estimate_trtllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
     """TensorRT-LLM (PyTorch backend): free memory after weights and activations × free_gpu_memory_fraction."""
     total = cuda_total_gib(gpu)
-    default = float(_fact_value(inp.release, "kv_cache_free_gpu_memory_fraction_default", 0.9))
+    default = float(fact_value(inp.release, "kv_cache_free_gpu_memory_fraction_default", 0.9))
     flag_value = _number(inp.options, "free_gpu_memory_fraction", default)
     fraction = _number(inp.options, "kv_cache_config.free_gpu_memory_fraction", flag_value)
     tokens = int(_number(inp.options, "max_num_tokens", 8192))
@@ -370,18 +381,8 @@ def estimate_gguf(inp: EstimateInput, gpu: GpuModel | None) -> GpuEstimate:
     notes = [f"{slots} slot(s) × {inp.max_model_len} tokens"]
     free_for_kv = total - weights - overhead
     tokens = context_tokens if free_for_kv >= kv else int(max(free_for_kv, 0) * GIB // max(per_token_all, 1))
-    return GpuEstimate(
-        total_gib=round(total, 2),
-        weights_gib=round(weights, 2),
-        overhead_gib=round(overhead, 2),
-        kv_cache_gib=round(kv, 2),
-        kv_tokens=tokens,
-        max_sequences=round(tokens / inp.max_model_len, 2) if inp.max_model_len else 0.0,
-        kv_bytes_per_token=per_token_all,
-        one_sequence_gib=round(per_token_all * inp.max_model_len / GIB, 3),
-        claimed_fraction=round((weights + overhead + kv) / total, 3) if total else 1.0,
-        notes=tuple(notes),
-    )
+    claimed = (weights + overhead + kv) / total if total else 1.0
+    return _plan(inp, total, weights, overhead, kv, tokens, per_token_all, claimed, notes)
 
 
 def _slots(inp: EstimateInput) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.knowledge.memory import GpuEstimate
+from servespec.knowledge.memory import GpuEstimate, fact_value
 from servespec.rules.base import Rule, placements
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 
@@ -178,8 +178,7 @@ def _claimed_share(deployment: DeploymentDoc, host: HostView) -> float | None:
         return plan.claimed_fraction
     release = resolve.release(deployment)
     if engine == "vllm":
-        fact = release.facts.get("gpu_memory_utilization_default", {}) if release else {}
-        return float(fact.get("value", 0.9)) if isinstance(fact, dict) else 0.9
+        return float(fact_value(release, "gpu_memory_utilization_default", 0.9))
     if engine == "tgi":
         return 1.0  # CUDA_MEMORY_FRACTION defaults to 1.0 (launcher/src/main.rs)
     return None

@@ -32,13 +32,12 @@ def _gpus() -> tuple[str, int, str | None] | None:
 
 
 def _memory_gib() -> float | None:
+    from servespec.discover.parsers import parse_meminfo
+
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 1024 / 1024, 1)
+        return parse_meminfo(Path("/proc/meminfo").read_text())
     except OSError:
-        pass
-    return None
+        return None
 
 
 @functools.cache
