@@ -19,6 +19,8 @@ from typing import Any
 
 from servespec.knowledge.datafile import load_yaml_data
 
+GGUF_ENGINES = ("llama.cpp", "ollama")
+"""Engines that load GGUF files and allocate the whole context up front (no memory fraction)."""
 CUDA_COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 MIN_DRIVER_FOR_CUDA_MAJOR = {11: (450, 80, 2), 12: (525, 60, 13), 13: (580, 0, 0)}
 """NVIDIA's minimum Linux driver for each CUDA major release (minor version compatibility)."""

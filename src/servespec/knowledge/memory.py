@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from servespec.knowledge.engines import EngineRelease, version_key
+from servespec.knowledge.engines import GGUF_ENGINES, EngineRelease, version_key
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.models import ModelFacts
 
@@ -396,7 +396,7 @@ def _slots(inp: EstimateInput) -> int:
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
     """The memory plan of one GPU of the replica, or None when the GPU is unknown."""
-    if inp.engine in ("llama.cpp", "ollama"):
+    if inp.engine in GGUF_ENGINES:
         return estimate_gguf(inp, inp.gpu)
     if inp.gpu is None:
         return None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from servespec.knowledge import engines, gpus, models
-from servespec.knowledge.engines import EngineRelease, Profile, Selection
+from servespec.knowledge.engines import GGUF_ENGINES, EngineRelease, Profile, Selection
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import EstimateInput, GpuEstimate, estimate
 from servespec.knowledge.models import ModelFacts
@@ -207,7 +207,7 @@ def estimate_on(deployment: DeploymentDoc, host: HostView) -> GpuEstimate | None
     if answer.facts is None or length is None:
         return None
     spec = deployment.spec
-    gguf_engine = spec.engine.name in ("llama.cpp", "ollama")
+    gguf_engine = spec.engine.name in GGUF_ENGINES
     if not hardware.known and not (gguf_engine and hardware.count == 0):
         return None
     memory = host.hardware.memory_gib if host.hardware else None

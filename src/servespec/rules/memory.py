@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
+from servespec.knowledge.engines import GGUF_ENGINES
 from servespec.knowledge.memory import GpuEstimate, fact_value
 from servespec.rules.base import Rule, placements
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
@@ -105,7 +106,7 @@ class NoRoomForKvCache(Rule):
         for deployment, host, plan in _estimates(fleet):
             if plan.weights_gib > plan.total_gib - plan.overhead_gib:
                 continue  # MEM001 already says the weights do not fit
-            gguf = deployment.spec.engine.name in ("llama.cpp", "ollama")
+            gguf = deployment.spec.engine.name in GGUF_ENGINES
             free = plan.total_gib - plan.weights_gib - plan.overhead_gib if gguf else plan.kv_cache_gib
             need = plan.kv_cache_gib if gguf else plan.one_sequence_gib
             if free >= need:
@@ -154,7 +155,7 @@ class FewerSequencesThanBatch(Rule):
             value = resolve.effective_options(deployment).get(option)
             if not isinstance(value, int) or isinstance(value, bool) or plan.kv_tokens <= 0:
                 continue
-            if deployment.spec.engine.name in ("llama.cpp", "ollama") or plan.max_sequences >= value:
+            if deployment.spec.engine.name in GGUF_ENGINES or plan.max_sequences >= value:
                 continue
             yield self.report(
                 deployment.document,

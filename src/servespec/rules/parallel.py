@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
+from servespec.knowledge.engines import GGUF_ENGINES
 from servespec.rules.base import Rule, placements
 from servespec.spec.fleet import Fleet
 
@@ -80,7 +81,7 @@ class NotEnoughGpus(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             count = resolve.host_gpus(host).count
-            if count is None or (deployment.spec.engine.name in ("llama.cpp", "ollama") and count == 0):
+            if count is None or (deployment.spec.engine.name in GGUF_ENGINES and count == 0):
                 continue
             need = resolve.gpus_per_host(deployment)
             ids = resolve.gpu_ids(deployment)
