@@ -15,14 +15,16 @@ _NCCL_ACS = (
 _NCCL_TOPO = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-p2p-level"
 
 
-def _over_pcie(host: HostView, group: list[int]) -> bool:
-    """Whether GPUs of the group exchange data over PCIe (no NVLink between some pair)."""
+def _over_pcie(host: HostView, group: list[int]) -> bool | None:
+    """Whether GPUs of the group exchange data over PCIe (no NVLink between some pair); None: unknown."""
     hardware = host.hardware
     if host.links:
         nvlinked = {(a, b) for a, b, kind in host.links if kind.upper().startswith("NV")}
         pairs = [(a, b) for i, a in enumerate(group) for b in group[i + 1 :]]
         return any((a, b) not in nvlinked and (b, a) not in nvlinked for a, b in pairs)
-    return hardware is None or hardware.interconnect in (None, "pcie")
+    if hardware is None or hardware.interconnect is None:
+        return None
+    return hardware.interconnect == "pcie"
 
 
 class ReplicaAcrossNuma(Rule):
@@ -62,7 +64,7 @@ class ReplicaAcrossNuma(Rule):
                     ("resources", "numa"),
                     hint="set numa: auto, or the GPUs' node",
                 )
-            if len(nodes) > 1 and _over_pcie(host, group):
+            if len(nodes) > 1 and _over_pcie(host, group) is not False:  # unknown: assume PCIe
                 same = [[i for i, n in enumerate(nodes_of) if n == node] for node in nodes]
                 yield self.report(
                     deployment.document,
@@ -99,7 +101,7 @@ class AcsBlocksPeerToPeer(Rule):
         for deployment, host in placements(fleet):
             hardware = host.hardware
             group = resolve.gpu_ids(deployment)
-            if hardware is None or len(group) < 2 or not _over_pcie(host, group):
+            if hardware is None or len(group) < 2 or _over_pcie(host, group) is False:  # unknown: assume PCIe
                 continue
             causes = []
             if hardware.pcie_acs == "enabled":
@@ -145,9 +147,7 @@ class TensorParallelOverPcie(Rule):
             tp = deployment.spec.resources.tensor_parallel
             if tp <= 2 or host.hardware is None or not resolve.host_gpus(host).count:
                 continue
-            if host.hardware.interconnect is None and not host.links:
-                continue
-            if _over_pcie(host, resolve.gpu_ids(deployment)):
+            if _over_pcie(host, resolve.gpu_ids(deployment)):  # only when known to be PCIe
                 yield self.report(
                     deployment.document,
                     f"tensor_parallel {tp} on {host.name} all-reduces over PCIe between some of its GPUs (no NVLink)",
