@@ -88,12 +88,10 @@ class ExposedWithoutAuth(Rule):
         for deployment in fleet.deployments:
             serving = deployment.spec.serving
             prof = resolve.profile(deployment)
-            if _loopback(serving.bind):
-                if prof.auth is None and serving.api_key is not None:
-                    yield self._unenforceable(deployment, prof.title)
-                continue
             if prof.auth is None and serving.api_key is not None:
                 yield self._unenforceable(deployment, prof.title)
+            if _loopback(serving.bind):
+                continue
             if prof.auth is None:
                 yield self.report(
                     deployment.document,
