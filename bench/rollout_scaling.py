@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO / "tests" / "hosts"))
 sys.path.insert(0, str(REPO))
 
 import images  # noqa: E402
+from tests.rollout.helpers import DEMO_ARCH, container_address, ssh_ready, write_inventory  # noqa: E402
 
 CAPS = ["SYS_ADMIN", "NET_ADMIN", "MKNOD", "SYS_PTRACE", "AUDIT_WRITE", "NET_RAW"]
 
@@ -51,13 +52,7 @@ def start_hosts(count: int, pubkey: str) -> list[tuple[str, str]]:
         argv += ["--security-opt", "apparmor=unconfined", "--security-opt", "seccomp=unconfined"]
         argv += ["--tmpfs", "/run", "--tmpfs", "/tmp", "-v", "/var/lib/docker", "servespec-testhost:latest"]
         subprocess.run(argv, check=True, capture_output=True)
-        address = subprocess.run(
-            ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        hosts.append((name, address))
+        hosts.append((name, container_address(name)))
     return hosts
 
 
@@ -78,22 +73,6 @@ def prepare(hosts: list[tuple[str, str]], archive: Path, model: Path) -> None:
         subprocess.run(["docker", "cp", str(model), f"{name}:/srv/models/demo.gguf"], check=True)
 
 
-def write_inventory(path: Path, hosts: list[tuple[str, str]], key: Path) -> None:
-    lines = [
-        "apiVersion: servespec/v1",
-        "kind: Inventory",
-        f"defaults: {{ssh_user: root, ssh_key: {key}, become: false}}",
-        "hosts:",
-    ]
-    for index, (_, address) in enumerate(hosts, start=1):
-        lines += [
-            f"  host{index}:",
-            f"    address: {address}",
-            "    hardware: {gpus: {count: 0}, cpus: 2, memory_gib: 8}",
-        ]
-    path.write_text("\n".join(lines) + "\n")
-
-
 def write_spec(path: Path, name: str, hosts: list[str], image: str) -> None:
     path.write_text(
         f"""apiVersion: servespec/v1
@@ -105,8 +84,7 @@ model:
   quantization: gguf
   gguf_type: F32
   max_model_len: 256
-  architecture: {{params_b: 0.0001, layers: 2, hidden_size: 64, attention_heads: 4, kv_heads: 2, head_dim: 16,
-                 vocab_size: 300, max_position_embeddings: 2048}}
+  architecture: {DEMO_ARCH}
 engine: {{name: llama.cpp, version: b11434, image: {image}, options: {{parallel: 1, threads: 1}}}}
 placement: {{hosts: [{", ".join(hosts)}]}}
 serving: {{port: 8080, bind: 127.0.0.1}}
@@ -164,8 +142,10 @@ def main() -> None:
         hosts = start_hosts(args.hosts, key.with_suffix(".pub").read_text().strip())
         try:
             prepare(hosts, archive, model)
-            time.sleep(2)  # sshd accepts connections about a second after start
-            write_inventory(work / "inventory.yaml", hosts, key)
+            for _, address in hosts:
+                while not ssh_ready(address):
+                    time.sleep(0.5)
+            write_inventory(work / "inventory.yaml", [(f"host{i}", a) for i, (_, a) in enumerate(hosts, 1)], key)
             names = [f"host{i}" for i in range(1, args.hosts + 1)]
             write_spec(work / "one.yaml", "bench-one", names[:1], image)
             write_spec(work / "many.yaml", "bench-many", names, image)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
+from tests.rollout.helpers import container_address, ssh_ready, write_inventory
 
 sys.path.insert(0, str(REPO / "tests" / "hosts"))
 import images
@@ -89,28 +89,14 @@ def docker_compose_file(ssh_key: Path) -> str:
     return str(REPO / "tests" / "hosts" / "docker-compose.yml")
 
 
-def _ssh_ready(address: str) -> bool:
-    try:
-        with socket.create_connection((address, 22), timeout=1) as conn:
-            return conn.recv(4).startswith(b"SSH")
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="session")
 def test_hosts(docker_services: Any) -> list[RemoteHost]:
     hosts = []
     for name in HOSTS:
         container = f"{PROJECT}-{name}-1"
-        address = subprocess.run(
-            ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", container],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        hosts.append(RemoteHost(name, container, address))
+        hosts.append(RemoteHost(name, container, container_address(container)))
     for host in hosts:
-        docker_services.wait_until_responsive(check=lambda h=host: _ssh_ready(h.address), timeout=60, pause=0.5)
+        docker_services.wait_until_responsive(check=lambda h=host: ssh_ready(h.address), timeout=60, pause=0.5)
         docker_services.wait_until_responsive(
             check=lambda h=host: h.sh("docker info >/dev/null 2>&1 && echo ok", check=False).strip() == "ok",
             timeout=60,
@@ -134,26 +120,9 @@ def clean_hosts(test_hosts: list[RemoteHost]) -> Iterator[list[RemoteHost]]:
     yield test_hosts
 
 
-def write_inventory(path: Path, hosts: list[RemoteHost], key: Path) -> Path:
-    lines = [
-        "apiVersion: servespec/v1",
-        "kind: Inventory",
-        f"defaults: {{ssh_user: root, ssh_key: {key}, become: false}}",
-        "hosts:",
-    ]
-    for host in hosts:
-        lines += [
-            f"  {host.name}:",
-            f"    address: {host.address}",
-            "    hardware: {gpus: {count: 0}, cpus: 2, memory_gib: 8}",
-        ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 @pytest.fixture
 def inventory(tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path) -> Path:
-    return write_inventory(tmp_path / "inventory.yaml", clean_hosts, ssh_key)
+    return write_inventory(tmp_path / "inventory.yaml", [(h.name, h.address) for h in clean_hosts], ssh_key)
 
 
 def wait_for(check: Any, timeout: float = 30) -> None:

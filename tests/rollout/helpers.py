@@ -1,12 +1,52 @@
-"""Spec writers and HTTP probes shared by the rollout tests."""
+"""Host set-up, spec writers and HTTP probes shared by the rollout tests and bench/rollout_scaling.py."""
 
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+
+def container_address(container: str) -> str:
+    """The IP address of a test host container on its Docker network."""
+    return subprocess.run(
+        ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", container],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def ssh_ready(address: str) -> bool:
+    """Whether sshd at ``address`` answers with its banner (it needs about a second after start)."""
+    try:
+        with socket.create_connection((address, 22), timeout=1) as conn:
+            return conn.recv(4).startswith(b"SSH")
+    except OSError:
+        return False
+
+
+def write_inventory(path: Path, hosts: list[tuple[str, str]], key: Path) -> Path:
+    """An inventory of CPU-only test hosts, given as (name, address), reached as root with ``key``."""
+    lines = [
+        "apiVersion: servespec/v1",
+        "kind: Inventory",
+        f"defaults: {{ssh_user: root, ssh_key: {key}, become: false}}",
+        "hosts:",
+    ]
+    for name, address in hosts:
+        lines += [
+            f"  {name}:",
+            f"    address: {address}",
+            "    hardware: {gpus: {count: 0}, cpus: 2, memory_gib: 8}",
+        ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
 
 DEMO_ARCH = (
     "{params_b: 0.0001, layers: 2, hidden_size: 64, intermediate_size: 128, attention_heads: 4, kv_heads: 2, "
