@@ -12,6 +12,15 @@ import sys
 from pathlib import Path
 
 GOLDEN = Path(__file__).resolve().parent
+ENGINE_VERSIONS = {
+    "vllm": '"0.11.0"',
+    "tgi": '"3.3.7"',
+    "sglang": '"0.5.23"',
+    "tensorrt-llm": '"1.2.1"',
+    "llama.cpp": "b11312",
+    "ollama": '"0.32.15"',
+}
+"""One catalogued release per engine, written as it goes into a spec's YAML (the render tests' specs)."""
 
 
 def cases() -> list[Path]:

@@ -10,7 +10,7 @@ from servespec.findings import Severity
 from servespec.render import render_fleet
 from servespec.rules.runner import check_fleet
 from servespec.spec.fleet import load_fleet
-from tests.golden.regen import GOLDEN
+from tests.golden.regen import ENGINE_VERSIONS, GOLDEN
 
 SPEC = """apiVersion: servespec/v1
 kind: Deployment
@@ -23,14 +23,6 @@ engine: {{name: {engine}, version: {version}}}
 placement: {{hosts: [l4-a]}}
 serving: {{port: 9000}}
 """
-VERSIONS = {
-    "vllm": '"0.11.0"',
-    "tgi": '"3.3.7"',
-    "sglang": '"0.5.23"',
-    "tensorrt-llm": '"1.2.1"',
-    "llama.cpp": "b11312",
-    "ollama": '"0.32.15"',
-}
 EXPECTED_ERRORS = {
     "vllm": [],
     "tgi": [],
@@ -44,7 +36,7 @@ EXPECTED_ERRORS = {
 }
 
 
-@pytest.mark.parametrize(("engine", "version"), VERSIONS.items())
+@pytest.mark.parametrize(("engine", "version"), ENGINE_VERSIONS.items())
 def test_switching_engine_renders_or_explains(engine: str, version: str, tmp_path: Path) -> None:
     path = tmp_path / "switch.yaml"
     path.write_text(SPEC.format(engine=engine, version=version))

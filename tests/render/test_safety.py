@@ -18,16 +18,8 @@ from ruamel.yaml import YAML
 from servespec.render import render_fleet
 from servespec.rules.runner import check_fleet
 from servespec.spec.fleet import load_fleet
-from tests.golden.regen import GOLDEN
+from tests.golden.regen import ENGINE_VERSIONS, GOLDEN
 
-ENGINES = {
-    "vllm": '"0.11.0"',
-    "tgi": '"3.3.7"',
-    "sglang": '"0.5.23"',
-    "tensorrt-llm": '"1.2.1"',
-    "llama.cpp": "b11312",
-    "ollama": '"0.32.15"',
-}
 EVIL = ["$(touch /tmp/pwned)", "`id`", "a; rm -rf /", "{{ lookup('pipe', 'id') }}", 'it\'s "quoted"']
 _yaml = YAML(typ="safe")
 
@@ -58,7 +50,7 @@ placement: {{hosts: [l4-a]}}
 """
 
 
-@pytest.mark.parametrize(("engine", "version"), ENGINES.items())
+@pytest.mark.parametrize(("engine", "version"), ENGINE_VERSIONS.items())
 def test_hostile_values_render_as_inert_literals(engine: str, version: str, tmp_path: Path) -> None:
     path = tmp_path / "evil.yaml"
     path.write_text(_spec(engine, version))
@@ -124,7 +116,7 @@ metadata: {{name: q}}
 model: {{source: org/model, quantization: {quantization}, max_model_len: 4096,
         architecture: {{params_b: 0.5, layers: 2, hidden_size: 64, attention_heads: 4, kv_heads: 2,
                        max_position_embeddings: 8192}}}}
-engine: {{name: {engine}, version: {ENGINES[engine]}}}
+engine: {{name: {engine}, version: {ENGINE_VERSIONS[engine]}}}
 placement: {{hosts: [l4-a]}}
 """
         )
