@@ -22,6 +22,7 @@ from servespec.render.common import (
 )
 
 DIST_PORT = 20000
+"""servespec's choice for ``--dist-init-addr`` (SGLang has no default; any port free on the leader works)."""
 LAUNCH = ["python3", "-m", "sglang.launch_server"]
 
 
