@@ -11,7 +11,6 @@ and absurd nesting, each located at the node that offends.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,24 +217,26 @@ def _decode(raw: bytes) -> tuple[str | None, str, Position]:
 
 
 def _byte_position(raw: bytes, offset: int) -> Position:
-    line = raw.count(b"\n", 0, offset) + 1
-    column = offset - (raw.rfind(b"\n", 0, offset) + 1) + 1
+    return _text_position(raw.decode("latin-1"), offset)  # one character per byte: same offsets
+
+
+def _text_position(text: str, offset: int) -> Position:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
     return Position(line, column)
 
 
-def _syntax_finding(file: str, message: str, pos: Position, hint: str = "") -> Finding:
+def _syntax_finding(file: str, message: str, pos: Position, hint: str = "", rule: str = "SS001") -> Finding:
     return Finding(
-        file=file, line=pos.line, column=pos.column, rule="SS001", severity=Severity.ERROR, message=message, hint=hint
+        file=file, line=pos.line, column=pos.column, rule=rule, severity=Severity.ERROR, message=message, hint=hint
     )
 
 
 def _yaml_error_finding(file: str, err: YAMLError, text: str) -> Finding:
     if isinstance(err, ReaderError):
-        offset = min(int(err.position), len(text))
-        line = text.count("\n", 0, offset) + 1
-        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        position = _text_position(text, min(int(err.position), len(text)))
         return _syntax_finding(
-            file, f"character U+{int(err.character):04X} is not allowed in YAML", Position(line, column), "remove it"
+            file, f"character U+{int(err.character):04X} is not allowed in YAML", position, "remove it"
         )
     if isinstance(err, MarkedYAMLError) and err.problem_mark is not None:
         mark = err.problem_mark
@@ -253,7 +254,7 @@ def load_text(text: str, file: str, path: Path) -> tuple[list[Document], list[Fi
     documents: list[Document] = []
     findings: list[Finding] = []
     try:
-        for index, node in enumerate(_compose_all(yaml, text)):
+        for index, node in enumerate(yaml.compose_all(text)):
             if node is None:
                 continue
             source_map = SourceMap(start=_pos(node))
@@ -282,10 +283,6 @@ def load_text(text: str, file: str, path: Path) -> tuple[list[Document], list[Fi
     return documents, findings
 
 
-def _compose_all(yaml: YAML, text: str) -> Iterator[Node | None]:
-    yield from yaml.compose_all(text)
-
-
 def load_file(path: Path, file: str) -> tuple[list[Document], list[Finding]]:
     """Read and parse one file. ``OSError`` escapes: an unreadable path is a usage error."""
     with path.open("rb") as handle:
@@ -299,14 +296,12 @@ def load_file(path: Path, file: str) -> tuple[list[Document], list[Finding]]:
     documents, findings = load_text(text, file, path)
     if not documents and not findings:
         findings.append(
-            Finding(
-                file=file,
-                line=1,
-                column=1,
+            _syntax_finding(
+                file,
+                "file holds no YAML document",
+                Position(1, 1),
+                "start it with 'apiVersion: servespec/v1' and a 'kind'",
                 rule="SS004",
-                severity=Severity.ERROR,
-                message="file holds no YAML document",
-                hint="start it with 'apiVersion: servespec/v1' and a 'kind'",
             )
         )
     return documents, findings
