@@ -40,6 +40,11 @@ class Rendered:
     containers: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """(deployment, host) -> container description, for the rollout and tests."""
 
+    def host_files(self, deployment: str, host: str) -> dict[str, str]:
+        """One host's files of one deployment, by their names in the host's folder."""
+        prefix = f"{deployment}/{host}/"
+        return {path[len(prefix) :]: text for path, text in self.files.items() if path.startswith(prefix)}
+
 
 def render_target(target: Target) -> tuple[dict[str, str], dict[str, Any], EngineContainer]:
     """Files of one host (name -> text), its container description and the engine's decisions."""

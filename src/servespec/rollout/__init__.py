@@ -122,9 +122,7 @@ def desired_state(rendered: Rendered, deployment: DeploymentDoc) -> list[Desired
     for (name, host), container in rendered.containers.items():
         if name != deployment.name:
             continue
-        prefix = f"{name}/{host}/"
-        files = {path[len(prefix) :]: text for path, text in rendered.files.items() if path.startswith(prefix)}
-        out.append(Desired(name, host, str(container["revision"]), files))
+        out.append(Desired(name, host, str(container["revision"]), rendered.host_files(name, host)))
     return out
 
 
@@ -227,8 +225,7 @@ def resolve_secrets(references: dict[str, dict[str, str]]) -> str:
 
 def _stage(rendered: Rendered, deployment: DeploymentDoc, host: str, workdir: Path) -> tuple[Path, Path | None]:
     """One JSON bundle of the host's rendered files (one upload), and its secrets env file."""
-    prefix = f"{deployment.name}/{host}/"
-    files = {path[len(prefix) :]: text for path, text in rendered.files.items() if path.startswith(prefix)}
+    files = rendered.host_files(deployment.name, host)
     container = rendered.containers[(deployment.name, host)]
     files[".servespec/container.json"] = json.dumps(container, indent=2, sort_keys=True)
     folder = workdir / "staging" / deployment.name / f"{host}.json"
@@ -277,14 +274,21 @@ def _extravars_for(deployment: DeploymentDoc, hosts: list[str]) -> dict[str, Any
     return {"servespec_serial": max(1, min(unavailable(deployment, replicas), replicas)) * group}
 
 
+def _plan_reachable(
+    deployment: DeploymentDoc, rendered: Rendered, observed: list[Observed], results: dict[str, HostResult]
+) -> tuple[list[Action], set[str]]:
+    """The plan for the hosts that answered, and the names of those that did not."""
+    unreachable = {name for name, result in results.items() if result.unreachable}
+    wanted = [d for d in desired_state(rendered, deployment) if d.host not in unreachable]
+    return plan(wanted, [o for o in observed if o.host not in unreachable]), unreachable
+
+
 def apply_deployment(
     deployment: DeploymentDoc, rendered: Rendered, options: ApplyOptions, workdir: Path
 ) -> tuple[list[Action], list[HostOutcome]]:
     """Plan and execute one deployment's rollout; returns the plan and the per-host outcome."""
     observed, results = gather(deployment, on_event=options.on_event)
-    unreachable = {name for name, r in results.items() if r.unreachable}
-    wanted = [d for d in desired_state(rendered, deployment) if d.host not in unreachable]
-    actions = plan(wanted, [o for o in observed if o.host not in unreachable])
+    actions, unreachable = _plan_reachable(deployment, rendered, observed, results)
     changing = [a for a in actions if a.kind in ("create", "update")]
     outcomes = [
         HostOutcome(a.deployment, a.host, a.kind, a.current, a.current, "unchanged")
@@ -410,10 +414,7 @@ def plan_fleet(fleet: Fleet) -> list[Action]:
     rendered = render_fleet(fleet)
     actions = []
     for deployment in fleet.deployments:
-        observed, results = gather(deployment)
-        down = {name for name, result in results.items() if result.unreachable}
-        wanted = [d for d in desired_state(rendered, deployment) if d.host not in down]
-        actions += plan(wanted, [o for o in observed if o.host not in down])
+        actions += _plan_reachable(deployment, rendered, *gather(deployment))[0]
     return actions
 
 
