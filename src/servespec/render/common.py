@@ -171,6 +171,19 @@ def engine_secrets(target: Target) -> dict[str, dict[str, str]]:
     return secrets
 
 
+def model_options(target: Target) -> dict[str, Any]:
+    """Revision, dtype, quantization method and context length, named as the engine's profile maps them."""
+    names = resolve.profile(target.deployment).spec_options
+    model = target.spec.model
+    values = {
+        "model.revision": model.revision,
+        "model.dtype": model.dtype if model.dtype != "auto" else None,
+        "model.quantization": quantization_method(target),
+        "model.max_model_len": target.max_model_len,
+    }
+    return {names[field]: value for field, value in values.items() if value and field in names}
+
+
 def quantization_method(target: Target) -> str | None:
     """The engine's name for the spec's quantization (profile ``quantization``), or None when it takes none."""
     chosen = target.spec.model.quantization

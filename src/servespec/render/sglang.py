@@ -17,7 +17,7 @@ from servespec.render.common import (
     Target,
     api_key_ref,
     hub_token_env,
-    quantization_method,
+    model_options,
     split_config,
 )
 
@@ -38,14 +38,7 @@ def context(target: Target) -> EngineContainer:
         "tp_size": spec.resources.tensor_parallel,
         "pp_size": spec.resources.pipeline_parallel,
     }
-    if model.revision:
-        options["revision"] = model.revision
-    if model.dtype != "auto":
-        options["dtype"] = model.dtype
-    if quantization_method(target):
-        options["quantization"] = quantization_method(target)
-    if target.max_model_len:
-        options["context_length"] = target.max_model_len
+    options.update(model_options(target))
     if target.multi_node:
         options.update(
             nnodes=target.hosts_in_replica,

@@ -15,7 +15,7 @@ from servespec.render.common import (
     EngineContainer,
     Target,
     engine_secrets,
-    quantization_method,
+    model_options,
     split_config,
 )
 from servespec.render.environment import shell_join
@@ -30,20 +30,12 @@ MASTER_PORT = 29500
 
 def _portable(target: Target) -> dict[str, Any]:
     spec = target.spec
-    model = spec.model
     options: dict[str, Any] = {
         "host": "0.0.0.0",
         "port": spec.serving.port,
         "served_model_name": target.served_name,
+        **model_options(target),
     }
-    if model.revision:
-        options["revision"] = model.revision
-    if model.dtype != "auto":
-        options["dtype"] = model.dtype
-    if quantization_method(target):
-        options["quantization"] = quantization_method(target)
-    if target.max_model_len:
-        options["max_model_len"] = target.max_model_len
     options["tensor_parallel_size"] = spec.resources.tensor_parallel
     options["pipeline_parallel_size"] = spec.resources.pipeline_parallel
     return options
