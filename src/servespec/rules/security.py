@@ -8,28 +8,16 @@ from typing import Any
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge.resolve import extra_arg_settings, is_local_path
+from servespec.redact import SECRET_VALUE as _SECRET_VALUE
+from servespec.redact import looks_secret as _looks_secret
 from servespec.rules.base import Rule
 from servespec.spec.fleet import Fleet
 
-_SECRET_NAME = re.compile(
-    r"(^|_)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)($|_)", re.IGNORECASE
-)
-_SECRET_VALUE = re.compile(
-    r"^(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|nvapi-[A-Za-z0-9_-]{20,}|xox[abp]-[A-Za-z0-9-]{10,})$"
-)
 _SECRET_FLAGS = ("--api-key", "--admin-api-key", "--hf-token", "--token")
 _FLOATING_TAGS = {"latest", "nightly", "main", "master", "edge", "dev"}
 _DOCKER_PIN = "https://docs.docker.com/reference/cli/docker/image/pull/#pull-an-image-by-digest-immutable-identifier"
 _HF_REVISION = "https://huggingface.co/docs/huggingface_hub/guides/download#from-specific-version"
 _OWASP_SECRETS = "https://cheatsheetseries.owasp.org/cheatsheets/Secrets_Management_Cheat_Sheet.html"
-
-
-def _looks_secret(name: str, value: Any) -> bool:
-    if not isinstance(value, str) or not value or value.startswith(("$", "{")):
-        return False
-    if value.lower() in ("true", "false", "none", "null") or value.replace(".", "", 1).isdigit():
-        return False  # settings such as MAX_BATCH_PREFILL_TOKENS: "4096" are not secrets
-    return bool(_SECRET_NAME.search(name)) or bool(_SECRET_VALUE.match(value))
 
 
 class InlineSecret(Rule):

@@ -46,6 +46,9 @@ CpuList = Annotated[str, StringConstraints(pattern=r"^\d+(-\d+)?(,\d+(-\d+)?)*$"
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Scalar = str | int | float | bool
 
+DEFAULT_MODEL_ROOTS = ("/var/lib/servespec/models", "/srv", "/data", "/models", "/mnt", "/opt/models")
+"""Where local model weights usually live on GPU hosts; never system folders (/, /etc, /var/run, /proc)."""
+
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -327,6 +330,14 @@ class HostDefaults(_Model):
     become: bool = True
     facts_max_age_days: Annotated[int, Field(ge=1)] = Field(
         default=30, description="Facts files collected longer ago than this are reported (REF004)"
+    )
+    model_roots: list[NonEmpty] = Field(
+        default_factory=lambda: list(DEFAULT_MODEL_ROOTS),
+        description="Host folders a local model.source may name (it is mounted into the engine container)",
+    )
+    secrets_dir: NonEmpty | None = Field(
+        default=None,
+        description="Controller folder that from_file secret references must stay inside (or --secrets-dir)",
     )
 
 
