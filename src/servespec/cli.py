@@ -43,7 +43,7 @@ def _strict_option(func: F) -> F:
 
 
 class _Group(click.Group):
-    """Resolves `lint` as an alias of `validate`; turns unexpected errors into one line (exit 2)."""
+    """Resolves `lint` as an alias of `validate`; turns unexpected errors into one escaped line (exit 1)."""
 
     aliases: ClassVar[dict[str, str]] = {"lint": "validate"}
 
@@ -60,8 +60,31 @@ class _Group(click.Group):
         except Exception as err:
             if os.environ.get("SERVESPEC_DEBUG"):
                 raise
-            click.echo(f"error: {type(err).__name__}: {err} (set SERVESPEC_DEBUG=1 for the traceback)", err=True)
-            sys.exit(EXIT_USAGE)
+            _exit_on_error(err)
+
+
+def _exit_on_error(err: Exception) -> None:
+    """One escaped line for an error no command handled: a refused render or write (exit 1), or a bug."""
+    from servespec.text import printable
+
+    if _is_refusal(err):
+        click.echo(f"error: {printable(str(err))}", err=True)
+        sys.exit(EXIT_FINDINGS)
+    # Not a usage error: the input was accepted and servespec itself failed.
+    click.echo(
+        f"error: internal error: {type(err).__name__}: {printable(str(err))}; this is a bug in servespec, "
+        "please report it (set SERVESPEC_DEBUG=1 for the traceback)",
+        err=True,
+    )
+    sys.exit(EXIT_FINDINGS)
+
+
+def _is_refusal(err: Exception) -> bool:
+    """Whether ``err`` is servespec refusing to render or write something (imported only once one happened)."""
+    from servespec.outdir import OutputError
+    from servespec.render.environment import RenderError
+
+    return isinstance(err, (RenderError, OutputError))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -188,22 +211,25 @@ def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check:
     Specs with error findings are not rendered (run `deploy validate` to see them).
     """
     from servespec.render import render_fleet, stale_files, write
+    from servespec.text import printable
 
     fleet, _ = _checked(paths, inventory, stopped=lambda n: f"not rendered: {n} error(s); fix them first")
     rendered = render_fleet(fleet)
+    shown = printable(str(output))
     if check:
         stale = stale_files(rendered, output)
         for name in stale:
-            click.echo(f"stale: {output / name}")
+            click.echo(f"stale: {printable(str(output / name))}")
         if stale:
             click.echo(
-                f"{len(stale)} file(s) differ from what the specs render; run deploy render -o {output}", err=True
+                f"{len(stale)} file(s) differ from what the specs render; run deploy render -o {shown}",
+                err=True,
             )
             sys.exit(EXIT_FINDINGS)
-        click.echo(f"{output}: up to date ({len(rendered.files)} files)", err=True)
+        click.echo(f"{shown}: up to date ({len(rendered.files)} files)", err=True)
         return
     written = write(rendered, output)
-    click.echo(f"rendered {len(written)} file(s) into {output}", err=True)
+    click.echo(f"rendered {len(written)} file(s) into {shown}", err=True)
 
 
 def _load(paths: tuple[Path, ...] | list[Path], inventory: Path | None = None) -> Any:
@@ -424,14 +450,15 @@ def discover(inventory: Path | None, outputs: Path | None, output: Path | None) 
     so `deploy validate` checks specs against them without reaching any host.
     """
     from servespec.discover.facts import write_facts
+    from servespec.text import printable
 
     if (inventory is None) == (outputs is None):
         raise click.UsageError("give exactly one of -i/--inventory and --from-outputs")
     if outputs is not None:
         if not outputs.is_dir() or not any(p.is_dir() for p in outputs.iterdir()):
-            raise click.UsageError(f"{outputs}: expected one sub-folder of saved outputs per host")
+            raise click.UsageError(f"{printable(str(outputs))}: expected one sub-folder of saved outputs per host")
         for path in write_facts(outputs, output or Path("facts")):
-            click.echo(f"wrote {path}", err=True)
+            click.echo(f"wrote {printable(str(path))}", err=True)
         return
     assert inventory is not None
     from servespec.rollout import discover as collect
@@ -461,8 +488,9 @@ def discover(inventory: Path | None, outputs: Path | None, output: Path | None) 
 def docs(output: Path) -> None:
     """Write the generated reference pages (spec fields, rules, engines) under OUTPUT."""
     from servespec.docgen import write
+    from servespec.text import printable
 
-    click.echo(f"wrote {len(write(output))} page(s) into {output}", err=True)
+    click.echo(f"wrote {len(write(output))} page(s) into {printable(str(output))}", err=True)
 
 
 @main.command()
@@ -497,9 +525,10 @@ def explain(rule_id: str | None) -> None:
 def schema(output: Path) -> None:
     """Write the JSON Schema of every file kind (deployment, inventory, facts)."""
     from servespec.spec.schemas import write_schemas
+    from servespec.text import printable
 
     for path in write_schemas(output):
-        click.echo(str(path))
+        click.echo(printable(str(path)))
 
 
 if __name__ == "__main__":  # pragma: no cover

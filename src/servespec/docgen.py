@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from servespec import outdir
 from servespec.knowledge import engines
 from servespec.rules import ALL_RULES
 from servespec.spec.models import ENGINES, QUANTIZATIONS, Deployment, FactsFile, Inventory
@@ -135,6 +136,7 @@ def discover_page() -> str:
     from servespec.discover.facts import OUTPUT_FILES
 
     lines = [
+        HEADER,
         "# `deploy discover` outputs",
         "",
         "`deploy discover -i INVENTORY` runs these on every host (read-only) through",
@@ -166,11 +168,10 @@ def generate() -> dict[str, str]:
 
 
 def write(directory: Path) -> list[Path]:
-    """Write the generated pages under ``directory``."""
-    written = []
-    for name, text in generate().items():
-        path = directory / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    """Write the generated pages under ``directory``.
+
+    Only pages carrying the generated header are replaced; a symlink or a hand-written
+    page in the way stops it before anything is written (:class:`~servespec.outdir.OutputError`).
+    """
+    files = {name: text.encode("utf-8") for name, text in generate().items()}
+    return outdir.write_files(directory, files, lambda _, data: data.startswith(HEADER.encode("utf-8")))

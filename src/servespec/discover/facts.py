@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from servespec import outdir
 from servespec.discover.parsers import (
     acs_state,
     busy_gpus,
@@ -45,8 +46,10 @@ OUTPUT_FILES = {
 
 
 def _read(folder: Path, name: str) -> str | None:
-    path = folder / name
-    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    """A saved output as text; None when absent or not a regular file (never read through a symlink)."""
+    # The folder is the caller's choice (a temporary folder may sit under a symlinked /tmp); the file is the host's.
+    found = outdir.survey(folder.resolve(), [name])[name]
+    return found.data.decode("utf-8", errors="replace") if found.kind == "file" else None
 
 
 def _gpus(folder: Path) -> dict[str, Any]:
@@ -96,7 +99,7 @@ def facts_from_outputs(folder: Path, host: str) -> dict[str, Any]:
         cpus=_parse(folder, "nproc.txt", _positive_int),
         memory_gib=_parse(folder, "meminfo.txt", parse_meminfo) or None,
     )
-    stamps = [(folder / name).stat().st_mtime for name in OUTPUT_FILES if (folder / name).is_file()]
+    stamps = [(folder / name).lstat().st_mtime for name in OUTPUT_FILES if _read(folder, name) is not None]
     facts: dict[str, Any] = {"version": 1, "host": host}
     if stamps:
         facts["collected_at"] = datetime.datetime.fromtimestamp(max(stamps), datetime.UTC).strftime(
@@ -114,14 +117,26 @@ def facts_from_outputs(folder: Path, host: str) -> dict[str, Any]:
     return facts
 
 
+def _owns(name: str, data: bytes) -> bool:
+    """A facts file of the same host: discover's to refresh (anything else in its place is refused)."""
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "version" in body and body.get("host") == name.removesuffix(".json")
+
+
 def write_facts(outputs: Path, destination: Path) -> list[Path]:
-    """One ``<host>.json`` per ``outputs/<host>/`` folder; returns the files written."""
-    destination.mkdir(parents=True, exist_ok=True)
-    written = []
-    for folder in sorted(p for p in outputs.iterdir() if p.is_dir()):
+    """One ``<host>.json`` per ``outputs/<host>/`` folder; returns the files written.
+
+    Host folders are real directories with plain names; the facts files are written
+    without following symlinks and never over a file that is not that host's facts file
+    (:class:`~servespec.outdir.OutputError`, nothing written).
+    """
+    files = {}
+    for folder in sorted(p for p in outputs.iterdir() if p.is_dir() and not p.is_symlink()):
+        outdir.check_name(folder.name)
         facts = facts_from_outputs(folder, folder.name)
         FactsFile.model_validate(facts)  # a parser bug must not write a file validate then rejects
-        path = destination / f"{folder.name}.json"
-        path.write_text(json.dumps(facts, indent=2) + "\n", encoding="utf-8")
-        written.append(path)
-    return written
+        files[f"{folder.name}.json"] = (json.dumps(facts, indent=2) + "\n").encode("utf-8")
+    return outdir.write_files(destination, files, _owns)

@@ -9,12 +9,16 @@ text) that ``deploy render -o DIR`` writes under ``DIR/<deployment>/<host>/`` pl
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from servespec import outdir
 from servespec.knowledge import resolve
 from servespec.render import llama_cpp, ollama, sglang, tensorrt_llm, tgi, vllm
 from servespec.render.common import EngineContainer, Target, container_description, content_hash, header, targets
@@ -156,32 +160,73 @@ def render_fleet(fleet: Fleet) -> Rendered:
     return out
 
 
-def _existing(directory: Path) -> set[str]:
-    if not directory.is_dir():
-        return set()
-    return {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file()}
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def manifest_text(rendered: Rendered) -> str:
+    """The manifest `render -o` leaves in DIR: every file it wrote and its sha256 (deterministic)."""
+    files = {name: _sha256(text.encode("utf-8")) for name, text in sorted(rendered.files.items())}
+    return json.dumps({"version": 1, "generator": "deploy render", "files": files}, indent=2) + "\n"
+
+
+def _previous(directory: Path) -> tuple[dict[str, str], outdir.Existing]:
+    """The files a previous render recorded (name -> sha256), and the manifest as it is on disk."""
+    found = outdir.survey(directory, [outdir.MANIFEST])[outdir.MANIFEST]
+    if found.kind == "absent":
+        return {}, found
+    where = outdir.shown(directory, outdir.MANIFEST)
+    if found.kind == "other":
+        raise outdir.OutputError(f"{where}: a symbolic link or special file, not a servespec render manifest")
+    try:
+        body = json.loads(found.data)
+        files = body["files"] if isinstance(body, dict) and body.get("version") == 1 else None
+    except (ValueError, KeyError):
+        files = None
+    if not isinstance(files, dict) or not all(
+        isinstance(n, str) and isinstance(h, str) and re.fullmatch(r"[0-9a-f]{64}", h) for n, h in files.items()
+    ):
+        raise outdir.OutputError(f"{where}: not a servespec render manifest; remove it or choose another directory")
+    for name in files:
+        outdir.check_name(name)  # a forged entry must not reach outside DIR or into .git/
+    return files, found
 
 
 def write(rendered: Rendered, directory: Path) -> list[Path]:
-    """Write the files, removing files of a previous render that are no longer produced."""
-    for name in _existing(directory) - set(rendered.files):
-        (directory / name).unlink()
-    written = []
-    for name, text in sorted(rendered.files.items()):
-        path = directory / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    """Write the files and the manifest; remove files a previous render wrote that are no longer produced.
+
+    Only files the manifest records, unchanged since, are replaced or removed; a symlink,
+    a file servespec did not write or one edited since stops the render before anything
+    is written (:class:`~servespec.outdir.OutputError`).
+    """
+    previous, _ = _previous(directory)
+    files = {name: text.encode("utf-8") for name, text in rendered.files.items()}
+    leftovers = sorted(set(previous) - set(files))
+    found = outdir.survey(directory, leftovers)
+    removes = [n for n in leftovers if found[n].kind == "file" and _sha256(found[n].data) == previous[n]]
+    refused = [
+        f"{outdir.shown(directory, n)}: changed since servespec rendered it, and no longer rendered; "
+        "delete it or restore it"
+        for n in leftovers
+        if found[n].kind == "other" or (found[n].kind == "file" and n not in removes)
+    ]
+    files[outdir.MANIFEST] = manifest_text(rendered).encode("utf-8")
+
+    def owns(name: str, data: bytes) -> bool:
+        return name == outdir.MANIFEST or previous.get(name) == _sha256(data)
+
+    written = outdir.write_files(directory, files, owns, removes=removes, refused=refused)
+    return [path for path in written if path.name != outdir.MANIFEST]
 
 
 def stale_files(rendered: Rendered, directory: Path) -> list[str]:
-    """Files in ``directory`` that a render would change, add or remove (the --check list)."""
-    existing = _existing(directory)
+    """Files in ``directory`` that a render would change, add or remove (the --check list); reads only."""
+    previous, manifest = _previous(directory)
+    found = outdir.survey(directory, set(rendered.files) | set(previous))
     changed = {
-        name
-        for name, text in rendered.files.items()
-        if name not in existing or (directory / name).read_text(encoding="utf-8") != text
+        name for name, text in rendered.files.items() if found[name] != outdir.Existing("file", text.encode("utf-8"))
     }
-    return sorted(changed | (existing - set(rendered.files)))
+    gone = {name for name in previous if name not in rendered.files and found[name].kind != "absent"}
+    if manifest != outdir.Existing("file", manifest_text(rendered).encode("utf-8")):
+        changed.add(outdir.MANIFEST)
+    return sorted(changed | gone)
