@@ -294,11 +294,17 @@ def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     """Show what `apply` would change on each host, with unified diffs of the rendered files."""
     import json
 
-    from servespec.rollout import plan_fleet
+    from servespec.rollout import RolloutError, plan_fleet
     from servespec.rollout.progress import plan_markdown, plan_text
+    from servespec.text import printable
 
     fleet, findings = _checked(paths, inventory)
-    actions = plan_fleet(fleet)
+    try:
+        planned = plan_fleet(fleet)
+    except RolloutError as err:
+        click.echo(f"error: {err}; nothing was read", err=True)
+        sys.exit(EXIT_FINDINGS)
+    actions = planned.actions
     if fmt == "json":
         click.echo(json.dumps({"version": 1, "actions": [a.to_json() for a in actions]}, indent=2))
     elif fmt == "markdown":
@@ -307,6 +313,12 @@ def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
         click.echo(plan_markdown(actions, estimates(fleet, findings)), nl=False)
     else:
         click.echo(plan_text(actions), nl=False)
+    # A host that could not be read has no action: the plan is incomplete, not "nothing to do".
+    for row in planned.unread:
+        click.echo(f"{row.deployment} on {row.host}: {row.result}, not planned ({printable(row.error)})", err=True)
+    if planned.unread:
+        click.echo(f"plan incomplete: {len(planned.unread)} host(s) could not be read", err=True)
+        sys.exit(EXIT_FINDINGS)
 
 
 @main.command()
@@ -316,8 +328,19 @@ def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
 @click.option("--yes", is_flag=True, help="Apply without asking.")
 @click.option("--check", is_flag=True, help="Read host state and show the plan; change nothing.")
 @click.option("--standin-image", hidden=True, help="Test only: run every engine container with this stand-in image.")
+@click.option(
+    "--secrets-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Folder from_file secrets may be read from (default: the inventory's defaults.secrets_dir).",
+)
 def apply(
-    paths: tuple[Path, ...], inventory: Path | None, fmt: str, yes: bool, check: bool, standin_image: str | None
+    paths: tuple[Path, ...],
+    inventory: Path | None,
+    fmt: str,
+    yes: bool,
+    check: bool,
+    standin_image: str | None,
+    secrets_dir: Path | None,
 ) -> None:
     """Validate, render and roll out; a host that fails is restored to its last good revision.
 
@@ -343,7 +366,9 @@ def apply(
             return False
         return yes or click.confirm(f"apply {len(changes)} change(s)?", err=True)
 
-    options = ApplyOptions(confirm=confirm, on_event=_events(fmt), standin_image=standin_image)
+    options = ApplyOptions(
+        confirm=confirm, on_event=_events(fmt), standin_image=standin_image, secrets_dir=secrets_dir
+    )
     with tempfile.TemporaryDirectory(prefix="servespec-apply-") as workdir:
         try:
             if fmt == "text" and sys.stderr.isatty():
@@ -373,10 +398,16 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     """Per host: the running revision, whether it is healthy, and since when."""
     import json
 
+    from servespec.rollout import RolloutError
     from servespec.rollout import status as read_status
+    from servespec.text import printable
 
     fleet = _load_valid(paths, inventory)
-    rows = read_status(fleet)
+    try:
+        rows = read_status(fleet)
+    except RolloutError as err:
+        click.echo(f"error: {err}; nothing was read", err=True)
+        sys.exit(EXIT_FINDINGS)
     if fmt == "json":
         click.echo(json.dumps({"version": 1, "hosts": [row.to_json() for row in rows]}, indent=2))
     else:
@@ -387,10 +418,13 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
         for column in ("deployment", "host", "revision", "healthy", "since", "endpoint"):
             table.add_column(column)
         for row in rows:
-            health = "unreachable" if not row.reachable else "yes" if row.healthy else "no"
+            health = "unreachable" if not row.reachable else "error" if row.error else "yes" if row.healthy else "no"
             table.add_row(row.deployment, row.host, str(row.revision or "-"), health, row.since or "-", row.endpoint)
         Console(width=160).print(table)
-    sys.exit(EXIT_OK if all(r.reachable for r in rows) else EXIT_FINDINGS)
+    for row in rows:
+        if row.error:
+            click.echo(f"{row.deployment} on {row.host}: {printable(row.error)}", err=True)
+    sys.exit(EXIT_OK if all(r.reachable and not r.error for r in rows) else EXIT_FINDINGS)
 
 
 @main.command()
@@ -400,13 +434,17 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
 @click.option("--yes", is_flag=True, help="Roll back without asking.")
 def rollback(paths: tuple[Path, ...], inventory: Path | None, to: int | None, yes: bool) -> None:
     """Restore an earlier revision on every host, with the same health checks as apply."""
-    from servespec.rollout import ApplyOptions
+    from servespec.rollout import ApplyOptions, RolloutError
     from servespec.rollout import rollback as run_rollback
     from servespec.rollout.progress import outcome_table
 
     fleet = _load_valid(paths, inventory)
     options = ApplyOptions(confirm=lambda _: yes or click.confirm("roll back?", err=True))
-    outcomes = run_rollback(fleet, to, options)
+    try:
+        outcomes = run_rollback(fleet, to, options)
+    except RolloutError as err:
+        click.echo(f"error: {err}; nothing was changed", err=True)
+        sys.exit(EXIT_FINDINGS)
     outcome_table(outcomes, "rollback")
     sys.exit(EXIT_FINDINGS if any(o.result not in ("ok", "unchanged") for o in outcomes) else EXIT_OK)
 
@@ -417,12 +455,16 @@ def rollback(paths: tuple[Path, ...], inventory: Path | None, to: int | None, ye
 @click.option("--yes", is_flag=True, help="Destroy without asking.")
 def destroy(paths: tuple[Path, ...], inventory: Path | None, yes: bool) -> None:
     """Stop and remove the deployments: containers, revisions, state and active files."""
-    from servespec.rollout import ApplyOptions
+    from servespec.rollout import ApplyOptions, RolloutError
     from servespec.rollout import destroy as run_destroy
     from servespec.rollout.progress import outcome_table
 
     fleet = _load_valid(paths, inventory)
-    outcomes = run_destroy(fleet, ApplyOptions(confirm=lambda _: yes or click.confirm("destroy?", err=True)))
+    try:
+        outcomes = run_destroy(fleet, ApplyOptions(confirm=lambda _: yes or click.confirm("destroy?", err=True)))
+    except RolloutError as err:
+        click.echo(f"error: {err}; nothing was changed", err=True)
+        sys.exit(EXIT_FINDINGS)
     outcome_table(outcomes, "destroy")
     sys.exit(EXIT_FINDINGS if any(o.result != "ok" for o in outcomes) else EXIT_OK)
 
@@ -461,6 +503,7 @@ def discover(inventory: Path | None, outputs: Path | None, output: Path | None) 
             click.echo(f"wrote {printable(str(path))}", err=True)
         return
     assert inventory is not None
+    from servespec.rollout import RolloutError
     from servespec.rollout import discover as collect
 
     fleet = _load([inventory])
@@ -472,7 +515,11 @@ def discover(inventory: Path | None, outputs: Path | None, output: Path | None) 
         click.echo(stopped, err=True)
         sys.exit(EXIT_FINDINGS)
     destination = output or inventory.parent / "facts"
-    failed = collect(fleet.inventories[0], destination, on_event=_events("text"))
+    try:
+        failed = collect(fleet.inventories[0], destination, on_event=_events("text"))
+    except RolloutError as err:
+        click.echo(f"error: {err}; nothing was collected", err=True)
+        sys.exit(EXIT_FINDINGS)
     for name in fleet.inventories[0].hosts:
         if name in failed:
             click.echo(f"{name}: not collected ({failed[name]}); its facts file was left as it was", err=True)

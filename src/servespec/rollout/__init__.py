@@ -5,13 +5,20 @@ The controller renders, reads every host's state (``status.yml``), computes the 
 ``apply.yml`` in batches of ``rollout.max_unavailable`` replicas. Secrets are resolved here,
 on the controller, only while applying; they reach hosts in a mode-0600 env file copied with
 ``no_log`` and appear in no plan, event or log.
+
+Nothing read from a checkout or a host is ever evaluated: every string reaches Ansible
+marked unsafe (:mod:`servespec.rollout.ansible_vars`), connection values that ssh would
+read as options are refused here, and host reports are type-checked
+(:mod:`servespec.rollout.reported`) before any of their values is reused.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import socket
+import stat
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,9 +28,11 @@ from typing import Any
 from servespec.knowledge import resolve
 from servespec.plan import Action, Desired, Observed, plan
 from servespec.render import Rendered, render_fleet
+from servespec.rollout.reported import RUN_ID, checked_report
 from servespec.rollout.runner import EventHandler, HostResult, RunResult, run_playbook
 from servespec.rules.rollout import replica_count, unavailable
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView, InventoryDoc
+from servespec.text import unsafe_character
 
 
 class RolloutError(Exception):
@@ -77,6 +86,22 @@ class Status:
         }
 
 
+ADDRESS = re.compile(r"^[A-Za-z0-9_.:%\[\]][A-Za-z0-9_.:%\[\]-]*$")
+"""An IP address or host name as ssh takes it: never a leading '-' (ssh would read an option)."""
+USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*\$?$")
+HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _connection_value(host: str, field: str, value: str, pattern: re.Pattern[str]) -> str:
+    """``value`` when ssh reads it as the value it is, else a RolloutError naming the field."""
+    if not pattern.match(value):
+        raise RolloutError(
+            f"host {host}: {field} {value!r} is not a plain address or name"
+            " (letters, digits, '.', ':', '_', '-', not starting with '-'); fix the inventory"
+        )
+    return value
+
+
 def _host_vars(host: HostView) -> dict[str, Any]:
     defaults = host.inventory.spec.defaults
     spec = host.spec
@@ -90,21 +115,30 @@ def _host_vars(host: HostView) -> dict[str, Any]:
             "ansible_become": os.geteuid() != 0,
         }
     out: dict[str, Any] = {
-        "ansible_host": host.address,
+        "ansible_host": _connection_value(host.name, "address", host.address, ADDRESS),
         "ansible_port": spec.ssh_port or defaults.ssh_port,
         "ansible_python_interpreter": "/usr/bin/python3",
         "ansible_become": defaults.become,
     }
     user = spec.ssh_user or defaults.ssh_user
     if user:
-        out["ansible_user"] = user
+        out["ansible_user"] = _connection_value(host.name, "ssh_user", user, USER)
     if defaults.ssh_key:
+        if unsafe_character(defaults.ssh_key):
+            raise RolloutError(f"host {host.name}: defaults.ssh_key holds a control character; fix the inventory")
         out["ansible_ssh_private_key_file"] = str(Path(defaults.ssh_key).expanduser())
     return out
 
 
 def inventory_for(hosts: dict[str, tuple[HostView, dict[str, Any]]]) -> dict[str, Any]:
-    """An Ansible inventory with the hosts in order, each with its connection and servespec vars."""
+    """An Ansible inventory with the hosts in order, each with its connection and servespec vars.
+
+    Raises RolloutError for a host name, address or user that is not a plain name (every
+    string value is passed to Ansible unsafe anyway; these would still reach ssh's argv).
+    """
+    for name in hosts:
+        if not HOST_NAME.match(name):
+            raise RolloutError(f"host name {name!r} is not letters, digits, '.', '_' and '-'; fix the inventory")
     return {
         "all": {
             "children": {
@@ -127,18 +161,33 @@ def desired_state(rendered: Rendered, deployment: DeploymentDoc) -> list[Desired
 
 
 def host_report(results: dict[str, HostResult], host: str, deployment: str) -> dict[str, Any]:
-    """What the status playbook reported for one deployment on one host ({} when nothing)."""
+    """What the status playbook reported for one deployment on one host, type-checked ({} when nothing).
+
+    :func:`gather` has already replaced a report that failed the checks by an empty one.
+    """
     result = results.get(host)
     if result is None:
         return {}
     report = result.results.get(TASK_STATUS, {}).get("deployments", {})
-    return dict(report.get(deployment) or {})
+    found = report.get(deployment) if isinstance(report, dict) else None
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def _check_reports(results: dict[str, HostResult], deployment: str) -> None:
+    """Replace each host's report by its checked copy; a report that fails makes that host's error."""
+    for name, result in results.items():
+        checked, problem = checked_report(host_report(results, name, deployment))
+        result.results[TASK_STATUS] = {"deployments": {deployment: checked}}
+        if problem and result.ok:
+            result.ok = False
+            result.stage = "status"
+            result.error = f"{problem}; nothing was done on this host"
 
 
 def _observed(deployment: str, host: str, report: dict[str, Any]) -> Observed:
     state = report.get("state") or {}
     current = state.get("current")
-    entry: dict[str, Any] = next((r for r in state.get("revisions", []) if r.get("number") == current), {})
+    entry: dict[str, Any] = next((r for r in state.get("revisions", []) if r["number"] == current), {})
     container = report.get("container") or {}
     return Observed(
         deployment=deployment,
@@ -158,9 +207,10 @@ def _run_on(
     hosts: dict[str, tuple[HostView, dict[str, Any]]],
     extravars: dict[str, Any],
     on_event: EventHandler | None,
+    secrets: tuple[str, ...] = (),
 ) -> RunResult:
-    """Run ``playbook`` on ``hosts`` (in their order), all of them at once."""
-    return run_playbook(playbook, inventory_for(hosts), extravars, on_event=on_event, forks=len(hosts))
+    """Run ``playbook`` on ``hosts`` (in their order), all of them at once; ``secrets`` are masked in results."""
+    return run_playbook(playbook, inventory_for(hosts), extravars, on_event=on_event, forks=len(hosts), secrets=secrets)
 
 
 def gather(
@@ -173,6 +223,7 @@ def gather(
     if not hosts:
         return [], {}
     result = _run_on("status.yml", hosts, {}, on_event)
+    _check_reports(result.hosts, deployment.name)
     observed = [_observed(deployment.name, name, host_report(result.hosts, name, deployment.name)) for name in hosts]
     return observed, result.hosts
 
@@ -202,8 +253,48 @@ def status(fleet: Fleet) -> list[Status]:
     return rows
 
 
-def resolve_secrets(references: dict[str, dict[str, str]]) -> str:
-    """The secrets env file's text, from references resolved on this controller."""
+MAX_SECRET_BYTES = 64 * 1024
+"""Largest secret file read (an API key or token is well under a kilobyte)."""
+_ALLOW_SECRETS = "set defaults.secrets_dir in the inventory or pass deploy apply --secrets-dir DIR"
+
+
+def _read_secret_file(name: str, written: str, allowed: Path | None) -> str:
+    """The stripped text of a from_file secret, read only inside ``allowed`` (symlinks resolved first)."""
+    if allowed is None:
+        raise RolloutError(f"secret {name}: from_file is read only inside a secrets folder; {_ALLOW_SECRETS}")
+    root = Path(os.path.realpath(allowed))
+    target = Path(os.path.realpath(Path(written).expanduser()))
+    if not target.is_relative_to(root):
+        raise RolloutError(
+            f"secret {name}: {written!r} is outside the secrets folder {allowed} (symlinks out count as outside); "
+            f"move it there, or {_ALLOW_SECRETS}"
+        )
+    try:
+        # O_NONBLOCK: a FIFO must not hang the apply; O_NOFOLLOW: no link swapped in after realpath.
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as err:
+        raise RolloutError(f"secret {name}: cannot read {written!r}: {err.strerror}") from err
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise RolloutError(f"secret {name}: {written!r} is not a regular file")
+        data = handle.read(MAX_SECRET_BYTES + 1)
+    if len(data) > MAX_SECRET_BYTES:
+        raise RolloutError(f"secret {name}: {written!r} is larger than {MAX_SECRET_BYTES} bytes")
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def resolve_secrets(references: dict[str, dict[str, str]], secrets_dir: Path | None = None) -> str:
+    """The secrets env file's text, from references resolved on this controller.
+
+    ``from_env`` reads the controller's environment. ``from_file`` reads only files whose
+    real path (symlinks resolved) lies inside ``secrets_dir`` — the inventory's
+    ``defaults.secrets_dir`` or ``apply --secrets-dir`` — and only regular files of at most
+    :data:`MAX_SECRET_BYTES`; without a secrets folder every ``from_file`` is refused, so a
+    spec cannot copy an arbitrary controller file (``/etc/shadow``) to its hosts. A relative
+    ``from_file`` is taken from the working directory, as before. Errors never quote a
+    file's content.
+    """
     lines = []
     for name, reference in sorted(references.items()):
         if "from_env" in reference:
@@ -213,32 +304,74 @@ def resolve_secrets(references: dict[str, dict[str, str]]) -> str:
                     f"secret {name}: environment variable {reference['from_env']} is not set on this controller"
                 )
         else:
-            try:
-                value = Path(reference["from_file"]).read_text(encoding="utf-8").strip()
-            except OSError as err:
-                raise RolloutError(f"secret {name}: cannot read {reference['from_file']}: {err.strerror}") from err
+            value = _read_secret_file(name, reference["from_file"], secrets_dir)
         if "\n" in value or "\r" in value:
             raise RolloutError(f"secret {name} spans several lines")
         lines.append(f"{name}={value}")
     return "\n".join(lines) + "\n"
 
 
-def _stage(rendered: Rendered, deployment: DeploymentDoc, host: str, workdir: Path) -> tuple[Path, Path | None]:
-    """One JSON bundle of the host's rendered files (one upload), and its secrets env file."""
+def _stage(
+    rendered: Rendered, deployment: DeploymentDoc, host: str, workdir: Path, secrets_dir: Path | None
+) -> tuple[Path, str]:
+    """One JSON bundle of the host's rendered files (one upload), and its secrets env file's text ('' if none)."""
     files = rendered.host_files(deployment.name, host)
     container = rendered.containers[(deployment.name, host)]
     files[".servespec/container.json"] = json.dumps(container, indent=2, sort_keys=True)
     folder = workdir / "staging" / deployment.name / f"{host}.json"
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.write_text(json.dumps(files), encoding="utf-8")
-    secrets_file = None
-    if container["secret_environment"]:
-        secrets_file = workdir / "secrets" / f"{deployment.name}-{host}.env"
-        secrets_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(secrets_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(resolve_secrets(container["secret_environment"]))
-    return folder, secrets_file
+    if not container["secret_environment"]:
+        return folder, ""
+    return folder, resolve_secrets(container["secret_environment"], secrets_dir)
+
+
+def _write_secrets(workdir: Path, deployment: str, host: str, text: str) -> Path:
+    """The secrets env file for one host, mode 0600 in a mode-0700 folder of the run's workdir."""
+    path = workdir / "secrets" / f"{deployment}-{host}.env"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def secret_values(env_text: str) -> list[str]:
+    """The values of a secrets env file's lines (what log tails must never show)."""
+    return [line.partition("=")[2] for line in env_text.splitlines() if "=" in line]
+
+
+def checkout_root(spec_file: Path) -> Path:
+    """The checkout a spec file belongs to: its nearest ancestor holding ``.git``, else its own folder."""
+    folder = spec_file.resolve().parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def archive_path(written: str, spec_file: Path, root: Path | None = None) -> Path:
+    """The real path of ``engine.image_archive``, which must be a regular file inside the spec's checkout.
+
+    The checkout is ``root`` when the run names one, else :func:`checkout_root`. A relative
+    path is taken from the spec file's folder; symlinks are resolved before the check, so
+    one pointing out of the checkout is refused like an absolute path outside it.
+    """
+    root = Path(os.path.realpath(root)) if root is not None else checkout_root(spec_file)
+    path = Path(written).expanduser()
+    real = Path(os.path.realpath(path if path.is_absolute() else spec_file.parent / path))
+    if not real.is_relative_to(root):
+        raise RolloutError(
+            f"engine.image_archive {written!r} is outside the checkout {root} (symlinks out count as outside); "
+            "put the archive inside the checkout"
+        )
+    try:
+        regular = stat.S_ISREG(real.stat().st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        raise RolloutError(f"engine.image_archive {written!r} is not a regular file on this controller")
+    return real
 
 
 def _run_info() -> dict[str, Any]:
@@ -249,10 +382,14 @@ def _stale_lock(lock: dict[str, Any] | None) -> str:
     """The run id of a lock this controller left behind in a process that no longer runs."""
     if not lock or lock.get("controller") != socket.gethostname():
         return ""
+    run_id, pid = lock.get("run_id"), lock.get("pid")
+    # The run id goes back to the host as a variable: only the 12-hex ids servespec makes.
+    if not isinstance(run_id, str) or not RUN_ID.match(run_id) or isinstance(pid, bool) or not isinstance(pid, int):
+        return ""
     try:
-        os.kill(int(lock.get("pid", 0)), 0)
-    except (OSError, ValueError):
-        return str(lock.get("run_id", ""))
+        os.kill(pid, 0)
+    except (OSError, OverflowError):
+        return run_id
     return ""
 
 
@@ -264,6 +401,20 @@ class ApplyOptions:
     on_event: EventHandler | None = None
     standin_image: str | None = None
     """Test-only: replaces every engine image and drops GPU requests (see tests/hosts/standin)."""
+    secrets_dir: Path | None = None
+    """Where from_file secrets may be read (``--secrets-dir``); default: the inventory's defaults.secrets_dir."""
+
+
+def secrets_dir(deployment: DeploymentDoc, options: ApplyOptions) -> Path | None:
+    """The folder from_file secrets must stay inside: ``--secrets-dir``, else the inventory's (relative to it)."""
+    if options.secrets_dir is not None:
+        return options.secrets_dir
+    inventory = deployment.inventory
+    configured = inventory.spec.defaults.secrets_dir if inventory is not None else None
+    if inventory is None or configured is None:
+        return None
+    base = inventory.document.path.parent if inventory.document is not None else Path.cwd()
+    return base / Path(configured).expanduser()
 
 
 def _extravars_for(deployment: DeploymentDoc, hosts: list[str]) -> dict[str, Any]:
@@ -277,10 +428,26 @@ def _extravars_for(deployment: DeploymentDoc, hosts: list[str]) -> dict[str, Any
 def _plan_reachable(
     deployment: DeploymentDoc, rendered: Rendered, observed: list[Observed], results: dict[str, HostResult]
 ) -> tuple[list[Action], set[str]]:
-    """The plan for the hosts that answered, and the names of those that did not."""
-    unreachable = {name for name, result in results.items() if result.unreachable}
-    wanted = [d for d in desired_state(rendered, deployment) if d.host not in unreachable]
-    return plan(wanted, [o for o in observed if o.host not in unreachable]), unreachable
+    """The plan for the hosts that answered with a usable report, and the names of the others."""
+    unusable = {name for name, result in results.items() if not result.ok}
+    wanted = [d for d in desired_state(rendered, deployment) if d.host not in unusable]
+    return plan(wanted, [o for o in observed if o.host not in unusable]), unusable
+
+
+def _unread(deployment: DeploymentDoc, names: set[str], results: dict[str, HostResult]) -> list[HostOutcome]:
+    """One row per host whose state could not be read (unreachable, or a report that failed its checks)."""
+    return [
+        HostOutcome(
+            deployment.name,
+            name,
+            "unknown",
+            None,
+            None,
+            "unreachable" if results[name].unreachable else "failed",
+            results[name].error,
+        )
+        for name in sorted(names)
+    ]
 
 
 def apply_deployment(
@@ -295,50 +462,60 @@ def apply_deployment(
         for a in actions
         if a.kind == "unchanged"
     ]
-    outcomes += [
-        HostOutcome(deployment.name, h, "unknown", None, None, "unreachable", results[h].error)
-        for h in sorted(unreachable)
-    ]
+    outcomes += _unread(deployment, unreachable, results)
     if not changing or not options.confirm(actions):
         return actions, outcomes
     locks = {o.host: _stale_lock(host_report(results, o.host, deployment.name).get("lock")) for o in observed}
-    run = _run_info()
+    common = _common_vars(deployment, options)
     views = {view.name: view for view in resolve.placed_hosts(deployment)}
-    spec = deployment.spec
-    archive = Path(spec.engine.image_archive).expanduser() if spec.engine.image_archive else None
-    if archive is not None and not archive.is_file():
-        raise RolloutError(f"engine.image_archive {archive} not found on this controller")
     hosts: dict[str, tuple[HostView, dict[str, Any]]] = {}
+    secrets: list[str] = []
+    allowed = secrets_dir(deployment, options)
     for action in changing:
-        staging, secrets = _stage(rendered, deployment, action.host, workdir)
+        staging, env_text = _stage(rendered, deployment, action.host, workdir, allowed)
+        env_file = _write_secrets(workdir, deployment.name, action.host, env_text) if env_text else None
+        secrets += secret_values(env_text)
         container = rendered.containers[(deployment.name, action.host)]
-        source = str(spec.model.source)
         hosts[action.host] = (
             views[action.host],
             {
-                "servespec_deployment": deployment.name,
+                **common,
                 "servespec_digest": action.digest,
                 "servespec_staging": str(staging),
-                "servespec_secrets": str(secrets) if secrets else "",
+                "servespec_secrets": str(env_file) if env_file else "",
                 "servespec_image": container["image"],
-                "servespec_image_archive": str(archive) if archive else "",
-                "servespec_image_archive_bytes": archive.stat().st_size if archive else 0,
-                "servespec_model_paths": [source] if resolve.is_local_path(source) else [],
-                "servespec_driver_min": _driver_min(deployment),
-                "servespec_smoke_test": bool(spec.rollout.smoke_test),
-                "servespec_standin_image": options.standin_image or "",
-                "servespec_run": run,
                 "servespec_break_lock": locks.get(action.host, ""),
                 "servespec_role": container["role"],
-                "servespec_engine": spec.engine.name,
-                "servespec_model_source": source,
+                "servespec_model_roots": list(views[action.host].inventory.spec.defaults.model_roots),
             },
         )
     ordered = dict(sorted(hosts.items(), key=lambda item: _order(rendered, deployment.name, item[0])))
-    result = _run_on("apply.yml", ordered, _extravars_for(deployment, list(ordered)), options.on_event)
+    result = _run_on("apply.yml", ordered, _extravars_for(deployment, list(ordered)), options.on_event, tuple(secrets))
     for action in changing:
         outcomes.append(_outcome(action, result))
     return actions, outcomes
+
+
+def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> dict[str, Any]:
+    """The apply variables every host of the deployment shares (all strings reach Ansible unsafe)."""
+    spec = deployment.spec
+    root = getattr(deployment.document, "root", None)  # the loader's --root, where it has one
+    archive = (
+        archive_path(spec.engine.image_archive, deployment.document.path, root) if spec.engine.image_archive else None
+    )
+    source = str(spec.model.source)
+    return {
+        "servespec_deployment": deployment.name,
+        "servespec_image_archive": str(archive) if archive else "",
+        "servespec_image_archive_bytes": archive.stat().st_size if archive else 0,
+        "servespec_model_paths": [source] if resolve.is_local_path(source) else [],
+        "servespec_driver_min": _driver_min(deployment),
+        "servespec_smoke_test": bool(spec.rollout.smoke_test),
+        "servespec_standin_image": options.standin_image or "",
+        "servespec_run": _run_info(),
+        "servespec_engine": spec.engine.name,
+        "servespec_model_source": source,
+    }
 
 
 def _driver_min(deployment: DeploymentDoc) -> str:
@@ -409,13 +586,28 @@ def apply(fleet: Fleet, options: ApplyOptions, workdir: Path) -> tuple[list[Acti
     return all_actions, all_outcomes
 
 
-def plan_fleet(fleet: Fleet) -> list[Action]:
-    """The plan for every deployment, from live host state (read-only)."""
+@dataclass
+class FleetPlan:
+    """The plan of every deployment, and the hosts it could not be made for (with why)."""
+
+    actions: list[Action]
+    unread: list[HostOutcome] = field(default_factory=list)
+
+
+def plan_fleet(fleet: Fleet) -> FleetPlan:
+    """The plan for every deployment, from live host state (read-only).
+
+    Hosts that did not answer, or answered with a report servespec does not trust, have no
+    action: they are listed in ``unread`` (the plan is incomplete, never "nothing to do").
+    """
     rendered = render_fleet(fleet)
-    actions = []
+    out = FleetPlan([])
     for deployment in fleet.deployments:
-        actions += _plan_reachable(deployment, rendered, *gather(deployment))[0]
-    return actions
+        observed, results = gather(deployment)
+        actions, unread = _plan_reachable(deployment, rendered, observed, results)
+        out.actions += actions
+        out.unread += _unread(deployment, unread, results)
+    return out
 
 
 def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOutcome]:
@@ -504,14 +696,21 @@ def destroy(fleet: Fleet, options: ApplyOptions) -> list[HostOutcome]:
     return outcomes
 
 
+MAX_OUTPUT_CHARS = 8 << 20
+"""Largest command output kept from a host (lspci -vvv of a large server is about a megabyte)."""
+
+
 def discover(inventory: InventoryDoc, destination: Path, *, on_event: EventHandler | None = None) -> dict[str, str]:
     """Collect every inventory host's outputs over Ansible and write ``<host>.json`` facts files.
 
-    Returns the hosts that could not be read, with why.
+    Only the file names :data:`servespec.discover.facts.OUTPUT_FILES` documents are kept, as
+    text of at most :data:`MAX_OUTPUT_CHARS` each; whatever else a host sends (other names,
+    ``../`` or absolute paths, other types) is dropped. Returns the hosts that could not be
+    read, with why.
     """
     import tempfile
 
-    from servespec.discover.facts import write_facts
+    from servespec.discover.facts import OUTPUT_FILES, write_facts
 
     hosts: dict[str, tuple[HostView, dict[str, Any]]] = {name: (view, {}) for name, view in inventory.hosts.items()}
     result = _run_on("discover.yml", hosts, {}, on_event)
@@ -525,7 +724,9 @@ def discover(inventory: InventoryDoc, destination: Path, *, on_event: EventHandl
                 continue
             folder = Path(tmp) / name
             folder.mkdir()
-            for file_name, text in outputs.items():
-                (folder / file_name).write_text(text, encoding="utf-8")
+            for file_name in OUTPUT_FILES:  # fixed names: the host chooses none of the paths written
+                text = outputs.get(file_name) if isinstance(outputs, dict) else None
+                if isinstance(text, str) and len(text) <= MAX_OUTPUT_CHARS:
+                    (folder / file_name).write_text(text, encoding="utf-8", errors="replace")
         write_facts(Path(tmp), destination)
     return failed

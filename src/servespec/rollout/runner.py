@@ -1,8 +1,12 @@
 """Run servespec's playbooks through ansible-runner and collect per-host results.
 
 The playbooks and the role's modules live in ``playbooks/`` at the top of the repository
-(installed copies ship them inside the package). Only structural values travel as Ansible
-variables — names, numbers and controller paths — so no spec value is ever templated.
+(installed copies ship them inside the package). The inventory and the extra vars are
+written as YAML files in which every string is tagged ``!unsafe``
+(:mod:`servespec.rollout.ansible_vars`), so no spec, inventory or host value is ever
+templated; only numbers and booleans stay plain. Failure messages and log tails coming back
+from hosts are scrubbed of the run's secret values and of token-shaped strings before they
+are kept.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from servespec.redact import scrub
+from servespec.rollout.ansible_vars import write_inputs
 
 PLAYBOOKS = Path(__file__).resolve().parents[3] / "playbooks"
 
@@ -52,7 +59,7 @@ class RunResult:
 EventHandler = Callable[[dict[str, Any]], None]
 
 
-def _failure(result: HostResult, res: dict[str, Any], task: str) -> None:
+def _failure(result: HostResult, res: dict[str, Any], task: str, secrets: tuple[str, ...]) -> None:
     result.ok = False
     message = str(res.get("msg", "failed"))
     try:
@@ -60,15 +67,17 @@ def _failure(result: HostResult, res: dict[str, Any], task: str) -> None:
     except ValueError:
         detail = None
     if isinstance(detail, dict) and "error" in detail:
-        result.error = str(detail["error"])
+        result.error = scrub(str(detail["error"]), secrets)
         result.stage = str(detail.get("stage", task))
-        result.logs = [str(line) for line in detail.get("logs", [])][-20:]
+        logs = detail.get("logs")
+        # The host scrubs its log tail too; this covers a host that does not (or cannot).
+        result.logs = [scrub(str(line), secrets) for line in logs][-20:] if isinstance(logs, list) else []
     elif not result.error:
-        result.error = message
+        result.error = scrub(message, secrets)
         result.stage = task
 
 
-def _collect(hosts: dict[str, HostResult], event: dict[str, Any]) -> None:
+def _collect(hosts: dict[str, HostResult], event: dict[str, Any], secrets: tuple[str, ...] = ()) -> None:
     data = event.get("event_data") or {}
     name = data.get("host")
     if not name:
@@ -82,12 +91,12 @@ def _collect(hosts: dict[str, HostResult], event: dict[str, Any]) -> None:
         result.results[task] = res
     elif kind == "runner_on_failed" and not data.get("ignore_errors"):
         result.touched = True
-        _failure(result, res, task)
+        _failure(result, res, task, secrets)
     elif kind == "runner_on_unreachable":
         result.touched = True
         result.ok = False
         result.unreachable = True
-        result.error = str(res.get("msg", "unreachable"))
+        result.error = scrub(str(res.get("msg", "unreachable")), secrets)
         result.stage = "connect"
 
 
@@ -98,15 +107,20 @@ def run_playbook(
     *,
     on_event: EventHandler | None = None,
     forks: int = 10,
+    secrets: tuple[str, ...] = (),
 ) -> RunResult:
-    """Run ``playbooks/<playbook>`` over ``inventory`` and return per-host results."""
+    """Run ``playbooks/<playbook>`` over ``inventory`` and return per-host results.
+
+    Every string of ``inventory`` and ``extravars`` reaches Ansible marked unsafe; ``secrets``
+    are the values to mask in what hosts send back.
+    """
     import ansible_runner
 
     root = playbook_root()
     hosts: dict[str, HostResult] = {}
 
     def handle(event: dict[str, Any]) -> bool:
-        _collect(hosts, event)
+        _collect(hosts, event, secrets)
         if on_event is not None:
             on_event(event)
         return True
@@ -122,11 +136,11 @@ def run_playbook(
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     with tempfile.TemporaryDirectory(prefix="servespec-runner-") as private:
+        hosts_file = write_inputs(Path(private), inventory, extravars)
         runner = ansible_runner.run(
             private_data_dir=private,
             playbook=str(root / playbook),
-            inventory=inventory,
-            extravars=extravars,
+            inventory=str(hosts_file),
             envvars=env,
             forks=max(1, forks),
             quiet=True,

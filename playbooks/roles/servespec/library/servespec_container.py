@@ -31,10 +31,13 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.servespec_common import (
     STATE_ROOT,
+    check_deployment,
+    deployment_secrets,
     load_container,
     read_env_file,
     read_state,
     revision_entry,
+    scrub_lines,
 )
 
 try:
@@ -159,6 +162,7 @@ def _exec(client, p, name, previous, current):
         return {"failed": True, "msg": f"{name} is not running"}
     result = current.exec_run(p["command"])
     output = result.output.decode("utf-8", "replace")[-2000:]
+    output = "\n".join(scrub_lines(output.split("\n"), deployment_secrets(p["deployment"], p["state_root"])))
     if result.exit_code:
         return {"failed": True, "msg": f"{' '.join(p['command'])} failed in {name}", "output": output}
     return {"changed": True, "output": output}
@@ -182,11 +186,14 @@ def main():
     if not HAS_DOCKER:
         module.fail_json(msg="the Docker SDK for Python is missing on this host: install python3-docker")
     p = module.params
+    check_deployment(module, p["deployment"])
     client = docker.from_env()
     name = f"servespec-{p['deployment']}"
     current = _get(client, name)
     if p["action"] == "logs":
-        module.exit_json(changed=False, logs=_logs(current) if current else [])
+        # The tail goes back to the controller's output: mask every secret this deployment has here.
+        logs = scrub_lines(_logs(current), deployment_secrets(p["deployment"], p["state_root"])) if current else []
+        module.exit_json(changed=False, logs=logs)
     if module.check_mode:
         module.exit_json(changed=True)
     result = ACTIONS[p["action"]](client, p, name, f"{name}-previous", current)

@@ -28,7 +28,7 @@ import os
 import shutil
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import STATE_ROOT, deployment_dir, lock_holder, now
+from ansible.module_utils.servespec_common import STATE_ROOT, check_deployment, deployment_dir, lock_holder, now
 
 
 def main():
@@ -43,6 +43,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    check_deployment(module, p["deployment"])
     path = os.path.join(deployment_dir(p["deployment"], p["state_root"]), "lock")
     run_id = str(p["holder"].get("run_id", ""))
     if p["state"] == "absent":

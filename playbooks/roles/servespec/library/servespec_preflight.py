@@ -14,6 +14,11 @@ options:
   deployment: {description: Deployment name, required: true, type: str}
   number: {description: Revision whose container.json to check, required: true, type: int}
   model_paths: {description: Host paths the model needs, type: list, elements: str, default: []}
+  model_roots:
+    description: Host folders a model path must resolve inside (symlinks followed), the inventory's defaults.model_roots.
+    type: list
+    elements: str
+    default: [/var/lib/servespec/models, /srv, /data, /models, /mnt, /opt/models]
   archive_bytes: {description: Size of the image archive to load, type: int, default: 0}
   standin: {description: Test-only stand-in image in use (GPU checks are skipped), type: bool, default: false}
   image: {description: Image reference to look for (reported as image_present), type: str}
@@ -28,7 +33,11 @@ import socket
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import STATE_ROOT, load_container
+from ansible.module_utils.servespec_common import STATE_ROOT, check_deployment, load_container, model_path_problem
+
+
+MODEL_ROOTS = ("/var/lib/servespec/models", "/srv", "/data", "/models", "/mnt", "/opt/models")
+"""servespec's DEFAULT_MODEL_ROOTS (spec/models.py); the role passes the inventory's own list."""
 
 
 def _docker(errors):
@@ -127,6 +136,7 @@ def main():
             deployment=dict(type="str", required=True),
             number=dict(type="int", required=True),
             model_paths=dict(type="list", elements="str", default=[]),
+            model_roots=dict(type="list", elements="str", default=list(MODEL_ROOTS)),
             archive_bytes=dict(type="int", default=0),
             standin=dict(type="bool", default=False),
             image=dict(type="str"),
@@ -136,6 +146,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    check_deployment(module, p["deployment"])
     spec = load_container(p["deployment"], p["number"], p["state_root"])
     errors = []
     client = _docker(errors)
@@ -145,8 +156,9 @@ def main():
     if client is not None:
         _port(client, spec, errors)
     for path in p["model_paths"]:
-        if not os.path.exists(path):
-            errors.append(f"model path {path} does not exist on this host")
+        problem = model_path_problem(path, p["model_roots"])
+        if problem:
+            errors.append(problem)
     free = shutil.disk_usage(p["state_root"]).free
     if p["archive_bytes"] and free < 2 * p["archive_bytes"]:
         errors.append(f"{free} bytes free under {p['state_root']}, the image archive needs {2 * p['archive_bytes']}")

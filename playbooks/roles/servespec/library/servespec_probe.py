@@ -26,7 +26,13 @@ import urllib.error
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import STATE_ROOT, base_url, load_container, read_env_file
+from ansible.module_utils.servespec_common import (
+    STATE_ROOT,
+    base_url,
+    check_deployment,
+    load_container,
+    read_env_file,
+)
 
 API_KEY_VARIABLES = ("VLLM_API_KEY", "API_KEY", "SERVESPEC_API_KEY", "LLAMA_API_KEY")
 
@@ -100,6 +106,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    check_deployment(module, p["deployment"])
     if module.check_mode:
         module.exit_json(changed=False)
     spec = load_container(p["deployment"], p["number"], p["state_root"])

@@ -34,6 +34,7 @@ from ansible.module_utils.servespec_common import (
     CONFIG_ROOT,
     STATE_ROOT,
     active_link,
+    check_deployment,
     deployment_dir,
     empty_state,
     now,
@@ -138,6 +139,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    check_deployment(module, p["deployment"])
     state = read_state(p["deployment"], p["state_root"])
     if module.check_mode:
         module.exit_json(changed=True, state=state)

@@ -23,6 +23,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.servespec_common import (
     STATE_ROOT,
     base_url,
+    check_deployment,
     deployment_dir,
     load_container,
     lock_holder,
@@ -70,6 +71,8 @@ def main():
         supports_check_mode=True,
     )
     root = module.params["state_root"]
+    for name in module.params["deployments"]:
+        check_deployment(module, name)
     report = {}
     for name in module.params["deployments"]:
         state = read_state(name, root)

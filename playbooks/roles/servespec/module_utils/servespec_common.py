@@ -6,11 +6,72 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 
 STATE_ROOT = "/var/lib/servespec"
 CONFIG_ROOT = "/etc/servespec"
+RESERVED = ("models", "images")
+"""Folders of STATE_ROOT shared by every deployment (model cache, image archives): never a deployment."""
+DEPLOYMENT_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def deployment_problem(name):
+    """Why ``name`` cannot be a deployment on this host ('' when it can).
+
+    The name becomes a path under STATE_ROOT and CONFIG_ROOT: a DNS label only (no '/', '..'),
+    and not one of the shared folders, whose model weights and archives a deployment's
+    state and secrets must never land in. Checked here too, not only by the controller.
+    """
+    if not isinstance(name, str) or not DEPLOYMENT_NAME.match(name):
+        return f"deployment name {name!r} is not a DNS label"
+    if name in RESERVED:
+        return f"deployment name {name!r} is reserved: {STATE_ROOT}/{name} is shared by every deployment"
+    return ""
+
+
+def check_deployment(module, name):
+    """Fail ``module`` when ``name`` cannot be a deployment (see deployment_problem)."""
+    problem = deployment_problem(name)
+    if problem:
+        module.fail_json(msg=problem)
+
+
+def model_path_problem(path, roots):
+    """Why a local model path may not be mounted ('' when it may).
+
+    The real path (symlinks resolved) must exist and lie inside one of ``roots``: a link
+    under a root pointing at /var/run would otherwise mount docker.sock into the engine.
+    """
+    real = os.path.realpath(path)
+    for root in roots:
+        base = os.path.realpath(root)
+        if real == base or real.startswith(base.rstrip("/") + "/"):
+            return "" if os.path.exists(real) else f"model path {path} does not exist on this host"
+    return f"model path {path} resolves outside the model roots ({', '.join(roots)}) on this host"
+
+
+def deployment_secrets(deployment, root=STATE_ROOT):
+    """Every secret value of the deployment's revisions on this host (what log tails must not show)."""
+    values = set()
+    revisions = os.path.join(root, deployment, "revisions")
+    for number in os.listdir(revisions) if os.path.isdir(revisions) else []:
+        path = os.path.join(revisions, number, "secrets.env")
+        if os.path.isfile(path):
+            values.update(value for value in read_env_file(path).values() if len(value) >= 4)
+    return values
+
+
+def scrub_lines(lines, secrets):
+    """``lines`` with each of ``secrets`` masked (longest first, so no part of one survives)."""
+    ordered = sorted(secrets, key=len, reverse=True)
+    out = []
+    for line in lines:
+        for secret in ordered:
+            line = line.replace(secret, "***")
+        out.append(line)
+    return out
 
 
 def deployment_dir(deployment, root=STATE_ROOT):
@@ -66,6 +127,8 @@ def base_url(spec):
     for port in spec["ports"]:
         if port["host_ip"] not in ("0.0.0.0", "::", ""):
             host = port["host_ip"]
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 literal: http://::1:8000 is no URL
     return f"http://{host}:{spec['healthcheck']['port']}"
 
 
