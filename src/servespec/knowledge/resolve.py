@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,9 @@ from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import EstimateInput, GpuEstimate, estimate
 from servespec.knowledge.models import ModelFacts
 from servespec.spec.fleet import DeploymentDoc, HostView
+from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
+from servespec.spec.source import quote_value
+from servespec.text import printable
 
 
 @dataclass(frozen=True)
@@ -43,16 +47,76 @@ class HostGpus:
 
 
 def is_local_path(source: str) -> bool:
-    """Whether a model source is a path on the host rather than a hub id or Ollama tag."""
-    return source.startswith(("/", "./", "../", "~")) or source.endswith(".gguf")
+    """Whether a model source is a path on the host rather than a hub id or Ollama tag.
+
+    Relative (``./m``, ``../m``, ``m.gguf``) and ``~`` sources count as local so that
+    :func:`local_source_problem` refuses them: on a host they have no meaning servespec
+    controls (the container runtime has neither the spec author's working directory nor
+    their home, and ``docker run -v`` reads a relative name as a named volume).
+    """
+    return source.startswith(("/", "./", "../", "~", ".")) or source.endswith(".gguf")
+
+
+def model_roots(deployment: DeploymentDoc) -> list[str]:
+    """The inventory's ``defaults.model_roots``: host folders a local model source may name."""
+    from servespec.spec.models import DEFAULT_MODEL_ROOTS
+
+    inventory = deployment.inventory
+    return list(inventory.spec.defaults.model_roots) if inventory is not None else list(DEFAULT_MODEL_ROOTS)
+
+
+def local_source_problem(source: str, roots: list[str]) -> str:
+    """Why a local model source may not be mounted into a container ("" when it may).
+
+    The source must be an absolute path without ``..`` components whose mounted folder
+    (the file's folder for a ``.gguf``) is one of ``roots`` or lies below one, compared
+    after normalisation (``//``, ``/./`` and trailing slashes collapse). A root of ``/``
+    is never honoured: it would allow ``/var/run`` (docker.sock) and ``/etc``.
+    """
+    if not source.startswith("/"):
+        return f"{source!r} is not an absolute path (relative and ~ paths have no fixed meaning on a host)"
+    if ".." in source.split("/"):
+        return f"{source!r} contains '..'"
+    folder = mounted_folder(source)
+    for root in roots:
+        clean = _normalise(root) if root.startswith("/") else ""
+        if clean in ("", "/") or ".." in root.split("/"):
+            continue
+        if folder == clean or folder.startswith(clean + "/"):
+            return ""
+    return f"{folder} is outside the inventory's model roots ({', '.join(roots)})"
+
+
+def _normalise(path: str) -> str:
+    # normpath keeps a leading "//" (POSIX leaves its meaning open); a host path never needs it.
+    return posixpath.normpath("/" + path.lstrip("/"))
+
+
+def mounted_folder(source: str) -> str:
+    """The normalised host folder an absolute local source mounts (the file's folder for a ``.gguf``)."""
+    path = _normalise(source)
+    return posixpath.dirname(path) if path.endswith(".gguf") else path
 
 
 @functools.cache
 def _config_facts(path: Path) -> ModelAnswer:
+    name = printable(path.name)
     try:
         return ModelAnswer(models.read_config(path))
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        return ModelAnswer(None, f"cannot read model config {path.name}: {err}")
+    except OSError:
+        # The operating system's text names the absolute path: say only that it failed.
+        return ModelAnswer(None, f"cannot read model config {name}")
+    except KeyError as err:
+        return ModelAnswer(None, f"cannot read model config {name}: field {quote_value(err.args[0])} is missing")
+    except (ValueError, TypeError, OverflowError) as err:
+        return ModelAnswer(None, f"cannot read model config {name}: {quote_value(str(err), limit=120)[1:-1]}")
+
+
+def config_path(deployment: DeploymentDoc) -> Path:
+    """The deployment's ``model.config`` resolved inside its root; raises :class:`PathRefusedError`."""
+    document = deployment.document
+    root = document.root or default_root(document.path)
+    return resolve_inside(str(deployment.spec.model.config), document.path.parent, root)
 
 
 def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
@@ -61,7 +125,10 @@ def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
     facts: ModelFacts | None = None
     problem = ""
     if spec.config:
-        answer = _config_facts((deployment.document.path.parent / spec.config).resolve())
+        try:
+            answer = _config_facts(config_path(deployment))
+        except PathRefusedError as refused:  # REF002 reports it at model.config
+            answer = ModelAnswer(None, f"model config {'not found' if refused.missing else 'refused'}")
         facts, problem = answer.facts, answer.problem
     if facts is None:
         facts = models.catalogued(spec.source)

@@ -8,6 +8,7 @@ An engine module (``render/<engine>.py``) turns a :class:`Target` into an
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -15,6 +16,7 @@ from typing import Any
 
 from servespec.knowledge import resolve
 from servespec.knowledge.engines import EngineOption, EngineRelease
+from servespec.render.environment import RenderError
 from servespec.spec.fleet import DeploymentDoc, HostView
 
 CONFIG_DIR = "/etc/servespec"
@@ -139,12 +141,53 @@ def header(target: Target, digest: str, *, per_host: bool = True) -> str:
     )
 
 
+def engine_host(target: Target) -> str:
+    """The address the engine itself listens on.
+
+    One host per replica runs on Docker's bridge network: inside its own network namespace
+    the engine listens on 0.0.0.0 and Docker publishes the port on ``serving.bind`` only.
+    A multi-node replica runs on the host's network (its members reach each other
+    directly), so there the engine must listen on ``serving.bind`` itself.
+    """
+    return str(target.spec.serving.bind) if target.multi_node else "0.0.0.0"
+
+
+def host_and_port(host: str, port: int) -> str:
+    """``host:port`` with an IPv6 literal in brackets (``[::1]:8000``), as URLs and Docker write it."""
+    try:
+        literal = ipaddress.ip_address(host).version == 6
+    except ValueError:
+        literal = False
+    return f"[{host}]:{port}" if literal else f"{host}:{port}"
+
+
+def port_mapping(port: dict[str, Any]) -> str:
+    """A container.yaml port as ``docker run -p`` writes it (``[::1]:8000:8000`` for IPv6)."""
+    return f"{host_and_port(str(port['host_ip']), int(port['host_port']))}:{port['container_port']}"
+
+
+class UnsafeModelPathError(RenderError):
+    """A local model source that may not be mounted into a container."""
+
+
+def local_model_folder(source: str, roots: list[str]) -> str:
+    """The host folder a local model source mounts, refusing anything outside the model roots.
+
+    SEC004 reports such specs; this is the renderer's own check, so that nothing that
+    skips validation can mount ``/var/run`` (docker.sock) or ``/etc`` into an engine.
+    """
+    problem = resolve.local_source_problem(source, roots)
+    if problem:
+        raise UnsafeModelPathError(f"model.source: {problem}")
+    return resolve.mounted_folder(source)
+
+
 def model_volumes(target: Target, container_cache: str) -> list[dict[str, Any]]:
-    """The host model cache, and a local model path mounted read-only at the same path."""
+    """The host model cache, and a local model path (under a model root) mounted read-only at the same path."""
     volumes = [{"host": MODEL_CACHE, "container": container_cache, "mode": "rw"}]
     source = str(target.spec.model.source)
     if resolve.is_local_path(source):
-        folder = source if not source.endswith(".gguf") else str(PurePosixPath(source).parent)
+        folder = local_model_folder(source, resolve.model_roots(target.deployment))
         volumes.append({"host": folder, "container": folder, "mode": "ro"})
     return volumes
 
@@ -288,6 +331,7 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         "ipc_mode": "host" if multi_gpu else None,
         "shm_size": None if multi_gpu else "2g",
         "network_mode": "host" if target.multi_node else "bridge",
+        # Host networking publishes nothing: the engine listens on serving.bind itself (engine_host).
         "ports": []
         if target.multi_node
         else [{"host_ip": spec.serving.bind, "host_port": spec.serving.port, "container_port": spec.serving.port}],

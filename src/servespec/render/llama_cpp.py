@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from servespec.knowledge.resolve import is_local_path
-from servespec.render.common import EngineContainer, Target, engine_secrets, flags
+from servespec.render.common import EngineContainer, Target, engine_host, engine_secrets, flags
 
 AUTO_SLOTS = 4  # llama-server's --parallel -1 means 4 slots (common/arg.cpp)
 
@@ -26,7 +26,7 @@ def context(target: Target) -> EngineContainer:
     options: dict[str, Any] = {
         "model" if is_local_path(source) else "hf_repo": source,
         "alias": target.served_name,
-        "host": "0.0.0.0",
+        "host": engine_host(target),
         "port": spec.serving.port,
         "parallel": slots,
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import CONFIG_DIR, EngineContainer, Target
+from servespec.render.common import CONFIG_DIR, EngineContainer, Target, engine_host, host_and_port
 
 PARAMETER_PREFIX = "modelfile."
 
@@ -18,7 +18,7 @@ PARAMETER_PREFIX = "modelfile."
 def context(target: Target) -> EngineContainer:
     """The Ollama container of one host."""
     spec = target.spec
-    server: dict[str, Any] = {"host": f"0.0.0.0:{spec.serving.port}"}
+    server: dict[str, Any] = {"host": host_and_port(engine_host(target), spec.serving.port)}
     if target.max_model_len:
         server["context_length"] = target.max_model_len
     parameters: dict[str, Any] = {}

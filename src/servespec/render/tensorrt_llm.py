@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import CONFIG_DIR, EngineContainer, Target, flags, hub_token_env
+from servespec.render.common import CONFIG_DIR, EngineContainer, Target, engine_host, flags, hub_token_env
 
 
 def _nest(flat: dict[str, Any]) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def context(target: Target) -> EngineContainer:
     spec = target.spec
     model = spec.model
     cli: dict[str, Any] = {
-        "host": "0.0.0.0",
+        "host": engine_host(target),
         "port": spec.serving.port,
         "tensor_parallel_size": spec.resources.tensor_parallel,
         "pipeline_parallel_size": spec.resources.pipeline_parallel,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import EngineContainer, Target, engine_secrets, flags, quantization_method
+from servespec.render.common import EngineContainer, Target, engine_host, engine_secrets, flags, quantization_method
 
 
 def context(target: Target) -> EngineContainer:
@@ -18,7 +18,7 @@ def context(target: Target) -> EngineContainer:
     model = spec.model
     options: dict[str, Any] = {
         "model_id": str(model.source),
-        "hostname": "0.0.0.0",
+        "hostname": engine_host(target),
         "port": spec.serving.port,
         "num_shard": spec.resources.tensor_parallel,
     }

@@ -8,13 +8,16 @@ vLLM's own ``--nnodes/--node-rank/--master-addr`` where the release has them.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from servespec.render.common import (
     CONFIG_DIR,
     EngineContainer,
     Target,
+    engine_host,
     engine_secrets,
+    host_and_port,
     model_options,
     split_config,
 )
@@ -31,7 +34,7 @@ MASTER_PORT = 29500
 def _portable(target: Target) -> dict[str, Any]:
     spec = target.spec
     options: dict[str, Any] = {
-        "host": "0.0.0.0",
+        "host": engine_host(target),
         "port": spec.serving.port,
         "served_model_name": target.served_name,
         **model_options(target),
@@ -74,15 +77,29 @@ def context(target: Target) -> EngineContainer:
     return engine
 
 
+def _node_ip(target: Target) -> list[str]:
+    """``--node-ip-address`` of this member: the inventory address the other members reach.
+
+    Without it Ray picks an address itself (its route to 8.8.8.8), possibly another network
+    than the replica's. Ray takes an IP here, so host names are left to Ray.
+    """
+    try:
+        ipaddress.ip_address(target.host.address)
+    except ValueError:
+        return []
+    return [f"--node-ip-address={target.host.address}"]
+
+
 def _ray(target: Target, engine: EngineContainer, serve: list[str]) -> None:
     """Ray layout: the leader starts a head then vllm serve; workers join the head and block."""
-    leader = f"{target.leader.address}:{RAY_PORT}"
+    leader = host_and_port(target.leader.address, RAY_PORT)
     if target.role == "worker":
         engine.entrypoint = ["ray"]
-        engine.command = ["start", "--block", f"--address={leader}"]
+        engine.command = ["start", "--block", f"--address={leader}", *_node_ip(target)]
         engine.human_command = ["ray", *engine.command]
         return
-    script = f"ray start --head --port={RAY_PORT} && exec vllm serve {shell_join(serve)}"
+    head = ["ray", "start", "--head", f"--port={RAY_PORT}", *_node_ip(target)]
+    script = f"{shell_join(head)} && exec vllm serve {shell_join(serve)}"
     engine.entrypoint = ["/bin/bash", "-c"]
     engine.command = [script]
     engine.human_command = ["/bin/bash", "-c", script]

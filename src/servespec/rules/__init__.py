@@ -23,7 +23,13 @@ from servespec.rules.parallel import HeadsNotDivisible, KvHeadsReplicated, Layou
 from servespec.rules.references import FactsMissing, MissingFile, StaleFacts, UnknownHost
 from servespec.rules.rollout import AllHostsDownAtOnce, HealthTimeoutTooShort
 from servespec.rules.schema import MissingField, Suppressions, UnknownField, WrongType, YamlSyntax
-from servespec.rules.security import ImageNotPinned, InlineSecret, RevisionNotPinned
+from servespec.rules.security import (
+    ImageNotPinned,
+    InlineSecret,
+    ModelPathOutsideRoots,
+    RevisionNotPinned,
+    TrustRemoteCode,
+)
 from servespec.rules.topology import AcsBlocksPeerToPeer, ReplicaAcrossNuma, TensorParallelOverPcie
 
 ALL_RULES: tuple[type[Rule], ...] = (
@@ -61,6 +67,8 @@ ALL_RULES: tuple[type[Rule], ...] = (
     InlineSecret,
     ImageNotPinned,
     RevisionNotPinned,
+    ModelPathOutsideRoots,
+    TrustRemoteCode,
     AllHostsDownAtOnce,
     HealthTimeoutTooShort,
 )

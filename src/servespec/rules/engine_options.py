@@ -9,6 +9,7 @@ from typing import Any
 from servespec.findings import Finding, Severity
 from servespec.knowledge import engines, resolve
 from servespec.knowledge.engines import EngineOption, EngineRelease
+from servespec.redact import MASK, has_token, looks_secret, scrub
 from servespec.rules.base import Rule
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
@@ -44,7 +45,15 @@ def _unknown_message(engine: str, release: EngineRelease, name: str) -> tuple[st
         message += f" (added in {added})"
     close = difflib.get_close_matches(key, list(release.options), n=1, cutoff=0.7)
     hint = f"did you mean '{close[0]}'?" if close else f"see `{engine}` options of {release.version}"
-    return message, hint
+    # A flag or key can itself be a pasted token (``--hf_...``): SEC001 reports it, nobody echoes it.
+    return scrub(message), scrub(hint)
+
+
+def _shown(name: str, value: Any) -> str:
+    """A value as a message may quote it: masked when SEC001 would call it a secret."""
+    if looks_secret(name, value) or (isinstance(value, str) and has_token(value)):
+        return MASK
+    return scrub(repr(value))
 
 
 class UnknownEngineOption(Rule):
@@ -208,7 +217,7 @@ class InvalidEngineOptionValue(Rule):
                 if problem:
                     yield self.report(
                         deployment.document,
-                        f"{name}: {problem}, got {value!r}",
+                        f"{scrub(name)}: {problem}, got {_shown(name, value)}",
                         ("engine", "options", name),
                         hint=option.help[:120] if option.help else "",
                     )

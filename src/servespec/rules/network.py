@@ -53,12 +53,39 @@ class PortConflict(Rule):
 
 
 def _loopback(bind: str) -> bool:
-    if bind in ("localhost", "ip6-localhost"):
+    """Whether ``bind`` reaches loopback only: 127.0.0.0/8, ``::1`` (``::`` is every interface)."""
+    if bind in ("localhost", "ip6-localhost", "ip6-loopback"):
         return True
     try:
-        return ipaddress.ip_address(bind).is_loopback
+        address = ipaddress.ip_address(bind.removeprefix("[").removesuffix("]"))
     except ValueError:
-        return False
+        return False  # a host name may resolve to anything: treat it as exposed
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 is IPv4 loopback
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+RAY_PORT = 6379
+"""The cluster ports the renderers use (render/vllm.py, render/sglang.py; a test keeps them equal)."""
+MASTER_PORT = 29500
+DIST_PORT = 20000
+
+
+def _cluster_ports(deployment: DeploymentDoc, leader: str) -> str:
+    """What a multi-node replica opens between its members, stated as the engines' sources show it."""
+    engine = deployment.spec.engine.name
+    chosen = resolve.release(deployment)
+    if engine == "vllm" and (chosen is None or chosen.option("nnodes") is None):
+        return (
+            f"Ray's head port {leader}:{RAY_PORT} and the ports Ray opens on every member have no "
+            "authentication; servespec passes --node-ip-address (the inventory address), but cannot "
+            "limit the interfaces Ray listens on"
+        )
+    port = MASTER_PORT if engine == "vllm" else DIST_PORT
+    flag = "--master-port" if engine == "vllm" else "--dist-init-addr"
+    return (
+        f"torch.distributed's TCPStore on {leader}:{port} ({flag}) and NCCL's connections have no "
+        "authentication, and PyTorch's store listens on every interface (it has no bind-address option)"
+    )
 
 
 class ExposedWithoutAuth(Rule):
@@ -69,44 +96,90 @@ class ExposedWithoutAuth(Rule):
     reaches the port can use the GPUs. Ollama's server has no API-key check at all
     (server/routes.go) and ``trtllm-serve`` has no API-key option (commands/serve.py), so
     for them a non-loopback bind is an error: put an authenticating proxy in front and
-    bind the engine to loopback.
+    bind the engine to loopback. Loopback is ``127.0.0.0/8``, ``::1``, ``::ffff:127.x`` and
+    ``localhost``; ``0.0.0.0`` and ``::`` are every interface, and a host name counts as
+    exposed.
 
-    Fix: set ``serving.api_key: {from_env: VAR}`` (or ``from_file``), or bind to 127.0.0.1.
+    Multi-node replicas run on the host's network, so the engine itself listens on
+    ``serving.bind`` on every member (the same check applies), and the members reach each
+    other on cluster ports that have no authentication at all. A warning says which:
+
+    - vLLM 0.11 (Ray): the Ray head port 6379 and the ports Ray opens on each member.
+      servespec passes ``--node-ip-address`` (the inventory address) so members use the
+      replica's network, but cannot limit the interfaces Ray listens on; Ray's own
+      security guide says to restrict its ports to trusted machines.
+    - vLLM with ``--nnodes`` and SGLang: torch.distributed's TCPStore on the leader
+      (``--master-port`` 29500, ``--dist-init-addr`` port 20000) and NCCL's connections.
+      PyTorch's TCPStore server listens on every interface (socket.cpp binds the wildcard
+      address; there is no bind-address option), so neither engine can restrict it.
+
+    Fix: set ``serving.api_key: {from_env: VAR}`` (or ``from_file``), or bind to 127.0.0.1;
+    for multi-node replicas, allow the cluster ports only between the replica's hosts
+    (a host firewall or a private network).
 
     Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/entrypoints/openai/api_server.py ;
     https://github.com/ollama/ollama/blob/v0.32.15/server/routes.go ;
-    https://github.com/NVIDIA/TensorRT-LLM/blob/v1.2.1/tensorrt_llm/commands/serve.py
+    https://github.com/NVIDIA/TensorRT-LLM/blob/v1.2.1/tensorrt_llm/commands/serve.py ;
+    https://docs.ray.io/en/latest/ray-security/index.html ;
+    https://github.com/pytorch/pytorch/blob/v2.8.0/torch/csrc/distributed/c10d/socket.cpp ;
+    https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/server_args.py
     """
 
     id = "NET002"
     name = "network.exposed-without-auth"
     severity = Severity.WARNING
     summary = "bound to a non-loopback address without an API key (error for engines without any auth)"
-    sources = (_VLLM_AUTH, _OLLAMA_AUTH, _TRTLLM_SERVE)
+    sources = (
+        _VLLM_AUTH,
+        _OLLAMA_AUTH,
+        _TRTLLM_SERVE,
+        "https://docs.ray.io/en/latest/ray-security/index.html",
+        "https://github.com/pytorch/pytorch/blob/v2.8.0/torch/csrc/distributed/c10d/socket.cpp",
+    )
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            serving = deployment.spec.serving
-            prof = resolve.profile(deployment)
-            if prof.auth is None and serving.api_key is not None:
-                yield self._unenforceable(deployment, prof.title)
-            if _loopback(serving.bind):
-                continue
-            if prof.auth is None:
-                yield self.report(
-                    deployment.document,
-                    f"{prof.title} has no API authentication and would listen on {serving.bind}",
-                    ("serving", "bind"),
-                    severity=Severity.ERROR,
-                    hint="bind to 127.0.0.1 and put an authenticating proxy in front",
-                )
-            elif serving.api_key is None:
-                yield self.report(
-                    deployment.document,
-                    f"listens on {serving.bind} without an API key",
-                    ("serving", "bind"),
-                    hint="set serving.api_key: {from_env: VAR}, or bind to 127.0.0.1",
-                )
+            yield from self._serving(deployment)
+            yield from self._cluster(deployment)
+
+    def _cluster(self, deployment: DeploymentDoc) -> Iterator[Finding]:
+        """Multi-node replicas: the ports members use to reach each other."""
+        if deployment.spec.placement.hosts_per_replica < 2:
+            return
+        hosts = resolve.placed_hosts(deployment)
+        exposed = [host.address for host in hosts if not _loopback(host.address)]
+        if not hosts or not exposed:
+            return
+        yield self.report(
+            deployment.document,
+            f"multi-node replica on {', '.join(exposed)}: {_cluster_ports(deployment, hosts[0].address)}",
+            ("placement", "hosts_per_replica"),
+            hint="allow these ports only between the replica's hosts (host firewall or a private network)",
+        )
+
+    def _serving(self, deployment: DeploymentDoc) -> Iterator[Finding]:
+        """The serving port: bound where serving.bind says, on one host or on every member of a replica."""
+        serving = deployment.spec.serving
+        prof = resolve.profile(deployment)
+        if prof.auth is None and serving.api_key is not None:
+            yield self._unenforceable(deployment, prof.title)
+        if _loopback(serving.bind):
+            return
+        if prof.auth is None:
+            yield self.report(
+                deployment.document,
+                f"{prof.title} has no API authentication and would listen on {serving.bind}",
+                ("serving", "bind"),
+                severity=Severity.ERROR,
+                hint="bind to 127.0.0.1 and put an authenticating proxy in front",
+            )
+        elif serving.api_key is None:
+            yield self.report(
+                deployment.document,
+                f"listens on {serving.bind} without an API key",
+                ("serving", "bind"),
+                hint="set serving.api_key: {from_env: VAR}, or bind to 127.0.0.1",
+            )
 
     def _unenforceable(self, deployment: DeploymentDoc, title: str) -> Finding:
         return self.report(

@@ -7,36 +7,103 @@ from collections.abc import Iterator
 from typing import Any
 
 from servespec.findings import Finding, Severity
-from servespec.knowledge.resolve import extra_arg_settings, is_local_path
-from servespec.redact import SECRET_VALUE as _SECRET_VALUE
+from servespec.knowledge import resolve
+from servespec.knowledge.engines import EngineRelease
+from servespec.knowledge.resolve import extra_arg_settings, is_local_path, local_source_problem, model_roots
+from servespec.redact import SECRET_NAME, has_token, scrub
 from servespec.redact import looks_secret as _looks_secret
 from servespec.rules.base import Rule
-from servespec.spec.fleet import Fleet
+from servespec.spec.fleet import DeploymentDoc, Fleet
+from servespec.spec.source import Document
 
-_SECRET_FLAGS = ("--api-key", "--admin-api-key", "--hf-token", "--token")
+_AUTHTOKEN = re.compile(r"authtoken", re.IGNORECASE)  # TGI's ngrok_authtoken: no separator before TOKEN
+_REMOTE_CODE = "trust_remote_code"
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_HINT_REF = "use serving.api_key / model.hub_token with from_env/from_file"
 _FLOATING_TAGS = {"latest", "nightly", "main", "master", "edge", "dev"}
 _DOCKER_PIN = "https://docs.docker.com/reference/cli/docker/image/pull/#pull-an-image-by-digest-immutable-identifier"
 _HF_REVISION = "https://huggingface.co/docs/huggingface_hub/guides/download#from-specific-version"
 _OWASP_SECRETS = "https://cheatsheetseries.owasp.org/cheatsheets/Secrets_Management_Cheat_Sheet.html"
 
 
+def canonical_option(name: str, chosen: EngineRelease | None) -> str:
+    """The catalog key an option or flag spelling names: ``--api_key``, ``api-key``, ``-hft``, ``--api-k``.
+
+    argparse accepts any unambiguous prefix of a long option (``allow_abbrev``), and vLLM
+    and SGLang accept ``_`` for ``-``; a spelling the catalog does not know is normalised
+    (dashes stripped, ``-`` to ``_``, lower case) so that name checks still see it.
+    """
+    plain = name.lstrip("-").replace("-", "_").lower()
+    if chosen is None:
+        return plain
+    option = chosen.option(name) or chosen.option("--" + plain.replace("_", "-")) or chosen.option(plain)
+    if option is not None:
+        return option.key
+    if name.startswith("--") and len(plain) >= 3:
+        prefix = "--" + plain.replace("_", "-")
+        matches = {o.key for o in chosen.options.values() if o.flag and o.flag.replace("_", "-").startswith(prefix)}
+        if len(matches) == 1:
+            return matches.pop()
+    return plain
+
+
+def _secret_named(name: str) -> bool:
+    return bool(SECRET_NAME.search(name) or _AUTHTOKEN.search(name))
+
+
+def _literal_secret(name: str, value: Any) -> bool:
+    """A secret-named setting with a literal value, or a value holding a token-shaped string."""
+    if isinstance(value, str) and has_token(value):
+        return True
+    return _secret_named(name) and _looks_secret("API_KEY", value)
+
+
+def walk_strings(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any, bool]]:
+    """Every scalar of a loaded document with its key path; ``True`` marks a mapping key itself."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str):
+                yield (*path, key), key, True
+            yield from walk_strings(value, (*path, str(key)))
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            yield from walk_strings(item, (*path, index))
+    else:
+        yield path, data, False
+
+
+def _setting_name(path: tuple[str | int, ...], chosen: EngineRelease | None) -> str:
+    names = [part for part in path if isinstance(part, str)]
+    if not names:
+        return ""
+    if path[:2] == ("engine", "options") and len(path) >= 3:
+        return canonical_option(str(path[2]), chosen)
+    return names[-1]
+
+
 class InlineSecret(Rule):
-    """Secrets are never written in a spec: API keys and hub tokens come from the environment or a file.
+    """Secrets are never written in a spec or an inventory: API keys and hub tokens come from the environment or a file.
 
     ``serving.api_key`` and ``model.hub_token`` accept only ``{from_env: VAR}`` or
-    ``{from_file: /path}`` (reported while loading). ``engine.env``, ``engine.options``
-    and ``extra_args`` are scanned too: a variable or option named like a secret
-    (``*TOKEN*``, ``*API_KEY*``, ``*SECRET*``, ``*PASSWORD*``) with a literal value, a
-    value shaped like a known token (``hf_…``, ``sk-…``, ``AKIA…``, ``ghp_…``), or
-    ``--api-key VALUE`` in ``extra_args``. Specs are committed and rendered files are
-    reviewed in pull requests, so a literal secret leaks; servespec resolves references
-    only on the controller while applying and writes them to a mode-0600 env file.
+    ``{from_file: /path}`` (reported while loading). Every other string of every spec and
+    inventory document is scanned, keys included (``metadata.labels``, host ``labels``,
+    ``engine.env``, ``engine.options``, ``extra_args``, anything else): a setting named
+    like a secret (``*TOKEN*``, ``*API_KEY*``, ``*SECRET*``, ``*PASSWORD*``, ``*authtoken``)
+    with a literal value, or a value containing a string shaped like a known token
+    (``hf_…``, ``sk-…``, ``AKIA…``, ``ghp_…``, ``nvapi-…``). Options and ``extra_args``
+    flags are matched in every spelling the engine's parser accepts: ``--api-key VALUE``,
+    ``--api-key=VALUE``, ``--api_key``, an unambiguous argparse prefix (``--api-k``), the
+    catalog's aliases (llama.cpp ``-hft``) and option keys in any case or separator.
+    Specs are committed and rendered files are reviewed in pull requests, so a literal
+    secret leaks; servespec resolves references only on the controller while applying and
+    writes them to a mode-0600 env file. Messages name the setting, never its value.
 
     Fix: move the value to an environment variable or file and reference it; rotate the
     exposed secret.
 
     Source: OWASP Secrets Management Cheat Sheet:
-    https://cheatsheetseries.owasp.org/cheatsheets/Secrets_Management_Cheat_Sheet.html
+    https://cheatsheetseries.owasp.org/cheatsheets/Secrets_Management_Cheat_Sheet.html ;
+    Python argparse, prefix matching: https://docs.python.org/3/library/argparse.html#prefix-matching
     """
 
     id = "SEC001"
@@ -44,45 +111,54 @@ class InlineSecret(Rule):
     severity = Severity.ERROR
     summary = "a secret written inline instead of from_env/from_file"
     hint = "reference it with {from_env: VAR} or {from_file: /path}, and rotate the exposed value"
-    sources = (_OWASP_SECRETS,)
+    sources = (_OWASP_SECRETS, "https://docs.python.org/3/library/argparse.html#prefix-matching")
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
+        seen: set[int] = set()
         for deployment in fleet.deployments:
-            engine = deployment.spec.engine
-            for name, value in engine.env.items():
-                if _looks_secret(name, value):
-                    yield self.report(
-                        deployment.document, f"engine.env {name} holds a literal secret", ("engine", "env", name)
-                    )
-            for name, option_value in engine.options.items():
-                if _looks_secret(name, option_value):
-                    yield self.report(
-                        deployment.document,
-                        f"engine option {name} holds a literal secret",
-                        ("engine", "options", name),
-                        hint="use serving.api_key with from_env/from_file",
-                    )
-            yield from self._extra_args(deployment.document, engine.extra_args)
+            chosen = resolve.release(deployment)
+            yield from self._document(deployment.document, chosen)
+            yield from self._extra_args(deployment.document, deployment.spec.engine.extra_args, chosen)
+        for inventory in fleet.inventories:
+            if inventory.document is not None and id(inventory.document) not in seen:
+                seen.add(id(inventory.document))
+                yield from self._document(inventory.document, None)
 
-    def _extra_args(self, document: Any, args: list[str]) -> Iterator[Finding]:
+    def _document(self, document: Document, chosen: EngineRelease | None) -> Iterator[Finding]:
+        for path, value, is_key in walk_strings(document.data):
+            if path[:2] == ("engine", "extra_args"):
+                continue  # flag-aware below
+            if is_key:
+                if isinstance(value, str) and has_token(value):
+                    yield self.report(document, "a key holds a token-shaped literal", path, at_key=True)
+                continue
+            if _literal_secret(_setting_name(path, chosen), value):
+                where = ".".join(str(part) for part in path)
+                yield self.report(
+                    document,
+                    f"{scrub(where)} holds a literal secret",
+                    path,
+                    hint=_HINT_REF if path[:1] == ("engine",) else self.hint,
+                )
+
+    def _extra_args(self, document: Document, args: list[str], chosen: EngineRelease | None) -> Iterator[Finding]:
         # Messages name the flag, never the value: findings end up in CI logs and SARIF.
         reported: set[int] = set()
         for index, flag, value in extra_arg_settings(args):
-            if (flag in _SECRET_FLAGS and value is not True) or (isinstance(value, str) and _SECRET_VALUE.match(value)):
-                reported.add(index)
+            if value is True:
+                continue
+            if _literal_secret(canonical_option(flag, chosen), value) or _literal_secret(flag, value):
+                reported.update({index, index + 1})
                 yield self.report(
                     document,
-                    f"extra_args passes a literal secret with {flag}",
+                    f"extra_args passes a literal secret with {scrub(flag)}",
                     ("engine", "extra_args", index),
-                    hint="use serving.api_key with from_env/from_file",
+                    hint=_HINT_REF,
                 )
         for index, arg in enumerate(args):
-            if _SECRET_VALUE.match(arg) and not {index, index - 1} & reported:
+            if isinstance(arg, str) and has_token(arg) and index not in reported:
                 yield self.report(
-                    document,
-                    "extra_args holds a token-shaped literal",
-                    ("engine", "extra_args", index),
-                    hint="use serving.api_key with from_env/from_file",
+                    document, "extra_args holds a token-shaped literal", ("engine", "extra_args", index), hint=_HINT_REF
                 )
 
 
@@ -116,7 +192,7 @@ class ImageNotPinned(Rule):
             if tag is None or tag.lower() in _FLOATING_TAGS:
                 yield self.report(
                     deployment.document,
-                    f"image {image!r} is not pinned ({'no tag' if tag is None else tag + ' moves'})",
+                    scrub(f"image {image!r} is not pinned ({'no tag' if tag is None else tag + ' moves'})"),
                     ("engine", "image"),
                     hint="pin a release tag or a digest (repo@sha256:...)",
                 )
@@ -153,7 +229,123 @@ class RevisionNotPinned(Rule):
             what = "no revision" if revision is None else f"revision {revision!r} is not a commit sha"
             yield self.report(
                 deployment.document,
-                f"{model.source}: {what}",
+                scrub(f"{model.source}: {what}"),
                 ("model", "revision") if revision is not None else ("model", "source"),
                 hint="set model.revision to the 40-character commit sha you tested",
             )
+
+
+class ModelPathOutsideRoots(Rule):
+    """A local ``model.source`` must lie under one of the inventory's model roots.
+
+    A local source is mounted read-only into the engine container at the same path (the
+    file's folder for a ``.gguf``). Any host folder would do: ``/var/run`` hands the engine
+    the Docker socket (root on the host), ``/etc`` or ``/root`` hand it credentials. The
+    source must be an absolute path, without ``..``, whose mounted folder is one of
+    ``defaults.model_roots`` of the inventory (default ``/var/lib/servespec/models``,
+    ``/srv``, ``/data``, ``/models``, ``/mnt``, ``/opt/models``) or lies below one, compared
+    after normalisation (``//`` and ``/./`` collapse). Relative (``./m``, ``m.gguf``) and
+    ``~`` sources are refused: on a host they have no meaning servespec controls (the
+    container runtime has neither the author's working directory nor their home, and
+    ``docker run -v`` reads a relative name as a named volume). The renderer refuses such
+    a source too, so a spec that skips validation still mounts nothing else. Symbolic
+    links on the host are not followed by this check: keep the model roots free of links
+    that point elsewhere.
+
+    Fix: move the model under a model root (or add its folder to ``defaults.model_roots``)
+    and give its absolute path.
+
+    Source: Docker, bind mounts (a bind mount gives the container access to that host
+    path): https://docs.docker.com/engine/storage/bind-mounts/
+    """
+
+    id = "SEC004"
+    name = "security.model-path"
+    severity = Severity.ERROR
+    summary = "local model.source outside the inventory's model roots (or relative, ~, ..)"
+    hint = "use an absolute path under one of defaults.model_roots"
+    sources = ("https://docs.docker.com/engine/storage/bind-mounts/",)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            source = str(deployment.spec.model.source)
+            if not is_local_path(source):
+                continue
+            problem = local_source_problem(source, model_roots(deployment))
+            if problem:
+                yield self.report(deployment.document, f"model.source {problem}", ("model", "source"))
+
+
+_OFF = ("false", "0", "no", "off")
+
+
+def _enabled(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    return not (isinstance(value, str) and value.strip().lower() in _OFF) and value is not None
+
+
+def _remote_code_paths(deployment: DeploymentDoc) -> Iterator[tuple[str | int, ...]]:
+    """Where a deployment turns trust_remote_code on: options, extra_args or env, in any spelling."""
+    engine = deployment.spec.engine
+    chosen = resolve.release(deployment)
+    for name, value in engine.options.items():
+        if canonical_option(name, chosen) == _REMOTE_CODE and _enabled(value):
+            yield ("engine", "options", name)
+    for index, flag, value in extra_arg_settings(engine.extra_args):
+        if canonical_option(flag, chosen) == _REMOTE_CODE and _enabled(value):
+            yield ("engine", "extra_args", index)
+    for name, value in engine.env.items():
+        # TGI reads TRUST_REMOTE_CODE (clap env); any engine's env spelling counts the same.
+        if name.lower().replace("-", "_").endswith(_REMOTE_CODE) and _enabled(value):
+            yield ("engine", "env", name)
+
+
+class TrustRemoteCode(Rule):
+    """``trust_remote_code`` runs Python from the model repository inside the engine, with its GPUs and mounts.
+
+    With it, Transformers imports the repository's own modelling and tokenizer code
+    (``auto_map`` in config.json) instead of refusing it; whoever can push to that
+    repository runs code on every host that pulls it. vLLM and SGLang (``--trust-remote-code``),
+    TGI (``--trust-remote-code`` / ``TRUST_REMOTE_CODE``, whose launcher itself warns
+    "Trusting that model ... do not contain malicious code") and TensorRT-LLM
+    (``--trust_remote_code``, the LLM API's ``trust_remote_code``) all default it to off.
+    It is found in ``engine.options``, ``extra_args`` and ``engine.env`` in every spelling
+    the engine's parser accepts (``--trust_remote_code``, ``--trust-remote``, ``true``/``1``).
+
+    A warning when the model is pinned to a commit (``model.revision`` is a 40-character
+    sha) or is a local path; an error for a hub model without a pinned commit, where the
+    code that runs can change under the fleet.
+
+    Fix: drop it (most architectures are built into the engines), or pin ``model.revision``
+    to a commit whose code you reviewed.
+
+    Source: Transformers, custom models (trust_remote_code):
+    https://huggingface.co/docs/transformers/en/custom_models ;
+    https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs ;
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py
+    """
+
+    id = "SEC005"
+    name = "security.trust-remote-code"
+    severity = Severity.WARNING
+    summary = "trust_remote_code runs the model repository's Python (error when the revision is not a commit)"
+    hint = "remove it, or pin model.revision to a commit whose code you reviewed"
+    sources = (
+        "https://huggingface.co/docs/transformers/en/custom_models",
+        "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",
+    )
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            model = deployment.spec.model
+            pinned = model.revision is not None and bool(_COMMIT.fullmatch(model.revision))
+            local = is_local_path(str(model.source))
+            for path in _remote_code_paths(deployment):
+                yield self.report(
+                    deployment.document,
+                    "trust_remote_code runs Python from the model repository"
+                    + ("" if pinned or local else " at a revision that is not a pinned commit"),
+                    path,
+                    severity=self.severity if pinned or local else Severity.ERROR,
+                )
