@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from servespec.render.sglang import KEY_LAUNCHER
+
 pytestmark = pytest.mark.parsers
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -86,6 +88,9 @@ def engine_argv(engine: str, container: dict[str, Any]) -> list[str] | None:
     argv = [*(DEFAULT_ENTRYPOINT[engine] if entrypoint is None else entrypoint), *container["command"]]
     if argv[0] == "ray":  # a Ray worker of a vLLM multi-node replica
         return None
+    if argv[:3] == ["python3", "-c", KEY_LAUNCHER]:
+        # SGLang's key launcher: runs sglang.launch_server with --api-key appended in-process.
+        argv = [*LAUNCHERS["sglang"], *argv[3:], "--api-key", "KEY"]
     if Path(argv[0]).name in ("bash", "sh") and argv[1] == "-c":
         # bash -c SCRIPT [$0 [$1 ...]]
         argv = _expand(argv[2], argv[4:], container.get("environment") or {})

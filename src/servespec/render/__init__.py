@@ -21,7 +21,15 @@ from typing import Any
 from servespec import outdir
 from servespec.knowledge import resolve
 from servespec.render import llama_cpp, ollama, sglang, tensorrt_llm, tgi, vllm
-from servespec.render.common import EngineContainer, Target, container_description, content_hash, header, targets
+from servespec.render.common import (
+    EngineContainer,
+    Target,
+    container_description,
+    content_hash,
+    header,
+    port_mapping,
+    targets,
+)
 from servespec.render.environment import render_template
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
@@ -68,7 +76,7 @@ def render_target(target: Target) -> tuple[dict[str, str], dict[str, Any], Engin
 def _docker_options(description: dict[str, Any]) -> list[str]:
     argv: list[str] = []
     for port in description["ports"]:
-        argv += ["-p", f"{port['host_ip']}:{port['host_port']}:{port['container_port']}"]
+        argv += ["-p", port_mapping(port)]
     if description["network_mode"] == "host":
         argv += ["--network", "host"]
     if description["gpus"]:
