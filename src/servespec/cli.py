@@ -19,7 +19,24 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 def _paths_argument(func: F) -> F:
+    func = _root_option(func)
     return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=False))(func)
+
+
+def _root_option(func: F) -> F:
+    # Kept in the context, not passed to the command: every command that loads files gets
+    # --root from here, and _load reads it (contract §5).
+    def remember(ctx: click.Context, _: click.Parameter, value: Path | None) -> None:
+        ctx.meta["servespec.root"] = value
+
+    return click.option(
+        "--root",
+        type=click.Path(path_type=Path, file_okay=False),
+        expose_value=False,
+        callback=remember,
+        help="Directory that files referenced by specs and inventories must stay inside "
+        "(default: the checkout holding each PATH: the nearest folder with .git, else PATH's folder).",
+    )(func)
 
 
 def _inventory_option(func: F) -> F:
@@ -237,7 +254,7 @@ def _load(paths: tuple[Path, ...] | list[Path], inventory: Path | None = None) -
     from servespec.spec.fleet import UsageError, load_fleet
 
     try:
-        return load_fleet(list(paths), inventory)
+        return load_fleet(list(paths), inventory, click.get_current_context().meta.get("servespec.root"))
     except UsageError as err:
         raise click.UsageError(str(err)) from None
 
@@ -470,6 +487,7 @@ def destroy(paths: tuple[Path, ...], inventory: Path | None, yes: bool) -> None:
 
 
 @main.command()
+@_root_option
 @click.option(
     "-i", "--inventory", type=click.Path(path_type=Path, dir_okay=False), help="Inventory whose hosts to read."
 )

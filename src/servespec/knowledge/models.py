@@ -292,12 +292,52 @@ def catalog_ids() -> list[str]:
     return [entry["name"] for entry in _catalog().values()]
 
 
-def read_config(path: Path) -> ModelFacts:
-    """Facts from a config.json on disk; raises OSError, ValueError or KeyError when unusable."""
-    config = json.loads(path.read_text(encoding="utf-8"))
+MAX_CONFIG_NUMBER = 1e15
+"""Largest magnitude a config.json number may have (vocabularies and rope thetas stay far below)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"config.json holds {name}, which is not a number a config can mean")
+
+
+def _check_numbers(value: Any) -> None:
+    """Refuse numbers no real config holds (they overflow the arithmetic that follows)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            _check_numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_numbers(item)
+    elif isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > MAX_CONFIG_NUMBER:
+        raise ValueError("config.json holds a number too large to be a model setting")
+
+
+def parse_config(raw: bytes) -> dict[str, Any]:
+    """A config.json's object; raises ValueError (never quoting the file) when it is not a sane one."""
+    try:
+        config = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+        _check_numbers(config)
+    except RecursionError:
+        raise ValueError("config.json is nested too deeply") from None
+    except UnicodeDecodeError:
+        raise ValueError("config.json is not UTF-8") from None
     if not isinstance(config, dict):
         raise ValueError("config.json is not an object")
-    return facts_from_config(config, str(path), str(path))
+    return config
+
+
+def read_config(path: Path) -> ModelFacts:
+    """Facts from a config.json on disk; raises OSError, ValueError or KeyError when unusable.
+
+    The read is bounded and refuses anything but a regular file (``/dev/zero``, FIFOs):
+    the path comes from a spec, which anyone opening a pull request writes.
+    """
+    from servespec.spec.paths import MAX_REFERENCED_BYTES, read_bounded
+
+    raw = read_bounded(path, MAX_REFERENCED_BYTES)
+    if len(raw) > MAX_REFERENCED_BYTES:
+        raise ValueError(f"config.json is larger than {MAX_REFERENCED_BYTES // (1024 * 1024)} MiB")
+    return facts_from_config(parse_config(raw), str(path), str(path))
 
 
 def apply_inline(facts: ModelFacts | None, inline: Architecture | None, name: str) -> ModelFacts | None:

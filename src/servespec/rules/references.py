@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from servespec.findings import Finding, Severity
 from servespec.rules.base import Rule
 from servespec.spec.fleet import Fleet
+from servespec.spec.paths import MAX_REFERENCED_BYTES
+from servespec.spec.source import quote_value
 
 _CONTRACT = "docs/contract.md"
 
@@ -55,8 +57,14 @@ class MissingFile(Rule):
 
     Reported while loading for: the ``inventory`` file of a deployment, an inventory
     host's ``facts`` file, and a model's ``config`` file. Paths are relative to the file
-    that names them. A facts file is written by ``deploy discover``; run it again, or
-    declare the host's ``hardware`` by hand.
+    that names them and must stay inside the root (``--root DIR``; by default the checkout
+    holding the files named on the command line: the nearest folder with ``.git``, else the
+    named file's folder). Absolute paths, ``..`` that climbs out of the root and symlinks
+    that lead out of it are refused without reading the file, and so is anything but a
+    regular file of bounded size (a FIFO, ``/dev/zero``); the finding never quotes what
+    the file holds. Symlinks found while expanding a directory named on the command line
+    are refused the same way. A facts file is written by ``deploy discover``; run it
+    again, or declare the host's ``hardware`` by hand.
 
     Source: servespec contract v1, §1.1 and §1.2: docs/contract.md
     """
@@ -70,13 +78,30 @@ class MissingFile(Rule):
     reported_by = "loader"
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
+        from servespec.knowledge import resolve
+        from servespec.spec.paths import PathRefusedError
+
         for deployment in fleet.deployments:
             config = deployment.spec.model.config
             if config is None:
                 continue
-            path = deployment.document.path.parent / config
-            if not path.is_file():
-                yield self.report(deployment.document, f"model config file {config!r} not found", ("model", "config"))
+            where = ("model", "config")
+            try:
+                path = resolve.config_path(deployment)
+            except PathRefusedError as refused:
+                if refused.missing:
+                    yield self.report(deployment.document, f"model config file {quote_value(config)} not found", where)
+                else:
+                    yield self.report(
+                        deployment.document,
+                        f"model config refused: the path {refused.reason}",
+                        where,
+                        hint="keep referenced files inside the checkout, or pass --root DIR",
+                    )
+                continue
+            if path.stat().st_size > MAX_REFERENCED_BYTES:
+                limit = MAX_REFERENCED_BYTES // (1024 * 1024)
+                yield self.report(deployment.document, f"model config file is larger than {limit} MiB", where)
 
 
 class FactsMissing(Rule):

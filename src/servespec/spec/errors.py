@@ -9,8 +9,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from servespec import redact
 from servespec.findings import Finding
-from servespec.spec.source import Document, KeyPath, dotted
+from servespec.spec.source import Document, KeyPath, dotted, quote_value
+from servespec.text import printable
 
 RULE_BY_ERROR_TYPE = {
     "extra_forbidden": "SS002",
@@ -41,7 +43,7 @@ def _finding(document: Document, model: type[BaseModel], rule: str, path: KeyPat
         allowed = allowed_keys(model, path[:-1])
         close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
         hint = f"did you mean '{close[0]}'?" if close else _allowed_hint(allowed)
-        return document.finding(rule, f"unknown field '{name}'{where}", path, hint=hint, at_key=True)
+        return document.finding(rule, f"unknown field {_key(name)}{where}", path, hint=hint, at_key=True)
     if rule == "SS004":
         return document.finding(
             rule, f"required field '{path[-1]}' is missing{_describe(path[:-1])}", path, hint=f"add '{path[-1]}'"
@@ -49,32 +51,44 @@ def _finding(document: Document, model: type[BaseModel], rule: str, path: KeyPat
     if rule == "SEC001":
         return document.finding(
             rule,
-            f"secret written inline at '{dotted(path)}'",
+            f"secret written inline at '{_dotted(path)}'",
             path,
             hint="use {from_env: VAR} or {from_file: /path/on/host}, and rotate the exposed value",
         )
-    return document.finding(rule, f"{_value_message(model, path, detail)}{where}", path, hint=_value_hint(detail))
+    message = _value_message(model, path, detail, quote=not document.referenced)
+    return document.finding(rule, f"{message}{where}", path, hint=_value_hint(detail))
+
+
+def _dotted(path: KeyPath) -> str:
+    # Key paths are made of the user's keys: escaped, and scrubbed of anything token-shaped.
+    return printable(redact.scrub(dotted(path)))
+
+
+def _key(name: str) -> str:
+    return repr(redact.MASK) if redact.has_token(name) else quote_value(name)
 
 
 def _describe(path: KeyPath) -> str:
-    return f" at '{dotted(path)}'" if path else ""
+    return f" at '{_dotted(path)}'" if path else ""
 
 
-def _value_message(model: type[BaseModel], path: KeyPath, detail: ErrorDetails) -> str:
-    message = detail["msg"]
+def _value_message(model: type[BaseModel], path: KeyPath, detail: ErrorDetails, *, quote: bool) -> str:
+    """pydantic's message, with the value quoted (masked, cut, escaped) unless ``quote`` is off.
+
+    Values of files a spec refers to (inventories, facts) are never quoted: the finding's
+    location says where the value is, and the file's contents stay out of CI logs.
+    """
+    message = printable(redact.scrub(detail["msg"]))
     value = detail.get("input")
-    shown = _shorten(repr(value))
+    name = str(path[-1]) if path else ""
+    shown = quote_value(value, name) if quote else "the value"
     if detail["type"] == "string_pattern_mismatch":
         description = field_description(model, path)
         if description:
             return f"{shown} is not valid: {description}"
-    if "should be" in message and isinstance(value, str | int | float | bool):
+    if "should be" in message and isinstance(value, str | int | float | bool) and quote:
         return f"{message}, got {shown}"
     return message
-
-
-def _shorten(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _value_hint(detail: ErrorDetails) -> str:

@@ -14,13 +14,18 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from servespec.findings import Finding
+from servespec.findings import Finding, Severity
 from servespec.spec.errors import findings_from_error
 from servespec.spec.models import API_VERSION, KINDS, Deployment, FactsFile, Hardware, Host, Inventory
-from servespec.spec.source import Document, KeyPath, load_file
+from servespec.spec.paths import PathRefusedError, default_root, is_inside, resolve_inside
+from servespec.spec.source import Document, KeyPath, Position, Usage, load_file, quote_value
+from servespec.text import printable, unsafe_character
 
 YAML_SUFFIXES = (".yaml", ".yml")
 LOCAL_INVENTORY = "<built-in local inventory>"
+
+RUN_BUDGET = Usage(documents=100_000, aliased_nodes=100_000, aliased_chars=1024 * 1024)
+"""What all files of one run may spend together (each file also has its own, smaller budget)."""
 
 
 class UsageError(Exception):
@@ -102,44 +107,133 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def collect_files(paths: list[Path]) -> list[Path]:
-    """Expand directories into their YAML files (recursively, sorted); missing paths are usage errors."""
+def collect_files(paths: list[Path], root: Path | None = None) -> list[Path]:
+    """Expand directories into their YAML files (recursively, sorted); missing paths are usage errors.
+
+    Directories are walked without following symlinked folders; a symlinked file is kept
+    (and refused when read, see :meth:`_Loader.read`) only when it resolves inside the root.
+    """
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in YAML_SUFFIXES and p.is_file())
-            files.extend(found)
+            files.extend(_yaml_files(path))
         elif path.is_file():
             files.append(path)
         else:
-            raise UsageError(f"{path}: no such file or directory")
+            raise UsageError(f"{printable(str(path))}: no such file or directory")
     unique: dict[Path, Path] = {}
     for file in files:
         unique.setdefault(file.resolve(), file)
     return list(unique.values())
 
 
+def _yaml_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for current, dirs, names in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for name in names:
+            candidate = Path(current) / name
+            if candidate.suffix in YAML_SUFFIXES and (candidate.is_symlink() or candidate.is_file()):
+                found.append(candidate)
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A file to load from the command line, with the root its references must stay inside."""
+
+    path: Path
+    root: Path
+    expanded: bool
+    """Found by expanding a directory (a symlink then must not lead out of the root)."""
+
+
+def _named_files(paths: list[Path], root: Path | None) -> list[_Named]:
+    out: dict[Path, _Named] = {}
+    for path in paths:
+        base = root.resolve() if root is not None else default_root(path)
+        for file in collect_files([path]):
+            out.setdefault(file.resolve(), _Named(file, base, path.is_dir()))
+    return list(out.values())
+
+
 class _Loader:
     """Loads files once each and validates their documents against the models."""
 
-    def __init__(self, fleet: Fleet, inventory_override: Path | None) -> None:
+    def __init__(self, fleet: Fleet, inventory_override: Path | None, root: Path | None) -> None:
         self.fleet = fleet
         self.override = inventory_override.resolve() if inventory_override else None
+        self.root = root
         self.inventories: dict[Path, InventoryDoc | None] = {}
         self.local: InventoryDoc | None = None
-        self.parsed: dict[Path, tuple[list[Document], list[Finding]]] = {}
+        self.parsed: dict[Path, tuple[list[Document], list[Finding], Usage]] = {}
         """Files parsed ahead of time by worker processes (see :func:`_parse_in_parallel`)."""
+        self.spent = Usage()
+        self.exhausted = False
 
-    def read(self, path: Path) -> list[Document]:
+    def read(self, named: _Named) -> list[Document]:
+        """Load a file named on the command line (or found in a directory named there)."""
+        path, shown = named.path, display_path(named.path)
         parsed = self.parsed.pop(path, None)
+        refusal = _name_problem(shown) or _escaping_symlink(named)
+        if refusal is not None:
+            self.fleet.files.append(printable(shown))
+            self.fleet.findings.append(refusal)
+            return []
         try:
-            documents, findings = parsed if parsed is not None else load_file(path, display_path(path))
+            return self._take(path, shown, named.root, parsed, referenced=False)
+        except PathRefusedError as refused:
+            raise UsageError(f"{printable(str(path))}: {refused.reason}") from None
         except OSError as err:
-            raise UsageError(f"{path}: cannot read: {err.strerror}") from err
+            raise UsageError(f"{printable(str(path))}: cannot read: {err.strerror}") from err
+
+    def read_referenced(self, path: Path, root: Path) -> list[Document]:
+        """Load a file another file refers to (already resolved inside ``root``). OSError escapes."""
+        return self._take(path, display_path(path), root, None, referenced=True)
+
+    def _take(
+        self,
+        path: Path,
+        shown: str,
+        root: Path,
+        parsed: tuple[list[Document], list[Finding], Usage] | None,
+        *,
+        referenced: bool,
+    ) -> list[Document]:
+        self.fleet.files.append(printable(shown))
+        if self.exhausted:
+            return []  # the run's budget is spent: one finding said so, later files are not read
+        if parsed is None:
+            usage = Usage()
+            documents, findings = load_file(path, shown, usage, referenced=referenced)
+        else:
+            documents, findings, usage = parsed
+        self.spent.add(usage)
+        if _over(self.spent, RUN_BUDGET):
+            self.exhausted = True
+            self.fleet.findings.append(_run_budget_finding(shown))
+            return []
+        for document in documents:
+            document.root = root
         self.fleet.findings.extend(findings)
         self.fleet.documents.extend(documents)
-        self.fleet.files.append(display_path(path))
         return documents
+
+    def referenced(
+        self, referrer: Document, reference: str, key: KeyPath, what: str, hint: str, shown: str = ""
+    ) -> Path | None:
+        """Resolve a path ``referrer`` names inside its root, or report REF002 at ``key``."""
+        root = referrer.root or default_root(referrer.path)
+        try:
+            return resolve_inside(reference, referrer.path.parent, root)
+        except PathRefusedError as refused:
+            if refused.missing:
+                message = f"{what} {quote_value(shown or reference, limit=200)} not found"
+            else:
+                message = f"{what} refused: the path {refused.reason}"
+                hint = "keep referenced files inside the checkout, or pass --root DIR"
+            self.fleet.findings.append(referrer.finding("REF002", message, key, hint=hint))
+            return None
 
     def validate(self, document: Document) -> BaseModel | None:
         data = document.data
@@ -159,20 +253,36 @@ class _Loader:
             self.fleet.findings.extend(findings_from_error(document, model, err))
             return None
 
-    def inventory(self, path: Path, referrer: Document | None, key: KeyPath) -> InventoryDoc | None:
-        resolved = path.resolve()
+    def override_inventory(self) -> InventoryDoc | None:
+        """The inventory named by ``-i`` (a missing one is a usage error)."""
+        assert self.override is not None
+        if self.override in self.inventories:
+            return self.inventories[self.override]
+        if not self.override.is_file():
+            raise UsageError(f"{printable(str(self.override))}: inventory not found")
+        root = self.root.resolve() if self.root is not None else default_root(self.override)
+        self.inventories[self.override] = None
+        documents = self.read(_Named(self.override, root, expanded=False))
+        inventory = self._first_inventory(documents, None, (), self.override)
+        self.inventories[self.override] = inventory
+        return inventory
+
+    def referenced_inventory(self, referrer: Document, reference: str) -> InventoryDoc | None:
+        """The inventory a deployment names, resolved inside the deployment's root."""
+        key: KeyPath = ("inventory",)
+        shown = str(referrer.path.parent / reference)
+        resolved = self.referenced(referrer, reference, key, "inventory file", "fix the path", shown=shown)
+        if resolved is None:
+            return None
         if resolved in self.inventories:
             return self.inventories[resolved]
-        if not resolved.is_file():
-            self.inventories[resolved] = None
-            if referrer is None:
-                raise UsageError(f"{path}: inventory not found")
-            self.fleet.findings.append(
-                referrer.finding("REF002", f"inventory file {str(path)!r} not found", key, hint="fix the path")
-            )
-            return None
         self.inventories[resolved] = None  # guards against an inventory that refers to itself
-        inventory = self._first_inventory(self.read(resolved), referrer, key, path)
+        try:
+            documents = self.read_referenced(resolved, referrer.root or resolved.parent)
+        except (OSError, PathRefusedError):
+            self.fleet.findings.append(referrer.finding("REF002", "inventory file cannot be read", key))
+            return None
+        inventory = self._first_inventory(documents, referrer, key, Path(shown))
         self.inventories[resolved] = inventory
         return inventory
 
@@ -199,23 +309,20 @@ class _Loader:
         for name, host in inventory.spec.hosts.items():
             view = HostView(name=name, spec=host, inventory=inventory, hardware=host.hardware)
             if host.facts:
-                self._merge_facts(view, inventory.document, Path(host.facts))
+                self._merge_facts(view, inventory.document, host.facts)
             inventory.hosts[name] = view
 
-    def _merge_facts(self, view: HostView, document: Document, facts_path: Path) -> None:
-        path = (document.path.parent / facts_path).resolve()
+    def _merge_facts(self, view: HostView, document: Document, reference: str) -> None:
         key: KeyPath = ("hosts", view.name, "facts")
-        if not path.is_file():
-            self.fleet.findings.append(
-                document.finding(
-                    "REF002",
-                    f"facts file {str(facts_path)!r} not found",
-                    key,
-                    hint=f"run 'deploy discover -i {document.file}' or fix the path",
-                )
-            )
+        hint = f"run 'deploy discover -i {document.file}' or fix the path"
+        path = self.referenced(document, reference, key, "facts file", hint)
+        if path is None:
             return
-        documents = self.read(path)
+        try:
+            documents = self.read_referenced(path, document.root or path.parent)
+        except (OSError, PathRefusedError):
+            self.fleet.findings.append(document.finding("REF002", "facts file cannot be read", key, hint=hint))
+            return
         if not documents:
             return
         facts_doc = documents[0]
@@ -276,14 +383,16 @@ PARALLEL_MIN_FILES = 64
 spread over worker processes; below it, starting them costs more than it saves."""
 
 
-def _parse_one(path: Path) -> tuple[list[Document], list[Finding]] | None:
+def _parse_one(path: Path) -> tuple[list[Document], list[Finding], Usage] | None:
     try:
-        return load_file(path, display_path(path))
-    except OSError:
+        usage = Usage()
+        documents, findings = load_file(path, display_path(path), usage)
+    except (OSError, PathRefusedError):
         return None  # read again in the parent, which turns the error into a usage error
+    return documents, findings, usage
 
 
-def _parse_in_parallel(files: list[Path]) -> dict[Path, tuple[list[Document], list[Finding]]]:
+def _parse_in_parallel(files: list[Path]) -> dict[Path, tuple[list[Document], list[Finding], Usage]]:
     workers = min(os.cpu_count() or 1, 8)
     if len(files) < PARALLEL_MIN_FILES or workers < 2:
         return {}
@@ -299,20 +408,26 @@ def _parse_in_parallel(files: list[Path]) -> dict[Path, tuple[list[Document], li
     return {path: result for path, result in zip(files, results, strict=True) if result is not None}
 
 
-def load_fleet(paths: list[Path], inventory: Path | None = None) -> Fleet:
-    """Load and validate every document under ``paths``; never raises for bad content."""
+def load_fleet(paths: list[Path], inventory: Path | None = None, root: Path | None = None) -> Fleet:
+    """Load and validate every document under ``paths``; never raises for bad content.
+
+    Files the documents refer to must resolve inside ``root`` (default: the checkout
+    containing each path named, see :func:`servespec.spec.paths.default_root`).
+    """
+    if root is not None and not root.is_dir():
+        raise UsageError(f"--root {printable(str(root))}: not a directory")
     fleet = Fleet()
-    loader = _Loader(fleet, inventory)
+    loader = _Loader(fleet, inventory, root)
     pending: list[tuple[Deployment, Document]] = []
-    files = collect_files(paths)
-    loader.parsed = _parse_in_parallel(files)
-    for path in files:
-        for document in loader.read(path):
+    named = _named_files(paths, root)
+    loader.parsed = _parse_in_parallel([n.path for n in named if not n.expanded or not n.path.is_symlink()])
+    for entry in named:
+        for document in loader.read(entry):
             spec = loader.validate(document)
             if isinstance(spec, Deployment):
                 pending.append((spec, document))
-            elif isinstance(spec, Inventory) and path.resolve() not in loader.inventories:
-                loader.inventories[path.resolve()] = loader.register(document, spec)
+            elif isinstance(spec, Inventory) and entry.path.resolve() not in loader.inventories:
+                loader.inventories[entry.path.resolve()] = loader.register(document, spec)
     for spec, document in pending:
         fleet.deployments.append(
             DeploymentDoc(spec=spec, document=document, inventory=_resolve(loader, spec, document))
@@ -322,10 +437,53 @@ def load_fleet(paths: list[Path], inventory: Path | None = None) -> Fleet:
 
 def _resolve(loader: _Loader, spec: Deployment, document: Document) -> InventoryDoc | None:
     if loader.override is not None:
-        return loader.inventory(loader.override, None, ())
+        return loader.override_inventory()
     if spec.inventory is not None:
-        return loader.inventory(document.path.parent / spec.inventory, document, ("inventory",))
+        return loader.referenced_inventory(document, spec.inventory)
     return loader.local_inventory()
+
+
+def _name_problem(shown: str) -> Finding | None:
+    """A file whose name carries a line break, escape or bidi character is not read at all."""
+    bad = unsafe_character(shown)
+    if bad is None:
+        return None
+    return _file_finding(
+        "SS001", printable(shown), f"file name contains {bad}, which no output can carry safely; not read", "rename it"
+    )
+
+
+def _escaping_symlink(named: _Named) -> Finding | None:
+    """A symlink found in a named directory that leads out of the root is not read."""
+    if not named.expanded or not named.path.is_symlink():
+        return None
+    if is_inside(Path(os.path.realpath(named.path)), named.root):
+        return None
+    message = "symlink resolves outside the root directory; not read"
+    hint = "replace the link with the file, or pass --root DIR"
+    return _file_finding("REF002", printable(display_path(named.path)), message, hint)
+
+
+def _file_finding(rule: str, file: str, message: str, hint: str) -> Finding:
+    start = Position(1, 1)
+    return Finding(file, start.line, start.column, rule, Severity.ERROR, message, hint)
+
+
+def _over(spent: Usage, budget: Usage) -> bool:
+    return (
+        spent.documents > budget.documents
+        or spent.aliased_nodes > budget.aliased_nodes
+        or spent.aliased_chars > budget.aliased_chars
+    )
+
+
+def _run_budget_finding(shown: str) -> Finding:
+    message = (
+        f"the files of this run hold more than {RUN_BUDGET.documents} documents or repeat more than "
+        f"{RUN_BUDGET.aliased_nodes} nodes ({RUN_BUDGET.aliased_chars // 1024} KiB) through aliases in all; "
+        "this file and the ones after it were not read"
+    )
+    return _file_finding("SS001", printable(shown), message, "validate fewer files at once, or remove the aliases")
 
 
 __all__ = [

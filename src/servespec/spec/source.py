@@ -11,7 +11,8 @@ and absurd nesting, each located at the node that offends.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,30 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
+from servespec import redact
 from servespec.findings import Finding, Severity
+from servespec.spec.paths import PathRefusedError, read_bounded
+from servespec.text import printable
 
 MAX_FILE_BYTES = 1024 * 1024
 """Specs are a few kilobytes; anything above this is refused before parsing."""
 
 MAX_NODES = 20_000
 """Nodes a document may expand to, aliases counted at every use (alias bombs)."""
+
+MAX_DOCUMENTS = 256
+"""Documents one file may hold (1 MiB of ``---`` is a quarter of a million of them)."""
+
+MAX_ALIASED_NODES = 20_000
+"""Nodes reached through aliases in one file, all its documents together (a bomb split over
+many documents passes the per-document cap); a file without aliases never counts any."""
+
+MAX_ALIASED_CHARS = 256 * 1024
+"""Characters of scalars reached through aliases in one file: one large aliased scalar
+would otherwise make every rendered file that repeats it hundreds of megabytes."""
+
+MAX_SHOWN = 60
+"""Longest value a message quotes; longer ones are cut with '...'."""
 
 MAX_DEPTH = 32
 """Nesting a document may reach; the deepest real spec field is five levels down."""
@@ -74,6 +92,21 @@ class SourceMap:
 
 
 @dataclass
+class Usage:
+    """What parsing one file (or, summed, one run) spent of the YAML budgets."""
+
+    documents: int = 0
+    aliased_nodes: int = 0
+    aliased_chars: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Add ``other``'s counts to these."""
+        self.documents += other.documents
+        self.aliased_nodes += other.aliased_nodes
+        self.aliased_chars += other.aliased_chars
+
+
+@dataclass
 class Document:
     """One YAML document of one file, as plain data with its source map."""
 
@@ -85,6 +118,10 @@ class Document:
     source_map: SourceMap
     end_line: int = 0
     """Last line of the document, for matching findings to it."""
+    root: Path | None = None
+    """The directory the files this document refers to must stay inside (see spec.paths)."""
+    referenced: bool = False
+    """Loaded because another file named it: its findings quote none of its values."""
 
     def contains(self, finding: Finding) -> bool:
         """Whether ``finding`` points inside this document."""
@@ -110,8 +147,21 @@ class Document:
             severity=severity,
             message=message,
             hint=hint,
-            path=dotted(path),
+            path=printable(redact.scrub(dotted(path))),
         )
+
+
+def quote_value(value: object, name: str = "", limit: int = MAX_SHOWN) -> str:
+    """``value`` as a message may show it: repr'd, secrets masked, cut to ``limit``, escaped.
+
+    Every message that echoes part of a user's file goes through here, so that no token
+    reaches CI logs or SARIF, no 1 MiB scalar is printed, and no control or bidi character
+    reaches a terminal.
+    """
+    if isinstance(value, str) and (redact.looks_secret(name, value) or redact.has_token(value)):
+        return repr(redact.MASK)
+    text = printable(repr(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def dotted(path: KeyPath) -> str:
@@ -143,12 +193,25 @@ def _pos(node: Node) -> Position:
 class _Walker:
     """Turns one composed document into plain data and fills its source map."""
 
-    def __init__(self, yaml: YAML, source_map: SourceMap) -> None:
+    def __init__(self, yaml: YAML, source_map: SourceMap, usage: Usage) -> None:
         self._constructor = yaml.constructor
         self._map = source_map
         self._nodes = 0
+        self._usage = usage
+        self._seen: set[int] = set()
+        self._aliased = 0
+        """Depth inside an alias expansion: nodes met a second time are reached through an alias."""
 
     def walk(self, node: Node, path: KeyPath, depth: int) -> Any:
+        again = id(node) in self._seen
+        self._seen.add(id(node))
+        self._aliased += again
+        try:
+            return self._walk(node, path, depth)
+        finally:
+            self._aliased -= again
+
+    def _count(self, node: Node) -> None:
         self._nodes += 1
         if self._nodes > MAX_NODES:
             raise _RefusedError(
@@ -156,12 +219,33 @@ class _Walker:
                 f"document expands to more than {MAX_NODES} nodes (anchors and aliases included)",
                 "remove the aliases that repeat large structures",
             )
+        if not self._aliased:
+            return
+        usage = self._usage
+        usage.aliased_nodes += 1
+        if isinstance(node, ScalarNode):
+            usage.aliased_chars += len(str(node.value))
+        if usage.aliased_nodes > MAX_ALIASED_NODES:
+            raise _RefusedError(
+                node,
+                f"the file's documents expand to more than {MAX_ALIASED_NODES} nodes through aliases",
+                "remove the aliases that repeat large structures",
+            )
+        if usage.aliased_chars > MAX_ALIASED_CHARS:
+            raise _RefusedError(
+                node,
+                f"aliases in this file repeat more than {MAX_ALIASED_CHARS // 1024} KiB of characters",
+                "write the value once instead of aliasing it",
+            )
+
+    def _walk(self, node: Node, path: KeyPath, depth: int) -> Any:
+        self._count(node)
         if depth > MAX_DEPTH:
             raise _RefusedError(node, f"nesting deeper than {MAX_DEPTH} levels")
         if node.tag not in _PLAIN_TAGS:
             raise _RefusedError(
                 node,
-                f"YAML tag {node.tag!r} is not allowed in a servespec file",
+                f"YAML tag {quote_value(node.tag)} is not allowed in a servespec file",
                 "remove the tag; specs hold plain mappings, lists and scalars",
             )
         self._map.values[path] = _pos(node)
@@ -185,7 +269,7 @@ class _Walker:
                 first = self._map.keys[(*path, key)]
                 raise _RefusedError(
                     key_node,
-                    f"duplicate key {key!r} (first defined at line {first.line})",
+                    f"duplicate key {quote_value(key)} (first defined at line {first.line})",
                     "keep one of the two entries",
                 )
             self._map.keys[(*path, key)] = _pos(key_node)
@@ -232,6 +316,14 @@ def _syntax_finding(file: str, message: str, pos: Position, hint: str = "", rule
     )
 
 
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def _unquoted(message: str) -> str:
+    """A parser message without the pieces of the file it quotes (for referenced files)."""
+    return _QUOTED.sub("'...'", message)
+
+
 def _yaml_error_finding(file: str, err: YAMLError, text: str) -> Finding:
     if isinstance(err, ReaderError):
         position = _text_position(text, min(int(err.position), len(text)))
@@ -248,31 +340,51 @@ def _yaml_error_finding(file: str, err: YAMLError, text: str) -> Finding:
     return _syntax_finding(file, f"YAML error: {err}".splitlines()[0], Position(1, 1))
 
 
-def load_text(text: str, file: str, path: Path) -> tuple[list[Document], list[Finding]]:
-    """Parse every document of ``text``; documents before a syntax error are kept."""
+def _too_many_documents(file: str, node: Node | None) -> Finding:
+    pos = _pos(node) if node is not None else Position(1, 1)
+    message = f"file holds more than {MAX_DOCUMENTS} YAML documents; none of them was read"
+    return _syntax_finding(file, message, pos, "split it into several files")
+
+
+def _compose(
+    yaml: YAML, text: str, file: str, path: Path, usage: Usage, documents: list[Document], findings: list[Finding]
+) -> None:
+    """Fill ``documents`` and ``findings`` one document at a time (a later syntax error keeps the earlier ones)."""
+    for index, node in enumerate(yaml.compose_all(text)):
+        usage.documents += 1
+        if usage.documents > MAX_DOCUMENTS:
+            # One finding instead of one per document: 1 MiB of '---' would print 250k lines.
+            documents.clear()
+            findings[:] = [_too_many_documents(file, node)]
+            return
+        if node is None:
+            continue
+        source_map = SourceMap(start=_pos(node))
+        try:
+            data = _Walker(yaml, source_map, usage).walk(node, (), 0)
+        except _RefusedError as refused:
+            findings.append(_syntax_finding(file, refused.message, _pos(refused.node), refused.hint))
+            if usage.aliased_nodes > MAX_ALIASED_NODES or usage.aliased_chars > MAX_ALIASED_CHARS:
+                break  # the file's budget is spent: later documents would only repeat the finding
+            continue
+        end = node.end_mark.line + 1
+        documents.append(Document(file=file, path=path, index=index, data=data, source_map=source_map, end_line=end))
+
+
+def load_text(
+    text: str, file: str, path: Path, usage: Usage | None = None, *, referenced: bool = False
+) -> tuple[list[Document], list[Finding]]:
+    """Parse every document of ``text``; documents before a syntax error are kept.
+
+    ``usage`` receives what the file spent of the YAML budgets (the loader sums them over
+    a run). For a ``referenced`` file, messages leave out the pieces of it the parser quotes.
+    """
     yaml = YAML(typ="safe", pure=True)
+    usage = usage if usage is not None else Usage()
     documents: list[Document] = []
     findings: list[Finding] = []
     try:
-        for index, node in enumerate(yaml.compose_all(text)):
-            if node is None:
-                continue
-            source_map = SourceMap(start=_pos(node))
-            try:
-                data = _Walker(yaml, source_map).walk(node, (), 0)
-            except _RefusedError as refused:
-                findings.append(_syntax_finding(file, refused.message, _pos(refused.node), refused.hint))
-                continue
-            documents.append(
-                Document(
-                    file=file,
-                    path=path,
-                    index=index,
-                    data=data,
-                    source_map=source_map,
-                    end_line=node.end_mark.line + 1,
-                )
-            )
+        _compose(yaml, text, file, path, usage, documents, findings)
     except YAMLError as err:
         findings.append(_yaml_error_finding(file, err, text))
     except RecursionError:
@@ -280,20 +392,36 @@ def load_text(text: str, file: str, path: Path) -> tuple[list[Document], list[Fi
     except (ValueError, TypeError, OverflowError) as err:
         # ruamel's scalar constructors raise these for values like a malformed timestamp.
         findings.append(_syntax_finding(file, f"cannot read a value: {err}".splitlines()[0], Position(1, 1)))
-    return documents, findings
+    for document in documents:
+        document.referenced = referenced
+    return documents, [_safe_message(f, referenced) for f in findings]
 
 
-def load_file(path: Path, file: str) -> tuple[list[Document], list[Finding]]:
-    """Read and parse one file. ``OSError`` escapes: an unreadable path is a usage error."""
-    with path.open("rb") as handle:
-        raw = handle.read(MAX_FILE_BYTES + 1)
+def _safe_message(finding: Finding, referenced: bool) -> Finding:
+    """The finding with its message escaped, cut, scrubbed of tokens (and of quotes, for referenced files)."""
+    message = _unquoted(finding.message) if referenced else finding.message
+    message = printable(redact.scrub(message))
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return finding if message == finding.message else replace(finding, message=message)
+
+
+def load_file(
+    path: Path, file: str, usage: Usage | None = None, *, referenced: bool = False
+) -> tuple[list[Document], list[Finding]]:
+    """Read and parse one file. ``OSError`` escapes: an unreadable path is a usage error.
+
+    Only regular files are read, and at most ``MAX_FILE_BYTES`` of them (:class:`PathRefusedError`
+    escapes for a FIFO or a device, which would block or never end).
+    """
+    raw = read_bounded(path, MAX_FILE_BYTES)
     if len(raw) > MAX_FILE_BYTES:
         message = f"file is larger than {MAX_FILE_BYTES // 1024} KiB; servespec files are small"
         return [], [_syntax_finding(file, message, Position(1, 1), "split it, or check that this is a spec")]
     text, problem, pos = _decode(raw)
     if text is None:
         return [], [_syntax_finding(file, problem, pos)]
-    documents, findings = load_text(text, file, path)
+    documents, findings = load_text(text, file, path, usage, referenced=referenced)
     if not documents and not findings:
         findings.append(
             _syntax_finding(
@@ -305,3 +433,18 @@ def load_file(path: Path, file: str) -> tuple[list[Document], list[Finding]]:
             )
         )
     return documents, findings
+
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "Document",
+    "KeyPath",
+    "PathRefusedError",
+    "Position",
+    "SourceMap",
+    "Usage",
+    "dotted",
+    "load_file",
+    "load_text",
+    "quote_value",
+]

@@ -1,0 +1,104 @@
+"""Files a checkout refers to stay inside its root, and are read with a bound.
+
+Anyone who can open a pull request controls the specs, inventories, facts files and
+symlinks of a checkout, and CI validates that checkout on a machine holding the fleet's
+keys. So a path written in a file (``inventory:``, ``facts:``, ``model.config``,
+``engine.image_archive``) is resolved against the root the run was given (``--root DIR``)
+or, by default, the checkout containing the file that was named on the command line: the
+nearest ancestor holding ``.git``, else that file's own directory (or the directory
+itself when one was named). Absolute paths, ``..`` that climbs out of the root and
+symlinks that resolve outside it are refused before anything is opened, and reads are
+limited to regular files of a bounded size (no FIFOs that block, no ``/dev/zero``).
+
+Messages built from :class:`PathRefusedError` name the reference as the user wrote it, never
+the target a symlink points at, nor the operating system's error text.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+MAX_REFERENCED_BYTES = 4 * 1024 * 1024
+"""Largest referenced file read (a Hugging Face config.json is tens of kilobytes)."""
+
+
+class PathRefusedError(ValueError):
+    """A referenced path that is not read; ``reason`` is safe to show (no foreign path, no errno)."""
+
+    def __init__(self, reason: str, *, missing: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.missing = missing
+
+
+def default_root(path: Path) -> Path:
+    """The root for files reached from ``path`` (a command-line file or directory).
+
+    The nearest ancestor holding ``.git`` (a folder, or a file in worktrees and
+    submodules); without one, the directory named, or the directory of the file named.
+    """
+    start = path.resolve()
+    here = start if start.is_dir() else start.parent
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` (fully resolved) lies in ``root`` (fully resolved) or is it."""
+    return path == root or path.is_relative_to(root)
+
+
+def resolve_inside(reference: str, base: Path, root: Path) -> Path:
+    """Resolve ``reference`` (relative to the folder ``base``) to a regular file inside ``root``.
+
+    Every symlink on the way is followed and the result must still lie inside ``root``.
+    Raises :class:`PathRefusedError` (``missing=True`` when nothing is there) instead of
+    returning a path outside the root, a folder, a FIFO or a device. This is the one
+    function for any path a checkout file names (the rollout uses it for
+    ``engine.image_archive``).
+    """
+    if Path(reference).is_absolute() or reference.startswith("~"):
+        raise PathRefusedError("is an absolute path; name it relative to the file that refers to it")
+    real_root = root.resolve()
+    target = Path(os.path.realpath(base.resolve() / reference))
+    if not is_inside(target, real_root):
+        raise PathRefusedError("resolves outside the root directory (through '..' or a symlink)")
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        raise PathRefusedError("not found", missing=True) from None
+    if not stat.S_ISREG(mode):
+        raise PathRefusedError("is not a regular file")
+    return target
+
+
+def read_bounded(path: Path, limit: int = MAX_REFERENCED_BYTES) -> bytes:
+    """At most ``limit + 1`` bytes of the regular file ``path`` (callers compare with ``limit``).
+
+    Opened non-blocking so that a FIFO cannot hang the run, then checked to be a regular
+    file before reading. ``OSError`` escapes for unreadable paths; :class:`PathRefusedError`
+    for anything that is not a regular file.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise PathRefusedError("is not a regular file")
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(descriptor, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
+__all__ = ["MAX_REFERENCED_BYTES", "PathRefusedError", "default_root", "is_inside", "read_bounded", "resolve_inside"]
