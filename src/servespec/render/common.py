@@ -170,6 +170,18 @@ class UnsafeModelPathError(RenderError):
     """A local model source that may not be mounted into a container."""
 
 
+def positional_model(target: Target) -> str:
+    """``model.source`` for a command line that takes it as a positional word (``vllm serve``, ``trtllm-serve``).
+
+    A word starting with ``-`` there is read as an option (``--trust-remote-code``). The
+    loader refuses such sources; this refuses them again for anything that skips it.
+    """
+    source = str(target.spec.model.source)
+    if source.startswith("-") or not source.strip():
+        raise RenderError("model.source would be read as a command-line option")
+    return source
+
+
 def local_model_folder(source: str, roots: list[str]) -> str:
     """The host folder a local model source mounts, refusing anything outside the model roots.
 

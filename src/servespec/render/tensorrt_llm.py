@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import CONFIG_DIR, EngineContainer, Target, engine_host, flags, hub_token_env
+from servespec.render.common import (
+    CONFIG_DIR,
+    EngineContainer,
+    Target,
+    engine_host,
+    flags,
+    hub_token_env,
+    positional_model,
+)
 
 
 def _nest(flat: dict[str, Any]) -> dict[str, Any]:
@@ -47,7 +55,7 @@ def context(target: Target) -> EngineContainer:
             cli[key] = value
         else:
             api[key] = value
-    argv = [str(model.source), *flags(target, cli)]
+    argv = [positional_model(target), *flags(target, cli)]
     files: dict[str, tuple[str, dict[str, Any]]] = {}
     if api:
         argv += ["--extra_llm_api_options", f"{CONFIG_DIR}/extra_llm_api_options.yaml"]

@@ -19,6 +19,7 @@ from servespec.render.common import (
     engine_secrets,
     host_and_port,
     model_options,
+    positional_model,
     split_config,
 )
 from servespec.render.environment import shell_join
@@ -64,7 +65,7 @@ def context(target: Target) -> EngineContainer:
     elif target.multi_node:
         options["distributed_executor_backend"] = "ray"
     config, extra = split_config(target, options)
-    serve = [str(target.spec.model.source), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
+    serve = [positional_model(target), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
     engine = EngineContainer(
         command=serve,
         entrypoint=None,

@@ -1,0 +1,280 @@
+"""Issue 9, rules and renderers: binds, cluster ports, model mounts, secrets on command lines, trust_remote_code.
+
+Each test fails on the code before its fix (the commit that added it says which item).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servespec.findings import Severity
+from servespec.render import render_fleet
+from servespec.render.common import UnsafeModelPathError
+from servespec.rules.runner import check_fleet
+from servespec.spec.fleet import Fleet, load_fleet
+
+INVENTORY = """apiVersion: servespec/v1
+kind: Inventory
+defaults: {ssh_user: deploy}
+hosts:
+  a:
+    address: 10.2.0.1
+    hardware: {gpus: {model: NVIDIA H100 80GB HBM3, count: 8}, interconnect: nvswitch}
+  b:
+    address: 10.2.0.2
+    hardware: {gpus: {model: NVIDIA H100 80GB HBM3, count: 8}, interconnect: nvswitch}
+  one:
+    address: 10.2.0.3
+    hardware: {gpus: {model: NVIDIA L4, count: 1}}
+"""
+PINNED = "0123456789abcdef0123456789abcdef01234567"
+SECRET = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+
+
+def _fleet(tmp_path: Path, body: str) -> Fleet:
+    (tmp_path / "inventory.yaml").write_text(INVENTORY)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("apiVersion: servespec/v1\nkind: Deployment\ninventory: inventory.yaml\n" + body)
+    return load_fleet([spec])
+
+
+def _multi_node(engine: str, version: str, serving: str = "") -> str:
+    return (
+        "metadata: {name: big}\n"
+        f"model: {{source: meta-llama/Llama-3.1-405B-Instruct, revision: {PINNED}, quantization: fp8, "
+        "max_model_len: 8192}\n"
+        f'engine: {{name: {engine}, version: "{version}"}}\n'
+        "resources: {tensor_parallel: 8, pipeline_parallel: 2}\n"
+        "placement: {hosts: [a, b], hosts_per_replica: 2}\n" + serving
+    )
+
+
+def _containers(fleet: Fleet) -> dict[str, dict[str, Any]]:
+    return {host: description for (_, host), description in render_fleet(fleet).containers.items()}
+
+
+# Item 1: multi-node replicas honour serving.bind; cluster ports are named by NET002.
+
+
+@pytest.mark.parametrize(("engine", "version"), [("vllm", "0.11.0"), ("vllm", "0.33.0"), ("sglang", "0.5.23")])
+def test_multi_node_engine_listens_on_serving_bind(tmp_path: Path, engine: str, version: str) -> None:
+    fleet = _fleet(tmp_path, _multi_node(engine, version))
+    files = render_fleet(fleet).files
+    leader_config = files["big/a/config.yaml"]
+    assert "host: 127.0.0.1\n" in leader_config  # the default bind, not 0.0.0.0 on the host's network
+    assert "0.0.0.0" not in "".join(files.values())
+
+
+def test_multi_node_bind_follows_the_spec(tmp_path: Path) -> None:
+    fleet = _fleet(tmp_path, _multi_node("vllm", "0.33.0", "serving: {bind: 10.2.0.1}\n"))
+    assert "host: 10.2.0.1\n" in render_fleet(fleet).files["big/a/config.yaml"]
+
+
+def test_single_host_still_listens_on_all_container_interfaces_behind_the_port_mapping(tmp_path: Path) -> None:
+    body = (
+        f"metadata: {{name: small}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, "
+        'max_model_len: 4096}\nengine: {name: vllm, version: "0.11.0"}\nplacement: {hosts: [one]}\n'
+    )
+    fleet = _fleet(tmp_path, body)
+    description = _containers(fleet)["one"]
+    assert description["network_mode"] == "bridge"
+    assert description["ports"][0]["host_ip"] == "127.0.0.1"
+    assert "host: 0.0.0.0\n" in render_fleet(fleet).files["small/one/config.yaml"]
+
+
+def test_ray_members_advertise_their_inventory_address(tmp_path: Path) -> None:
+    containers = _containers(_fleet(tmp_path, _multi_node("vllm", "0.11.0")))
+    assert "--node-ip-address=10.2.0.1" in containers["a"]["command"][0]
+    assert containers["b"]["command"][-1] == "--node-ip-address=10.2.0.2"
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "words"),
+    [
+        ("vllm", "0.11.0", ("Ray's head port 10.2.0.1:6379", "no authentication", "cannot limit")),
+        ("vllm", "0.33.0", ("TCPStore on 10.2.0.1:29500", "every interface")),
+        ("sglang", "0.5.23", ("TCPStore on 10.2.0.1:20000", "--dist-init-addr", "every interface")),
+    ],
+)
+def test_net002_names_cluster_ports(tmp_path: Path, engine: str, version: str, words: tuple[str, ...]) -> None:
+    findings = [f for f in check_fleet(_fleet(tmp_path, _multi_node(engine, version))) if f.rule == "NET002"]
+    assert len(findings) == 1
+    assert findings[0].severity == Severity.WARNING
+    assert all(word in findings[0].message for word in words), findings[0].message
+
+
+def test_net002_cluster_ports_match_the_renderers() -> None:
+    from servespec.render import sglang, vllm
+    from servespec.rules import network
+
+    assert (network.RAY_PORT, network.MASTER_PORT, network.DIST_PORT) == (
+        vllm.RAY_PORT,
+        vllm.MASTER_PORT,
+        sglang.DIST_PORT,
+    )
+
+
+def test_multi_node_public_bind_without_key_is_reported(tmp_path: Path) -> None:
+    fleet = _fleet(tmp_path, _multi_node("sglang", "0.5.23", "serving: {bind: 0.0.0.0}\n"))
+    messages = [f.message for f in check_fleet(fleet) if f.rule == "NET002"]
+    assert any("listens on 0.0.0.0 without an API key" in m for m in messages)
+
+
+# Item 6: IPv6 binds.
+
+
+def test_ipv6_bind_renders_a_bracketed_docker_mapping(tmp_path: Path) -> None:
+    body = (
+        f"metadata: {{name: small}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, "
+        'max_model_len: 4096}\nengine: {name: vllm, version: "0.11.0"}\nplacement: {hosts: [one]}\n'
+        'serving: {bind: "::1"}\n'
+    )
+    readme = render_fleet(_fleet(tmp_path, body)).files["small/README.md"]
+    assert "-p '[::1]:8000:8000'" in readme or "-p [::1]:8000:8000" in readme
+    assert "::1:8000:8000" not in readme.replace("[::1]:8000:8000", "")
+
+
+@pytest.mark.parametrize(("bind", "exposed"), [("::1", False), ("::", True), ("0:0:0:0:0:0:0:1", False)])
+def test_net002_ipv6_loopback(tmp_path: Path, bind: str, exposed: bool) -> None:
+    body = (
+        f"metadata: {{name: small}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, "
+        'max_model_len: 4096}\nengine: {name: vllm, version: "0.11.0"}\nplacement: {hosts: [one]}\n'
+        f'serving: {{bind: "{bind}"}}\n'
+    )
+    findings = [f for f in check_fleet(_fleet(tmp_path, body)) if f.rule == "NET002"]
+    assert bool(findings) is exposed
+
+
+# Item 2: local model sources stay under the model roots, in the rule and in the renderer.
+
+
+@pytest.mark.parametrize("source", ["/var/run", "/srv/../var/run/x.gguf", "./model.gguf", "~/m.gguf", "/"])
+def test_renderer_refuses_to_mount_outside_the_model_roots(tmp_path: Path, source: str) -> None:
+    body = (
+        f"metadata: {{name: local}}\nmodel: {{source: '{source}', gguf_type: Q4_K_M, max_model_len: 4096}}\n"
+        "engine: {name: llama.cpp, version: b11312}\nplacement: {hosts: [one]}\n"
+    )
+    fleet = _fleet(tmp_path, body)
+    assert any(f.rule == "SEC004" for f in check_fleet(fleet))
+    with pytest.raises(UnsafeModelPathError):
+        render_fleet(fleet)
+
+
+def test_a_root_of_slash_is_never_honoured(tmp_path: Path) -> None:
+    from servespec.knowledge.resolve import local_source_problem
+
+    assert local_source_problem("/var/run", ["/"])
+    assert not local_source_problem("//srv/./m.gguf", ["/srv/"])
+
+
+# Item 3: SEC001 in every field and spelling; other rules never echo what it protects.
+
+
+def test_eng_messages_never_echo_secrets(tmp_path: Path) -> None:
+    body = (
+        f"metadata: {{name: small}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, "
+        'max_model_len: 4096}\nengine:\n  name: vllm\n  version: "0.11.0"\n'
+        f"  options: {{max_num_seqs: {SECRET}, hf_tokn: plain-secret-words}}\n"
+        f"  extra_args: [--{SECRET}]\nplacement: {{hosts: [one]}}\n"
+    )
+    findings = check_fleet(_fleet(tmp_path, body))
+    assert {"SEC001", "ENG001", "ENG002"} <= {f.rule for f in findings}
+    for finding in findings:
+        assert SECRET not in finding.message + finding.hint, finding
+
+
+def test_inventory_secret_named_label_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "inventory.yaml").write_text(
+        INVENTORY.replace("address: 10.2.0.3", "address: 10.2.0.3\n    labels: {api_key: abc}")
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\ninventory: inventory.yaml\nmetadata: {name: s}\n"
+        f"model: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, max_model_len: 4096}}\n"
+        'engine: {name: vllm, version: "0.11.0"}\nplacement: {hosts: [one]}\n'
+    )
+    findings = [f for f in check_fleet(load_fleet([spec])) if f.rule == "SEC001"]
+    assert [Path(f.file).name for f in findings] == ["inventory.yaml"]
+    assert "abc" not in findings[0].message
+
+
+# Item 4: SGLang's key is never on a command line or in a rendered file.
+
+
+def test_sglang_key_is_not_on_any_command_line(tmp_path: Path) -> None:
+    body = (
+        f"metadata: {{name: sg}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, "
+        'max_model_len: 4096}\nengine: {name: sglang, version: "0.5.23"}\nplacement: {hosts: [one]}\n'
+        "serving: {api_key: {from_env: SG_KEY}}\n"
+    )
+    description = _containers(_fleet(tmp_path, body))["one"]
+    argv = [*description["entrypoint"], *description["command"]]
+    assert "--api-key" not in argv  # neither literal nor a shell expansion that puts it in argv
+    assert not any("$SERVESPEC_API_KEY" in word for word in argv)
+    assert description["secret_environment"] == {"SERVESPEC_API_KEY": {"from_env": "SG_KEY"}}
+
+
+def test_sglang_launcher_adds_the_key_in_process_only(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from servespec.render.sglang import KEY_LAUNCHER
+
+    package = tmp_path / "sglang"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "launch_server.py").write_text(
+        "import json, os, sys\n"
+        "if __name__ == '__main__':\n"
+        "    cmdline = open('/proc/self/cmdline').read().split(chr(0))\n"
+        "    print(json.dumps([sys.argv[1:], cmdline, 'SERVESPEC_API_KEY' in os.environ]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", KEY_LAUNCHER, "--config", "/etc/servespec/config.yaml"],
+        cwd=tmp_path,
+        env={"SERVESPEC_API_KEY": "s3cret-words", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    import json
+
+    argv, cmdline, still_in_env = json.loads(done.stdout)
+    assert argv == ["--config", "/etc/servespec/config.yaml", "--api-key", "s3cret-words"]
+    assert "s3cret-words" not in " ".join(cmdline)
+    assert still_in_env is False
+
+
+# Item 5: trust_remote_code.
+
+
+@pytest.mark.parametrize(("revision", "severity"), [(PINNED, Severity.WARNING), ("main", Severity.ERROR)])
+def test_trust_remote_code_severity(tmp_path: Path, revision: str, severity: Severity) -> None:
+    body = (
+        f"metadata: {{name: small}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {revision}, "
+        'max_model_len: 4096}\nengine:\n  name: sglang\n  version: "0.5.23"\n'
+        "  extra_args: [--trust-remote-code]\nplacement: {hosts: [one]}\n"
+    )
+    findings = [f for f in check_fleet(_fleet(tmp_path, body)) if f.rule == "SEC005"]
+    assert [f.severity for f in findings] == [severity]
+
+
+@pytest.mark.parametrize(("engine", "version"), [("vllm", "0.11.0"), ("tensorrt-llm", "1.2.1")])
+def test_a_source_read_as_a_flag_is_never_rendered(tmp_path: Path, engine: str, version: str) -> None:
+    # vLLM and trtllm-serve take the model as a positional word, where "--trust-remote-code" would be an
+    # option. The loader refuses such sources; the renderer refuses them again (defence in depth).
+    from servespec.render.environment import RenderError
+
+    body = (
+        f"metadata: {{name: small}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, "
+        f'max_model_len: 4096}}\nengine: {{name: {engine}, version: "{version}"}}\nplacement: {{hosts: [one]}}\n'
+    )
+    fleet = _fleet(tmp_path, body)
+    assert _containers(fleet)["one"]["command"]
+    model = fleet.deployments[0].spec.model
+    object.__setattr__(model, "source", "--trust-remote-code")
+    with pytest.raises(RenderError):
+        render_fleet(fleet)
