@@ -383,9 +383,7 @@ def apply(
             return False
         return yes or click.confirm(f"apply {len(changes)} change(s)?", err=True)
 
-    options = ApplyOptions(
-        confirm=confirm, on_event=_events(fmt), standin_image=standin_image, secrets_dir=secrets_dir
-    )
+    options = ApplyOptions(confirm=confirm, on_event=_events(fmt), standin_image=standin_image, secrets_dir=secrets_dir)
     with tempfile.TemporaryDirectory(prefix="servespec-apply-") as workdir:
         try:
             if fmt == "text" and sys.stderr.isatty():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import socket
 import subprocess
 import urllib.error
@@ -48,6 +50,21 @@ def write_inventory(path: Path, hosts: list[tuple[str, str]], key: Path) -> Path
     return path
 
 
+def in_checkout(archive: Path, folder: Path) -> str:
+    """``archive`` made available inside ``folder`` (a hard link, else a copy), as a path relative to it.
+
+    apply reads engine.image_archive only inside the spec's checkout (issue 9), and the
+    image cache lives outside the tests' temporary folders.
+    """
+    target = folder / archive.name
+    if not target.exists():
+        try:
+            os.link(archive, target)
+        except OSError:  # another file system
+            shutil.copyfile(archive, target)
+    return archive.name
+
+
 DEMO_ARCH = (
     "{params_b: 0.0001, layers: 2, hidden_size: 64, intermediate_size: 128, attention_heads: 4, kv_heads: 2, "
     "head_dim: 16, vocab_size: 300, max_position_embeddings: 2048}"
@@ -79,7 +96,7 @@ engine:
   name: llama.cpp
   version: b11434
   image: servespec-standin:latest
-  image_archive: {archive}
+  image_archive: {in_checkout(archive, path.parent)}
   env: {env}
 placement: {{hosts: [{", ".join(hosts)}]}}
 serving: {{port: 8080, bind: 0.0.0.0, api_key: {{from_env: E2E_KEY}}}}

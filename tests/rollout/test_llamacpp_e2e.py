@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import DEMO_ARCH, get, post
+from tests.rollout.helpers import DEMO_ARCH, get, in_checkout, post
 
 pytestmark = pytest.mark.slow
 KEY = "e2e-secret"
@@ -38,7 +38,7 @@ engine:
   name: llama.cpp
   version: b11434
   image: {images.llama_cpp_image()}
-  image_archive: {archive}
+  image_archive: {in_checkout(archive, path.parent)}
   options: {{parallel: 1, threads: 1}}
 placement: {{hosts: [host1, host2, host3]}}
 serving: {{port: 8080, bind: 0.0.0.0, api_key: {{from_env: E2E_KEY}}}}

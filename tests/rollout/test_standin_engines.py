@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 
 from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
+from tests.rollout.helpers import in_checkout
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +56,7 @@ hosts:
     return path
 
 
-def _spec(engine: str, archive: Path) -> str:
+def _spec(engine: str, archive: str) -> str:
     version, source, port, options, gpus = SPECS[engine]
     arch = "{params_b: 3.1, layers: 36, hidden_size: 2048, attention_heads: 16, kv_heads: 2, "
     arch += "max_position_embeddings: 32768}"
@@ -104,7 +105,7 @@ def test_rendered_containers_start_exactly_as_rendered(
     host.sh("mkdir -p /srv/models && echo stand-in > /srv/models/demo.gguf")
     _inventory(tmp_path / "inventory.yaml", host, ssh_key)
     for engine in SPECS:
-        (tmp_path / f"{engine}.yaml").write_text(_spec(engine, archive))
+        (tmp_path / f"{engine}.yaml").write_text(_spec(engine, in_checkout(archive, tmp_path)))
     monkeypatch.setenv("STANDIN_KEY", "standin-secret-value")
     monkeypatch.chdir(tmp_path)
     result = run_cli("apply", ".", "--yes", "--format", "json", "--standin-image", "servespec-standin:latest")

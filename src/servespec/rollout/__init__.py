@@ -18,7 +18,6 @@ import json
 import os
 import re
 import socket
-import stat
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,16 +27,15 @@ from typing import Any
 from servespec.knowledge import resolve
 from servespec.plan import Action, Desired, Observed, plan
 from servespec.render import Rendered, render_fleet
+from servespec.rollout.errors import RolloutError as RolloutError
+from servespec.rollout.local_files import archive_path as archive_path
+from servespec.rollout.local_files import resolve_secrets as resolve_secrets
+from servespec.rollout.local_files import secret_values, write_secrets
 from servespec.rollout.reported import RUN_ID, checked_report
 from servespec.rollout.runner import EventHandler, HostResult, RunResult, run_playbook
 from servespec.rules.rollout import replica_count, unavailable
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView, InventoryDoc
 from servespec.text import unsafe_character
-
-
-class RolloutError(Exception):
-    """A problem found on the controller before any host is touched (missing secret, ...)."""
-
 
 TASK_ALLOCATE = "Allocate a revision folder and unpack the files into it"
 TASK_MARK_GOOD = "Mark the revision good"
@@ -253,64 +251,6 @@ def status(fleet: Fleet) -> list[Status]:
     return rows
 
 
-MAX_SECRET_BYTES = 64 * 1024
-"""Largest secret file read (an API key or token is well under a kilobyte)."""
-_ALLOW_SECRETS = "set defaults.secrets_dir in the inventory or pass deploy apply --secrets-dir DIR"
-
-
-def _read_secret_file(name: str, written: str, allowed: Path | None) -> str:
-    """The stripped text of a from_file secret, read only inside ``allowed`` (symlinks resolved first)."""
-    if allowed is None:
-        raise RolloutError(f"secret {name}: from_file is read only inside a secrets folder; {_ALLOW_SECRETS}")
-    root = Path(os.path.realpath(allowed))
-    target = Path(os.path.realpath(Path(written).expanduser()))
-    if not target.is_relative_to(root):
-        raise RolloutError(
-            f"secret {name}: {written!r} is outside the secrets folder {allowed} (symlinks out count as outside); "
-            f"move it there, or {_ALLOW_SECRETS}"
-        )
-    try:
-        # O_NONBLOCK: a FIFO must not hang the apply; O_NOFOLLOW: no link swapped in after realpath.
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError as err:
-        raise RolloutError(f"secret {name}: cannot read {written!r}: {err.strerror}") from err
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise RolloutError(f"secret {name}: {written!r} is not a regular file")
-        data = handle.read(MAX_SECRET_BYTES + 1)
-    if len(data) > MAX_SECRET_BYTES:
-        raise RolloutError(f"secret {name}: {written!r} is larger than {MAX_SECRET_BYTES} bytes")
-    return data.decode("utf-8", errors="replace").strip()
-
-
-def resolve_secrets(references: dict[str, dict[str, str]], secrets_dir: Path | None = None) -> str:
-    """The secrets env file's text, from references resolved on this controller.
-
-    ``from_env`` reads the controller's environment. ``from_file`` reads only files whose
-    real path (symlinks resolved) lies inside ``secrets_dir`` — the inventory's
-    ``defaults.secrets_dir`` or ``apply --secrets-dir`` — and only regular files of at most
-    :data:`MAX_SECRET_BYTES`; without a secrets folder every ``from_file`` is refused, so a
-    spec cannot copy an arbitrary controller file (``/etc/shadow``) to its hosts. A relative
-    ``from_file`` is taken from the working directory, as before. Errors never quote a
-    file's content.
-    """
-    lines = []
-    for name, reference in sorted(references.items()):
-        if "from_env" in reference:
-            value = os.environ.get(reference["from_env"])
-            if value is None:
-                raise RolloutError(
-                    f"secret {name}: environment variable {reference['from_env']} is not set on this controller"
-                )
-        else:
-            value = _read_secret_file(name, reference["from_file"], secrets_dir)
-        if "\n" in value or "\r" in value:
-            raise RolloutError(f"secret {name} spans several lines")
-        lines.append(f"{name}={value}")
-    return "\n".join(lines) + "\n"
-
-
 def _stage(
     rendered: Rendered, deployment: DeploymentDoc, host: str, workdir: Path, secrets_dir: Path | None
 ) -> tuple[Path, str]:
@@ -324,54 +264,6 @@ def _stage(
     if not container["secret_environment"]:
         return folder, ""
     return folder, resolve_secrets(container["secret_environment"], secrets_dir)
-
-
-def _write_secrets(workdir: Path, deployment: str, host: str, text: str) -> Path:
-    """The secrets env file for one host, mode 0600 in a mode-0700 folder of the run's workdir."""
-    path = workdir / "secrets" / f"{deployment}-{host}.env"
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    return path
-
-
-def secret_values(env_text: str) -> list[str]:
-    """The values of a secrets env file's lines (what log tails must never show)."""
-    return [line.partition("=")[2] for line in env_text.splitlines() if "=" in line]
-
-
-def checkout_root(spec_file: Path) -> Path:
-    """The checkout a spec file belongs to: its nearest ancestor holding ``.git``, else its own folder."""
-    folder = spec_file.resolve().parent
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return folder
-
-
-def archive_path(written: str, spec_file: Path, root: Path | None = None) -> Path:
-    """The real path of ``engine.image_archive``, which must be a regular file inside the spec's checkout.
-
-    The checkout is ``root`` when the run names one, else :func:`checkout_root`. A relative
-    path is taken from the spec file's folder; symlinks are resolved before the check, so
-    one pointing out of the checkout is refused like an absolute path outside it.
-    """
-    root = Path(os.path.realpath(root)) if root is not None else checkout_root(spec_file)
-    path = Path(written).expanduser()
-    real = Path(os.path.realpath(path if path.is_absolute() else spec_file.parent / path))
-    if not real.is_relative_to(root):
-        raise RolloutError(
-            f"engine.image_archive {written!r} is outside the checkout {root} (symlinks out count as outside); "
-            "put the archive inside the checkout"
-        )
-    try:
-        regular = stat.S_ISREG(real.stat().st_mode)
-    except OSError:
-        regular = False
-    if not regular:
-        raise RolloutError(f"engine.image_archive {written!r} is not a regular file on this controller")
-    return real
 
 
 def _run_info() -> dict[str, Any]:
@@ -473,7 +365,7 @@ def apply_deployment(
     allowed = secrets_dir(deployment, options)
     for action in changing:
         staging, env_text = _stage(rendered, deployment, action.host, workdir, allowed)
-        env_file = _write_secrets(workdir, deployment.name, action.host, env_text) if env_text else None
+        env_file = write_secrets(workdir, deployment.name, action.host, env_text) if env_text else None
         secrets += secret_values(env_text)
         container = rendered.containers[(deployment.name, action.host)]
         hosts[action.host] = (

@@ -75,7 +75,10 @@ def main():
         check_deployment(module, name)
     report = {}
     for name in module.params["deployments"]:
-        state = read_state(name, root)
+        try:
+            state = read_state(name, root)
+        except ValueError:
+            state = "unreadable"  # not JSON: the controller names the problem for this host
         entry = {
             "state": state,
             "files": {},
@@ -83,9 +86,15 @@ def main():
             "container": None,
             "healthy": False,
         }
-        if state and state.get("current") is not None:
-            entry["files"] = _files(revision_dir(name, state["current"], root))
-            spec = load_container(name, state["current"], root)
+        current = state.get("current") if isinstance(state, dict) else None
+        # Only a revision number names a folder; anything else goes back unread for the controller to refuse.
+        if isinstance(current, int) and not isinstance(current, bool):
+            entry["files"] = _files(revision_dir(name, current, root))
+            try:
+                spec = load_container(name, current, root)
+            except (OSError, ValueError):
+                report[name] = entry
+                continue
             entry["container"] = _container(spec["name"])
             entry["healthy"] = entry["container"]["status"] == "running" and _healthy(spec)
             entry["endpoint_port"] = spec["healthcheck"]["port"]

@@ -1,0 +1,121 @@
+"""Controller files a spec makes apply read: from_file secrets and the engine image archive.
+
+A spec comes from a pull request; these are read on a controller holding the fleet's keys
+and copied to every host. So each is confined: secrets to a folder the operator names
+(the inventory's ``defaults.secrets_dir`` or ``apply --secrets-dir``), the image archive to
+the spec's checkout. Real paths are compared (a symlink out counts as outside), only
+regular files are read, reads are bounded, and messages never quote a file's content.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from servespec.rollout.errors import RolloutError
+
+MAX_SECRET_BYTES = 64 * 1024
+"""Largest secret file read (an API key or token is well under a kilobyte)."""
+_ALLOW_SECRETS = "set defaults.secrets_dir in the inventory or pass deploy apply --secrets-dir DIR"
+
+
+def _read_secret_file(name: str, written: str, allowed: Path | None) -> str:
+    """The stripped text of a from_file secret, read only inside ``allowed`` (symlinks resolved first)."""
+    if allowed is None:
+        raise RolloutError(f"secret {name}: from_file is read only inside a secrets folder; {_ALLOW_SECRETS}")
+    root = Path(os.path.realpath(allowed))
+    target = Path(os.path.realpath(Path(written).expanduser()))
+    if not target.is_relative_to(root):
+        raise RolloutError(
+            f"secret {name}: {written!r} is outside the secrets folder {allowed} (symlinks out count as outside); "
+            f"move it there, or {_ALLOW_SECRETS}"
+        )
+    try:
+        # O_NONBLOCK: a FIFO must not hang the apply; O_NOFOLLOW: no link swapped in after realpath.
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as err:
+        raise RolloutError(f"secret {name}: cannot read {written!r}: {err.strerror}") from err
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise RolloutError(f"secret {name}: {written!r} is not a regular file")
+        data = handle.read(MAX_SECRET_BYTES + 1)
+    if len(data) > MAX_SECRET_BYTES:
+        raise RolloutError(f"secret {name}: {written!r} is larger than {MAX_SECRET_BYTES} bytes")
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def resolve_secrets(references: dict[str, dict[str, str]], secrets_dir: Path | None = None) -> str:
+    """The secrets env file's text, from references resolved on this controller.
+
+    ``from_env`` reads the controller's environment. ``from_file`` reads only files whose
+    real path (symlinks resolved) lies inside ``secrets_dir`` — the inventory's
+    ``defaults.secrets_dir`` or ``apply --secrets-dir`` — and only regular files of at most
+    :data:`MAX_SECRET_BYTES`; without a secrets folder every ``from_file`` is refused, so a
+    spec cannot copy an arbitrary controller file (``/etc/shadow``) to its hosts. A relative
+    ``from_file`` is taken from the working directory, as before. Errors never quote a
+    file's content.
+    """
+    lines = []
+    for name, reference in sorted(references.items()):
+        if "from_env" in reference:
+            value = os.environ.get(reference["from_env"])
+            if value is None:
+                raise RolloutError(
+                    f"secret {name}: environment variable {reference['from_env']} is not set on this controller"
+                )
+        else:
+            value = _read_secret_file(name, reference["from_file"], secrets_dir)
+        if "\n" in value or "\r" in value:
+            raise RolloutError(f"secret {name} spans several lines")
+        lines.append(f"{name}={value}")
+    return "\n".join(lines) + "\n"
+
+
+def write_secrets(workdir: Path, deployment: str, host: str, text: str) -> Path:
+    """The secrets env file for one host, mode 0600 in a mode-0700 folder of the run's workdir."""
+    path = workdir / "secrets" / f"{deployment}-{host}.env"
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def secret_values(env_text: str) -> list[str]:
+    """The values of a secrets env file's lines (what log tails must never show)."""
+    return [line.partition("=")[2] for line in env_text.splitlines() if "=" in line]
+
+
+def checkout_root(spec_file: Path) -> Path:
+    """The checkout a spec file belongs to: its nearest ancestor holding ``.git``, else its own folder."""
+    folder = spec_file.resolve().parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def archive_path(written: str, spec_file: Path, root: Path | None = None) -> Path:
+    """The real path of ``engine.image_archive``, which must be a regular file inside the spec's checkout.
+
+    The checkout is ``root`` when the run names one, else :func:`checkout_root`. A relative
+    path is taken from the spec file's folder; symlinks are resolved before the check, so
+    one pointing out of the checkout is refused like an absolute path outside it.
+    """
+    root = Path(os.path.realpath(root)) if root is not None else checkout_root(spec_file)
+    path = Path(written).expanduser()
+    real = Path(os.path.realpath(path if path.is_absolute() else spec_file.parent / path))
+    if not real.is_relative_to(root):
+        raise RolloutError(
+            f"engine.image_archive {written!r} is outside the checkout {root} (symlinks out count as outside); "
+            "put the archive inside the checkout"
+        )
+    try:
+        regular = stat.S_ISREG(real.stat().st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        raise RolloutError(f"engine.image_archive {written!r} is not a regular file on this controller")
+    return real
