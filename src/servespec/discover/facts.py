@@ -13,6 +13,7 @@ from servespec import outdir
 from servespec.discover.parsers import (
     acs_state,
     busy_gpus,
+    number,
     parse_df_free_gib,
     parse_docker_info,
     parse_gpu_numa,
@@ -82,7 +83,8 @@ def _known(**facts: Any) -> dict[str, Any]:
 
 
 def _positive_int(text: str) -> int | None:
-    return int(text.strip()) if text.strip().isdigit() and int(text.strip()) > 0 else None
+    value = number(text)
+    return value if value is not None and value > 0 else None
 
 
 def facts_from_outputs(folder: Path, host: str) -> dict[str, Any]:

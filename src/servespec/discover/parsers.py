@@ -10,8 +10,23 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_SMI_GPU_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|\s+([0-9A-Fa-f:.]+)\s")
-_SMI_MEMORY = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
+# Hosts choose what these outputs say: every pattern runs in time linear in its input (no
+# pattern may backtrack over a long run; a number starts where no digit precedes it).
+_SMI_MEMORY = re.compile(r"(?<!\d)(\d++)MiB\s*+/\s*+(\d++)MiB")
+_BUS_ID = re.compile(r"[0-9A-Fa-f:.]+")
+_NUMBER = re.compile(r"-?[0-9]{1,18}")
+
+
+def number(text: str) -> int | None:
+    """``text`` as an int when it is a plain ASCII number of at most 18 digits, else None.
+
+    A host may print anything: a 5,000-digit number (int() refuses over 4,300 digits) or a
+    Unicode digit such as ``²`` (which isdigit() accepts and int() does not) is unknown, not a crash.
+    """
+    text = text.strip()
+    return int(text) if _NUMBER.fullmatch(text) else None
+
+
 _ACS_ENABLED_BITS = ("SrcValid+", "ReqRedir+", "CmpltRedir+", "UpstreamFwd+", "P2PRedir+")
 
 
@@ -20,7 +35,7 @@ def parse_query_csv(text: str) -> list[dict[str, str]]:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return []
-    header = [re.sub(r"\s*\[.*?\]\s*$", "", name.strip()) for name in lines[0].split(",")]
+    header = [_without_unit(name) for name in lines[0].split(",")]
     rows = []
     for line in lines[1:]:
         values = [value.strip() for value in line.split(",")]
@@ -29,10 +44,36 @@ def parse_query_csv(text: str) -> list[dict[str, str]]:
     return rows
 
 
+def _without_unit(name: str) -> str:
+    """``memory.total [MiB]`` -> ``memory.total``: from the first ``[`` of a name that ends with ``]``."""
+    name = name.strip()
+    return name[: name.index("[")].rstrip() if name.endswith("]") and "[" in name else name
+
+
 def memory_mib(text: str) -> int | None:
     """``81920 MiB`` or ``81920MiB`` -> 81920."""
-    match = re.search(r"(\d+)\s*MiB", text)
-    return int(match.group(1)) if match else None
+    match = re.search(r"(?<!\d)(\d++)\s*+MiB", text)
+    return number(match.group(1)) if match else None
+
+
+def _smi_gpu_row(line: str) -> tuple[int, str] | None:
+    """(index, name) of a GPU row: ``|   0  NVIDIA H100 80GB HBM3   On  | 00000000:18:00.0 Off |``.
+
+    Split on the table's bars instead of one regular expression: a lazy name group between
+    runs of spaces backtracked for seconds on a 3 KB line.
+    """
+    cells = line.split("|", 3)
+    if len(cells) < 3 or cells[0] or not cells[1][:1].isspace() or not cells[1][-1:].isspace():
+        return None
+    words, bus = cells[1].split(), cells[2].split()
+    index = number(words[0]) if words else None
+    if len(words) < 3 or index is None or index < 0 or words[-1] not in ("On", "Off"):
+        return None
+    after_bus = cells[2].lstrip()[len(bus[0]) :] if bus else ""
+    if not cells[2][:1].isspace() or not _BUS_ID.fullmatch(bus[0]) or not after_bus[:1].isspace():
+        return None
+    name = cells[1].strip()[len(words[0]) : -len(words[-1])].strip()
+    return index, name
 
 
 def parse_smi_table(text: str) -> dict[str, Any]:
@@ -45,15 +86,15 @@ def parse_smi_table(text: str) -> dict[str, Any]:
     if cuda:
         out["cuda_version"] = cuda.group(1)
     lines = text.splitlines()
-    for number, line in enumerate(lines):
-        match = _SMI_GPU_ROW.match(line)
-        if not match:
+    for position, line in enumerate(lines):
+        row = _smi_gpu_row(line)
+        if row is None:
             continue
-        gpu: dict[str, Any] = {"index": int(match.group(1)), "name": match.group(2).strip()}
-        for following in lines[number + 1 : number + 3]:
+        gpu: dict[str, Any] = {"index": row[0], "name": row[1]}
+        for following in lines[position + 1 : position + 3]:
             memory = _SMI_MEMORY.search(following)
-            if memory:
-                gpu["memory_mib"] = int(memory.group(2))
+            if memory and number(memory.group(2)) is not None:
+                gpu["memory_mib"] = number(memory.group(2))
                 break
         out["gpus"].append(gpu)
     return out
@@ -72,7 +113,7 @@ def _topo_rows(lines: list[str]) -> dict[int, list[str]]:
     rows: dict[int, list[str]] = {}
     for line in lines:
         match = re.match(r"^\s*GPU(\d+)\s+(.*)$", line)
-        if match:
+        if match and number(match.group(1)) is not None:
             rows[int(match.group(1))] = [cell for cell in re.split(r"\s+", match.group(2).strip()) if cell]
     return rows
 
@@ -85,9 +126,10 @@ def _topo_numa(rows: dict[int, list[str]], columns: list[str], count: int) -> li
     nodes = []
     for gpu in range(count):
         cells = rows.get(gpu, [])
-        if position >= len(cells) or not cells[position].isdigit():
+        node = number(cells[position]) if position < len(cells) else None
+        if node is None or node < 0:
             return None
-        nodes.append(int(cells[position]))
+        nodes.append(node)
     return nodes
 
 
@@ -158,13 +200,14 @@ def parse_numactl(text: str) -> dict[str, Any]:
     """``numactl --hardware``: node count and each node's CPUs (compressed, ``0-47,96-143``)."""
     out: dict[str, Any] = {}
     available = re.search(r"available:\s*(\d+)\s+nodes?", text)
-    if available:
-        out["nodes"] = int(available.group(1))
+    if available and number(available.group(1)) is not None:
+        out["nodes"] = number(available.group(1))
     cpus = {}
     for match in re.finditer(r"^node\s+(\d+)\s+cpus:\s*([\d\s]*)$", text, re.MULTILINE):
-        numbers = [int(n) for n in match.group(2).split()]
-        if numbers:
-            cpus[int(match.group(1))] = _compress(numbers)
+        numbers = [number(n) for n in match.group(2).split()]
+        node = number(match.group(1))
+        if numbers and node is not None and None not in numbers:
+            cpus[node] = _compress([n for n in numbers if n is not None])
     if cpus:
         out["cpus"] = cpus
     return out
@@ -196,7 +239,8 @@ def parse_iommu(cmdline: str | None, units: str | None) -> str:
 def parse_meminfo(text: str) -> float | None:
     """``MemTotal`` of ``/proc/meminfo`` in GiB (one decimal)."""
     match = re.search(r"^MemTotal:\s+(\d+)\s+kB", text, re.MULTILINE)
-    return round(int(match.group(1)) / 1024 / 1024, 1) if match else None
+    kib = number(match.group(1)) if match else None
+    return round(kib / 1024 / 1024, 1) if kib is not None else None
 
 
 def parse_gpu_numa(text: str) -> list[int] | None:
@@ -204,9 +248,10 @@ def parse_gpu_numa(text: str) -> list[int] | None:
     nodes = []
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) != 2 or not re.fullmatch(r"-?\d+", parts[1]):
+        node = number(parts[1]) if len(parts) == 2 else None
+        if node is None:
             return None
-        nodes.append(int(parts[1]))
+        nodes.append(node)
     return nodes or None
 
 
@@ -235,17 +280,18 @@ def parse_docker_info(text: str) -> dict[str, Any]:
 def parse_df_free_gib(text: str) -> float | None:
     """Free space of ``df -Pk PATH`` (1 KiB blocks, POSIX format) in GiB (one decimal)."""
     lines = [line.split() for line in text.strip().splitlines()]
-    if len(lines) < 2 or len(lines[-1]) < 6 or not lines[-1][3].isdigit():
+    free = number(lines[-1][3]) if len(lines) >= 2 and len(lines[-1]) >= 6 else None
+    if free is None or free < 0:
         return None
-    return round(int(lines[-1][3]) / 1024 / 1024, 1)
+    return round(free / 1024 / 1024, 1)
 
 
 def busy_gpus(apps_csv: str, gpus_csv: str) -> list[int]:
     """Indices of GPUs that run compute processes (``--query-compute-apps`` joined on bus id)."""
     index_of = {
-        row.get("pci.bus_id", "").upper(): int(row["index"])
+        row.get("pci.bus_id", "").upper(): index
         for row in parse_query_csv(gpus_csv)
-        if row.get("index", "").isdigit()
+        if (index := number(row.get("index", ""))) is not None and index >= 0
     }
     busy = {
         index_of[row["gpu_bus_id"].upper()]
