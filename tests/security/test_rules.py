@@ -278,3 +278,44 @@ def test_a_source_read_as_a_flag_is_never_rendered(tmp_path: Path, engine: str, 
     object.__setattr__(model, "source", "--trust-remote-code")
     with pytest.raises(RenderError):
         render_fleet(fleet)
+
+
+def test_tgi_key_reaches_only_the_router_through_its_environment(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    from servespec.render import tgi
+
+    router = tmp_path / "real-router"
+    router.write_text('#!/bin/sh\nprintf \'%s\\n\' "router API_KEY=$API_KEY args=$*" >> "$OUT"\n')
+    launcher = tmp_path / "entrypoint.sh"
+    # Stands in for /tgi-entrypoint.sh + text-generation-launcher: logs what the launcher would see
+    # (its environment's API_KEY and its argv), then spawns the router by name as spawn_webserver does.
+    launcher.write_text(
+        "#!/bin/bash\n"
+        'printf \'%s\\n\' "launcher API_KEY=${API_KEY:-unset} args=$*" >> "$OUT"\n'
+        "text-generation-router --port 80\n"
+    )
+    router.chmod(0o755)
+    launcher.chmod(0o755)
+    script = tgi.KEY_WRAPPER.replace(tgi.ROUTER, str(router)).replace(tgi.ENTRYPOINT, str(launcher))
+    out = tmp_path / "out.txt"
+    env = {"SERVESPEC_API_KEY": "s3cret-words", "PATH": "/usr/bin:/bin", "OUT": str(out)}
+    subprocess.run(["/bin/bash", "-c", script, "tgi", "--json-output"], env=env, check=True, timeout=30)
+    lines = out.read_text().splitlines()
+    assert lines == [
+        "launcher API_KEY=unset args=--json-output",
+        "router API_KEY=s3cret-words args=--port 80",
+    ], json.dumps(lines)
+
+
+def test_tgi_container_with_a_key_puts_it_on_no_command_line(tmp_path: Path) -> None:
+    body = (
+        f"metadata: {{name: tg}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, "
+        'max_model_len: 4096}\nengine: {name: tgi, version: "3.3.7"}\nplacement: {hosts: [one]}\n'
+        "serving: {api_key: {from_env: TG_KEY}}\n"
+    )
+    description = _containers(_fleet(tmp_path, body))["one"]
+    assert description["secret_environment"] == {"SERVESPEC_API_KEY": {"from_env": "TG_KEY"}}
+    assert "API_KEY" not in description["environment"]
+    assert "--api-key" not in [*description["entrypoint"], *description["command"]]

@@ -3,13 +3,44 @@
 Every ``text-generation-launcher`` argument has an environment variable (clap ``env``,
 launcher/src/main.rs); ``tgi.env`` holds them and the container reads it as an env file.
 The API key and hub token travel in the separate secrets env file, never in tgi.env.
+
+TGI 3.3.7's launcher reads its key from ``API_KEY`` but hands it to the router it spawns as
+``--api-key KEY`` (``spawn_webserver``) and logs all its arguments at start-up
+(``tracing::info!("{:#?}", args)``), both in launcher/src/main.rs. The router reads
+``API_KEY`` itself (backends/v3/src/main.rs, clap ``env``) and logs no arguments. So the
+launcher never sees ``API_KEY``: with a key, the container puts a ``text-generation-router``
+wrapper first on ``PATH`` (the launcher finds the router by name) that sets ``API_KEY`` from
+``SERVESPEC_API_KEY`` for the router alone and execs the real one. The key is on no command
+line and in no log line.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import EngineContainer, Target, engine_host, engine_secrets, flags, quantization_method
+from servespec.render.common import (
+    EngineContainer,
+    Target,
+    api_key_ref,
+    engine_host,
+    flags,
+    hub_token_env,
+    quantization_method,
+)
+
+KEY_ENV = "SERVESPEC_API_KEY"
+ROUTER = "/usr/local/bin/text-generation-router"
+"""Where the official image installs the router (Dockerfile: ``COPY ... /usr/local/bin/text-generation-router``)."""
+ENTRYPOINT = "/tgi-entrypoint.sh"
+"""The official image's entrypoint (activates the venv, then ``exec text-generation-launcher``)."""
+KEY_WRAPPER = (
+    'wrap="$(mktemp -d)" && '
+    f"printf '#!/bin/sh\\nexport API_KEY=\"${KEY_ENV}\"\\nexec {ROUTER} \"$@\"\\n' "
+    '> "$wrap/text-generation-router" && '
+    'chmod 0755 "$wrap/text-generation-router" && '
+    f'PATH="$wrap:$PATH" exec {ENTRYPOINT} "$@"'
+)
+"""``bash -c`` script: a router wrapper that alone receives ``API_KEY``, then the image's entrypoint."""
 
 
 def context(target: Target) -> EngineContainer:
@@ -40,9 +71,16 @@ def context(target: Target) -> EngineContainer:
         else:
             argv_options[key] = value
     command = [*flags(target, argv_options), *target.extra_args]
+    secrets = hub_token_env(target)
+    key = api_key_ref(target)
+    entrypoint = None
+    if key is not None:
+        secrets[KEY_ENV] = key
+        entrypoint = ["/bin/bash", "-c", KEY_WRAPPER, "tgi"]
     return EngineContainer(
         command=command,
-        secret_env=engine_secrets(target),
+        entrypoint=entrypoint,
+        secret_env=secrets,
         files={"tgi.env": ("tgi/tgi.env.j2", {"env": env})},
         env_files=["tgi.env"],
         container_model_cache="/data",
