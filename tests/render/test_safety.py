@@ -8,16 +8,21 @@ rejected by validation before anything is rendered.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
 
 from servespec.render import render_fleet
+from servespec.render.common import header, targets
+from servespec.render.environment import RenderError, env_value, modelfile_value, shell_join, to_json, to_yaml
 from servespec.rules.runner import check_fleet
-from servespec.spec.fleet import load_fleet
+from servespec.spec.fleet import Fleet, load_fleet
+from servespec.text import UNSAFE
 from tests.golden.regen import ENGINE_VERSIONS, GOLDEN
 
 EVIL = ["$(touch /tmp/pwned)", "`id`", "a; rm -rf /", "{{ lookup('pipe', 'id') }}", 'it\'s "quoted"']
@@ -25,10 +30,11 @@ _yaml = YAML(typ="safe")
 
 
 def _spec(engine: str, version: str) -> str:
+    # Repo ids and Ollama names have a grammar now (validation refuses `;` and `$(`); a local path keeps them.
     source = {
         "llama.cpp": "/srv/models/$(id);`x`.gguf",
-        "ollama": "evil:$(id)",
-    }.get(engine, "org/model;$(reboot)")
+        "ollama": "evil:latest",
+    }.get(engine, "org/model")
     quant = "  quantization: gguf\n" if engine in ("llama.cpp", "ollama") else ""
     option = {"ollama": "modelfile.stop", "tgi": "revision", "tensorrt-llm": "backend"}.get(engine, "chat_template")
     return f"""apiVersion: servespec/v1
@@ -123,3 +129,87 @@ placement: {{hosts: [l4-a]}}
         rendered = render_fleet(load_fleet([path], GOLDEN / "inventory.yaml")).files
         text = "\n".join(rendered[name] for name in rendered if name.startswith("q/l4-a/"))
         assert method in text.split() or f"{method}\n" in text or f"={method}\n" in text, (engine, quantization)
+
+
+HOSTILE_NAME = "x\nTRUST_REMOTE_CODE=true\n# \u202e\x1b[2J--> <b>.yaml"
+"""A spec file name that, copied raw into a header, adds an env line, a bidi override and closes the README comment."""
+
+
+def _with_file_name(fleet: Fleet, name: str) -> Fleet:
+    """The fleet as if each deployment had been read from a file called ``name`` (the loader refuses such names)."""
+    for deployment in fleet.deployments:
+        deployment.document = dataclasses.replace(deployment.document, file=name)
+    return fleet
+
+
+def _hostile_fleet(tmp_path: Path, engine: str) -> Fleet:
+    path = tmp_path / "spec.yaml"
+    gguf = engine in ("llama.cpp", "ollama")
+    source = {"llama.cpp": "/srv/models/tiny.gguf", "ollama": "qwen2.5:0.5b"}.get(engine, "org/model")
+    path.write_text(
+        f"""apiVersion: servespec/v1
+kind: Deployment
+metadata: {{name: named}}
+model:
+  source: {source}
+{"  quantization: gguf" if gguf else ""}
+  max_model_len: 4096
+  architecture: {{params_b: 0.5, layers: 2, hidden_size: 64, attention_heads: 4, kv_heads: 2,
+                 max_position_embeddings: 8192}}
+engine: {{name: {engine}, version: {ENGINE_VERSIONS[engine]}}}
+placement: {{hosts: [l4-a]}}
+"""
+    )
+    fleet = load_fleet([path], GOLDEN / "inventory.yaml")
+    assert fleet.deployments, [f.to_text() for f in fleet.findings]
+    return _with_file_name(fleet, HOSTILE_NAME)
+
+
+@pytest.mark.parametrize("engine", ENGINE_VERSIONS)
+def test_a_hostile_file_name_never_breaks_out_of_a_header(engine: str, tmp_path: Path) -> None:
+    fleet = _hostile_fleet(tmp_path, engine)
+    target = targets(fleet.deployments[0])[0]
+    for per_host in (True, False):
+        top = header(target, "0" * 64, per_host=per_host)
+        assert not UNSAFE.search(top) and "-->" not in top and "<" not in top, top
+    for name, text in render_fleet(fleet).files.items():
+        assert not UNSAFE.search(text.replace("\n", "")), name
+        assert "TRUST_REMOTE_CODE=true" not in text.splitlines(), name
+        if name.endswith("README.md"):
+            assert text.splitlines()[0].endswith("-->") and text.count("-->") == 1, name
+
+
+HIDDEN = ["a\u202eb", "zero\u200bwidth", "line\u2028separator", "esc\x1b[31m", "c1\x9b", "bom\ufeff"]
+"""Characters that make text read differently from what it is (bidi, zero-width, separators, escapes)."""
+
+
+@pytest.mark.parametrize("value", HIDDEN)
+def test_env_and_modelfile_values_refuse_hidden_characters(value: str) -> None:
+    with pytest.raises(RenderError):
+        env_value(value)
+    with pytest.raises(RenderError):
+        modelfile_value(value)
+
+
+@pytest.mark.parametrize("value", HIDDEN)
+def test_yaml_refuses_hidden_characters_in_keys_and_values(value: str) -> None:
+    with pytest.raises(RenderError):
+        to_yaml({"options": {"chat_template": value}})
+    with pytest.raises(RenderError):
+        to_yaml({value: 1})
+    assert _yaml.load(to_yaml({"template": "line one\nline\ttwo"})) == {"template": "line one\nline\ttwo"}
+
+
+@pytest.mark.parametrize("value", [*HIDDEN, "multi\nline\r\n", "\x00"])
+def test_json_escapes_hidden_characters(value: str) -> None:
+    text = to_json({value: [value]})
+    assert not UNSAFE.search(text.replace("\n", "")), text
+    assert json.loads(text) == {value: [value]}
+
+
+@pytest.mark.parametrize("value", [*HIDDEN, "two\nlines", "tab\there", "plain", "it's $(x)"])
+def test_shell_words_never_carry_hidden_characters_and_mean_the_same(value: str) -> None:
+    line = shell_join(["printf", "%s\\0", value, "next"])
+    assert not UNSAFE.search(line), line
+    out = subprocess.run(["bash", "-c", line], capture_output=True, check=True).stdout
+    assert out.decode("utf-8").split("\0")[:-1] == [value, "next"]

@@ -11,9 +11,13 @@ from __future__ import annotations
 import functools
 import io
 import json
+import re
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from servespec.text import UNSAFE, printable, unsafe_character
 
 RENDERERS = Path(__file__).resolve().parents[3] / "renderers"
 """Template folders, one per engine, plus ``_common``. Installed copies ship them as package data."""
@@ -23,9 +27,46 @@ class RenderError(ValueError):
     """A value that cannot be written safely into its target syntax."""
 
 
+_HIDDEN = re.compile(r"(?![\n\t])" + UNSAFE.pattern)
+"""Unsafe characters but line breaks and tabs, which YAML and JSON serializers write safely."""
+
+
+def _shown(text: str) -> str:
+    """A value as quoted in an error: escaped, and cut short (it may be large)."""
+    return repr(printable(text if len(text) <= 80 else text[:77] + "..."))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in ``value``: the strings themselves, mapping keys and values, list items."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def _refuse_hidden(value: Any, syntax: str) -> None:
+    """RenderError when a string in ``value`` holds a character that makes a file read differently than it is."""
+    for text in _strings(value):
+        match = _HIDDEN.search(text)
+        if match:
+            bad = f"U+{ord(match.group()):04X}"
+            raise RenderError(f"{syntax} value {_shown(text)} carries {bad}, which is never rendered")
+
+
 def to_yaml(value: Any) -> str:
-    """Serialize with ruamel.yaml: block style, keys in the order given, no anchors."""
+    """Serialize with ruamel.yaml: block style, keys in the order given, no anchors.
+
+    Bidi, zero-width, line-separator and control characters (but line breaks and tabs)
+    are refused: ruamel writes some of them raw.
+    """
     from ruamel.yaml import YAML
+
+    _refuse_hidden(value, "YAML")
 
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
@@ -38,20 +79,43 @@ def to_yaml(value: Any) -> str:
 
 
 def to_json(value: Any) -> str:
-    """Serialize as indented JSON with a trailing newline."""
-    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    """Serialize as indented JSON with a trailing newline.
+
+    json escapes C0 controls itself; the other unsafe characters (C1, bidi, zero-width,
+    U+2028/2029) become ``\\uXXXX`` escapes too: the same value, inert bytes.
+    """
+    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    return _HIDDEN.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def _ansi_c_quote(word: str) -> str:
+    """``$'...'`` (bash's ANSI-C quoting) with every unsafe character written as an escape."""
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return "\\n" if code == 10 else f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+
+    body = word.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + UNSAFE.sub(escape, body) + "'"
 
 
 def shell_join(words: list[Any]) -> str:
-    """One shell command line; every word quoted so nothing in it is interpreted."""
-    return " ".join(shlex.quote(str(word)) for word in words)
+    """One shell command line; every word quoted so nothing in it is interpreted.
+
+    A word holding a line break, control or bidi character is written in bash's ``$'...'``
+    quoting with that character escaped, so the line stays one line and reads as it runs.
+    """
+    return " ".join(_ansi_c_quote(str(word)) if UNSAFE.search(str(word)) else shlex.quote(str(word)) for word in words)
 
 
 def env_value(value: Any) -> str:
     """A value for a Docker env file (``KEY=value``, taken literally up to the line end)."""
     text = str(value).lower() if isinstance(value, bool) else str(value)
     if "\n" in text or "\r" in text or "\x00" in text:
-        raise RenderError(f"environment value {text!r} spans lines")
+        raise RenderError(f"environment value {_shown(text)} spans lines")
+    bad = unsafe_character(text)
+    if bad:
+        raise RenderError(f"environment value {_shown(text)} carries {bad}, which is never rendered")
     return text
 
 
