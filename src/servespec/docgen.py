@@ -128,6 +128,8 @@ def engine_page(engine: str) -> str:
         f"- batch option checked by MEM003: `{profile.batch_option}`",
         f"- memory fraction option: `{profile.memory_fraction_option}`",
     ]
+    if profile.security:
+        lines += ["", "## Secrets and exposure", "", *(f"- {note}" for note in profile.security)]
     return "\n".join(lines) + "\n"
 
 

@@ -152,6 +152,8 @@ class Profile:
     default_port: int
     image_repository: str
     image_tag: str
+    security: tuple[str, ...] = ()
+    """How the engine receives its API key and which ports it opens, each note with its source (docs/engines)."""
 
     def image(self, version: str) -> str:
         """The engine's official image for ``version``."""
@@ -200,6 +202,7 @@ def profile(engine: str) -> Profile:
         default_port=int(data["default_port"]),
         image_repository=str(image["repository"]),
         image_tag=str(image["tag"]),
+        security=tuple(str(note) for note in data.get("security") or ()),
     )
 
 

@@ -71,12 +71,7 @@ def context(target: Target) -> EngineContainer:
         else:
             argv_options[key] = value
     command = [*flags(target, argv_options), *target.extra_args]
-    secrets = hub_token_env(target)
-    key = api_key_ref(target)
-    entrypoint = None
-    if key is not None:
-        secrets[KEY_ENV] = key
-        entrypoint = ["/bin/bash", "-c", KEY_WRAPPER, "tgi"]
+    secrets, entrypoint = _key_delivery(target)
     return EngineContainer(
         command=command,
         entrypoint=entrypoint,
@@ -86,6 +81,16 @@ def context(target: Target) -> EngineContainer:
         container_model_cache="/data",
         human_command=["text-generation-launcher", *command],
     )
+
+
+def _key_delivery(target: Target) -> tuple[dict[str, dict[str, str]], list[str] | None]:
+    """The secrets env file and, with an API key, the entrypoint that hands it to the router alone."""
+    secrets = hub_token_env(target)
+    api_key = api_key_ref(target)
+    if api_key is None:
+        return secrets, None
+    secrets[KEY_ENV] = api_key
+    return secrets, ["/bin/bash", "-c", KEY_WRAPPER, "tgi"]
 
 
 def _env_text(value: Any) -> str:

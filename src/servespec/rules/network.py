@@ -100,6 +100,14 @@ class ExposedWithoutAuth(Rule):
     ``localhost``; ``0.0.0.0`` and ``::`` are every interface, and a host name counts as
     exposed.
 
+    How the key reaches each engine (docs/engines/<engine>.md): vLLM ``VLLM_API_KEY`` and
+    llama.cpp ``LLAMA_API_KEY`` from the environment; TGI's router alone gets ``API_KEY``
+    (its launcher would put the key on the router's command line and in its log); SGLang
+    0.5.23 reads a key only from ``--api-key``, so servespec adds it to ``sys.argv`` inside
+    the process (on no command line), but SGLang still logs it at start-up
+    (``server_args=...``, srt/entrypoints/engine.py) and returns it from ``/server_info`` to
+    callers holding the key: whoever reads that container's log on the host learns the key.
+
     Multi-node replicas run on the host's network, so the engine itself listens on
     ``serving.bind`` on every member (the same check applies), and the members reach each
     other on cluster ports that have no authentication at all. A warning says which:
@@ -135,6 +143,7 @@ class ExposedWithoutAuth(Rule):
         _TRTLLM_SERVE,
         "https://docs.ray.io/en/latest/ray-security/index.html",
         "https://github.com/pytorch/pytorch/blob/v2.8.0/torch/csrc/distributed/c10d/socket.cpp",
+        "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/entrypoints/engine.py",
     )
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
