@@ -91,6 +91,12 @@ def test_ray_members_advertise_their_inventory_address(tmp_path: Path) -> None:
     assert containers["b"]["command"][-1] == "--node-ip-address=10.2.0.2"
 
 
+@pytest.mark.parametrize("version", ["0.11.0", "0.33.0"])
+def test_vllm_members_use_their_inventory_address(tmp_path: Path, version: str) -> None:
+    containers = _containers(_fleet(tmp_path, _multi_node("vllm", version)))
+    assert [containers[h]["environment"].get("VLLM_HOST_IP") for h in ("a", "b")] == ["10.2.0.1", "10.2.0.2"]
+
+
 @pytest.mark.parametrize(
     ("engine", "version", "words"),
     [

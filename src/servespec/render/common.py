@@ -103,6 +103,8 @@ class EngineContainer:
     container_model_cache: str = "/root/.cache/huggingface"
     human_command: list[str] = field(default_factory=list)
     """The command as a person would type it inside the image (for the README)."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Variables the engine module sets (never secrets); ``engine.env`` of the spec overrides them."""
 
 
 def targets(deployment: DeploymentDoc) -> list[Target]:
@@ -344,7 +346,9 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         "name": f"servespec-{deployment}",
         "entrypoint": engine.entrypoint,
         "command": engine.command,
-        "environment": dict(sorted({k: _env_text(v) for k, v in spec.engine.env.items()}.items())),
+        "environment": dict(
+            sorted({**engine.environment, **{k: _env_text(v) for k, v in spec.engine.env.items()}}.items())
+        ),
         "secret_environment": dict(sorted(engine.secret_env.items())),
         "env_files": [f"{HOST_CONFIG_ROOT}/{deployment}/{name}" for name in engine.env_files]
         + ([f"{HOST_CONFIG_ROOT}/{deployment}/secrets.env"] if engine.secret_env else []),

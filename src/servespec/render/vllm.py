@@ -73,6 +73,10 @@ def context(target: Target) -> EngineContainer:
         files={"config.yaml": ("vllm/config.yaml.j2", {"config": config})},
         human_command=["vllm", "serve", *serve],
     )
+    if target.multi_node and _node_ip(target):
+        # vLLM's own address for torch.distributed and NCCL (envs.py: "If you are using multi-node
+        # inference, you should set this differently on each node"); else it guesses a route.
+        engine.environment["VLLM_HOST_IP"] = target.host.address
     if target.multi_node and not multi_native:
         _ray(target, engine, serve)
     return engine
