@@ -325,3 +325,40 @@ def test_tgi_container_with_a_key_puts_it_on_no_command_line(tmp_path: Path) -> 
     assert description["secret_environment"] == {"SERVESPEC_API_KEY": {"from_env": "TG_KEY"}}
     assert "API_KEY" not in description["environment"]
     assert "--api-key" not in [*description["entrypoint"], *description["command"]]
+
+
+def test_render_refuses_a_suppressed_sec004_source(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    body = (
+        "metadata: {name: local}\nmodel: {source: /var/run/x.gguf, quantization: gguf, gguf_type: Q4_K_M, "
+        "max_model_len: 4096}\n"
+        "engine: {name: llama.cpp, version: b11312}\nplacement: {hosts: [one]}\n"
+        "suppress:\n  - {rule: SEC004, reason: testing the renderer's own refusal}\n"
+    )
+    _fleet(tmp_path, body)
+    result = run_cli("render", str(tmp_path / "spec.yaml"), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 1
+    assert "outside the inventory's model roots" in result.output
+    assert not (tmp_path / "out" / "local").exists()
+
+
+def test_facts_documents_are_scanned_too(tmp_path: Path) -> None:
+    inventory = INVENTORY.replace("address: 10.2.0.3", "address: 10.2.0.3\n    facts: one.facts.yaml")
+    (tmp_path / "inventory.yaml").write_text(inventory)
+    facts = tmp_path / "one.facts.yaml"
+    facts.write_text(
+        "version: 1\nhost: one\ncollected_at: '2026-11-30T00:00:00Z'\n"
+        f"hardware: {{gpus: {{model: NVIDIA L4 {SECRET}, count: 1}}}}\n"
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\ninventory: inventory.yaml\nmetadata: {name: s}\n"
+        f"model: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, max_model_len: 4096}}\n"
+        'engine: {name: vllm, version: "0.11.0"}\nplacement: {hosts: [one]}\n'
+    )
+    fleet = load_fleet([spec])
+    if not any(host.facts_document for inv in fleet.inventories for host in inv.hosts.values()):
+        pytest.skip(f"facts file did not load: {[f.message for f in fleet.findings]}")
+    findings = [f for f in check_fleet(fleet) if f.rule == "SEC001"]
+    assert [Path(f.file).name for f in findings] == ["one.facts.yaml"]

@@ -85,8 +85,8 @@ class InlineSecret(Rule):
     """Secrets are never written in a spec or an inventory: API keys and hub tokens come from the environment or a file.
 
     ``serving.api_key`` and ``model.hub_token`` accept only ``{from_env: VAR}`` or
-    ``{from_file: /path}`` (reported while loading). Every other string of every spec and
-    inventory document is scanned, keys included (``metadata.labels``, host ``labels``,
+    ``{from_file: /path}`` (reported while loading). Every other string of every spec,
+    inventory and facts document is scanned, keys included (``metadata.labels``, host ``labels``,
     ``engine.env``, ``engine.options``, ``extra_args``, anything else): a setting named
     like a secret (``*TOKEN*``, ``*API_KEY*``, ``*SECRET*``, ``*PASSWORD*``, ``*authtoken``)
     with a literal value, or a value containing a string shaped like a known token
@@ -120,9 +120,11 @@ class InlineSecret(Rule):
             yield from self._document(deployment.document, chosen)
             yield from self._extra_args(deployment.document, deployment.spec.engine.extra_args, chosen)
         for inventory in fleet.inventories:
-            if inventory.document is not None and id(inventory.document) not in seen:
-                seen.add(id(inventory.document))
-                yield from self._document(inventory.document, None)
+            facts = [host.facts_document for host in inventory.hosts.values()]
+            for document in (inventory.document, *facts):
+                if document is not None and id(document) not in seen:
+                    seen.add(id(document))
+                    yield from self._document(document, None)
 
     def _document(self, document: Document, chosen: EngineRelease | None) -> Iterator[Finding]:
         for path, value, is_key in walk_strings(document.data):
