@@ -362,3 +362,16 @@ def test_facts_documents_are_scanned_too(tmp_path: Path) -> None:
         pytest.skip(f"facts file did not load: {[f.message for f in fleet.findings]}")
     findings = [f for f in check_fleet(fleet) if f.rule == "SEC001"]
     assert [Path(f.file).name for f in findings] == ["one.facts.yaml"]
+
+
+def test_no_rule_message_quotes_a_token_shaped_value(tmp_path: Path) -> None:
+    # The model source reaches several rules' messages (catalog lookups, SEC003); none may quote the token.
+    body = (
+        f"metadata: {{name: small}}\nmodel: {{source: 'org/{SECRET}', max_model_len: 4096}}\n"
+        'engine: {name: vllm, version: "0.11.0"}\nplacement: {hosts: [one]}\n'
+    )
+    fleet = _fleet(tmp_path, body)
+    findings = [*fleet.findings, *check_fleet(fleet)]
+    assert findings
+    for finding in findings:
+        assert SECRET not in finding.message + finding.hint, finding

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from servespec.findings import Finding, Severity
+from servespec.redact import scrub
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 from servespec.spec.source import Document, KeyPath
 
@@ -60,12 +61,16 @@ class Rule:
         severity: Severity | None = None,
         at_key: bool = False,
     ) -> Finding:
-        """A finding of this rule located at ``path`` in ``document``."""
+        """A finding of this rule located at ``path`` in ``document``.
+
+        Token-shaped substrings are masked: a message may quote a spec value (a model
+        source, an option) that SEC001 reports as a secret, and findings reach CI logs.
+        """
         return document.finding(
             self.id,
-            message,
+            scrub(message),
             path,
             severity=severity or self.severity,
-            hint=self.hint if hint is None else hint,
+            hint=scrub(self.hint if hint is None else hint),
             at_key=at_key,
         )
