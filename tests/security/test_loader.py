@@ -299,3 +299,116 @@ def test_one_budget_per_run(tmp_path: Path) -> None:
     fleet = load_fleet([tmp_path])
     refused = [f for f in fleet.findings if f.rule == "SS001"]
     assert len(refused) == 1 and "run" in refused[0].message
+
+
+# --- grammars at validation ------------------------------------------------------------
+
+PAYLOAD = "{{ lookup('pipe', 'id') }}"
+GRAMMAR_INVENTORY = "apiVersion: servespec/v1\nkind: Inventory\ndefaults: {defaults}\nhosts:\n  a: {host}\n"
+
+
+@pytest.mark.parametrize(
+    ("defaults", "host", "path"),
+    [
+        ("{}", f'{{address: "{PAYLOAD}"}}', "hosts.a.address"),
+        ("{}", "{address: -oProxyCommand=id}", "hosts.a.address"),
+        ("{}", "{address: 'gpu 01'}", "hosts.a.address"),
+        ("{}", "{address: gpu_01.example}", "hosts.a.address"),
+        ("{}", f'{{ssh_user: "{PAYLOAD}"}}', "hosts.a.ssh_user"),
+        ("{}", "{ssh_user: -oProxyCommand=id}", "hosts.a.ssh_user"),
+        (f'{{ssh_user: "{PAYLOAD}"}}', "{}", "defaults.ssh_user"),
+        (f'{{ssh_key: "{PAYLOAD}"}}', "{}", "defaults.ssh_key"),
+        ("{ssh_key: -oProxyCommand=id}", "{}", "defaults.ssh_key"),
+        ("{}", "{labels: {'bad key': x}}", "hosts.a.labels"),
+        ("{}", "{labels: {pool: -x}}", "hosts.a.labels.pool"),
+        ("{}", '{labels: {pool: "a\\u202eb"}}', "hosts.a.labels"),
+        ("{}", "{hardware: {memory_gib: .nan}}", "hosts.a.hardware.memory_gib"),
+        ("{}", "{hardware: {memory_gib: .inf}}", "hosts.a.hardware.memory_gib"),
+        ("{}", "{hardware: {cpus: 99999999999999999999999}}", "hosts.a.hardware.cpus"),
+    ],
+)
+def test_inventory_values_follow_their_grammar(tmp_path: Path, defaults: str, host: str, path: str) -> None:
+    (tmp_path / "inv.yaml").write_text(GRAMMAR_INVENTORY.format(defaults=defaults, host=host))
+    result = run_cli("validate", "--format", "json", str(tmp_path / "inv.yaml"))
+    assert result.exit_code == 1, result.output
+    findings = json.loads(result.stdout)["findings"]
+    assert [f["rule"] for f in findings] == ["SS003"], findings
+    assert findings[0]["path"].startswith(path), findings
+    assert "lookup" not in result.stdout
+
+
+@pytest.mark.parametrize("address", ["10.0.0.1", "fd00::1", "gpu-01.example.com", "localhost", "1host"])
+def test_real_addresses_are_accepted(tmp_path: Path, address: str) -> None:
+    (tmp_path / "inv.yaml").write_text(
+        GRAMMAR_INVENTORY.format(defaults="{ssh_user: deploy}", host=f"{{address: '{address}'}}")
+    )
+    assert run_cli("validate", str(tmp_path / "inv.yaml")).exit_code == 0
+
+
+GRAMMAR_SPEC = """apiVersion: servespec/v1
+kind: Deployment
+metadata: {{name: demo}}
+model: {{source: Qwen/Qwen2.5-7B-Instruct, max_model_len: 4096}}
+engine: {{name: vllm, version: "0.11.0"}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "path"),
+    [
+        ("source: Qwen/Qwen2.5-7B-Instruct", "source: Qwen/Qwen2.5-7B-Instruct --trust-remote-code", "model.source"),
+        ("source: Qwen/Qwen2.5-7B-Instruct", "source: --trust-remote-code", "model.source"),
+        ("source: Qwen/Qwen2.5-7B-Instruct", "source: Qwen/../etc", "model.source"),
+        ("source: Qwen/Qwen2.5-7B-Instruct", "source: 'a/b/c d'", "model.source"),
+        ('version: "0.11.0"}', 'version: "0.11.0", image: "--privileged"}', "engine.image"),
+        ('version: "0.11.0"}', 'version: "0.11.0", image: "Vllm/Vllm:latest"}', "engine.image"),
+        ('version: "0.11.0"}', f'version: "0.11.0", image: "{PAYLOAD}"}}', "engine.image"),
+        ('version: "0.11.0"}', 'version: "0.11.0", env: {"BAD-NAME": 1}}', "engine.env.BAD-NAME"),
+        ('version: "0.11.0"}', 'version: "0.11.0", options: {max_num_seqs: 1e400}}', "engine.options.max_num_seqs"),
+        ('version: "0.11.0"}', 'version: "0.11.0", options: {max_num_seqs: .nan}}', "engine.options.max_num_seqs"),
+        (
+            'version: "0.11.0"}',
+            f'version: "0.11.0", options: {{max_num_seqs: {10**30}}}}}',
+            "engine.options.max_num_seqs",
+        ),
+        ('version: "0.11.0"}', 'version: "0.11.0", options: {"a\\u200bb": 1}}', "engine.options"),
+        ("max_model_len: 4096", "max_model_len: 4096, architecture: {layers: 1e400}", "model.architecture.layers"),
+        ("{name: demo}", "{name: models}", "metadata.name"),
+        ("{name: demo}", "{name: images}", "metadata.name"),
+        ("{name: demo}", '{name: demo, labels: {team: "\\u202e"}}', "metadata.labels"),
+        ("{name: demo}", '{name: demo, labels: {"te\\u2028am": x}}', "metadata.labels"),
+    ],
+)
+def test_spec_values_follow_their_grammar(tmp_path: Path, old: str, new: str, path: str) -> None:
+    assert old in GRAMMAR_SPEC
+    (tmp_path / "spec.yaml").write_text(GRAMMAR_SPEC.format().replace(old, new))
+    result = run_cli("validate", "--format", "json", str(tmp_path / "spec.yaml"))
+    assert result.exit_code == 1, result.output
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["rule"].startswith("SS")]
+    assert [f["rule"] for f in findings] == ["SS003"], findings
+    assert findings[0]["path"].startswith(path), findings
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "vllm/vllm-openai:v0.11.0",
+        "registry.internal:5000/lmsysorg/sglang",
+        "ghcr.io/huggingface/text-generation-inference@sha256:" + "a" * 64,
+        "servespec-llama.cpp:b11434-cpu",
+        "[fd00::1]:5000/a/b:c",
+    ],
+)
+def test_real_image_references_are_accepted(image: str) -> None:
+    from servespec.spec.grammars import is_image_reference
+
+    assert is_image_reference(image)
+
+
+@pytest.mark.parametrize(
+    "source", ["Qwen/Qwen2.5-7B-Instruct", "qwen2.5:7b", "hf.co/org/model:Q4_K_M", "/models/x.gguf", "gpt2"]
+)
+def test_real_model_sources_are_accepted(source: str) -> None:
+    from servespec.spec.grammars import is_model_source
+
+    assert is_model_source(source)

@@ -14,22 +14,26 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from servespec.findings import Finding, Severity
+from servespec.findings import Finding
 from servespec.spec.errors import findings_from_error
+from servespec.spec.files import (
+    RUN_BUDGET,
+    Named,
+    UsageError,
+    collect_files,
+    display_path,
+    escaping_symlink,
+    name_problem,
+    named_files,
+    over_budget,
+    run_budget_finding,
+)
 from servespec.spec.models import API_VERSION, KINDS, Deployment, FactsFile, Hardware, Host, Inventory
-from servespec.spec.paths import PathRefusedError, default_root, is_inside, resolve_inside
-from servespec.spec.source import Document, KeyPath, Position, Usage, load_file, quote_value
-from servespec.text import printable, unsafe_character
+from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
+from servespec.spec.source import Document, KeyPath, Usage, load_file, quote_value
+from servespec.text import printable
 
-YAML_SUFFIXES = (".yaml", ".yml")
 LOCAL_INVENTORY = "<built-in local inventory>"
-
-RUN_BUDGET = Usage(documents=100_000, aliased_nodes=100_000, aliased_chars=1024 * 1024)
-"""What all files of one run may spend together (each file also has its own, smaller budget)."""
-
-
-class UsageError(Exception):
-    """A problem with the command line itself (exit code 2), not with a file's content."""
 
 
 @dataclass
@@ -99,64 +103,6 @@ class Fleet:
     findings: list[Finding] = field(default_factory=list)
 
 
-def display_path(path: Path) -> str:
-    """A path as findings show it: relative to the working directory when inside it."""
-    try:
-        return os.path.relpath(path) if path.is_absolute() and path.is_relative_to(Path.cwd()) else str(path)
-    except ValueError:
-        return str(path)
-
-
-def collect_files(paths: list[Path], root: Path | None = None) -> list[Path]:
-    """Expand directories into their YAML files (recursively, sorted); missing paths are usage errors.
-
-    Directories are walked without following symlinked folders; a symlinked file is kept
-    (and refused when read, see :meth:`_Loader.read`) only when it resolves inside the root.
-    """
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(_yaml_files(path))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise UsageError(f"{printable(str(path))}: no such file or directory")
-    unique: dict[Path, Path] = {}
-    for file in files:
-        unique.setdefault(file.resolve(), file)
-    return list(unique.values())
-
-
-def _yaml_files(folder: Path) -> list[Path]:
-    found: list[Path] = []
-    for current, dirs, names in os.walk(folder, followlinks=False):
-        dirs.sort()
-        for name in names:
-            candidate = Path(current) / name
-            if candidate.suffix in YAML_SUFFIXES and (candidate.is_symlink() or candidate.is_file()):
-                found.append(candidate)
-    return sorted(found)
-
-
-@dataclass(frozen=True)
-class _Named:
-    """A file to load from the command line, with the root its references must stay inside."""
-
-    path: Path
-    root: Path
-    expanded: bool
-    """Found by expanding a directory (a symlink then must not lead out of the root)."""
-
-
-def _named_files(paths: list[Path], root: Path | None) -> list[_Named]:
-    out: dict[Path, _Named] = {}
-    for path in paths:
-        base = root.resolve() if root is not None else default_root(path)
-        for file in collect_files([path]):
-            out.setdefault(file.resolve(), _Named(file, base, path.is_dir()))
-    return list(out.values())
-
-
 class _Loader:
     """Loads files once each and validates their documents against the models."""
 
@@ -171,11 +117,11 @@ class _Loader:
         self.spent = Usage()
         self.exhausted = False
 
-    def read(self, named: _Named) -> list[Document]:
+    def read(self, named: Named) -> list[Document]:
         """Load a file named on the command line (or found in a directory named there)."""
         path, shown = named.path, display_path(named.path)
         parsed = self.parsed.pop(path, None)
-        refusal = _name_problem(shown) or _escaping_symlink(named)
+        refusal = name_problem(shown) or escaping_symlink(named)
         if refusal is not None:
             self.fleet.files.append(printable(shown))
             self.fleet.findings.append(refusal)
@@ -209,9 +155,9 @@ class _Loader:
         else:
             documents, findings, usage = parsed
         self.spent.add(usage)
-        if _over(self.spent, RUN_BUDGET):
+        if over_budget(self.spent, RUN_BUDGET):
             self.exhausted = True
-            self.fleet.findings.append(_run_budget_finding(shown))
+            self.fleet.findings.append(run_budget_finding(shown))
             return []
         for document in documents:
             document.root = root
@@ -262,7 +208,7 @@ class _Loader:
             raise UsageError(f"{printable(str(self.override))}: inventory not found")
         root = self.root.resolve() if self.root is not None else default_root(self.override)
         self.inventories[self.override] = None
-        documents = self.read(_Named(self.override, root, expanded=False))
+        documents = self.read(Named(self.override, root, expanded=False))
         inventory = self._first_inventory(documents, None, (), self.override)
         self.inventories[self.override] = inventory
         return inventory
@@ -419,7 +365,7 @@ def load_fleet(paths: list[Path], inventory: Path | None = None, root: Path | No
     fleet = Fleet()
     loader = _Loader(fleet, inventory, root)
     pending: list[tuple[Deployment, Document]] = []
-    named = _named_files(paths, root)
+    named = named_files(paths, root)
     loader.parsed = _parse_in_parallel([n.path for n in named if not n.expanded or not n.path.is_symlink()])
     for entry in named:
         for document in loader.read(entry):
@@ -441,49 +387,6 @@ def _resolve(loader: _Loader, spec: Deployment, document: Document) -> Inventory
     if spec.inventory is not None:
         return loader.referenced_inventory(document, spec.inventory)
     return loader.local_inventory()
-
-
-def _name_problem(shown: str) -> Finding | None:
-    """A file whose name carries a line break, escape or bidi character is not read at all."""
-    bad = unsafe_character(shown)
-    if bad is None:
-        return None
-    return _file_finding(
-        "SS001", printable(shown), f"file name contains {bad}, which no output can carry safely; not read", "rename it"
-    )
-
-
-def _escaping_symlink(named: _Named) -> Finding | None:
-    """A symlink found in a named directory that leads out of the root is not read."""
-    if not named.expanded or not named.path.is_symlink():
-        return None
-    if is_inside(Path(os.path.realpath(named.path)), named.root):
-        return None
-    message = "symlink resolves outside the root directory; not read"
-    hint = "replace the link with the file, or pass --root DIR"
-    return _file_finding("REF002", printable(display_path(named.path)), message, hint)
-
-
-def _file_finding(rule: str, file: str, message: str, hint: str) -> Finding:
-    start = Position(1, 1)
-    return Finding(file, start.line, start.column, rule, Severity.ERROR, message, hint)
-
-
-def _over(spent: Usage, budget: Usage) -> bool:
-    return (
-        spent.documents > budget.documents
-        or spent.aliased_nodes > budget.aliased_nodes
-        or spent.aliased_chars > budget.aliased_chars
-    )
-
-
-def _run_budget_finding(shown: str) -> Finding:
-    message = (
-        f"the files of this run hold more than {RUN_BUDGET.documents} documents or repeat more than "
-        f"{RUN_BUDGET.aliased_nodes} nodes ({RUN_BUDGET.aliased_chars // 1024} KiB) through aliases in all; "
-        "this file and the ones after it were not read"
-    )
-    return _file_finding("SS001", printable(shown), message, "validate fewer files at once, or remove the aliases")
 
 
 __all__ = [

@@ -25,6 +25,19 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from servespec.spec.grammars import (
+    MAX_INT,
+    Address,
+    ImageReference,
+    KeyPath,
+    Labels,
+    ModelSource,
+    UserName,
+    check_numbers,
+    not_reserved,
+)
+from servespec.text import UNSAFE
+
 API_VERSION = "servespec/v1"
 EngineName = Literal["vllm", "tgi", "ollama", "tensorrt-llm", "sglang", "llama.cpp"]
 ENGINES: tuple[str, ...] = get_args(EngineName)
@@ -35,21 +48,27 @@ DnsLabel = Annotated[
     StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"),
     Field(description="DNS label: lower-case letters, digits and '-', 1 to 63 characters, starting with a letter"),
 ]
+DeploymentName = Annotated[DnsLabel, AfterValidator(not_reserved)]
 HostName = Annotated[
     str,
     StringConstraints(pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,252})$"),
     Field(description="Inventory host name: letters, digits, '.', '_' and '-'"),
 ]
-EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+# POSIX.1-2017 Base Definitions §8.1: portable names are letters, digits and '_', not starting with a digit.
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
 Port = Annotated[int, Field(ge=1, le=65535)]
+GpuIndex = Annotated[int, Field(ge=0, le=1023)]
 CpuList = Annotated[str, StringConstraints(pattern=r"^\d+(-\d+)?(,\d+(-\d+)?)*$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
-Scalar = str | int | float | bool
+BoundedInt = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT)]
+FiniteFloat = Annotated[float, Field(ge=-1e15, le=1e15, allow_inf_nan=False)]
+Scalar = str | BoundedInt | FiniteFloat | bool
 
 DEFAULT_MODEL_ROOTS = ("/var/lib/servespec/models", "/srv", "/data", "/models", "/mnt", "/opt/models")
 """Where local model weights usually live on GPU hosts; never system folders (/, /etc, /var/run, /proc)."""
 
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_DURATION = re.compile(r"^(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$")
+MAX_DURATION_S = 30 * 24 * 3600
 
 
 def _one_message(kind: str, message: str) -> WrapValidator:
@@ -82,6 +101,8 @@ def _check_duration(value: str) -> str:
         ) from None
     if seconds <= 0:
         raise PydanticCustomError("duration", "duration must be longer than 0s")
+    if seconds > MAX_DURATION_S:
+        raise PydanticCustomError("duration", "duration must be at most 30 days")
     return value
 
 
@@ -98,14 +119,13 @@ Duration = Annotated[
 ]
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
-
-
 def _reject_control_characters(value: Any) -> None:
-    if isinstance(value, str) and _CONTROL.search(value):
+    # text.UNSAFE: line breaks, C0/C1 controls, bidi overrides, zero-width characters, U+2028/9.
+    if isinstance(value, str) and UNSAFE.search(value):
         raise PydanticCustomError(
             "control_character",
-            "value contains a line break or control character, which no rendered file can carry safely",
+            "value contains a line break, control, bidi or zero-width character, which no rendered file "
+            "can carry safely",
         )
     if isinstance(value, list | tuple):
         for item in value:
@@ -117,7 +137,7 @@ def _reject_control_characters(value: Any) -> None:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, validate_default=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, validate_default=False, allow_inf_nan=False)
 
     @field_validator("*", mode="after")
     @classmethod
@@ -153,30 +173,28 @@ class SecretRef(_Model):
 
 
 class Metadata(_Model):
-    name: DnsLabel
-    labels: dict[str, str] = Field(default_factory=dict)
+    name: DeploymentName
+    labels: Labels = Field(default_factory=dict)
 
 
 class Architecture(_Model):
     """Model architecture facts given inline, for models servespec cannot look up."""
 
-    params_b: Annotated[float, Field(gt=0, description="Parameters, in billions")] | None = None
-    layers: Annotated[int, Field(ge=1)] | None = None
-    hidden_size: Annotated[int, Field(ge=1)] | None = None
-    intermediate_size: Annotated[int, Field(ge=1)] | None = None
-    attention_heads: Annotated[int, Field(ge=1)] | None = None
-    kv_heads: Annotated[int, Field(ge=1)] | None = None
-    head_dim: Annotated[int, Field(ge=1)] | None = None
-    vocab_size: Annotated[int, Field(ge=1)] | None = None
-    max_position_embeddings: Annotated[int, Field(ge=1)] | None = None
-    experts: Annotated[int, Field(ge=1)] | None = None
-    active_experts: Annotated[int, Field(ge=1)] | None = None
+    params_b: Annotated[float, Field(gt=0, le=1e6, description="Parameters, in billions")] | None = None
+    layers: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    hidden_size: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    intermediate_size: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    attention_heads: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    kv_heads: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    head_dim: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    vocab_size: Annotated[int, Field(ge=1, le=100_000_000)] | None = None
+    max_position_embeddings: Annotated[int, Field(ge=1, le=1_000_000_000)] | None = None
+    experts: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    active_experts: Annotated[int, Field(ge=1, le=100_000)] | None = None
 
 
 class ModelSpec(_Model):
-    source: NonEmpty = Field(
-        description="Hugging Face repo id, a local directory, a .gguf file, or an Ollama tag (engine ollama)"
-    )
+    source: ModelSource
     revision: NonEmpty | None = Field(default=None, description="Commit sha (recommended) or branch")
     config: NonEmpty | None = Field(
         default=None, description="Path to a Hugging Face config.json, relative to this file"
@@ -196,19 +214,25 @@ class EngineSpec(_Model):
     version: Annotated[str, StringConstraints(pattern=r"^v?\d+(\.\d+)*([.-]?[A-Za-z0-9.+-]*)?$|^b\d+$")] = Field(
         description='The engine release the options are checked against (quote it: "0.11.0")'
     )
-    image: NonEmpty | None = None
+    image: ImageReference | None = None
     image_archive: NonEmpty | None = None
     options: dict[str, Scalar | list[Scalar] | dict[str, Any] | None] = Field(default_factory=dict)
     extra_args: list[str] = Field(default_factory=list)
     env: dict[EnvName, Scalar] = Field(default_factory=dict)
 
+    @field_validator("options")
+    @classmethod
+    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
+        check_numbers(value)
+        return value
+
 
 GpuIds = Annotated[
-    Literal["auto"] | list[Annotated[int, Field(ge=0)]],
+    Literal["auto"] | list[Annotated[int, Field(ge=0, le=1023)]],
     _one_message("gpu_ids", "expected 'auto' or a list of GPU indices such as [0, 1]"),
 ]
 Numa = Annotated[
-    Literal["auto", "off"] | Annotated[int, Field(ge=0)],
+    Literal["auto", "off"] | Annotated[int, Field(ge=0, le=1023)],
     _one_message("numa", "expected 'auto', 'off' or a NUMA node number"),
 ]
 
@@ -231,7 +255,7 @@ class Placement(_Model):
     hosts: list[HostName] | None = Field(
         default=None, min_length=1, description="Inventory host names; default: every host of the inventory"
     )
-    hosts_per_replica: Annotated[int, Field(ge=1)] = 1
+    hosts_per_replica: Annotated[int, Field(ge=1, le=4096)] = 1
 
     @field_validator("hosts")
     @classmethod
@@ -248,7 +272,7 @@ class Serving(_Model):
 
 
 MaxUnavailable = Annotated[
-    Annotated[int, Field(ge=1)] | Annotated[str, StringConstraints(pattern=r"^([1-9]\d?|100)%$")],
+    Annotated[int, Field(ge=1, le=MAX_INT)] | Annotated[str, StringConstraints(pattern=r"^([1-9]\d?|100)%$")],
     _one_message("max_unavailable", "expected a host count (1 or more) or a percentage such as '25%'"),
 ]
 
@@ -304,13 +328,13 @@ class GpuSet(_Model):
 class Hardware(_Model):
     gpus: GpuSet | None = None
     interconnect: Literal["pcie", "nvlink", "nvswitch"] | None = None
-    gpu_numa_nodes: list[Annotated[int, Field(ge=-1)]] | None = None
+    gpu_numa_nodes: list[Annotated[int, Field(ge=-1, le=1023)]] | None = None
     pcie_acs: Literal["enabled", "disabled", "unknown"] = "unknown"
     iommu: Literal["on", "off", "passthrough", "unknown"] = "unknown"
     driver_version: Annotated[str, StringConstraints(pattern=r"^\d+(\.\d+){1,2}$")] | None = None
-    cpus: Annotated[int, Field(ge=1)] | None = None
-    memory_gib: Annotated[float, Field(gt=0)] | None = None
-    numa_cpus: dict[Annotated[int, Field(ge=0)], CpuList] | None = Field(
+    cpus: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    memory_gib: Annotated[float, Field(gt=0, le=1e9)] | None = None
+    numa_cpus: dict[Annotated[int, Field(ge=0, le=1023)], CpuList] | None = Field(
         default=None, description="CPUs of each NUMA node as numactl prints them, e.g. {0: '0-47,96-143'}"
     )
 
@@ -324,11 +348,11 @@ class Hardware(_Model):
 
 
 class HostDefaults(_Model):
-    ssh_user: NonEmpty | None = None
+    ssh_user: UserName | None = None
     ssh_port: Port = 22
-    ssh_key: NonEmpty | None = Field(default=None, description="Private key file on the controller")
+    ssh_key: KeyPath | None = Field(default=None, description="Private key file on the controller")
     become: bool = True
-    facts_max_age_days: Annotated[int, Field(ge=1)] = Field(
+    facts_max_age_days: Annotated[int, Field(ge=1, le=100_000)] = Field(
         default=30, description="Facts files collected longer ago than this are reported (REF004)"
     )
     model_roots: list[NonEmpty] = Field(
@@ -342,11 +366,11 @@ class HostDefaults(_Model):
 
 
 class Host(_Model):
-    address: NonEmpty | None = Field(default=None, description="Address Ansible connects to; default: the host name")
-    ssh_user: NonEmpty | None = None
+    address: Address | None = Field(default=None, description="Address Ansible connects to; default: the host name")
+    ssh_user: UserName | None = None
     ssh_port: Port | None = None
     connection: Literal["ssh", "local"] = "ssh"
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
     facts: NonEmpty | None = Field(default=None, description="Facts file from `deploy discover`, relative to this file")
     hardware: Hardware | None = None
 
@@ -369,10 +393,10 @@ class HostRuntime(_Model):
     docker_version: NonEmpty | None = None
     nvidia_runtime: bool | None = Field(default=None, description="Docker lists an `nvidia` runtime")
     cdi: bool | None = Field(default=None, description="Docker has CDI spec directories (CDI device injection on)")
-    model_cache_free_gib: Annotated[float, Field(ge=0)] | None = Field(
+    model_cache_free_gib: Annotated[float, Field(ge=0, le=1e12)] | None = Field(
         default=None, description="Free space where engines cache model weights (/var/lib/servespec/models)"
     )
-    busy_gpus: list[Annotated[int, Field(ge=0)]] | None = Field(
+    busy_gpus: list[Annotated[int, Field(ge=0, le=1023)]] | None = Field(
         default=None, description="Indices of GPUs that ran compute processes when facts were collected"
     )
 
@@ -386,7 +410,7 @@ class FactsFile(_Model):
     host: NonEmpty
     collected_at: str | None = None
     hardware: Hardware
-    links: list[tuple[Annotated[int, Field(ge=0)], Annotated[int, Field(ge=0)], NonEmpty]] = Field(default_factory=list)
+    links: list[tuple[GpuIndex, GpuIndex, NonEmpty]] = Field(default_factory=list)
     runtime: HostRuntime | None = None
 
 

@@ -1,0 +1,127 @@
+"""The files a run reads: what the command line names, how directories expand, what is refused unread.
+
+Split from :mod:`servespec.spec.fleet` (which validates what these files hold): file
+names no output can carry, symlinks out of the root found in a named directory, and the
+YAML budget that all files of one run share.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from servespec.findings import Finding, Severity
+from servespec.spec.paths import default_root, is_inside
+from servespec.spec.source import Position, Usage
+from servespec.text import printable, unsafe_character
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+RUN_BUDGET = Usage(documents=100_000, aliased_nodes=100_000, aliased_chars=1024 * 1024)
+"""What all files of one run may spend together (each file also has its own, smaller budget)."""
+
+
+class UsageError(Exception):
+    """A problem with the command line itself (exit code 2), not with a file's content."""
+
+
+def display_path(path: Path) -> str:
+    """A path as findings show it: relative to the working directory when inside it."""
+    try:
+        return os.path.relpath(path) if path.is_absolute() and path.is_relative_to(Path.cwd()) else str(path)
+    except ValueError:
+        return str(path)
+
+
+def collect_files(paths: list[Path], root: Path | None = None) -> list[Path]:
+    """Expand directories into their YAML files (recursively, sorted); missing paths are usage errors.
+
+    Directories are walked without following symlinked folders; a symlinked file is kept
+    (and refused when read, see :meth:`servespec.spec.fleet._Loader.read`) only when it resolves inside the root.
+    """
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(_yaml_files(path))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"{printable(str(path))}: no such file or directory")
+    unique: dict[Path, Path] = {}
+    for file in files:
+        unique.setdefault(file.resolve(), file)
+    return list(unique.values())
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for current, dirs, names in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for name in names:
+            candidate = Path(current) / name
+            if candidate.suffix in YAML_SUFFIXES and (candidate.is_symlink() or candidate.is_file()):
+                found.append(candidate)
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class Named:
+    """A file to load from the command line, with the root its references must stay inside."""
+
+    path: Path
+    root: Path
+    expanded: bool
+    """Found by expanding a directory (a symlink then must not lead out of the root)."""
+
+
+def named_files(paths: list[Path], root: Path | None) -> list[Named]:
+    out: dict[Path, Named] = {}
+    for path in paths:
+        base = root.resolve() if root is not None else default_root(path)
+        for file in collect_files([path]):
+            out.setdefault(file.resolve(), Named(file, base, path.is_dir()))
+    return list(out.values())
+
+
+def name_problem(shown: str) -> Finding | None:
+    """A file whose name carries a line break, escape or bidi character is not read at all."""
+    bad = unsafe_character(shown)
+    if bad is None:
+        return None
+    return _file_finding(
+        "SS001", printable(shown), f"file name contains {bad}, which no output can carry safely; not read", "rename it"
+    )
+
+
+def escaping_symlink(named: Named) -> Finding | None:
+    """A symlink found in a named directory that leads out of the root is not read."""
+    if not named.expanded or not named.path.is_symlink():
+        return None
+    if is_inside(Path(os.path.realpath(named.path)), named.root):
+        return None
+    message = "symlink resolves outside the root directory; not read"
+    hint = "replace the link with the file, or pass --root DIR"
+    return _file_finding("REF002", printable(display_path(named.path)), message, hint)
+
+
+def _file_finding(rule: str, file: str, message: str, hint: str) -> Finding:
+    start = Position(1, 1)
+    return Finding(file, start.line, start.column, rule, Severity.ERROR, message, hint)
+
+
+def over_budget(spent: Usage, budget: Usage) -> bool:
+    return (
+        spent.documents > budget.documents
+        or spent.aliased_nodes > budget.aliased_nodes
+        or spent.aliased_chars > budget.aliased_chars
+    )
+
+
+def run_budget_finding(shown: str) -> Finding:
+    message = (
+        f"the files of this run hold more than {RUN_BUDGET.documents} documents or repeat more than "
+        f"{RUN_BUDGET.aliased_nodes} nodes ({RUN_BUDGET.aliased_chars // 1024} KiB) through aliases in all; "
+        "this file and the ones after it were not read"
+    )
+    return _file_finding("SS001", printable(shown), message, "validate fewer files at once, or remove the aliases")

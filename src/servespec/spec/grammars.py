@@ -1,0 +1,208 @@
+"""The grammars of the strings a spec or inventory names other things with.
+
+Each value below reaches a command line, an SSH connection, a container runtime or a
+host path, so it is checked against the grammar of the thing it names, as that thing's
+own specification writes it, and nothing that could read as an option (a leading ``-``)
+or as two words (whitespace) gets through. Error messages never repeat the value: the
+finding's location shows it, and a value may come from a file a spec refers to.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+# RFC 1123 §2.1 host names: RFC 952 labels, except that a label may start with a digit;
+# 1 to 63 letters, digits and hyphens, never starting or ending with a hyphen; 253 in all.
+_HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_HOST_LABEL}(?:\.{_HOST_LABEL})*$")
+
+# POSIX.1-2017 Base Definitions §3.437 (User Name): characters of the portable filename
+# character set (§3.282: A-Z a-z 0-9 . _ -), not starting with a hyphen. 32 characters is
+# shadow-utils' useradd limit (the longest name a Linux host creates by default).
+POSIX_USER = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]{0,31}$")
+
+# A controller path to an SSH key: portable filename characters and '/', optionally after '~'
+# (Ansible expands it); never a leading '-', so ssh cannot read it as an option.
+KEY_PATH = re.compile(r"^~?[A-Za-z0-9._/][A-Za-z0-9._/-]{0,4095}$")
+
+# Docker image references, as distribution/reference's regexp.go builds them:
+#   reference := name [ ":" tag ] [ "@" digest ]; name := [domain '/'] path-component ['/' path-component]*
+#   domain := host [':' port]; host := domain-name | '[' IPv6 ']'; path-component := [a-z0-9]+ (separator [a-z0-9]+)*
+#   separator := [_.] | __ | -+ ; tag := [\w][\w.-]{0,127}; digest := algorithm ':' hex{32,}
+# Go's \w is ASCII, so it is spelt out. The name is at most 255 characters (NameTotalLengthMax).
+_ALNUM = r"[a-z0-9]+"
+_SEPARATOR = r"(?:[._]|__|[-]+)"
+_PATH_COMPONENT = rf"{_ALNUM}(?:{_SEPARATOR}{_ALNUM})*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
+_NAME = rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+IMAGE_REFERENCE = re.compile(rf"^(?P<name>{_NAME})(?::{_TAG})?(?:@{_DIGEST})?$")
+IMAGE_NAME_MAX = 255
+
+# Hugging Face repo ids, as huggingface_hub.utils.validate_repo_id checks them: 'name' or
+# 'namespace/name' of [\w.-] (the Hub only allows ASCII), not starting or ending with '-' or
+# '.', without '--' or '..', not ending in '.git', at most 96 characters.
+_HF_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?"
+HF_REPO_ID = re.compile(rf"^(?:{_HF_PART}/)?{_HF_PART}$")
+HF_REPO_ID_MAX = 96
+
+# Ollama model names, as ollama's types/model/name.go (isValidPart) parses them:
+# [host/][namespace/]model[:tag]; every part starts with a letter, digit or '_' and holds
+# letters, digits, '_', '-' and '.' ('.' not in a namespace; ':' only in the host's port);
+# parts are at most 80 characters (the host 350).
+_OLLAMA_PART = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}"
+_OLLAMA_NAMESPACE = r"[A-Za-z0-9_][A-Za-z0-9_-]{0,79}"
+_OLLAMA_HOST = r"[A-Za-z0-9_][A-Za-z0-9_.:-]{0,349}"
+OLLAMA_NAME = re.compile(
+    rf"^(?:{_OLLAMA_HOST}/)?(?:{_OLLAMA_NAMESPACE}/)?{_OLLAMA_PART}(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,79}})?$"
+)
+
+# A local model path (absolute; relative and '~' ones are let through here so that SEC004
+# can say why a host cannot use them): no whitespace, nothing an engine could read as an option.
+LOCAL_PATH = re.compile(r"^(?:/|\./|\.\./|~)[^\s]*$|^[^\s/-][^\s]*\.gguf$")
+
+# Kubernetes label keys (an optional DNS-subdomain prefix and '/', then a name of at most 63
+# alphanumerics, '-', '_' and '.', starting and ending alphanumeric); the same shape for
+# servespec labels, which end up in host and CI tooling that expects it.
+_LABEL_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
+LABEL_KEY = re.compile(rf"^(?:(?=[^/]{{1,253}}/){_HOST_LABEL}(?:\.{_HOST_LABEL})*/)?{_LABEL_NAME}$")
+LABEL_VALUE_MAX = 256
+
+MAX_INT = 2**53
+"""Largest integer any count, size or option value may be: every number stays exact as a JSON
+number and as a float, so no later arithmetic overflows (issue 9: huge numbers crashed rendering)."""
+
+RESERVED_DEPLOYMENT_NAMES = ("models", "images")
+"""Folders of /var/lib/servespec that every deployment shares (the model cache of
+render/common.MODEL_CACHE and the image archives of the role's tasks/image.yml): a
+deployment of that name would keep its state and secrets in them."""
+
+
+def _check(kind: str, message: str, valid: Callable[[str], bool]) -> AfterValidator:
+    def validate(value: str) -> str:
+        if not valid(value):
+            raise PydanticCustomError(kind, message)
+        return value
+
+    return AfterValidator(validate)
+
+
+def is_address(value: str) -> bool:
+    """An IPv4 or IPv6 literal, or an RFC 1123 host name."""
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        return bool(HOSTNAME.match(value))
+
+
+def is_image_reference(value: str) -> bool:
+    """A Docker image reference (distribution/reference grammar, name at most 255 characters)."""
+    match = IMAGE_REFERENCE.match(value)
+    return match is not None and len(match.group("name")) <= IMAGE_NAME_MAX
+
+
+def is_model_source(value: str) -> bool:
+    """A Hugging Face repo id, a local path, or an Ollama model name."""
+    if LOCAL_PATH.match(value):
+        return True
+    if HF_REPO_ID.match(value) and len(value) <= HF_REPO_ID_MAX and ".." not in value and "--" not in value:
+        return not value.endswith(".git")
+    return bool(OLLAMA_NAME.match(value))
+
+
+def _string(description: str, pattern: str | None = None) -> WithJsonSchema:
+    schema: dict[str, Any] = {"type": "string", "description": description}
+    if pattern:
+        schema["pattern"] = pattern
+    return WithJsonSchema(schema)
+
+
+Address = Annotated[
+    str,
+    _check("address", "expected an IPv4 or IPv6 address or an RFC 1123 host name", is_address),
+    _string("Address Ansible connects to: an IP address or a host name (RFC 1123)"),
+]
+UserName = Annotated[
+    str,
+    _check(
+        "user_name",
+        "expected a POSIX user name (letters, digits, '.', '_', '-'; not starting with '-')",
+        lambda v: bool(POSIX_USER.match(v)),
+    ),
+    _string("POSIX user name", POSIX_USER.pattern),
+]
+KeyPath = Annotated[
+    str,
+    _check(
+        "key_path",
+        "expected a file path of letters, digits, '.', '_', '-' and '/' (not starting with '-')",
+        lambda v: bool(KEY_PATH.match(v)),
+    ),
+    _string("Private key file on the controller", KEY_PATH.pattern),
+]
+ImageReference = Annotated[
+    str,
+    _check(
+        "image_reference",
+        "expected a container image reference such as 'registry/name:tag' or 'name@sha256:...'",
+        is_image_reference,
+    ),
+    _string("Container image reference (Docker reference grammar); default: the engine's official image"),
+]
+ModelSource = Annotated[
+    str,
+    _check(
+        "model_source",
+        "expected a Hugging Face repo id (org/name), an absolute path, or an Ollama name ([namespace/]name[:tag])",
+        is_model_source,
+    ),
+    _string("Hugging Face repo id, a local directory, a .gguf file, or an Ollama tag (engine ollama)"),
+]
+LabelKey = Annotated[
+    str,
+    _check(
+        "label_key",
+        "expected a label key: [prefix/]name of letters, digits, '-', '_' and '.'",
+        lambda v: bool(LABEL_KEY.match(v)),
+    ),
+]
+LabelValue = Annotated[
+    str,
+    Field(max_length=LABEL_VALUE_MAX),
+    _check("label_value", "a label value must not start with '-'", lambda v: not v.startswith("-")),
+]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]
+
+
+def not_reserved(name: str) -> str:
+    """Refuse the deployment names the host layout keeps for shared folders."""
+    if name in RESERVED_DEPLOYMENT_NAMES:
+        raise PydanticCustomError(
+            "reserved_name",
+            "this name is reserved: /var/lib/servespec/{name} is shared by every deployment",
+            {"name": name},
+        )
+    return name
+
+
+def check_numbers(value: Any) -> None:
+    """Refuse NaN, infinities and numbers beyond MAX_INT anywhere inside a free-form value."""
+    if isinstance(value, dict):
+        for item in value.values():
+            check_numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            check_numbers(item)
+    elif isinstance(value, float) and not abs(value) <= 1e15:  # NaN fails every comparison
+        raise PydanticCustomError("number", "number must be finite and at most 1e15 in size")
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        raise PydanticCustomError("number", "integer must be at most 2**53 in size")
