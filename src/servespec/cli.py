@@ -171,6 +171,15 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     sys.exit(EXIT_FINDINGS if failed or not fleet.deployments else EXIT_OK)
 
 
+def _cell(text: object) -> Any:
+    """A table cell shown as the literal text: escaped, never read as rich markup or emoji codes."""
+    from rich.text import Text
+
+    from servespec.text import printable
+
+    return Text(printable(str(text)))
+
+
 def _print_estimates(rows: list[Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -195,14 +204,14 @@ def _print_estimates(rows: list[Any]) -> None:
         gpu = f"{row.gpu_name} {row.gpu_indices}" if row.gpu_indices else row.gpu_name
         plan = row.plan
         if plan is None:
-            table.add_row(row.deployment.name, row.host.name, engine, gpu, *["?"] * 6)
+            table.add_row(_cell(row.deployment.name), _cell(row.host.name), _cell(engine), _cell(gpu), *["?"] * 6)
             continue
         values = (plan.total_gib, plan.weights_gib, plan.overhead_gib, plan.kv_cache_gib)
         table.add_row(
-            row.deployment.name,
-            row.host.name,
-            engine,
-            gpu,
+            _cell(row.deployment.name),
+            _cell(row.host.name),
+            _cell(engine),
+            _cell(gpu),
             *(f"{v:.1f}" for v in values),
             f"{plan.kv_tokens:,}",
             f"{plan.max_sequences:.1f}",
@@ -434,7 +443,8 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
             table.add_column(column)
         for row in rows:
             health = "unreachable" if not row.reachable else "error" if row.error else "yes" if row.healthy else "no"
-            table.add_row(row.deployment, row.host, str(row.revision or "-"), health, row.since or "-", row.endpoint)
+            cells = (row.deployment, row.host, row.revision or "-", health, row.since or "-", row.endpoint)
+            table.add_row(*(_cell(value) for value in cells))
         Console(width=160).print(table)
     for row in rows:
         if row.error:

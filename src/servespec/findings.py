@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
+from servespec.text import printable
+
 
 class Severity(enum.StrEnum):
     """How bad a finding is; ordered from worst to mildest."""
@@ -43,8 +45,20 @@ class Finding:
         return f"{self.message} (fix: {self.hint})" if self.hint else self.message
 
     def to_text(self) -> str:
-        """Render as ``file:line:col: RULE severity message (fix: hint)``."""
-        return f"{self.file}:{self.line}:{self.column}: {self.rule} {self.severity.value} {self.message_with_hint}"
+        """Render as ``file:line:col: RULE severity message (fix: hint)``, every field escaped.
+
+        File names, keys and values come from the checkout: control and bidi characters are
+        written as visible escapes (no ANSI/OSC sequence reaches a terminal), and a file name
+        that would start the line with ``::`` (a GitHub workflow command) gets a ``./`` in front.
+        """
+        file = printable(self.file)
+        if file.lstrip().startswith("::") or file[:1].isspace():
+            file = "./" + file
+        hint = f" (fix: {printable(self.hint)})" if self.hint else ""
+        return (
+            f"{file}:{self.line}:{self.column}: {printable(self.rule)} {self.severity.value} "
+            f"{printable(self.message)}{hint}"
+        )
 
     def to_json(self) -> dict[str, object]:
         """Render as the contract's JSON finding object (§2.1)."""

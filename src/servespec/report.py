@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from servespec import __version__
 from servespec.findings import Finding, Severity
 from servespec.rules import ALL_RULES
+from servespec.text import printable
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -89,10 +90,12 @@ def sarif(findings: Sequence[Finding]) -> dict[str, object]:
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """GitHub's escaping of a workflow command's data (``%``, CR, LF), then every other unsafe character."""
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(text: str) -> str:
+    """A property value: the data escaping, and ``:`` and ``,``, which end a property."""
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 

@@ -6,16 +6,25 @@ loader refuses most of them earlier; these layers must be safe on their own).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from servespec.findings import Finding, Severity
 from servespec.outdir import MANIFEST, OutputError
+from servespec.plan import Action
 from servespec.render import Rendered, stale_files, write
+from servespec.report import render
+from servespec.rollout.progress import plan_markdown, plan_text
 from servespec.spec.schemas import write_schemas
+from servespec.text import UNSAFE, printable
 from tests.conftest import REPO, run_cli
 
 EXAMPLES = REPO / "specs" / "examples"
@@ -24,10 +33,11 @@ HOSTILE = "x\x1b]8;;http://evil\x07\u202e\n::error file=a::forged\r\x9b"
 """ANSI/OSC escapes, a bidi override, a line break that starts a forged workflow command, a C1 CSI."""
 
 
+SUMMARY = {"files": 1, "errors": 2, "warnings": 0, "infos": 0}
+
+
 def _assert_inert(text: str) -> None:
     """No unsafe character and no line that GitHub would take for a workflow command."""
-    from servespec.text import UNSAFE
-
     lines = text.split("\n")
     assert not any(UNSAFE.search(line) for line in lines), text
     assert not any(line.lstrip().startswith("::") for line in lines), text
@@ -203,3 +213,118 @@ def test_facts_output_refuses_host_folder_names_that_are_not_plain(tmp_path: Pat
     with pytest.raises(OutputError):
         write_facts(saved, tmp_path / "facts")
     assert not (tmp_path / "facts").exists()
+
+
+# --- printers: every field escaped, no forged workflow command ---------------------------------
+
+
+def _finding(file: str = HOSTILE) -> Finding:
+    return Finding(file, 3, 5, "SS002", Severity.ERROR, f"unknown field {HOSTILE!s}", f"remove {HOSTILE}", HOSTILE)
+
+
+@pytest.mark.parametrize(
+    "file", [HOSTILE, "::error file=a,line=1::forged.yaml", "  ::warning::x.yaml", "\u202eevil.yaml"]
+)
+def test_text_findings_are_inert(file: str) -> None:
+    text = _finding(file).to_text()
+    _assert_inert(text)
+    assert "\n" not in text and text.endswith(f"(fix: remove {printable(HOSTILE)})")
+
+
+def test_text_and_github_reports_are_inert() -> None:
+    findings = [_finding(), _finding("::error::x.yaml")]
+    _assert_inert(render("text", findings, SUMMARY).rstrip("\n"))
+    github = render("github", findings, SUMMARY).rstrip("\n").split("\n")
+    assert len(github) == 2 and all(line.startswith("::error file=") for line in github)
+    assert not any(UNSAFE.search(line) for line in github)
+    props = github[1].split("::")[1]
+    assert props.startswith("error file=%3A%3Aerror%3A%3Ax.yaml,line=3,col=5,title=SS002")
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_json_reports_carry_no_raw_hidden_characters(fmt: str) -> None:
+    finding = Finding("a\u202eb\x7f.yaml", 1, 1, "SS002", Severity.ERROR, "m\u2028\x9b\x7f", "h\u200b", "p\ufeff")
+    text = render(fmt, [finding], SUMMARY)
+    assert not UNSAFE.search(text.replace("\n", "")), text
+    log = json.loads(text)
+    if fmt == "json":
+        assert log["findings"][0]["message"] == finding.message and log["findings"][0]["file"] == finding.file
+    else:
+        assert log["runs"][0]["results"][0]["message"]["text"] == "m\u2028\x9b\x7f (fix: h\u200b)"
+
+
+def _action(**fields: Any) -> Action:
+    base: dict[str, Any] = {
+        "deployment": HOSTILE,
+        "host": "[link=http://evil]h[/link]|x",
+        "kind": "update",
+        "current": 3,
+        "digest": "0" * 64,
+        # as plan builds them: the host reports its files' names and contents
+        "diffs": {
+            f"f{HOSTILE}": "".join(
+                difflib.unified_diff(
+                    f"  ::error::context\nold{HOSTILE}\n".splitlines(keepends=True),
+                    ["  ::error::context\n", "new\n"],
+                    f"a/{HOSTILE}",
+                    f"b/{HOSTILE}",
+                )
+            )
+        },
+        "reason": f"revision 3 is {HOSTILE}: apply it again",
+    }
+    return Action(**(base | fields))
+
+
+def test_plan_text_and_markdown_are_inert() -> None:
+    _assert_inert(plan_text([_action()]).rstrip("\n"))
+    markdown = plan_markdown([_action()], [])
+    _assert_inert(markdown.rstrip("\n"))
+    (row,) = [line for line in markdown.splitlines() if line.startswith("| ") and "update" in line]
+    assert len(re.findall(r"(?<!\\)\|", row)) == 6, row  # a | in a name does not add a column
+
+
+def test_tables_print_names_literally(capsys: pytest.CaptureFixture[str]) -> None:
+    from servespec.rollout.progress import outcome_table
+
+    row = SimpleNamespace(
+        deployment=HOSTILE,
+        host="[link=http://evil]h[/link]",
+        old=1,
+        new=2,
+        result="failed",
+        error=HOSTILE,
+        logs=[HOSTILE],
+    )
+    outcome_table([row])
+    err = capsys.readouterr().err
+    assert not UNSAFE.search(err.replace("\n", "")), err
+    assert "[link=http://evil]h[/link]" in err  # shown as text, not taken as rich markup
+
+
+def test_status_table_prints_names_literally(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import servespec.rollout
+
+    row = SimpleNamespace(
+        deployment="d", host="[link=http://evil]h[/link]", revision=2, reachable=True, healthy=True,
+        since=HOSTILE, endpoint=HOSTILE, error="",
+    )  # fmt: skip
+    monkeypatch.setattr(servespec.rollout, "status", lambda fleet: [row])
+    shutil.copytree(EXAMPLES, "specs")
+    result = run_cli("status", "specs/vllm.yaml")
+    assert not UNSAFE.search(result.output.replace("\n", "")), result.output
+    assert "[link=http://evil]h[/link]" in result.output
+
+
+def test_estimate_table_prints_names_literally(capsys: pytest.CaptureFixture[str]) -> None:
+    from servespec.cli import _print_estimates
+
+    spec = SimpleNamespace(engine=SimpleNamespace(name="vllm", version=HOSTILE))
+    row = SimpleNamespace(
+        deployment=SimpleNamespace(spec=spec, name=HOSTILE), host=SimpleNamespace(name="[red]h[/red]"),
+        gpu_name=HOSTILE, gpu_indices=[0], plan=None,
+    )  # fmt: skip
+    _print_estimates([row])
+    out = capsys.readouterr().out
+    assert not UNSAFE.search(out.replace("\n", "")), out
+    assert "[red]h[/red]" in out

@@ -8,6 +8,20 @@ from collections.abc import Callable
 from typing import Any
 
 from servespec.plan import Action
+from servespec.text import printable
+
+
+def cell(text: object) -> Any:
+    """A table cell shown as the literal text: escaped, and never read as rich markup or emoji codes."""
+    from rich.text import Text
+
+    return Text(printable(str(text)))
+
+
+def _markdown(text: object) -> str:
+    """A markdown table cell: escaped, with ``|`` (a new column) and ``<`` (HTML) made literal."""
+    return printable(str(text)).replace("|", "\\|").replace("<", "&lt;")
+
 
 _INTERESTING = {"runner_on_start", "runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped"}
 
@@ -49,7 +63,7 @@ class LiveView:
         table.add_column("state")
         table.add_column("task")
         for host, (state, task) in sorted(self._rows.items()):
-            table.add_row(host, state, task)
+            table.add_row(cell(host), cell(state), cell(task))
         return table
 
     def __enter__(self) -> LiveView:
@@ -73,17 +87,44 @@ class LiveView:
         self._live.update(self._table())
 
 
+def _line(text: str) -> str:
+    """One printed line, escaped; a line GitHub would run as a workflow command (``::`` after
+    leading spaces, as a diff's context line can be) has its first colon written as ``\\x3a``."""
+    text = printable(text)
+    stripped = text.lstrip()
+    if stripped.startswith("::"):
+        return text[: len(text) - len(stripped)] + "\\x3a" + stripped[1:]
+    return text
+
+
+def _diff_lines(diff: str) -> list[str]:
+    """A unified diff's lines, escaped; a line break inside a file name the host reported is escaped too.
+
+    Every line of a diff starts with its marker (`` ``, ``+``, ``-``, ``@``, ``\\``); a piece
+    that does not was cut from the line before by a line break in a name, so it is joined back.
+    """
+    lines: list[str] = []
+    for piece in diff.rstrip("\n").split("\n"):
+        if lines and not piece.startswith((" ", "+", "-", "@", "\\")):
+            lines[-1] += "\\n" + printable(piece)
+        else:
+            lines.append(_line(piece))
+    return lines
+
+
 def plan_text(actions: list[Action], *, diffs: bool = True) -> str:
     """The plan as a person reads it: one line per host, then the diffs."""
     lines = []
     for action in actions:
         revision = f"revision {action.current}" if action.current is not None else "nothing deployed"
         restart = ", restarts the engine" if action.restart else ""
-        lines.append(f"{action.kind:9} {action.deployment} on {action.host} ({revision}): {action.reason}{restart}")
+        lines.append(
+            printable(f"{action.kind:9} {action.deployment} on {action.host} ({revision}): {action.reason}{restart}")
+        )
     if diffs:
         for action in actions:
             for text in action.diffs.values():
-                lines.append(text.rstrip("\n"))
+                lines += _diff_lines(text)
     return "\n".join(lines) + "\n"
 
 
@@ -104,8 +145,15 @@ def outcome_table(outcomes: list[Any], title: str = "apply") -> None:
         detail = row.error
         if row.logs:
             detail += "\n" + "\n".join(row.logs[-5:])
-        table.add_row(row.deployment, row.host, revision, row.result, detail)
+        table.add_row(cell(row.deployment), cell(row.host), cell(revision), cell(row.result), _detail(detail))
     Console(stderr=True, width=160).print(table)
+
+
+def _detail(text: str) -> Any:
+    """The detail cell: one escaped line per line of the error and the log tail."""
+    from rich.text import Text
+
+    return Text("\n").join(cell(line) for line in text.split("\n"))
 
 
 def plan_markdown(actions: list[Action], estimates: list[Any]) -> str:
@@ -125,7 +173,8 @@ def plan_markdown(actions: list[Action], estimates: list[Any]) -> str:
     for action in actions:
         revision = str(action.current) if action.current is not None else "-"
         files = f" ({', '.join(sorted(action.diffs))})" if action.diffs else ""
-        lines.append(f"| {action.deployment} | {action.host} | {action.kind} | {revision} | {action.reason}{files} |")
+        cells = (action.deployment, action.host, action.kind, revision, action.reason + files)
+        lines.append("| " + " | ".join(_markdown(value) for value in cells) + " |")
     rows = [row for row in estimates if row.plan is not None]
     if rows:
         lines += [
@@ -138,7 +187,7 @@ def plan_markdown(actions: list[Action], estimates: list[Any]) -> str:
         for row in rows:
             plan = row.plan
             lines.append(
-                f"| {row.deployment.name} | {row.host.name} | {row.gpu_name} | {plan.weights_gib:.1f} | "
-                f"{plan.kv_cache_gib:.1f} | {plan.kv_tokens:,} | {plan.max_sequences:.1f} |"
+                f"| {_markdown(row.deployment.name)} | {_markdown(row.host.name)} | {_markdown(row.gpu_name)} | "
+                f"{plan.weights_gib:.1f} | {plan.kv_cache_gib:.1f} | {plan.kv_tokens:,} | {plan.max_sequences:.1f} |"
             )
     return "\n".join(lines) + "\n"
