@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from servespec.text import UNSAFE
 from tests.conftest import REPO, run_cli
+from tests.data.make_bad_corpus import hostile_checkout
 
 BAD = REPO / "tests" / "data" / "bad"
 CORPUS = sorted(BAD.glob("*.yaml"))
@@ -72,3 +74,60 @@ def test_parallel_parsing_gives_the_same_findings(monkeypatch: pytest.MonkeyPatc
     sequential = check_fleet(fleet_module.load_fleet([BAD]))
     assert parallel == sequential
     assert len(parallel) >= len(CORPUS)
+
+
+# --- the hostile checkout: built at test time (symlinks, odd file names, FIFOs) --------------
+
+CANARY = "CANARYc0ffee"
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    return hostile_checkout(tmp_path_factory.mktemp("hostile"), CANARY)
+
+
+HOSTILE_NAMES = [
+    "symlink-facts-out",
+    "symlink-inventory-out",
+    "symlink-config-out",
+    "absolute-inventory",
+    "absolute-config",
+    "dotdot-facts",
+    "dotdot-config",
+    "symlinks-in-named-dir",
+    "dev-zero-config",
+    "fifo-config",
+    "inventory-payload-address",
+    "inventory-payload-ssh-user",
+    "inventory-payload-defaults-ssh-user",
+    "inventory-payload-ssh-key",
+    "inventory-payload-address-option",
+    *(
+        f"{name}{suffix}"
+        for name in ("file-name-newline", "file-name-ansi", "file-name-bidi", "file-name-line-separator")
+        for suffix in ("", "-named")
+    ),
+]
+
+
+def test_every_hostile_case_is_listed(hostile: dict[str, list[str]]) -> None:
+    assert sorted(hostile) == sorted(HOSTILE_NAMES)
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_checkout_case(hostile: dict[str, list[str]], name: str) -> None:
+    """Exit 1 with located findings (or 2 with a usage error), no traceback, nothing foreign or unsafe shown."""
+    for fmt in ("text", "json", "github", "sarif"):
+        result = run_cli("validate", "--format", fmt, *hostile[name])
+        assert result.exception is None or isinstance(result.exception, SystemExit), (fmt, result.exception)
+        assert result.exit_code in (1, 2), (fmt, result.output)
+        assert "Traceback" not in result.output
+        assert CANARY not in result.output, fmt
+        assert "root:$6$" not in result.output, fmt
+        assert not UNSAFE.search(result.output.replace("\n", "")), (fmt, result.output)
+        assert not any(line.startswith("TRUST_REMOTE_CODE") for line in result.output.splitlines()), fmt
+        if fmt == "json" and result.exit_code == 1:
+            findings = json.loads(result.stdout)["findings"]
+            assert findings and all(f["line"] >= 1 and f["column"] >= 1 and f["rule"] for f in findings)
+        elif result.exit_code == 2:
+            assert "Error" in result.output

@@ -2,10 +2,15 @@
 
 Every file must make `deploy validate` exit 1 or 2 with located findings and no traceback.
 The 10 MB file is made by the test itself, not committed.
+
+The "hostile checkout" section (:func:`hostile_checkout`) is built at test time in a
+temporary folder instead: symlinks to files outside the checkout, file names with line
+breaks, escapes and bidi characters, and FIFOs cannot be committed (or should not be).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 OUT = Path(__file__).parent / "bad"
@@ -148,6 +153,99 @@ BYTE_CASES: dict[str, bytes] = {
     "truncated-utf8.yaml": b"apiVersion: servespec/v1\nkind: \xe2\x82",
     "gzip.yaml": bytes.fromhex("1f8b0800000000000003cb48cdc9c9e70200207ac3f206000000"),
 }
+
+
+HOSTILE_SPEC = """apiVersion: servespec/v1
+kind: Deployment
+metadata: {{name: demo}}
+inventory: {inventory}
+model: {{source: acme/in-house-7b, max_model_len: 4096{config}}}
+engine: {{name: vllm, version: "0.11.0"}}
+"""
+HOSTILE_INVENTORY = """apiVersion: servespec/v1
+kind: Inventory
+defaults: {defaults}
+hosts:
+  a: {host}
+"""
+PAYLOAD = "{{ lookup('pipe', 'id') }}"
+NAMES = {
+    "file-name-newline": "x\nTRUST_REMOTE_CODE=true.yaml",
+    "file-name-ansi": "\x1b]0;pwned\x07\x1b[2Jred.yaml",
+    "file-name-bidi": "spec\u202eLMAY.yaml",
+    "file-name-line-separator": "spec\u2028x.yaml",
+}
+
+
+def _spec(inventory: str = "inv.yaml", config: str = "") -> str:
+    return HOSTILE_SPEC.format(inventory=inventory, config=f", config: {config}" if config else "")
+
+
+def _inventory(defaults: str = "{}", host: str = "{address: 10.0.0.1}") -> str:
+    return HOSTILE_INVENTORY.format(defaults=defaults, host=host)
+
+
+def _case(root: Path, name: str, files: dict[str, str]) -> Path:
+    checkout = root / name
+    (checkout / ".git").mkdir(parents=True)
+    for relative, text in files.items():
+        target = checkout / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return checkout
+
+
+def hostile_checkout(root: Path, canary: str) -> dict[str, list[str]]:
+    """Build one checkout per hostile case under ``root``; return each case's `deploy validate` arguments.
+
+    ``root/outside/`` holds files with ``canary`` in them that no output may ever show.
+    """
+    outside = root / "outside"
+    outside.mkdir()
+    (outside / "token").write_text(f"hf_{canary}0123456789abcdefghij\n")
+    (outside / "shadow").write_text(f"root:$6${canary}$hash:19000:0:99999:7:::\n")
+    (outside / "inventory.yaml").write_text(_inventory(host=f"{{ssh_port: {canary}, {canary}: 1}}"))
+    (outside / "config.json").write_text(f'{{"{canary}": "{canary}", "num_hidden_layers": "{canary}"}}')
+    (outside / "dir").mkdir()
+    (outside / "dir" / "spec.yaml").write_text(_inventory(host=f"{{address: 10.0.0.1, ssh_port: {canary}}}"))
+    cases: dict[str, list[str]] = {}
+    base = {"spec.yaml": _spec(), "inv.yaml": _inventory()}
+
+    def add(name: str, files: dict[str, str], links: dict[str, Path] | None = None, arg: str = "spec.yaml") -> Path:
+        checkout = _case(root, name, {**base, **files})
+        for link, target in (links or {}).items():
+            (checkout / link).unlink(missing_ok=True)
+            (checkout / link).symlink_to(target)
+        cases[name] = [str(checkout / arg) if arg else str(checkout)]
+        return checkout
+
+    add("symlink-facts-out", {"inv.yaml": _inventory(host="{facts: facts.json}")}, {"facts.json": outside / "shadow"})
+    add("symlink-inventory-out", {}, {"inv.yaml": outside / "inventory.yaml"})
+    add("symlink-config-out", {"spec.yaml": _spec(config="config.json")}, {"config.json": outside / "config.json"})
+    add("absolute-inventory", {"spec.yaml": _spec(inventory=str(outside / "inventory.yaml"))})
+    add("absolute-config", {"spec.yaml": _spec(config=str(outside / "config.json"))})
+    add("dotdot-facts", {"inv.yaml": _inventory(host="{facts: ../outside/token}")})
+    add("dotdot-config", {"spec.yaml": _spec(config="../outside/config.json")})
+    add("symlinks-in-named-dir", {}, {"leak.yaml": outside / "inventory.yaml", "linked": outside / "dir"}, arg="")
+    zero = os.path.relpath("/dev/zero", root / "dev-zero-config")
+    add("dev-zero-config", {"spec.yaml": _spec(config=zero)})
+    cases["dev-zero-config"][:0] = ["--root", "/"]
+    fifo = add("fifo-config", {"spec.yaml": _spec(config="pipe.json")})
+    os.mkfifo(fifo / "pipe.json")
+    for field, host, defaults in (
+        ("address", f'{{address: "{PAYLOAD}"}}', "{}"),
+        ("ssh-user", f'{{address: 10.0.0.1, ssh_user: "{PAYLOAD}"}}', "{}"),
+        ("defaults-ssh-user", "{address: 10.0.0.1}", f'{{ssh_user: "{PAYLOAD}"}}'),
+        ("ssh-key", "{address: 10.0.0.1}", f'{{ssh_key: "{PAYLOAD}"}}'),
+        ("address-option", "{address: -oProxyCommand=id}", "{}"),
+    ):
+        add(f"inventory-payload-{field}", {"inv.yaml": _inventory(defaults, host)})
+    for name, file_name in NAMES.items():
+        checkout = _case(root, name, {"inv.yaml": _inventory()})
+        (checkout / file_name).write_text(_spec())
+        cases[name] = [str(checkout)]
+        cases[f"{name}-named"] = [str(checkout / file_name)]
+    return cases
 
 
 def main() -> None:
