@@ -375,3 +375,9 @@ def test_no_rule_message_quotes_a_token_shaped_value(tmp_path: Path) -> None:
     assert findings
     for finding in findings:
         assert SECRET not in finding.message + finding.hint, finding
+
+
+def test_net002_does_not_invent_cluster_facts_for_other_engines(tmp_path: Path) -> None:
+    fleet = _fleet(tmp_path, _multi_node("tensorrt-llm", "1.2.1"))
+    messages = [f.message for f in check_fleet(fleet) if f.rule == "NET002" and "multi-node" in f.message]
+    assert messages and all("TCPStore" not in m and "servespec neither chooses nor restricts" in m for m in messages)

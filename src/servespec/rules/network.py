@@ -80,6 +80,11 @@ def _cluster_ports(deployment: DeploymentDoc, leader: str) -> str:
             "authentication; servespec passes --node-ip-address (the inventory address), but cannot "
             "limit the interfaces Ray listens on"
         )
+    if engine not in ("vllm", "sglang"):
+        return (
+            f"{resolve.profile(deployment).title}'s members connect on ports servespec neither chooses "
+            "nor restricts; servespec cannot say whether they authenticate"
+        )
     port = MASTER_PORT if engine == "vllm" else DIST_PORT
     flag = "--master-port" if engine == "vllm" else "--dist-init-addr"
     return (

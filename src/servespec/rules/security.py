@@ -51,23 +51,28 @@ def _secret_named(name: str) -> bool:
     return bool(SECRET_NAME.search(name) or _AUTHTOKEN.search(name))
 
 
+def _literal(value: Any) -> bool:
+    """A literal value as redact.looks_secret judges one (not ``$VAR``/``{...}``, a boolean or a number)."""
+    return _looks_secret("SECRET", value)
+
+
 def _literal_secret(name: str, value: Any) -> bool:
     """A secret-named setting with a literal value, or a value holding a token-shaped string."""
     if isinstance(value, str) and has_token(value):
         return True
-    return _secret_named(name) and _looks_secret("API_KEY", value)
+    return _secret_named(name) and _literal(value)
 
 
-def walk_strings(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any, bool]]:
+def walk_scalars(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any, bool]]:
     """Every scalar of a loaded document with its key path; ``True`` marks a mapping key itself."""
     if isinstance(data, dict):
         for key, value in data.items():
             if isinstance(key, str):
                 yield (*path, key), key, True
-            yield from walk_strings(value, (*path, str(key)))
+            yield from walk_scalars(value, (*path, str(key)))
     elif isinstance(data, list):
         for index, item in enumerate(data):
-            yield from walk_strings(item, (*path, index))
+            yield from walk_scalars(item, (*path, index))
     else:
         yield path, data, False
 
@@ -127,7 +132,7 @@ class InlineSecret(Rule):
                     yield from self._document(document, None)
 
     def _document(self, document: Document, chosen: EngineRelease | None) -> Iterator[Finding]:
-        for path, value, is_key in walk_strings(document.data):
+        for path, value, is_key in walk_scalars(document.data):
             if path[:2] == ("engine", "extra_args"):
                 continue  # flag-aware below
             if is_key:
