@@ -412,3 +412,21 @@ def test_real_model_sources_are_accepted(source: str) -> None:
     from servespec.spec.grammars import is_model_source
 
     assert is_model_source(source)
+
+
+def test_header_values_of_a_referenced_inventory_are_not_quoted(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path)
+    (repo / "inv.yaml").write_text(f"apiVersion: {CANARY}\nkind: Inventory\nhosts: {{a: {{}}}}\n")
+    for fmt, (code, output) in _outputs(str(repo / "spec.yaml")).items():
+        assert code == 1 and "SS004" in output, fmt
+        assert CANARY not in output, fmt
+
+
+def test_gpu_model_of_a_facts_file_is_not_quoted(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path)
+    (repo / "facts" / "a.json").write_text(
+        json.dumps({"version": 1, "host": "a", "hardware": {"gpus": {"model": CANARY, "count": 1}}})
+    )
+    for fmt, (_, output) in _outputs(str(repo / "spec.yaml")).items():
+        assert "REF003" in output, fmt
+        assert CANARY not in output, fmt

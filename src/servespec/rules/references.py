@@ -157,10 +157,16 @@ class FactsMissing(Rule):
                         continue
                     yield self.report(
                         document,
-                        f"GPU model {gpus.name!r} of {host.name} is not in the catalog",
+                        f"GPU model{_gpu_shown(document is host.facts_document, gpus.name)} of {host.name} "
+                        "is not in the catalog",
                         path,
                         hint="write the name as nvidia-smi prints it (e.g. 'NVIDIA A100-SXM4-80GB')",
                     )
+
+
+def _gpu_shown(from_facts: bool, name: str) -> str:
+    # A facts file is written from what a host reported, and named by a reference: never quoted.
+    return " named in the facts file" if from_facts else f" {quote_value(name)}"
 
 
 class StaleFacts(Rule):

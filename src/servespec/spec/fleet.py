@@ -304,6 +304,11 @@ class _Loader:
         return self.local
 
 
+def _shown(document: Document, value: Any) -> str:
+    # A referenced file's values stay out of messages; the finding's location shows them.
+    return "" if document.referenced else f" {quote_value(value)}"
+
+
 def _header_problem(document: Document, data: dict[str, Any]) -> Finding | None:
     version = data.get("apiVersion")
     kind = data.get("kind")
@@ -313,14 +318,15 @@ def _header_problem(document: Document, data: dict[str, Any]) -> Finding | None:
         )
     if version != API_VERSION:
         return document.finding(
-            "SS004", f"unsupported apiVersion {version!r}", ("apiVersion",), hint=f"use '{API_VERSION}'"
+            "SS004", f"unsupported apiVersion{_shown(document, version)}", ("apiVersion",), hint=f"use '{API_VERSION}'"
         )
     if kind is None:
         return document.finding(
             "SS004", "required field 'kind' is missing", hint="add 'kind: Deployment' or 'kind: Inventory'"
         )
     if not isinstance(kind, str) or kind not in KINDS:
-        return document.finding("SS004", f"unsupported kind {kind!r}", ("kind",), hint=f"use {' or '.join(KINDS)}")
+        message = f"unsupported kind{_shown(document, kind)}"
+        return document.finding("SS004", message, ("kind",), hint=f"use {' or '.join(KINDS)}")
     return None
 
 
