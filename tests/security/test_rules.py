@@ -339,7 +339,7 @@ def test_render_refuses_a_suppressed_sec004_source(tmp_path: Path) -> None:
     _fleet(tmp_path, body)
     result = run_cli("render", str(tmp_path / "spec.yaml"), "-o", str(tmp_path / "out"))
     assert result.exit_code == 1
-    assert "outside the inventory's model roots" in result.output
+    assert "model.source: /var/run would expose /var/run" in result.output
     assert not (tmp_path / "out" / "local").exists()
 
 
@@ -381,3 +381,18 @@ def test_net002_does_not_invent_cluster_facts_for_other_engines(tmp_path: Path) 
     fleet = _fleet(tmp_path, _multi_node("tensorrt-llm", "1.2.1"))
     messages = [f.message for f in check_fleet(fleet) if f.rule == "NET002" and "multi-node" in f.message]
     assert messages and all("TCPStore" not in m and "servespec neither chooses nor restricts" in m for m in messages)
+
+
+@pytest.mark.parametrize("source", ["/var/run/models", "/var", "/etc/models", "/home", "/var/lib/servespec/x.gguf"])
+def test_system_folders_are_never_mounted_even_when_a_root_allows_them(source: str) -> None:
+    from servespec.knowledge.resolve import local_source_problem
+
+    assert "would expose" in local_source_problem(source, ["/var", "/etc", "/home", "/var/lib/servespec"])
+
+
+def test_model_roots_still_allow_their_own_folders() -> None:
+    from servespec.knowledge.resolve import local_source_problem
+
+    roots = ["/var/lib/servespec/models", "/home/alice/models", "/srv"]
+    for source in ("/var/lib/servespec/models/m.gguf", "/home/alice/models/q", "/srv/models/x.gguf"):
+        assert local_source_problem(source, roots) == "", source

@@ -78,6 +78,9 @@ def local_source_problem(source: str, roots: list[str]) -> str:
     if ".." in source.split("/"):
         return f"{source!r} contains '..'"
     folder = mounted_folder(source)
+    exposed = _system_path(folder)
+    if exposed:
+        return f"{folder} would expose {exposed} to the engine (never mounted, whatever the model roots say)"
     for root in roots:
         clean = _normalise(root) if root.startswith("/") else ""
         if clean in ("", "/") or ".." in root.split("/"):
@@ -85,6 +88,26 @@ def local_source_problem(source: str, roots: list[str]) -> str:
         if folder == clean or folder.startswith(clean + "/"):
             return ""
     return f"{folder} is outside the inventory's model roots ({', '.join(roots)})"
+
+
+_SYSTEM = (
+    "/proc", "/sys", "/dev", "/run", "/var/run", "/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib64",
+    "/root", "/var/lib/docker", "/var/lib/containerd",
+)  # fmt: skip
+"""Host folders never mounted into an engine, nor any folder above them (docker.sock, credentials, devices)."""
+_ABOVE_ONLY = ("/home", "/var/lib/servespec")
+"""Folders whose parents may not be mounted (every user's home; servespec's own state), though a child may."""
+
+
+def _system_path(folder: str) -> str:
+    """The protected host path that mounting ``folder`` would expose, or ""."""
+    for path in _SYSTEM:
+        if folder == path or folder.startswith(path + "/") or path.startswith(folder.rstrip("/") + "/"):
+            return path
+    for path in _ABOVE_ONLY:
+        if folder == path or path.startswith(folder.rstrip("/") + "/"):
+            return path
+    return ""
 
 
 def _normalise(path: str) -> str:

@@ -251,7 +251,12 @@ class ModelPathOutsideRoots(Rule):
     source must be an absolute path, without ``..``, whose mounted folder is one of
     ``defaults.model_roots`` of the inventory (default ``/var/lib/servespec/models``,
     ``/srv``, ``/data``, ``/models``, ``/mnt``, ``/opt/models``) or lies below one, compared
-    after normalisation (``//`` and ``/./`` collapse). Relative (``./m``, ``m.gguf``) and
+    after normalisation (``//`` and ``/./`` collapse). System folders are never mounted,
+    whatever the roots say (an inventory is as editable as a spec): ``/proc``, ``/sys``,
+    ``/dev``, ``/run``, ``/var/run``, ``/etc``, ``/boot``, ``/usr``, ``/bin``, ``/sbin``,
+    ``/lib``, ``/root``, ``/var/lib/docker``, ``/var/lib/containerd``, anything below them,
+    and any folder above them or above ``/home`` or ``/var/lib/servespec`` (``/``, ``/var``).
+    Relative (``./m``, ``m.gguf``) and
     ``~`` sources are refused: on a host they have no meaning servespec controls (the
     container runtime has neither the author's working directory nor their home, and
     ``docker run -v`` reads a relative name as a named volume). The renderer refuses such
