@@ -213,3 +213,71 @@ def test_shell_words_never_carry_hidden_characters_and_mean_the_same(value: str)
     assert not UNSAFE.search(line), line
     out = subprocess.run(["bash", "-c", line], capture_output=True, check=True).stdout
     assert out.decode("utf-8").split("\0")[:-1] == [value, "next"]
+
+
+def _big_template_spec(tmp_path: Path, size: int, name: str = "big") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        f"""apiVersion: servespec/v1
+kind: Deployment
+metadata: {{name: {name}}}
+model:
+  source: org/model
+  max_model_len: 4096
+  architecture: {{params_b: 0.5, layers: 2, hidden_size: 64, attention_heads: 4, kv_heads: 2,
+                 max_position_embeddings: 8192}}
+engine:
+  name: vllm
+  version: "0.11.0"
+  options:
+    chat_template: "{"x" * size}"
+placement: {{hosts: [l4-a]}}
+"""
+    )
+    return path
+
+
+def test_a_rendered_file_over_the_limit_is_refused_at_the_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import servespec.render
+
+    monkeypatch.setattr(servespec.render, "MAX_FILE_BYTES", 64 * 1024, raising=False)  # the real limit is megabytes
+    fleet = load_fleet([_big_template_spec(tmp_path, 100_000)], GOLDEN / "inventory.yaml")
+    assert fleet.deployments, [f.to_text() for f in fleet.findings]
+    with pytest.raises(RenderError, match=r"big\.yaml:13:\d+: .*over the 64 KiB limit per rendered file"):
+        render_fleet(fleet)
+
+
+def test_a_render_over_the_run_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import servespec.render
+
+    monkeypatch.setattr(servespec.render, "MAX_RUN_BYTES", 96 * 1024, raising=False)
+    first = _big_template_spec(tmp_path, 60_000)
+    assert len(render_fleet(load_fleet([first], GOLDEN / "inventory.yaml")).files) > 1  # one: under the limit
+    fleet = load_fleet([first, _big_template_spec(tmp_path, 60_000, "big2")], GOLDEN / "inventory.yaml")
+    assert len(fleet.deployments) == 2, [f.to_text() for f in fleet.findings]
+    with pytest.raises(RenderError, match=r"big2\.yaml:13:\d+: .*pass the 96 KiB limit for one render"):
+        render_fleet(fleet)
+
+
+def test_render_command_reports_an_oversized_render_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import servespec.render
+    from tests.conftest import run_cli
+
+    monkeypatch.setattr(servespec.render, "MAX_FILE_BYTES", 64 * 1024, raising=False)
+    spec = _big_template_spec(tmp_path, 100_000)
+    result = run_cli("render", str(spec), "-i", str(GOLDEN / "inventory.yaml"), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("error: ") and "big.yaml:13:" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_real_file_limit_stops_a_value_the_loader_would_have_refused(tmp_path: Path) -> None:
+    """Defence in depth: a 9 MiB value (past the loader's budgets, set here directly) is not rendered."""
+    fleet = load_fleet([_big_template_spec(tmp_path, 10)], GOLDEN / "inventory.yaml")
+    fleet.deployments[0].spec.engine.options["chat_template"] = "x" * (9 * 1024 * 1024)
+    with pytest.raises(RenderError, match="over the 8 MiB limit per rendered file"):
+        render_fleet(fleet)

@@ -30,8 +30,10 @@ from servespec.render.common import (
     port_mapping,
     targets,
 )
-from servespec.render.environment import render_template
+from servespec.render.environment import RenderError, render_template
+from servespec.spec.document import KeyPath
 from servespec.spec.fleet import DeploymentDoc, Fleet
+from servespec.text import printable
 
 ENGINES: dict[str, ModuleType] = {
     "vllm": vllm,
@@ -152,19 +154,73 @@ def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, dict[str, Any],
     return render_template("_common/README.md.j2", context)
 
 
+MAX_FILE_BYTES = 8 * 1024 * 1024
+"""One rendered file at most. The biggest real one (a multi-node README) is under 2 KiB, and a
+spec file is at most 1 MiB; only a value repeated many times (YAML aliases) comes near this."""
+
+MAX_RUN_BYTES = 128 * 1024 * 1024
+"""Every file of one render together (the example fleet renders 72 KiB)."""
+
+
+def _largest_value(data: Any, path: KeyPath = ()) -> tuple[int, KeyPath]:
+    """The length and key path of the longest string in a document: the likely cause of an oversized render."""
+    if isinstance(data, str):
+        return len(data), path
+    children = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    return max((_largest_value(value, (*path, key)) for key, value in children), default=(0, path))
+
+
+def _size_error(deployment: DeploymentDoc, what: str) -> RenderError:
+    """The refusal of an oversized render, located at the deployment's longest value."""
+    _, path = _largest_value(deployment.document.data)
+    where = deployment.document.source_map.locate(path)
+    return RenderError(
+        f"{printable(deployment.document.file)}:{where.line}:{where.column}: deployment "
+        f"{printable(deployment.name)}: {what}; a large value repeated (through YAML aliases or a template) "
+        "is the usual cause"
+    )
+
+
+class _Budget:
+    """Counts what one render writes and stops it at MAX_FILE_BYTES per file, MAX_RUN_BYTES in all."""
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def add(self, deployment: DeploymentDoc, name: str, text: str) -> None:
+        size = len(text.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            what = f"{printable(name)} would be {size:,} bytes, over the {_kib(MAX_FILE_BYTES)} limit per rendered file"
+            raise _size_error(deployment, what)
+        self.total += size
+        if self.total > MAX_RUN_BYTES:
+            raise _size_error(deployment, f"the render would pass the {_kib(MAX_RUN_BYTES)} limit for one render")
+
+
+def _kib(size: int) -> str:
+    return f"{size // 1024 // 1024} MiB" if size % (1024 * 1024) == 0 else f"{size // 1024} KiB"
+
+
 def render_fleet(fleet: Fleet) -> Rendered:
-    """Every file of every deployment on every host; deterministic for the same inputs."""
-    out = Rendered()
+    """Every file of every deployment on every host; deterministic for the same inputs.
+
+    Stops with a located :class:`RenderError` when a file or the whole render would pass
+    MAX_FILE_BYTES or MAX_RUN_BYTES, before anything is written.
+    """
+    out, budget = Rendered(), _Budget()
     for deployment in fleet.deployments:
         rendered_hosts = []
         for target in targets(deployment):
             files, description, engine = render_target(target)
             for name, text in files.items():
+                budget.add(deployment, f"{deployment.name}/{target.host.name}/{name}", text)
                 out.files[f"{deployment.name}/{target.host.name}/{name}"] = text
             out.containers[(deployment.name, target.host.name)] = description
             rendered_hosts.append((target, description, engine))
         if rendered_hosts:
-            out.files[f"{deployment.name}/README.md"] = _readme(deployment, rendered_hosts)
+            readme = _readme(deployment, rendered_hosts)
+            budget.add(deployment, f"{deployment.name}/README.md", readme)
+            out.files[f"{deployment.name}/README.md"] = readme
     return out
 
 
