@@ -100,7 +100,7 @@ def test_vllm_members_use_their_inventory_address(tmp_path: Path, version: str) 
 @pytest.mark.parametrize(
     ("engine", "version", "words"),
     [
-        ("vllm", "0.11.0", ("Ray's head port 10.2.0.1:6379", "no authentication", "cannot limit")),
+        ("vllm", "0.11.0", ("Ray's head port 10.2.0.1:6379", "run code", "cannot limit")),
         ("vllm", "0.33.0", ("TCPStore on 10.2.0.1:29500", "every interface")),
         ("sglang", "0.5.23", ("TCPStore on 10.2.0.1:20000", "--dist-init-addr", "every interface")),
     ],

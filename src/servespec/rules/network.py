@@ -76,9 +76,9 @@ def _cluster_ports(deployment: DeploymentDoc, leader: str) -> str:
     chosen = resolve.release(deployment)
     if engine == "vllm" and (chosen is None or chosen.option("nnodes") is None):
         return (
-            f"Ray's head port {leader}:{RAY_PORT} and the ports Ray opens on every member have no "
-            "authentication; servespec passes --node-ip-address (the inventory address), but cannot "
-            "limit the interfaces Ray listens on"
+            f"Ray's head port {leader}:{RAY_PORT} and the ports Ray opens on every member let anyone who "
+            "reaches them run code on the replica (Ray expects a trusted network); servespec passes "
+            "--node-ip-address (the inventory address), but cannot limit the interfaces Ray listens on"
         )
     if engine not in ("vllm", "sglang"):
         return (
@@ -119,8 +119,9 @@ class ExposedWithoutAuth(Rule):
 
     - vLLM 0.11 (Ray): the Ray head port 6379 and the ports Ray opens on each member.
       servespec passes ``--node-ip-address`` (the inventory address) so members use the
-      replica's network, but cannot limit the interfaces Ray listens on; Ray's own
-      security guide says to restrict its ports to trusted machines.
+      replica's network, but cannot limit the interfaces Ray listens on. Ray's security
+      page: "Ray expects to run in a safe network environment", and anybody who can
+      reach its services' ports "can execute arbitrary code on your Ray Cluster".
     - vLLM with ``--nnodes`` and SGLang: torch.distributed's TCPStore on the leader
       (``--master-port`` 29500, ``--dist-init-addr`` port 20000) and NCCL's connections.
       PyTorch's TCPStore server listens on every interface (socket.cpp binds the wildcard
