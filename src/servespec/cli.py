@@ -548,9 +548,11 @@ def discover(inventory: Path | None, outputs: Path | None, output: Path | None) 
         sys.exit(EXIT_FINDINGS)
     for name in fleet.inventories[0].hosts:
         if name in failed:
-            click.echo(f"{name}: not collected ({failed[name]}); its facts file was left as it was", err=True)
+            click.echo(
+                f"{name}: not collected ({printable(failed[name])}); its facts file was left as it was", err=True
+            )
         else:
-            click.echo(f"wrote {destination / (name + '.json')}", err=True)
+            click.echo(f"wrote {printable(str(destination / (name + '.json')))}", err=True)
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 

@@ -97,6 +97,13 @@ def _open_dir(root: Path, parts: Iterable[str], *, create: bool) -> int | None:
     return fd
 
 
+def check_root(root: Path) -> None:
+    """OutputError when ``root`` (or a folder above it, as given) is a symlink or not a directory; fine when missing."""
+    fd = _open_dir(root, (), create=False)
+    if fd is not None:
+        os.close(fd)
+
+
 def _read_at(fd: int, name: str) -> Existing:
     try:
         file = os.open(name, _READ_FLAGS, dir_fd=fd)
@@ -219,6 +226,7 @@ def write_files(
     ``refused`` are the caller's own reasons to stop (a changed file it would remove).
     Files whose bytes are already right are left untouched. Returns every path of ``files``.
     """
+    check_root(root)
     for name in files:
         check_name(name)
     found = survey(root, files)

@@ -328,3 +328,43 @@ def test_estimate_table_prints_names_literally(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert not UNSAFE.search(out.replace("\n", "")), out
     assert "[red]h[/red]" in out
+
+
+def test_an_output_directory_that_is_a_symlink_is_refused_by_name(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "rendered").symlink_to(elsewhere, target_is_directory=True)
+    rendered = _rendered(d__h__a="a\n")
+    for attempt in (
+        lambda: write(rendered, tmp_path / "rendered"),
+        lambda: stale_files(rendered, tmp_path / "rendered"),
+    ):
+        with pytest.raises(OutputError, match=r"rendered: a symbolic link or not a directory.*give the real path"):
+            attempt()
+    with pytest.raises(OutputError, match="symbolic link"):
+        write_schemas(tmp_path / "rendered" / "schemas")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_the_live_view_shows_names_literally() -> None:
+    from rich.console import Console
+
+    from servespec.rollout.progress import LiveView
+
+    view = LiveView()
+    view({"event": "runner_on_failed", "event_data": {"host": "[link=http://evil]h[/link]", "task": HOSTILE}})
+    console = Console(width=200, record=True, force_terminal=False)
+    console.print(view._table())
+    out = console.export_text()
+    assert not UNSAFE.search(out.replace("\n", "")), out
+    assert "[link=http://evil]h[/link]" in out
+
+
+def test_discover_prints_what_a_host_reported_escaped(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import servespec.rollout
+
+    monkeypatch.setattr(servespec.rollout, "discover", lambda inventory, destination, on_event: {"gpu-01": HOSTILE})
+    Path("inv.yaml").write_text("apiVersion: servespec/v1\nkind: Inventory\nhosts:\n  gpu-01: {}\n  gpu-02: {}\n")
+    result = run_cli("discover", "-i", "inv.yaml")
+    assert "gpu-01: not collected" in result.output and "wrote facts/gpu-02.json" in result.output
+    _assert_inert(result.output.rstrip("\n"))

@@ -236,6 +236,7 @@ def manifest_text(rendered: Rendered) -> str:
 
 def _previous(directory: Path) -> tuple[dict[str, str], outdir.Existing]:
     """The files a previous render recorded (name -> sha256), and the manifest as it is on disk."""
+    outdir.check_root(directory)
     found = outdir.survey(directory, [outdir.MANIFEST])[outdir.MANIFEST]
     if found.kind == "absent":
         return {}, found
