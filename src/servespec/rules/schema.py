@@ -7,6 +7,13 @@ from servespec.rules.base import Rule
 
 _YAML_SPEC = "https://yaml.org/spec/1.2.2/"
 _CONTRACT = "docs/contract.md"
+_GRAMMARS = (
+    "https://www.rfc-editor.org/rfc/rfc1123#section-2.1",
+    "https://pubs.opengroup.org/onlinepubs/9699919799/basedefs/V1_chap03.html#tag_03_437",
+    "https://github.com/distribution/reference/blob/main/regexp.go",
+    "https://huggingface.co/docs/huggingface_hub/package_reference/utilities#huggingface_hub.utils.validate_repo_id",
+    "https://github.com/ollama/ollama/blob/main/types/model/name.go",
+)
 
 
 class YamlSyntax(Rule):
@@ -16,9 +23,21 @@ class YamlSyntax(Rule):
     keys (YAML 1.2 requires keys to be unique, and a parser that keeps the last one
     silently drops the first); explicit tags such as ``!!python/object/apply`` (a spec
     holds only mappings, lists and scalars, so tags can only be an attack or a mistake);
-    anchors and aliases that expand to more than 20,000 nodes (the "billion laughs"
-    attack); nesting deeper than 32 levels; files over 1 MiB, binary files and text that
-    is not UTF-8 (or UTF-16 with a byte-order mark).
+    anchors and aliases that expand to more than 20,000 nodes in one document (the "billion
+    laughs" attack), or, all documents of a file together, to more than 20,000 nodes or
+    256 KiB of characters through aliases (a bomb split over many documents, or one large
+    scalar repeated into hundreds of megabytes of rendered files); more than 256 documents
+    in one file (reported once, and none of them is read); nesting deeper than 32 levels;
+    files over 1 MiB, binary files and text that is not UTF-8 (or UTF-16 with a byte-order
+    mark); file names holding a line break, a control, bidi or zero-width character, or a
+    line separator (such a file is not read: its name would reach rendered headers and
+    terminals). All files of one run share a budget too (100,000 documents, and 100,000
+    nodes or 1 MiB of characters through aliases); the file that exhausts it is reported
+    and it and the files after it are not read.
+
+    Messages quote pieces of the file only escaped, cut to a sane length and with
+    anything token-shaped masked; for a file another file refers to (an inventory, a facts
+    file) they quote nothing of it.
 
     Fix: correct the syntax at the reported line; remove the duplicate key or the tag.
 
@@ -63,14 +82,28 @@ class WrongType(Rule):
     (a duration such as 15m), ``metadata.name: Qwen_Chat`` (a DNS label), an engine
     version written as a YAML number (``0.11`` reads as a float: quote it).
 
-    Source: servespec contract v1, §1: docs/contract.md
+    Strings that name something follow that thing's grammar, so that none can read as an
+    option or as a second word where it is used: ``address`` (an IPv4/IPv6 literal or an
+    RFC 1123 host name), ``ssh_user`` (a POSIX user name), ``ssh_key`` (a path of portable
+    file name characters), ``engine.image`` (the Docker reference grammar of
+    distribution/reference), ``model.source`` (a Hugging Face repo id as huggingface_hub's
+    validate_repo_id checks it, a local path, or an Ollama name as ollama's
+    types/model/name.go parses it), environment variable names (POSIX portable names),
+    label keys (Kubernetes' ``[prefix/]name``). ``metadata.name`` may not be ``models`` or
+    ``images``, the folders of /var/lib/servespec every deployment shares. No value or key
+    may hold a line break, a control, bidi or zero-width character or a line separator,
+    and numbers must be finite and of a sane size (NaN, ``.inf`` and 400-digit integers
+    are refused here rather than failing later).
+
+    Source: servespec contract v1, §1: docs/contract.md; the grammars: RFC 1123 §2.1, POSIX.1-2017
+    §3.437, distribution/reference regexp.go, huggingface_hub validate_repo_id, ollama name.go.
     """
 
     id = "SS003"
     name = "spec.wrong-type"
     severity = Severity.ERROR
     summary = "wrong type or value outside the allowed set or range"
-    sources = (_CONTRACT,)
+    sources = (_CONTRACT, *_GRAMMARS)
     reported_by = "loader"
 
 
