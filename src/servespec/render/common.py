@@ -346,9 +346,7 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         "name": f"servespec-{deployment}",
         "entrypoint": engine.entrypoint,
         "command": engine.command,
-        "environment": dict(
-            sorted({**engine.environment, **{k: _env_text(v) for k, v in spec.engine.env.items()}}.items())
-        ),
+        "environment": _environment(target, engine),
         "secret_environment": dict(sorted(engine.secret_env.items())),
         "env_files": [f"{HOST_CONFIG_ROOT}/{deployment}/{name}" for name in engine.env_files]
         + ([f"{HOST_CONFIG_ROOT}/{deployment}/secrets.env"] if engine.secret_env else []),
@@ -383,6 +381,12 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         "files": sorted(engine.files),
     }
     return description
+
+
+def _environment(target: Target, engine: EngineContainer) -> dict[str, str]:
+    """The engine module's variables overridden by the spec's ``engine.env``, sorted by name."""
+    spec_env = {name: _env_text(value) for name, value in target.spec.engine.env.items()}
+    return dict(sorted({**engine.environment, **spec_env}.items()))
 
 
 def _env_text(value: Any) -> str:
