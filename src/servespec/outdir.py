@@ -10,6 +10,7 @@ found before anything is written, so a refusal leaves the directory as it was.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -148,14 +149,13 @@ def _write_at(fd: int, name: str, data: bytes) -> None:
     temporary = f".{name}.{secrets.token_hex(6)}.tmp"
     file = os.open(temporary, _CREATE_FLAGS, 0o666, dir_fd=fd)
     try:
-        with os.fdopen(file, "wb", closefd=False) as stream:
+        with os.fdopen(file, "wb") as stream:  # closes the descriptor
             stream.write(data)
+        os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
     except BaseException:
-        os.close(file)
-        os.unlink(temporary, dir_fd=fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=fd)
         raise
-    os.close(file)
-    os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
 
 
 def _apply(root: Path, writes: Mapping[str, bytes], removes: Iterable[str]) -> None:

@@ -281,3 +281,13 @@ def test_the_real_file_limit_stops_a_value_the_loader_would_have_refused(tmp_pat
     fleet.deployments[0].spec.engine.options["chat_template"] = "x" * (9 * 1024 * 1024)
     with pytest.raises(RenderError, match="over the 8 MiB limit per rendered file"):
         render_fleet(fleet)
+
+
+@pytest.mark.parametrize("engine", ENGINE_VERSIONS)
+@pytest.mark.parametrize("value", ["bidi\u202eeurt=EDOC_ETOMER_TSURT", "zero\u200bwidth", "sep\u2028arator"])
+def test_hidden_characters_in_values_never_reach_rendered_files(engine: str, value: str, tmp_path: Path) -> None:
+    """Through render_fleet: a value the loader would refuse (set here directly) stops the render."""
+    fleet = _hostile_fleet(tmp_path, engine)
+    fleet.deployments[0].spec.engine.env["EVIL_VAR"] = value
+    with pytest.raises(RenderError, match="U\\+"):
+        render_fleet(fleet)
