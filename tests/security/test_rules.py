@@ -371,7 +371,7 @@ def test_no_rule_message_quotes_a_token_shaped_value(tmp_path: Path) -> None:
         'engine: {name: vllm, version: "0.11.0"}\nplacement: {hosts: [one]}\n'
     )
     fleet = _fleet(tmp_path, body)
-    findings = [*fleet.findings, *check_fleet(fleet)]
+    findings = check_fleet(fleet)
     assert findings
     for finding in findings:
         assert SECRET not in finding.message + finding.hint, finding
@@ -396,3 +396,15 @@ def test_model_roots_still_allow_their_own_folders() -> None:
     roots = ["/var/lib/servespec/models", "/home/alice/models", "/srv"]
     for source in ("/var/lib/servespec/models/m.gguf", "/home/alice/models/q", "/srv/models/x.gguf"):
         assert local_source_problem(source, roots) == "", source
+
+
+def test_a_spec_that_fails_validation_is_still_scanned(tmp_path: Path) -> None:
+    body = (
+        f"metadata: {{name: broken, labels: {{ci: {SECRET}}}}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct}}\n"
+        'engine: {name: vllm, version: "0.11.0", no_such_field: 1}\nplacement: {hosts: [one]}\n'
+        "serving: {api_key: sk-prod-4f9a2c7e1b8d4f9a}\n"
+    )
+    fleet = _fleet(tmp_path, body)
+    assert not fleet.deployments
+    findings = [f for f in check_fleet(fleet) if f.rule == "SEC001"]  # loader findings included
+    assert sorted(f.line for f in findings) == [4, 8]  # the label, and the loader's api_key finding (once)

@@ -17,6 +17,7 @@ from servespec.spec.fleet import DeploymentDoc, Fleet
 from servespec.spec.source import Document
 
 _AUTHTOKEN = re.compile(r"authtoken", re.IGNORECASE)  # TGI's ngrok_authtoken: no separator before TOKEN
+_LOADER_CHECKED = {("serving", "api_key"), ("model", "hub_token")}
 _REMOTE_CODE = "trust_remote_code"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _HINT_REF = "use serving.api_key / model.hub_token with from_env/from_file"
@@ -121,20 +122,27 @@ class InlineSecret(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         seen: set[int] = set()
         for deployment in fleet.deployments:
+            seen.add(id(deployment.document))
             chosen = resolve.release(deployment)
             yield from self._document(deployment.document, chosen)
             yield from self._extra_args(deployment.document, deployment.spec.engine.extra_args, chosen)
-        for inventory in fleet.inventories:
-            facts = [host.facts_document for host in inventory.hosts.values()]
-            for document in (inventory.document, *facts):
-                if document is not None and id(document) not in seen:
-                    seen.add(id(document))
-                    yield from self._document(document, None)
+        referenced = [
+            document
+            for inventory in fleet.inventories
+            for document in (inventory.document, *(host.facts_document for host in inventory.hosts.values()))
+        ]
+        # Then every other document read (one that failed validation still leaks what it holds).
+        for document in [*referenced, *fleet.documents]:
+            if document is not None and id(document) not in seen:
+                seen.add(id(document))
+                yield from self._document(document, None, loaded=False)
 
-    def _document(self, document: Document, chosen: EngineRelease | None) -> Iterator[Finding]:
+    def _document(self, document: Document, chosen: EngineRelease | None, *, loaded: bool = True) -> Iterator[Finding]:
         for path, value, is_key in walk_scalars(document.data):
-            if path[:2] == ("engine", "extra_args"):
+            if loaded and path[:2] == ("engine", "extra_args"):
                 continue  # flag-aware below
+            if not loaded and path[:2] in _LOADER_CHECKED:
+                continue  # a literal there fails validation as SEC001 already
             if is_key:
                 if isinstance(value, str) and has_token(value):
                     yield self.report(document, "a key holds a token-shaped literal", path, at_key=True)
