@@ -91,8 +91,9 @@ class InlineSecret(Rule):
     """Secrets are never written in a spec or an inventory: API keys and hub tokens come from the environment or a file.
 
     ``serving.api_key`` and ``model.hub_token`` accept only ``{from_env: VAR}`` or
-    ``{from_file: /path}`` (reported while loading). Every other string of every spec,
-    inventory and facts document is scanned, keys included (``metadata.labels``, host ``labels``,
+    ``{from_file: /path}`` (reported while loading). Every other string of every document
+    read (specs, inventories, facts files, one that fails validation too) is scanned, keys
+    included (``metadata.labels``, host ``labels``,
     ``engine.env``, ``engine.options``, ``extra_args``, anything else): a setting named
     like a secret (``*TOKEN*``, ``*API_KEY*``, ``*SECRET*``, ``*PASSWORD*``, ``*authtoken``)
     with a literal value, or a value containing a string shaped like a known token
