@@ -145,7 +145,9 @@ def test_root_option_narrows_the_checkout(tmp_path: Path) -> None:
     assert [f["path"] for f in json.loads(narrowed.stdout)["findings"] if f["rule"] == "REF002"] == ["inventory"]
 
 
-@pytest.mark.parametrize("command", ["estimate", "render", "plan", "apply", "status", "rollback", "destroy"])
+@pytest.mark.parametrize(
+    "command", ["estimate", "render", "plan", "apply", "status", "rollback", "destroy", "discover"]
+)
 def test_every_loading_command_takes_root(command: str) -> None:
     result = run_cli(command, "--help")
     assert "--root" in result.output
@@ -430,3 +432,17 @@ def test_gpu_model_of_a_facts_file_is_not_quoted(tmp_path: Path) -> None:
     for fmt, (_, output) in _outputs(str(repo / "spec.yaml")).items():
         assert "REF003" in output, fmt
         assert CANARY not in output, fmt
+
+
+def test_directory_expansion_follows_symlinked_folders_that_stay_inside(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path)
+    (repo / "specs").mkdir()
+    (repo / "spec.yaml").rename(repo / "specs" / "spec.yaml")
+    (repo / "specs" / "spec.yaml").write_text(
+        SPEC.format(inventory="../inv.yaml", config="").replace("demo", "bad_name")
+    )
+    (repo / "alias").symlink_to(repo / "specs")
+    (repo / "loop").symlink_to(repo)  # a loop back to the root is walked once
+    result = run_cli("validate", "--format", "json", str(repo / "alias"), str(repo / "loop"))
+    findings = json.loads(result.stdout)["findings"]
+    assert [f["path"] for f in findings if f["rule"] == "SS003"] == ["metadata.name"], findings

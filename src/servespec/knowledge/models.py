@@ -334,7 +334,7 @@ def read_config(path: Path) -> ModelFacts:
     """
     from servespec.spec.paths import MAX_REFERENCED_BYTES, read_bounded
 
-    raw = read_bounded(path, MAX_REFERENCED_BYTES)
+    raw = read_bounded(path, MAX_REFERENCED_BYTES, follow=False)  # the path was resolved inside the root
     if len(raw) > MAX_REFERENCED_BYTES:
         raise ValueError(f"config.json is larger than {MAX_REFERENCED_BYTES // (1024 * 1024)} MiB")
     return facts_from_config(parse_config(raw), str(path), str(path))

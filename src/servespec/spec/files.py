@@ -37,13 +37,14 @@ def display_path(path: Path) -> str:
 def collect_files(paths: list[Path], root: Path | None = None) -> list[Path]:
     """Expand directories into their YAML files (recursively, sorted); missing paths are usage errors.
 
-    Directories are walked without following symlinked folders; a symlinked file is kept
-    (and refused when read, see :meth:`servespec.spec.fleet._Loader.read`) only when it resolves inside the root.
+    Symlinked folders are followed only when they resolve inside ``root`` (never without
+    one), each real folder once. A symlinked file is kept here and refused when read if it
+    leads out of the root (see :func:`escaping_symlink`), so that the refusal is reported.
     """
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(_yaml_files(path))
+            files.extend(sorted(_yaml_files(path, root.resolve() if root else None, set())))
         elif path.is_file():
             files.append(path)
         else:
@@ -54,15 +55,22 @@ def collect_files(paths: list[Path], root: Path | None = None) -> list[Path]:
     return list(unique.values())
 
 
-def _yaml_files(folder: Path) -> list[Path]:
+def _yaml_files(folder: Path, root: Path | None, seen: set[Path]) -> list[Path]:
     found: list[Path] = []
+    seen.add(folder.resolve())
     for current, dirs, names in os.walk(folder, followlinks=False):
-        dirs.sort()
+        seen.add(Path(current).resolve())
+        for name in dirs:
+            linked = Path(current) / name
+            real = linked.resolve()
+            # os.walk does not descend into symlinked folders; follow those that stay inside.
+            if linked.is_symlink() and root is not None and is_inside(real, root) and real not in seen:
+                found.extend(_yaml_files(linked, root, seen))
         for name in names:
             candidate = Path(current) / name
             if candidate.suffix in YAML_SUFFIXES and (candidate.is_symlink() or candidate.is_file()):
                 found.append(candidate)
-    return sorted(found)
+    return found
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,7 @@ def named_files(paths: list[Path], root: Path | None) -> list[Named]:
     out: dict[Path, Named] = {}
     for path in paths:
         base = root.resolve() if root is not None else default_root(path)
-        for file in collect_files([path]):
+        for file in collect_files([path], base):
             out.setdefault(file.resolve(), Named(file, base, path.is_dir()))
     return list(out.values())
 

@@ -76,14 +76,17 @@ def resolve_inside(reference: str, base: Path, root: Path) -> Path:
     return target
 
 
-def read_bounded(path: Path, limit: int = MAX_REFERENCED_BYTES) -> bytes:
+def read_bounded(path: Path, limit: int = MAX_REFERENCED_BYTES, *, follow: bool = True) -> bytes:
     """At most ``limit + 1`` bytes of the regular file ``path`` (callers compare with ``limit``).
 
     Opened non-blocking so that a FIFO cannot hang the run, then checked to be a regular
-    file before reading. ``OSError`` escapes for unreadable paths; :class:`PathRefusedError`
-    for anything that is not a regular file.
+    file before reading. ``follow=False`` (for paths :func:`resolve_inside` returned, which
+    hold no symlink) refuses a symlink put in their place since. ``OSError`` escapes for
+    unreadable paths; :class:`PathRefusedError` for anything that is not a regular file.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     descriptor = os.open(path, flags)
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):

@@ -307,7 +307,7 @@ def load_file(
     Only regular files are read, and at most ``MAX_FILE_BYTES`` of them (:class:`PathRefusedError`
     escapes for a FIFO or a device, which would block or never end).
     """
-    raw = read_bounded(path, MAX_FILE_BYTES)
+    raw = read_bounded(path, MAX_FILE_BYTES, follow=not referenced)
     if len(raw) > MAX_FILE_BYTES:
         message = f"file is larger than {MAX_FILE_BYTES // 1024} KiB; servespec files are small"
         return [], [_syntax_finding(file, message, Position(1, 1), "split it, or check that this is a spec")]
