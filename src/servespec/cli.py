@@ -85,7 +85,9 @@ def _exit_on_error(err: Exception) -> None:
     from servespec.text import printable
 
     if _is_refusal(err):
-        click.echo(f"error: {printable(str(err))}", err=True)
+        # One printed line per line of the message (a list of refused files), each escaped.
+        for line in f"error: {err}".split("\n"):
+            click.echo(printable(line), err=True)
         sys.exit(EXIT_FINDINGS)
     # Not a usage error: the input was accepted and servespec itself failed.
     click.echo(

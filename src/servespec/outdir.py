@@ -232,8 +232,8 @@ def write_files(
     found = survey(root, files)
     reasons = [*refused, *problems(root, files, found, owns)]
     if reasons:
-        more = f"\n(and {len(reasons) - 20} more)" if len(reasons) > 20 else ""
-        raise OutputError("nothing was written:\n" + "\n".join(reasons[:20]) + more)
+        more = f"\n  (and {len(reasons) - 20} more)" if len(reasons) > 20 else ""
+        raise OutputError("nothing was written:" + "".join(f"\n  - {reason}" for reason in reasons[:20]) + more)
     fd = _open_dir(root, (), create=True)  # the root itself, even when every file is already right
     if fd is not None:
         os.close(fd)

@@ -368,3 +368,18 @@ def test_discover_prints_what_a_host_reported_escaped(in_tmp: Path, monkeypatch:
     result = run_cli("discover", "-i", "inv.yaml")
     assert "gpu-01: not collected" in result.output and "wrote facts/gpu-02.json" in result.output
     _assert_inert(result.output.rstrip("\n"))
+
+
+def test_render_command_lists_each_refusal_on_its_own_line(in_tmp: Path) -> None:
+    shutil.copytree(EXAMPLES, "specs")
+    assert run_cli("render", "specs", "-o", "out").exit_code == 0
+    Path("victim").write_text("precious\n")
+    for name in ("out/llama-chat/README.md", "out/qwen-tgi/README.md"):
+        Path(name).unlink()
+        Path(name).symlink_to(in_tmp / "victim")
+    result = run_cli("render", "specs", "-o", "out")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    lines = result.output.rstrip("\n").split("\n")
+    assert lines[0] == "error: nothing was written:" and len(lines) == 3, lines
+    assert all(line.startswith("  - out/") and "symbolic link" in line for line in lines[1:]), lines
+    assert Path("victim").read_text() == "precious\n"
