@@ -89,3 +89,24 @@ def test_bytes_cut_from_valid_spec_never_raise(tmp_path_factory: pytest.TempPath
     path = tmp_path_factory.mktemp("bytes") / "x.yaml"
     path.write_bytes(base[:cut] + noise + base[cut:])
     load_file(path, "x.yaml")
+
+
+def _alias_text(width: int, depth: int, scalar: int) -> str:
+    lines = ["a: &a [" + ",".join(["x" * scalar] * width) + "]"]
+    for index in range(depth):
+        lines.append(f"n{index}: &n{index} [" + ",".join([f"*{'a' if index == 0 else f'n{index - 1}'}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 5), st.integers(1, 2000), st.integers(1, 60))
+def test_aliases_never_expand_past_the_file_budget(width: int, depth: int, scalar: int, documents: int) -> None:
+    """Whatever the shape of the aliases and however many documents share them, one file stays in budget."""
+    from servespec.spec.source import MAX_ALIASED_CHARS, MAX_ALIASED_NODES, Usage
+
+    usage = Usage()
+    text = "---\n".join([_alias_text(width, depth, scalar)] * documents)
+    load_text(text, "x.yaml", Path("x.yaml"), usage)
+    # The walk stops at the first node over the budget, so it is overshot by one node at most.
+    assert usage.aliased_nodes <= MAX_ALIASED_NODES + 1
+    assert usage.aliased_chars <= MAX_ALIASED_CHARS + scalar
