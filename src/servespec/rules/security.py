@@ -82,7 +82,7 @@ def _setting_name(path: tuple[str | int, ...], chosen: EngineRelease | None) -> 
     names = [part for part in path if isinstance(part, str)]
     if not names:
         return ""
-    if path[:2] == ("engine", "options") and len(path) >= 3:
+    if path[:2] == ("engine", "options") and len(path) == 3:
         return canonical_option(str(path[2]), chosen)
     return names[-1]
 
