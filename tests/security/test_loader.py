@@ -375,6 +375,8 @@ engine: {{name: vllm, version: "0.11.0"}}
         ),
         ('version: "0.11.0"}', 'version: "0.11.0", options: {"a\\u200bb": 1}}', "engine.options"),
         ("max_model_len: 4096", "max_model_len: 4096, architecture: {layers: 1e400}", "model.architecture.layers"),
+        ('version: "0.11.0"}', 'version: "0.11.0"}\nserving: {bind: -oX}', "serving.bind"),
+        ('version: "0.11.0"}', "version: \"0.11.0\"}\nserving: {bind: '0.0.0.0 --trust-remote-code'}", "serving.bind"),
         ("{name: demo}", "{name: models}", "metadata.name"),
         ("{name: demo}", "{name: images}", "metadata.name"),
         ("{name: demo}", '{name: demo, labels: {team: "\\u202e"}}', "metadata.labels"),

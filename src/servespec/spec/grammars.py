@@ -129,7 +129,7 @@ def _string(description: str, pattern: str | None = None) -> WithJsonSchema:
 Address = Annotated[
     str,
     _check("address", "expected an IPv4 or IPv6 address or an RFC 1123 host name", is_address),
-    _string("Address Ansible connects to: an IP address or a host name (RFC 1123)"),
+    _string("An IPv4 or IPv6 address, or a host name (RFC 1123)"),
 ]
 UserName = Annotated[
     str,

@@ -267,7 +267,7 @@ class Placement(_Model):
 
 class Serving(_Model):
     port: Port = 8000
-    bind: NonEmpty = "127.0.0.1"
+    bind: Address = Field(default="127.0.0.1", description="Address the engine listens on (an IP address)")
     api_key: SecretRef | None = None
 
 
