@@ -14,6 +14,9 @@ from servespec.findings import Finding
 from servespec.spec.source import Document, KeyPath, dotted, quote_value
 from servespec.text import printable
 
+MAX_MESSAGE = 200
+"""Longest pydantic message shown; longer ones are cut (they can hold a whole value)."""
+
 RULE_BY_ERROR_TYPE = {
     "extra_forbidden": "SS002",
     "missing": "SS004",
@@ -79,6 +82,8 @@ def _value_message(model: type[BaseModel], path: KeyPath, detail: ErrorDetails, 
     location says where the value is, and the file's contents stay out of CI logs.
     """
     message = printable(redact.scrub(detail["msg"]))
+    if len(message) > MAX_MESSAGE:  # custom messages may carry the value (a duration's, say)
+        message = message[: MAX_MESSAGE - 3] + "..."
     value = detail.get("input")
     name = str(path[-1]) if path else ""
     shown = quote_value(value, name) if quote else "the value"

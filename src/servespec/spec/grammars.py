@@ -80,6 +80,9 @@ MAX_INT = 2**53
 """Largest integer any count, size or option value may be: every number stays exact as a JSON
 number and as a float, so no later arithmetic overflows (issue 9: huge numbers crashed rendering)."""
 
+_DURATION = re.compile(r"^(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$")
+MAX_DURATION_S = 30 * 24 * 3600
+
 RESERVED_DEPLOYMENT_NAMES = ("models", "images")
 """Folders of /var/lib/servespec that every deployment shares (the model cache of
 render/common.MODEL_CACHE and the image archives of the role's tasks/image.yml): a
@@ -206,3 +209,39 @@ def check_numbers(value: Any) -> None:
         raise PydanticCustomError("number", "number must be finite and at most 1e15 in size")
     elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
         raise PydanticCustomError("number", "integer must be at most 2**53 in size")
+
+
+def duration_seconds(text: str) -> int:
+    """Seconds in a duration such as ``15m``, ``1h30m`` or ``90s``."""
+    match = _DURATION.match(text)
+    if not match or not text:
+        raise ValueError(f"not a duration: {text!r}")
+    hours, minutes, seconds = (int(group or 0) for group in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def _check_duration(value: str) -> str:
+    try:
+        seconds = duration_seconds(value)
+    except ValueError:
+        raise PydanticCustomError(
+            "duration", "expected a duration like '15m', '1h30m' or '90s', got '{value}'", {"value": value}
+        ) from None
+    if seconds <= 0:
+        raise PydanticCustomError("duration", "duration must be longer than 0s")
+    if seconds > MAX_DURATION_S:
+        raise PydanticCustomError("duration", "duration must be at most 30 days")
+    return value
+
+
+Duration = Annotated[
+    str,
+    AfterValidator(_check_duration),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": r"^(\d+h)?(\d+m)?(\d+s)?$",
+            "description": "Duration: hours, minutes, seconds, e.g. 15m, 1h30m, 90s",
+        }
+    ),
+]

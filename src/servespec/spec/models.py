@@ -7,7 +7,6 @@ its own id, hint and source.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -18,7 +17,6 @@ from pydantic import (
     StringConstraints,
     ValidationError,
     ValidatorFunctionWrapHandler,
-    WithJsonSchema,
     WrapValidator,
     field_validator,
     model_validator,
@@ -28,6 +26,7 @@ from pydantic_core import PydanticCustomError
 from servespec.spec.grammars import (
     MAX_INT,
     Address,
+    Duration,
     ImageReference,
     KeyPath,
     Labels,
@@ -36,6 +35,7 @@ from servespec.spec.grammars import (
     check_numbers,
     not_reserved,
 )
+from servespec.spec.grammars import duration_seconds as duration_seconds  # re-exported: rules and render use it
 from servespec.text import UNSAFE
 
 API_VERSION = "servespec/v1"
@@ -67,9 +67,6 @@ Scalar = str | BoundedInt | FiniteFloat | bool
 DEFAULT_MODEL_ROOTS = ("/var/lib/servespec/models", "/srv", "/data", "/models", "/mnt", "/opt/models")
 """Where local model weights usually live on GPU hosts; never system folders (/, /etc, /var/run, /proc)."""
 
-_DURATION = re.compile(r"^(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$")
-MAX_DURATION_S = 30 * 24 * 3600
-
 
 def _one_message(kind: str, message: str) -> WrapValidator:
     """Replace a union's per-member errors with one readable error."""
@@ -81,42 +78,6 @@ def _one_message(kind: str, message: str) -> WrapValidator:
             raise PydanticCustomError(kind, message) from None
 
     return WrapValidator(validate)
-
-
-def duration_seconds(text: str) -> int:
-    """Seconds in a duration such as ``15m``, ``1h30m`` or ``90s``."""
-    match = _DURATION.match(text)
-    if not match or not text:
-        raise ValueError(f"not a duration: {text!r}")
-    hours, minutes, seconds = (int(group or 0) for group in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
-
-
-def _check_duration(value: str) -> str:
-    try:
-        seconds = duration_seconds(value)
-    except ValueError:
-        raise PydanticCustomError(
-            "duration", "expected a duration like '15m', '1h30m' or '90s', got '{value}'", {"value": value}
-        ) from None
-    if seconds <= 0:
-        raise PydanticCustomError("duration", "duration must be longer than 0s")
-    if seconds > MAX_DURATION_S:
-        raise PydanticCustomError("duration", "duration must be at most 30 days")
-    return value
-
-
-Duration = Annotated[
-    str,
-    AfterValidator(_check_duration),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "pattern": r"^(\d+h)?(\d+m)?(\d+s)?$",
-            "description": "Duration: hours, minutes, seconds, e.g. 15m, 1h30m, 90s",
-        }
-    ),
-]
 
 
 def _reject_control_characters(value: Any) -> None:
