@@ -457,3 +457,12 @@ def test_values_inside_pydantic_messages_are_cut_and_scrubbed(tmp_path: Path) ->
     (tmp_path / "inv.yaml").write_text(INVENTORY.format(facts="facts.json"))
     output = run_cli("validate", str(spec)).output
     assert "SS003" in output and token not in output and "x" * 200 not in output
+
+
+def test_resolve_inside_refuses_unusable_paths(tmp_path: Path) -> None:
+    from servespec.spec.paths import PathRefusedError, resolve_inside
+
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for reference in ("a\x00b", "loop", "/etc/passwd", "~/x", "../x"):
+        with pytest.raises(PathRefusedError):
+            resolve_inside(reference, tmp_path, tmp_path)

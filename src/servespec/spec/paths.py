@@ -64,7 +64,10 @@ def resolve_inside(reference: str, base: Path, root: Path) -> Path:
     if Path(reference).is_absolute() or reference.startswith("~"):
         raise PathRefusedError("is an absolute path; name it relative to the file that refers to it")
     real_root = root.resolve()
-    target = Path(os.path.realpath(base.resolve() / reference))
+    try:
+        target = Path(os.path.realpath(base.resolve() / reference))
+    except (ValueError, OSError):  # an embedded NUL, a symlink loop
+        raise PathRefusedError("is not a usable path") from None
     if not is_inside(target, real_root):
         raise PathRefusedError("resolves outside the root directory (through '..' or a symlink)")
     try:
