@@ -453,7 +453,9 @@ def test_directory_expansion_follows_symlinked_folders_that_stay_inside(tmp_path
 def test_values_inside_pydantic_messages_are_cut_and_scrubbed(tmp_path: Path) -> None:
     token = "hf_" + "Zz9" * 12
     spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC.format(inventory="inv.yaml", config="") + f"rollout: {{health_timeout: '{token}-{'x' * 3000}'}}\n")
+    spec.write_text(
+        SPEC.format(inventory="inv.yaml", config="") + f"rollout: {{health_timeout: '{token}-{'x' * 3000}'}}\n"
+    )
     (tmp_path / "inv.yaml").write_text(INVENTORY.format(facts="facts.json"))
     output = run_cli("validate", str(spec)).output
     assert "SS003" in output and token not in output and "x" * 200 not in output
