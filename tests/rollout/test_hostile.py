@@ -31,13 +31,13 @@ NAME = "hostile"
 
 
 def payload(field: str) -> str:
-    """``{{ }}`` payload for ``field``; '/' is spelled %c so the payload can sit in a file name."""
-    return "{{ lookup('pipe', 'touch %ctmp%cpwned-" + field + "' % (47, 47)) }}"
+    """``{{ }}`` payload for ``field``; it reaches /tmp without a '/' so that it can sit in a file name."""
+    return "{{ lookup('pipe', 'cd; cd ..; cd tmp; touch pwned-" + field + "') }}"
 
 
 def block(field: str) -> str:
     """The ``{% %}`` statement form of :func:`payload`."""
-    return "{% set x = lookup('pipe', 'touch %ctmp%cpwned-" + field + "' % (47, 47)) %}x"
+    return "{% set x = lookup('pipe', 'cd; cd ..; cd tmp; touch pwned-" + field + "') %}x"
 
 
 def markers(host: RemoteHost) -> list[str]:
@@ -148,7 +148,7 @@ def test_no_payload_runs_anywhere(setup: Any, tmp_path: Path) -> None:
     container = json.loads(host.sh(f"cat /etc/servespec/{NAME}/.servespec/container.json"))
     assert container["image"] == "standin/" + payload("image")  # the value arrived as written
     assert rollout.status(fleet)[0].healthy
-    # The lock of a dead run of this controller whose id is a payload is not broken (nor evaluated).
+    # The lock of a dead run of this controller whose id is a payload: the report is refused, the lock kept.
     hostile_lock = {"controller": socket.gethostname(), "pid": 2**22 + 4321, "run_id": payload("lock-run-id")}
     put_file(host, f"/var/lib/servespec/{NAME}/lock/holder.json", json.dumps(hostile_lock))
     doc = fleet.deployments[0]
@@ -156,9 +156,9 @@ def test_no_payload_runs_anywhere(setup: Any, tmp_path: Path) -> None:
         update={"engine": doc.spec.engine.model_copy(update={"env": {"PAYLOAD": block("env-2")}})}
     )
     _, outcomes = rollout.apply(fleet, rollout.ApplyOptions(standin_image="servespec-standin:latest"), tmp_path)
-    assert [o.result for o in outcomes] == ["rolled back"] and "locked by another apply" in outcomes[0].error
-    assert rollout.status(fleet)[0].revision == 1
+    assert [o.result for o in outcomes] == ["failed"] and outcomes[0].error.startswith("lock holder.json"), outcomes
     host.sh(f"rm -rf /var/lib/servespec/{NAME}/lock")
+    assert rollout.status(fleet)[0].revision == 1  # the host was left as it was
 
     # discover through the same hostile inventory (its key path is a payload).
     failed = rollout.discover(fleet.inventories[0], tmp_path / "facts")

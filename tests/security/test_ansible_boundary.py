@@ -106,6 +106,9 @@ def test_inventory_refuses_an_address_that_ssh_would_read_as_an_option() -> None
         inventory_for({"h": (view("h", {"ssh_user": "-oProxyCommand=x"}), {})})
     with pytest.raises(RolloutError, match="ssh_user"):
         inventory_for({"h": (view("h", {}, {"ssh_user": "{{ lookup('pipe', 'id') }}"}), {})})
+    for key in ("/k/%h", "/k/${HOME}", '/k/a"b', "/k/a\nb"):
+        with pytest.raises(RolloutError, match="ssh_key"):
+            inventory_for({"h": (view("h", {}, {"ssh_key": key}), {})})
     with pytest.raises(RolloutError, match="host name"):
         inventory_for({"{{ x }}": (view("{{ x }}", {}), {})})
 

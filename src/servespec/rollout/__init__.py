@@ -122,8 +122,12 @@ def _host_vars(host: HostView) -> dict[str, Any]:
     if user:
         out["ansible_user"] = _connection_value(host.name, "ssh_user", user, USER)
     if defaults.ssh_key:
-        if unsafe_character(defaults.ssh_key):
-            raise RolloutError(f"host {host.name}: defaults.ssh_key holds a control character; fix the inventory")
+        # ssh expands %-tokens and ${VAR} in IdentityFile, and Ansible quotes it with '"'.
+        if unsafe_character(defaults.ssh_key) or any(char in defaults.ssh_key for char in '%$"'):
+            raise RolloutError(
+                f'host {host.name}: defaults.ssh_key holds a control character or one of % $ " '
+                "(ssh would expand or split it); rename the key file"
+            )
         out["ansible_ssh_private_key_file"] = str(Path(defaults.ssh_key).expanduser())
     return out
 
