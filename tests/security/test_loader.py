@@ -468,3 +468,12 @@ def test_resolve_inside_refuses_unusable_paths(tmp_path: Path) -> None:
     for reference in ("a\x00b", "loop", "/etc/passwd", "~/x", "../x"):
         with pytest.raises(PathRefusedError):
             resolve_inside(reference, tmp_path, tmp_path)
+
+
+def test_directory_expansion_skips_dangling_links_and_fifos_inside(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path)
+    (repo / "gone.yaml").symlink_to(repo / "absent.yaml")
+    os.mkfifo(repo / "pipe.yaml")
+    (repo / "to-pipe.yaml").symlink_to(repo / "pipe.yaml")
+    result = run_cli("validate", "--format", "json", str(repo))
+    assert result.exit_code == 0, result.output

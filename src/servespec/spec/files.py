@@ -68,9 +68,14 @@ def _yaml_files(folder: Path, root: Path | None, seen: set[Path]) -> list[Path]:
                 found.extend(_yaml_files(linked, root, seen))
         for name in names:
             candidate = Path(current) / name
-            if candidate.suffix in YAML_SUFFIXES and (candidate.is_symlink() or candidate.is_file()):
+            if candidate.suffix in YAML_SUFFIXES and (candidate.is_file() or _leads_out(candidate, root)):
                 found.append(candidate)
     return found
+
+
+def _leads_out(candidate: Path, root: Path | None) -> bool:
+    # Kept so that reading it reports the escape; a dangling link or a FIFO inside is skipped, as before.
+    return candidate.is_symlink() and root is not None and not is_inside(Path(os.path.realpath(candidate)), root)
 
 
 @dataclass(frozen=True)
