@@ -240,7 +240,8 @@ class _Loader:
                 spec = self.validate(document)
                 return self.register(document, spec) if isinstance(spec, Inventory) else None
         if referrer is not None and documents:
-            self.fleet.findings.append(referrer.finding("REF002", f"{str(path)!r} holds no Inventory document", key))
+            message = f"{quote_value(str(path), limit=200)} holds no Inventory document"
+            self.fleet.findings.append(referrer.finding("REF002", message, key))
         return None
 
     def register(self, document: Document, spec: Inventory) -> InventoryDoc:
