@@ -76,3 +76,17 @@ def test_small_aliases_are_fine() -> None:
     documents, findings = load("a: &x {p: 1}\nb: *x\n")
     assert findings == []
     assert documents[0].data == {"a": {"p": 1}, "b": {"p": 1}}
+
+
+def test_syntax_findings_of_a_referenced_file_quote_nothing_of_it() -> None:
+    for text in ("a: *CANARYalias\n", "a: !CANARYtag x\n", "CANARYkey: 1\nCANARYkey: 2\n"):
+        _, findings = load_text(text, "f.yaml", Path("f.yaml"), referenced=True)
+        assert [f.rule for f in findings] == ["SS001"], text
+        assert "CANARY" not in findings[0].message
+
+
+def test_syntax_findings_escape_and_mask_what_they_quote() -> None:
+    token = "hf_" + "Q1w" * 10
+    for text, hidden in ((f"{token}: 1\n{token}: 2\n", token), ('"a\\u202eb": 1\n"a\\u202eb": 2\n', "\u202e")):
+        _, findings = load_text(text, "f.yaml", Path("f.yaml"))
+        assert findings and hidden not in findings[0].message
