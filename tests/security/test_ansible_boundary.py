@@ -136,13 +136,14 @@ def test_extravars_reach_ansible_unsafe_and_intact(tmp_path: Path) -> None:
         "servespec_run": {"run_id": payload(tmp_path / "pwned-run")},
         "servespec_labels": {"team": "{# comment #}{{ 7 * 7 }}"},
         "servespec_odd": "tab\there \u202e bidi \U0001f600",
+        "servespec_empty": "",
     }
     playbook = tmp_path / "show.yml"
     playbook.write_text(
         "- hosts: servespec_targets\n  gather_facts: false\n  tasks:\n"
         "    - name: Show\n      ansible.builtin.debug:\n"
         "        msg: '{{ [servespec_image, servespec_model_paths, servespec_run, servespec_labels,"
-        " servespec_odd] }}'\n"
+        " servespec_odd, servespec_empty | length] }}'\n"
     )
     local = view("local", {"connection": "local"})
     result = run_playbook(str(playbook), inventory_for({"local": (local, {})}), values)
@@ -151,6 +152,7 @@ def test_extravars_reach_ansible_unsafe_and_intact(tmp_path: Path) -> None:
     assert shown == [values[k] for k in ("servespec_image", "servespec_model_paths", "servespec_run")] + [
         values["servespec_labels"],
         values["servespec_odd"],
+        0,  # an empty string stays a string (Ansible reads an empty !unsafe scalar as None)
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["show.yml"]
 

@@ -52,7 +52,8 @@ def _scalar(value: Any) -> str:
     if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
         return repr(value)
     if isinstance(value, str):
-        return "!unsafe " + _quoted(value)
+        # Ansible loads `!unsafe ""` as None; an empty string holds no template anyway.
+        return "!unsafe " + _quoted(value) if value else '""'
     raise UnsafeInputError(f"cannot pass a {type(value).__name__} to Ansible")
 
 
