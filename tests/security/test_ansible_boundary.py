@@ -400,3 +400,22 @@ def test_model_paths_must_resolve_inside_the_model_roots(tmp_path: Path, common:
     assert "outside" in common.model_path_problem(str(root / ".." / "x"), roots)
     assert "outside" in common.model_path_problem("/etc", roots)
     assert "does not exist" in common.model_path_problem(str(root / "missing"), roots)
+
+
+def test_secrets_dir_comes_from_the_option_else_the_inventory(tmp_path: Path) -> None:
+    from servespec.spec.fleet import load_fleet
+
+    (tmp_path / "inv").mkdir()
+    (tmp_path / "inv" / "inventory.yaml").write_text(
+        "apiVersion: servespec/v1\nkind: Inventory\ndefaults: {secrets_dir: keys}\n"
+        "hosts:\n  h1:\n    address: 127.0.0.1\n    hardware: {gpus: {count: 0}, cpus: 2, memory_gib: 8}\n"
+    )
+    (tmp_path / "spec.yaml").write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: demo}\ninventory: inv/inventory.yaml\n"
+        "model: {source: /srv/models/demo.gguf, quantization: gguf, max_model_len: 256}\n"
+        "engine: {name: llama.cpp, version: b11434}\nplacement: {hosts: [h1]}\nserving: {port: 8080}\n"
+    )
+    deployment = load_fleet([tmp_path / "spec.yaml"]).deployments[0]
+    assert rollout.secrets_dir(deployment, rollout.ApplyOptions()) == (tmp_path / "inv" / "keys").resolve()
+    chosen = tmp_path / "elsewhere"
+    assert rollout.secrets_dir(deployment, rollout.ApplyOptions(secrets_dir=chosen)) == chosen
