@@ -15,7 +15,7 @@ options:
   number: {description: Revision whose container.json to check, required: true, type: int}
   model_paths: {description: Host paths the model needs, type: list, elements: str, default: []}
   model_roots:
-    description: Host folders a model path must resolve inside (symlinks followed), the inventory's defaults.model_roots.
+    description: Host folders a model path must resolve inside (symlinks followed); the inventory's model_roots.
     type: list
     elements: str
     default: [/var/lib/servespec/models, /srv, /data, /models, /mnt, /opt/models]
