@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from servespec.knowledge.datafile import load_yaml_data
+from servespec.spec.grammars import oversized_number
 from servespec.spec.models import Architecture
 
 TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/src/transformers/models"
@@ -300,23 +301,12 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"config.json holds {name}, which is not a number a config can mean")
 
 
-def _check_numbers(value: Any) -> None:
-    """Refuse numbers no real config holds (they overflow the arithmetic that follows)."""
-    if isinstance(value, dict):
-        for item in value.values():
-            _check_numbers(item)
-    elif isinstance(value, list):
-        for item in value:
-            _check_numbers(item)
-    elif isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > MAX_CONFIG_NUMBER:
-        raise ValueError("config.json holds a number too large to be a model setting")
-
-
 def parse_config(raw: bytes) -> dict[str, Any]:
     """A config.json's object; raises ValueError (never quoting the file) when it is not a sane one."""
     try:
         config = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
-        _check_numbers(config)
+        if oversized_number(config, max_int=MAX_CONFIG_NUMBER, max_float=MAX_CONFIG_NUMBER) is not None:
+            raise ValueError("config.json holds a number too large to be a model setting")
     except RecursionError:
         raise ValueError("config.json is nested too deeply") from None
     except UnicodeDecodeError:

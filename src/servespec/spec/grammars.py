@@ -197,17 +197,33 @@ def not_reserved(name: str) -> str:
     return name
 
 
-def check_numbers(value: Any) -> None:
-    """Refuse NaN, infinities and numbers beyond MAX_INT anywhere inside a free-form value."""
+MAX_FLOAT = 1e15
+"""Largest magnitude a float may have anywhere (no real setting comes near; NaN and infinities never)."""
+
+
+def oversized_number(value: Any, *, max_int: float = MAX_INT, max_float: float = MAX_FLOAT) -> int | float | None:
+    """The first number inside ``value`` (dicts and lists walked) that is NaN, infinite or too large, else None."""
     if isinstance(value, dict):
-        for item in value.values():
-            check_numbers(item)
-    elif isinstance(value, list):
+        value = list(value.values())
+    if isinstance(value, list):
         for item in value:
-            check_numbers(item)
-    elif isinstance(value, float) and not abs(value) <= 1e15:  # NaN fails every comparison
+            found = oversized_number(item, max_int=max_int, max_float=max_float)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, float) and not abs(value) <= max_float:  # NaN fails every comparison
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > max_int:
+        return value
+    return None
+
+
+def check_numbers(value: Any) -> None:
+    """Refuse NaN, infinities and numbers beyond MAX_INT / MAX_FLOAT anywhere inside a free-form value."""
+    found = oversized_number(value)
+    if isinstance(found, float):
         raise PydanticCustomError("number", "number must be finite and at most 1e15 in size")
-    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+    if found is not None:
         raise PydanticCustomError("number", "integer must be at most 2**53 in size")
 
 
