@@ -373,6 +373,68 @@ def test_base_url_brackets_ipv6_literals(common: ModuleType) -> None:
     assert common.base_url(spec("::")) == "http://127.0.0.1:8000"
 
 
+def test_base_url_probes_where_a_host_network_engine_listens(common: ModuleType) -> None:
+    """B1: multi-node members publish no port (``ports: []``); the probe uses healthcheck.host."""
+
+    def spec(host: str | None) -> dict[str, Any]:
+        health: dict[str, Any] = {"port": 8000, **({"host": host} if host is not None else {})}
+        return {"ports": [], "healthcheck": health}
+
+    assert common.base_url(spec("10.0.0.5")) == "http://10.0.0.5:8000"
+    assert common.base_url(spec("2001:db8::10")) == "http://[2001:db8::10]:8000"
+    assert common.base_url(spec("::1")) == "http://[::1]:8000"
+    assert common.base_url(spec("gpu-a.example")) == "http://gpu-a.example:8000"
+    for wildcard in ("0.0.0.0", "::", "0:0::0", "", None):
+        assert common.base_url(spec(wildcard)) == "http://127.0.0.1:8000", wildcard
+    # A published port still wins (bridge network).
+    bridge = {"ports": [{"host_ip": "10.0.0.7"}], "healthcheck": {"port": 8000, "host": "10.0.0.5"}}
+    assert common.base_url(bridge) == "http://10.0.0.7:8000"
+
+
+RENDER_INVENTORY = """apiVersion: servespec/v1
+kind: Inventory
+hosts:
+  a: {address: 10.2.0.1, hardware: {gpus: {model: NVIDIA H100 80GB HBM3, count: 8}, interconnect: nvswitch}}
+  b: {address: 10.2.0.2, hardware: {gpus: {model: NVIDIA H100 80GB HBM3, count: 8}, interconnect: nvswitch}}
+  one: {address: 10.2.0.3, hardware: {gpus: {model: NVIDIA L4, count: 1}}}
+"""
+
+
+def _health(tmp_path: Path, hosts: str, serving: str) -> dict[str, dict[str, Any]]:
+    """The rendered healthcheck entry of every host of one deployment."""
+    from servespec.render import render_fleet
+    from servespec.spec.fleet import load_fleet
+
+    (tmp_path / "inventory.yaml").write_text(RENDER_INVENTORY)
+    group = ", hosts_per_replica: 2" if "," in hosts else ""
+    (tmp_path / "spec.yaml").write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\ninventory: inventory.yaml\nmetadata: {name: big}\n"
+        "model: {source: meta-llama/Llama-3.1-8B-Instruct, revision: 0123456789abcdef0123456789abcdef01234567, "
+        "max_model_len: 8192}\n"
+        f'engine: {{name: vllm, version: "0.11.0"}}\nplacement: {{hosts: [{hosts}]{group}}}\n{serving}'
+    )
+    rendered = render_fleet(load_fleet([tmp_path / "spec.yaml"]))
+    return {host: container["healthcheck"] for (_, host), container in rendered.containers.items()}
+
+
+@pytest.mark.parametrize(
+    ("hosts", "serving", "expected"),
+    [
+        ("a, b", "serving: {bind: 10.0.0.5}\n", "10.0.0.5"),
+        ("a, b", 'serving: {bind: "2001:db8::10"}\n', "2001:db8::10"),
+        ("a, b", 'serving: {bind: "::1"}\n', "::1"),
+        ("a, b", "", None),  # the default bind: 127.0.0.1 already reaches it, so nothing changes
+        ("a, b", "serving: {bind: 0.0.0.0}\n", None),
+        ("one", "serving: {bind: 10.0.0.5}\n", None),  # bridge network: the probe reads ports
+    ],
+)
+def test_the_description_names_the_probe_address_of_a_host_network_engine(
+    tmp_path: Path, hosts: str, serving: str, expected: str | None
+) -> None:
+    for health in _health(tmp_path, hosts, serving).values():
+        assert health.get("host") == expected
+
+
 # 10. Host-side names and model roots --------------------------------------------------------------
 
 

@@ -369,6 +369,7 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
             "interval_s": 10,
             "timeout_s": 5,
             "start_period_s": resolve_timeout(target),
+            **health_host(target),
         },
         "smoke_test": bool(spec.rollout.smoke_test) and target.role == "leader",
         "restart_policy": "unless-stopped",
@@ -381,6 +382,30 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         "files": sorted(engine.files),
     }
     return description
+
+
+DEFAULT_PROBE_REACHES = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::"))
+"""Listen addresses the role's probe reaches without being told: it probes 127.0.0.1 by default
+(module_utils ``base_url``), and the wildcards are reachable on loopback."""
+
+
+def health_host(target: Target) -> dict[str, str]:
+    """``{"host": ADDRESS}`` for a host-network engine the role's probe cannot reach on 127.0.0.1, else ``{}``.
+
+    A bridge-network container publishes its port on ``serving.bind`` (the role reads the
+    address from ``ports``). A multi-node member runs on the host's network with
+    ``ports: []`` and listens on ``serving.bind`` itself (:func:`engine_host`), so the
+    address is named here. It is left out where 127.0.0.1 reaches the engine (the default
+    bind and the wildcards), so those descriptions stay as they were.
+    """
+    if not target.multi_node:
+        return {}
+    address = engine_host(target)
+    try:
+        reached = ipaddress.ip_address(address) in DEFAULT_PROBE_REACHES
+    except ValueError:  # a host name: name it
+        reached = False
+    return {} if reached else {"host": address}
 
 
 def _environment(target: Target, engine: EngineContainer) -> dict[str, str]:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -121,15 +122,32 @@ def revision_entry(state, number):
     return None
 
 
+def probe_host(address):
+    """The address that reaches a listener on ``address`` from its own host, as a URL's host part.
+
+    A wildcard (0.0.0.0, ::, or none) is reached on 127.0.0.1; an IPv6 literal is
+    bracketed (http://::1:8000 is no URL).
+    """
+    try:
+        if not address or ipaddress.ip_address(address).is_unspecified:
+            return "127.0.0.1"
+    except ValueError:  # a host name, or a literal already bracketed
+        return address
+    return f"[{address}]" if ":" in address else address
+
+
 def base_url(spec):
-    """http://HOST:PORT of a container spec's health port, as reached from its own host."""
-    host = "127.0.0.1"
+    """http://HOST:PORT of a container spec's health port, as reached from its own host.
+
+    HOST is where the engine is reachable: the address its port is published on (bridge
+    network), else the description's ``healthcheck.host`` (host network: the engine
+    listens on serving.bind itself), else 127.0.0.1.
+    """
+    host = spec["healthcheck"].get("host") or "127.0.0.1"
     for port in spec["ports"]:
         if port["host_ip"] not in ("0.0.0.0", "::", ""):
             host = port["host_ip"]
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # an IPv6 literal: http://::1:8000 is no URL
-    return f"http://{host}:{spec['healthcheck']['port']}"
+    return f"http://{probe_host(host)}:{spec['healthcheck']['port']}"
 
 
 def lock_holder(lock_dir):
