@@ -1,8 +1,9 @@
 """Write generated files into a directory without following symlinks or touching files servespec does not own.
 
 `render -o`, `schema -o`, `docs -o` and discover's facts output all write here. A checkout
-is attacker-controlled (docs/security.md), so every path is walked one component at a
-time with ``O_NOFOLLOW`` from a directory descriptor, files are written under a fresh
+is attacker-controlled (docs/security.md), so every path below the working directory is
+walked one component at a time with ``O_NOFOLLOW`` from a directory descriptor (the part
+the user chose, at or above it, is resolved: see `real_root`), files are written under a fresh
 ``O_EXCL`` temporary name and renamed into place (a rename replaces a symlink, it never
 writes through it), and the caller decides which existing files it owns. Every problem is
 found before anything is written, so a refusal leaves the directory as it was.
@@ -85,11 +86,38 @@ def _step(fd: int, part: str, *, create: bool, where: str) -> int | None:
         os.close(fd)
 
 
+def _inside(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or below it (both real, absolute paths)."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def real_root(root: Path) -> Path:
+    """``root`` with the part the user chose resolved, the part a checkout controls left to walk.
+
+    The components of the output path at or above the working directory, or for a path
+    outside it every component but the last, are the user's own choice (a symlinked /tmp
+    or /home, a CI workspace) and are resolved. The components below the working directory
+    are kept as given: `_open_dir` walks them without following symlinks, so a symlinked
+    folder in a checkout, or an output folder in it that is a symlink, is still refused.
+    """
+    cwd = os.getcwd()  # the kernel's name for it: already real
+    parts = Path(cwd, root).parts
+    for length in range(1, len(parts) + 1):
+        real = os.path.realpath(Path(*parts[:length]))
+        if _inside(real, cwd):  # at the working directory (or entered through a link outside it)
+            return Path(real, *parts[length:])
+    if len(parts) == 1:  # "/" itself
+        return Path("/")
+    return Path(os.path.realpath(Path(*parts[:-1])), parts[-1])
+
+
 def _open_dir(root: Path, parts: Iterable[str], *, create: bool) -> int | None:
-    """A descriptor of ``root/parts``, every component walked without following symlinks."""
-    fd: int | None = os.open("/" if root.is_absolute() else ".", _DIR_FLAGS)
-    walked = Path("/") if root.is_absolute() else Path()
-    for part in [*(root.parts[1:] if root.is_absolute() else root.parts), *parts]:
+    """A descriptor of ``root/parts``: the user's part of ``root`` resolved, every other component walked
+    without following symlinks (see `real_root`)."""
+    root = real_root(root)
+    fd: int | None = os.open("/", _DIR_FLAGS)
+    walked = Path("/")
+    for part in [*root.parts[1:], *parts]:
         walked /= part
         assert fd is not None
         fd = _step(fd, part, create=create, where=str(walked))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -341,8 +342,60 @@ def test_an_output_directory_that_is_a_symlink_is_refused_by_name(tmp_path: Path
     ):
         with pytest.raises(OutputError, match=r"rendered: a symbolic link or not a directory.*give the real path"):
             attempt()
-    with pytest.raises(OutputError, match="symbolic link"):
-        write_schemas(tmp_path / "rendered" / "schemas")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_symlinked_folder_above_the_checkout_is_the_users_choice(tmp_path: Path) -> None:
+    """/tmp on macOS, /home -> /var/home, a symlinked CI workspace: outside the cwd, the path is resolved."""
+    real = tmp_path / "realdir"
+    real.mkdir()
+    (tmp_path / "lnk").symlink_to(real, target_is_directory=True)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copytree(EXAMPLES, checkout / "specs")
+    old = Path.cwd()
+    os.chdir(checkout)
+    try:
+        result = run_cli("render", "specs", "-o", str(tmp_path / "lnk" / "out"))
+        assert result.exit_code == 0, result.output
+        assert (real / "out" / MANIFEST).is_file()
+        assert write_schemas(tmp_path / "lnk" / "schemas")
+        assert (real / "schemas" / "deployment.schema.json").is_file()
+    finally:
+        os.chdir(old)
+
+
+def test_a_symlink_below_the_working_directory_is_refused(tmp_path: Path) -> None:
+    """The components under the cwd are the checkout's: a symlinked folder there is refused, however named."""
+    outside, elsewhere = tmp_path / "outside", tmp_path / "elsewhere"
+    outside.mkdir()
+    elsewhere.mkdir()
+    (outside / "ws").symlink_to(tmp_path / "checkout", target_is_directory=True)
+    checkout = tmp_path / "checkout"
+    (checkout / "real").mkdir(parents=True)
+    (checkout / "lnk").symlink_to(elsewhere, target_is_directory=True)
+    (checkout / "real" / "out").symlink_to(elsewhere, target_is_directory=True)
+    old = Path.cwd()
+    os.chdir(checkout)
+    try:
+        for root in (
+            Path("lnk"),  # the output folder itself
+            Path("lnk/out"),  # a folder above it
+            Path("real/out"),
+            checkout / "lnk" / "out",  # absolute
+            outside / "ws" / "lnk" / "out",  # the cwd reached through a link the user chose
+            outside / "ws" / "real" / "out",
+        ):
+            with pytest.raises(OutputError, match="symbolic link"):
+                write(_rendered(d__h__a="a\n"), root)
+            with pytest.raises(OutputError, match="symbolic link"):
+                write_schemas(root / "schemas")
+        # Outside the cwd too, the last component (the output folder itself) must be real.
+        (outside / "last").symlink_to(elsewhere, target_is_directory=True)
+        with pytest.raises(OutputError, match="symbolic link"):
+            write(_rendered(d__h__a="a\n"), outside / "last")
+    finally:
+        os.chdir(old)
     assert list(elsewhere.iterdir()) == []
 
 
