@@ -100,7 +100,7 @@ def real_root(root: Path) -> Path:
     are kept as given: `_open_dir` walks them without following symlinks, so a symlinked
     folder in a checkout, or an output folder in it that is a symlink, is still refused.
     """
-    cwd = os.getcwd()  # the kernel's name for it: already real
+    cwd = str(Path.cwd())  # the kernel's name for it: already real
     parts = Path(cwd, root).parts
     for length in range(1, len(parts) + 1):
         real = os.path.realpath(Path(*parts[:length]))
