@@ -323,10 +323,23 @@ def test_image_archive_must_be_a_regular_file_inside_the_checkout(tmp_path: Path
     (tmp_path / "secret.tar").write_text("x")
     (checkout / "images" / "out.tar").symlink_to(tmp_path / "secret.tar")
     assert rollout.archive_path("../images/a.tar", spec_file) == (checkout / "images" / "a.tar").resolve()
-    assert rollout.archive_path(str(checkout / "images" / "a.tar"), spec_file) == (checkout / "images" / "a.tar")
-    for bad in (str(tmp_path / "secret.tar"), "../images/out.tar", "../../secret.tar", "../images", "/etc/shadow"):
+    inside = str(checkout / "images" / "a.tar")
+    # M1: absolute paths and '~' are refused even inside the checkout, as for every referenced file.
+    for bad in (inside, "~/a.tar", str(tmp_path / "secret.tar"), "../images/out.tar", "../../secret.tar", "../images"):
         with pytest.raises(RolloutError, match="image_archive"):
             rollout.archive_path(bad, spec_file)
+    with pytest.raises(RolloutError, match="image_archive"):
+        rollout.archive_path("/etc/shadow", spec_file)
+    # The document's root (--root) bounds it, as the loader's does.
+    assert rollout.archive_path("../../secret.tar", spec_file, tmp_path) == (tmp_path / "secret.tar").resolve()
+    with pytest.raises(RolloutError, match="image_archive"):
+        rollout.archive_path("a.tar", checkout / "images" / "s.yaml", checkout / "specs")
+
+
+def test_archive_path_has_one_definition_of_the_checkout() -> None:
+    from servespec.rollout import local_files
+
+    assert not hasattr(local_files, "checkout_root")  # servespec.spec.paths.default_root is the one
 
 
 # 8. Log tails are scrubbed ----------------------------------------------------------------------

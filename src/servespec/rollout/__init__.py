@@ -395,10 +395,8 @@ def apply_deployment(
 def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> dict[str, Any]:
     """The apply variables every host of the deployment shares (all strings reach Ansible unsafe)."""
     spec = deployment.spec
-    root = getattr(deployment.document, "root", None)  # the loader's --root, where it has one
-    archive = (
-        archive_path(spec.engine.image_archive, deployment.document.path, root) if spec.engine.image_archive else None
-    )
+    written, document = spec.engine.image_archive, deployment.document
+    archive = archive_path(written, document.path, document.root) if written else None
     source = str(spec.model.source)
     return {
         "servespec_deployment": deployment.name,

@@ -3,8 +3,9 @@
 A spec comes from a pull request; these are read on a controller holding the fleet's keys
 and copied to every host. So each is confined: secrets to a folder the operator names
 (the inventory's ``defaults.secrets_dir`` or ``apply --secrets-dir``), the image archive to
-the spec's checkout. Real paths are compared (a symlink out counts as outside), only
-regular files are read, reads are bounded, and messages never quote a file's content.
+the spec's root, resolved as every path a checkout names (:mod:`servespec.spec.paths`).
+Real paths are compared (a symlink out counts as outside), only regular files are read,
+reads are bounded, and messages never quote a file's content.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import stat
 from pathlib import Path
 
 from servespec.rollout.errors import RolloutError
+from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
 
 MAX_SECRET_BYTES = 64 * 1024
 """Largest secret file read (an API key or token is well under a kilobyte)."""
@@ -88,34 +90,18 @@ def secret_values(env_text: str) -> list[str]:
     return [line.partition("=")[2] for line in env_text.splitlines() if "=" in line]
 
 
-def checkout_root(spec_file: Path) -> Path:
-    """The checkout a spec file belongs to: its nearest ancestor holding ``.git``, else its own folder."""
-    folder = spec_file.resolve().parent
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return folder
-
-
 def archive_path(written: str, spec_file: Path, root: Path | None = None) -> Path:
-    """The real path of ``engine.image_archive``, which must be a regular file inside the spec's checkout.
+    """The real path of ``engine.image_archive``: a regular file inside the spec's root.
 
-    The checkout is ``root`` when the run names one, else :func:`checkout_root`. A relative
-    path is taken from the spec file's folder; symlinks are resolved before the check, so
-    one pointing out of the checkout is refused like an absolute path outside it.
+    Resolved as every path a checkout file names (:func:`servespec.spec.paths.resolve_inside`):
+    relative to the spec file's folder, inside ``root`` (the document's root, else
+    :func:`servespec.spec.paths.default_root` of the spec file). Absolute and ``~`` paths,
+    ``..`` or symlinks leading out, and anything but a regular file are refused.
     """
-    root = Path(os.path.realpath(root)) if root is not None else checkout_root(spec_file)
-    path = Path(written).expanduser()
-    real = Path(os.path.realpath(path if path.is_absolute() else spec_file.parent / path))
-    if not real.is_relative_to(root):
-        raise RolloutError(
-            f"engine.image_archive {written!r} is outside the checkout {root} (symlinks out count as outside); "
-            "put the archive inside the checkout"
-        )
     try:
-        regular = stat.S_ISREG(real.stat().st_mode)
-    except OSError:
-        regular = False
-    if not regular:
-        raise RolloutError(f"engine.image_archive {written!r} is not a regular file on this controller")
-    return real
+        return resolve_inside(written, spec_file.parent, root or default_root(spec_file))
+    except PathRefusedError as refused:
+        raise RolloutError(
+            f"engine.image_archive {written!r} {refused.reason}; put the archive inside the checkout"
+            " (or pass --root DIR) and name it relative to the spec"
+        ) from None
