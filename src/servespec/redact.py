@@ -25,14 +25,34 @@ _TOKEN_ANYWHERE = re.compile(rf"(?<![A-Za-z0-9])({_TOKEN})")
 
 MASK = "***"
 
+_FLAG_WORDS = ("true", "false", "yes", "no", "on", "off", "0", "1", "none", "null")
+"""Values that are switches, not secrets (``HF_HUB_DISABLE_IMPLICIT_TOKEN: "1"``, vLLM ``--hf-token true``)."""
+
+
+def _literal(value: Any) -> bool:
+    """Whether a secret-named key's value is a literal that could be a secret: any non-empty string or number.
+
+    ``$VAR`` and ``{...}`` count: nothing expands ``extra_args`` or container environment
+    values, so they reach the engine as written. Booleans, null, empty strings and switch
+    words (:data:`_FLAG_WORDS`, 0 and 1) are not secrets.
+    """
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        return value not in (0, 1)
+    return isinstance(value, str) and bool(value.strip()) and value.strip().lower() not in _FLAG_WORDS
+
 
 def looks_secret(name: str, value: Any) -> bool:
-    """Whether ``name: value`` is a literal secret: a secret-named key with a literal, or a token-shaped value."""
-    if not isinstance(value, str) or not value or value.startswith(("$", "{")):
-        return False
-    if value.lower() in ("true", "false", "none", "null") or value.replace(".", "", 1).isdigit():
-        return False  # settings such as MAX_BATCH_PREFILL_TOKENS: "4096" are not secrets
-    return bool(SECRET_NAME.search(name)) or bool(SECRET_VALUE.match(value))
+    """Whether ``name: value`` is a literal secret: a secret-named key with a literal, or a token-shaped value.
+
+    Secret-named literals are judged whatever their type (``--api-key 1234.5678``,
+    ``API_KEY: 12345678901234``); settings such as ``MAX_BATCH_PREFILL_TOKENS: "4096"`` are
+    left alone because their names do not match :data:`SECRET_NAME`.
+    """
+    if isinstance(value, str) and SECRET_VALUE.match(value):
+        return True
+    return bool(SECRET_NAME.search(name)) and _literal(value)
 
 
 def has_token(text: str) -> bool:

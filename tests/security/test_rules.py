@@ -408,3 +408,101 @@ def test_a_spec_that_fails_validation_is_still_scanned(tmp_path: Path) -> None:
     assert not fleet.deployments
     findings = [f for f in check_fleet(fleet) if f.rule == "SEC001"]  # loader findings included
     assert sorted(f.line for f in findings) == [4, 8]  # the label, and the loader's api_key finding (once)
+
+
+# Review of issue 9, item 1: every user value a rule message quotes is bounded, escaped and masked.
+
+LONG = "a" * 5000
+
+
+def _small(model: str = "", engine: str = "", version: str = "0.11.0") -> str:
+    return (
+        f"metadata: {{name: small}}\nmodel: {{source: Qwen/Qwen2.5-7B-Instruct, revision: {PINNED}, "
+        f"max_model_len: 4096{model}}}\nengine:\n  name: vllm\n  version: {version!r}\n{engine}"
+        "placement: {hosts: [one]}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "body"),
+    [
+        ("ENG001", _small(engine=f"  options:\n    ? {LONG}\n    : 1\n")),  # a long key must be explicit
+        ("ENG001", _small(engine=f"  extra_args: [--{LONG}]\n")),
+        ("ENG002", _small(engine=f"  options: {{kv_cache_dtype: {LONG}}}\n")),
+        ("ENG002", _small(engine=f"  options: {{kv_cache_dtype: hf_{LONG}}}\n")),
+        ("ENG001", _small(version=f"0.12.0-{LONG}")),
+        ("ENG001", _small(version=f"0.44.0-{LONG}")),
+        ("SEC003", _small().replace(f"revision: {PINNED}", f"revision: {LONG}")),
+        ("SEC003", _small().replace(f"revision: {PINNED}", f"revision: {SECRET}x")),
+        ("SEC004", _small().replace("Qwen/Qwen2.5-7B-Instruct", f"./{LONG}")),
+        ("SEC004", _small().replace("Qwen/Qwen2.5-7B-Instruct", f"/srv/m/../{LONG}")),
+        ("SEC004", _small().replace("Qwen/Qwen2.5-7B-Instruct", f"/etc/{LONG}")),
+        ("SEC004", _small().replace("Qwen/Qwen2.5-7B-Instruct", f"/opt/{LONG}")),
+    ],
+)
+def test_rule_messages_quote_long_values_cut(tmp_path: Path, rule: str, body: str) -> None:
+    findings = [f for f in check_fleet(_fleet(tmp_path, body)) if f.rule == rule]
+    assert findings, rule
+    for finding in findings:
+        assert len(finding.message) < 300 and len(finding.hint) < 300, finding
+        assert "a" * 61 not in finding.message + finding.hint
+        assert SECRET[:12] not in finding.message + finding.hint
+
+
+def test_quoted_values_are_escaped_and_masked() -> None:
+    from servespec.rules.base import bare, quoted
+
+    assert quoted("a\x1b[31m\u202e") == "'a\\x1b[31m\\u202e'"
+    assert quoted(12345678901234, "API_KEY") == "'***'"
+    assert quoted({"api_key": "abc"}) == "'***'"
+    assert bare("Qwen/Qwen2.5-7B-Instruct") == "Qwen/Qwen2.5-7B-Instruct"
+    assert bare(LONG).endswith("...") and len(bare(LONG)) <= 60
+
+
+@pytest.mark.parametrize(
+    ("engine", "source"),
+    [("vllm", "m" * 80 + ":" + "t" * 80), ("ollama", "r" * 300 + "/ns/" + "m" * 80 + ":" + "t" * 80)],
+)
+def test_source_format_messages_quote_the_source_cut(tmp_path: Path, engine: str, source: str) -> None:
+    body = _small().replace("Qwen/Qwen2.5-7B-Instruct", source).replace("name: vllm", f"name: {engine}")
+    body = body.replace("'0.11.0'", "'0.32.15'") if engine == "ollama" else body
+    findings = [f for f in check_fleet(_fleet(tmp_path, body)) if "Ollama" in f.message]
+    assert findings
+    assert all("m" * 61 not in f.message and "r" * 61 not in f.message for f in findings), findings
+
+
+# Review of issue 9, item 2: SEC001 flags every literal of a secret-named key, whatever its type.
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "  extra_args: [--api-key, '$VLLM_KEY']\n",
+        "  extra_args: ['--api-key={literal}']\n",
+        "  extra_args: [--api-key, '1234.5678']\n",
+        "  env: {API_KEY: 12345678901234}\n",
+        "  env: {API_KEY: '$HOME'}\n",
+        "  env: {HF_TOKEN: 1234.5678}\n",
+        "  options: {api_key: 87654321}\n",
+    ],
+)
+def test_sec001_flags_literals_of_every_type(tmp_path: Path, engine: str) -> None:
+    findings = [f for f in check_fleet(_fleet(tmp_path, _small(engine=engine))) if f.rule == "SEC001"]
+    assert len(findings) == 1, engine
+    assert not any(word in findings[0].message for word in ("VLLM_KEY", "literal}", "1234", "HOME", "8765"))
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        "  env: {MAX_BATCH_PREFILL_TOKENS: '4096'}\n",
+        "  env: {HF_HUB_DISABLE_IMPLICIT_TOKEN: '1'}\n",
+        "  env: {HF_TOKEN: ''}\n",
+        "  extra_args: [--hf-token, 'true']\n",
+        "  extra_args: [--hf-token]\n",
+        "  options: {max_num_batched_tokens: 8192}\n",
+    ],
+)
+def test_sec001_leaves_settings_and_switches_alone(tmp_path: Path, engine: str) -> None:
+    findings = [f for f in check_fleet(_fleet(tmp_path, _small(engine=engine))) if f.rule == "SEC001"]
+    assert findings == [], engine

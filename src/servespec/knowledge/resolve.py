@@ -65,6 +65,12 @@ def model_roots(deployment: DeploymentDoc) -> list[str]:
     return list(inventory.spec.defaults.model_roots) if inventory is not None else list(DEFAULT_MODEL_ROOTS)
 
 
+def _plain(text: str) -> str:
+    """``text`` unquoted when quote_value shows it unchanged, else quote_value's quoted, cut, escaped form."""
+    shown = quote_value(text)
+    return text if shown == repr(text) else shown
+
+
 def local_source_problem(source: str, roots: list[str]) -> str:
     """Why a local model source may not be mounted into a container ("" when it may).
 
@@ -74,20 +80,20 @@ def local_source_problem(source: str, roots: list[str]) -> str:
     is never honoured: it would allow ``/var/run`` (docker.sock) and ``/etc``.
     """
     if not source.startswith("/"):
-        return f"{source!r} is not an absolute path (relative and ~ paths have no fixed meaning on a host)"
+        return f"{quote_value(source)} is not an absolute path (relative and ~ paths have no fixed meaning on a host)"
     if ".." in source.split("/"):
-        return f"{source!r} contains '..'"
+        return f"{quote_value(source)} contains '..'"
     folder = mounted_folder(source)
     exposed = _system_path(folder)
     if exposed:
-        return f"{folder} would expose {exposed} to the engine (never mounted, whatever the model roots say)"
+        return f"{_plain(folder)} would expose {exposed} to the engine (never mounted, whatever the model roots say)"
     for root in roots:
         clean = _normalise(root) if root.startswith("/") else ""
         if clean in ("", "/") or ".." in root.split("/"):
             continue
         if folder == clean or folder.startswith(clean + "/"):
             return ""
-    return f"{folder} is outside the inventory's model roots ({', '.join(roots)})"
+    return f"{_plain(folder)} is outside the inventory's model roots ({', '.join(roots)})"
 
 
 _SYSTEM = (
@@ -159,12 +165,12 @@ def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
     if facts is None and not problem:
         if spec.architecture is not None:
             problem = (
-                f"model.architecture of {spec.source!r} is incomplete: it needs at least "
+                f"model.architecture of {quote_value(spec.source)} is incomplete: it needs at least "
                 "layers, hidden_size and attention_heads"
             )
         else:
             problem = (
-                f"model {spec.source!r} is not in the built-in catalog and the spec gives no "
+                f"model {quote_value(spec.source)} is not in the built-in catalog and the spec gives no "
                 "model.config or model.architecture"
             )
     return ModelAnswer(facts, problem)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from servespec.findings import Finding, Severity
-from servespec.redact import scrub
+from servespec.redact import MASK, has_token, looks_secret, scrub
+from servespec.spec.document import quote_value
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 from servespec.spec.source import Document, KeyPath
 
@@ -19,6 +20,35 @@ def placements(fleet: Fleet) -> Iterator[tuple[DeploymentDoc, HostView]]:
     for deployment in fleet.deployments:
         for host in placed_hosts(deployment):
             yield deployment, host
+
+
+def _holds_secret(name: str, value: Any) -> bool:
+    """Whether ``value`` (under key ``name``) is, or contains, what SEC001 reports as a secret."""
+    if isinstance(value, dict):
+        return any(_holds_secret(str(key), item) or has_token(str(key)) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_secret(name, item) for item in value)
+    return looks_secret(name, value) or (isinstance(value, str) and has_token(value))
+
+
+def quoted(value: Any, name: str = "") -> str:
+    """A user value as a rule message quotes it, through ``spec.document.quote_value``.
+
+    quote_value repr's, masks, cuts and escapes the value; numbers and containers SEC001
+    would call secret (``api_key: 12345678``, ``{api_key: abc}``) are masked first, since
+    quote_value masks strings only.
+    """
+    return quote_value(MASK if _holds_secret(name, value) else value, name)
+
+
+def bare(text: str, name: str = "") -> str:
+    """A user string as a message shows it unquoted: itself when :func:`quoted` would show it unchanged.
+
+    A value that is long, secret-shaped or holds characters needing an escape is shown in
+    its quoted, cut form instead.
+    """
+    shown = quoted(text, name)
+    return text if shown == repr(text) else shown
 
 
 class Rule:

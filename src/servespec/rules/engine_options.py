@@ -9,8 +9,8 @@ from typing import Any
 from servespec.findings import Finding, Severity
 from servespec.knowledge import engines, resolve
 from servespec.knowledge.engines import EngineOption, EngineRelease
-from servespec.redact import MASK, has_token, looks_secret, scrub
-from servespec.rules.base import Rule
+from servespec.redact import scrub
+from servespec.rules.base import Rule, bare, quoted
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
 _VLLM_ARGS = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py"
@@ -36,7 +36,7 @@ def _added_in(engine: str, key: str, current: EngineRelease) -> str | None:
 def _unknown_message(engine: str, release: EngineRelease, name: str) -> tuple[str, str]:
     key = engines.normalize_option(name)
     title = engines.profile(engine).title
-    message = f"{title} {release.version} has no option {name!r}"
+    message = f"{title} {release.version} has no option {quoted(name)}"
     removed = release.removed(key)
     if removed and removed.get("removed_in"):
         message += f" (removed in {removed['removed_in']})"
@@ -47,13 +47,6 @@ def _unknown_message(engine: str, release: EngineRelease, name: str) -> tuple[st
     hint = f"did you mean '{close[0]}'?" if close else f"see `{engine}` options of {release.version}"
     # A flag or key can itself be a pasted token (``--hf_...``): SEC001 reports it, nobody echoes it.
     return scrub(message), scrub(hint)
-
-
-def _shown(name: str, value: Any) -> str:
-    """A value as a message may quote it: masked when SEC001 would call it a secret."""
-    if looks_secret(name, value) or (isinstance(value, str) and has_token(value)):
-        return MASK
-    return scrub(repr(value))
 
 
 class UnknownEngineOption(Rule):
@@ -106,7 +99,7 @@ class UnknownEngineOption(Rule):
             assert chosen.release is not None
             yield self.report(
                 deployment.document,
-                f"{deployment.spec.engine.name} {chosen.requested} is not catalogued; options are checked "
+                f"{deployment.spec.engine.name} {bare(chosen.requested)} is not catalogued; options are checked "
                 f"against {chosen.release.version}, the nearest earlier release",
                 path,
                 severity=Severity.INFO,
@@ -117,7 +110,7 @@ class UnknownEngineOption(Rule):
             checked = f"checked against {chosen.release.version}" if chosen.release else "not checked"
             yield self.report(
                 deployment.document,
-                f"{deployment.spec.engine.name} {chosen.requested} is {where} every catalogued release; "
+                f"{deployment.spec.engine.name} {bare(chosen.requested)} is {where} every catalogued release; "
                 f"options are {checked}",
                 path,
                 severity=Severity.WARNING,
@@ -217,7 +210,7 @@ class InvalidEngineOptionValue(Rule):
                 if problem:
                     yield self.report(
                         deployment.document,
-                        f"{scrub(name)}: {problem}, got {_shown(name, value)}",
+                        f"{bare(name)}: {problem}, got {quoted(value, name)}",
                         ("engine", "options", name),
                         hint=option.help[:120] if option.help else "",
                     )
@@ -298,7 +291,7 @@ class InconsistentEngineOptions(Rule):
                 if field:
                     yield self.report(
                         deployment.document,
-                        f"option {name!r} duplicates the spec field {field}",
+                        f"option {quoted(name)} duplicates the spec field {field}",
                         ("engine", "options", name),
                         hint=f"remove it and set {field}",
                         at_key=True,
@@ -308,7 +301,7 @@ class InconsistentEngineOptions(Rule):
                 if field:
                     yield self.report(
                         deployment.document,
-                        f"extra argument {flag} duplicates the spec field {field}",
+                        f"extra argument {bare(flag)} duplicates the spec field {field}",
                         ("engine", "extra_args", index),
                         hint=f"remove it and set {field}",
                     )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from servespec.findings import Finding, Severity
 from servespec.knowledge import engines, resolve
 from servespec.knowledge.gpus import CUDA_GPUS_URL
-from servespec.rules.base import Rule, placements
+from servespec.rules.base import Rule, placements, quoted
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 
 _VLLM_BF16 = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/cuda.py"
@@ -177,14 +177,15 @@ class FormatNotSupported(Rule):
         elif engine == "ollama" and not ollama_tag and not source.startswith("hf.co/") and "/" in source:
             yield self.report(
                 deployment.document,
-                f"Ollama pulls models by name:tag from its library or hf.co/<repo> GGUF repos, not {source!r}",
+                f"Ollama pulls models by name:tag from its library or hf.co/<repo> GGUF repos, not {quoted(source)}",
                 ("model", "source"),
                 hint="use an Ollama tag such as qwen2.5:7b, or hf.co/<org>/<repo>-GGUF",
             )
         elif engine != "ollama" and ollama_tag:
             yield self.report(
                 deployment.document,
-                f"{source!r} is an Ollama tag; {resolve.profile(deployment).title} loads Hugging Face repos or paths",
+                f"{quoted(source)} is an Ollama tag; "
+                f"{resolve.profile(deployment).title} loads Hugging Face repos or paths",
                 ("model", "source"),
                 hint="use the model's Hugging Face repo id, or engine ollama",
             )

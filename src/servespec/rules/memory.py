@@ -10,7 +10,7 @@ from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.engines import GGUF_ENGINES
 from servespec.knowledge.memory import GpuEstimate, fact_value
-from servespec.rules.base import Rule, placements
+from servespec.rules.base import Rule, bare, placements
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 
 _VLLM_MEMORY = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_worker.py"
@@ -266,7 +266,7 @@ class ContextBeyondModel(Rule):
             scaling = f" with {facts.rope_type} rope scaling" if facts.rope_scaling else " and no rope scaling"
             yield self.report(
                 deployment.document,
-                f"max_model_len {wanted} is above the {limit} tokens {facts.name} supports "
+                f"max_model_len {wanted} is above the {limit} tokens {bare(facts.name)} supports "
                 f"(max_position_embeddings {facts.max_position_embeddings}{scaling})",
                 ("model", "max_model_len"),
                 hint=f"set max_model_len ≤ {limit}",

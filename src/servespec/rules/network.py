@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.rules.base import Rule, placements
+from servespec.rules.base import Rule, bare, placements
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
 _OLLAMA_AUTH = "https://github.com/ollama/ollama/blob/v0.32.15/server/routes.go"
@@ -162,12 +162,12 @@ class ExposedWithoutAuth(Rule):
         if deployment.spec.placement.hosts_per_replica < 2:
             return
         hosts = resolve.placed_hosts(deployment)
-        exposed = [host.address for host in hosts if not _loopback(host.address)]
+        exposed = [bare(host.address) for host in hosts if not _loopback(host.address)]
         if not hosts or not exposed:
             return
         yield self.report(
             deployment.document,
-            f"multi-node replica on {', '.join(exposed)}: {_cluster_ports(deployment, hosts[0].address)}",
+            f"multi-node replica on {', '.join(exposed)}: {_cluster_ports(deployment, bare(hosts[0].address))}",
             ("placement", "hosts_per_replica"),
             hint="allow these ports only between the replica's hosts (host firewall or a private network)",
         )
@@ -183,7 +183,7 @@ class ExposedWithoutAuth(Rule):
         if prof.auth is None:
             yield self.report(
                 deployment.document,
-                f"{prof.title} has no API authentication and would listen on {serving.bind}",
+                f"{prof.title} has no API authentication and would listen on {bare(serving.bind)}",
                 ("serving", "bind"),
                 severity=Severity.ERROR,
                 hint="bind to 127.0.0.1 and put an authenticating proxy in front",
@@ -191,7 +191,7 @@ class ExposedWithoutAuth(Rule):
         elif serving.api_key is None:
             yield self.report(
                 deployment.document,
-                f"listens on {serving.bind} without an API key",
+                f"listens on {bare(serving.bind)} without an API key",
                 ("serving", "bind"),
                 hint="set serving.api_key: {from_env: VAR}, or bind to 127.0.0.1",
             )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.engines import GGUF_ENGINES
-from servespec.rules.base import Rule, placements
+from servespec.rules.base import Rule, bare, placements
 from servespec.spec.fleet import Fleet
 
 _VLLM_VERIFY = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/model.py"
@@ -52,7 +52,7 @@ class HeadsNotDivisible(Rule):
                 options = [n for n in range(1, heads + 1) if heads % n == 0 and (kv % n == 0 or n % kv == 0)]
                 yield self.report(
                     deployment.document,
-                    f"{facts.name}: {problem}",
+                    f"{bare(facts.name)}: {problem}",
                     ("resources", "tensor_parallel"),
                     hint="use tensor_parallel in " + ", ".join(str(n) for n in options if n <= 64),
                 )
@@ -186,7 +186,7 @@ class KvHeadsReplicated(Rule):
                 continue
             yield self.report(
                 deployment.document,
-                f"{facts.name} has {facts.kv_heads} KV head(s) for tensor_parallel {tp}: each GPU "
+                f"{bare(facts.name)} has {facts.kv_heads} KV head(s) for tensor_parallel {tp}: each GPU "
                 f"stores a replicated head, {tp // facts.kv_heads}x the KV memory of an even split",
                 ("resources", "tensor_parallel"),
                 hint=f"use tensor_parallel ≤ {facts.kv_heads} and more replicas",

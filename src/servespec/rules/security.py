@@ -12,7 +12,7 @@ from servespec.knowledge.engines import EngineRelease
 from servespec.knowledge.resolve import extra_arg_settings, is_local_path, local_source_problem, model_roots
 from servespec.redact import SECRET_NAME, has_token, scrub
 from servespec.redact import looks_secret as _looks_secret
-from servespec.rules.base import Rule
+from servespec.rules.base import Rule, bare, quoted
 from servespec.spec.fleet import DeploymentDoc, Fleet
 from servespec.spec.source import Document
 
@@ -53,7 +53,7 @@ def _secret_named(name: str) -> bool:
 
 
 def _literal(value: Any) -> bool:
-    """A literal value as redact.looks_secret judges one (not ``$VAR``/``{...}``, a boolean or a number)."""
+    """A literal value as redact.looks_secret judges one: a non-empty string or number, not a boolean or null."""
     return _looks_secret("SECRET", value)
 
 
@@ -96,7 +96,10 @@ class InlineSecret(Rule):
     included (``metadata.labels``, host ``labels``,
     ``engine.env``, ``engine.options``, ``extra_args``, anything else): a setting named
     like a secret (``*TOKEN*``, ``*API_KEY*``, ``*SECRET*``, ``*PASSWORD*``, ``*authtoken``)
-    with a literal value, or a value containing a string shaped like a known token
+    with a literal value of any type (a number too, and ``$VAR`` or ``{...}``, which no
+    shell expands in ``extra_args`` or container environment values; not a boolean, null,
+    empty string, or a switch such as ``1``/``true``), or a value containing a string
+    shaped like a known token
     (``hf_…``, ``sk-…``, ``AKIA…``, ``ghp_…``, ``nvapi-…``). Options and ``extra_args``
     flags are matched in every spelling the engine's parser accepts: ``--api-key VALUE``,
     ``--api-key=VALUE``, ``--api_key``, an unambiguous argparse prefix (``--api-k``), the
@@ -208,7 +211,7 @@ class ImageNotPinned(Rule):
             if tag is None or tag.lower() in _FLOATING_TAGS:
                 yield self.report(
                     deployment.document,
-                    scrub(f"image {image!r} is not pinned ({'no tag' if tag is None else tag + ' moves'})"),
+                    scrub(f"image {quoted(image)} is not pinned ({'no tag' if tag is None else tag + ' moves'})"),
                     ("engine", "image"),
                     hint="pin a release tag or a digest (repo@sha256:...)",
                 )
@@ -242,10 +245,10 @@ class RevisionNotPinned(Rule):
             revision = model.revision
             if revision is not None and re.fullmatch(r"[0-9a-f]{40}", revision):
                 continue
-            what = "no revision" if revision is None else f"revision {revision!r} is not a commit sha"
+            what = "no revision" if revision is None else f"revision {quoted(revision)} is not a commit sha"
             yield self.report(
                 deployment.document,
-                scrub(f"{model.source}: {what}"),
+                scrub(f"{bare(model.source)}: {what}"),
                 ("model", "revision") if revision is not None else ("model", "source"),
                 hint="set model.revision to the 40-character commit sha you tested",
             )
