@@ -506,3 +506,26 @@ def test_sec001_flags_literals_of_every_type(tmp_path: Path, engine: str) -> Non
 def test_sec001_leaves_settings_and_switches_alone(tmp_path: Path, engine: str) -> None:
     findings = [f for f in check_fleet(_fleet(tmp_path, _small(engine=engine))) if f.rule == "SEC001"]
     assert findings == [], engine
+
+
+# Review of issue 9, item 3: SEC005 reads 0, "0", "no", "off" as off, as the engines parse their flags.
+
+
+@pytest.mark.parametrize(
+    ("engine", "on"),
+    [
+        ("  options: {trust_remote_code: 0}\n", False),
+        ("  options: {trust_remote_code: 0.0}\n", False),
+        ("  options: {trust_remote_code: '0'}\n", False),
+        ("  options: {trust_remote_code: 'Off'}\n", False),
+        ("  env: {TRUST_REMOTE_CODE: 'no'}\n", False),
+        ("  env: {TRUST_REMOTE_CODE: 'false'}\n", False),
+        ("  extra_args: [--trust-remote-code=0]\n", False),
+        ("  options: {trust_remote_code: 1}\n", True),
+        ("  env: {TRUST_REMOTE_CODE: 'yes'}\n", True),
+        ("  extra_args: [--trust-remote-code]\n", True),
+    ],
+)
+def test_sec005_reads_off_spellings_as_off(tmp_path: Path, engine: str, on: bool) -> None:
+    findings = [f for f in check_fleet(_fleet(tmp_path, _small(engine=engine))) if f.rule == "SEC005"]
+    assert len(findings) == int(on), engine

@@ -300,13 +300,17 @@ class ModelPathOutsideRoots(Rule):
                 yield self.report(deployment.document, f"model.source {problem}", ("model", "source"))
 
 
-_OFF = ("false", "0", "no", "off")
+_OFF = ("", "0", "false", "f", "no", "n", "off")
+"""Spellings that turn a boolean off: clap's FalseyValueParser (TGI's ``TRUST_REMOTE_CODE``) and YAML's."""
 
 
 def _enabled(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    return not (isinstance(value, str) and value.strip().lower() in _OFF) and value is not None
+    """Whether a ``trust_remote_code`` value turns it on: ``false``, ``0``, ``"no"``, ``"off"`` and null do not."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int | float):
+        return value != 0
+    return not (isinstance(value, str) and value.strip().lower() in _OFF)
 
 
 def _remote_code_paths(deployment: DeploymentDoc) -> Iterator[tuple[str | int, ...]]:
@@ -335,7 +339,8 @@ class TrustRemoteCode(Rule):
     "Trusting that model ... do not contain malicious code") and TensorRT-LLM
     (``--trust_remote_code``, the LLM API's ``trust_remote_code``) all default it to off.
     It is found in ``engine.options``, ``extra_args`` and ``engine.env`` in every spelling
-    the engine's parser accepts (``--trust_remote_code``, ``--trust-remote``, ``true``/``1``).
+    the engine's parser accepts (``--trust_remote_code``, ``--trust-remote``, ``true``/``1``);
+    ``false``, ``0``, ``no``, ``off`` and empty are off, as clap's FalseyValueParser reads them.
 
     A warning when the model is pinned to a commit (``model.revision`` is a 40-character
     sha) or is a local path; an error for a hub model without a pinned commit, where the
