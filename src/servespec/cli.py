@@ -377,7 +377,7 @@ def apply(
     """
     import tempfile
 
-    from servespec.rollout import ApplyOptions, RolloutError
+    from servespec.rollout import ApplyOptions, RolloutError, StoppedAfterChangesError
     from servespec.rollout import apply as run_apply
     from servespec.rollout.progress import LiveView, outcome_table, plan_text
 
@@ -394,7 +394,21 @@ def apply(
             return False
         return yes or click.confirm(f"apply {len(changes)} change(s)?", err=True)
 
-    options = ApplyOptions(confirm=confirm, on_event=_events(fmt), standin_image=standin_image, secrets_dir=secrets_dir)
+    def report(outcomes: list[Any]) -> None:
+        if fmt == "json":
+            import json
+
+            click.echo(json.dumps({"version": 1, "hosts": [o.__dict__ for o in outcomes]}))
+        else:
+            outcome_table(outcomes)
+
+    options = ApplyOptions(
+        confirm=confirm,
+        on_event=_events(fmt),
+        standin_image=standin_image,
+        secrets_dir=secrets_dir,
+        check_only=check,
+    )
     with tempfile.TemporaryDirectory(prefix="servespec-apply-") as workdir:
         try:
             if fmt == "text" and sys.stderr.isatty():
@@ -403,15 +417,16 @@ def apply(
                     _, outcomes = run_apply(fleet, options, Path(workdir))
             else:
                 _, outcomes = run_apply(fleet, options, Path(workdir))
+        except StoppedAfterChangesError as err:
+            # Earlier deployments rolled out before this one could not: show what they did.
+            report(err.outcomes)
+            changed = ", ".join(err.changed)
+            click.echo(f"error: {err}; stopped after {changed} changed (outcomes above); nothing later was", err=True)
+            sys.exit(EXIT_FINDINGS)
         except RolloutError as err:
             click.echo(f"error: {err}; nothing was changed", err=True)
             sys.exit(EXIT_FINDINGS)
-    if fmt == "json":
-        import json
-
-        click.echo(json.dumps({"version": 1, "hosts": [o.__dict__ for o in outcomes]}))
-    else:
-        outcome_table(outcomes)
+    report(outcomes)
     failed = [o for o in outcomes if o.result not in ("ok", "unchanged")]
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
 

@@ -27,6 +27,7 @@ from typing import Any
 from servespec.knowledge import resolve
 from servespec.plan import Action, Desired, Observed, plan
 from servespec.render import Rendered, render_fleet
+from servespec.render.common import host_and_port
 from servespec.rollout.errors import RolloutError as RolloutError
 from servespec.rollout.local_files import archive_path as archive_path
 from servespec.rollout.local_files import resolve_secrets as resolve_secrets
@@ -235,6 +236,7 @@ def status(fleet: Fleet) -> list[Status]:
     rows = []
     for deployment in fleet.deployments:
         observed, results = gather(deployment)
+        port = deployment.spec.serving.port
         for seen in observed:
             view = deployment.inventory.hosts[seen.host] if deployment.inventory else None
             result = results.get(seen.host)
@@ -245,7 +247,7 @@ def status(fleet: Fleet) -> list[Status]:
                     host=seen.host,
                     revision=seen.current,
                     healthy=seen.healthy,
-                    endpoint=f"http://{view.address if view else seen.host}:{deployment.spec.serving.port}",
+                    endpoint=f"http://{host_and_port(view.address if view else seen.host, port)}",
                     since=container.get("started_at"),
                     container=seen.container,
                     reachable=not (result is not None and result.unreachable),
@@ -297,6 +299,8 @@ class ApplyOptions:
     on_event: EventHandler | None = None
     standin_image: str | None = None
     """Test-only: replaces every engine image and drops GPU requests (see tests/hosts/standin)."""
+    check_only: bool = False
+    """``apply --check``: read host state and plan; controller inputs (secrets, archive) are not read."""
     secrets_dir: Path | None = None
     """Where from_file secrets may be read (``--secrets-dir``); default: the inventory's defaults.secrets_dir."""
 
@@ -330,13 +334,15 @@ def _plan_reachable(
     return plan(wanted, [o for o in observed if o.host not in unusable]), unusable
 
 
-def _unread(deployment: DeploymentDoc, names: set[str], results: dict[str, HostResult]) -> list[HostOutcome]:
+def _unread(
+    deployment: DeploymentDoc, names: set[str], results: dict[str, HostResult], action: str = "unknown"
+) -> list[HostOutcome]:
     """One row per host whose state could not be read (unreachable, or a report that failed its checks)."""
     return [
         HostOutcome(
             deployment.name,
             name,
-            "unknown",
+            action,
             None,
             None,
             "unreachable" if results[name].unreachable else "failed",
@@ -432,12 +438,14 @@ def _order(rendered: Rendered, deployment: str, host: str) -> tuple[int, int]:
     return int(container["replica"]), int(container["rank"])
 
 
+NOT_REACHED = "not reached (rollout stopped)"
+"""The result of a host the rollout stopped before (an earlier batch failed): left as it was."""
+
+
 def _outcome(action: Action, result: RunResult) -> HostOutcome:
     host = result.hosts.get(action.host)
     if host is None or not host.touched:
-        return HostOutcome(
-            action.deployment, action.host, action.kind, action.current, action.current, "not reached (rollout stopped)"
-        )
+        return HostOutcome(action.deployment, action.host, action.kind, action.current, action.current, NOT_REACHED)
     allocated = host.results.get(TASK_ALLOCATE, {})
     new = allocated.get("number")
     if host.ok and TASK_MARK_GOOD not in host.results:
@@ -466,13 +474,68 @@ def _outcome(action: Action, result: RunResult) -> HostOutcome:
     )
 
 
+class StoppedAfterChangesError(RolloutError):
+    """A RolloutError met after earlier deployments of the run had changed hosts.
+
+    ``outcomes`` are the rows of the deployments handled before it; ``changed`` names those
+    whose hosts were touched, so the report never claims that nothing was changed.
+    """
+
+    def __init__(self, cause: RolloutError, outcomes: list[HostOutcome]) -> None:
+        super().__init__(str(cause))
+        self.outcomes = outcomes
+        self.changed = changed_deployments(outcomes)
+
+
+def changed_deployments(outcomes: list[HostOutcome]) -> list[str]:
+    """The deployments with a host that apply created or updated (or tried to: rolled back, failed)."""
+    touched = (o for o in outcomes if o.action in ("create", "update") and o.result != NOT_REACHED)
+    return sorted({o.deployment for o in touched})
+
+
+def check_inventories(fleet: Fleet) -> None:
+    """Refuse (RolloutError) a host of any deployment that ssh would not read as plain names."""
+    for deployment in fleet.deployments:
+        inventory_for({view.name: (view, {}) for view in resolve.placed_hosts(deployment)})
+
+
+def check_inputs(fleet: Fleet, rendered: Rendered, options: ApplyOptions) -> None:
+    """Check every deployment's controller-side inputs before any host is touched.
+
+    The inventory (host names, addresses, users, key path), the image archive and every
+    host's secrets are what apply reads on the controller; each raises RolloutError when it
+    cannot be used, so a run that would stop on them stops before its first change.
+    """
+    check_inventories(fleet)
+    for deployment in fleet.deployments:
+        written, document = deployment.spec.engine.image_archive, deployment.document
+        if written:
+            archive_path(written, document.path, document.root)
+        allowed = secrets_dir(deployment, options)
+        for (name, _), container in rendered.containers.items():
+            if name == deployment.name and container["secret_environment"]:
+                resolve_secrets(container["secret_environment"], allowed)
+
+
 def apply(fleet: Fleet, options: ApplyOptions, workdir: Path) -> tuple[list[Action], list[HostOutcome]]:
-    """Apply every deployment of the fleet, one after another; stops at the first that fails."""
+    """Apply every deployment of the fleet, one after another; stops at the first that fails.
+
+    Controller-side inputs are checked for every deployment first (:func:`check_inputs`). A
+    RolloutError that still comes later (a secret file removed meanwhile) is raised as
+    :class:`StoppedAfterChangesError`, carrying the outcomes so far.
+    """
     rendered = render_fleet(fleet)
+    if not options.check_only:
+        check_inputs(fleet, rendered, options)
     all_actions: list[Action] = []
     all_outcomes: list[HostOutcome] = []
     for deployment in fleet.deployments:
-        actions, outcomes = apply_deployment(deployment, rendered, options, workdir)
+        try:
+            actions, outcomes = apply_deployment(deployment, rendered, options, workdir)
+        except RolloutError as err:
+            if changed_deployments(all_outcomes):
+                raise StoppedAfterChangesError(err, all_outcomes) from err
+            raise
         all_actions += actions
         all_outcomes += outcomes
         if any(o.result not in ("ok", "unchanged") for o in outcomes):
@@ -505,14 +568,22 @@ def plan_fleet(fleet: Fleet) -> FleetPlan:
 
 
 def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOutcome]:
-    """Restore revision ``to`` (default: the last good one before the current) on every host."""
+    """Restore revision ``to`` (default: the last good one before the current) on every host.
+
+    A host whose state could not be read (unreachable, or a report that failed its checks)
+    is reported as such, never as unchanged.
+    """
+    check_inventories(fleet)
     outcomes = []
     for deployment in fleet.deployments:
         observed, results = gather(deployment, on_event=options.on_event)
         views = {view.name: view for view in resolve.placed_hosts(deployment)}
         hosts: dict[str, tuple[HostView, dict[str, Any]]] = {}
         run = _run_info()
-        for seen in observed:
+        # A host whose state could not be read has nothing known to restore: it failed, never "unchanged".
+        unread = {name for name, result in results.items() if not result.ok}
+        outcomes += _unread(deployment, unread, results, "rollback")
+        for seen in (o for o in observed if o.host not in unread):
             state = host_report(results, seen.host, deployment.name).get("state") or {}
             target = to if to is not None else _previous_good(state)
             if target is None or seen.current == target:
@@ -548,6 +619,7 @@ def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOu
             for name, (_, extra) in hosts.items():
                 host = result.hosts.get(name)
                 ok = host is not None and host.ok and host.touched
+                verdict = "ok" if ok else "unreachable" if host is not None and host.unreachable else "failed"
                 outcomes.append(
                     HostOutcome(
                         deployment.name,
@@ -555,7 +627,7 @@ def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOu
                         "rollback",
                         None,
                         extra["servespec_existing_revision"],
-                        "ok" if ok else "failed",
+                        verdict,
                         host.error if host else "not reached",
                     )
                 )
@@ -570,6 +642,7 @@ def _previous_good(state: dict[str, Any]) -> int | None:
 
 def destroy(fleet: Fleet, options: ApplyOptions) -> list[HostOutcome]:
     """Stop and remove every deployment of the fleet from its hosts."""
+    check_inventories(fleet)
     outcomes = []
     for deployment in fleet.deployments:
         hosts = {
