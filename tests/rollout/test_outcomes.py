@@ -69,6 +69,8 @@ class FakeHosts:
         self.reports = reports
         """host -> a status report, "unreachable", or "hostile" (a report that fails the checks)."""
         self.runs: list[tuple[str, list[str]]] = []
+        self.variables: dict[str, dict[str, Any]] = {}
+        """Each host's variables in the last run that was not status.yml."""
         self.after_run: Callable[[str], None] = lambda playbook: None
 
     def __call__(
@@ -79,6 +81,7 @@ class FakeHosts:
             (name,) = {extra["servespec_deployments"][0] for _, extra in hosts.values()}
             return RunResult("successful", {host: self._status(host, name) for host in hosts})
         self.runs.append((playbook, list(hosts)))
+        self.variables = {name: extra for name, (_, extra) in hosts.items()}
         done = {rollout.TASK_ALLOCATE: {"number": 1}, rollout.TASK_MARK_GOOD: {}}
         result = RunResult("successful", {name: HostResult(name, touched=True, results=dict(done)) for name in hosts})
         self.after_run(playbook)
@@ -177,3 +180,20 @@ def test_status_endpoint_brackets_an_ipv6_address(tmp_path: Path, fake: FakeHost
     paths = _write(tmp_path, {"d": (["h1", "h3"], "")})
     endpoints = {row.host: row.endpoint for row in rollout.status(_fleet(paths))}
     assert endpoints == {"h1": "http://10.0.0.1:8080", "h3": "http://[2001:db8::10]:8080"}
+
+
+# One definition of the model roots: the controller always passes the inventory's list ------------
+
+
+def test_apply_passes_the_inventorys_model_roots(tmp_path: Path, fake: FakeHosts) -> None:
+    from servespec.spec.models import DEFAULT_MODEL_ROOTS
+
+    paths = _write(tmp_path, {"d": (["h1"], "")})
+    rollout.apply(_fleet(paths), rollout.ApplyOptions(), tmp_path / "work")
+    assert fake.variables["h1"]["servespec_model_roots"] == list(DEFAULT_MODEL_ROOTS)
+    inventory = (tmp_path / "inventory.yaml").read_text()
+    (tmp_path / "inventory.yaml").write_text(
+        inventory.replace("become: false", "become: false, model_roots: [/srv/models, /w]")
+    )
+    rollout.apply(_fleet(paths), rollout.ApplyOptions(), tmp_path / "work")
+    assert fake.variables["h1"]["servespec_model_roots"] == ["/srv/models", "/w"]

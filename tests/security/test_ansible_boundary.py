@@ -477,6 +477,20 @@ def test_model_paths_must_resolve_inside_the_model_roots(tmp_path: Path, common:
     assert "does not exist" in common.model_path_problem(str(root / "missing"), roots)
 
 
+def test_the_role_keeps_no_copy_of_the_model_roots(common: ModuleType) -> None:
+    """One definition (spec.models.DEFAULT_MODEL_ROOTS): the role's default is empty and refuses every path."""
+    import yaml
+
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    options = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert defaults["servespec_model_roots"] == [] and options["servespec_model_roots"]["default"] == []
+    preflight = (ROLE / "library" / "servespec_preflight.py").read_text()
+    documented = yaml.safe_load(preflight.split('DOCUMENTATION = r"""')[1].split('"""')[0])
+    assert documented["options"]["model_roots"]["default"] == []
+    assert "MODEL_ROOTS" not in preflight and "/opt/models" not in preflight
+    assert "outside the model roots" in common.model_path_problem("/srv/models/m.gguf", [])
+
+
 def test_secrets_dir_comes_from_the_option_else_the_inventory(tmp_path: Path) -> None:
     from servespec.spec.fleet import load_fleet
 

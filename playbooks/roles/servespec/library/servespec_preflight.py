@@ -15,10 +15,12 @@ options:
   number: {description: Revision whose container.json to check, required: true, type: int}
   model_paths: {description: Host paths the model needs, type: list, elements: str, default: []}
   model_roots:
-    description: Host folders a model path must resolve inside (symlinks followed); the inventory's model_roots.
+    description:
+      - Host folders a model path must resolve inside (symlinks followed). The controller always
+        passes the inventory's defaults.model_roots; without roots every model path is refused.
     type: list
     elements: str
-    default: [/var/lib/servespec/models, /srv, /data, /models, /mnt, /opt/models]
+    default: []
   archive_bytes: {description: Size of the image archive to load, type: int, default: 0}
   standin: {description: Test-only stand-in image in use (GPU checks are skipped), type: bool, default: false}
   image: {description: Image reference to look for (reported as image_present), type: str}
@@ -34,10 +36,6 @@ import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.servespec_common import STATE_ROOT, check_deployment, load_container, model_path_problem
-
-
-MODEL_ROOTS = ("/var/lib/servespec/models", "/srv", "/data", "/models", "/mnt", "/opt/models")
-"""servespec's DEFAULT_MODEL_ROOTS (spec/models.py); the role passes the inventory's own list."""
 
 
 def _docker(errors):
@@ -136,7 +134,7 @@ def main():
             deployment=dict(type="str", required=True),
             number=dict(type="int", required=True),
             model_paths=dict(type="list", elements="str", default=[]),
-            model_roots=dict(type="list", elements="str", default=list(MODEL_ROOTS)),
+            model_roots=dict(type="list", elements="str", default=[]),
             archive_bytes=dict(type="int", default=0),
             standin=dict(type="bool", default=False),
             image=dict(type="str"),
