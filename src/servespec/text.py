@@ -13,9 +13,12 @@ import re
 
 UNSAFE = re.compile(
     "[\x00-\x08\x0a-\x1f\x7f-\x9f"  # C0 controls but tab, DEL, C1 controls (ESC, CSI, OSC)
-    "\u061c\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u2064\u2066-\u2069\ufeff]"
+    "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u2064\u2066-\u2069\ufeff"
+    "\u115f\u1160\u3164\uffa0"  # Hangul fillers: blank glyphs that pass for letters
+    "\U000e0000-\U000e007f]"  # tag characters: invisible ASCII look-alikes (ASCII smuggling)
 )
-"""Line breaks, control characters, bidi controls, zero-width and invisible characters, line separators."""
+"""Line breaks, control characters, bidi controls, zero-width and invisible characters (soft hyphen,
+Mongolian vowel separator, invisible operators, Hangul fillers, tag characters), line separators."""
 
 
 def unsafe_character(text: str) -> str | None:
@@ -34,6 +37,8 @@ def printable(text: str) -> str:
         if char == "\r":
             return "\\r"
         code = ord(char)
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        if code < 0x100:
+            return f"\\x{code:02x}"
+        return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
     return UNSAFE.sub(escape, text)

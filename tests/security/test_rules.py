@@ -529,3 +529,26 @@ def test_sec001_leaves_settings_and_switches_alone(tmp_path: Path, engine: str) 
 def test_sec005_reads_off_spellings_as_off(tmp_path: Path, engine: str, on: bool) -> None:
     findings = [f for f in check_fleet(_fleet(tmp_path, _small(engine=engine))) if f.rule == "SEC005"]
     assert len(findings) == int(on), engine
+
+
+# Review of issue 9, item 4: invisible characters that text.UNSAFE missed.
+
+INVISIBLE = ["\U000e0041", "\U000e007f", "\U000e0000", "\u00ad", "\u180e", "\u115f", "\u1160", "\u3164", "\uffa0"]
+
+
+@pytest.mark.parametrize("char", [*INVISIBLE, "\u2061", "\u2064"])
+def test_invisible_characters_are_unsafe_and_escaped(char: str) -> None:
+    from servespec.text import UNSAFE, printable, unsafe_character
+
+    assert UNSAFE.search(f"a{char}b")
+    assert unsafe_character(f"a{char}b") == f"U+{ord(char):04X}"
+    shown = printable(f"a{char}b")
+    assert not UNSAFE.search(shown) and shown.isascii()
+    assert shown.encode().decode("unicode_escape") == f"a{char}b"  # an unambiguous escape (\\U for astral)
+
+
+@pytest.mark.parametrize("char", INVISIBLE)
+def test_loader_refuses_invisible_characters_in_values(tmp_path: Path, char: str) -> None:
+    fleet = _fleet(tmp_path, _small().replace("name: small", f"name: small, labels: {{team: 'ml{char}ops'}}"))
+    assert not fleet.deployments
+    assert fleet.findings and all(char not in f.message for f in fleet.findings)
