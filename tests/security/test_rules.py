@@ -113,14 +113,33 @@ def test_net002_names_cluster_ports(tmp_path: Path, engine: str, version: str, w
 
 
 def test_net002_cluster_ports_match_the_renderers() -> None:
+    from servespec.knowledge import engines
     from servespec.render import sglang, vllm
     from servespec.rules import network
 
-    assert (network.RAY_PORT, network.MASTER_PORT, network.DIST_PORT) == (
-        vllm.RAY_PORT,
-        vllm.MASTER_PORT,
-        sglang.DIST_PORT,
+    assert (
+        (network.RAY_PORT, network.MASTER_PORT, network.DIST_PORT)
+        == (
+            vllm.RAY_PORT,
+            vllm.MASTER_PORT,
+            sglang.DIST_PORT,
+        )
+        == (engines.RAY_PORT, engines.MASTER_PORT, engines.DIST_PORT)
     )
+
+
+def test_cluster_ports_have_one_definition() -> None:
+    # Review of issue 9, item 5: knowledge.engines defines them; rules and renderers import them.
+    import re
+
+    source = Path(__file__).parents[2] / "src" / "servespec"
+    pattern = re.compile(r"^(RAY_PORT|MASTER_PORT|DIST_PORT)\s*=", re.MULTILINE)
+    defining = sorted(
+        (str(path.relative_to(source)), name)
+        for path in source.rglob("*.py")
+        for name in pattern.findall(path.read_text())
+    )
+    assert defining == [("knowledge/engines.py", n) for n in ("DIST_PORT", "MASTER_PORT", "RAY_PORT")]
 
 
 def test_multi_node_public_bind_without_key_is_reported(tmp_path: Path) -> None:

@@ -25,6 +25,16 @@ CUDA_COMPAT_URL = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-versi
 MIN_DRIVER_FOR_CUDA_MAJOR = {11: (450, 80, 2), 12: (525, 60, 13), 13: (580, 0, 0)}
 """NVIDIA's minimum Linux driver for each CUDA major release (minor version compatibility)."""
 
+# Cluster ports of multi-node replicas: the renderers pass them and NET002 names them.
+RAY_PORT = 6379
+"""Ray's own default head port, passed explicitly to vLLM's Ray cluster (``ray start --head --port``:
+https://docs.ray.io/en/latest/cluster/cli.html#ray-start)."""
+MASTER_PORT = 29500
+"""vLLM ``--master-port``: servespec's choice, passed explicitly to every rank (any port free on the
+leader works; the 0.33.0 catalog records vLLM's own default as 29501)."""
+DIST_PORT = 20000
+"""SGLang ``--dist-init-addr`` port: servespec's choice (SGLang has no default; any port free on the leader works)."""
+
 
 def version_key(text: str) -> tuple[int, ...]:
     """Sortable numeric key: ``v0.11.0`` -> (0, 11, 0); ``b6900`` -> (6900,); suffixes ignored."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from servespec.knowledge.engines import DIST_PORT
 from servespec.render.common import (
     CONFIG_DIR,
     EngineContainer,
@@ -28,8 +29,6 @@ from servespec.render.common import (
     split_config,
 )
 
-DIST_PORT = 20000
-"""servespec's choice for ``--dist-init-addr`` (SGLang has no default; any port free on the leader works)."""
 LAUNCH = ["python3", "-m", "sglang.launch_server"]
 KEY_ENV = "SERVESPEC_API_KEY"
 KEY_LAUNCHER = (

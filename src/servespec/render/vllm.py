@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from servespec.knowledge.engines import MASTER_PORT, RAY_PORT
 from servespec.render.common import (
     CONFIG_DIR,
     EngineContainer,
@@ -23,13 +24,6 @@ from servespec.render.common import (
     split_config,
 )
 from servespec.render.environment import shell_join
-
-RAY_PORT = 6379
-"""Ray's own default head port, passed explicitly (``ray start --head --port``:
-https://docs.ray.io/en/latest/cluster/cli.html#ray-start)."""
-MASTER_PORT = 29500
-"""servespec's choice, passed explicitly to every rank (any port free on the leader works; the
-0.33.0 catalog records vLLM's own default as 29501)."""
 
 
 def _portable(target: Target) -> dict[str, Any]:

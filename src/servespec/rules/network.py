@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
+from servespec.knowledge.engines import DIST_PORT, MASTER_PORT, RAY_PORT
 from servespec.rules.base import Rule, bare, placements
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
@@ -62,12 +63,6 @@ def _loopback(bind: str) -> bool:
         return False  # a host name may resolve to anything: treat it as exposed
     mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 is IPv4 loopback
     return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
-
-
-RAY_PORT = 6379
-"""The cluster ports the renderers use (render/vllm.py, render/sglang.py; a test keeps them equal)."""
-MASTER_PORT = 29500
-DIST_PORT = 20000
 
 
 def _cluster_ports(deployment: DeploymentDoc, leader: str) -> str:
