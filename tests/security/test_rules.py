@@ -571,3 +571,23 @@ def test_loader_refuses_invisible_characters_in_values(tmp_path: Path, char: str
     fleet = _fleet(tmp_path, _small().replace("name: small", f"name: small, labels: {{team: 'ml{char}ops'}}"))
     assert not fleet.deployments
     assert fleet.findings and all(char not in f.message for f in fleet.findings)
+
+
+def test_sec001_and_sec004_messages_cut_long_keys_flags_and_roots(tmp_path: Path) -> None:
+    (tmp_path / "inventory.yaml").write_text(
+        INVENTORY.replace(
+            "defaults: {ssh_user: deploy}", f"defaults: {{ssh_user: deploy, model_roots: {['/' + LONG] * 20}}}"
+        )
+    )
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\ninventory: inventory.yaml\n"
+        + _small(
+            engine=f"  options:\n    ? {'b' * 1000}_api_key\n    : abc\n  extra_args: [--{'c' * 1000}-api-key, xyz]\n"
+        ).replace("Qwen/Qwen2.5-7B-Instruct", "/opt/m")
+    )
+    findings = [f for f in check_fleet(load_fleet([spec])) if f.rule in ("SEC001", "SEC004")]
+    assert sorted({f.rule for f in findings}) == ["SEC001", "SEC004"]
+    for finding in findings:
+        assert len(finding.message) < 1000, finding.message
+        assert not any(c * 61 in finding.message for c in "abc"), finding.message

@@ -71,6 +71,12 @@ def _plain(text: str) -> str:
     return text if shown == repr(text) else shown
 
 
+def _roots_shown(roots: list[str], most: int = 8) -> str:
+    """The model roots as a message lists them: each one cut and escaped, at most ``most`` of them."""
+    shown = ", ".join(_plain(root) for root in roots[:most])
+    return shown + (f", ... ({len(roots) - most} more)" if len(roots) > most else "")
+
+
 def local_source_problem(source: str, roots: list[str]) -> str:
     """Why a local model source may not be mounted into a container ("" when it may).
 
@@ -93,7 +99,7 @@ def local_source_problem(source: str, roots: list[str]) -> str:
             continue
         if folder == clean or folder.startswith(clean + "/"):
             return ""
-    return f"{_plain(folder)} is outside the inventory's model roots ({', '.join(roots)})"
+    return f"{_plain(folder)} is outside the inventory's model roots ({_roots_shown(roots)})"
 
 
 _SYSTEM = (

@@ -155,7 +155,7 @@ class InlineSecret(Rule):
                 where = ".".join(str(part) for part in path)
                 yield self.report(
                     document,
-                    f"{scrub(where)} holds a literal secret",
+                    f"{bare(where)} holds a literal secret",
                     path,
                     hint=_HINT_REF if path[:1] == ("engine",) else self.hint,
                 )
@@ -170,7 +170,7 @@ class InlineSecret(Rule):
                 reported.update({index, index + 1})
                 yield self.report(
                     document,
-                    f"extra_args passes a literal secret with {scrub(flag)}",
+                    f"extra_args passes a literal secret with {bare(flag)}",
                     ("engine", "extra_args", index),
                     hint=_HINT_REF,
                 )
