@@ -95,6 +95,9 @@ HOSTILE_NAMES = [
     "dotdot-facts",
     "dotdot-config",
     "symlinks-in-named-dir",
+    "named-dir-symlink-out",
+    "named-file-symlink-out",
+    "named-root-symlink",
     "dev-zero-config",
     "fifo-config",
     "inventory-payload-address",
@@ -131,3 +134,5 @@ def test_hostile_checkout_case(hostile: dict[str, list[str]], name: str) -> None
             assert findings and all(f["line"] >= 1 and f["column"] >= 1 and f["rule"] for f in findings)
         elif result.exit_code == 2:
             assert "Error" in result.output
+        if name.startswith("named-") and "symlink" in name:  # review H1: refused as a usage error
+            assert result.exit_code == 2 and "outside the root" in result.output, (fmt, result.output)

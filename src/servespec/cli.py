@@ -34,8 +34,9 @@ def _root_option(func: F) -> F:
         type=click.Path(path_type=Path, file_okay=False),
         expose_value=False,
         callback=remember,
-        help="Directory that files referenced by specs and inventories must stay inside "
-        "(default: the checkout holding each PATH: the nearest folder with .git, else PATH's folder).",
+        help="Directory that files referenced by specs and inventories, and every PATH itself, must stay inside "
+        "(default: the checkout holding each PATH as named, symlinks not followed: the nearest folder with .git; "
+        "else the current directory when PATH lies inside it; else PATH's folder).",
     )(func)
 
 

@@ -227,6 +227,9 @@ def hostile_checkout(root: Path, canary: str) -> dict[str, list[str]]:
     add("dotdot-facts", {"inv.yaml": _inventory(host="{facts: ../outside/token}")})
     add("dotdot-config", {"spec.yaml": _spec(config="../outside/config.json")})
     add("symlinks-in-named-dir", {}, {"leak.yaml": outside / "inventory.yaml", "linked": outside / "dir"}, arg="")
+    add("named-dir-symlink-out", {}, {"specs": outside / "dir"}, arg="specs")
+    add("named-file-symlink-out", {}, {"leak.yaml": outside / "inventory.yaml"}, arg="leak.yaml")
+    add("named-root-symlink", {}, {"everything": Path("/")}, arg="everything")
     zero = os.path.relpath("/dev/zero", root / "dev-zero-config")
     add("dev-zero-config", {"spec.yaml": _spec(config=zero)})
     cases["dev-zero-config"][:0] = ["--root", "/"]

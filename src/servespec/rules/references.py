@@ -56,15 +56,20 @@ class MissingFile(Rule):
     """Files a spec refers to must exist and be readable.
 
     Reported while loading for: the ``inventory`` file of a deployment, an inventory
-    host's ``facts`` file, and a model's ``config`` file. Paths are relative to the file
-    that names them and must stay inside the root (``--root DIR``; by default the checkout
-    holding the files named on the command line: the nearest folder with ``.git``, else the
-    named file's folder). Absolute paths, ``..`` that climbs out of the root and symlinks
-    that lead out of it are refused without reading the file, and so is anything but a
-    regular file of bounded size (a FIFO, ``/dev/zero``); the finding never quotes what
-    the file holds. Symlinks found while expanding a directory named on the command line
-    are refused the same way. A facts file is written by ``deploy discover``; run it
-    again, or declare the host's ``hardware`` by hand.
+    host's ``facts`` file, a model's ``config`` file and ``engine.image_archive`` (only
+    looked at, never read: it must be a regular file, of any size). Paths are relative to
+    the file that names them and must stay inside the root (``--root DIR``; by default the
+    checkout holding the path named on the command line, as named rather than where its
+    symlinks lead: the nearest folder with ``.git``; without one, the current directory
+    when the path lies inside it, else the named file's folder or the named folder).
+    Absolute paths, ``..`` that climbs out of the root and symlinks that lead out of it
+    are refused without reading the file, and so is anything but a regular file of
+    bounded size (a FIFO, ``/dev/zero``) or a file whose real name holds a character no
+    output can carry; the finding never quotes what the file holds. Files found while
+    expanding a directory named on the command line that lead out are refused the same
+    way; a named file or directory that itself leads out of the root is a usage error
+    (exit 2). A facts file is written by ``deploy discover``; run it again, or declare
+    the host's ``hardware`` by hand.
 
     Source: servespec contract v1, §1.1 and §1.2: docs/contract.md
     """

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servespec.findings import Finding, Severity
-from servespec.spec.paths import default_root, is_inside
+from servespec.spec.paths import PathRefusedError, default_root, is_inside, refuse_outside
 from servespec.spec.source import Position, Usage
 from servespec.text import printable, unsafe_character
 
@@ -89,12 +89,28 @@ class Named:
 
 
 def named_files(paths: list[Path], root: Path | None) -> list[Named]:
+    """The files to load for ``paths``, each with its root (``root``, else :func:`default_root` of the path).
+
+    A named file or directory that resolves outside its root (a symlink such as
+    ``specs -> /``) is a usage error, raised before anything under it is listed or read.
+    """
     out: dict[Path, Named] = {}
     for path in paths:
-        base = root.resolve() if root is not None else default_root(path)
+        base = Path(os.path.realpath(root if root is not None else default_root(path)))
+        refuse_named_outside(path, base)
         for file in collect_files([path], base):
             out.setdefault(file.resolve(), Named(file, base, path.is_dir()))
     return list(out.values())
+
+
+def refuse_named_outside(path: Path, root: Path) -> None:
+    """Raise :class:`UsageError` when ``path``, named on the command line, leads out of ``root``."""
+    if not path.exists() and not path.is_symlink():
+        return  # collect_files reports it missing
+    try:
+        refuse_outside(path, root)
+    except PathRefusedError as refused:
+        raise UsageError(f"{printable(str(path))}: {refused.reason}; pass the real path or --root DIR") from None
 
 
 def name_problem(shown: str) -> Finding | None:
@@ -108,10 +124,8 @@ def name_problem(shown: str) -> Finding | None:
 
 
 def escaping_symlink(named: Named) -> Finding | None:
-    """A symlink found in a named directory that leads out of the root is not read."""
-    if not named.expanded or not named.path.is_symlink():
-        return None
-    if is_inside(Path(os.path.realpath(named.path)), named.root):
+    """A file found in a named directory that resolves out of the root (through a symlink) is not read."""
+    if not named.expanded or is_inside(Path(os.path.realpath(named.path)), named.root):
         return None
     message = "symlink resolves outside the root directory; not read"
     hint = "replace the link with the file, or pass --root DIR"

@@ -26,10 +26,11 @@ from servespec.spec.files import (
     name_problem,
     named_files,
     over_budget,
+    refuse_named_outside,
     run_budget_finding,
 )
 from servespec.spec.models import API_VERSION, KINDS, Deployment, FactsFile, Hardware, Host, Inventory
-from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
+from servespec.spec.paths import PathRefusedError, default_root, named_location, resolve_inside
 from servespec.spec.source import Document, KeyPath, Usage, load_file, quote_value
 from servespec.text import printable
 
@@ -108,7 +109,8 @@ class _Loader:
 
     def __init__(self, fleet: Fleet, inventory_override: Path | None, root: Path | None) -> None:
         self.fleet = fleet
-        self.override = inventory_override.resolve() if inventory_override else None
+        self.override = named_location(inventory_override) if inventory_override else None
+        """The ``-i`` file as named (absolute, normalised), never through its symlinks."""
         self.root = root
         self.inventories: dict[Path, InventoryDoc | None] = {}
         self.local: InventoryDoc | None = None
@@ -181,6 +183,18 @@ class _Loader:
             self.fleet.findings.append(referrer.finding("REF002", message, key, hint=hint))
             return None
 
+    def check_archive(self, spec: Deployment, document: Document) -> None:
+        """``engine.image_archive`` must be a regular file inside the root (REF002 otherwise).
+
+        Only its metadata is looked at (:func:`resolve_inside` stats it): an archive is a
+        multi-gigabyte image tarball that loading never reads, so no size bound applies.
+        """
+        archive = spec.engine.image_archive
+        if archive is None:
+            return
+        key: KeyPath = ("engine", "image_archive")
+        self.referenced(document, archive, key, "image archive", "fix the path, relative to this file")
+
     def validate(self, document: Document) -> BaseModel | None:
         data = document.data
         if not isinstance(data, dict):
@@ -202,15 +216,17 @@ class _Loader:
     def override_inventory(self) -> InventoryDoc | None:
         """The inventory named by ``-i`` (a missing one is a usage error)."""
         assert self.override is not None
-        if self.override in self.inventories:
-            return self.inventories[self.override]
+        real = self.override.resolve()
+        if real in self.inventories:
+            return self.inventories[real]
         if not self.override.is_file():
             raise UsageError(f"{printable(str(self.override))}: inventory not found")
-        root = self.root.resolve() if self.root is not None else default_root(self.override)
-        self.inventories[self.override] = None
+        root = Path(os.path.realpath(self.root if self.root is not None else default_root(self.override)))
+        refuse_named_outside(self.override, root)
+        self.inventories[real] = None
         documents = self.read(Named(self.override, root, expanded=False))
         inventory = self._first_inventory(documents, None, (), self.override)
-        self.inventories[self.override] = inventory
+        self.inventories[real] = inventory
         return inventory
 
     def referenced_inventory(self, referrer: Document, reference: str) -> InventoryDoc | None:
@@ -373,7 +389,7 @@ def load_fleet(paths: list[Path], inventory: Path | None = None, root: Path | No
     loader = _Loader(fleet, inventory, root)
     pending: list[tuple[Deployment, Document]] = []
     named = named_files(paths, root)
-    loader.parsed = _parse_in_parallel([n.path for n in named if not n.expanded or not n.path.is_symlink()])
+    loader.parsed = _parse_in_parallel([n.path for n in named if escaping_symlink(n) is None])
     for entry in named:
         for document in loader.read(entry):
             spec = loader.validate(document)
@@ -382,6 +398,7 @@ def load_fleet(paths: list[Path], inventory: Path | None = None, root: Path | No
             elif isinstance(spec, Inventory) and entry.path.resolve() not in loader.inventories:
                 loader.inventories[entry.path.resolve()] = loader.register(document, spec)
     for spec, document in pending:
+        loader.check_archive(spec, document)
         fleet.deployments.append(
             DeploymentDoc(spec=spec, document=document, inventory=_resolve(loader, spec, document))
         )

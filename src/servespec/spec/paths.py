@@ -4,9 +4,11 @@ Anyone who can open a pull request controls the specs, inventories, facts files 
 symlinks of a checkout, and CI validates that checkout on a machine holding the fleet's
 keys. So a path written in a file (``inventory:``, ``facts:``, ``model.config``,
 ``engine.image_archive``) is resolved against the root the run was given (``--root DIR``)
-or, by default, the checkout containing the file that was named on the command line: the
-nearest ancestor holding ``.git``, else that file's own directory (or the directory
-itself when one was named). Absolute paths, ``..`` that climbs out of the root and
+or, by default, the checkout containing the path named on the command line, as it was
+named (not through the symlinks it may be): the nearest ancestor holding ``.git``; else
+the current working directory when the path lies inside it; else the named file's own
+directory (or the directory itself). A named path, and every file found under it, must
+itself resolve inside that root. Absolute paths, ``..`` that climbs out of the root and
 symlinks that resolve outside it are refused before anything is opened, and reads are
 limited to regular files of a bounded size (no FIFOs that block, no ``/dev/zero``).
 
@@ -19,6 +21,8 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+
+from servespec.text import unsafe_character
 
 MAX_REFERENCED_BYTES = 4 * 1024 * 1024
 """Largest referenced file read (a Hugging Face config.json is tens of kilobytes)."""
@@ -33,18 +37,63 @@ class PathRefusedError(ValueError):
         self.missing = missing
 
 
-def default_root(path: Path) -> Path:
-    """The root for files reached from ``path`` (a command-line file or directory).
+def named_location(path: Path) -> Path:
+    """``path`` made absolute and normalised (``.``/``..`` folded), with no symlink followed."""
+    return Path(os.path.abspath(path))  # noqa: PTH100 - resolve() would follow the symlinks
 
-    The nearest ancestor holding ``.git`` (a folder, or a file in worktrees and
-    submodules); without one, the directory named, or the directory of the file named.
+
+def default_root(path: Path) -> Path:
+    """The root for files reached from ``path`` (a command-line file or directory, or a loaded file).
+
+    Computed from the path as named (:func:`named_location`), never from where its
+    symlinks lead, so that a named ``specs -> /`` cannot make ``/`` the root: the nearest
+    ancestor holding ``.git`` (a folder, or a file in worktrees and submodules) whose
+    own location is not reached through a symlink inside an outer checkout; without one,
+    the current working directory when ``path`` lies inside it; else the directory named
+    (its parent when the directory is a symlink), or the directory of the file named.
     """
-    start = path.resolve()
-    here = start if start.is_dir() else start.parent
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder
+    start = named_location(path)
+    here = start if start.is_dir() and not start.is_symlink() else start.parent
+    checkout = _checkout_of(here)
+    if checkout is not None:
+        return checkout
+    cwd = Path.cwd()
+    if is_inside(start, cwd):
+        return cwd
     return here
+
+
+def _nearest_git(folder: Path) -> Path | None:
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def _checkout_of(folder: Path) -> Path | None:
+    """The nearest checkout holding ``folder``, skipping any reached through a symlink inside an outer one.
+
+    A symlink inside a checkout is the checkout's content (a pull request controls it): a
+    ``.git`` found behind it names some other tree, so the outer checkout is the root.
+    """
+    found = _nearest_git(folder)
+    while found is not None:
+        link = next((p for p in (found, *found.parents) if p.is_symlink()), None)
+        outer = _nearest_git(link.parent) if link is not None else None
+        if outer is None:
+            return found
+        found = outer
+    return None
+
+
+def refuse_outside(path: Path, root: Path) -> None:
+    """Raise :class:`PathRefusedError` unless ``path`` (symlinks followed) lies inside ``root``."""
+    try:
+        real = Path(os.path.realpath(path))
+    except (ValueError, OSError):
+        raise PathRefusedError("is not a usable path") from None
+    if not is_inside(real, Path(os.path.realpath(root))):
+        raise PathRefusedError("resolves outside the root directory (through a symlink or '..'); not read")
 
 
 def is_inside(path: Path, root: Path) -> bool:
@@ -59,7 +108,9 @@ def resolve_inside(reference: str, base: Path, root: Path) -> Path:
     Raises :class:`PathRefusedError` (``missing=True`` when nothing is there) instead of
     returning a path outside the root, a folder, a FIFO or a device. This is the one
     function for any path a checkout file names (the rollout uses it for
-    ``engine.image_archive``).
+    ``engine.image_archive``: ``resolve_inside(archive, document.path.parent,
+    document.root or default_root(document.path))``). It only stats the target; reading
+    is up to the caller (see :func:`read_bounded`).
     """
     if Path(reference).is_absolute() or reference.startswith("~"):
         raise PathRefusedError("is an absolute path; name it relative to the file that refers to it")
@@ -70,6 +121,8 @@ def resolve_inside(reference: str, base: Path, root: Path) -> Path:
         raise PathRefusedError("is not a usable path") from None
     if not is_inside(target, real_root):
         raise PathRefusedError("resolves outside the root directory (through '..' or a symlink)")
+    if unsafe_character(str(target)) is not None:
+        raise PathRefusedError("leads to a file name holding a character no output can carry safely")
     try:
         mode = target.stat().st_mode
     except OSError:
@@ -107,4 +160,13 @@ def read_bounded(path: Path, limit: int = MAX_REFERENCED_BYTES, *, follow: bool 
         os.close(descriptor)
 
 
-__all__ = ["MAX_REFERENCED_BYTES", "PathRefusedError", "default_root", "is_inside", "read_bounded", "resolve_inside"]
+__all__ = [
+    "MAX_REFERENCED_BYTES",
+    "PathRefusedError",
+    "default_root",
+    "is_inside",
+    "named_location",
+    "read_bounded",
+    "refuse_outside",
+    "resolve_inside",
+]
