@@ -315,7 +315,15 @@ GRAMMAR_INVENTORY = "apiVersion: servespec/v1\nkind: Inventory\ndefaults: {defau
         ("{}", f'{{address: "{PAYLOAD}"}}', "hosts.a.address"),
         ("{}", "{address: -oProxyCommand=id}", "hosts.a.address"),
         ("{}", "{address: 'gpu 01'}", "hosts.a.address"),
-        ("{}", "{address: gpu_01.example}", "hosts.a.address"),
+        ("{}", "{address: _gpu01.example}", "hosts.a.address"),
+        ("{}", "{address: 'gpu01..example'}", "hosts.a.address"),
+        ("{}", "{address: 'gpu{01}'}", "hosts.a.address"),
+        ("{}", "{address: 'gpu%01'}", "hosts.a.address"),
+        ("{}", "{address: 'gpu;id'}", "hosts.a.address"),
+        ("{}", "{ssh_user: 'svc$x'}", "hosts.a.ssh_user"),
+        ("{}", '{ssh_user: "o\'brien"}', "hosts.a.ssh_user"),
+        ("{}", "{ssh_user: 'a%u'}", "hosts.a.ssh_user"),
+        ("{}", "{ssh_user: 'a b'}", "hosts.a.ssh_user"),
         ("{}", f'{{ssh_user: "{PAYLOAD}"}}', "hosts.a.ssh_user"),
         ("{}", "{ssh_user: -oProxyCommand=id}", "hosts.a.ssh_user"),
         (f'{{ssh_user: "{PAYLOAD}"}}', "{}", "defaults.ssh_user"),
@@ -339,12 +347,37 @@ def test_inventory_values_follow_their_grammar(tmp_path: Path, defaults: str, ho
     assert "lookup" not in result.stdout
 
 
-@pytest.mark.parametrize("address", ["10.0.0.1", "fd00::1", "gpu-01.example.com", "localhost", "1host"])
+@pytest.mark.parametrize(
+    "address", ["10.0.0.1", "fd00::1", "gpu-01.example.com", "localhost", "1host", "gpu_01.internal", "node1."]
+)
 def test_real_addresses_are_accepted(tmp_path: Path, address: str) -> None:
     (tmp_path / "inv.yaml").write_text(
         GRAMMAR_INVENTORY.format(defaults="{ssh_user: deploy}", host=f"{{address: '{address}'}}")
     )
     assert run_cli("validate", str(tmp_path / "inv.yaml")).exit_code == 0
+
+
+@pytest.mark.parametrize("user", ["deploy", "ubuntu@corp", "ubuntu@corp.example.com", "svc$", "_svc", "a.b-c"])
+def test_directory_user_names_are_accepted(tmp_path: Path, user: str) -> None:
+    """SSSD/AD users (user@domain) and Samba accounts (svc$) log in to real fleets (review B4)."""
+    (tmp_path / "inv.yaml").write_text(
+        GRAMMAR_INVENTORY.format(defaults=f"{{ssh_user: '{user}'}}", host=f"{{ssh_user: '{user}'}}")
+    )
+    result = run_cli("validate", str(tmp_path / "inv.yaml"))
+    assert result.exit_code == 0, result.output
+
+
+def test_grammar_predicates_are_the_one_definition() -> None:
+    """The rollout imports these instead of keeping its own address and user patterns."""
+    from servespec.spec.grammars import is_address, is_key_path, is_user_name
+
+    assert all(is_address(a) for a in ("10.0.0.1", "fd00::1", "gpu_01.internal", "node1.", "h"))
+    for bad in ("-oProxyCommand=id", "_x", "a b", "a{b", "a}b", "a%b", "a'b", 'a"b', "a;b", "a$b", "", "a..b", "."):
+        assert not is_address(bad), bad
+    assert all(is_user_name(u) for u in ("deploy", "ubuntu@corp", "svc$"))
+    for bad in ("-x", "a b", "a{b", "a%b", "a'b", "a;b", "a$b", "$", "a`b"):
+        assert not is_user_name(bad), bad
+    assert is_key_path("~/.ssh/id_ed25519") and not is_key_path("-i") and not is_key_path("%d/key")
 
 
 GRAMMAR_SPEC = """apiVersion: servespec/v1
@@ -377,6 +410,9 @@ engine: {{name: vllm, version: "0.11.0"}}
         ("max_model_len: 4096", "max_model_len: 4096, architecture: {layers: 1e400}", "model.architecture.layers"),
         ('version: "0.11.0"}', 'version: "0.11.0"}\nserving: {bind: -oX}', "serving.bind"),
         ('version: "0.11.0"}', "version: \"0.11.0\"}\nserving: {bind: '0.0.0.0 --trust-remote-code'}", "serving.bind"),
+        ('version: "0.11.0"}', 'version: "0.11.0"}\nserving: {bind: localhost}', "serving.bind"),
+        ('version: "0.11.0"}', 'version: "0.11.0"}\nserving: {bind: gpu-01.internal}', "serving.bind"),
+        ('version: "0.11.0"}', 'version: "0.11.0", image: "vllm/Vllm-openai:1"}', "engine.image"),
         ("{name: demo}", "{name: models}", "metadata.name"),
         ("{name: demo}", "{name: images}", "metadata.name"),
         ("{name: demo}", '{name: demo, labels: {team: "\\u202e"}}', "metadata.labels"),
@@ -477,3 +513,183 @@ def test_directory_expansion_skips_dangling_links_and_fifos_inside(tmp_path: Pat
     (repo / "to-pipe.yaml").symlink_to(repo / "pipe.yaml")
     result = run_cli("validate", "--format", "json", str(repo))
     assert result.exit_code == 0, result.output
+
+
+# --- review of issue 9: the root of a named path, and references the loader missed ----------
+
+FOREIGN_KIND = "S3cretValue42"
+
+
+def _linked_checkout(tmp_path: Path) -> Path:
+    """A checkout with `specs -> ../outside` (holding a foreign value) and `everything -> /`."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "k.yaml").write_text(f"kind: {FOREIGN_KIND}\n")
+    (repo / "specs").symlink_to("../outside")
+    (repo / "everything").symlink_to("/")
+    return repo
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["specs"],
+        ["--root", ".", "specs"],
+        ["specs/k.yaml"],
+        ["--root", ".", "specs/k.yaml"],
+        ["everything"],
+        ["--root", ".", "everything"],
+        [".", "specs"],
+    ],
+)
+def test_a_named_symlink_out_of_the_root_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """Review H1: the root comes from the path as named, and a named path that leads out is refused."""
+    monkeypatch.chdir(_linked_checkout(tmp_path))
+    for fmt in FORMATS:
+        result = run_cli("validate", "--format", fmt, *args)
+        assert result.exit_code == 2, (fmt, result.output)
+        assert FOREIGN_KIND not in result.output, fmt
+        assert "outside the root" in result.output, fmt
+
+
+def test_a_named_inventory_symlink_out_of_the_root_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _linked_checkout(tmp_path)
+    (tmp_path / "outside" / "inv.yaml").write_text(FOREIGN_INVENTORY)
+    (repo / "spec.yaml").write_text(SPEC.format(inventory="inv.yaml", config=""))
+    monkeypatch.chdir(repo)
+    for root in ([], ["--root", "."]):
+        result = run_cli("validate", "--format", "json", *root, "-i", "specs/inv.yaml", "spec.yaml")
+        assert result.exit_code == 2, result.output
+        assert CANARY not in result.output and "outside the root" in result.output
+
+
+def test_a_named_path_inside_the_checkout_through_a_symlink_is_fine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _checkout(tmp_path)
+    (repo / "alias.yaml").symlink_to("spec.yaml")
+    monkeypatch.chdir(repo)
+    result = run_cli("validate", "alias.yaml")
+    assert result.exit_code == 0, result.output
+
+
+def test_a_git_folder_behind_a_symlink_in_the_checkout_is_not_the_root(tmp_path: Path) -> None:
+    """`specs -> ../other` where other holds .git: the checkout holding the link stays the root."""
+    repo = _linked_checkout(tmp_path)
+    (tmp_path / "outside" / ".git").mkdir()
+    result = run_cli("validate", str(repo / "specs"))
+    assert result.exit_code == 2 and FOREIGN_KIND not in result.output, result.output
+
+
+def _fleet_without_git(tmp_path: Path) -> Path:
+    (tmp_path / "inventory").mkdir(parents=True)
+    (tmp_path / "inventory" / "fleet.yaml").write_text(INVENTORY.format(facts="../facts/a.json"))
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "a.json").write_text(FACTS)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "llama.yaml").write_text(SPEC.format(inventory="../inventory/fleet.yaml", config=""))
+    return tmp_path
+
+
+@pytest.mark.parametrize("named", ["specs/llama.yaml", ".", "specs"])
+def test_without_git_the_root_is_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: str
+) -> None:
+    """Review B3: without .git, how the files are named must not change the root."""
+    monkeypatch.chdir(_fleet_without_git(tmp_path))
+    result = run_cli("validate", "--format", "json", named)
+    assert result.exit_code == 0, result.output
+    assert not [f for f in json.loads(result.stdout)["findings"] if f["rule"] == "REF002"]
+
+
+def test_without_git_a_path_outside_the_working_directory_keeps_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout = _fleet_without_git(tmp_path / "fleet")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    result = run_cli("validate", "--format", "json", str(checkout / "specs" / "llama.yaml"))
+    assert [f["path"] for f in json.loads(result.stdout)["findings"] if f["rule"] == "REF002"] == ["inventory"]
+
+
+def _archive_spec(repo: Path, archive: str) -> Path:
+    spec = repo / "spec.yaml"
+    spec.write_text(spec.read_text().replace('version: "0.11.0"}', f'version: "0.11.0", image_archive: "{archive}"}}'))
+    return spec
+
+
+@pytest.mark.parametrize("archive", ["../outside/secret.json", "/etc/passwd", "linked.tar", "images", "absent.tar"])
+def test_image_archive_must_be_a_regular_file_inside_the_root(tmp_path: Path, archive: str) -> None:
+    """Review M1: engine.image_archive is checked at load (REF002 at its key), like every reference."""
+    repo = _checkout(tmp_path)
+    (repo / "images").mkdir()
+    (repo / "linked.tar").symlink_to(tmp_path / "outside" / "secret.json")
+    spec = _archive_spec(repo, archive)
+    for fmt, (code, output) in _outputs(str(spec)).items():
+        assert code == 1, (fmt, output)
+        assert CANARY not in output and str(tmp_path / "outside") not in output, fmt
+    findings = json.loads(run_cli("validate", "--format", "json", str(spec)).stdout)["findings"]
+    assert [f["path"] for f in findings if f["rule"] == "REF002"] == ["engine.image_archive"], findings
+
+
+def test_image_archive_is_only_looked_at(tmp_path: Path) -> None:
+    """A multi-gigabyte archive passes at once: it is stat'ed, never read, and has no size bound."""
+    repo = _checkout(tmp_path)
+    (repo / "images").mkdir()
+    with (repo / "images" / "engine.tar").open("wb") as sparse:
+        sparse.truncate(8 * 1024**3)
+    spec = _archive_spec(repo, "images/engine.tar")
+    started = time.monotonic()
+    result = run_cli("validate", "--format", "json", str(spec))
+    assert time.monotonic() - started < 30
+    assert not [f for f in json.loads(result.stdout)["findings"] if f["rule"] == "REF002"], result.output
+
+
+def test_default_root_and_resolve_inside_suit_the_rollout(tmp_path: Path) -> None:
+    """What apply calls for the archive: resolve_inside(archive, document.path.parent, document.root)."""
+    from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
+
+    repo = _checkout(tmp_path)
+    (repo / "images").mkdir()
+    (repo / "images" / "a.tar").write_text("tar")
+    fleet = load_fleet([_archive_spec(repo, "images/a.tar")])
+    document = fleet.deployments[0].document
+    assert document.root == repo.resolve() == default_root(document.path)
+    assert resolve_inside("images/a.tar", document.path.parent, document.root) == repo / "images" / "a.tar"
+    with pytest.raises(PathRefusedError):
+        resolve_inside("../outside/secret.json", document.path.parent, document.root)
+
+
+@pytest.mark.parametrize("field", ["facts", "inventory"])
+def test_a_reference_through_a_symlink_to_an_unsafe_file_name_is_refused(tmp_path: Path, field: str) -> None:
+    """Review LOW: the target's name would reach findings, like a named file's; it is refused the same way."""
+    repo = _checkout(tmp_path)
+    bad = "x\n::error::forged\u202e.json"
+    if field == "facts":
+        (repo / "facts" / "a.json").rename(repo / "facts" / bad)
+        (repo / "facts" / "a.json").symlink_to(bad)
+        where = "hosts.a.facts"
+    else:
+        (repo / "inv.yaml").rename(repo / bad)
+        (repo / "inv.yaml").symlink_to(bad)
+        where = "inventory"
+    for fmt, (code, output) in _outputs(str(repo / "spec.yaml")).items():
+        assert code == 1, (fmt, output)
+        assert "forged" not in output, fmt
+    findings = json.loads(run_cli("validate", "--format", "json", str(repo / "spec.yaml")).stdout)["findings"]
+    assert [f["path"] for f in findings if f["rule"] == "REF002"] == [where], findings
+
+
+@pytest.mark.parametrize(("image", "valid"), [("Vllm/x:1", True), ("vllm/X:1", False), ("Vllm:1", False)])
+def test_image_case_follows_distribution_reference(image: str, valid: bool) -> None:
+    """Upper case only in the registry host: distribution/reference's splitDockerDomain takes an
+    upper-case first component for a domain ("Vllm/x:1" pulls x from registry Vllm); path
+    components, and a lone name, must be lower case."""
+    from servespec.spec.grammars import is_image_reference
+
+    assert is_image_reference(image) is valid

@@ -84,9 +84,13 @@ class WrongType(Rule):
 
     Strings that name something follow that thing's grammar, so that none can read as an
     option or as a second word where it is used: ``address`` (an IPv4/IPv6 literal or an
-    RFC 1123 host name), ``ssh_user`` (a POSIX user name), ``ssh_key`` (a path of portable
-    file name characters), ``engine.image`` (the Docker reference grammar of
-    distribution/reference), ``model.source`` (a Hugging Face repo id as huggingface_hub's
+    RFC 1123 host name, with ``_`` inside labels and a trailing ``.`` as real fleets use
+    them), ``serving.bind`` (an IPv4/IPv6 literal only: Docker publishes ports on an
+    address, not a name), ``ssh_user`` (a POSIX user name, with ``@`` and a trailing ``$``
+    for directory users such as ``ubuntu@corp`` and ``svc$``), ``ssh_key`` (a path of
+    portable file name characters), ``engine.image`` (the Docker reference grammar of
+    distribution/reference: lower-case path components, a registry host first),
+    ``model.source`` (a Hugging Face repo id as huggingface_hub's
     validate_repo_id checks it, a local path, or an Ollama name as ollama's
     types/model/name.go parses it), environment variable names (POSIX portable names),
     label keys (Kubernetes' ``[prefix/]name``). ``metadata.name`` may not be ``models`` or

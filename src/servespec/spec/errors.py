@@ -68,7 +68,8 @@ def _dotted(path: KeyPath) -> str:
 
 
 def _key(name: str) -> str:
-    return repr(redact.MASK) if redact.has_token(name) else quote_value(name)
+    # quote_value masks token-shaped names itself: one quoting function for every value and key.
+    return quote_value(name)
 
 
 def _describe(path: KeyPath) -> str:

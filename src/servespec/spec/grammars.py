@@ -22,10 +22,20 @@ from pydantic_core import PydanticCustomError
 _HOST_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_HOST_LABEL}(?:\.{_HOST_LABEL})*$")
 
+# What an inventory address may be besides an IP literal: an RFC 1123 host name, widened
+# to what real fleets resolve (issue 9 review): '_' inside labels (DNS records and ssh_config
+# Host aliases carry it, e.g. gpu_01.internal) and one trailing '.' (a fully qualified name,
+# node1.). Never a leading '-' or '_' (ssh would read '-' as an option), no whitespace, no
+# template delimiters, quotes or shell metacharacters: only letters, digits, '-', '_', '.'.
+_ADDRESS_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
+ADDRESS_NAME = re.compile(rf"^(?=.{{1,253}}\.?$){_ADDRESS_LABEL}(?:\.{_ADDRESS_LABEL})*\.?$")
+
 # POSIX.1-2017 Base Definitions §3.437 (User Name): characters of the portable filename
-# character set (§3.282: A-Z a-z 0-9 . _ -), not starting with a hyphen. 32 characters is
-# shadow-utils' useradd limit (the longest name a Linux host creates by default).
-POSIX_USER = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._-]{0,31}$")
+# character set (§3.282: A-Z a-z 0-9 . _ -), not starting with a hyphen; widened to the
+# names directory services give Linux hosts: '@' for SSSD/AD fully qualified names
+# (ubuntu@corp, ubuntu@corp.example.com) and one trailing '$' (Samba/AD machine and service
+# accounts, svc$). 256 characters fits AD's user@domain names; shadow-utils' own limit is 32.
+POSIX_USER = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._@-]{0,255}\$?$")
 
 # A controller path to an SSH key: portable filename characters and '/', optionally after '~'
 # (Ansible expands it); never a leading '-', so ssh cannot read it as an option.
@@ -98,13 +108,32 @@ def _check(kind: str, message: str, valid: Callable[[str], bool]) -> AfterValida
     return AfterValidator(validate)
 
 
-def is_address(value: str) -> bool:
-    """An IPv4 or IPv6 literal, or an RFC 1123 host name."""
+def is_ip_address(text: str) -> bool:
+    """An IPv4 or IPv6 literal (what ``docker run -p ADDRESS:PORT:PORT`` and engines' host flags take)."""
     try:
-        ipaddress.ip_address(value)
-        return True
+        ipaddress.ip_address(text)
     except ValueError:
-        return bool(HOSTNAME.match(value))
+        return False
+    return True
+
+
+def is_address(text: str) -> bool:
+    """An address ssh and Ansible can reach a host at: an IP literal or a host name (see ADDRESS_NAME).
+
+    The one definition of an inventory address: the loader checks it, and the rollout
+    imports it to check again where the inventory is written.
+    """
+    return is_ip_address(text) or bool(ADDRESS_NAME.match(text))
+
+
+def is_user_name(text: str) -> bool:
+    """A user name for ssh (``ssh_user``): POSIX portable characters, '@' and a trailing '$' (POSIX_USER)."""
+    return bool(POSIX_USER.match(text))
+
+
+def is_key_path(text: str) -> bool:
+    """A controller key file path for ``ssh_key`` (KEY_PATH): no '%', '$' or '"', which ssh would expand."""
+    return bool(KEY_PATH.match(text))
 
 
 def is_image_reference(value: str) -> bool:
@@ -131,24 +160,29 @@ def _string(description: str, pattern: str | None = None) -> WithJsonSchema:
 
 Address = Annotated[
     str,
-    _check("address", "expected an IPv4 or IPv6 address or an RFC 1123 host name", is_address),
-    _string("An IPv4 or IPv6 address, or a host name (RFC 1123)"),
+    _check("address", "expected an IPv4 or IPv6 address or a host name (letters, digits, '-', '_', '.')", is_address),
+    _string("An IPv4 or IPv6 address, or a host name (RFC 1123; '_' inside labels and a trailing '.' allowed)"),
+]
+IpAddress = Annotated[
+    str,
+    _check("ip_address", "expected an IPv4 or IPv6 address (a host name cannot be bound)", is_ip_address),
+    _string("An IPv4 or IPv6 address"),
 ]
 UserName = Annotated[
     str,
     _check(
         "user_name",
-        "expected a POSIX user name (letters, digits, '.', '_', '-'; not starting with '-')",
-        lambda v: bool(POSIX_USER.match(v)),
+        "expected a user name (letters, digits, '.', '_', '-', '@', a trailing '$'; not starting with '-')",
+        is_user_name,
     ),
-    _string("POSIX user name", POSIX_USER.pattern),
+    _string("User name (POSIX portable characters, '@' for directory users, a trailing '$')", POSIX_USER.pattern),
 ]
 KeyPath = Annotated[
     str,
     _check(
         "key_path",
         "expected a file path of letters, digits, '.', '_', '-' and '/' (not starting with '-')",
-        lambda v: bool(KEY_PATH.match(v)),
+        is_key_path,
     ),
     _string("Private key file on the controller", KEY_PATH.pattern),
 ]

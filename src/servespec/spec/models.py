@@ -28,6 +28,7 @@ from servespec.spec.grammars import (
     Address,
     Duration,
     ImageReference,
+    IpAddress,
     KeyPath,
     Labels,
     ModelSource,
@@ -228,7 +229,7 @@ class Placement(_Model):
 
 class Serving(_Model):
     port: Port = 8000
-    bind: Address = Field(default="127.0.0.1", description="Address the engine listens on (an IP address)")
+    bind: IpAddress = Field(default="127.0.0.1", description="Address the engine listens on (an IP address)")
     api_key: SecretRef | None = None
 
 
