@@ -79,15 +79,18 @@ def test_inventory_strings_reach_ansible_unsafe(tmp_path: Path) -> None:
     marks = {field: tmp_path / f"pwned-{field}" for field in ("key", "deployments", "address", "user", "python")}
     hosts = {
         "h1": (
-            view("h1", {"address": "127.0.0.1", "ssh_port": port}, {"ssh_key": payload(marks["key"]), "become": False}),
+            view("h1", {"address": "127.0.0.1", "ssh_port": port}, {"become": False}),
             {"servespec_deployments": [block_payload(marks["deployments"])]},
         ),
     }
     inventory = inventory_for(hosts)
-    # What inventory_for refuses (address, user) must be inert in the writer too: defence in depth.
+    # What inventory_for refuses (address, user, key) must be inert in the writer too: defence in depth.
+    with pytest.raises(RolloutError, match="ssh_key"):
+        inventory_for({"h1": (view("h1", {}, {"ssh_key": payload(marks["key"])}), {})})
     inventory["all"]["children"]["servespec_targets"]["hosts"]["h2"] = {
         "ansible_host": payload(marks["address"]),
         "ansible_user": payload(marks["user"]),
+        "ansible_ssh_private_key_file": payload(marks["key"]),
         "ansible_port": port,
         "ansible_python_interpreter": payload(marks["python"]),
         "servespec_deployments": ["demo"],
@@ -111,6 +114,42 @@ def test_inventory_refuses_an_address_that_ssh_would_read_as_an_option() -> None
             inventory_for({"h": (view("h", {}, {"ssh_key": key}), {})})
     with pytest.raises(RolloutError, match="host name"):
         inventory_for({"{{ x }}": (view("{{ x }}", {}), {})})
+
+
+ADDRESSES = ("10.0.0.1", "2001:db8::10", "gpu-01.example", "gpu_01.internal", "[::1]", "a:b", "host%x", "a" * 300)
+USERS = ("deploy", ".deploy", "svc$", "ubuntu@corp", "a" * 300, "a:b")
+KEYS = ("~/.ssh/id_ed25519", "/keys/fleet-key", "/keys/a b", "/keys/a'b", "/keys/\u202ekey")
+
+
+def _accepted(host: dict[str, Any], defaults: dict[str, Any] | None = None, name: str = "h") -> bool:
+    """Whether inventory_for takes a host with these values."""
+    try:
+        inventory_for({name: (view(name, host, defaults), {})})
+    except RolloutError:
+        return False
+    return True
+
+
+def test_the_runner_checks_connection_values_with_the_loaders_grammars() -> None:
+    """One grammar: inventory_for accepts exactly what spec.grammars (and models.HostName) accept."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from servespec.spec import grammars
+    from servespec.spec.models import HostName
+
+    for address in ADDRESSES:
+        assert _accepted({"address": address}) == grammars.is_address(address), address
+    for user in USERS:
+        assert _accepted({"ssh_user": user}) == grammars.is_user_name(user), user
+    for key in KEYS:
+        assert _accepted({}, {"ssh_key": key}) == grammars.is_key_path(key), key
+    for name in ("gpu-a", "gpu.a_1", "a" * 300, "-a"):
+        try:
+            TypeAdapter(HostName).validate_python(name)
+            valid = True
+        except ValidationError:
+            valid = False
+        assert _accepted({}, name=name) == valid, name
 
 
 def test_unsafe_yaml_marks_every_string_and_refuses_template_keys() -> None:

@@ -14,15 +14,17 @@ read as options are refused here, and host reports are type-checked
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import re
 import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from servespec.knowledge import resolve
 from servespec.plan import Action, Desired, Observed, plan
@@ -36,6 +38,8 @@ from servespec.rollout.reported import RUN_ID, checked_report
 from servespec.rollout.runner import EventHandler, HostResult, RunResult, run_playbook
 from servespec.rules.rollout import replica_count, unavailable
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView, InventoryDoc
+from servespec.spec.grammars import is_address, is_key_path, is_user_name
+from servespec.spec.models import HostName
 from servespec.text import unsafe_character
 
 TASK_ALLOCATE = "Allocate a revision folder and unpack the files into it"
@@ -85,20 +89,44 @@ class Status:
         }
 
 
-ADDRESS = re.compile(r"^[A-Za-z0-9_.:%\[\]][A-Za-z0-9_.:%\[\]-]*$")
-"""An IP address or host name as ssh takes it: never a leading '-' (ssh would read an option)."""
-USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*\$?$")
-HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+def _plain_host_name(name: str) -> bool:
+    """An inventory host name as the loader takes it (spec.models.HostName: one definition)."""
+    try:
+        _host_names().validate_python(name)
+    except ValidationError:
+        return False
+    return True
 
 
-def _connection_value(host: str, field: str, value: str, pattern: re.Pattern[str]) -> str:
-    """``value`` when ssh reads it as the value it is, else a RolloutError naming the field."""
-    if not pattern.match(value):
+@functools.cache
+def _host_names() -> TypeAdapter[str]:
+    return TypeAdapter(HostName)
+
+
+def _connection_value(host: str, field: str, value: str, valid: Callable[[str], bool]) -> str:
+    """``value`` when ssh reads it as the value it is (the loader's own grammar), else a RolloutError.
+
+    The loader refuses these values already; this is the check again where the inventory
+    is written, for anything that skipped it.
+    """
+    if not valid(value):
         raise RolloutError(
-            f"host {host}: {field} {value!r} is not a plain address or name"
-            " (letters, digits, '.', ':', '_', '-', not starting with '-'); fix the inventory"
+            f"host {host}: {field} {value!r} is not a plain address or name (see spec.grammars; "
+            "no whitespace, quotes or template characters, not starting with '-'); fix the inventory"
         )
     return value
+
+
+def _key_path(host: str, key: str) -> str:
+    """``defaults.ssh_key`` expanded, when ssh and Ansible read it as the file it names."""
+    # ssh expands %-tokens and ${VAR} in IdentityFile, and Ansible quotes it with '"': refused
+    # here by name, whatever the grammar allows.
+    if not is_key_path(key) or unsafe_character(key) or any(char in key for char in '%$"'):
+        raise RolloutError(
+            f'host {host}: defaults.ssh_key holds a character ssh would expand or split (% $ " or a control'
+            " character) or is not a plain file path; rename the key file"
+        )
+    return str(Path(key).expanduser())
 
 
 def _host_vars(host: HostView) -> dict[str, Any]:
@@ -114,22 +142,16 @@ def _host_vars(host: HostView) -> dict[str, Any]:
             "ansible_become": os.geteuid() != 0,
         }
     out: dict[str, Any] = {
-        "ansible_host": _connection_value(host.name, "address", host.address, ADDRESS),
+        "ansible_host": _connection_value(host.name, "address", host.address, is_address),
         "ansible_port": spec.ssh_port or defaults.ssh_port,
         "ansible_python_interpreter": "/usr/bin/python3",
         "ansible_become": defaults.become,
     }
     user = spec.ssh_user or defaults.ssh_user
     if user:
-        out["ansible_user"] = _connection_value(host.name, "ssh_user", user, USER)
+        out["ansible_user"] = _connection_value(host.name, "ssh_user", user, is_user_name)
     if defaults.ssh_key:
-        # ssh expands %-tokens and ${VAR} in IdentityFile, and Ansible quotes it with '"'.
-        if unsafe_character(defaults.ssh_key) or any(char in defaults.ssh_key for char in '%$"'):
-            raise RolloutError(
-                f'host {host.name}: defaults.ssh_key holds a control character or one of % $ " '
-                "(ssh would expand or split it); rename the key file"
-            )
-        out["ansible_ssh_private_key_file"] = str(Path(defaults.ssh_key).expanduser())
+        out["ansible_ssh_private_key_file"] = _key_path(host.name, defaults.ssh_key)
     return out
 
 
@@ -140,7 +162,7 @@ def inventory_for(hosts: dict[str, tuple[HostView, dict[str, Any]]]) -> dict[str
     string value is passed to Ansible unsafe anyway; these would still reach ssh's argv).
     """
     for name in hosts:
-        if not HOST_NAME.match(name):
+        if not _plain_host_name(name):
             raise RolloutError(f"host name {name!r} is not letters, digits, '.', '_' and '-'; fix the inventory")
     return {
         "all": {
