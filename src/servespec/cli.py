@@ -61,7 +61,7 @@ def _strict_option(func: F) -> F:
 
 
 class _Group(click.Group):
-    """Resolves `lint` as an alias of `validate`; turns unexpected errors into one escaped line (exit 1)."""
+    """Resolves `lint` as an alias of `validate`; turns unexpected errors into one escaped line (exit 1 or 2)."""
 
     aliases: ClassVar[dict[str, str]] = {"lint": "validate"}
 
@@ -82,7 +82,11 @@ class _Group(click.Group):
 
 
 def _exit_on_error(err: Exception) -> None:
-    """One escaped line for an error no command handled: a refused render or write (exit 1), or a bug."""
+    """One escaped line for an error no command handled: a refused render or write (exit 1), or a bug (exit 2).
+
+    A bug exits with the contract's "cannot complete" code, never 1: CI must tell a crash
+    from findings.
+    """
     from servespec.text import printable
 
     if _is_refusal(err):
@@ -96,7 +100,7 @@ def _exit_on_error(err: Exception) -> None:
         "please report it (set SERVESPEC_DEBUG=1 for the traceback)",
         err=True,
     )
-    sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_USAGE)
 
 
 def _is_refusal(err: Exception) -> bool:
@@ -175,12 +179,10 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
 
 
 def _cell(text: object) -> Any:
-    """A table cell shown as the literal text: escaped, never read as rich markup or emoji codes."""
-    from rich.text import Text
+    """A table cell shown as the literal text (`servespec.report.cell`, shared with the rollout's tables)."""
+    from servespec.report import cell
 
-    from servespec.text import printable
-
-    return Text(printable(str(text)))
+    return cell(text)
 
 
 def _print_estimates(rows: list[Any]) -> None:
