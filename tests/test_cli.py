@@ -175,3 +175,31 @@ def test_findings_never_repeat_a_secret(in_tmp: Path) -> None:
         result = run_cli("validate", "--format", fmt, "spec.yaml")
         assert result.exit_code == 1 and "SEC001" in result.output
         assert token not in result.output, fmt
+
+
+def test_one_table_cell_for_every_table() -> None:
+    """The estimate and status tables and the rollout's tables print cells with the same function."""
+    from servespec import cli, report
+    from servespec.rollout import progress
+
+    assert progress.cell is report.cell
+    assert cli._cell("[red]x[/red]\x1b").plain == report.cell("[red]x[/red]\x1b").plain == "[red]x[/red]\\x1b"
+
+
+ESTIMATE_TABLE = """
+import sys
+from click.testing import CliRunner
+from servespec.cli import main
+result = CliRunner().invoke(main, ["estimate", sys.argv[1]])
+loaded = sorted(m for m in ("servespec.rollout", "ansible", "ansible_runner", "docker") if m in sys.modules)
+print(result.exit_code, "rich" in sys.modules, ",".join(loaded) or "-")
+"""
+
+
+def test_the_estimate_table_loads_no_rollout_modules() -> None:
+    import subprocess
+    import sys
+
+    spec = REPO / "specs" / "examples" / "vllm.yaml"
+    out = subprocess.run([sys.executable, "-c", ESTIMATE_TABLE, str(spec)], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "True", "-"], out.stdout + out.stderr

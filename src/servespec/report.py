@@ -1,9 +1,10 @@
-"""Print findings in the formats `deploy validate --format` offers (contract §2)."""
+"""Print findings in the formats `deploy validate --format` offers (contract §2), and table cells."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from servespec import __version__
 from servespec.findings import Finding, Severity
@@ -13,6 +14,17 @@ from servespec.text import printable
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def cell(text: object) -> Any:
+    """A rich table cell shown as the literal text: escaped, never read as rich markup or emoji codes.
+
+    One definition for every table servespec prints (estimate, status, the rollout's live view
+    and outcome); rich is imported only when a table is printed.
+    """
+    from rich.text import Text
+
+    return Text(printable(str(text)))
 
 
 def render(fmt: str, findings: Sequence[Finding], summary: dict[str, int]) -> str:

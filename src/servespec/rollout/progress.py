@@ -8,14 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from servespec.plan import Action
+from servespec.report import cell
 from servespec.text import printable
-
-
-def cell(text: object) -> Any:
-    """A table cell shown as the literal text: escaped, and never read as rich markup or emoji codes."""
-    from rich.text import Text
-
-    return Text(printable(str(text)))
 
 
 def _markdown(text: object) -> str:
