@@ -36,11 +36,40 @@ PARSERS: dict[str, Callable[[str], Any]] = {
 }
 
 
+PREFIXES = [
+    "node 0 cpus:",  # numactl: node CPUs
+    "node ",
+    "available:",  # numactl: node count
+    "MemTotal:",  # meminfo
+    "Driver Version:",  # nvidia-smi table header
+    "CUDA Version:",
+    "ACSCtl:",  # lspci
+    "0000:00:00.0 ",  # lspci device header, gpu-numa bus id
+    "GPU0",  # topo header and rows
+    " GPU0 ",
+    "0MiB /",  # nvidia-smi memory
+    "0, ",  # CSV rows
+]
+"""The literal each pattern family anchors on; a long run after it is where a pattern could backtrack."""
+
+RUNS = [" ", "\t", "0", "0 ", " 0", ".", "\n", " \n", "0\n"]
+"""Long runs of what those patterns repeat: spaces, tabs, digits, numbers, dots, line breaks."""
+
+TAILS = ["x", ""]
+"""What ends a run: a character no pattern expects there, or nothing."""
+
+
 def _lines() -> Iterator[str]:
     for fragment in FRAGMENTS:
         yield fragment * (SIZE // len(fragment))
         yield "|" + fragment * (SIZE // len(fragment)) + "x"
         yield "| 0 " + fragment * (SIZE // len(fragment)) + " On"
+    for prefix in PREFIXES:
+        for run in RUNS:
+            for tail in TAILS:
+                # Many short lines are a loop's load, not a pattern's: a tenth of the size is enough.
+                size = SIZE // 10 if "\n" in run else SIZE
+                yield prefix + run * (size // len(run)) + tail
 
 
 @pytest.fixture
@@ -65,6 +94,36 @@ def test_long_adversarial_lines_do_not_stall_a_parser(name: str, hang_guard: Non
     for line in _lines():
         parse(line)
         parse(line + "\n" + line)
+
+
+def test_a_topology_header_claiming_many_gpus_does_not_stall(hang_guard: None) -> None:
+    """Links are read from the cells the rows hold, not from every pair of the header's columns."""
+    header = "\t" + "\t".join(f"GPU{i}" for i in range(50_000)) + "\tCPU Affinity\tNUMA Affinity\n"
+    parsed = parsers.parse_topo(header + "GPU0\t X \tNV12\nGPU1\tNV12\t X \n")
+    assert parsed["gpu_count"] == 50_000 and parsed["links"] == [[0, 1, "NV12"]]
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["\tGPU0\tGPU1\tNUMA Affinity\n", "\tGPU0\tGPU1\tNUMA Affinity\tCPU Affinity\n"],
+)
+def test_a_numa_column_out_of_place_is_unknown_not_a_crash(header: str) -> None:
+    parsed = parsers.parse_topo(header + "GPU0\t X \tNV12\t0\nGPU1\tNV12\t X \t0\n")
+    assert parsed["links"] == [[0, 1, "NV12"]] and "gpu_numa_nodes" not in parsed
+
+
+def test_busy_gpus_without_the_bus_id_column_is_not_a_crash() -> None:
+    """A GPU row with an empty bus id and an apps header without ``gpu_bus_id`` used to raise KeyError."""
+    assert parsers.busy_gpus("pid, used_memory\n1, 2\n", "index, pci.bus_id\n0, \n") == []
+    assert parsers.busy_gpus("gpu_bus_id, pid\n0000:18:00.0, 1\n", "index, pci.bus_id\n3, 0000:18:00.0\n") == [3]
+
+
+def test_the_numactl_lines_are_read_one_at_a_time() -> None:
+    text = "available: 2 nodes (0-1)\nnode 0 cpus: 0 1 2 3 8\nnode 0 size: 1 MB\nnode 1 cpus:\t4 5  \r\n"
+    assert parsers.parse_numactl(text) == {"nodes": 2, "cpus": {0: "0-3,8", 1: "4-5"}}
+    for line in ("node 0 cpus: 0 -1", "node 0 cpus: 0 x", "node 0 cpus:", "node 0 cpus: 0 \u00b2", "xnode 0 cpus: 1"):
+        assert "cpus" not in parsers.parse_numactl(line + "\n"), line
+    assert parsers.parse_numactl("node 0 cpus:\n1 2\n") == {}  # a CPU list never continues on the next line
 
 
 def test_the_rewritten_patterns_still_read_real_rows() -> None:

@@ -11,7 +11,9 @@ import re
 from typing import Any
 
 # Hosts choose what these outputs say: every pattern runs in time linear in its input (no
-# pattern may backtrack over a long run; a number starts where no digit precedes it).
+# pattern may backtrack over a long run: runs are possessive, ``*+`` and ``++``, and no two
+# neighbouring runs match the same characters; a number starts where no digit precedes it).
+# Loops are bounded by the cells an output holds, never by a count it claims.
 _SMI_MEMORY = re.compile(r"(?<!\d)(\d++)MiB\s*+/\s*+(\d++)MiB")
 _BUS_ID = re.compile(r"[0-9A-Fa-f:.]+")
 _NUMBER = re.compile(r"-?[0-9]{1,18}")
@@ -79,8 +81,8 @@ def _smi_gpu_row(line: str) -> tuple[int, str] | None:
 def parse_smi_table(text: str) -> dict[str, Any]:
     """The plain ``nvidia-smi`` table: driver and CUDA versions, and each GPU's index, name, memory."""
     out: dict[str, Any] = {"gpus": []}
-    driver = re.search(r"Driver Version:\s*([\d.]+)", text)
-    cuda = re.search(r"CUDA Version:\s*([\d.]+)", text)
+    driver = re.search(r"Driver Version:\s*+([\d.]++)", text)
+    cuda = re.search(r"CUDA Version:\s*+([\d.]++)", text)
     if driver:
         out["driver_version"] = driver.group(1)
     if cuda:
@@ -112,7 +114,7 @@ def _interconnect(kinds: list[str]) -> str | None:
 def _topo_rows(lines: list[str]) -> dict[int, list[str]]:
     rows: dict[int, list[str]] = {}
     for line in lines:
-        match = re.match(r"^\s*GPU(\d+)\s+(.*)$", line)
+        match = re.match(r"\s*+GPU(\d++)\s++(.*+)", line)
         if match and number(match.group(1)) is not None:
             rows[int(match.group(1))] = [cell for cell in re.split(r"\s+", match.group(2).strip()) if cell]
     return rows
@@ -122,6 +124,8 @@ def _topo_numa(rows: dict[int, list[str]], columns: list[str], count: int) -> li
     """NUMA Affinity per GPU: row cells after the device columns line up with the trailing columns."""
     devices = columns.index("CPU Affinity") if "CPU Affinity" in columns else len(columns)
     trailing = columns[devices:]
+    if "NUMA Affinity" not in trailing:  # before the CPU Affinity column, or no such column: not this layout
+        return None
     position = devices + trailing.index("NUMA Affinity")
     nodes = []
     for gpu in range(count):
@@ -136,14 +140,15 @@ def _topo_numa(rows: dict[int, list[str]], columns: list[str], count: int) -> li
 def parse_topo(text: str) -> dict[str, Any]:
     """``nvidia-smi topo -m``: the link type of every GPU pair, the interconnect, GPU NUMA nodes."""
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
-    header_index = next((i for i, line in enumerate(lines) if re.match(r"^\s*GPU0\b", line)), None)
+    header_index = next((i for i, line in enumerate(lines) if re.match(r"\s*+GPU0\b", line)), None)
     if header_index is None:
         return {}
-    columns = re.split(r"\t+|\s{2,}", lines[header_index].strip())
+    columns = re.split(r"\t++|\s{2,}+", lines[header_index].strip())
     count = len([c for c in columns if re.fullmatch(r"GPU\d+", c)])
     rows = _topo_rows(lines[header_index + 1 :])
+    # Over the cells the rows hold: a header may claim a million GPUs (count * count pairs).
     links: list[list[Any]] = [
-        [i, j, rows[i][j]] for i in range(count) for j in range(i + 1, count) if i in rows and j < len(rows[i])
+        [i, j, rows[i][j]] for i in sorted(rows) if i < count for j in range(i + 1, min(count, len(rows[i])))
     ]
     out: dict[str, Any] = {"gpu_count": count, "links": links}
     interconnect = _interconnect([str(kind) for _, _, kind in links])
@@ -166,7 +171,7 @@ def parse_lspci_acs(text: str) -> list[tuple[str, bool, str]]:
         )
         if header:
             device = header.group(1)
-        control = re.search(r"ACSCtl:\s*(.*)$", line)
+        control = re.search(r"ACSCtl:\s*+(.*+)", line)
         if control:
             bits = control.group(1).strip()
             found.append((device, any(bit in bits for bit in _ACS_ENABLED_BITS), bits))
@@ -196,18 +201,37 @@ def _compress(cpus: list[int]) -> str:
     return ",".join(ranges)
 
 
+_NODE_CPUS = re.compile(r"node\s++(\d++)\s++cpus:")
+
+
+def _numa_node_cpus(line: str) -> tuple[int, list[int]] | None:
+    """(node, CPUs) of a ``node 0 cpus: 0 1 2`` line; None for any other line or a CPU that is not a number.
+
+    One line at a time, and the CPU list split rather than matched: ``cpus:\\s*([\\d\\s]*)$``
+    tried every split of a long run of spaces between its two runs (seconds on 20 KB).
+    """
+    match = _NODE_CPUS.match(line)
+    node = number(match.group(1)) if match else None
+    if match is None or node is None:
+        return None
+    words = line[match.end() :].split()
+    numbers = [number(word) if word.isdigit() else None for word in words]
+    if not numbers or None in numbers:
+        return None
+    return node, [n for n in numbers if n is not None]
+
+
 def parse_numactl(text: str) -> dict[str, Any]:
     """``numactl --hardware``: node count and each node's CPUs (compressed, ``0-47,96-143``)."""
     out: dict[str, Any] = {}
-    available = re.search(r"available:\s*(\d+)\s+nodes?", text)
+    available = re.search(r"available:\s*+(\d++)\s++nodes?", text)
     if available and number(available.group(1)) is not None:
         out["nodes"] = number(available.group(1))
     cpus = {}
-    for match in re.finditer(r"^node\s+(\d+)\s+cpus:\s*([\d\s]*)$", text, re.MULTILINE):
-        numbers = [number(n) for n in match.group(2).split()]
-        node = number(match.group(1))
-        if numbers and node is not None and None not in numbers:
-            cpus[node] = _compress([n for n in numbers if n is not None])
+    for line in text.splitlines():
+        found = _numa_node_cpus(line)
+        if found is not None:
+            cpus[found[0]] = _compress(found[1])
     if cpus:
         out["cpus"] = cpus
     return out
@@ -238,7 +262,7 @@ def parse_iommu(cmdline: str | None, units: str | None) -> str:
 
 def parse_meminfo(text: str) -> float | None:
     """``MemTotal`` of ``/proc/meminfo`` in GiB (one decimal)."""
-    match = re.search(r"^MemTotal:\s+(\d+)\s+kB", text, re.MULTILINE)
+    match = re.search(r"^MemTotal:\s++(\d++)\s++kB", text, re.MULTILINE)
     kib = number(match.group(1)) if match else None
     return round(kib / 1024 / 1024, 1) if kib is not None else None
 
@@ -289,13 +313,14 @@ def parse_df_free_gib(text: str) -> float | None:
 def busy_gpus(apps_csv: str, gpus_csv: str) -> list[int]:
     """Indices of GPUs that run compute processes (``--query-compute-apps`` joined on bus id)."""
     index_of = {
-        row.get("pci.bus_id", "").upper(): index
+        bus: index
         for row in parse_query_csv(gpus_csv)
-        if (index := number(row.get("index", ""))) is not None and index >= 0
+        if (bus := row.get("pci.bus_id", "").upper())
+        and (index := number(row.get("index", ""))) is not None
+        and index >= 0
     }
+    # A row may lack the column (a header that is not the one asked for): never looked up by force.
     busy = {
-        index_of[row["gpu_bus_id"].upper()]
-        for row in parse_query_csv(apps_csv)
-        if row.get("gpu_bus_id", "").upper() in index_of
+        index_of[bus] for row in parse_query_csv(apps_csv) if (bus := row.get("gpu_bus_id", "").upper()) in index_of
     }
     return sorted(busy)
