@@ -693,3 +693,19 @@ def test_image_case_follows_distribution_reference(image: str, valid: bool) -> N
     from servespec.spec.grammars import is_image_reference
 
     assert is_image_reference(image) is valid
+
+
+def test_an_inventory_the_operator_names_outside_root_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--root . -i /ci/inventory.yaml`: a path named outside --root is the operator's choice, with its own root."""
+    repo = _checkout(tmp_path)
+    ci = tmp_path / "ci"
+    (ci / "facts").mkdir(parents=True)
+    (ci / "facts" / "a.json").write_text(FACTS)
+    (ci / "inventory.yaml").write_text(INVENTORY.format(facts="facts/a.json"))
+    monkeypatch.chdir(repo)
+    result = run_cli("validate", "--root", ".", "-i", str(ci / "inventory.yaml"), "spec.yaml")
+    assert result.exit_code == 0, result.output
+    # Its own references still stay inside its own folder.
+    (ci / "inventory.yaml").write_text(INVENTORY.format(facts="../repo/facts/a.json"))
+    result = run_cli("validate", "--format", "json", "--root", ".", "-i", str(ci / "inventory.yaml"), "spec.yaml")
+    assert result.exit_code == 1 and "REF002" in result.output, result.output

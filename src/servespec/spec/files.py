@@ -96,11 +96,24 @@ def named_files(paths: list[Path], root: Path | None) -> list[Named]:
     """
     out: dict[Path, Named] = {}
     for path in paths:
-        base = Path(os.path.realpath(root if root is not None else default_root(path)))
+        base = root_for(path, root)
         refuse_named_outside(path, base)
         for file in collect_files([path], base):
             out.setdefault(file.resolve(), Named(file, base, path.is_dir()))
     return list(out.values())
+
+
+def root_for(path: Path, root: Path | None) -> Path:
+    """The (resolved) root of a path named on the command line.
+
+    ``--root`` when the path lies inside it as written; a path the operator names outside
+    ``--root`` (a CI job's own inventory, say) was chosen on purpose and gets its own
+    checkout as root (:func:`default_root`). Only a path that lies inside its root as
+    written but resolves outside it (a symlink in the checkout) is refused.
+    """
+    if root is not None and is_inside(Path(os.path.abspath(path)), Path(os.path.abspath(root))):
+        return Path(os.path.realpath(root))
+    return Path(os.path.realpath(default_root(path)))
 
 
 def refuse_named_outside(path: Path, root: Path) -> None:

@@ -27,6 +27,7 @@ from servespec.spec.files import (
     named_files,
     over_budget,
     refuse_named_outside,
+    root_for,
     run_budget_finding,
 )
 from servespec.spec.models import API_VERSION, KINDS, Deployment, FactsFile, Hardware, Host, Inventory
@@ -221,7 +222,7 @@ class _Loader:
             return self.inventories[real]
         if not self.override.is_file():
             raise UsageError(f"{printable(str(self.override))}: inventory not found")
-        root = Path(os.path.realpath(self.root if self.root is not None else default_root(self.override)))
+        root = root_for(self.override, self.root)
         refuse_named_outside(self.override, root)
         self.inventories[real] = None
         documents = self.read(Named(self.override, root, expanded=False))
