@@ -695,7 +695,9 @@ def test_image_case_follows_distribution_reference(image: str, valid: bool) -> N
     assert is_image_reference(image) is valid
 
 
-def test_an_inventory_the_operator_names_outside_root_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_inventory_the_operator_names_outside_root_is_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`--root . -i /ci/inventory.yaml`: a path named outside --root is the operator's choice, with its own root."""
     repo = _checkout(tmp_path)
     ci = tmp_path / "ci"
