@@ -111,7 +111,7 @@ def root_for(path: Path, root: Path | None) -> Path:
     checkout as root (:func:`default_root`). Only a path that lies inside its root as
     written but resolves outside it (a symlink in the checkout) is refused.
     """
-    # abspath, not resolve(): as written, symlinks not followed (following them is what H1 exploited).
+    # abspath, not resolve(): as written, symlinks not followed (a symlink in the checkout must not choose the root).
     if root is not None and is_inside(Path(os.path.abspath(path)), Path(os.path.abspath(root))):  # noqa: PTH100
         return Path(os.path.realpath(root))
     return Path(os.path.realpath(default_root(path)))
