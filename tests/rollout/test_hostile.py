@@ -120,9 +120,19 @@ def setup(tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path, monkeypa
     clear_markers(host)
 
 
-def test_no_payload_runs_anywhere(setup: Any, tmp_path: Path) -> None:
-    host, spec, key, archive = setup
+def test_no_payload_runs_anywhere(setup: Any, tmp_path: Path, ssh_key: Path) -> None:
+    host, spec, hostile_key, archive = setup
     put_file(host, "/srv/models/" + payload("model-source") + ".gguf", "stand-in")
+
+    # A key path that is a payload fails the key path grammar where the inventory is written:
+    # refused before ssh or Ansible sees it (tests/security checks the writer tags it unsafe anyway).
+    fleet = load_fleet([spec])
+    hostile_fleet(fleet, hostile_key, archive)
+    for run in (rollout.status, rollout.plan_fleet, lambda f: rollout.apply(f, rollout.ApplyOptions(), tmp_path)):
+        with pytest.raises(rollout.RolloutError, match="ssh_key"):
+            run(fleet)
+    assert markers(host) == []
+    key = ssh_key
 
     # A compromised host: status, plan and apply name the problem and use none of its values.
     hostile_state(host)
@@ -160,7 +170,7 @@ def test_no_payload_runs_anywhere(setup: Any, tmp_path: Path) -> None:
     host.sh(f"rm -rf /var/lib/servespec/{NAME}/lock")
     assert rollout.status(fleet)[0].revision == 1  # the host was left as it was
 
-    # discover through the same hostile inventory (its key path is a payload).
+    # discover through the same hostile inventory.
     failed = rollout.discover(fleet.inventories[0], tmp_path / "facts")
     assert failed == {}
     assert markers(host) == []

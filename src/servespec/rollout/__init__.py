@@ -100,6 +100,7 @@ def _plain_host_name(name: str) -> bool:
 
 @functools.cache
 def _host_names() -> TypeAdapter[str]:
+    """The validator of models.HostName, built once."""
     return TypeAdapter(HostName)
 
 
