@@ -11,11 +11,10 @@ reads are bounded, and messages never quote a file's content.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from servespec.rollout.errors import RolloutError
-from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
+from servespec.spec.paths import PathRefusedError, default_root, read_bounded, resolve_inside
 
 MAX_SECRET_BYTES = 64 * 1024
 """Largest secret file read (an API key or token is well under a kilobyte)."""
@@ -34,15 +33,11 @@ def _read_secret_file(name: str, written: str, allowed: Path | None) -> str:
             f"move it there, or {_ALLOW_SECRETS}"
         )
     try:
-        # O_NONBLOCK: a FIFO must not hang the apply; O_NOFOLLOW: no link swapped in after realpath.
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        data = read_bounded(target, MAX_SECRET_BYTES, follow=False)  # no link swapped in after realpath
+    except PathRefusedError:
+        raise RolloutError(f"secret {name}: {written!r} is not a regular file") from None
     except OSError as err:
         raise RolloutError(f"secret {name}: cannot read {written!r}: {err.strerror}") from err
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise RolloutError(f"secret {name}: {written!r} is not a regular file")
-        data = handle.read(MAX_SECRET_BYTES + 1)
     if len(data) > MAX_SECRET_BYTES:
         raise RolloutError(f"secret {name}: {written!r} is larger than {MAX_SECRET_BYTES} bytes")
     return data.decode("utf-8", errors="replace").strip()
