@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from servespec.knowledge.datafile import load_yaml_data
-from servespec.spec.grammars import oversized_number
+from servespec.spec.grammars import MAX_FLOAT, oversized_number
 from servespec.spec.models import Architecture
 
 TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/src/transformers/models"
@@ -293,7 +293,7 @@ def catalog_ids() -> list[str]:
     return [entry["name"] for entry in _catalog().values()]
 
 
-MAX_CONFIG_NUMBER = 1e15
+MAX_CONFIG_NUMBER = MAX_FLOAT
 """Largest magnitude a config.json number may have (vocabularies and rope thetas stay far below)."""
 
 

@@ -256,7 +256,7 @@ def check_numbers(value: Any) -> None:
     """Refuse NaN, infinities and numbers beyond MAX_INT / MAX_FLOAT anywhere inside a free-form value."""
     found = oversized_number(value)
     if isinstance(found, float):
-        raise PydanticCustomError("number", "number must be finite and at most 1e15 in size")
+        raise PydanticCustomError("number", f"number must be finite and at most {MAX_FLOAT:g} in size")
     if found is not None:
         raise PydanticCustomError("number", "integer must be at most 2**53 in size")
 

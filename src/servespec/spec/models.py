@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from servespec.spec.grammars import (
+    MAX_FLOAT,
     MAX_INT,
     Address,
     Duration,
@@ -62,7 +63,7 @@ GpuIndex = Annotated[int, Field(ge=0, le=1023)]
 CpuList = Annotated[str, StringConstraints(pattern=r"^\d+(-\d+)?(,\d+(-\d+)?)*$")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 BoundedInt = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT)]
-FiniteFloat = Annotated[float, Field(ge=-1e15, le=1e15, allow_inf_nan=False)]
+FiniteFloat = Annotated[float, Field(ge=-MAX_FLOAT, le=MAX_FLOAT, allow_inf_nan=False)]
 Scalar = str | BoundedInt | FiniteFloat | bool
 
 DEFAULT_MODEL_ROOTS = ("/var/lib/servespec/models", "/srv", "/data", "/models", "/mnt", "/opt/models")
