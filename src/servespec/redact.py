@@ -55,6 +55,15 @@ def looks_secret(name: str, value: Any) -> bool:
     return bool(SECRET_NAME.search(name)) and _literal(value)
 
 
+def holds_secret(name: str, value: Any) -> bool:
+    """Whether ``value`` (under key ``name``) is, or contains, what SEC001 reports as a secret."""
+    if isinstance(value, dict):
+        return any(holds_secret(str(key), item) or has_token(str(key)) for key, item in value.items())
+    if isinstance(value, list):
+        return any(holds_secret(name, item) for item in value)
+    return looks_secret(name, value) or (isinstance(value, str) and has_token(value))
+
+
 def has_token(text: str) -> bool:
     """Whether ``text`` contains a token-shaped substring anywhere."""
     return bool(_TOKEN_ANYWHERE.search(text))

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from servespec.text import UNSAFE, printable, unsafe_character
+from servespec.spec.document import quote_value
+from servespec.text import UNSAFE, unsafe_character
 
 RENDERERS = Path(__file__).resolve().parents[3] / "renderers"
 """Template folders, one per engine, plus ``_common``. Installed copies ship them as package data."""
@@ -29,11 +30,6 @@ class RenderError(ValueError):
 
 _HIDDEN = re.compile(r"(?![\n\t])" + UNSAFE.pattern)
 """Unsafe characters but line breaks and tabs, which YAML and JSON serializers write safely."""
-
-
-def _shown(text: str) -> str:
-    """A value as quoted in an error: escaped, and cut short (it may be large)."""
-    return repr(printable(text if len(text) <= 80 else text[:77] + "..."))
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -55,7 +51,7 @@ def _refuse_hidden(value: Any, syntax: str) -> None:
         match = _HIDDEN.search(text)
         if match:
             bad = f"U+{ord(match.group()):04X}"
-            raise RenderError(f"{syntax} value {_shown(text)} carries {bad}, which is never rendered")
+            raise RenderError(f"{syntax} value {quote_value(text, limit=80)} carries {bad}, which is never rendered")
 
 
 def to_yaml(value: Any) -> str:
@@ -112,10 +108,10 @@ def env_value(value: Any) -> str:
     """A value for a Docker env file (``KEY=value``, taken literally up to the line end)."""
     text = str(value).lower() if isinstance(value, bool) else str(value)
     if "\n" in text or "\r" in text or "\x00" in text:
-        raise RenderError(f"environment value {_shown(text)} spans lines")
+        raise RenderError(f"environment value {quote_value(text, limit=80)} spans lines")
     bad = unsafe_character(text)
     if bad:
-        raise RenderError(f"environment value {_shown(text)} carries {bad}, which is never rendered")
+        raise RenderError(f"environment value {quote_value(text, limit=80)} carries {bad}, which is never rendered")
     return text
 
 

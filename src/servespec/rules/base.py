@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from servespec.findings import Finding, Severity
-from servespec.redact import MASK, has_token, looks_secret, scrub
+from servespec.redact import scrub
 from servespec.spec.document import quote_value
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 from servespec.spec.source import Document, KeyPath
@@ -22,23 +22,9 @@ def placements(fleet: Fleet) -> Iterator[tuple[DeploymentDoc, HostView]]:
             yield deployment, host
 
 
-def _holds_secret(name: str, value: Any) -> bool:
-    """Whether ``value`` (under key ``name``) is, or contains, what SEC001 reports as a secret."""
-    if isinstance(value, dict):
-        return any(_holds_secret(str(key), item) or has_token(str(key)) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_holds_secret(name, item) for item in value)
-    return looks_secret(name, value) or (isinstance(value, str) and has_token(value))
-
-
 def quoted(value: Any, name: str = "") -> str:
-    """A user value as a rule message quotes it, through ``spec.document.quote_value``.
-
-    quote_value repr's, masks, cuts and escapes the value; numbers and containers SEC001
-    would call secret (``api_key: 12345678``, ``{api_key: abc}``) are masked first, since
-    quote_value masks strings only.
-    """
-    return quote_value(MASK if _holds_secret(name, value) else value, name)
+    """A user value as a rule message quotes it: repr'd, masked, cut and escaped (``spec.document.quote_value``)."""
+    return quote_value(value, name)
 
 
 def bare(text: str, name: str = "") -> str:

@@ -112,7 +112,7 @@ def quote_value(value: object, name: str = "", limit: int = MAX_SHOWN) -> str:
     reaches CI logs or SARIF, no 1 MiB scalar is printed, and no control or bidi character
     reaches a terminal.
     """
-    if isinstance(value, str) and (redact.looks_secret(name, value) or redact.has_token(value)):
+    if redact.holds_secret(name, value):  # strings, and numbers or containers SEC001 calls secret
         return repr(redact.MASK)
     text = printable(repr(value))
     return text if len(text) <= limit else text[: limit - 3] + "..."
