@@ -35,7 +35,7 @@ ENTRYPOINT = "/tgi-entrypoint.sh"
 """The official image's entrypoint (activates the venv, then ``exec text-generation-launcher``)."""
 KEY_WRAPPER = (
     'wrap="$(mktemp -d)" && '
-    f"printf '#!/bin/sh\\nexport API_KEY=\"${KEY_ENV}\"\\nexec {ROUTER} \"$@\"\\n' "
+    f'printf \'#!/bin/sh\\nexport API_KEY="${KEY_ENV}"\\nexec {ROUTER} "$@"\\n\' '
     '> "$wrap/text-generation-router" && '
     'chmod 0755 "$wrap/text-generation-router" && '
     f'PATH="$wrap:$PATH" exec {ENTRYPOINT} "$@"'
