@@ -1,6 +1,6 @@
 """What apply, rollback and status report when hosts cannot be read or a run stops part-way.
 
-No test host is needed: ``rollout._run_on`` is replaced by a fake that answers the status
+No test host is needed: ``rollout.inventory.run_on`` is replaced by a fake that answers the status
 playbook from a table and records every other playbook it is asked to run.
 """
 
@@ -63,7 +63,7 @@ def _report(current: int | None = None, revisions: tuple[int, ...] = ()) -> dict
 
 
 class FakeHosts:
-    """Stands in for ``rollout._run_on``: answers status.yml from ``reports``, records every other run."""
+    """Stands in for ``rollout.inventory.run_on``: answers status.yml from ``reports``, records every other run."""
 
     def __init__(self, reports: dict[str, Any]) -> None:
         self.reports = reports
@@ -99,7 +99,7 @@ class FakeHosts:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeHosts:
     hosts = FakeHosts({})
-    monkeypatch.setattr(rollout, "_run_on", hosts)
+    monkeypatch.setattr(rollout.inventory, "run_on", hosts)
     return hosts
 
 

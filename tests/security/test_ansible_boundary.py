@@ -255,16 +255,16 @@ def test_hostile_lock_files_and_container_are_refused() -> None:
 
 def test_a_stale_lock_id_is_reused_only_when_it_is_a_run_id() -> None:
     lock = {"controller": socket.gethostname(), "pid": 2**22 + 12345, "run_id": "{{ lookup('pipe', 'id') }}"}
-    assert rollout._stale_lock(lock) == ""
-    assert rollout._stale_lock({**lock, "run_id": "0123456789ab"}) == "0123456789ab"
-    assert rollout._stale_lock({**lock, "pid": "{{ x }}", "run_id": "0123456789ab"}) == ""
+    assert rollout.state.stale_lock(lock) == ""
+    assert rollout.state.stale_lock({**lock, "run_id": "0123456789ab"}) == "0123456789ab"
+    assert rollout.state.stale_lock({**lock, "pid": "{{ x }}", "run_id": "0123456789ab"}) == ""
 
 
 def test_gather_turns_a_hostile_report_into_an_error_for_that_host(monkeypatch: pytest.MonkeyPatch) -> None:
     hostile = {"state": {"current": "{{ x }}", "revisions": []}, "files": {}, "lock": None, "container": None}
     result = HostResult(host="h", touched=True, results={rollout.TASK_STATUS: {"deployments": {"d": hostile}}})
-    monkeypatch.setattr(rollout, "_run_on", lambda *a, **k: RunResult("successful", {"h": result}))
-    monkeypatch.setattr(rollout.resolve, "placed_hosts", lambda deployment: [view("h", {})])
+    monkeypatch.setattr(rollout.inventory, "run_on", lambda *a, **k: RunResult("successful", {"h": result}))
+    monkeypatch.setattr(rollout.state.resolve, "placed_hosts", lambda deployment: [view("h", {})])
 
     class Doc:
         name = "d"
@@ -287,7 +287,7 @@ def test_discover_writes_only_the_documented_file_names(tmp_path: Path, monkeypa
         "topo.txt": 12,
     }
     result = HostResult(host="h", touched=True, results={rollout.TASK_COLLECT: {"outputs": outputs}})
-    monkeypatch.setattr(rollout, "_run_on", lambda *a, **k: RunResult("successful", {"h": result}))
+    monkeypatch.setattr(rollout.inventory, "run_on", lambda *a, **k: RunResult("successful", {"h": result}))
     seen: list[list[str]] = []
 
     def record(folder: Path, destination: Path) -> list[Path]:
