@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from servespec import rollout
-from servespec.rollout.runner import HostResult, RunResult
+from servespec.rollout.runner import HostResult, Report, RunResult
 from servespec.spec.fleet import Fleet, load_fleet
 from tests.conftest import run_cli
 
@@ -82,8 +82,8 @@ class FakeHosts:
             return RunResult("successful", {host: self._status(host, name) for host in hosts})
         self.runs.append((playbook, list(hosts)))
         self.variables = {name: extra for name, (_, extra) in hosts.items()}
-        done = {rollout.TASK_ALLOCATE: {"number": 1}, rollout.TASK_MARK_GOOD: {}}
-        result = RunResult("successful", {name: HostResult(name, touched=True, results=dict(done)) for name in hosts})
+        done = {Report.ALLOCATED: {"kind": Report.ALLOCATED, "number": 1}, Report.GOOD: {"kind": Report.GOOD}}
+        result = RunResult("successful", {name: HostResult(name, touched=True, reports=dict(done)) for name in hosts})
         self.after_run(playbook)
         return result
 
@@ -93,7 +93,7 @@ class FakeHosts:
             return HostResult(host, ok=False, unreachable=True, touched=True, error="ssh: no route", stage="connect")
         if report == "hostile":
             report = {**_report(), "state": {"current": "{{ x }}", "revisions": []}}
-        return HostResult(host=host, touched=True, results={rollout.TASK_STATUS: {"deployments": {deployment: report}}})
+        return HostResult(host=host, touched=True, reports={Report.STATUS: {"deployments": {deployment: report}}})
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 
 from servespec import rollout
 from servespec.rollout import RolloutError, inventory_for, resolve_secrets
-from servespec.rollout.runner import HostResult, RunResult, _collect, run_playbook
+from servespec.rollout.runner import HostResult, Report, RunResult, _collect, run_playbook
 from servespec.spec.fleet import HostView, InventoryDoc
 from servespec.spec.models import Host, HostDefaults, Inventory
 from tests.conftest import REPO, run_cli
@@ -262,7 +262,7 @@ def test_a_stale_lock_id_is_reused_only_when_it_is_a_run_id() -> None:
 
 def test_gather_turns_a_hostile_report_into_an_error_for_that_host(monkeypatch: pytest.MonkeyPatch) -> None:
     hostile = {"state": {"current": "{{ x }}", "revisions": []}, "files": {}, "lock": None, "container": None}
-    result = HostResult(host="h", touched=True, results={rollout.TASK_STATUS: {"deployments": {"d": hostile}}})
+    result = HostResult(host="h", touched=True, reports={Report.STATUS: {"deployments": {"d": hostile}}})
     monkeypatch.setattr(rollout.inventory, "run_on", lambda *a, **k: RunResult("successful", {"h": result}))
     monkeypatch.setattr(rollout.state.resolve, "placed_hosts", lambda deployment: [view("h", {})])
 
@@ -286,7 +286,7 @@ def test_discover_writes_only_the_documented_file_names(tmp_path: Path, monkeypa
         "meminfo.txt": "MemTotal: " + "9" * (9 << 20),
         "topo.txt": 12,
     }
-    result = HostResult(host="h", touched=True, results={rollout.TASK_COLLECT: {"outputs": outputs}})
+    result = HostResult(host="h", touched=True, reports={Report.OUTPUTS: {"outputs": outputs}})
     monkeypatch.setattr(rollout.inventory, "run_on", lambda *a, **k: RunResult("successful", {"h": result}))
     seen: list[list[str]] = []
 

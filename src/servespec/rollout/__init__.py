@@ -28,7 +28,6 @@ from __future__ import annotations
 from servespec.rollout import inventory as inventory
 from servespec.rollout import state as state
 from servespec.rollout.collect import MAX_OUTPUT_CHARS as MAX_OUTPUT_CHARS
-from servespec.rollout.collect import TASK_COLLECT as TASK_COLLECT
 from servespec.rollout.collect import discover as discover
 from servespec.rollout.errors import RolloutError as RolloutError
 from servespec.rollout.inventory import check_inventories as check_inventories
@@ -36,8 +35,6 @@ from servespec.rollout.inventory import inventory_for as inventory_for
 from servespec.rollout.local_files import archive_path as archive_path
 from servespec.rollout.local_files import resolve_secrets as resolve_secrets
 from servespec.rollout.orchestrate import NOT_REACHED as NOT_REACHED
-from servespec.rollout.orchestrate import TASK_ALLOCATE as TASK_ALLOCATE
-from servespec.rollout.orchestrate import TASK_MARK_GOOD as TASK_MARK_GOOD
 from servespec.rollout.orchestrate import ApplyOptions as ApplyOptions
 from servespec.rollout.orchestrate import FleetPlan as FleetPlan
 from servespec.rollout.orchestrate import StoppedAfterChangesError as StoppedAfterChangesError
@@ -49,7 +46,6 @@ from servespec.rollout.orchestrate import destroy as destroy
 from servespec.rollout.orchestrate import plan_fleet as plan_fleet
 from servespec.rollout.orchestrate import rollback as rollback
 from servespec.rollout.orchestrate import secrets_dir as secrets_dir
-from servespec.rollout.state import TASK_STATUS as TASK_STATUS
 from servespec.rollout.state import HostOutcome as HostOutcome
 from servespec.rollout.state import Status as Status
 from servespec.rollout.state import desired_state as desired_state

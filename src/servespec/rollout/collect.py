@@ -6,11 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from servespec.rollout import inventory
-from servespec.rollout.runner import EventHandler
+from servespec.rollout.runner import EventHandler, Report
 from servespec.spec.fleet import HostView, InventoryDoc
-
-TASK_COLLECT = "Collect the hardware outputs"
-"""Name of the role's task whose result the controller reads (tests/rollout/test_task_names.py)."""
 
 MAX_OUTPUT_CHARS = 8 << 20
 """Largest command output kept from a host (lspci -vvv of a large server is about a megabyte)."""
@@ -34,7 +31,7 @@ def discover(inventory_doc: InventoryDoc, destination: Path, *, on_event: EventH
     with tempfile.TemporaryDirectory(prefix="servespec-discover-") as tmp:
         for name in hosts:
             host = result.hosts.get(name)
-            outputs = host.results.get(TASK_COLLECT, {}).get("outputs") if host and host.ok else None
+            outputs = host.reports.get(Report.OUTPUTS, {}).get("outputs") if host and host.ok else None
             if outputs is None:
                 failed.setdefault(name, "no answer")
                 continue

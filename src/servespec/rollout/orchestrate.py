@@ -21,15 +21,11 @@ from servespec.render import Rendered, render_fleet
 from servespec.rollout import inventory, state
 from servespec.rollout.errors import RolloutError
 from servespec.rollout.local_files import archive_path, resolve_secrets, secret_values, write_secrets
-from servespec.rollout.runner import EventHandler, RunResult
+from servespec.rollout.runner import EventHandler, Report, RunResult
 from servespec.rollout.staging import secrets_folder, stage
 from servespec.rollout.state import HostOutcome
 from servespec.rules.rollout import replica_count, unavailable
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
-
-TASK_ALLOCATE = "Allocate a revision folder and unpack the files into it"
-TASK_MARK_GOOD = "Mark the revision good"
-"""Names of the role's tasks whose results the controller reads (tests/rollout/test_task_names.py)."""
 
 
 def _run_info() -> dict[str, Any]:
@@ -161,9 +157,9 @@ def _outcome(action: Action, result: RunResult) -> HostOutcome:
     host = result.hosts.get(action.host)
     if host is None or not host.touched:
         return HostOutcome(action.deployment, action.host, action.kind, action.current, action.current, NOT_REACHED)
-    allocated = host.results.get(TASK_ALLOCATE, {})
-    new = allocated.get("number")
-    if host.ok and TASK_MARK_GOOD not in host.results:
+    number = host.reports.get(Report.ALLOCATED, {}).get("number")
+    new = number if isinstance(number, int) and not isinstance(number, bool) else None
+    if host.ok and Report.GOOD not in host.reports:
         # The run was cancelled (Ctrl-C) or ended before this host finished: apply again to converge.
         return HostOutcome(
             action.deployment, action.host, action.kind, action.current, new, f"interrupted ({result.status})"

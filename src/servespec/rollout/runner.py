@@ -43,7 +43,9 @@ class HostResult:
     stage: str = ""
     logs: list[str] = field(default_factory=list)
     results: dict[str, Any] = field(default_factory=dict)
-    """Module results by task name (for tasks that report data, like status)."""
+    """Every task's module result by task name (for playbooks of one's own; the controller reads ``reports``)."""
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What servespec's own modules reported under :data:`RESULT_KEY`, by the ``kind`` each names."""
     touched: bool = False
     """Whether any task ran on the host (a host in a batch after a failure is never touched)."""
 
@@ -57,6 +59,33 @@ class RunResult:
 
 
 EventHandler = Callable[[dict[str, Any]], None]
+
+RESULT_KEY = "servespec_result"
+"""The key under which the role's modules return what the controller reads: ``{"kind": KIND, ...}``.
+
+The controller finds a result by its kind, never by the human name of the task that ran the
+module; the kinds are those of :class:`Report` (the modules spell them in module_utils/servespec_common.py).
+"""
+
+
+class Report:
+    """The kinds of :data:`RESULT_KEY` results the controller reads."""
+
+    ALLOCATED = "revision_allocated"
+    """servespec_state allocate: ``number``, the new revision."""
+    GOOD = "revision_good"
+    """servespec_state mark good: ``number``; the host finished its rollout."""
+    STATUS = "deployments_status"
+    """servespec_status: ``deployments``, one report per deployment name."""
+    OUTPUTS = "host_outputs"
+    """servespec_collect: ``outputs``, command outputs by file name."""
+
+
+def _report(result: HostResult, res: dict[str, Any]) -> None:
+    """Keep ``res``'s servespec result under its kind (anything else under the key is ignored)."""
+    report = res.get(RESULT_KEY)
+    if isinstance(report, dict) and isinstance(report.get("kind"), str):
+        result.reports[report["kind"]] = report
 
 
 def _failure(result: HostResult, res: dict[str, Any], task: str, secrets: tuple[str, ...]) -> None:
@@ -89,6 +118,7 @@ def _collect(hosts: dict[str, HostResult], event: dict[str, Any], secrets: tuple
     if kind == "runner_on_ok":
         result.touched = True
         result.results[task] = res
+        _report(result, res)
     elif kind == "runner_on_failed" and not data.get("ignore_errors"):
         result.touched = True
         _failure(result, res, task, secrets)

@@ -17,11 +17,8 @@ from servespec.render import Rendered
 from servespec.render.common import host_and_port
 from servespec.rollout import inventory
 from servespec.rollout.reported import RUN_ID, checked_report
-from servespec.rollout.runner import EventHandler, HostResult
+from servespec.rollout.runner import EventHandler, HostResult, Report
 from servespec.spec.fleet import DeploymentDoc, Fleet
-
-TASK_STATUS = "Read the deployments' state"
-"""Name of the role's task whose result the controller reads (tests/rollout/test_task_names.py)."""
 
 
 @dataclass
@@ -82,7 +79,7 @@ def host_report(results: dict[str, HostResult], host: str, deployment: str) -> d
     result = results.get(host)
     if result is None:
         return {}
-    report = result.results.get(TASK_STATUS, {}).get("deployments", {})
+    report = result.reports.get(Report.STATUS, {}).get("deployments", {})
     found = report.get(deployment) if isinstance(report, dict) else None
     return dict(found) if isinstance(found, dict) else {}
 
@@ -91,7 +88,7 @@ def _check_reports(results: dict[str, HostResult], deployment: str) -> None:
     """Replace each host's report by its checked copy; a report that fails makes that host's error."""
     for name, result in results.items():
         checked, problem = checked_report(host_report(results, name, deployment))
-        result.results[TASK_STATUS] = {"deployments": {deployment: checked}}
+        result.reports[Report.STATUS] = {"kind": Report.STATUS, "deployments": {deployment: checked}}
         if problem and result.ok:
             result.ok = False
             result.stage = "status"

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.servespec_common import OUTPUTS, servespec_result
 
 GPU_QUERY = "index,name,uuid,pci.bus_id,memory.total,compute_cap,driver_version"
 
@@ -111,7 +112,7 @@ def main():
     df = _run(["df", "-Pk", _existing_parent(module.params["model_cache"])])
     if df:
         outputs["model-cache-df.txt"] = df
-    module.exit_json(changed=False, outputs=outputs)
+    module.exit_json(changed=False, **servespec_result(OUTPUTS, outputs=outputs))
 
 
 if __name__ == "__main__":

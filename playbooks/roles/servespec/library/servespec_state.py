@@ -31,7 +31,10 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.servespec_common import (
+    ALLOCATED,
     CONFIG_ROOT,
+    FAILED,
+    GOOD,
     STATE_ROOT,
     active_link,
     check_deployment,
@@ -41,6 +44,7 @@ from ansible.module_utils.servespec_common import (
     read_state,
     revision_dir,
     revision_entry,
+    servespec_result,
     write_state,
 )
 
@@ -77,7 +81,8 @@ def _allocate(p, state):
         _unpack(p["bundle"], revision_dir(name, number, root))
     state["revisions"].append({"number": number, "digest": p["digest"], "status": "pending", "created": now()})
     write_state(state, root)
-    return {"changed": True, "number": number, "path": revision_dir(name, number, root), "state": state}
+    out = {"changed": True, "number": number, "path": revision_dir(name, number, root), "state": state}
+    return {**out, **servespec_result(ALLOCATED, number=number)}
 
 
 def _activate(p, state):
@@ -96,7 +101,8 @@ def _mark(p, state):
     if p["status"] == "good":
         state["good"] = p["number"]
     write_state(state, p["state_root"])
-    return {"changed": True, "state": state}
+    kind = GOOD if p["status"] == "good" else FAILED
+    return {"changed": True, "state": state, **servespec_result(kind, number=p["number"])}
 
 
 def _restore(p, state):

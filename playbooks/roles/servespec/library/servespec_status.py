@@ -22,6 +22,7 @@ import urllib.request
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.servespec_common import (
     STATE_ROOT,
+    STATUS,
     base_url,
     check_deployment,
     deployment_dir,
@@ -29,6 +30,7 @@ from ansible.module_utils.servespec_common import (
     lock_holder,
     read_state,
     revision_dir,
+    servespec_result,
 )
 
 
@@ -99,7 +101,7 @@ def main():
             entry["healthy"] = entry["container"]["status"] == "running" and _healthy(spec)
             entry["endpoint_port"] = spec["healthcheck"]["port"]
         report[name] = entry
-    module.exit_json(changed=False, deployments=report)
+    module.exit_json(changed=False, **servespec_result(STATUS, deployments=report))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,22 @@ RESERVED = ("models", "images")
 """Folders of STATE_ROOT shared by every deployment (model cache, image archives): never a deployment."""
 DEPLOYMENT_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 
+RESULT_KEY = "servespec_result"
+"""What the controller reads comes back under this key as {"kind": KIND, ...}, never found by task name.
+
+The kinds below are the controller's servespec.rollout.runner.Report (tests/rollout/test_result_keys.py).
+"""
+ALLOCATED = "revision_allocated"
+GOOD = "revision_good"
+FAILED = "revision_failed"
+STATUS = "deployments_status"
+OUTPUTS = "host_outputs"
+
+
+def servespec_result(kind, **values):
+    """The module result entry the controller reads: ``{RESULT_KEY: {"kind": kind, **values}}``."""
+    return {RESULT_KEY: dict(values, kind=kind)}
+
 
 def deployment_problem(name):
     """Why ``name`` cannot be a deployment on this host ('' when it can).
