@@ -13,6 +13,7 @@ from servespec import outdir
 from servespec.discover.parsers import (
     acs_state,
     busy_gpus,
+    gpu_processes,
     number,
     parse_df_free_gib,
     parse_docker_info,
@@ -40,7 +41,10 @@ OUTPUT_FILES = {
     "iommu.txt": "ls /sys/class/iommu (the word none when empty)",
     "meminfo.txt": "cat /proc/meminfo",
     "nproc.txt": "getconf _NPROCESSORS_ONLN",
+    "gpu-app-containers.txt": "one line per compute process of gpu-apps.csv: its pid and the 64-hex id of the"
+    " container it runs in, read from /proc/<pid>/cgroup (- when none)",
     "docker-info.json": "docker info --format '{{json .}}'",
+    "docker-ps.txt": "docker ps --no-trunc --format '{{.ID}} {{.Names}}'",
     "model-cache-df.txt": "df -Pk /var/lib/servespec/models (or its nearest existing parent)",
 }
 """The files `--from-outputs` reads, and what each holds; every one is optional."""
@@ -110,9 +114,14 @@ def facts_from_outputs(folder: Path, host: str) -> dict[str, Any]:
     facts["hardware"] = hardware
     facts["links"] = topo.get("links", [])
     apps, gpus = _read(folder, "gpu-apps.csv"), _read(folder, "nvidia-smi.csv")
+    pids, containers = _read(folder, "gpu-app-containers.txt"), _read(folder, "docker-ps.txt")
     runtime = (_parse(folder, "docker-info.json", parse_docker_info) or {}) | _known(
         model_cache_free_gib=_parse(folder, "model-cache-df.txt", parse_df_free_gib),
         busy_gpus=busy_gpus(apps, gpus) if apps is not None and gpus else None,
+        # Without both listings every process would look foreign, servespec's own engines included.
+        gpu_processes=gpu_processes(apps, gpus, pids, containers)
+        if apps is not None and gpus and pids is not None and containers is not None
+        else None,
     )
     if runtime:
         facts["runtime"] = runtime

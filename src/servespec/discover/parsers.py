@@ -310,17 +310,67 @@ def parse_df_free_gib(text: str) -> float | None:
     return round(free / 1024 / 1024, 1)
 
 
-def busy_gpus(apps_csv: str, gpus_csv: str) -> list[int]:
-    """Indices of GPUs that run compute processes (``--query-compute-apps`` joined on bus id)."""
-    index_of = {
+def _gpu_index_by_bus(gpus_csv: str) -> dict[str, int]:
+    """PCI bus id (upper case) -> GPU index, from ``--query-gpu=index,...,pci.bus_id``."""
+    return {
         bus: index
         for row in parse_query_csv(gpus_csv)
         if (bus := row.get("pci.bus_id", "").upper())
         and (index := number(row.get("index", ""))) is not None
         and index >= 0
+        and index <= 1023
     }
+
+
+def busy_gpus(apps_csv: str, gpus_csv: str) -> list[int]:
+    """Indices of GPUs that run compute processes (``--query-compute-apps`` joined on bus id)."""
+    index_of = _gpu_index_by_bus(gpus_csv)
     # A row may lack the column (a header that is not the one asked for): never looked up by force.
     busy = {
         index_of[bus] for row in parse_query_csv(apps_csv) if (bus := row.get("gpu_bus_id", "").upper()) in index_of
     }
     return sorted(busy)
+
+
+_CONTAINER_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
+SERVESPEC_CONTAINER = re.compile(r"servespec-[a-z0-9-]{1,80}")
+"""Names of the containers servespec runs engines in (``servespec-<deployment>``, ``...-previous``)."""
+
+
+def parse_docker_ps(text: str) -> dict[str, str]:
+    """``docker ps --no-trunc --format '{{.ID}} {{.Names}}'``: full container id -> its (first) name."""
+    names = {}
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 2 and _CONTAINER_ID.fullmatch(words[0]):
+            names[words[0]] = words[1].split(",")[0]
+    return names
+
+
+def parse_pid_containers(text: str) -> dict[str, str]:
+    """``<pid> <container id>`` lines (``-``: the process runs in no container) -> pid -> container id."""
+    out = {}
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) == 2 and number(words[0]) is not None and _CONTAINER_ID.fullmatch(words[1]):
+            out[words[0]] = words[1]
+    return out
+
+
+def gpu_processes(apps_csv: str, gpus_csv: str, pid_containers: str, docker_ps: str) -> list[dict[str, Any]]:
+    """Each (GPU index, servespec container or None) pair of the compute processes, once, sorted.
+
+    A process in a container servespec runs (``servespec-<deployment>``) is that
+    deployment's engine; any other process, in a container or not, is ``None``.
+    """
+    index_of = _gpu_index_by_bus(gpus_csv)
+    container_of = parse_pid_containers(pid_containers)
+    name_of = parse_docker_ps(docker_ps)
+    pairs: set[tuple[int, str]] = set()
+    for row in parse_query_csv(apps_csv):
+        bus = row.get("gpu_bus_id", "").upper()
+        if bus not in index_of:
+            continue
+        name = name_of.get(container_of.get(row.get("pid", "").strip(), ""), "")
+        pairs.add((index_of[bus], name if SERVESPEC_CONTAINER.fullmatch(name) else ""))
+    return [{"gpu": gpu, "container": name or None} for gpu, name in sorted(pairs)]

@@ -22,6 +22,7 @@ from servespec.rules.network import ExposedWithoutAuth, PortConflict
 from servespec.rules.parallel import HeadsNotDivisible, KvHeadsReplicated, LayoutNotSupported, NotEnoughGpus
 from servespec.rules.references import FactsMissing, MissingFile, StaleFacts, UnknownHost
 from servespec.rules.rollout import AllHostsDownAtOnce, HealthTimeoutTooShort
+from servespec.rules.runtime import GpusBusy, ModelCacheTooSmall, NoGpuContainerRuntime
 from servespec.rules.schema import MissingField, Suppressions, UnknownField, WrongType, YamlSyntax
 from servespec.rules.security import (
     ImageNotPinned,
@@ -47,15 +48,18 @@ ALL_RULES: tuple[type[Rule], ...] = (
     FewerSequencesThanBatch,
     SharedGpuOversubscribed,
     ContextBeyondModel,
+    ModelCacheTooSmall,
     HeadsNotDivisible,
     NotEnoughGpus,
     LayoutNotSupported,
     KvHeadsReplicated,
+    GpusBusy,
     DtypeNotSupported,
     QuantizationNeedsNewerGpu,
     FormatNotSupported,
     EngineNeedsNewerGpu,
     DriverTooOld,
+    NoGpuContainerRuntime,
     ReplicaAcrossNuma,
     AcsBlocksPeerToPeer,
     TensorParallelOverPcie,

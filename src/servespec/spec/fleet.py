@@ -30,7 +30,7 @@ from servespec.spec.files import (
     root_for,
     run_budget_finding,
 )
-from servespec.spec.models import API_VERSION, KINDS, Deployment, FactsFile, Hardware, Host, Inventory
+from servespec.spec.models import API_VERSION, KINDS, Deployment, FactsFile, Hardware, Host, HostRuntime, Inventory
 from servespec.spec.paths import PathRefusedError, default_root, named_location, resolve_inside
 from servespec.spec.source import Document, KeyPath, Usage, load_file, quote_value
 from servespec.text import printable
@@ -49,6 +49,8 @@ class HostView:
     links: list[tuple[int, int, str]] = field(default_factory=list)
     facts_document: Document | None = None
     facts_collected_at: str | None = None
+    runtime: HostRuntime | None = None
+    """The facts file's ``runtime`` part (container runtime, model-cache space, busy GPUs)."""
 
     @property
     def address(self) -> str:
@@ -303,6 +305,7 @@ class _Loader:
         view.links = list(facts.links)
         view.facts_document = facts_doc
         view.facts_collected_at = facts.collected_at
+        view.runtime = facts.runtime
 
     def local_inventory(self) -> InventoryDoc:
         if self.local is None:

@@ -350,6 +350,22 @@ class Inventory(_Model):
     suppress: list[Suppression] = Field(default_factory=list)
 
 
+ContainerName = Annotated[
+    str,
+    StringConstraints(pattern=r"^servespec-[a-z0-9-]{1,80}$"),
+    Field(description="A servespec engine container: servespec-<deployment> or servespec-<deployment>-previous"),
+]
+
+
+class GpuProcess(_Model):
+    """A GPU that ran a compute process when facts were collected, and whose process it was."""
+
+    gpu: Annotated[int, Field(ge=0, le=1023)]
+    container: ContainerName | None = Field(
+        default=None, description="The servespec container the process ran in; null: any other process"
+    )
+
+
 class HostRuntime(_Model):
     """What `deploy discover` saw of the host's container runtime, disk and GPU use."""
 
@@ -361,6 +377,10 @@ class HostRuntime(_Model):
     )
     busy_gpus: list[Annotated[int, Field(ge=0, le=1023)]] | None = Field(
         default=None, description="Indices of GPUs that ran compute processes when facts were collected"
+    )
+    gpu_processes: list[GpuProcess] | None = Field(
+        default=None,
+        description="Each (GPU, container) pair of those processes, once: tells servespec's own engines from others",
     )
 
 

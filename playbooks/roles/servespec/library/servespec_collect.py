@@ -8,8 +8,9 @@ module: servespec_collect
 short_description: Run the commands and read the files servespec parses into a host's facts file
 description:
   - Runs nvidia-smi (CSV query, table, topo -m, compute apps), lspci -vvv, numactl --hardware,
-    docker info and df on the model cache when they exist, and reads /proc/cmdline,
-    /proc/meminfo, /sys/class/iommu and each GPU's /sys/bus/pci/devices/<bus>/numa_node.
+    docker info, docker ps and df on the model cache when they exist, and reads /proc/cmdline,
+    /proc/meminfo, /sys/class/iommu, each GPU's /sys/bus/pci/devices/<bus>/numa_node and the
+    container id in each GPU compute process's /proc/<pid>/cgroup.
   - Returns the outputs verbatim; a missing command gives no output. Parsing happens on the controller.
 options:
   model_cache:
@@ -20,6 +21,7 @@ author: servespec
 """
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -36,17 +38,21 @@ COMMANDS = {
     "lspci.txt": ["lspci", "-vvv"],
     "numa.txt": ["numactl", "--hardware"],
     "docker-info.json": ["docker", "info", "--format", "{{json .}}"],
+    "docker-ps.txt": ["docker", "ps", "--no-trunc", "--format", "{{.ID}} {{.Names}}"],
 }
+EMPTY_IS_AN_ANSWER = {"docker-ps.txt"}
+"""Outputs kept when empty: no running container is a fact, not a missing output."""
+CONTAINER_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 
 
-def _run(argv):
+def _run(argv, empty_ok=False):
     if not shutil.which(argv[0]):
         return None
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout if done.returncode == 0 and done.stdout.strip() else None
+    return done.stdout if done.returncode == 0 and (empty_ok or done.stdout.strip()) else None
 
 
 def _read(path):
@@ -78,6 +84,24 @@ def _gpu_numa(csv_text):
     return "\n".join(out) + "\n"
 
 
+def _pid_containers(apps_csv):
+    """'<pid> <container id>' for each compute process ('-': in no container), from /proc/<pid>/cgroup."""
+    lines = [line for line in apps_csv.splitlines() if line.strip()]
+    header = [name.strip() for name in lines[0].split(",")] if lines else []
+    if "pid" not in header:
+        return None
+    column = header.index("pid")
+    out = []
+    for line in lines[1:]:
+        values = [value.strip() for value in line.split(",")]
+        pid = values[column] if len(values) == len(header) and values[column].isdigit() else None
+        if pid is None:
+            continue
+        found = CONTAINER_ID.search(_read(f"/proc/{pid}/cgroup") or "")
+        out.append(f"{pid} {found.group(0) if found else '-'}")
+    return "".join(line + "\n" for line in out)
+
+
 def _existing_parent(path):
     while path and not os.path.exists(path):
         parent = os.path.dirname(path)
@@ -94,7 +118,7 @@ def main():
     )
     outputs = {}
     for name, argv in COMMANDS.items():
-        text = _run(argv)
+        text = _run(argv, empty_ok=name in EMPTY_IS_AN_ANSWER)
         if text is not None:
             outputs[name] = text
     for name, path in (("cmdline.txt", "/proc/cmdline"), ("meminfo.txt", "/proc/meminfo")):
@@ -109,6 +133,10 @@ def main():
         numa = _gpu_numa(outputs["nvidia-smi.csv"])
         if numa:
             outputs["gpu-numa.txt"] = numa
+    if "gpu-apps.csv" in outputs:
+        containers = _pid_containers(outputs["gpu-apps.csv"])
+        if containers is not None:
+            outputs["gpu-app-containers.txt"] = containers
     df = _run(["df", "-Pk", _existing_parent(module.params["model_cache"])])
     if df:
         outputs["model-cache-df.txt"] = df
