@@ -47,8 +47,16 @@ def test_catalog_size_and_fields() -> None:
     gpus = catalog()
     assert len(gpus) >= 30
     for gpu in gpus:
-        assert gpu.memory_mib > 1000 and gpu.source.startswith("http"), gpu.id
-        assert gpu.architecture in {"pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell"}
+        assert gpu.memory_mib > 1000 and gpu.compute_capability >= (6, 0), gpu.id
+
+
+def test_catalog_keeps_only_facts_code_reads_and_their_sources() -> None:
+    from servespec.knowledge.datafile import load_yaml_data
+    from servespec.knowledge.gpus import FACTS, PROVENANCE
+
+    for entry in load_yaml_data("gpus.yaml")["gpus"]:
+        assert set(entry) <= FACTS | PROVENANCE, (entry["id"], set(entry) - FACTS - PROVENANCE)
+        assert str(entry["source"]).startswith("http") and entry["memory_source"], entry["id"]
 
 
 def test_verified_memory_differs_from_marketing_size() -> None:

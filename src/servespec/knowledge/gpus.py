@@ -1,8 +1,9 @@
-"""The GPU catalog: memory, compute capability, bandwidth and NVLink of NVIDIA models.
+"""The GPU catalog: memory and compute capability of NVIDIA models, and the names nvidia-smi prints.
 
 Facts live in ``data/gpus.yaml`` with their sources: compute capabilities from NVIDIA's
 CUDA GPUs table, memory as `nvidia-smi` reports it (linked to real outputs where one was
-found), bandwidth and NVLink from NVIDIA datasheets.
+found, else the datasheet). Only facts that rules or the estimate read are loaded; the
+file's other keys are their provenance (:data:`PROVENANCE`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from typing import Any
 from servespec.knowledge.datafile import load_yaml_data
 
 CUDA_GPUS_URL = "https://developer.nvidia.com/cuda-gpus"
+FACTS = frozenset({"id", "names", "memory_mib", "compute_capability"})
+"""The keys of a catalog entry that code reads (as :class:`GpuModel`)."""
+PROVENANCE = frozenset({"source", "memory_source", "memory_verified", "memory_mib_other", "notes"})
+"""The keys that say where an entry's facts come from, for the people who check them; never loaded."""
 
 
 @dataclass(frozen=True)
@@ -24,13 +29,7 @@ class GpuModel:
     id: str
     names: tuple[str, ...]
     memory_mib: int
-    memory_verified: bool
     compute_capability: tuple[int, int]
-    architecture: str
-    bandwidth_gbs: float | None
-    nvlink: bool
-    nvlink_gbs: float | None
-    source: str
 
     @property
     def display_name(self) -> str:
@@ -55,13 +54,7 @@ def _from_entry(entry: dict[str, Any]) -> GpuModel:
         id=str(entry["id"]),
         names=tuple(str(n) for n in entry.get("names", [])),
         memory_mib=int(entry["memory_mib"]),
-        memory_verified=bool(entry.get("memory_verified", False)),
         compute_capability=(major, minor),
-        architecture=str(entry["architecture"]),
-        bandwidth_gbs=entry.get("bandwidth_gbs"),
-        nvlink=bool(entry.get("nvlink", False)),
-        nvlink_gbs=entry.get("nvlink_gbs"),
-        source=str(entry.get("source", CUDA_GPUS_URL)),
     )
 
 

@@ -32,7 +32,6 @@ class ModelFacts:
     """What memory and parallelism rules need to know about a model."""
 
     name: str
-    source: str
     model_type: str
     layers: int
     hidden_size: int
@@ -181,7 +180,7 @@ def _quantization(config: dict[str, Any]) -> dict[str, Any]:
     return {"quant_method": method, "quant_bits": float(bits) if bits else None}
 
 
-def facts_from_config(config: dict[str, Any], name: str, source: str) -> ModelFacts:
+def facts_from_config(config: dict[str, Any], name: str) -> ModelFacts:
     """Build facts from a config.json dict; raises KeyError/ValueError when essentials are missing."""
     config = _flatten(config)
     model_type = str(config.get("model_type", "unknown"))
@@ -194,7 +193,6 @@ def facts_from_config(config: dict[str, Any], name: str, source: str) -> ModelFa
     tied = config.get("tie_word_embeddings")
     return ModelFacts(
         name=name,
-        source=source,
         model_type=model_type,
         layers=layers,
         hidden_size=hidden,
@@ -285,7 +283,7 @@ def catalogued(source: str) -> ModelFacts | None:
     entry = _catalog().get(source.strip().lower())
     if entry is None:
         return None
-    return facts_from_config(entry["config"], entry["name"], entry["source"])
+    return facts_from_config(entry["config"], entry["name"])
 
 
 def catalog_ids() -> list[str]:
@@ -327,7 +325,7 @@ def read_config(path: Path) -> ModelFacts:
     raw = read_bounded(path, MAX_REFERENCED_BYTES, follow=False)  # the path was resolved inside the root
     if len(raw) > MAX_REFERENCED_BYTES:
         raise ValueError(f"config.json is larger than {MAX_REFERENCED_BYTES // (1024 * 1024)} MiB")
-    return facts_from_config(parse_config(raw), str(path), str(path))
+    return facts_from_config(parse_config(raw), str(path))
 
 
 def apply_inline(facts: ModelFacts | None, inline: Architecture | None, name: str) -> ModelFacts | None:
@@ -355,7 +353,7 @@ def apply_inline(facts: ModelFacts | None, inline: Architecture | None, name: st
             return None
         given.setdefault("kv_heads", given["attention_heads"])
         given.setdefault("head_dim", given["hidden_size"] // given["attention_heads"])
-        facts = ModelFacts(name=name, source="spec: model.architecture", model_type="inline", **given)
+        facts = ModelFacts(name=name, model_type="inline", **given)
     if inline.params_b is not None:
         facts = replace(facts, params_override=inline.params_b * 1e9)
     return facts
