@@ -144,9 +144,10 @@ class GpusBusy(Rule):
     rules assume: the engine fails to start (vLLM: "Free memory on device ... is less
     than desired GPU memory utilization") or competes with it. ``gpu_ids: auto``
     uses GPUs 0, 1, ... in order. The deployment's own engine (``servespec-<name>``, and
-    ``-previous`` during an update) does not count, and neither does anything else with
-    facts files that cannot tell (written before discover recorded containers: the
-    message says so). The apply preflight refuses GPUs that run other processes.
+    ``-previous`` during an update) does not count. A facts file written before discover
+    recorded containers lists busy GPUs only: then every process counts, the deployment's
+    own engine included, and the message says so. The apply preflight refuses GPUs that
+    run other processes.
 
     A warning: processes come and go, and the facts file is a snapshot.
 
@@ -226,8 +227,8 @@ class NoGpuContainerRuntime(Rule):
     runtime are not checked.
 
     Fix: install the NVIDIA Container Toolkit and run ``sudo nvidia-ctk runtime configure
-    --runtime=docker`` then restart Docker (or generate CDI specs), upgrade Docker to 19.03
-    or newer; then run ``deploy discover`` again.
+    --runtime=docker`` then restart Docker (or generate CDI specs), or upgrade Docker to
+    19.03 or newer; then run ``deploy discover`` again.
 
     Source: NVIDIA Container Toolkit, installing and configuring Docker:
     https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html ;
