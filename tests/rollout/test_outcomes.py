@@ -72,11 +72,14 @@ class FakeHosts:
         self.variables: dict[str, dict[str, Any]] = {}
         """Each host's variables in the last run that was not status.yml."""
         self.after_run: Callable[[str], None] = lambda playbook: None
+        self.passed: list[tuple[str, dict[str, dict[str, Any]]]] = []
+        """Every run (status.yml too): the playbook and each host's variables."""
 
     def __call__(
         self, playbook: str, hosts: dict[str, Any], extravars: dict[str, Any], on_event: Any, secrets: Any = ()
     ) -> RunResult:
         rollout.inventory_for(hosts)  # what the real one writes first
+        self.passed.append((playbook, {name: extra for name, (_, extra) in hosts.items()}))
         if playbook == "status.yml":
             (name,) = {extra["servespec_deployments"][0] for _, extra in hosts.values()}
             return RunResult("successful", {host: self._status(host, name) for host in hosts})

@@ -30,6 +30,7 @@ from servespec.rollout import state as state
 from servespec.rollout.collect import MAX_OUTPUT_CHARS as MAX_OUTPUT_CHARS
 from servespec.rollout.collect import discover as discover
 from servespec.rollout.errors import RolloutError as RolloutError
+from servespec.rollout.inventory import HostVars as HostVars
 from servespec.rollout.inventory import check_inventories as check_inventories
 from servespec.rollout.inventory import inventory_for as inventory_for
 from servespec.rollout.local_files import archive_path as archive_path

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -25,6 +26,66 @@ from servespec.text import unsafe_character
 
 Hosts = dict[str, tuple[HostView, dict[str, Any]]]
 """Hosts of one run, in order: each host's view and the servespec variables it gets."""
+
+
+@dataclass(frozen=True)
+class HostVars:
+    """The role's variables for one host of an apply or a rollback (``servespec_<field>``).
+
+    One field per option of the role's ``main`` entry point in ``meta/argument_specs.yml``,
+    with its type and default; tests/rollout/test_host_vars.py checks them against that file.
+    Every string reaches Ansible unsafe (:mod:`servespec.rollout.ansible_vars`).
+    """
+
+    deployment: str
+    """Deployment name (a DNS label)."""
+    run: Mapping[str, str | int]
+    """Controller, process id and run id of this run (the lock holder)."""
+    digest: str = ""
+    """Content hash of the rendered files (new revisions)."""
+    staging: str = ""
+    """Controller path of the JSON bundle of this host's rendered files (new revisions)."""
+    existing_revision: int = 0
+    """Roll back to this existing revision instead of making a new one."""
+    secrets: str = ""
+    """Controller path of the resolved secrets env file; empty when there are none."""
+    image: str = ""
+    """Engine image reference; empty on rollback (the revision's own image is used)."""
+    image_archive: str = ""
+    """Controller path of a docker save archive; empty to pull instead."""
+    image_archive_bytes: int = 0
+    """Size of the image archive, for the disk room check."""
+    driver_min: str = ""
+    """Lowest NVIDIA driver the image's CUDA version runs on; empty to skip the check."""
+    model_paths: tuple[str, ...] = ()
+    """Host paths the model needs."""
+    model_roots: tuple[str, ...] = ()
+    """Host folders a model path must resolve inside (the inventory's defaults.model_roots)."""
+    smoke_test: bool = True
+    """Send one completion after health passes."""
+    standin_image: str = ""
+    """Test-only stand-in image (GPU requests and NUMA pinning dropped)."""
+    break_lock: str = ""
+    """Run id of this controller's own stale lock to break."""
+    role: Literal["leader", "worker"] = "leader"
+    """Role of the host in a multi-node replica."""
+    engine: str = ""
+    """Engine name."""
+    model_source: str = ""
+    """The spec's model.source."""
+
+    ROLE_ONLY = ("servespec_state_root", "servespec_config_root")
+    """Options of the entry point the controller never sets: the role's defaults hold (host paths)."""
+
+    def to_vars(self) -> dict[str, Any]:
+        """The ``servespec_*`` variables, as plain lists and dicts (for :func:`inventory_for`)."""
+        out: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            out[f"servespec_{item.name}"] = (
+                list(value) if isinstance(value, tuple) else dict(value) if isinstance(value, Mapping) else value
+            )
+        return out
 
 
 def _plain_host_name(name: str) -> bool:

@@ -11,7 +11,7 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +20,13 @@ from servespec.plan import Action
 from servespec.render import Rendered, render_fleet
 from servespec.rollout import inventory, state
 from servespec.rollout.errors import RolloutError
+from servespec.rollout.inventory import Hosts, HostVars
 from servespec.rollout.local_files import archive_path, resolve_secrets, secret_values, write_secrets
 from servespec.rollout.runner import EventHandler, Report, RunResult
 from servespec.rollout.staging import secrets_folder, stage
 from servespec.rollout.state import HostOutcome
 from servespec.rules.rollout import replica_count, unavailable
-from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
+from servespec.spec.fleet import DeploymentDoc, Fleet
 
 
 def _run_info() -> dict[str, Any]:
@@ -79,7 +80,7 @@ def apply_deployment(
     }
     common = _common_vars(deployment, options)
     views = {view.name: view for view in resolve.placed_hosts(deployment)}
-    hosts: dict[str, tuple[HostView, dict[str, Any]]] = {}
+    hosts: Hosts = {}
     secrets: list[str] = []
     allowed = secrets_dir(deployment, options)
     for action in changing:
@@ -87,19 +88,17 @@ def apply_deployment(
         env_file = write_secrets(workdir, deployment.name, action.host, env_text) if env_text else None
         secrets += secret_values(env_text)
         container = rendered.containers[(deployment.name, action.host)]
-        hosts[action.host] = (
-            views[action.host],
-            {
-                **common,
-                "servespec_digest": action.digest,
-                "servespec_staging": str(staging),
-                "servespec_secrets": str(env_file) if env_file else "",
-                "servespec_image": container["image"],
-                "servespec_break_lock": locks.get(action.host, ""),
-                "servespec_role": container["role"],
-                "servespec_model_roots": list(views[action.host].inventory.spec.defaults.model_roots),
-            },
+        host_vars = replace(
+            common,
+            digest=action.digest or "",
+            staging=str(staging),
+            secrets=str(env_file) if env_file else "",
+            image=container["image"],
+            break_lock=locks.get(action.host, ""),
+            role=container["role"],
+            model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
         )
+        hosts[action.host] = (views[action.host], host_vars.to_vars())
     ordered = dict(sorted(hosts.items(), key=lambda item: _order(rendered, deployment.name, item[0])))
     result = inventory.run_on(
         "apply.yml", ordered, _extravars_for(deployment, list(ordered)), options.on_event, tuple(secrets)
@@ -109,24 +108,24 @@ def apply_deployment(
     return actions, outcomes
 
 
-def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> dict[str, Any]:
+def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> HostVars:
     """The apply variables every host of the deployment shares (all strings reach Ansible unsafe)."""
     spec = deployment.spec
     written, document = spec.engine.image_archive, deployment.document
     archive = archive_path(written, document.path, document.root) if written else None
     source = str(spec.model.source)
-    return {
-        "servespec_deployment": deployment.name,
-        "servespec_image_archive": str(archive) if archive else "",
-        "servespec_image_archive_bytes": archive.stat().st_size if archive else 0,
-        "servespec_model_paths": [source] if resolve.is_local_path(source) else [],
-        "servespec_driver_min": _driver_min(deployment),
-        "servespec_smoke_test": bool(spec.rollout.smoke_test),
-        "servespec_standin_image": options.standin_image or "",
-        "servespec_run": _run_info(),
-        "servespec_engine": spec.engine.name,
-        "servespec_model_source": source,
-    }
+    return HostVars(
+        deployment=deployment.name,
+        run=_run_info(),
+        image_archive=str(archive) if archive else "",
+        image_archive_bytes=archive.stat().st_size if archive else 0,
+        model_paths=(source,) if resolve.is_local_path(source) else (),
+        driver_min=_driver_min(deployment),
+        smoke_test=bool(spec.rollout.smoke_test),
+        standin_image=options.standin_image or "",
+        engine=spec.engine.name,
+        model_source=source,
+    )
 
 
 def _driver_min(deployment: DeploymentDoc) -> str:
@@ -283,7 +282,7 @@ def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOu
     for deployment in fleet.deployments:
         observed, results = state.gather(deployment, on_event=options.on_event)
         views = {view.name: view for view in resolve.placed_hosts(deployment)}
-        hosts: dict[str, tuple[HostView, dict[str, Any]]] = {}
+        hosts: Hosts = {}
         run = _run_info()
         # A host whose state could not be read has nothing known to restore: it failed, never "unchanged".
         unusable = {name for name, result in results.items() if not result.ok}
@@ -309,16 +308,13 @@ def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOu
                     )
                 )
                 continue
-            hosts[seen.host] = (
-                views[seen.host],
-                {
-                    "servespec_deployment": deployment.name,
-                    "servespec_existing_revision": target,
-                    "servespec_run": run,
-                    "servespec_image": "",
-                    "servespec_smoke_test": bool(deployment.spec.rollout.smoke_test),
-                },
+            restore = HostVars(
+                deployment=deployment.name,
+                run=run,
+                existing_revision=target,
+                smoke_test=bool(deployment.spec.rollout.smoke_test),
             )
+            hosts[seen.host] = (views[seen.host], restore.to_vars())
         if hosts and options.confirm([]):
             result = inventory.run_on("rollback.yml", hosts, _extravars_for(deployment, list(hosts)), options.on_event)
             for name, (_, extra) in hosts.items():
