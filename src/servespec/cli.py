@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 import click
 
@@ -304,6 +304,14 @@ def _load_valid(paths: tuple[Path, ...], inventory: Path | None) -> Any:
     return _checked(paths, inventory)[0]
 
 
+def _stopped_after_changes(err: Exception, changed: list[str]) -> NoReturn:
+    """Exit 1 after a rollout error that came once ``changed`` deployments had changed hosts (outcomes shown)."""
+    click.echo(
+        f"error: {err}; stopped after {', '.join(changed)} changed (outcomes above); nothing later was", err=True
+    )
+    sys.exit(EXIT_FINDINGS)
+
+
 def _events(fmt: str) -> Any:
     from servespec.rollout.progress import json_events
 
@@ -423,9 +431,7 @@ def apply(
         except StoppedAfterChangesError as err:
             # Earlier deployments rolled out before this one could not: show what they did.
             report(err.outcomes)
-            changed = ", ".join(err.changed)
-            click.echo(f"error: {err}; stopped after {changed} changed (outcomes above); nothing later was", err=True)
-            sys.exit(EXIT_FINDINGS)
+            _stopped_after_changes(err, err.changed)
         except RolloutError as err:
             click.echo(f"error: {err}; nothing was changed", err=True)
             sys.exit(EXIT_FINDINGS)
@@ -479,7 +485,7 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
 @click.option("--yes", is_flag=True, help="Roll back without asking.")
 def rollback(paths: tuple[Path, ...], inventory: Path | None, to: int | None, yes: bool) -> None:
     """Restore an earlier revision on every host, with the same health checks as apply."""
-    from servespec.rollout import ApplyOptions, RolloutError
+    from servespec.rollout import ApplyOptions, RolloutError, StoppedAfterChangesError
     from servespec.rollout import rollback as run_rollback
     from servespec.rollout.progress import outcome_table
 
@@ -487,6 +493,9 @@ def rollback(paths: tuple[Path, ...], inventory: Path | None, to: int | None, ye
     options = ApplyOptions(confirm=lambda _: yes or click.confirm("roll back?", err=True))
     try:
         outcomes = run_rollback(fleet, to, options)
+    except StoppedAfterChangesError as err:
+        outcome_table(err.outcomes, "rollback")
+        _stopped_after_changes(err, err.changed)
     except RolloutError as err:
         click.echo(f"error: {err}; nothing was changed", err=True)
         sys.exit(EXIT_FINDINGS)
@@ -500,13 +509,16 @@ def rollback(paths: tuple[Path, ...], inventory: Path | None, to: int | None, ye
 @click.option("--yes", is_flag=True, help="Destroy without asking.")
 def destroy(paths: tuple[Path, ...], inventory: Path | None, yes: bool) -> None:
     """Stop and remove the deployments: containers, revisions, state and active files."""
-    from servespec.rollout import ApplyOptions, RolloutError
+    from servespec.rollout import ApplyOptions, RolloutError, StoppedAfterChangesError
     from servespec.rollout import destroy as run_destroy
     from servespec.rollout.progress import outcome_table
 
     fleet = _load_valid(paths, inventory)
     try:
         outcomes = run_destroy(fleet, ApplyOptions(confirm=lambda _: yes or click.confirm("destroy?", err=True)))
+    except StoppedAfterChangesError as err:
+        outcome_table(err.outcomes, "destroy")
+        _stopped_after_changes(err, err.changed)
     except RolloutError as err:
         click.echo(f"error: {err}; nothing was changed", err=True)
         sys.exit(EXIT_FINDINGS)

@@ -73,11 +73,15 @@ class FakeHosts:
         """Each host's variables in the last run that was not status.yml."""
         self.after_run: Callable[[str], None] = lambda playbook: None
         self.passed: list[tuple[str, dict[str, dict[str, Any]]]] = []
+        self.refusal = ""
+        """When set, every later run raises a RolloutError with this message."""
         """Every run (status.yml too): the playbook and each host's variables."""
 
     def __call__(
         self, playbook: str, hosts: dict[str, Any], extravars: dict[str, Any], on_event: Any, secrets: Any = ()
     ) -> RunResult:
+        if self.refusal:
+            raise rollout.RolloutError(self.refusal)
         rollout.inventory_for(hosts)  # what the real one writes first
         self.passed.append((playbook, {name: extra for name, (_, extra) in hosts.items()}))
         if playbook == "status.yml":
@@ -200,3 +204,17 @@ def test_apply_passes_the_inventorys_model_roots(tmp_path: Path, fake: FakeHosts
     )
     rollout.apply(_fleet(paths), rollout.ApplyOptions(), tmp_path / "work")
     assert fake.variables["h1"]["servespec_model_roots"] == ["/srv/models", "/w"]
+
+
+@pytest.mark.parametrize(("command", "playbook"), [("rollback", "rollback.yml"), ("destroy", "destroy.yml")])
+def test_a_later_error_in_rollback_or_destroy_names_what_changed(
+    tmp_path: Path, fake: FakeHosts, command: str, playbook: str
+) -> None:
+    paths = _write(tmp_path, {"d1": (["h1"], ""), "d2": (["h2"], "")})
+    fake.reports = {"h1": _report(2, (1, 2)), "h2": _report(2, (1, 2))}
+    fake.after_run = lambda ran: setattr(fake, "refusal", "h2: refused")  # once d1 ran, d2 cannot
+    result = run_cli(command, "--yes", *map(str, paths))
+    assert result.exit_code == 1, result.output
+    assert fake.runs == [(playbook, ["h1"])]
+    assert "nothing was changed" not in result.output
+    assert "stopped after d1 changed" in result.output

@@ -188,13 +188,14 @@ class StoppedAfterChangesError(RolloutError):
     """A RolloutError met after earlier deployments of the run had changed hosts.
 
     ``outcomes`` are the rows of the deployments handled before it; ``changed`` names those
-    whose hosts were touched, so the report never claims that nothing was changed.
+    whose hosts were touched (by default: :func:`changed_deployments` of the outcomes), so the
+    report never claims that nothing was changed.
     """
 
-    def __init__(self, cause: RolloutError, outcomes: list[HostOutcome]) -> None:
+    def __init__(self, cause: RolloutError, outcomes: list[HostOutcome], changed: list[str] | None = None) -> None:
         super().__init__(str(cause))
         self.outcomes = outcomes
-        self.changed = changed_deployments(outcomes)
+        self.changed = changed_deployments(outcomes) if changed is None else changed
 
 
 def changed_deployments(outcomes: list[HostOutcome]) -> list[str]:
@@ -271,6 +272,27 @@ def plan_fleet(fleet: Fleet) -> FleetPlan:
     return out
 
 
+def _each(fleet: Fleet, run: Callable[[DeploymentDoc], tuple[list[HostOutcome], bool]]) -> list[HostOutcome]:
+    """``run`` on every deployment in turn: its rows, and whether it ran a playbook that changes hosts.
+
+    A RolloutError after a deployment changed hosts is raised as :class:`StoppedAfterChangesError`
+    naming those deployments, so no report claims that nothing was changed.
+    """
+    outcomes: list[HostOutcome] = []
+    changed: list[str] = []
+    for deployment in fleet.deployments:
+        try:
+            rows, ran = run(deployment)
+        except RolloutError as err:
+            if changed:
+                raise StoppedAfterChangesError(err, outcomes, changed) from err
+            raise
+        outcomes += rows
+        if ran:
+            changed.append(deployment.name)
+    return outcomes
+
+
 def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOutcome]:
     """Restore revision ``to`` (default: the last good one before the current) on every host.
 
@@ -278,81 +300,71 @@ def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOu
     is reported as such, never as unchanged.
     """
     inventory.check_inventories(fleet)
-    outcomes = []
-    for deployment in fleet.deployments:
-        observed, results = state.gather(deployment, on_event=options.on_event)
-        views = {view.name: view for view in resolve.placed_hosts(deployment)}
-        hosts: Hosts = {}
-        run = _run_info()
-        # A host whose state could not be read has nothing known to restore: it failed, never "unchanged".
-        unusable = {name for name, result in results.items() if not result.ok}
-        outcomes += state.unread(deployment, unusable, results, "rollback")
-        for seen in (o for o in observed if o.host not in unusable):
-            host_state = state.host_report(results, seen.host, deployment.name).get("state") or {}
-            target = to if to is not None else state.previous_good(host_state)
-            if target is None or seen.current == target:
-                outcomes.append(
-                    HostOutcome(deployment.name, seen.host, "rollback", seen.current, seen.current, "unchanged")
-                )
-                continue
-            if not any(r.get("number") == target for r in host_state.get("revisions", [])):
-                outcomes.append(
-                    HostOutcome(
-                        deployment.name,
-                        seen.host,
-                        "rollback",
-                        seen.current,
-                        target,
-                        "failed",
-                        f"revision {target} does not exist on {seen.host}",
-                    )
-                )
-                continue
-            restore = HostVars(
-                deployment=deployment.name,
-                run=run,
-                existing_revision=target,
-                smoke_test=bool(deployment.spec.rollout.smoke_test),
+    return _each(fleet, lambda deployment: _rollback_deployment(deployment, to, options))
+
+
+def _rollback_deployment(
+    deployment: DeploymentDoc, to: int | None, options: ApplyOptions
+) -> tuple[list[HostOutcome], bool]:
+    observed, results = state.gather(deployment, on_event=options.on_event)
+    views = {view.name: view for view in resolve.placed_hosts(deployment)}
+    hosts: Hosts = {}
+    run = _run_info()
+    # A host whose state could not be read has nothing known to restore: it failed, never "unchanged".
+    unusable = {name for name, result in results.items() if not result.ok}
+    outcomes = state.unread(deployment, unusable, results, "rollback")
+    for seen in (o for o in observed if o.host not in unusable):
+        host_state = state.host_report(results, seen.host, deployment.name).get("state") or {}
+        target = to if to is not None else state.previous_good(host_state)
+        if target is None or seen.current == target:
+            outcomes.append(
+                HostOutcome(deployment.name, seen.host, "rollback", seen.current, seen.current, "unchanged")
             )
-            hosts[seen.host] = (views[seen.host], restore.to_vars())
-        if hosts and options.confirm([]):
-            result = inventory.run_on("rollback.yml", hosts, _extravars_for(deployment, list(hosts)), options.on_event)
-            for name, (_, extra) in hosts.items():
-                host = result.hosts.get(name)
-                ok = host is not None and host.ok and host.touched
-                verdict = "ok" if ok else "unreachable" if host is not None and host.unreachable else "failed"
-                outcomes.append(
-                    HostOutcome(
-                        deployment.name,
-                        name,
-                        "rollback",
-                        None,
-                        extra["servespec_existing_revision"],
-                        verdict,
-                        host.error if host else "not reached",
-                    )
-                )
-    return outcomes
+            continue
+        if not any(r.get("number") == target for r in host_state.get("revisions", [])):
+            missing = f"revision {target} does not exist on {seen.host}"
+            outcomes.append(
+                HostOutcome(deployment.name, seen.host, "rollback", seen.current, target, "failed", missing)
+            )
+            continue
+        restore = HostVars(
+            deployment=deployment.name,
+            run=run,
+            existing_revision=target,
+            smoke_test=bool(deployment.spec.rollout.smoke_test),
+        )
+        hosts[seen.host] = (views[seen.host], restore.to_vars())
+    if not hosts or not options.confirm([]):
+        return outcomes, False
+    result = inventory.run_on("rollback.yml", hosts, _extravars_for(deployment, list(hosts)), options.on_event)
+    for name, (_, extra) in hosts.items():
+        host = result.hosts.get(name)
+        ok = host is not None and host.ok and host.touched
+        verdict = "ok" if ok else "unreachable" if host is not None and host.unreachable else "failed"
+        error = host.error if host else "not reached"
+        outcomes.append(
+            HostOutcome(deployment.name, name, "rollback", None, extra["servespec_existing_revision"], verdict, error)
+        )
+    return outcomes, True
 
 
 def destroy(fleet: Fleet, options: ApplyOptions) -> list[HostOutcome]:
     """Stop and remove every deployment of the fleet from its hosts."""
     inventory.check_inventories(fleet)
+    return _each(fleet, lambda deployment: _destroy_deployment(deployment, options))
+
+
+def _destroy_deployment(deployment: DeploymentDoc, options: ApplyOptions) -> tuple[list[HostOutcome], bool]:
+    hosts = {
+        view.name: (view, {"servespec_deployment": deployment.name, "servespec_run": _run_info()})
+        for view in resolve.placed_hosts(deployment)
+    }
+    if not hosts or not options.confirm([]):
+        return [], False
+    result = inventory.run_on("destroy.yml", hosts, {}, options.on_event)
     outcomes = []
-    for deployment in fleet.deployments:
-        hosts = {
-            view.name: (view, {"servespec_deployment": deployment.name, "servespec_run": _run_info()})
-            for view in resolve.placed_hosts(deployment)
-        }
-        if not hosts or not options.confirm([]):
-            continue
-        result = inventory.run_on("destroy.yml", hosts, {}, options.on_event)
-        for name in hosts:
-            host = result.hosts.get(name)
-            ok = host is not None and host.ok
-            outcomes.append(
-                HostOutcome(
-                    deployment.name, name, "destroy", None, None, "ok" if ok else "failed", host.error if host else ""
-                )
-            )
-    return outcomes
+    for name in hosts:
+        host = result.hosts.get(name)
+        verdict = "ok" if host is not None and host.ok else "failed"
+        outcomes.append(HostOutcome(deployment.name, name, "destroy", None, None, verdict, host.error if host else ""))
+    return outcomes, True
