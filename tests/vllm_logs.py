@@ -13,8 +13,9 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from servespec.knowledge import engines, gpus, models
-from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput, estimate
+from servespec.engines import get
+from servespec.knowledge import gpus, models
+from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput
 
 LOGS = Path(__file__).resolve().parent / "data" / "vllm_logs"
 _OPTIONS = (
@@ -83,10 +84,10 @@ def compare(path: Path) -> Comparison:
         return Comparison(name, observed, None, why)
     settings = data.get("settings") or {}
     version = str(data.get("vllm_version", ""))
-    plan = estimate(
+    plan = get("vllm").estimate(
         EstimateInput(
             engine="vllm",
-            release=engines.select("vllm", version).release,
+            release=get("vllm").select(version).release,
             model=facts,
             gpu=gpu,
             tensor_parallel=int(settings.get("tensor_parallel_size") or 1),
@@ -95,7 +96,8 @@ def compare(path: Path) -> Comparison:
             quantization=settings.get("quantization"),
             max_model_len=int(settings.get("max_model_len") or facts.max_position_embeddings or 4096),
             options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
-            legacy_engine=data.get("engine") == "v0",
+            engine_version=version,  # the V0 logs are of releases before 0.8 (or state none)
+            kv_cache_dtype_option="kv_cache_dtype",
         )
     )
     assert plan is not None

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from servespec.knowledge import engines
-from servespec.spec.models import ENGINES
+from servespec.engines import get
+from servespec.engines.catalog import EngineRelease, version_key
+from servespec.engines.images import image_policy
+from servespec.spec.models import ENGINE_NAMES as ENGINES
 
-ALL_RELEASES = [(e, r) for e in ENGINES for r in engines.releases(e)]
+ALL_RELEASES = [(e, r) for e in ENGINES for r in get(e).releases]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_engine_has_a_profile_and_a_release(engine: str) -> None:
-    prof = engines.profile(engine)
-    assert engines.releases(engine), engine
-    assert prof.parallelism_source.startswith("http")
+    prof = get(engine).profile
+    assert get(engine).releases, engine
+    assert prof.parallelism.source.startswith("http")
     assert prof.health_path.startswith("/")
 
 
 @pytest.mark.parametrize(("engine", "release"), ALL_RELEASES, ids=[f"{e}-{r.version}" for e, r in ALL_RELEASES])
-def test_release_is_sourced_and_complete(engine: str, release: engines.EngineRelease) -> None:
+def test_release_is_sourced_and_complete(engine: str, release: EngineRelease) -> None:
     assert release.source.startswith("https://github.com/")
     assert len(release.options) >= 30
     for option in release.options.values():
@@ -29,8 +31,8 @@ def test_release_is_sourced_and_complete(engine: str, release: engines.EngineRel
 
 
 @pytest.mark.parametrize(("engine", "release"), ALL_RELEASES, ids=[f"{e}-{r.version}" for e, r in ALL_RELEASES])
-def test_spec_fields_map_to_real_options(engine: str, release: engines.EngineRelease) -> None:
-    prof = engines.profile(engine)
+def test_spec_fields_map_to_real_options(engine: str, release: EngineRelease) -> None:
+    prof = get(engine).profile
     for field, option in prof.spec_options.items():
         if option in ("model", "model_tag") and engine in ("vllm", "tensorrt-llm"):
             continue  # positional model argument
@@ -41,39 +43,39 @@ def test_spec_fields_map_to_real_options(engine: str, release: engines.EngineRel
 
 
 def test_version_selection() -> None:
-    assert engines.select("vllm", "0.11.0").relation == "exact"
-    between = engines.select("vllm", "0.20.1")
+    assert get("vllm").select("0.11.0").relation == "exact"
+    between = get("vllm").select("0.20.1")
     assert between.relation == "between" and between.release and between.release.version == "0.11.0"
-    assert engines.select("vllm", "0.9.2").relation == "older"
-    assert engines.select("vllm", "v99.0").relation == "newer"
-    assert engines.version_key("b11312") == (11312,)
+    assert get("vllm").select("0.9.2").relation == "older"
+    assert get("vllm").select("v99.0").relation == "newer"
+    assert version_key("b11312") == (11312,)
 
 
 def test_removed_option_is_recorded() -> None:
-    release = engines.select("vllm", "0.11.0").release
+    release = get("vllm").select("0.11.0").release
     assert release is not None
     assert release.option("num_scheduler_steps") is None
     removed = release.removed("num-scheduler-steps")
-    assert removed is not None and removed["removed_in"] == "0.10.1"
+    assert removed is not None and removed.removed_in == "0.10.1"
 
 
 def test_option_lookup_by_flag_spelling() -> None:
-    release = engines.select("vllm", "0.11.0").release
+    release = get("vllm").select("0.11.0").release
     assert release is not None
     option = release.option("-tp")
     assert option is not None and option.key == "tensor_parallel_size"
 
 
 def test_quantization_capabilities_follow_the_engine() -> None:
-    trt = engines.select("tensorrt-llm", "1.2.1").release
-    vllm = engines.select("vllm", "0.11.0").release
-    tgi = engines.select("tgi", "3.3.7").release
+    trt = get("tensorrt-llm").select("1.2.1").release
+    vllm = get("vllm").select("0.11.0").release
+    tgi = get("tgi").select("3.3.7").release
     assert trt and vllm and tgi
-    assert engines.quantization_support("tensorrt-llm", trt, "fp8")[1] == (8, 9)
-    assert engines.quantization_support("vllm", vllm, "fp8")[1] == (8, 0)  # Marlin weight-only below 8.9
-    assert engines.quantization_support("tgi", tgi, "gguf")[0] is False
+    assert get("tensorrt-llm").quantization_support(trt, "fp8")[1] == (8, 9)
+    assert get("vllm").quantization_support(vllm, "fp8")[1] == (8, 0)  # Marlin weight-only below 8.9
+    assert get("tgi").quantization_support(tgi, "gguf")[0] is False
 
 
 def test_image_cuda_versions() -> None:
-    tgi = engines.select("tgi", "3.3.7").release
-    assert tgi is not None and engines.image_cuda(tgi)[0] == (12, 4)
+    tgi = get("tgi").select("3.3.7").release
+    assert tgi is not None and image_policy(get("tgi"), "3.3.7", None, tgi).cuda == (12, 4)

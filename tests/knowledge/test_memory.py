@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from servespec.knowledge import engines, gpus
-from servespec.knowledge.memory import EstimateInput, estimate, kv_bytes_per_token, weight_bytes
+from servespec.engines import get
+from servespec.knowledge import gpus
+from servespec.knowledge.memory import EstimateInput, kv_bytes_per_token, weight_bytes
 from servespec.knowledge.models import catalogued
 
 
@@ -39,15 +40,15 @@ def test_weights_by_quantization() -> None:
 
 
 def test_gguf_bits_follow_llama_quantize_table() -> None:
-    release = engines.select("llama.cpp", "b11312").release
+    release = get("llama.cpp").select("b11312").release
     llama = facts("meta-llama/Llama-3.1-8B-Instruct")
     size = weight_bytes(EstimateInput("llama.cpp", release, llama, None, quantization="gguf", gguf_type="Q4_K_M"))
     assert size / 2**30 == pytest.approx(4.58, rel=0.01)  # "4.58G ... @ Llama-3-8B" in quantize.cpp
 
 
 def test_vllm_budget_and_tokens() -> None:
-    release = engines.select("vllm", "0.11.0").release
-    plan = estimate(
+    release = get("vllm").select("0.11.0").release
+    plan = get("vllm").estimate(
         EstimateInput(
             "vllm",
             release,
@@ -64,8 +65,8 @@ def test_vllm_budget_and_tokens() -> None:
 
 
 def test_gguf_engine_on_cpu_uses_host_memory() -> None:
-    release = engines.select("llama.cpp", "b11312").release
-    plan = estimate(
+    release = get("llama.cpp").select("b11312").release
+    plan = get("llama.cpp").estimate(
         EstimateInput(
             "llama.cpp",
             release,

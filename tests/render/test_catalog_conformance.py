@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from servespec.knowledge import engines
+from servespec.engines import get
+from servespec.engines.catalog import EngineRelease
 from tests.golden.regen import cases, render_case
 
 CASES = cases()
@@ -17,13 +18,13 @@ _yaml = YAML(typ="safe")
 LAUNCHERS = (["python3", "-m", "sglang.launch_server"], ["trtllm-serve", "serve"], ["llama-server"])
 
 
-def _release(engine: str, version: str) -> engines.EngineRelease:
-    chosen = engines.select(engine, version).release
+def _release(engine: str, version: str) -> EngineRelease:
+    chosen = get(engine).select(version).release
     assert chosen is not None
     return chosen
 
 
-def _known_flag(release: engines.EngineRelease, flag: str) -> bool:
+def _known_flag(release: EngineRelease, flag: str) -> bool:
     if release.option(flag) is not None:
         return True
     if flag.startswith("--no-"):
@@ -63,7 +64,7 @@ def _env_names(text: str) -> list[str]:
     return [line.split("=", 1)[0] for line in text.splitlines() if line and not line.startswith("#")]
 
 
-def _check_native_files(files: dict[str, str], folder: str, release: engines.EngineRelease) -> None:
+def _check_native_files(files: dict[str, str], folder: str, release: EngineRelease) -> None:
     known_env = {o.env for o in release.options.values() if o.env}
     for env_name in ("tgi.env", "ollama.env"):
         for name in _env_names(files.get(f"{folder}/{env_name}", "")):

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from servespec.render.sglang import KEY_LAUNCHER
+from servespec.engines.sglang.render import KEY_LAUNCHER
 
 pytestmark = pytest.mark.parsers
 

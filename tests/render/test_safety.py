@@ -109,9 +109,9 @@ def test_template_syntax_in_values_is_not_evaluated(tmp_path: Path) -> None:
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi"])
 def test_quantization_renders_the_profile_method(engine: str, tmp_path: Path) -> None:
     """Each quantization an engine takes by name renders as the method its profile (and its docs page) states."""
-    from servespec.knowledge.engines import profile
+    from servespec.engines import get
 
-    methods = {q: m for q, m in profile(engine).quantization.items() if isinstance(m, str)}
+    methods = {q: m for q, m in get(engine).profile.quantization.items() if isinstance(m, str)}
     assert methods
     for quantization, method in methods.items():
         path = tmp_path / f"{quantization}.yaml"

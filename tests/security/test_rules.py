@@ -113,23 +113,22 @@ def test_net002_names_cluster_ports(tmp_path: Path, engine: str, version: str, w
 
 
 def test_net002_cluster_ports_match_the_renderers() -> None:
-    from servespec.knowledge import engines
-    from servespec.render import sglang, vllm
-    from servespec.rules import network
+    from servespec.engines import get, sglang, vllm
+    from servespec.engines.sglang import render as sglang_render
+    from servespec.engines.vllm import render as vllm_render
 
-    assert (
-        (network.RAY_PORT, network.MASTER_PORT, network.DIST_PORT)
-        == (
-            vllm.RAY_PORT,
-            vllm.MASTER_PORT,
-            sglang.DIST_PORT,
-        )
-        == (engines.RAY_PORT, engines.MASTER_PORT, engines.DIST_PORT)
+    ray, torch = get("vllm").cluster(None), get("vllm").cluster(get("vllm").select("0.33.0").release)
+    assert (ray.kind, ray.port, torch.kind, torch.port) == ("ray", vllm.RAY_PORT, "torch", vllm.MASTER_PORT)
+    assert get("sglang").cluster(None).port == sglang.DIST_PORT
+    assert (vllm_render.RAY_PORT, vllm_render.MASTER_PORT, sglang_render.DIST_PORT) == (
+        vllm.RAY_PORT,
+        vllm.MASTER_PORT,
+        sglang.DIST_PORT,
     )
 
 
 def test_cluster_ports_have_one_definition() -> None:
-    # Review of issue 9, item 5: knowledge.engines defines them; rules and renderers import them.
+    # Review of issue 9, item 5: one definition each, in the engine's unit; rules and renderers import them.
     import re
 
     source = Path(__file__).parents[2] / "src" / "servespec"
@@ -139,7 +138,11 @@ def test_cluster_ports_have_one_definition() -> None:
         for path in source.rglob("*.py")
         for name in pattern.findall(path.read_text())
     )
-    assert defining == [("knowledge/engines.py", n) for n in ("DIST_PORT", "MASTER_PORT", "RAY_PORT")]
+    assert defining == [
+        ("engines/sglang/__init__.py", "DIST_PORT"),
+        ("engines/vllm/__init__.py", "MASTER_PORT"),
+        ("engines/vllm/__init__.py", "RAY_PORT"),
+    ]
 
 
 def test_multi_node_public_bind_without_key_is_reported(tmp_path: Path) -> None:
@@ -246,7 +249,7 @@ def test_sglang_launcher_adds_the_key_in_process_only(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from servespec.render.sglang import KEY_LAUNCHER
+    from servespec.engines.sglang.render import KEY_LAUNCHER
 
     package = tmp_path / "sglang"
     package.mkdir()
@@ -309,7 +312,7 @@ def test_tgi_key_reaches_only_the_router_through_its_environment(tmp_path: Path)
     import json
     import subprocess
 
-    from servespec.render import tgi
+    from servespec.engines.tgi import render as tgi
 
     router = tmp_path / "real-router"
     router.write_text('#!/bin/sh\nprintf \'%s\\n\' "router API_KEY=$API_KEY args=$*" >> "$OUT"\n')

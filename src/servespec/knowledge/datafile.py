@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,13 @@ def _cache_dir() -> Path:
 
 def load_yaml_data(*parts: str) -> Any:
     """Parse ``knowledge/data/<parts>`` (YAML), through the JSON cache when possible."""
-    text = resources.files("servespec.knowledge").joinpath("data", *parts).read_text(encoding="utf-8")
+    return _load(resources.files("servespec.knowledge").joinpath("data", *parts), "-".join(parts))
+
+
+def _load(resource: Traversable, name: str) -> Any:
+    text = resource.read_text(encoding="utf-8")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
-    cached = _cache_dir() / f"{'-'.join(parts)}.{digest}.json"
+    cached = _cache_dir() / f"{name}.{digest}.json"
     try:
         return json.loads(cached.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -41,3 +46,8 @@ def load_yaml_data(*parts: str) -> Any:
     except OSError:
         pass  # a read-only home directory only costs speed
     return data
+
+
+def load_yaml_resource(package: str, *parts: str) -> Any:
+    """Parse a YAML data file shipped in ``package``, through the same JSON cache."""
+    return _load(resources.files(package).joinpath(*parts), f"{package}-{'-'.join(parts)}")

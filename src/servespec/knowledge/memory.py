@@ -1,8 +1,8 @@
-"""The memory estimator: each engine's own arithmetic for weights, overhead and KV cache.
+"""The memory estimator's shared arithmetic: weights, KV bytes per token, the plan every engine ends in.
 
-Every engine budgets GPU memory differently; this module follows each one (the sources
-are in the engines' catalog facts, cited below) so that ``deploy estimate`` and the MEM
-rules predict what the engine itself will log at start-up:
+Every engine budgets GPU memory differently; each engine's own arithmetic is its unit's
+``memory.py`` (``servespec/engines/<name>/``), built on this module, so that ``deploy
+estimate`` and the MEM rules predict what the engine itself will log at start-up:
 
 - vLLM: ``gpu_memory_utilization × total − weights − activation peak − non-torch``,
   minus the CUDA-graph estimate from the releases that profile it (vllm/v1/worker/gpu_worker.py).
@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from servespec.knowledge.engines import GGUF_ENGINES, EngineRelease, version_key
+from servespec.engines.catalog import EngineRelease
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.models import ModelFacts
 
@@ -88,9 +88,10 @@ class EstimateInput:
     options: dict[str, Any] = field(default_factory=dict)
     host_memory_gib: float | None = None
     """System memory, for CPU-only hosts (llama.cpp/Ollama without a GPU)."""
-    legacy_engine: bool = False
-    """vLLM's V0 engine (the default before 0.8.0): it profiles a whole max_model_len prompt
-    when chunked prefill is off, which V0 leaves off below 32K tokens of context."""
+    engine_version: str = ""
+    """The spec's ``engine.version`` (the release catalog may be an earlier one)."""
+    kv_cache_dtype_option: str | None = None
+    """The engine's option for the KV cache's element type (profile ``kv_cache_dtype_option``)."""
 
 
 @dataclass(frozen=True)
@@ -121,13 +122,12 @@ def gguf_bits(release: EngineRelease | None, gguf_type: str | None) -> float | N
     """Bits per weight of a GGUF file type, from llama.cpp's own quantize table."""
     if gguf_type is None:
         return None
-    facts = release.facts if release else {}
-    kinds = (facts.get("gguf_file_types") or {}).get("value", {})
-    types = (facts.get("ggml_quant_types") or {}).get("value", {})
+    kinds = release.facts.gguf_file_types if release else {}
+    types = release.facts.ggml_quant_types if release else {}
     name = gguf_type.upper()
     entry = kinds.get(name) or kinds.get(name.replace("_M", "_K_M"))
     if entry:
-        text = str(entry.get("quantize_help", ""))
+        text = entry.quantize_help
         size = re.match(r"\s*([\d.]+)G, .*Llama-3-8B", text)
         if size:
             return float(size.group(1)) * GIB * 8 / LLAMA3_8B_PARAMS
@@ -135,7 +135,7 @@ def gguf_bits(release: EngineRelease | None, gguf_type: str | None) -> float | N
         if bpw:
             return float(bpw.group(1))
     if name in types:
-        return float(types[name]["bits_per_weight"])
+        return types[name].bits_per_weight
     # Assumed, used only when the release's catalog lacks the type: approximate llama.cpp
     # bits per weight (Q8_0 and Q4_0 follow from their block layouts, 34 and 18 bytes per 32).
     fallback = {"Q4_K_M": 4.9, "Q8_0": 8.5, "F16": 16.0, "BF16": 16.0, "Q4_0": 4.5, "Q6_K": 6.56, "Q5_K_M": 5.7}
@@ -168,9 +168,9 @@ def _expert_params(model: ModelFacts) -> float:
     return moe_layers * (model.experts or 0) * 3 * model.hidden_size * (model.moe_intermediate_size or 0)
 
 
-def kv_element_bytes(inp: EstimateInput, option: str) -> float:
+def kv_element_bytes(inp: EstimateInput) -> float:
     """Bytes per KV-cache element: the engine's kv-cache dtype option, else the model dtype."""
-    value = inp.options.get(option)
+    value = inp.options.get(inp.kv_cache_dtype_option) if inp.kv_cache_dtype_option else None
     explicit = _KV_DTYPE_BYTES.get(str(value)) if value is not None else None
     return explicit if explicit is not None else dtype_bytes(inp.model, inp.dtype)
 
@@ -193,7 +193,7 @@ def cuda_total_gib(gpu: GpuModel) -> float:
     return gpu.memory_gib * CUDA_VISIBLE_SHARE
 
 
-def _finish(
+def finish(
     inp: EstimateInput,
     total: float,
     weights: float,
@@ -203,15 +203,13 @@ def _finish(
     notes: list[str],
     claimed: float,
 ) -> GpuEstimate:
-    per_token = kv_bytes_per_token(
-        inp.model, kv_element_bytes(inp, "kv_cache_dtype"), inp.tensor_parallel, inp.pipeline_parallel
-    )
+    per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
     usable = max(kv_gib, 0.0)
     blocks = int(usable * GIB // (per_token * block)) if per_token else 0
-    return _plan(inp, total, weights, overhead, kv_gib, blocks * block, per_token, claimed, notes)
+    return plan(inp, total, weights, overhead, kv_gib, blocks * block, per_token, claimed, notes)
 
 
-def _plan(
+def plan(
     inp: EstimateInput,
     total: float,
     weights: float,
@@ -237,7 +235,7 @@ def _plan(
     )
 
 
-def _number(options: dict[str, Any], key: str, default: float) -> float:
+def number(options: dict[str, Any], key: str, default: float) -> float:
     """A numeric option, or ``default`` when unset or not a number (ENG002 reports bad values)."""
     value = options.get(key)
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -245,21 +243,11 @@ def _number(options: dict[str, Any], key: str, default: float) -> float:
     return default
 
 
-def fact_value(release: EngineRelease | None, key: str, default: Any) -> Any:
-    """The ``value`` of a release catalog fact, or ``default`` without one."""
-    if release is None:
-        return default
-    fact = release.facts.get(key)
-    if isinstance(fact, dict):
-        return fact.get("value", default)
-    return default
-
-
-def _weights_per_gpu(inp: EstimateInput) -> float:
+def weights_per_gpu(inp: EstimateInput) -> float:
     return weight_bytes(inp) / (inp.tensor_parallel * inp.pipeline_parallel) / GIB
 
 
-def _activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:
+def activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:
     """Peak activations of a profiling forward pass over ``tokens`` tokens, plus sampler logits."""
     model = inp.model
     # Assumed model, not from an engine: the MLP's gate/up/down buffers plus four hidden-size
@@ -271,108 +259,14 @@ def _activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:
     return (forward + sampler) / GIB
 
 
-def _big_gpu(inp: EstimateInput, total: float) -> bool:
-    # vLLM's defaults for GPUs with >= 70 GiB that are not A100 (engine/arg_utils.py _set_default_args).
-    return total >= 70 and inp.gpu is not None and "A100" not in inp.gpu.id
-
-
-def estimate_vllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
-    """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory)."""
-    total = cuda_total_gib(gpu)
-    default_utilization = float(fact_value(inp.release, "gpu_memory_utilization_default", 0.9))
-    utilization = _number(inp.options, "gpu_memory_utilization", default_utilization)
-    big = _big_gpu(inp, total)
-    seqs = int(_number(inp.options, "max_num_seqs", 1024 if big else 256))
-    batched = int(_number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
-    if inp.legacy_engine and inp.max_model_len <= 32768 and inp.options.get("enable_chunked_prefill") is not True:
-        batched = max(batched, inp.max_model_len)
-    weights = _weights_per_gpu(inp)
-    parallel = inp.tensor_parallel * inp.pipeline_parallel > 1
-    non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)
-    overhead = _activation_gib(inp, batched, seqs) + non_torch
-    notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
-    if inp.release and version_key(inp.release.version) >= (0, 21) and inp.options.get("enforce_eager") is not True:
-        # Releases since 0.21 subtract their CUDA-graph estimate from the budget (catalog fact);
-        # its size, 0.5 GiB, is assumed, not computed as vLLM does.
-        overhead += 0.5
-        notes.append("CUDA-graph memory estimated in the budget")
-    kv = utilization * total - weights - overhead
-    block = max(1, int(_number(inp.options, "block_size", 16)))
-    return _finish(inp, total, weights, overhead, kv, block, notes, utilization)
-
-
-def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
-    """SGLang's default mem_fraction_static (arg_groups/memory_hook.py handle_gpu_memory_settings)."""
-    mib = gpu.memory_mib
-    chunk = 2048 if mib < 20480 else 4096 if mib < 61440 else 8192 if mib < 163840 else 16384
-    small_tp = inp.tensor_parallel < 4
-    if mib < 20480:
-        max_bs = 8
-    elif mib < 35840:
-        max_bs = 48 if small_tp else 160
-    elif mib < 61440:
-        max_bs = 32 if small_tp else 160
-    elif mib < 163840:
-        max_bs = 256 if small_tp else 512
-    else:
-        max_bs = 512
-    chunk = int(_number(inp.options, "chunked_prefill_size", chunk))
-    reserved = 512 + max(chunk, 2048) * 1.5 + inp.tensor_parallel * inp.pipeline_parallel / 8 * 1024 + max_bs * 2
-    if mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    return round((mib - reserved) / mib, 3)
-
-
-def estimate_sglang(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
-    """SGLang's KV pool: mem_fraction_static × memory before loading − weights."""
-    total = cuda_total_gib(gpu)
-    fraction = _number(inp.options, "mem_fraction_static", 0) or _sglang_fraction(inp, gpu)
-    weights = _weights_per_gpu(inp)
-    before_load = total - CONTEXT_GIB
-    kv = before_load * fraction - weights
-    overhead = before_load * (1 - fraction) + CONTEXT_GIB
-    return _finish(inp, total, weights, overhead, kv, 1, [f"mem_fraction_static {fraction}"], fraction)
-
-
-def estimate_tgi(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
-    """TGI's warm-up sizing: free memory × cuda_memory_fraction × TGI_WIGGLE_ROOM (0.90)."""
-    total = cuda_total_gib(gpu)
-    fraction = _number(inp.options, "cuda_memory_fraction", 1.0)
-    prefill = int(_number(inp.options, "max_batch_prefill_tokens", 4096))  # assumed when unset (catalog: no default)
-    weights = _weights_per_gpu(inp)
-    activation = _activation_gib(inp, prefill, 1)
-    free = total - CONTEXT_GIB - weights - activation
-    kv = free - (1 - fraction * 0.9) * total
-    overhead = total - weights - kv
-    block = 16
-    notes = [f"cuda_memory_fraction {fraction}", "TGI_WIGGLE_ROOM 0.9"]
-    return _finish(inp, total, weights, overhead, kv, block, notes, fraction)
-
-
-def estimate_trtllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
-    """TensorRT-LLM (PyTorch backend): free memory after weights and activations × free_gpu_memory_fraction."""
-    total = cuda_total_gib(gpu)
-    default = float(fact_value(inp.release, "kv_cache_free_gpu_memory_fraction_default", 0.9))
-    flag_value = _number(inp.options, "free_gpu_memory_fraction", default)
-    fraction = _number(inp.options, "kv_cache_config.free_gpu_memory_fraction", flag_value)
-    tokens = int(_number(inp.options, "max_num_tokens", 8192))
-    weights = _weights_per_gpu(inp)
-    activation = _activation_gib(inp, tokens, 1)
-    free = total - CONTEXT_GIB - weights - activation
-    kv = free * fraction
-    claimed = (total - free * (1 - fraction)) / total
-    notes = [f"free_gpu_memory_fraction {fraction}"]
-    return _finish(inp, total, weights, total - weights - kv, kv, 32, notes, claimed)
-
-
-def estimate_gguf(inp: EstimateInput, gpu: GpuModel | None) -> GpuEstimate:
-    """llama.cpp / Ollama: the whole context is allocated up front; it must fit with the weights."""
+def estimate_gguf(inp: EstimateInput, slots: int) -> GpuEstimate:
+    """llama.cpp / Ollama: ``slots`` contexts are allocated up front; they must fit with the weights."""
+    gpu = inp.gpu
     total = cuda_total_gib(gpu) if gpu else float(inp.host_memory_gib or 0.0)
     gpus = inp.tensor_parallel * inp.pipeline_parallel
     weights = weight_bytes(inp) / gpus / GIB
-    slots = _slots(inp)
     context_tokens = inp.max_model_len * slots
-    element = kv_element_bytes(inp, "cache_type_k" if inp.engine == "llama.cpp" else "kv_cache_type")
+    element = kv_element_bytes(inp)
     per_token_all = kv_bytes_per_token(inp.model, element, 1, 1) / gpus
     kv = per_token_all * context_tokens / GIB
     # Assumed: 0.25 GiB of compute buffers plus float32 logits of one micro-batch of 512 tokens.
@@ -382,28 +276,4 @@ def estimate_gguf(inp: EstimateInput, gpu: GpuModel | None) -> GpuEstimate:
     free_for_kv = total - weights - overhead
     tokens = context_tokens if free_for_kv >= kv else int(max(free_for_kv, 0) * GIB // max(per_token_all, 1))
     claimed = (weights + overhead + kv) / total if total else 1.0
-    return _plan(inp, total, weights, overhead, kv, tokens, per_token_all, claimed, notes)
-
-
-def _slots(inp: EstimateInput) -> int:
-    key = "parallel" if inp.engine == "llama.cpp" else "num_parallel"
-    value = int(_number(inp.options, key, 0))
-    if value < 1:
-        # llama-server's auto (-1) is 4 slots; OLLAMA_NUM_PARALLEL defaults to 1.
-        return 4 if inp.engine == "llama.cpp" else 1
-    return value
-
-
-def estimate(inp: EstimateInput) -> GpuEstimate | None:
-    """The memory plan of one GPU of the replica, or None when the GPU is unknown."""
-    if inp.engine in GGUF_ENGINES:
-        return estimate_gguf(inp, inp.gpu)
-    if inp.gpu is None:
-        return None
-    arithmetic = {
-        "vllm": estimate_vllm,
-        "sglang": estimate_sglang,
-        "tgi": estimate_tgi,
-        "tensorrt-llm": estimate_trtllm,
-    }[inp.engine]
-    return arithmetic(inp, inp.gpu)
+    return plan(inp, total, weights, overhead, kv, tokens, per_token_all, claimed, notes)

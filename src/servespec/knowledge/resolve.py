@@ -1,6 +1,8 @@
 """Join a deployment with what servespec knows: its model, engine release, and each host's GPUs.
 
-Rules and ``deploy estimate`` share these answers, computed once per deployment.
+:func:`resolved` builds one :class:`Resolved` per deployment, once, and rules, ``deploy
+estimate`` and ``deploy render`` read it (the helpers below that take a deployment are views
+of it).
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servespec.knowledge import engines, gpus, models
-from servespec.knowledge.engines import GGUF_ENGINES, EngineRelease, Profile, Selection
+from servespec import engines
+from servespec.engines.base import Engine, Profile
+from servespec.engines.catalog import EngineRelease, Selection, normalize_option
+from servespec.knowledge import gpus, models
 from servespec.knowledge.gpus import GpuModel
-from servespec.knowledge.memory import EstimateInput, GpuEstimate, estimate
+from servespec.knowledge.memory import EstimateInput, GpuEstimate
 from servespec.knowledge.models import ModelFacts
 from servespec.spec.fleet import DeploymentDoc, HostView
 from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
@@ -154,7 +158,7 @@ def config_path(deployment: DeploymentDoc) -> Path:
     return resolve_inside(str(deployment.spec.model.config), document.path.parent, root)
 
 
-def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
+def _model_answer(deployment: DeploymentDoc) -> ModelAnswer:
     """Facts from model.config, else the catalog, overlaid with model.architecture."""
     spec = deployment.spec.model
     facts: ModelFacts | None = None
@@ -182,22 +186,6 @@ def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
     return ModelAnswer(facts, problem)
 
 
-def selection(deployment: DeploymentDoc) -> Selection:
-    """The catalogued engine release the deployment is checked against."""
-    engine = deployment.spec.engine
-    return engines.select(engine.name, engine.version)
-
-
-def release(deployment: DeploymentDoc) -> EngineRelease | None:
-    """The selected release, or None outside the catalogued range."""
-    return selection(deployment).release
-
-
-def profile(deployment: DeploymentDoc) -> Profile:
-    """The engine's profile."""
-    return engines.profile(deployment.spec.engine.name)
-
-
 def host_gpus(host: HostView) -> HostGpus:
     """The host's GPU model and count, resolved against the catalog."""
     hardware = host.hardware
@@ -207,8 +195,7 @@ def host_gpus(host: HostView) -> HostGpus:
     return HostGpus(gpus.resolve(name) if name else None, name, hardware.gpus.count)
 
 
-def placed_hosts(deployment: DeploymentDoc) -> list[HostView]:
-    """The inventory hosts the deployment is placed on (unknown names skipped: REF001 reports them)."""
+def _placed_hosts(deployment: DeploymentDoc) -> list[HostView]:
     inventory = deployment.inventory
     if inventory is None:
         return []
@@ -245,6 +232,15 @@ def _coerce(kind: str, value: Any) -> Any:
     return value
 
 
+def _is_number(word: str) -> bool:
+    """Whether a word is a number (``-1``, ``0.5``), which follows its flag as a value even with a leading ``-``."""
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
 def extra_arg_settings(args: list[str]) -> Iterator[tuple[int, str, Any]]:
     """(index, flag, value) for each flag in ``extra_args``; a flag without a value is ``True``."""
     for index, arg in enumerate(args):
@@ -253,10 +249,176 @@ def extra_arg_settings(args: list[str]) -> Iterator[tuple[int, str, Any]]:
         flag, equals, inline = arg.partition("=")
         if equals:
             yield index, flag, inline
-        elif index + 1 < len(args) and not args[index + 1].startswith("-"):
+        elif index + 1 < len(args) and (not args[index + 1].startswith("-") or _is_number(args[index + 1])):
             yield index, flag, args[index + 1]
         else:
             yield index, flag, True
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One engine option as the spec sets it, in any spelling, with where the user wrote it."""
+
+    key: str
+    """The release catalog's key (``block_size``), or the normalised name of an unknown option."""
+    name: str
+    """As written: ``block_size``, ``block-size``, ``--block-size`` or ``-bs``."""
+    raw: Any
+    """The value as written (a string for ``extra_args``; ``True`` for a flag without a value)."""
+    value: Any
+    """``raw`` typed by the option's catalog type; ``raw`` itself when it does not parse (``valid`` False)."""
+    valid: bool
+    path: tuple[str | int, ...]
+    """``("engine", "options", name)`` or ``("engine", "extra_args", index)``."""
+    from_extra_args: bool
+
+    @property
+    def at_key(self) -> bool:
+        """Whether a finding about it points at the mapping key (``engine.options``) rather than a list item."""
+        return not self.from_extra_args
+
+
+def _settings(deployment: DeploymentDoc, chosen: EngineRelease | None) -> tuple[Setting, ...]:
+    """Every engine option the spec sets: the flags of ``extra_args``, then ``engine.options``."""
+    engine = deployment.spec.engine
+    raw: list[tuple[str, Any, tuple[str | int, ...], bool]] = [
+        (flag, value, ("engine", "extra_args", index), True)
+        for index, flag, value in extra_arg_settings(engine.extra_args)
+    ]
+    raw += [(name, value, ("engine", "options", name), False) for name, value in engine.options.items()]
+    out = []
+    for name, value, path, extra in raw:
+        option = chosen.option(name) if chosen else None
+        key = option.key if option else normalize_option(name)
+        try:
+            typed, valid = (_coerce(option.type, value) if option else value), True
+        except ValueError:
+            typed, valid = value, False
+        out.append(Setting(key, name, value, typed, valid, path, extra))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What servespec knows about one deployment, computed once (:func:`resolved`)."""
+
+    deployment: DeploymentDoc
+    engine: Engine
+    selection: Selection
+    model: ModelAnswer
+    settings: tuple[Setting, ...]
+    hosts: tuple[HostView, ...]
+    """The inventory hosts it is placed on (unknown names skipped: REF001 reports them)."""
+
+    @property
+    def profile(self) -> Profile:
+        return self.engine.profile
+
+    @property
+    def release(self) -> EngineRelease | None:
+        """The catalogued release it is checked against, or None outside the catalogued range."""
+        return self.selection.release
+
+    @functools.cached_property
+    def options(self) -> dict[str, Any]:
+        """The effective engine options, by catalog key: valid values only, ``engine.options`` winning."""
+        return {s.key: s.value for s in self.settings if s.valid}
+
+    @functools.cached_property
+    def effective(self) -> dict[str, Setting]:
+        """The setting behind each effective option (where a finding about it points)."""
+        return {s.key: s for s in self.settings if s.valid}
+
+    @property
+    def max_model_len(self) -> int | None:
+        """The context length served: the spec's, else the model's maximum."""
+        return max_model_len(self.deployment, self.model.facts)
+
+    @functools.cached_property
+    def estimates(self) -> dict[str, GpuEstimate | None]:
+        """Host name -> the memory plan of one GPU of the deployment there (None when facts are missing)."""
+        return {host.name: self._estimate(host) for host in self.hosts}
+
+    def estimate_on(self, host: HostView) -> GpuEstimate | None:
+        """The plan on ``host`` (computed for hosts it is not placed on too, for what-if callers)."""
+        return self.estimates[host.name] if host.name in self.estimates else self._estimate(host)
+
+    def estimate_input(
+        self, gpu: GpuModel | None = None, host_memory_gib: float | None = None, *, weights_only: bool = False
+    ) -> EstimateInput | None:
+        """The estimator's input for one GPU (None without model facts, or without a context length
+        unless only the weights are wanted)."""
+        facts, length = self.model.facts, self.max_model_len
+        if facts is None or (length is None and not weights_only):
+            return None
+        spec = self.deployment.spec
+        return EstimateInput(
+            engine=spec.engine.name,
+            release=self.release,
+            model=facts,
+            gpu=gpu,
+            tensor_parallel=spec.resources.tensor_parallel,
+            pipeline_parallel=spec.resources.pipeline_parallel,
+            dtype=spec.model.dtype,
+            quantization=spec.model.quantization,
+            gguf_type=spec.model.gguf_type,
+            max_model_len=length or 0,
+            options=self.options,
+            host_memory_gib=host_memory_gib,
+            engine_version=spec.engine.version,
+            kv_cache_dtype_option=self.profile.kv_cache_dtype_option,
+        )
+
+    def _estimate(self, host: HostView) -> GpuEstimate | None:
+        hardware = host_gpus(host)
+        if not hardware.known and not (self.profile.model_format != "hf" and hardware.count == 0):
+            return None
+        memory = host.hardware.memory_gib if host.hardware else None
+        inp = self.estimate_input(hardware.model if hardware.count else None, memory)
+        return self.engine.estimate(inp) if inp is not None else None
+
+
+def resolved(deployment: DeploymentDoc) -> Resolved:
+    """The deployment's :class:`Resolved`, built on first use and kept on the deployment."""
+    found = deployment.resolved
+    if not isinstance(found, Resolved):
+        engine = engines.get(deployment.spec.engine.name)
+        chosen = engine.select(deployment.spec.engine.version)
+        found = Resolved(
+            deployment=deployment,
+            engine=engine,
+            selection=chosen,
+            model=_model_answer(deployment),
+            settings=_settings(deployment, chosen.release),
+            hosts=tuple(_placed_hosts(deployment)),
+        )
+        deployment.resolved = found
+    return found
+
+
+def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
+    """The model's facts, or why there are none (:attr:`Resolved.model`)."""
+    return resolved(deployment).model
+
+
+def selection(deployment: DeploymentDoc) -> Selection:
+    """The catalogued engine release the deployment is checked against."""
+    return resolved(deployment).selection
+
+
+def release(deployment: DeploymentDoc) -> EngineRelease | None:
+    """The selected release, or None outside the catalogued range."""
+    return resolved(deployment).release
+
+
+def profile(deployment: DeploymentDoc) -> Profile:
+    """The engine's profile."""
+    return resolved(deployment).profile
+
+
+def placed_hosts(deployment: DeploymentDoc) -> list[HostView]:
+    """The inventory hosts the deployment is placed on (unknown names skipped: REF001 reports them)."""
+    return list(resolved(deployment).hosts)
 
 
 def effective_options(deployment: DeploymentDoc, *, extra_args: bool = True) -> dict[str, Any]:
@@ -265,35 +427,9 @@ def effective_options(deployment: DeploymentDoc, *, extra_args: bool = True) -> 
     Values that do not parse as their option's type are left out: ENG002 reports them, and
     the estimator falls back to the engine's default instead of failing.
     """
-    chosen = release(deployment)
-    engine = deployment.spec.engine
-    raw: list[tuple[str, Any]] = []
     if extra_args:
-        raw += [(name, value) for _, name, value in extra_arg_settings(engine.extra_args)]
-    raw += list(engine.options.items())
-    out: dict[str, Any] = {}
-    for name, value in raw:
-        option = chosen.option(name) if chosen else None
-        key = option.key if option else engines.normalize_option(name)
-        try:
-            out[key] = _coerce(option.type, value) if option else value
-        except ValueError:
-            continue
-    return out
-
-
-def option_path(deployment: DeploymentDoc, key: str) -> tuple[str | int, ...]:
-    """Where an effective option was set: its ``engine.options`` key or its ``extra_args`` item."""
-    chosen = release(deployment)
-    for name in deployment.spec.engine.options:
-        option = chosen.option(name) if chosen else None
-        if (option.key if option else engines.normalize_option(name)) == key:
-            return ("engine", "options", name)
-    for index, flag, _ in extra_arg_settings(deployment.spec.engine.extra_args):
-        option = chosen.option(flag) if chosen else None
-        if (option.key if option else engines.normalize_option(flag)) == key:
-            return ("engine", "extra_args", index)
-    return ("engine", "options")
+        return resolved(deployment).options
+    return {s.key: s.value for s in resolved(deployment).settings if s.valid and not s.from_extra_args}
 
 
 def max_model_len(deployment: DeploymentDoc, model: ModelFacts | None) -> int | None:
@@ -303,30 +439,4 @@ def max_model_len(deployment: DeploymentDoc, model: ModelFacts | None) -> int | 
 
 def estimate_on(deployment: DeploymentDoc, host: HostView) -> GpuEstimate | None:
     """The memory plan of one GPU of this deployment on ``host``, or None when facts are missing."""
-    answer = model_answer(deployment)
-    hardware = host_gpus(host)
-    length = max_model_len(deployment, answer.facts)
-    if answer.facts is None or length is None:
-        return None
-    spec = deployment.spec
-    gguf_engine = spec.engine.name in GGUF_ENGINES
-    if not hardware.known and not (gguf_engine and hardware.count == 0):
-        return None
-    memory = host.hardware.memory_gib if host.hardware else None
-    return estimate(
-        EstimateInput(
-            engine=spec.engine.name,
-            release=release(deployment),
-            model=answer.facts,
-            gpu=hardware.model if hardware.count else None,
-            tensor_parallel=spec.resources.tensor_parallel,
-            pipeline_parallel=spec.resources.pipeline_parallel,
-            dtype=spec.model.dtype,
-            quantization=spec.model.quantization,
-            gguf_type=spec.model.gguf_type,
-            max_model_len=length,
-            options=effective_options(deployment),
-            host_memory_gib=memory,
-            legacy_engine=spec.engine.name == "vllm" and engines.version_key(spec.engine.version) < (0, 8),
-        )
-    )
+    return resolved(deployment).estimate_on(host)

@@ -2,9 +2,9 @@
 
 ``render_fleet`` is a pure function of the loaded fleet: it returns the files (path ->
 text) that ``deploy render -o DIR`` writes under ``DIR/<deployment>/<host>/`` plus a
-``DIR/<deployment>/README.md``. Each engine has one module here with one
-``context(target)`` that computes every value, and one template folder under
-``renderers/<engine>/`` that lays them out.
+``DIR/<deployment>/README.md``. Each engine's unit (``servespec/engines/<name>/``) turns a
+target into its container (``Engine.render``) and lays its files out with its own
+templates; ``renderers/_common/`` holds the files every engine shares.
 """
 
 from __future__ import annotations
@@ -12,15 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from servespec import outdir
 from servespec.knowledge import resolve
-from servespec.render import llama_cpp, ollama, sglang, tensorrt_llm, tgi, vllm
 from servespec.render.common import (
     EngineContainer,
     Target,
@@ -34,17 +31,6 @@ from servespec.render.environment import RenderError, render_template
 from servespec.spec.document import KeyPath
 from servespec.spec.fleet import DeploymentDoc, Fleet
 from servespec.text import printable
-
-ENGINES: dict[str, ModuleType] = {
-    "vllm": vllm,
-    "tgi": tgi,
-    "ollama": ollama,
-    "tensorrt-llm": tensorrt_llm,
-    "sglang": sglang,
-    "llama.cpp": llama_cpp,
-}
-"""One renderer module per engine; each exposes ``context(target) -> EngineContainer``."""
-
 
 @dataclass
 class Rendered:
@@ -62,8 +48,7 @@ class Rendered:
 
 def render_target(target: Target) -> tuple[dict[str, str], dict[str, Any], EngineContainer]:
     """Files of one host (name -> text), its container description and the engine's decisions."""
-    module: Callable[[Target], EngineContainer] = ENGINES[target.spec.engine.name].context
-    engine = module(target)
+    engine = resolve.resolved(target.deployment).engine.render(target)
     digest = content_hash(target)
     top = header(target, digest)
     files = {

@@ -1,6 +1,6 @@
 """What every engine's rendering shares: targets, the container description, volumes, secrets.
 
-An engine module (``render/<engine>.py``) turns a :class:`Target` into an
+An engine's ``render`` (``servespec/engines/<name>/render.py``) turns a :class:`Target` into an
 :class:`EngineContainer` (command, environment, native files); this module wraps that into
 ``container.yaml``, the single description the rollout starts a container from.
 """
@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from servespec.knowledge import resolve
-from servespec.knowledge.engines import EngineOption, EngineRelease
+from servespec.engines.catalog import EngineOption, EngineRelease
 from servespec.render.environment import RenderError
 from servespec.spec.fleet import DeploymentDoc, HostView
 from servespec.text import printable
@@ -232,8 +232,8 @@ def engine_secrets(target: Target) -> dict[str, dict[str, str]]:
     secrets = hub_token_env(target)
     key = api_key_ref(target)
     auth = resolve.profile(target.deployment).auth
-    if key is not None and auth and auth.get("env"):
-        secrets[auth["env"]] = key
+    if key is not None and auth and auth.env:
+        secrets[auth.env] = key
     return secrets
 
 
@@ -341,7 +341,7 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         "replica": target.replica,
         "rank": target.rank,
         "start_order": 0 if target.role == "worker" else 1,
-        "image": spec.engine.image or resolve.profile(target.deployment).image(spec.engine.version),
+        "image": spec.engine.image or resolve.profile(target.deployment).image_for(spec.engine.version),
         "image_archive": spec.engine.image_archive,
         "name": f"servespec-{deployment}",
         "entrypoint": engine.entrypoint,

@@ -21,7 +21,7 @@ from servespec.spec.document import quote_value
 from servespec.text import UNSAFE, unsafe_character
 
 RENDERERS = Path(__file__).resolve().parents[3] / "renderers"
-"""Template folders, one per engine, plus ``_common``. Installed copies ship them as package data."""
+"""``_common``: the templates every engine shares (each engine's own are in its unit's ``templates/``)."""
 
 
 class RenderError(ValueError):
@@ -128,13 +128,23 @@ def _template_root() -> Path:
     return packaged if packaged.is_dir() else RENDERERS
 
 
+def _loader() -> Any:
+    """``_common/...`` from renderers/, ``<engine>/...`` from that engine unit's ``templates/``."""
+    import jinja2
+
+    from servespec.engines import ENGINES
+
+    folders = {engine.name: jinja2.FileSystemLoader(str(engine.templates)) for engine in ENGINES}
+    return jinja2.PrefixLoader({"_common": jinja2.FileSystemLoader(str(_template_root() / "_common")), **folders})
+
+
 @functools.cache
 def environment() -> Any:
     """The Jinja2 environment: StrictUndefined, trailing newlines kept, blocks trimmed."""
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_template_root())),
+        loader=_loader(),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -152,5 +162,5 @@ def environment() -> Any:
 
 
 def render_template(name: str, context: dict[str, Any]) -> str:
-    """Render ``renderers/<name>`` with ``context``."""
+    """Render the template ``<engine>/<file>`` (or ``_common/<file>``) with ``context``."""
     return str(environment().get_template(name).render(**context))

@@ -129,18 +129,11 @@ def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> HostVars:
 
 
 def _driver_min(deployment: DeploymentDoc) -> str:
-    """The lowest driver the official image's CUDA version runs on ('' for custom images)."""
-    from servespec.knowledge import engines
+    """The lowest driver the official image's CUDA version runs on ('' for custom images): HW005's answer."""
+    from servespec.engines.images import image_policy
 
-    release = resolve.release(deployment)
-    if release is None or deployment.spec.engine.image not in (
-        None,
-        resolve.profile(deployment).image(deployment.spec.engine.version),
-    ):
-        return ""
-    cuda, _ = engines.image_cuda(release)
-    minimum = engines.MIN_DRIVER_FOR_CUDA_MAJOR.get(cuda[0]) if cuda else None
-    return ".".join(str(part) for part in minimum) if minimum else ""
+    known, engine = resolve.resolved(deployment), deployment.spec.engine
+    return image_policy(known.engine, engine.version, engine.image, known.release).min_driver_text
 
 
 def _order(rendered: Rendered, deployment: str, host: str) -> tuple[int, int]:

@@ -6,9 +6,11 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
+from servespec.engines.base import Engine
+from servespec.engines.catalog import EngineOption, EngineRelease, normalize_option, version_key
 from servespec.findings import Finding, Severity
-from servespec.knowledge import engines, resolve
-from servespec.knowledge.engines import EngineOption, EngineRelease
+from servespec.knowledge import resolve
+from servespec.knowledge.resolve import Setting
 from servespec.redact import scrub
 from servespec.rules.base import Rule, bare, quoted
 from servespec.spec.fleet import DeploymentDoc, Fleet
@@ -23,28 +25,26 @@ def _flags_in(extra_args: list[str]) -> Iterator[tuple[int, str]]:
         yield index, flag
 
 
-def _added_in(engine: str, key: str, current: EngineRelease) -> str | None:
-    later = [
-        r for r in engines.releases(engine) if engines.version_key(r.version) > engines.version_key(current.version)
-    ]
+def _added_in(engine: Engine, key: str, current: EngineRelease) -> str | None:
+    later = [r for r in engine.releases if version_key(r.version) > version_key(current.version)]
     for release in later:
         if key in release.options:
             return release.version
     return None
 
 
-def _unknown_message(engine: str, release: EngineRelease, name: str) -> tuple[str, str]:
-    key = engines.normalize_option(name)
-    title = engines.profile(engine).title
+def _unknown_message(engine: Engine, release: EngineRelease, name: str) -> tuple[str, str]:
+    key = normalize_option(name)
+    title = engine.profile.title
     message = f"{title} {release.version} has no option {quoted(name)}"
     removed = release.removed(key)
-    if removed and removed.get("removed_in"):
-        message += f" (removed in {removed['removed_in']})"
+    if removed and removed.removed_in:
+        message += f" (removed in {removed.removed_in})"
     added = _added_in(engine, key, release)
     if added:
         message += f" (added in {added})"
     close = difflib.get_close_matches(key, list(release.options), n=1, cutoff=0.7)
-    hint = f"did you mean '{close[0]}'?" if close else f"see `{engine}` options of {release.version}"
+    hint = f"did you mean '{close[0]}'?" if close else f"see `{engine.name}` options of {release.version}"
     # A flag or key can itself be a pasted token (``--hf_...``): SEC001 reports it, nobody echoes it.
     return scrub(message), scrub(hint)
 
@@ -66,7 +66,7 @@ class UnknownEngineOption(Rule):
 
     Source: the engines' own argument definitions, e.g.
     https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py ; catalogs
-    and their provenance in src/servespec/knowledge/data/engines/
+    and their provenance in src/servespec/engines/<name>/releases/
     """
 
     id = "ENG001"
@@ -81,7 +81,7 @@ class UnknownEngineOption(Rule):
             release = resolve.release(deployment)
             if release is None:
                 continue
-            engine = deployment.spec.engine.name
+            engine = resolve.resolved(deployment).engine
             for name in deployment.spec.engine.options:
                 if release.option(name) is None:
                     message, hint = _unknown_message(engine, release, name)
@@ -136,15 +136,32 @@ def _type_problem(option: EngineOption, value: Any) -> str:
 
 def _exclusive_problem(release: EngineRelease, option: EngineOption, value: Any) -> str:
     """Strict bounds (pydantic gt/lt) the catalog records beside the inclusive ones."""
-    bounds = (release.facts.get("option_bounds_exclusive") or {}).get(option.key)
-    if not isinstance(bounds, dict) or not isinstance(value, int | float) or isinstance(value, bool):
+    bounds = release.facts.option_bounds_exclusive.get(option.key)
+    if bounds is None or not isinstance(value, int | float) or isinstance(value, bool):
         return ""
-    low, high = bounds.get("min_exclusive"), bounds.get("max_exclusive")
+    low, high = bounds.min_exclusive, bounds.max_exclusive
     if low is not None and value <= low:
         return f"must be > {low}"
     if high is not None and value >= high:
         return f"must be < {high}"
     return ""
+
+
+def _setting_problem(release: EngineRelease, option: EngineOption, setting: Setting) -> str:
+    """What is wrong with one setting's value, in whichever spelling it was written ("" when nothing).
+
+    ``engine.options`` values are typed YAML and judged as written; ``extra_args`` values are
+    words, judged after parsing them as the option's type.
+    """
+    if not setting.from_extra_args:
+        value = setting.raw
+    elif setting.raw is True and option.type != "bool":
+        return "expects a value"
+    elif not setting.valid:
+        return _type_problem(option, None)
+    else:
+        value = setting.value
+    return _value_problem(option, value) or _exclusive_problem(release, option, value)
 
 
 def _value_problem(option: EngineOption, value: Any) -> str:
@@ -160,18 +177,6 @@ def _value_problem(option: EngineOption, value: Any) -> str:
             return f"must be ≥ {option.min}"
         if option.max is not None and value > option.max:
             return f"must be ≤ {option.max}"
-    return ""
-
-
-def _cuda_block_size_problem(deployment: DeploymentDoc) -> str:
-    """vLLM's CUDA attention backends need block sizes that are multiples of 16."""
-    value = deployment.spec.engine.options.get("block_size")
-    if deployment.spec.engine.name != "vllm" or not isinstance(value, int) or isinstance(value, bool):
-        return ""
-    if value % 16:
-        return (
-            f"block_size {value} is accepted by the parser but not by vLLM's CUDA attention backends (multiple of 16)"
-        )
     return ""
 
 
@@ -202,62 +207,27 @@ class InvalidEngineOptionValue(Rule):
             release = resolve.release(deployment)
             if release is None:
                 continue
-            for name, value in deployment.spec.engine.options.items():
-                option = release.option(name)
-                if option is None:
-                    continue
-                problem = _value_problem(option, value) or _exclusive_problem(release, option, value)
-                if problem:
+            known = resolve.resolved(deployment)
+            for setting in known.settings:
+                option = release.option(setting.name)
+                problem = _setting_problem(release, option, setting) if option else ""
+                if option and problem:
                     yield self.report(
                         deployment.document,
-                        f"{bare(name)}: {problem}, got {quoted(value, name)}",
-                        ("engine", "options", name),
+                        f"{bare(setting.name)}: {problem}, got {quoted(setting.raw, setting.name)}",
+                        setting.path,
                         hint=option.help[:120] if option.help else "",
                     )
-            cuda = _cuda_block_size_problem(deployment)
-            if cuda:
-                yield self.report(deployment.document, cuda, ("engine", "options", "block_size"), hint="use 16 or 32")
+            for found in known.engine.checks(known):
+                if found.rule == self.id:
+                    yield self.report(deployment.document, found.message, found.path, hint="use 16 or 32")
 
 
 def _spec_field_for(deployment: DeploymentDoc, option: str) -> str | None:
     for field, engine_option in resolve.profile(deployment).spec_options.items():
-        if engine_option == engines.normalize_option(option):
+        if engine_option == normalize_option(option):
             return field
     return None
-
-
-def _tgi_limits(deployment: DeploymentDoc) -> Iterator[tuple[tuple[str, ...], str]]:
-    options = deployment.spec.engine.options
-    total = deployment.spec.model.max_model_len
-    max_input = options.get("max_input_tokens")
-    if isinstance(max_input, int) and total is not None and max_input >= total:
-        yield (
-            ("engine", "options", "max_input_tokens"),
-            f"max_input_tokens {max_input} must be < max_total_tokens {total} (model.max_model_len)",
-        )
-    batch_total = options.get("max_batch_total_tokens")
-    if isinstance(batch_total, int) and total is not None and total > batch_total:
-        yield (
-            ("engine", "options", "max_batch_total_tokens"),
-            f"max_total_tokens {total} (model.max_model_len) must be ≤ max_batch_total_tokens {batch_total}",
-        )
-    prefill = options.get("max_batch_prefill_tokens")
-    if isinstance(prefill, int) and isinstance(batch_total, int) and prefill > batch_total:
-        yield (
-            ("engine", "options", "max_batch_prefill_tokens"),
-            f"max_batch_prefill_tokens {prefill} must be ≤ max_batch_total_tokens {batch_total}",
-        )
-
-
-def _vllm_limits(deployment: DeploymentDoc) -> Iterator[tuple[tuple[str, ...], str]]:
-    options = deployment.spec.engine.options
-    batched = options.get("max_num_batched_tokens")
-    length = deployment.spec.model.max_model_len
-    if options.get("enable_chunked_prefill") is False and isinstance(batched, int) and length and batched < length:
-        yield (
-            ("engine", "options", "max_num_batched_tokens"),
-            f"max_num_batched_tokens {batched} is smaller than max_model_len {length} with chunked prefill disabled",
-        )
 
 
 class InconsistentEngineOptions(Rule):
@@ -305,6 +275,7 @@ class InconsistentEngineOptions(Rule):
                         ("engine", "extra_args", index),
                         hint=f"remove it and set {field}",
                     )
-            checks = {"tgi": _tgi_limits, "vllm": _vllm_limits}.get(deployment.spec.engine.name)
-            for path, message in checks(deployment) if checks else ():
-                yield self.report(deployment.document, message, path)
+            known = resolve.resolved(deployment)
+            for found in known.engine.checks(known):
+                if found.rule == self.id:
+                    yield self.report(deployment.document, found.message, found.path)

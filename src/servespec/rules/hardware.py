@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from servespec.engines.images import CUDA_COMPAT_URL, image_policy
 from servespec.findings import Finding, Severity
-from servespec.knowledge import engines, resolve
+from servespec.knowledge import resolve
 from servespec.knowledge.gpus import CUDA_GPUS_URL
 from servespec.rules.base import Rule, placements, quoted
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
@@ -22,15 +23,6 @@ def _cc(host: HostView) -> tuple[int, int] | None:
 
 def _text(cc: tuple[int, int]) -> str:
     return f"{cc[0]}.{cc[1]}"
-
-
-def _image_name(reference: str) -> str:
-    """repository:tag without a digest or Docker Hub's implicit prefixes."""
-    name = reference.split("@", 1)[0]
-    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/"):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-    return name
 
 
 class DtypeNotSupported(Rule):
@@ -102,7 +94,7 @@ class QuantizationNeedsNewerGpu(Rule):
             release = resolve.release(deployment)
             if cc is None or method is None or release is None:
                 continue
-            supported, minimum, _ = engines.quantization_support(deployment.spec.engine.name, release, method)
+            supported, minimum = resolve.resolved(deployment).engine.quantization_support(release, method)
             if not supported or minimum is None or cc >= minimum:
                 continue
             yield self.report(
@@ -126,7 +118,7 @@ class FormatNotSupported(Rule):
     Fix: pick an engine that loads the format, or a checkpoint in a format the engine loads.
 
     Source: https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs ;
-    engine catalogs under knowledge/data/engines/
+    engine catalogs under src/servespec/engines/<name>/releases/
     """
 
     id = "HW003"
@@ -151,7 +143,7 @@ class FormatNotSupported(Rule):
                 )
             if method is None or release is None:
                 continue
-            supported, _, _ = engines.quantization_support(spec.engine.name, release, method)
+            supported, _ = resolve.resolved(deployment).engine.quantization_support(release, method)
             if not supported:
                 title = resolve.profile(deployment).title
                 loads = ", ".join(sorted(resolve.profile(deployment).quantization)) or "none"
@@ -164,28 +156,29 @@ class FormatNotSupported(Rule):
 
     def _source_format(self, deployment: DeploymentDoc) -> Iterator[Finding]:
         spec = deployment.spec
-        source, engine = str(spec.model.source), spec.engine.name
+        source = str(spec.model.source)
+        profile = resolve.profile(deployment)
         ollama_tag = ":" in source and "/" not in source and not source.startswith((".", "~"))
-        if engine == "llama.cpp" and spec.model.quantization is None and not source.endswith(".gguf"):
+        if profile.model_format == "gguf" and spec.model.quantization is None and not source.endswith(".gguf"):
             # A set quantization or a .gguf path is judged by the checks below.
             yield self.report(
                 deployment.document,
-                "llama.cpp loads GGUF models only",
+                f"{profile.title} loads GGUF models only",
                 ("model", "source"),
                 hint="point model.source at a .gguf file and set quantization: gguf",
             )
-        elif engine == "ollama" and not ollama_tag and not source.startswith("hf.co/") and "/" in source:
+        elif profile.model_format == "ollama" and not ollama_tag and not source.startswith("hf.co/") and "/" in source:
             yield self.report(
                 deployment.document,
-                f"Ollama pulls models by name:tag from its library or hf.co/<repo> GGUF repos, not {quoted(source)}",
+                f"{profile.title} pulls models by name:tag from its library or hf.co/<repo> GGUF repos, "
+                f"not {quoted(source)}",
                 ("model", "source"),
                 hint="use an Ollama tag such as qwen2.5:7b, or hf.co/<org>/<repo>-GGUF",
             )
-        elif engine != "ollama" and ollama_tag:
+        elif profile.model_format != "ollama" and ollama_tag:
             yield self.report(
                 deployment.document,
-                f"{quoted(source)} is an Ollama tag; "
-                f"{resolve.profile(deployment).title} loads Hugging Face repos or paths",
+                f"{quoted(source)} is an Ollama tag; {profile.title} loads Hugging Face repos or paths",
                 ("model", "source"),
                 hint="use the model's Hugging Face repo id, or engine ollama",
             )
@@ -221,14 +214,15 @@ class EngineNeedsNewerGpu(Rule):
         for deployment, host in placements(fleet):
             cc = _cc(host)
             prof = resolve.profile(deployment)
-            if cc is None or prof.min_capability is None or cc >= prof.min_capability:
+            stated = prof.min_compute_capability
+            if cc is None or stated is None or prof.min_capability is None or cc >= prof.min_capability:
                 continue
             yield self.report(
                 deployment.document,
                 f"{prof.title} needs compute capability {_text(prof.min_capability)}; "
                 f"{host.name}'s GPU has {_text(cc)}",
                 ("engine", "name"),
-                hint=f"{prof.min_capability_text} ({prof.min_capability_source})",
+                hint=f"{stated.text} ({stated.source})",
             )
 
 
@@ -249,7 +243,7 @@ class DriverTooOld(Rule):
     name = "hardware.driver"
     severity = Severity.ERROR
     summary = "host driver too old for the image's CUDA version"
-    sources = (engines.CUDA_COMPAT_URL,)
+    sources = (CUDA_COMPAT_URL,)
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
@@ -257,15 +251,12 @@ class DriverTooOld(Rule):
             driver = host.hardware.driver_version if host.hardware else None
             if release is None or driver is None or not resolve.host_gpus(host).count:
                 continue
-            image = deployment.spec.engine.image
-            official = resolve.profile(deployment).image(deployment.spec.engine.version)
-            if image is not None and _image_name(image) != _image_name(official):
-                continue  # a custom image: its CUDA version is unknown
-            cuda, source = engines.image_cuda(release)
-            minimum = engines.MIN_DRIVER_FOR_CUDA_MAJOR.get(cuda[0]) if cuda else None
+            engine = deployment.spec.engine
+            policy = image_policy(resolve.resolved(deployment).engine, engine.version, engine.image, release)
+            cuda, minimum, source = policy.cuda, policy.min_driver, policy.cuda_source
             have = tuple(int(part) for part in driver.split("."))
             if cuda is None or minimum is None or have >= minimum:
-                continue
+                continue  # a custom image's CUDA version is unknown
             document, path = host.hardware_path("driver_version")
             yield self.report(
                 document or deployment.document,

@@ -8,8 +8,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.knowledge.engines import GGUF_ENGINES
-from servespec.knowledge.memory import GpuEstimate, fact_value
+from servespec.knowledge.memory import GpuEstimate
 from servespec.rules.base import Rule, bare, placements
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 
@@ -106,7 +105,7 @@ class NoRoomForKvCache(Rule):
         for deployment, host, plan in _estimates(fleet):
             if plan.weights_gib > plan.total_gib - plan.overhead_gib:
                 continue  # MEM001 already says the weights do not fit
-            gguf = deployment.spec.engine.name in GGUF_ENGINES
+            gguf = resolve.profile(deployment).loads_gguf
             free = plan.total_gib - plan.weights_gib - plan.overhead_gib if gguf else plan.kv_cache_gib
             need = plan.kv_cache_gib if gguf else plan.one_sequence_gib
             if free >= need:
@@ -149,40 +148,37 @@ class FewerSequencesThanBatch(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host, plan in _estimates(fleet):
-            option = resolve.profile(deployment).batch_option
-            if option is None:
+            known = resolve.resolved(deployment)
+            option = known.profile.batch_option
+            setting = known.effective.get(option) if option else None
+            value = setting.value if setting else None
+            if setting is None or not isinstance(value, int) or isinstance(value, bool) or plan.kv_tokens <= 0:
                 continue
-            value = resolve.effective_options(deployment).get(option)
-            if not isinstance(value, int) or isinstance(value, bool) or plan.kv_tokens <= 0:
-                continue
-            if deployment.spec.engine.name in GGUF_ENGINES or plan.max_sequences >= value:
+            if known.profile.loads_gguf or plan.max_sequences >= value:
                 continue
             yield self.report(
                 deployment.document,
                 f"{option} is {value} but the KV cache holds {plan.max_sequences:.1f} sequences of "
-                f"{resolve.max_model_len(deployment, resolve.model_answer(deployment).facts)} tokens "
-                f"({plan.kv_tokens:,} tokens) on {host.name}",
-                resolve.option_path(deployment, option),
+                f"{known.max_model_len} tokens ({plan.kv_tokens:,} tokens) on {host.name}",
+                setting.path,
                 hint=f"set {option} ≤ {max(1, math.floor(plan.max_sequences))} or lower max_model_len",
             )
 
 
 def _claimed_share(deployment: DeploymentDoc, host: HostView) -> float | None:
     """The share of each GPU a deployment claims; engines with a fraction option need no model facts."""
-    engine = deployment.spec.engine.name
-    option = resolve.profile(deployment).memory_fraction_option
-    value = resolve.effective_options(deployment).get(option) if option else None
+    known = resolve.resolved(deployment)
+    profile = known.profile
+    option = profile.memory_fraction_option if profile.memory_fraction_of == "total" else None
+    value = known.options.get(option) if option else None
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    plan = resolve.estimate_on(deployment, host)
+    plan = known.estimate_on(host)
     if plan is not None:
         return plan.claimed_fraction
-    release = resolve.release(deployment)
-    if engine == "vllm":
-        return float(fact_value(release, "gpu_memory_utilization_default", 0.9))
-    if engine == "tgi":
-        return 1.0  # CUDA_MEMORY_FRACTION defaults to 1.0 (launcher/src/main.rs)
-    return None
+    # Without model facts: the release's default fraction (vLLM 0.9, TGI 1.0); None when it is computed.
+    default = known.release.default(option) if known.release and option else None
+    return float(default) if isinstance(default, int | float) and not isinstance(default, bool) else None
 
 
 class SharedGpuOversubscribed(Rule):

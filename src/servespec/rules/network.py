@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.knowledge.engines import DIST_PORT, MASTER_PORT, RAY_PORT
 from servespec.rules.base import Rule, bare, placements
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
@@ -67,23 +66,21 @@ def _loopback(bind: str) -> bool:
 
 def _cluster_ports(deployment: DeploymentDoc, leader: str) -> str:
     """What a multi-node replica opens between its members, stated as the engines' sources show it."""
-    engine = deployment.spec.engine.name
-    chosen = resolve.release(deployment)
-    if engine == "vllm" and (chosen is None or chosen.option("nnodes") is None):
+    known = resolve.resolved(deployment)
+    cluster = known.engine.cluster(known.release)
+    if cluster is None:
         return (
-            f"Ray's head port {leader}:{RAY_PORT} and the ports Ray opens on every member let anyone who "
+            f"{known.profile.title}'s members connect on ports servespec neither chooses "
+            "nor restricts; servespec cannot say whether they authenticate"
+        )
+    if cluster.kind == "ray":
+        return (
+            f"Ray's head port {leader}:{cluster.port} and the ports Ray opens on every member let anyone who "
             "reaches them run code on the replica (Ray expects a trusted network); servespec passes "
             "--node-ip-address (the inventory address), but cannot limit the interfaces Ray listens on"
         )
-    if engine not in ("vllm", "sglang"):
-        return (
-            f"{resolve.profile(deployment).title}'s members connect on ports servespec neither chooses "
-            "nor restricts; servespec cannot say whether they authenticate"
-        )
-    port = MASTER_PORT if engine == "vllm" else DIST_PORT
-    flag = "--master-port" if engine == "vllm" else "--dist-init-addr"
     return (
-        f"torch.distributed's TCPStore on {leader}:{port} ({flag}) and NCCL's connections have no "
+        f"torch.distributed's TCPStore on {leader}:{cluster.port} ({cluster.flag}) and NCCL's connections have no "
         "authentication, and PyTorch's store listens on every interface (it has no bind-address option)"
     )
 

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.knowledge.engines import GGUF_ENGINES
 from servespec.rules.base import Rule, bare, placements
 from servespec.spec.fleet import Fleet
 
@@ -81,7 +80,7 @@ class NotEnoughGpus(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             count = resolve.host_gpus(host).count
-            if count is None or (deployment.spec.engine.name in GGUF_ENGINES and count == 0):
+            if count is None or (resolve.profile(deployment).loads_gguf and count == 0):
                 continue
             need = resolve.gpus_per_host(deployment)
             ids = resolve.gpu_ids(deployment)
@@ -122,7 +121,7 @@ class LayoutNotSupported(Rule):
 
     Fix: switch to an engine that supports the layout, or use one host and one split.
 
-    Source: each engine's profile (knowledge/data/engines/<engine>/profile.yaml), e.g.
+    Source: each engine's profile (src/servespec/engines/<name>/profile.yaml), e.g.
     https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs
     and https://github.com/ollama/ollama/blob/v0.32.15/server/sched.go
     """
@@ -146,8 +145,10 @@ class LayoutNotSupported(Rule):
                 problems.append((("resources", "tensor_parallel"), f"{prof.title} has no tensor parallelism"))
             if pp > 1 and not prof.pipeline_parallel:
                 problems.append((("resources", "pipeline_parallel"), f"{prof.title} has no pipeline parallelism"))
-            if tp > 1 and pp > 1 and spec.engine.name == "llama.cpp":
-                problems.append((("resources", "pipeline_parallel"), "llama.cpp splits by rows or by layers, not both"))
+            if tp > 1 and pp > 1 and not prof.parallelism.combined:
+                problems.append(
+                    (("resources", "pipeline_parallel"), f"{prof.title} cannot combine tensor and pipeline parallelism")
+                )
             if spec.placement.hosts_per_replica > 1 and not prof.multi_node:
                 problems.append((("placement", "hosts_per_replica"), f"{prof.title} cannot span hosts"))
             for path, message in problems:

@@ -14,8 +14,6 @@ from servespec.spec.models import duration_seconds
 
 LOAD_GIB_PER_SECOND = 1.0
 """Assumed read rate of weights from a host's local model cache (a conservative NVMe/SATA figure)."""
-STARTUP_SECONDS = {"vllm": 120, "sglang": 120, "tensorrt-llm": 180, "tgi": 90, "llama.cpp": 15, "ollama": 15}
-"""Assumed fixed start-up work: CUDA-graph capture, compilation, warm-up."""
 _ANSIBLE_SERIAL = "https://docs.ansible.com/ansible/latest/playbook_guide/playbooks_strategies.html#setting-the-batch-size-with-serial"
 
 
@@ -90,25 +88,13 @@ class HealthTimeoutTooShort(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            facts = resolve.model_answer(deployment).facts
-            if facts is None:
+            known = resolve.resolved(deployment)
+            inp = known.estimate_input(weights_only=True)
+            if inp is None:
                 continue
             spec = deployment.spec
-            from servespec.knowledge.memory import EstimateInput
-
-            total = weight_bytes(
-                EstimateInput(
-                    engine=spec.engine.name,
-                    release=resolve.release(deployment),
-                    model=facts,
-                    gpu=None,
-                    dtype=spec.model.dtype,
-                    quantization=spec.model.quantization,
-                    gguf_type=spec.model.gguf_type,
-                )
-            )
-            per_host = total / GIB / spec.placement.hosts_per_replica
-            needed = per_host / LOAD_GIB_PER_SECOND + STARTUP_SECONDS[spec.engine.name]
+            per_host = weight_bytes(inp) / GIB / spec.placement.hosts_per_replica
+            needed = per_host / LOAD_GIB_PER_SECOND + known.profile.startup.seconds
             timeout = duration_seconds(spec.rollout.health_timeout)
             if timeout < needed:
                 yield self.report(

@@ -6,9 +6,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from servespec.engines.catalog import EngineRelease
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.knowledge.engines import EngineRelease
 from servespec.knowledge.resolve import extra_arg_settings, is_local_path, local_source_problem, model_roots
 from servespec.redact import SECRET_NAME, has_token, scrub
 from servespec.redact import looks_secret as _looks_secret
@@ -240,7 +240,7 @@ class RevisionNotPinned(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
             model = deployment.spec.model
-            if deployment.spec.engine.name == "ollama" or is_local_path(model.source):
+            if resolve.profile(deployment).model_format == "ollama" or is_local_path(model.source):
                 continue
             revision = model.revision
             if revision is not None and re.fullmatch(r"[0-9a-f]{40}", revision):

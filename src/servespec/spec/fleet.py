@@ -82,13 +82,18 @@ class InventoryDoc:
         return self.document.file if self.document else LOCAL_INVENTORY
 
 
-@dataclass
+@dataclass(eq=False)
 class DeploymentDoc:
-    """A valid Deployment with the document it came from and its resolved inventory."""
+    """A valid Deployment with the document it came from and its resolved inventory.
+
+    Compared by identity (``eq=False``); ``resolved`` holds knowledge.resolve's one
+    ``Resolved`` of it, built on first use.
+    """
 
     spec: Deployment
     document: Document
     inventory: InventoryDoc | None
+    resolved: Any = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:

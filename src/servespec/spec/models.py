@@ -42,7 +42,8 @@ from servespec.text import UNSAFE
 
 API_VERSION = "servespec/v1"
 EngineName = Literal["vllm", "tgi", "ollama", "tensorrt-llm", "sglang", "llama.cpp"]
-ENGINES: tuple[str, ...] = get_args(EngineName)
+ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
+"""The engine names a spec may use; tests/test_engine_units.py checks they are the registry's (servespec.engines)."""
 Quantization = Literal["awq", "gptq", "fp8", "int8", "nvfp4", "gguf"]
 QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
 DnsLabel = Annotated[

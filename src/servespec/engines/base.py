@@ -1,0 +1,214 @@
+"""What every engine unit provides: a typed profile, its release catalogs, its templates, one Engine object.
+
+An engine lives in one package, ``servespec/engines/<name>/``: ``profile.yaml`` (validated
+by :class:`Profile`), ``releases/<version>.json`` (``engines/FORMAT.md``), ``templates/``
+and the modules its :class:`Engine` subclass names. The registry is the explicit
+``ENGINES`` tuple in ``servespec/engines/__init__.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from servespec.engines.catalog import EngineRelease, Selection, capability, load_releases, select
+from servespec.knowledge.datafile import load_yaml_resource
+
+if TYPE_CHECKING:
+    from servespec.knowledge.memory import EstimateInput, GpuEstimate
+    from servespec.knowledge.resolve import Resolved
+    from servespec.render.common import EngineContainer, Target
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Parallelism(_Strict):
+    tensor: bool
+    pipeline: bool
+    multi_node: bool
+    combined: bool = True
+    """Whether tensor and pipeline parallelism can be used together in one replica."""
+    source: str
+
+
+class CheckpointQuantization(_Strict):
+    """A quantization the engine takes from the checkpoint itself (no method flag is rendered)."""
+
+    method: None = None
+    min_capability: str
+
+
+class MinCapability(_Strict):
+    value: str
+    source: str
+    text: str
+
+
+class Auth(_Strict):
+    option: str
+    """The engine option that carries the API key."""
+    env: str | None = None
+    """The variable the secrets env file sets for it (None: the engine module passes it another way)."""
+
+
+class Image(_Strict):
+    repository: str
+    tag: str
+    """``{version}`` is replaced by ``engine.version``."""
+
+
+class Startup(_Strict):
+    seconds: int = Field(ge=0)
+    """Seconds from container start to a healthy server, weights loading aside (ROL002)."""
+    basis: str
+    """Where the figure comes from (an assumption is labelled as one)."""
+
+
+class Profile(_Strict):
+    """Version-independent traits of an engine (``profile.yaml``)."""
+
+    engine: str
+    title: str
+    homepage: str
+    spec_options: dict[str, str] = {}
+    """Spec field -> the engine option it renders to; setting that option again is ENG003."""
+    batch_option: str | None
+    """The option bounding concurrent sequences (MEM003), or the GGUF engines' slot count."""
+    batch_default: int | None = None
+    """The slot count when the batch option is unset or automatic (GGUF engines)."""
+    memory_fraction_option: str | None
+    memory_fraction_of: Literal["total", "free"] = "total"
+    """Whether the memory fraction is a share of the GPU's total memory or of what is free after loading."""
+    kv_cache_dtype_option: str | None
+    """The option that sets the KV cache's element type (the estimator reads it)."""
+    model_format: Literal["hf", "gguf", "ollama"]
+    """What ``model.source`` names: a Hugging Face repo or path, a GGUF file, an Ollama tag."""
+    parallelism: Parallelism
+    quantization: dict[str, str | CheckpointQuantization] = {}
+    """Spec quantization -> the engine's method name, or taken from the checkpoint."""
+    quantization_source: str | None = None
+    min_compute_capability: MinCapability | None
+    auth: Auth | None
+    health_path: str
+    default_port: int
+    image: Image
+    startup: Startup
+    security: tuple[str, ...] = ()
+    """How the engine receives its API key and which ports it opens, each note with its source (docs/engines)."""
+
+    @property
+    def tensor_parallel(self) -> bool:
+        return self.parallelism.tensor
+
+    @property
+    def pipeline_parallel(self) -> bool:
+        return self.parallelism.pipeline
+
+    @property
+    def multi_node(self) -> bool:
+        return self.parallelism.multi_node
+
+    @property
+    def loads_gguf(self) -> bool:
+        """GGUF engines: weights by GGUF type, every slot's context allocated up front, no memory fraction."""
+        return self.model_format != "hf"
+
+    @property
+    def min_capability(self) -> tuple[int, int] | None:
+        minimum = self.min_compute_capability
+        return capability(minimum.value) if minimum else None
+
+    def image_for(self, version: str) -> str:
+        """The engine's official image for ``version``."""
+        return f"{self.image.repository}:{self.image.tag.format(version=version)}"
+
+
+@dataclass(frozen=True)
+class ClusterPorts:
+    """How the members of a multi-node replica meet (NET002 names it, the renderer passes it)."""
+
+    kind: Literal["ray", "torch"]
+    port: int
+    flag: str
+
+
+@dataclass(frozen=True)
+class EngineCheck:
+    """A problem one engine's own rules find (reported by the generic rule ``rule``)."""
+
+    rule: Literal["ENG002", "ENG003"]
+    path: tuple[str | int, ...]
+    message: str
+
+
+class Engine:
+    """One engine: its data and the few behaviours that differ between engines.
+
+    Subclasses set ``name`` and ``package`` and implement :meth:`render` and :meth:`estimate`;
+    :meth:`checks` and :meth:`cluster` default to nothing.
+    """
+
+    name: str
+    package: str
+    """The Python package holding profile.yaml, releases/ and templates/."""
+
+    def __repr__(self) -> str:
+        return f"<engine {self.name}>"
+
+    @property
+    def folder(self) -> Traversable:
+        return resources.files(self.package)
+
+    @functools.cached_property
+    def profile(self) -> Profile:
+        data = load_yaml_resource(self.package, "profile.yaml")
+        return Profile.model_validate(data)
+
+    @functools.cached_property
+    def releases(self) -> tuple[EngineRelease, ...]:
+        """Every catalogued stable release, oldest first."""
+        return load_releases(self.name, self.folder.joinpath("releases"))
+
+    def select(self, version: str) -> Selection:
+        """The release a spec's ``engine.version`` is checked against."""
+        return select(self.releases, version)
+
+    @property
+    def templates(self) -> Traversable:
+        return self.folder.joinpath("templates")
+
+    def render(self, target: Target) -> EngineContainer:
+        """The engine's container on one host: command, environment, native files."""
+        raise NotImplementedError
+
+    def estimate(self, inp: EstimateInput) -> GpuEstimate | None:
+        """The memory plan of one GPU of a replica (None when the GPU is unknown)."""
+        raise NotImplementedError
+
+    def quantization_support(self, release: EngineRelease, quantization: str) -> tuple[bool, tuple[int, int] | None]:
+        """(supported, minimum compute capability) of a spec quantization on ``release``."""
+        entry = self.profile.quantization.get(quantization)
+        if entry is None:
+            return False, None
+        if isinstance(entry, CheckpointQuantization):
+            return True, capability(entry.min_capability)
+        method = release.facts.quantization_methods.get(entry)
+        if method is None:
+            return False, None
+        return True, capability(method.min_capability)
+
+    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+        """Engine-specific option problems, read from the effective options (``known.effective``)."""
+        return iter(())
+
+    def cluster(self, release: EngineRelease | None) -> ClusterPorts | None:
+        """How a multi-node replica's members meet on this release (None: not known to servespec)."""
+        return None

@@ -1,0 +1,240 @@
+"""Engine release catalogs: each release's real options and the few facts servespec reads.
+
+``engines/<name>/releases/<version>.json`` is one release's option catalog, extracted from
+that release's own source (``engines/FORMAT.md``). Its ``facts`` are typed
+(:class:`ReleaseFacts`, validated when loaded); its ``notes`` keep the rest of what was
+extracted, with sources, for people — code never reads them. A spec's ``engine.version``
+is checked against the same release when it is catalogued, else the nearest earlier one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+def version_key(text: str) -> tuple[int, ...]:
+    """Sortable numeric key: ``v0.11.0`` -> (0, 11, 0); ``b6900`` -> (6900,); suffixes ignored."""
+    match = re.match(r"^[vb]?(\d+(?:\.\d+)*)", text.strip())
+    if not match:
+        return ()
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def capability(text: str | float | int | None) -> tuple[int, int] | None:
+    """Parse a compute capability written ``8.9``, ``"8.9"`` or ``89``."""
+    if text is None:
+        return None
+    value = str(text)
+    if "." in value:
+        major, minor = value.split(".", 1)
+        return int(major), int(minor)
+    number = int(value)
+    return number // 10, number % 10
+
+
+def normalize_option(name: str) -> str:
+    """The catalog key for an option name as users write it (dashes to underscores)."""
+    return name.lstrip("-").replace("-", "_")
+
+
+class _Fact(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RemovedOption(_Fact):
+    """An option an earlier release had and this one has not."""
+
+    removed_in: str | None = None
+    """The first release without it (None when only "absent here" is known)."""
+    replaced_by: str | None = None
+    source: str
+
+
+class QuantizationMethod(_Fact):
+    """A ``--quantization`` method the release accepts."""
+
+    min_capability: str | None = None
+    """``QuantizationConfig.get_min_capability()`` and the like, as ``"8.0"``; None: no minimum stated."""
+    source: str
+
+
+class ExclusiveBounds(_Fact):
+    """A float option whose bound is strict (pydantic ``gt``/``lt``): the bound itself is refused."""
+
+    min_exclusive: float | None = None
+    max_exclusive: float | None = None
+    source: str
+
+
+class GgufFileType(_Fact):
+    """A GGUF file type as ``llama-quantize`` lists it."""
+
+    quantize_help: str
+    """llama-quantize's description: a file size "@ Llama-3-8B" or a bits-per-weight figure."""
+
+
+class GgmlType(_Fact):
+    """A ggml tensor type's block layout (ggml.c ``type_traits``)."""
+
+    block_size: int
+    type_size_bytes: int
+    bits_per_weight: float
+
+
+class SourcedText(_Fact):
+    value: str
+    source: str
+
+
+class SourcedInt(_Fact):
+    value: int
+    source: str
+
+
+class ReleaseFacts(_Fact):
+    """Exactly the release facts servespec's code reads (``engines/FORMAT.md``)."""
+
+    removed_options: dict[str, RemovedOption] = {}
+    """ENG001: "removed in" for an option this release lacks."""
+    quantization_methods: dict[str, QuantizationMethod] = {}
+    """HW002/HW003: methods the release accepts, with their minimum compute capability."""
+    image_cuda: SourcedText | None = None
+    """HW005 and preflight: the CUDA ``major.minor`` the official image is built with."""
+    option_bounds_exclusive: dict[str, ExclusiveBounds] = {}
+    """ENG002: strict bounds the option catalog's min/max cannot express."""
+    gguf_file_types: dict[str, GgufFileType] = {}
+    ggml_quant_types: dict[str, GgmlType] = {}
+    """The estimator's bits per weight of GGUF files (llama.cpp and Ollama)."""
+    block_size_default: SourcedInt | None = None
+    """The KV-cache block size the engine uses on CUDA when none is given."""
+
+
+@dataclass(frozen=True)
+class EngineOption:
+    """One option of one engine release."""
+
+    key: str
+    flag: str | None
+    aliases: tuple[str, ...]
+    env: str | None
+    config_key: str | None
+    type: str
+    choices: tuple[Any, ...] | None
+    min: float | None
+    max: float | None
+    default: Any
+    bool_form: str | None
+    nargs: str | None
+    help: str
+    deprecated: bool
+
+    @classmethod
+    def from_json(cls, key: str, data: dict[str, Any]) -> EngineOption:
+        """Build from one catalog entry."""
+        choices = data.get("choices")
+        return cls(
+            key=key,
+            flag=data.get("flag"),
+            aliases=tuple(data.get("aliases") or ()),
+            env=data.get("env"),
+            config_key=data.get("config_key"),
+            type=str(data.get("type") or "str"),
+            choices=tuple(choices) if choices else None,
+            min=data.get("min"),
+            max=data.get("max"),
+            default=data.get("default"),
+            bool_form=data.get("bool_form"),
+            nargs=data.get("nargs"),
+            help=str(data.get("help") or ""),
+            deprecated=bool(data.get("deprecated", False)),
+        )
+
+
+@dataclass(frozen=True)
+class EngineRelease:
+    """One catalogued release of an engine."""
+
+    engine: str
+    version: str
+    source: str
+    options: dict[str, EngineOption]
+    facts: ReleaseFacts
+
+    def option(self, name: str) -> EngineOption | None:
+        """An option by key, or by any of its flag spellings (``--block-size``, ``-tp``)."""
+        key = normalize_option(name)
+        if key in self.options:
+            return self.options[key]
+        return self._flags.get(name if name.startswith("-") else f"--{name}")
+
+    @functools.cached_property
+    def _flags(self) -> dict[str, EngineOption]:
+        table: dict[str, EngineOption] = {}
+        for option in self.options.values():
+            for spelling in (option.flag, *option.aliases):
+                if spelling:
+                    table[spelling] = option
+        return table
+
+    def removed(self, name: str) -> RemovedOption | None:
+        """What the catalog records about an option removed before this release."""
+        return self.facts.removed_options.get(normalize_option(name))
+
+    def default(self, key: str | None) -> Any:
+        """The catalogued default of an option (None when unset, unknown or computed at run time)."""
+        option = self.options.get(key) if key else None
+        return option.default if option else None
+
+
+class CatalogError(ValueError):
+    """A release catalog that does not follow engines/FORMAT.md (a defect in servespec's data)."""
+
+
+def load_release(engine: str, entry: Traversable) -> EngineRelease:
+    """One release catalog file, validated."""
+    data = json.loads(entry.read_text(encoding="utf-8"))
+    try:
+        facts = ReleaseFacts.model_validate(data.get("facts") or {})
+    except ValueError as err:
+        raise CatalogError(f"{engine}/releases/{entry.name}: {err}") from None
+    options = {key: EngineOption.from_json(key, value) for key, value in data["options"].items()}
+    return EngineRelease(engine, str(data["version"]), str(data.get("source", "")), options, facts)
+
+
+def load_releases(engine: str, folder: Traversable) -> tuple[EngineRelease, ...]:
+    """Every catalogued stable release in ``folder``, oldest first (pre-releases when there is no other)."""
+    found = [load_release(engine, entry) for entry in folder.iterdir() if entry.name.endswith(".json")]
+    stable = [r for r in found if not re.search(r"rc|dev|alpha|beta", r.version)]
+    return tuple(sorted(stable or found, key=lambda r: version_key(r.version)))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The catalogued release a spec's ``engine.version`` is checked against."""
+
+    release: EngineRelease | None
+    requested: str
+    relation: str
+    """``exact``, ``between`` (nearest earlier used), ``newer`` (newest used), ``older`` (none usable)."""
+    known: tuple[str, ...] = field(default=())
+
+
+def select(known: tuple[EngineRelease, ...], version: str) -> Selection:
+    """The release to check ``version`` against: itself, the nearest earlier, or the newest."""
+    names = tuple(r.version for r in known)
+    wanted = version_key(version)
+    for release in known:
+        if version_key(release.version) == wanted:
+            return Selection(release, version, "exact", names)
+    earlier = [r for r in known if version_key(r.version) < wanted]
+    if not earlier:
+        return Selection(None, version, "older", names)
+    relation = "between" if len(earlier) < len(known) else "newer"
+    return Selection(earlier[-1], version, relation, names)

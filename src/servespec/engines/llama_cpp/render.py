@@ -1,0 +1,47 @@
+"""llama.cpp: ``llama-server`` (the server image's entrypoint) with its arguments.
+
+``max_model_len`` is each slot's context: llama-server's ``--ctx-size`` is the total KV
+size split across ``--parallel`` slots, so it renders as ``max_model_len × slots``. A
+replica's GPUs are used with ``--split-mode row`` (tensor_parallel) or ``layer``
+(pipeline_parallel) and an even ``--tensor-split``; the API key comes from LLAMA_API_KEY.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servespec.engines.llama_cpp import ENGINE
+from servespec.knowledge.resolve import is_local_path
+from servespec.render.common import EngineContainer, Target, engine_host, engine_secrets, flags
+
+
+def context(target: Target) -> EngineContainer:
+    """The llama.cpp container of one host."""
+    spec = target.spec
+    user = target.options
+    slots = ENGINE.slots(user)
+    source = str(spec.model.source)
+    options: dict[str, Any] = {
+        "model" if is_local_path(source) else "hf_repo": source,
+        "alias": target.served_name,
+        "host": engine_host(target),
+        "port": spec.serving.port,
+        "parallel": slots,
+    }
+    if target.max_model_len:
+        options["ctx_size"] = target.max_model_len * slots
+    gpus = len(target.gpu_ids)
+    if gpus == 0:
+        options["n_gpu_layers"] = "0"
+    elif gpus > 1:
+        options["split_mode"] = "row" if spec.resources.tensor_parallel > 1 else "layer"
+        options["tensor_split"] = ",".join("1" for _ in range(gpus))
+    options.update({k: v for k, v in user.items() if k != "parallel"})
+    command = [*flags(target, options), *target.extra_args]
+    return EngineContainer(
+        command=command,
+        secret_env=engine_secrets(target),
+        files={"args.json": ("llama.cpp/args.json.j2", {"argv": ["llama-server", *command]})},
+        container_model_cache="/root/.cache/llama.cpp",
+        human_command=["llama-server", *command],
+    )

@@ -1,0 +1,47 @@
+"""SGLang's KV pool: ``mem_fraction_static`` × memory before loading − weights."""
+
+from __future__ import annotations
+
+from servespec.knowledge.gpus import GpuModel
+from servespec.knowledge.memory import (
+    CONTEXT_GIB,
+    EstimateInput,
+    GpuEstimate,
+    cuda_total_gib,
+    finish,
+    number,
+    weights_per_gpu,
+)
+
+
+def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
+    """SGLang's default mem_fraction_static (arg_groups/memory_hook.py handle_gpu_memory_settings)."""
+    mib = gpu.memory_mib
+    chunk = 2048 if mib < 20480 else 4096 if mib < 61440 else 8192 if mib < 163840 else 16384
+    small_tp = inp.tensor_parallel < 4
+    if mib < 20480:
+        max_bs = 8
+    elif mib < 35840:
+        max_bs = 48 if small_tp else 160
+    elif mib < 61440:
+        max_bs = 32 if small_tp else 160
+    elif mib < 163840:
+        max_bs = 256 if small_tp else 512
+    else:
+        max_bs = 512
+    chunk = int(number(inp.options, "chunked_prefill_size", chunk))
+    reserved = 512 + max(chunk, 2048) * 1.5 + inp.tensor_parallel * inp.pipeline_parallel / 8 * 1024 + max_bs * 2
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((mib - reserved) / mib, 3)
+
+
+def estimate_sglang(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
+    """SGLang's KV pool: mem_fraction_static × memory before loading − weights."""
+    total = cuda_total_gib(gpu)
+    fraction = number(inp.options, "mem_fraction_static", 0) or _sglang_fraction(inp, gpu)
+    weights = weights_per_gpu(inp)
+    before_load = total - CONTEXT_GIB
+    kv = before_load * fraction - weights
+    overhead = before_load * (1 - fraction) + CONTEXT_GIB
+    return finish(inp, total, weights, overhead, kv, 1, [f"mem_fraction_static {fraction}"], fraction)

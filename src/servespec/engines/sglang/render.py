@@ -1,0 +1,79 @@
+"""SGLang: ``python3 -m sglang.launch_server --config config.yaml``.
+
+SGLang reads a YAML file of its own option names (``--config``, utils/server_args_config_parser.py);
+list options and false booleans stay on the command line. SGLang 0.5.23 reads its API key
+from nothing but ``--api-key`` (no environment variable, no key file:
+srt/arg_groups/fields/serving.py), and ``python3 -m sglang.launch_server`` parses
+``sys.argv[1:]`` (launch_server.py). So, with a key, the container runs a small Python
+launcher (:data:`KEY_LAUNCHER`) that takes the key out of its environment, appends
+``--api-key KEY`` to ``sys.argv`` inside the process and runs ``sglang.launch_server``
+as ``-m`` would: the key is in no rendered file, in no process's command line
+(``/proc/PID/cmdline``, ``ps``, ``docker inspect``) and in no child's environment. SGLang
+itself still logs it (see docs/engines/sglang.md).
+Multi-node replicas pass ``--nnodes``, ``--node-rank`` and ``--dist-init-addr``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servespec.engines.sglang import DIST_PORT
+from servespec.render.common import (
+    CONFIG_DIR,
+    EngineContainer,
+    Target,
+    api_key_ref,
+    engine_host,
+    hub_token_env,
+    model_options,
+    split_config,
+)
+
+LAUNCH = ["python3", "-m", "sglang.launch_server"]
+KEY_ENV = "SERVESPEC_API_KEY"
+KEY_LAUNCHER = (
+    "import os, runpy, sys; "
+    f'key = os.environ.pop("{KEY_ENV}"); '
+    'sys.argv[1:] = [*sys.argv[1:], "--api-key", key]; '
+    'runpy.run_module("sglang.launch_server", run_name="__main__", alter_sys=True)'
+)
+"""Runs ``sglang.launch_server`` with ``--api-key`` added to ``sys.argv`` in-process (never to argv of a process)."""
+
+
+def context(target: Target) -> EngineContainer:
+    """The SGLang container of one host."""
+    spec = target.spec
+    model = spec.model
+    options: dict[str, Any] = {
+        "model_path": str(model.source),
+        "host": engine_host(target),
+        "port": spec.serving.port,
+        "served_model_name": target.served_name,
+        "tp_size": spec.resources.tensor_parallel,
+        "pp_size": spec.resources.pipeline_parallel,
+    }
+    options.update(model_options(target))
+    if target.multi_node:
+        options.update(
+            nnodes=target.hosts_in_replica,
+            node_rank=target.rank,
+            dist_init_addr=f"{target.leader.address}:{DIST_PORT}",
+        )
+    options.update(target.options)
+    config, extra = split_config(target, options)
+    args = ["--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
+    secrets = hub_token_env(target)
+    key = api_key_ref(target)
+    command = [*LAUNCH, *args]
+    entrypoint = None
+    if key is not None:
+        secrets[KEY_ENV] = key
+        entrypoint = ["python3", "-c", KEY_LAUNCHER]
+        command = args
+    return EngineContainer(
+        command=command,
+        entrypoint=entrypoint,
+        secret_env=secrets,
+        files={"config.yaml": ("sglang/config.yaml.j2", {"config": config})},
+        human_command=[*LAUNCH, *args] + (["--api-key", f"${KEY_ENV}"] if key else []),
+    )

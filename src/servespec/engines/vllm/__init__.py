@@ -1,0 +1,54 @@
+"""vLLM (``vllm serve``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from servespec.engines.base import ClusterPorts, Engine, EngineCheck
+from servespec.engines.catalog import EngineRelease
+
+if TYPE_CHECKING:
+    from servespec.knowledge.memory import EstimateInput, GpuEstimate
+    from servespec.knowledge.resolve import Resolved
+    from servespec.render.common import EngineContainer, Target
+
+RAY_PORT = 6379
+"""Ray's own default head port, passed explicitly to vLLM's Ray cluster (``ray start --head --port``:
+https://docs.ray.io/en/latest/cluster/cli.html#ray-start)."""
+MASTER_PORT = 29500
+"""vLLM ``--master-port``: servespec's choice, passed explicitly to every rank (any port free on the
+leader works; the 0.33.0 catalog records vLLM's own default as 29501)."""
+
+
+def native_multinode(release: EngineRelease | None) -> bool:
+    """Whether the release spans hosts itself (``--nnodes``); earlier releases need a Ray cluster."""
+    return release is not None and release.option("nnodes") is not None
+
+
+class Vllm(Engine):
+    name = "vllm"
+    package = __name__
+
+    def render(self, target: Target) -> EngineContainer:
+        from servespec.engines.vllm.render import context
+
+        return context(target)
+
+    def estimate(self, inp: EstimateInput) -> GpuEstimate | None:
+        from servespec.engines.vllm.memory import estimate_vllm
+
+        return estimate_vllm(inp, inp.gpu) if inp.gpu else None
+
+    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+        from servespec.engines.vllm.checks import checks
+
+        return checks(known)
+
+    def cluster(self, release: EngineRelease | None) -> ClusterPorts:
+        if native_multinode(release):
+            return ClusterPorts("torch", MASTER_PORT, "--master-port")
+        return ClusterPorts("ray", RAY_PORT, "--port")
+
+
+ENGINE = Vllm()

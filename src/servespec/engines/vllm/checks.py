@@ -1,0 +1,42 @@
+"""vLLM's own option limits, checked before start-up (ENG002, ENG003)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from servespec.engines.base import EngineCheck
+
+if TYPE_CHECKING:
+    from servespec.knowledge.resolve import Resolved
+
+FLASH_ATTN = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/attention/backends/flash_attn.py"
+SCHEDULER = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/scheduler.py"
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def checks(known: Resolved) -> Iterator[EngineCheck]:
+    """Block sizes the CUDA attention backends refuse; a batch budget below the context without chunked prefill."""
+    block = known.effective.get("block_size")
+    size = _int(block.value) if block else None
+    if block is not None and size is not None and size % 16:
+        # FlashAttention's get_kv_cache_shape: "Block size must be a multiple of 16." (FLASH_ATTN)
+        yield EngineCheck(
+            "ENG002",
+            block.path,
+            f"block_size {size} is accepted by the parser but not by vLLM's CUDA attention backends (multiple of 16)",
+        )
+    batched = known.effective.get("max_num_batched_tokens")
+    chunked = known.effective.get("enable_chunked_prefill")
+    tokens = _int(batched.value) if batched else None
+    length = known.deployment.spec.model.max_model_len
+    if batched and chunked and chunked.value is False and tokens is not None and length and tokens < length:
+        # SchedulerConfig._verify_args (SCHEDULER)
+        yield EngineCheck(
+            "ENG003",
+            batched.path,
+            f"max_num_batched_tokens {tokens} is smaller than max_model_len {length} with chunked prefill disabled",
+        )

@@ -1,0 +1,100 @@
+"""vLLM: ``vllm serve MODEL --config config.yaml`` (the image's entrypoint is ``vllm serve``).
+
+config.yaml holds every option in vLLM's own names; the command line keeps only what a
+vLLM config file cannot express (false booleans as ``--no-x``, multi-value lists).
+Multi-node replicas use Ray in 0.11 (a head on the leader, ``ray start`` on workers) and
+vLLM's own ``--nnodes/--node-rank/--master-addr`` where the release has them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from servespec.engines.vllm import MASTER_PORT, RAY_PORT, native_multinode
+from servespec.render.common import (
+    CONFIG_DIR,
+    EngineContainer,
+    Target,
+    engine_host,
+    engine_secrets,
+    host_and_port,
+    model_options,
+    positional_model,
+    split_config,
+)
+from servespec.render.environment import shell_join
+
+
+def _portable(target: Target) -> dict[str, Any]:
+    spec = target.spec
+    options: dict[str, Any] = {
+        "host": engine_host(target),
+        "port": spec.serving.port,
+        "served_model_name": target.served_name,
+        **model_options(target),
+    }
+    options["tensor_parallel_size"] = spec.resources.tensor_parallel
+    options["pipeline_parallel_size"] = spec.resources.pipeline_parallel
+    return options
+
+
+def context(target: Target) -> EngineContainer:
+    """The vLLM container of one host."""
+    options = {**_portable(target), **target.options}
+    multi_native = target.multi_node and native_multinode(target.release)
+    if multi_native:
+        options.update(
+            nnodes=target.hosts_in_replica,
+            node_rank=target.rank,
+            master_addr=target.leader.address,
+            master_port=MASTER_PORT,
+        )
+        if target.role == "worker":
+            options["headless"] = True
+    elif target.multi_node:
+        options["distributed_executor_backend"] = "ray"
+    config, extra = split_config(target, options)
+    serve = [positional_model(target), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
+    engine = EngineContainer(
+        command=serve,
+        entrypoint=None,
+        secret_env=engine_secrets(target),
+        files={"config.yaml": ("vllm/config.yaml.j2", {"config": config})},
+        human_command=["vllm", "serve", *serve],
+    )
+    if target.multi_node and _node_ip(target):
+        # vLLM's own address for torch.distributed and NCCL (envs.py: "If you are using multi-node
+        # inference, you should set this differently on each node"); else it guesses a route.
+        engine.environment["VLLM_HOST_IP"] = target.host.address
+    if target.multi_node and not multi_native:
+        _ray(target, engine, serve)
+    return engine
+
+
+def _node_ip(target: Target) -> list[str]:
+    """``--node-ip-address`` of this member: the inventory address the other members reach.
+
+    Without it Ray picks an address itself (its route to 8.8.8.8), possibly another network
+    than the replica's. Ray takes an IP here, so host names are left to Ray.
+    """
+    try:
+        ipaddress.ip_address(target.host.address)
+    except ValueError:
+        return []
+    return [f"--node-ip-address={target.host.address}"]
+
+
+def _ray(target: Target, engine: EngineContainer, serve: list[str]) -> None:
+    """Ray layout: the leader starts a head then vllm serve; workers join the head and block."""
+    leader = host_and_port(target.leader.address, RAY_PORT)
+    if target.role == "worker":
+        engine.entrypoint = ["ray"]
+        engine.command = ["start", "--block", f"--address={leader}", *_node_ip(target)]
+        engine.human_command = ["ray", *engine.command]
+        return
+    head = ["ray", "start", "--head", f"--port={RAY_PORT}", *_node_ip(target)]
+    script = f"{shell_join(head)} && exec vllm serve {shell_join(serve)}"
+    engine.entrypoint = ["/bin/bash", "-c"]
+    engine.command = [script]
+    engine.human_command = ["/bin/bash", "-c", script]
