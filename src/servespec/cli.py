@@ -52,8 +52,6 @@ def _inventory_option(func: F) -> F:
 _format_option = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
 )
-_ESTIMATE_RULES = ("MEM", "SS", "REF")
-"""The findings `deploy estimate` shows beside its table: memory, schema, references."""
 
 
 def _strict_option(func: F) -> F:
@@ -156,11 +154,12 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
 
     Follows each engine's own arithmetic (vLLM gpu_memory_utilization, SGLang
     mem_fraction_static, TGI cuda_memory_fraction, TensorRT-LLM free_gpu_memory_fraction,
-    llama.cpp/Ollama context allocation). Exit 1 when a memory rule reports an error.
+    llama.cpp/Ollama context allocation). The findings shown (memory, layout, references,
+    schema) are the same in text and JSON; exit 1 when one of them is an error.
     """
     import json
 
-    from servespec.estimate import estimates
+    from servespec.estimate import estimates, shown
     from servespec.findings import Severity
     from servespec.rules.runner import check_fleet
 
@@ -168,13 +167,17 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     findings = check_fleet(fleet)
     rows = estimates(fleet, findings)
     if fmt == "json":
-        click.echo(json.dumps({"version": 1, "estimates": [row.to_json() for row in rows]}, indent=2))
+        body = {
+            "version": 1,
+            "estimates": [row.to_json() for row in rows],
+            "findings": [f.to_json() for f in shown(findings)],
+        }
+        click.echo(json.dumps(body, indent=2))
     else:
         _print_estimates(rows)
-        for finding in findings:
-            if finding.rule.startswith(_ESTIMATE_RULES):
-                click.echo(finding.to_text(), err=True)
-    failed = any(f.severity is Severity.ERROR and f.rule.startswith(_ESTIMATE_RULES) for f in findings)
+        for finding in shown(findings):
+            click.echo(finding.to_text(), err=True)
+    failed = any(f.severity is Severity.ERROR for f in shown(findings))
     sys.exit(EXIT_FINDINGS if failed or not fleet.deployments else EXIT_OK)
 
 

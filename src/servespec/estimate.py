@@ -49,17 +49,24 @@ class HostEstimate:
         }
 
 
+ESTIMATE_RULES = ("MEM", "PAR", "REF", "SS")
+"""The findings `deploy estimate` shows, in text beside its table and in JSON: memory, layout,
+references, schema."""
+
+
+def shown(findings: list[Finding]) -> list[Finding]:
+    """The findings an estimate shows (text and JSON alike)."""
+    return [f for f in findings if f.rule.startswith(ESTIMATE_RULES)]
+
+
 def estimates(fleet: Fleet, findings: list[Finding]) -> list[HostEstimate]:
-    """A plan for every (deployment, host) pair; ``plan`` is None when facts are missing."""
+    """A plan for every (deployment, host) pair; ``plan`` is None when facts are missing.
+
+    Each row names the rules of :func:`shown` findings located in its deployment's file.
+    """
     out = []
     for deployment in fleet.deployments:
-        related = sorted(
-            {
-                f.rule
-                for f in findings
-                if deployment.document.contains(f) and f.rule.startswith(("MEM", "PAR", "REF003"))
-            }
-        )
+        related = sorted({f.rule for f in shown(findings) if deployment.document.contains(f)})
         for host in resolve.placed_hosts(deployment):
             hardware = resolve.host_gpus(host)
             name = hardware.model.display_name if hardware.model else ("CPU" if hardware.count == 0 else "unknown")

@@ -89,8 +89,8 @@ class Profile(_Strict):
     """Whether the memory fraction is a share of the GPU's total memory or of what is free after loading."""
     kv_cache_dtype_option: str | None
     """The option that sets the KV cache's element type (the estimator reads it)."""
-    model_format: Literal["hf", "gguf", "ollama"]
-    """What ``model.source`` names: a Hugging Face repo or path, a GGUF file, an Ollama tag."""
+    model_format: Literal["hf", "gguf", "tag"]
+    """What ``model.source`` names: a Hugging Face repo or path, a GGUF file, an Ollama library ``name:tag``."""
     parallelism: Parallelism
     quantization: dict[str, str | CheckpointQuantization] = {}
     """Spec quantization -> the engine's method name, or taken from the checkpoint."""

@@ -167,7 +167,7 @@ class FormatNotSupported(Rule):
                 ("model", "source"),
                 hint="point model.source at a .gguf file and set quantization: gguf",
             )
-        elif profile.model_format == "ollama" and not ollama_tag and not source.startswith("hf.co/") and "/" in source:
+        elif profile.model_format == "tag" and not ollama_tag and not source.startswith("hf.co/") and "/" in source:
             yield self.report(
                 deployment.document,
                 f"{profile.title} pulls models by name:tag from its library or hf.co/<repo> GGUF repos, "
@@ -175,7 +175,7 @@ class FormatNotSupported(Rule):
                 ("model", "source"),
                 hint="use an Ollama tag such as qwen2.5:7b, or hf.co/<org>/<repo>-GGUF",
             )
-        elif profile.model_format != "ollama" and ollama_tag:
+        elif profile.model_format != "tag" and ollama_tag:
             yield self.report(
                 deployment.document,
                 f"{quoted(source)} is an Ollama tag; {profile.title} loads Hugging Face repos or paths",
