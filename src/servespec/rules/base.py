@@ -41,7 +41,8 @@ class Rule:
     """Base class. Subclasses set the attributes and override :meth:`check`.
 
     Rules reported while loading (syntax, schema, missing files) keep ``check`` empty and
-    set ``reported_by`` to say where they are found; they still own their id, severity,
+    take id, name, severity and summary from their declaration in
+    :mod:`servespec.spec.loader_rules`, which builds their findings; they still own their
     docs and case file.
     """
 
@@ -51,7 +52,6 @@ class Rule:
     summary: ClassVar[str]
     hint: ClassVar[str] = ""
     sources: ClassVar[tuple[str, ...]]
-    reported_by: ClassVar[str] = "rule"
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         """Yield this rule's findings over the whole fleet."""

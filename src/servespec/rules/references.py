@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.rules.base import Rule
-from servespec.spec.fleet import Fleet
-from servespec.spec.paths import MAX_REFERENCED_BYTES
+from servespec.spec.fleet import MODEL_CONFIG, Fleet
+from servespec.spec.loader_rules import MISSING_FILE
 from servespec.spec.source import quote_value
 
 _CONTRACT = "docs/contract.md"
@@ -39,14 +39,15 @@ class UnknownHost(Rule):
                 if host in inventory.hosts:
                     continue
                 close = difflib.get_close_matches(host, list(inventory.hosts), n=1, cutoff=0.6)
+                named = deployment.inventory_named or inventory.file  # as the user wrote it, never absolute
                 hint = (
                     f"did you mean '{close[0]}'?"
                     if close
-                    else f"hosts in {inventory.file}: " + ", ".join(sorted(inventory.hosts))
+                    else f"hosts in {named}: " + ", ".join(sorted(inventory.hosts))
                 )
                 yield self.report(
                     deployment.document,
-                    f"host {host!r} is not in the inventory {inventory.file}",
+                    f"host {host!r} is not in the inventory {named}",
                     ("placement", "hosts", index),
                     hint=hint,
                 )
@@ -69,44 +70,18 @@ class MissingFile(Rule):
     expanding a directory named on the command line that lead out are refused the same
     way; a named file or directory that itself leads out of the root is a usage error
     (exit 2). A facts file is written by ``deploy discover``; run it again, or declare
-    the host's ``hardware`` by hand.
+    the host's ``hardware`` by hand. Messages name the file as the referring file wrote
+    it, never an absolute path, a symlink's target or the operating system's error text.
 
     Source: servespec contract v1, §1.1 and §1.2: docs/contract.md
     """
 
-    id = "REF002"
-    name = "ref.missing-file"
-    severity = Severity.ERROR
-    summary = "inventory, facts or model config file missing or unreadable"
-    hint = "fix the path"
+    id = MISSING_FILE.id
+    name = MISSING_FILE.name
+    severity = MISSING_FILE.severity
+    summary = MISSING_FILE.summary
+    hint = MISSING_FILE.hint
     sources = (_CONTRACT,)
-    reported_by = "loader"
-
-    def check(self, fleet: Fleet) -> Iterator[Finding]:
-        from servespec.knowledge import resolve
-        from servespec.spec.paths import PathRefusedError
-
-        for deployment in fleet.deployments:
-            config = deployment.spec.model.config
-            if config is None:
-                continue
-            where = ("model", "config")
-            try:
-                path = resolve.config_path(deployment)
-            except PathRefusedError as refused:
-                if refused.missing:
-                    yield self.report(deployment.document, f"model config file {quote_value(config)} not found", where)
-                else:
-                    yield self.report(
-                        deployment.document,
-                        f"model config refused: the path {refused.reason}",
-                        where,
-                        hint="keep referenced files inside the checkout, or pass --root DIR",
-                    )
-                continue
-            if path.stat().st_size > MAX_REFERENCED_BYTES:
-                limit = MAX_REFERENCED_BYTES // (1024 * 1024)
-                yield self.report(deployment.document, f"model config file is larger than {limit} MiB", where)
 
 
 class FactsMissing(Rule):
@@ -118,7 +93,9 @@ class FactsMissing(Rule):
     Hugging Face repos, or inline ``model.architecture`` facts. When either is unknown,
     MEM, PAR001/PAR004, HW and ROL002 checks that need it are skipped and this warning
     says so once, instead of guessing. Unknown GPUs are reported for the hosts deployments
-    use (or for every host when an inventory is validated on its own).
+    use (or for every host when an inventory is validated on its own). When REF002 reports
+    a deployment's ``model.config`` file (missing, refused, unreadable or too large), this
+    warning stays silent about that deployment's model: the error already says why.
 
     Fix: write the GPU as nvidia-smi prints it, or give ``model.config`` /
     ``model.architecture`` (layers, hidden_size, attention_heads, kv_heads, ...).
@@ -140,6 +117,8 @@ class FactsMissing(Rule):
         from servespec.knowledge import resolve
 
         for deployment in fleet.deployments:
+            if MODEL_CONFIG in deployment.broken_references:
+                continue  # REF002 reported the model.config file; saying "no facts" again adds nothing
             answer = resolve.model_answer(deployment)
             if answer.facts is None:
                 model = deployment.spec.model

@@ -1,9 +1,15 @@
-"""SS rules: a file's syntax and shape. All but SS005 are reported while loading."""
+"""SS rules: a file's syntax and shape.
+
+All but SS005 are reported while loading: their id, name, severity and summary are declared
+once in :mod:`servespec.spec.loader_rules`, which builds their findings; the classes here are
+their explain pages.
+"""
 
 from __future__ import annotations
 
 from servespec.findings import Severity
 from servespec.rules.base import Rule
+from servespec.spec.loader_rules import MISSING_FIELD, UNKNOWN_FIELD, WRONG_TYPE, YAML_SYNTAX
 
 _YAML_SPEC = "https://yaml.org/spec/1.2.2/"
 _CONTRACT = "docs/contract.md"
@@ -45,12 +51,11 @@ class YamlSyntax(Rule):
     (indentation uses spaces only): https://yaml.org/spec/1.2.2/
     """
 
-    id = "SS001"
-    name = "spec.yaml-syntax"
-    severity = Severity.ERROR
-    summary = "YAML syntax error, duplicate key, or aliases that expand beyond a sane size"
+    id = YAML_SYNTAX.id
+    name = YAML_SYNTAX.name
+    severity = YAML_SYNTAX.severity
+    summary = YAML_SYNTAX.summary
     sources = (_YAML_SPEC,)
-    reported_by = "loader"
 
 
 class UnknownField(Rule):
@@ -66,12 +71,11 @@ class UnknownField(Rule):
     Source: servespec contract v1, §1 (the file formats): docs/contract.md
     """
 
-    id = "SS002"
-    name = "spec.unknown-field"
-    severity = Severity.ERROR
-    summary = "unknown field (with a did-you-mean suggestion)"
+    id = UNKNOWN_FIELD.id
+    name = UNKNOWN_FIELD.name
+    severity = UNKNOWN_FIELD.severity
+    summary = UNKNOWN_FIELD.summary
     sources = (_CONTRACT,)
-    reported_by = "loader"
 
 
 class WrongType(Rule):
@@ -103,12 +107,11 @@ class WrongType(Rule):
     §3.437, distribution/reference regexp.go, huggingface_hub validate_repo_id, ollama name.go.
     """
 
-    id = "SS003"
-    name = "spec.wrong-type"
-    severity = Severity.ERROR
-    summary = "wrong type or value outside the allowed set or range"
+    id = WRONG_TYPE.id
+    name = WRONG_TYPE.name
+    severity = WRONG_TYPE.severity
+    summary = WRONG_TYPE.summary
     sources = (_CONTRACT, *_GRAMMARS)
-    reported_by = "loader"
 
 
 class MissingField(Rule):
@@ -122,12 +125,11 @@ class MissingField(Rule):
     Source: servespec contract v1, §1: docs/contract.md
     """
 
-    id = "SS004"
-    name = "spec.missing-field"
-    severity = Severity.ERROR
-    summary = "required field missing; unsupported apiVersion/kind"
+    id = MISSING_FIELD.id
+    name = MISSING_FIELD.name
+    severity = MISSING_FIELD.severity
+    summary = MISSING_FIELD.summary
     sources = (_CONTRACT,)
-    reported_by = "loader"
 
 
 class Suppressions(Rule):
@@ -151,4 +153,3 @@ class Suppressions(Rule):
     severity = Severity.WARNING
     summary = "a suppress entry without a reason, or one that matches no finding"
     sources = (_CONTRACT,)
-    reported_by = "suppressions"

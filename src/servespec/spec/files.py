@@ -11,9 +11,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from servespec.findings import Finding, Severity
+from servespec.findings import Finding
+from servespec.spec.loader_rules import MISSING_FILE, YAML_SYNTAX
 from servespec.spec.paths import PathRefusedError, default_root, is_inside, refuse_outside
-from servespec.spec.source import Position, Usage
+from servespec.spec.source import Usage
 from servespec.text import printable, unsafe_character
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -132,9 +133,8 @@ def name_problem(shown: str) -> Finding | None:
     bad = unsafe_character(shown)
     if bad is None:
         return None
-    return _file_finding(
-        "SS001", printable(shown), f"file name contains {bad}, which no output can carry safely; not read", "rename it"
-    )
+    message = f"file name contains {bad}, which no output can carry safely; not read"
+    return YAML_SYNTAX.in_file(printable(shown), message, hint="rename it")
 
 
 def escaping_symlink(named: Named) -> Finding | None:
@@ -143,12 +143,7 @@ def escaping_symlink(named: Named) -> Finding | None:
         return None
     message = "symlink resolves outside the root directory; not read"
     hint = "replace the link with the file, or pass --root DIR"
-    return _file_finding("REF002", printable(display_path(named.path)), message, hint)
-
-
-def _file_finding(rule: str, file: str, message: str, hint: str) -> Finding:
-    start = Position(1, 1)
-    return Finding(file, start.line, start.column, rule, Severity.ERROR, message, hint)
+    return MISSING_FILE.in_file(printable(display_path(named.path)), message, hint=hint)
 
 
 def over_budget(spent: Usage, budget: Usage) -> bool:
@@ -165,4 +160,4 @@ def run_budget_finding(shown: str) -> Finding:
         f"{RUN_BUDGET.aliased_nodes} nodes ({RUN_BUDGET.aliased_chars // 1024} KiB) through aliases in all; "
         "this file and the ones after it were not read"
     )
-    return _file_finding("SS001", printable(shown), message, "validate fewer files at once, or remove the aliases")
+    return YAML_SYNTAX.in_file(printable(shown), message, hint="validate fewer files at once, or remove the aliases")

@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from servespec.findings import Finding
-from servespec.spec.errors import findings_from_error
 from servespec.spec.files import (
     RUN_BUDGET,
     Named,
@@ -30,12 +29,27 @@ from servespec.spec.files import (
     root_for,
     run_budget_finding,
 )
+from servespec.spec.loader_rules import MISSING_FIELD, MISSING_FILE
 from servespec.spec.models import API_VERSION, KINDS, Deployment, FactsFile, Hardware, Host, HostRuntime, Inventory
-from servespec.spec.paths import PathRefusedError, default_root, named_location, resolve_inside
+from servespec.spec.paths import (
+    MAX_REFERENCED_BYTES,
+    UNREADABLE_HINT,
+    PathRefusedError,
+    default_root,
+    named_location,
+    open_for_reading,
+    resolve_inside,
+)
 from servespec.spec.source import Document, KeyPath, Usage, load_file, quote_value
+from servespec.spec.validation_findings import findings_from_error
 from servespec.text import printable
 
 LOCAL_INVENTORY = "<built-in local inventory>"
+
+INVENTORY: KeyPath = ("inventory",)
+MODEL_CONFIG: KeyPath = ("model", "config")
+IMAGE_ARCHIVE: KeyPath = ("engine", "image_archive")
+"""The keys of a Deployment that name a file (REF002 reports the ones that fail)."""
 
 
 @dataclass
@@ -93,6 +107,12 @@ class DeploymentDoc:
     spec: Deployment
     document: Document
     inventory: InventoryDoc | None
+    broken_references: frozenset[KeyPath] = frozenset()
+    """The file references of this deployment REF002 reported (:data:`MODEL_CONFIG`, say): rules
+    that would only say again that the file gave them nothing stay silent about them."""
+    inventory_named: str = ""
+    """The inventory as the user named it, for messages: the spec's ``inventory`` (relative to the
+    spec), the ``-i`` path as given, or the built-in local inventory's label."""
     resolved: Any = field(default=None, init=False, repr=False)
 
     @property
@@ -118,6 +138,7 @@ class _Loader:
     def __init__(self, fleet: Fleet, inventory_override: Path | None, root: Path | None) -> None:
         self.fleet = fleet
         self.override = named_location(inventory_override) if inventory_override else None
+        self.override_named = printable(str(inventory_override)) if inventory_override else ""
         """The ``-i`` file as named (absolute, normalised), never through its symlinks."""
         self.root = root
         self.inventories: dict[Path, InventoryDoc | None] = {}
@@ -126,6 +147,8 @@ class _Loader:
         """Files parsed ahead of time by worker processes (see :func:`_parse_in_parallel`)."""
         self.spent = Usage()
         self.exhausted = False
+        self.broken: dict[int, set[KeyPath]] = {}
+        """REF002's key paths, by the id of the document that holds the reference."""
 
     def read(self, named: Named) -> list[Document]:
         """Load a file named on the command line (or found in a directory named there)."""
@@ -175,39 +198,77 @@ class _Loader:
         self.fleet.documents.extend(documents)
         return documents
 
-    def referenced(
-        self, referrer: Document, reference: str, key: KeyPath, what: str, hint: str, shown: str = ""
-    ) -> Path | None:
-        """Resolve a path ``referrer`` names inside its root, or report REF002 at ``key``."""
+    def missing_file(self, referrer: Document, key: KeyPath, message: str, hint: str | None = None) -> None:
+        """Report REF002 at ``key`` of ``referrer`` and remember that this reference failed."""
+        self.fleet.findings.append(MISSING_FILE.at(referrer, message, key, hint=hint))
+        self.broken.setdefault(id(referrer), set()).add(key)
+
+    def referenced(self, referrer: Document, reference: str, key: KeyPath, what: str, hint: str) -> Path | None:
+        """Resolve a path ``referrer`` names inside its root, or report REF002 at ``key``.
+
+        Messages name the file as ``referrer`` wrote it (relative to itself), never the
+        absolute path it resolves to, a symlink's target or the operating system's error text.
+        """
         root = referrer.root or default_root(referrer.path)
         try:
             return resolve_inside(reference, referrer.path.parent, root)
         except PathRefusedError as refused:
             if refused.missing:
-                message = f"{what} {quote_value(shown or reference, limit=200)} not found"
+                self.missing_file(referrer, key, f"{what} {_named(reference)} not found", hint)
             else:
-                message = f"{what} refused: the path {refused.reason}"
-                hint = "keep referenced files inside the checkout, or pass --root DIR"
-            self.fleet.findings.append(referrer.finding("REF002", message, key, hint=hint))
+                # Not quoted: a refused reference may be an absolute path or climb out of the checkout.
+                self.missing_file(referrer, key, f"{what} refused: the path {refused.reason}", refused.hint)
             return None
 
     def check_archive(self, spec: Deployment, document: Document) -> None:
-        """``engine.image_archive`` must be a regular file inside the root (REF002 otherwise).
+        """``engine.image_archive`` must be a readable regular file inside the root (REF002 otherwise).
 
-        Only its metadata is looked at (:func:`resolve_inside` stats it): an archive is a
-        multi-gigabyte image tarball that loading never reads, so no size bound applies.
+        It is only looked at and opened, never read: an archive is a multi-gigabyte image
+        tarball that apply copies, so no size bound applies.
         """
         archive = spec.engine.image_archive
         if archive is None:
             return
-        key: KeyPath = ("engine", "image_archive")
-        self.referenced(document, archive, key, "image archive", "fix the path, relative to this file")
+        path = self.referenced(document, archive, IMAGE_ARCHIVE, "image archive", "fix the path, relative to this file")
+        if path is not None:
+            self.check_opens(document, IMAGE_ARCHIVE, f"image archive {_named(archive)}", path)
+
+    def check_opens(self, document: Document, key: KeyPath, what: str, path: Path) -> None:
+        """REF002 at ``key`` unless ``path`` (resolved inside the root) opens for reading."""
+        try:
+            open_for_reading(path)
+        except PathRefusedError as refused:
+            self.missing_file(document, key, f"{what} {refused.reason}", refused.hint)
+
+    def check_model_config(self, spec: Deployment, document: Document) -> None:
+        """``model.config`` must be a readable regular file inside the root, of bounded size (REF002 otherwise).
+
+        Checked here, at load, like every other file reference (nothing is read); the facts it
+        holds are read by :mod:`servespec.knowledge`, and REF003 stays silent when this fired.
+        """
+        config = spec.model.config
+        if config is None:
+            return
+        hint = "fix the path, relative to this file"
+        path = self.referenced(document, config, MODEL_CONFIG, "model config file", hint)
+        if path is None:
+            return
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # gone since it was resolved: open_for_reading reports it
+        if size > MAX_REFERENCED_BYTES:
+            limit = MAX_REFERENCED_BYTES // (1024 * 1024)
+            message = f"model config file {_named(config)} is larger than {limit} MiB"
+            self.missing_file(document, MODEL_CONFIG, message, "name the model's config.json")
+            return
+        self.check_opens(document, MODEL_CONFIG, f"model config file {_named(config)}", path)
 
     def validate(self, document: Document) -> BaseModel | None:
         data = document.data
         if not isinstance(data, dict):
             self.fleet.findings.append(
-                document.finding("SS004", "document is not a mapping", hint="start it with 'apiVersion: servespec/v1'")
+                MISSING_FIELD.at(document, "document is not a mapping", hint="start it with 'apiVersion: servespec/v1'")
             )
             return None
         problem = _header_problem(document, data)
@@ -233,15 +294,14 @@ class _Loader:
         refuse_named_outside(self.override, root)
         self.inventories[real] = None
         documents = self.read(Named(self.override, root, expanded=False))
-        inventory = self._first_inventory(documents, None, (), self.override)
+        inventory = self._first_inventory(documents, None, (), str(self.override))
         self.inventories[real] = inventory
         return inventory
 
     def referenced_inventory(self, referrer: Document, reference: str) -> InventoryDoc | None:
         """The inventory a deployment names, resolved inside the deployment's root."""
-        key: KeyPath = ("inventory",)
-        shown = str(referrer.path.parent / reference)
-        resolved = self.referenced(referrer, reference, key, "inventory file", "fix the path", shown=shown)
+        key = INVENTORY
+        resolved = self.referenced(referrer, reference, key, "inventory file", "fix the path")
         if resolved is None:
             return None
         if resolved in self.inventories:
@@ -250,22 +310,21 @@ class _Loader:
         try:
             documents = self.read_referenced(resolved, referrer.root or resolved.parent)
         except (OSError, PathRefusedError):
-            self.fleet.findings.append(referrer.finding("REF002", "inventory file cannot be read", key))
+            self.missing_file(referrer, key, f"inventory file {_named(reference)} cannot be read", UNREADABLE_HINT)
             return None
-        inventory = self._first_inventory(documents, referrer, key, Path(shown))
+        inventory = self._first_inventory(documents, referrer, key, reference)
         self.inventories[resolved] = inventory
         return inventory
 
     def _first_inventory(
-        self, documents: list[Document], referrer: Document | None, key: KeyPath, path: Path
+        self, documents: list[Document], referrer: Document | None, key: KeyPath, reference: str
     ) -> InventoryDoc | None:
         for document in documents:
             if isinstance(document.data, dict) and document.data.get("kind") == "Inventory":
                 spec = self.validate(document)
                 return self.register(document, spec) if isinstance(spec, Inventory) else None
         if referrer is not None and documents:
-            message = f"{quote_value(str(path), limit=200)} holds no Inventory document"
-            self.fleet.findings.append(referrer.finding("REF002", message, key))
+            self.missing_file(referrer, key, f"inventory file {_named(reference)} holds no Inventory document")
         return None
 
     def register(self, document: Document, spec: Inventory) -> InventoryDoc:
@@ -292,7 +351,7 @@ class _Loader:
         try:
             documents = self.read_referenced(path, document.root or path.parent)
         except (OSError, PathRefusedError):
-            self.fleet.findings.append(document.finding("REF002", "facts file cannot be read", key, hint=hint))
+            self.missing_file(document, key, f"facts file {_named(reference)} cannot be read", UNREADABLE_HINT)
             return
         if not documents:
             return
@@ -330,6 +389,11 @@ class _Loader:
         return self.local
 
 
+def _named(reference: str) -> str:
+    """A file reference as the referring file wrote it, quoted (escaped, cut, masked) for a message."""
+    return quote_value(reference, limit=200)
+
+
 def _shown(document: Document, value: Any) -> str:
     # A referenced file's values stay out of messages; the finding's location shows them.
     return "" if document.referenced else f" {quote_value(value)}"
@@ -339,20 +403,18 @@ def _header_problem(document: Document, data: dict[str, Any]) -> Finding | None:
     version = data.get("apiVersion")
     kind = data.get("kind")
     if version is None:
-        return document.finding(
-            "SS004", "required field 'apiVersion' is missing", hint=f"add 'apiVersion: {API_VERSION}'"
+        return MISSING_FIELD.at(
+            document, "required field 'apiVersion' is missing", hint=f"add 'apiVersion: {API_VERSION}'"
         )
     if version != API_VERSION:
-        return document.finding(
-            "SS004", f"unsupported apiVersion{_shown(document, version)}", ("apiVersion",), hint=f"use '{API_VERSION}'"
-        )
+        message = f"unsupported apiVersion{_shown(document, version)}"
+        return MISSING_FIELD.at(document, message, ("apiVersion",), hint=f"use '{API_VERSION}'")
     if kind is None:
-        return document.finding(
-            "SS004", "required field 'kind' is missing", hint="add 'kind: Deployment' or 'kind: Inventory'"
-        )
+        hint = "add 'kind: Deployment' or 'kind: Inventory'"
+        return MISSING_FIELD.at(document, "required field 'kind' is missing", hint=hint)
     if not isinstance(kind, str) or kind not in KINDS:
         message = f"unsupported kind{_shown(document, kind)}"
-        return document.finding("SS004", message, ("kind",), hint=f"use {' or '.join(KINDS)}")
+        return MISSING_FIELD.at(document, message, ("kind",), hint=f"use {' or '.join(KINDS)}")
     return None
 
 
@@ -408,8 +470,12 @@ def load_fleet(paths: list[Path], inventory: Path | None = None, root: Path | No
                 loader.inventories[entry.path.resolve()] = loader.register(document, spec)
     for spec, document in pending:
         loader.check_archive(spec, document)
+        loader.check_model_config(spec, document)
+        placed_in = _resolve(loader, spec, document)
+        broken = frozenset(loader.broken.get(id(document), ()))
+        inventory_named = loader.override_named or spec.inventory or LOCAL_INVENTORY
         fleet.deployments.append(
-            DeploymentDoc(spec=spec, document=document, inventory=_resolve(loader, spec, document))
+            DeploymentDoc(spec, document, placed_in, broken_references=broken, inventory_named=inventory_named)
         )
     return fleet
 
@@ -423,6 +489,9 @@ def _resolve(loader: _Loader, spec: Deployment, document: Document) -> Inventory
 
 
 __all__ = [
+    "IMAGE_ARCHIVE",
+    "INVENTORY",
+    "MODEL_CONFIG",
     "DeploymentDoc",
     "Fleet",
     "HostView",

@@ -28,13 +28,19 @@ MAX_REFERENCED_BYTES = 4 * 1024 * 1024
 """Largest referenced file read (a Hugging Face config.json is tens of kilobytes)."""
 
 
-class PathRefusedError(ValueError):
-    """A referenced path that is not read; ``reason`` is safe to show (no foreign path, no errno)."""
+OUTSIDE_HINT = "keep referenced files inside the checkout, or pass --root DIR"
+NOT_REGULAR_HINT = "name a regular file, not a folder, FIFO or device"
+UNREADABLE_HINT = "make the file readable by the user running deploy"
 
-    def __init__(self, reason: str, *, missing: bool = False) -> None:
+
+class PathRefusedError(ValueError):
+    """A referenced path that is not read; ``reason`` and ``hint`` are safe to show (no foreign path, no errno)."""
+
+    def __init__(self, reason: str, *, missing: bool = False, hint: str = OUTSIDE_HINT) -> None:
         super().__init__(reason)
         self.reason = reason
         self.missing = missing
+        self.hint = hint
 
 
 def named_location(path: Path) -> Path:
@@ -128,8 +134,21 @@ def resolve_inside(reference: str, base: Path, root: Path) -> Path:
     except OSError:
         raise PathRefusedError("not found", missing=True) from None
     if not stat.S_ISREG(mode):
-        raise PathRefusedError("is not a regular file")
+        raise PathRefusedError("is not a regular file", hint=NOT_REGULAR_HINT)
     return target
+
+
+def open_for_reading(path: Path) -> None:
+    """Raise :class:`PathRefusedError` unless ``path`` (from :func:`resolve_inside`) opens for reading; reads nothing.
+
+    The operating system's error text is not kept: it names the absolute path.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:
+        raise PathRefusedError("cannot be opened for reading", hint=UNREADABLE_HINT) from None
+    os.close(descriptor)
 
 
 def read_bounded(path: Path, limit: int = MAX_REFERENCED_BYTES, *, follow: bool = True) -> bytes:
@@ -146,7 +165,7 @@ def read_bounded(path: Path, limit: int = MAX_REFERENCED_BYTES, *, follow: bool 
     descriptor = os.open(path, flags)
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise PathRefusedError("is not a regular file")
+            raise PathRefusedError("is not a regular file", hint=NOT_REGULAR_HINT)
         chunks: list[bytes] = []
         left = limit + 1
         while left > 0:
@@ -166,6 +185,7 @@ __all__ = [
     "default_root",
     "is_inside",
     "named_location",
+    "open_for_reading",
     "read_bounded",
     "refuse_outside",
     "resolve_inside",

@@ -22,7 +22,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from servespec import redact
-from servespec.findings import Finding, Severity
+from servespec.findings import Finding
 from servespec.spec.document import (
     Document,
     KeyPath,
@@ -32,6 +32,7 @@ from servespec.spec.document import (
     dotted,
     quote_value,
 )
+from servespec.spec.loader_rules import MISSING_FIELD, YAML_SYNTAX, LoaderRule
 from servespec.spec.paths import PathRefusedError, read_bounded
 from servespec.text import printable
 
@@ -203,10 +204,8 @@ def _text_position(text: str, offset: int) -> Position:
     return Position(line, column)
 
 
-def _syntax_finding(file: str, message: str, pos: Position, hint: str = "", rule: str = "SS001") -> Finding:
-    return Finding(
-        file=file, line=pos.line, column=pos.column, rule=rule, severity=Severity.ERROR, message=message, hint=hint
-    )
+def _syntax_finding(file: str, message: str, pos: Position, hint: str = "", rule: LoaderRule = YAML_SYNTAX) -> Finding:
+    return rule.in_file(file, message, pos, hint=hint)
 
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
@@ -322,7 +321,7 @@ def load_file(
                 "file holds no YAML document",
                 Position(1, 1),
                 "start it with 'apiVersion: servespec/v1' and a 'kind'",
-                rule="SS004",
+                rule=MISSING_FIELD,
             )
         )
     return documents, findings

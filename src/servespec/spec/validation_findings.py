@@ -1,4 +1,9 @@
-"""Turn pydantic validation errors into located findings (SS002, SS003, SS004, SEC001)."""
+"""Findings for documents that fail validation: pydantic's errors, located in the user's file.
+
+One finding per distinct problem: SS002 (unknown field), SS004 (missing field), SEC001 (a
+secret written inline where only a reference is accepted) and SS003 for every other error,
+with the schema lookups their hints need (:func:`allowed_keys`, :func:`field_description`).
+"""
 
 from __future__ import annotations
 
@@ -11,18 +16,22 @@ from pydantic_core import ErrorDetails
 
 from servespec import redact
 from servespec.findings import Finding
+from servespec.spec.loader_rules import MISSING_FIELD, UNKNOWN_FIELD, WRONG_TYPE, LoaderRule
 from servespec.spec.source import Document, KeyPath, dotted, quote_value
 from servespec.text import printable
 
 MAX_MESSAGE = 200
 """Longest pydantic message shown; longer ones are cut (they can hold a whole value)."""
 
-RULE_BY_ERROR_TYPE = {
-    "extra_forbidden": "SS002",
-    "missing": "SS004",
-    "inline_secret": "SEC001",
+INLINE_SECRET = "inline_secret"
+"""The error type of a literal ``serving.api_key``/``model.hub_token``: SEC001's, whose rule class
+(rules/security.py) owns its id and severity; the rest of its findings come from its ``check``."""
+
+RULE_BY_ERROR_TYPE: dict[str, LoaderRule] = {
+    "extra_forbidden": UNKNOWN_FIELD,
+    "missing": MISSING_FIELD,
 }
-"""Error types with a rule of their own; every other type is SS003."""
+"""Error types with a rule of their own; every other type but :data:`INLINE_SECRET` is SS003."""
 
 
 def findings_from_error(document: Document, model: type[BaseModel], error: ValidationError) -> list[Finding]:
@@ -30,36 +39,36 @@ def findings_from_error(document: Document, model: type[BaseModel], error: Valid
     findings: list[Finding] = []
     seen: set[tuple[str, KeyPath]] = set()
     for detail in error.errors(include_url=False):
-        rule = RULE_BY_ERROR_TYPE.get(detail["type"], "SS003")
+        kind = detail["type"] if detail["type"] in (*RULE_BY_ERROR_TYPE, INLINE_SECRET) else ""
         path = _data_path(document.data, detail)
-        if (rule, path) in seen:
+        if (kind, path) in seen:
             continue
-        seen.add((rule, path))
-        findings.append(_finding(document, model, rule, path, detail))
+        seen.add((kind, path))
+        findings.append(_finding(document, model, kind, path, detail))
     return findings
 
 
-def _finding(document: Document, model: type[BaseModel], rule: str, path: KeyPath, detail: ErrorDetails) -> Finding:
+def _finding(document: Document, model: type[BaseModel], kind: str, path: KeyPath, detail: ErrorDetails) -> Finding:
     where = _describe(path)
-    if rule == "SS002":
-        name = str(path[-1])
-        allowed = allowed_keys(model, path[:-1])
-        close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
-        hint = f"did you mean '{close[0]}'?" if close else _allowed_hint(allowed)
-        return document.finding(rule, f"unknown field {_key(name)}{where}", path, hint=hint, at_key=True)
-    if rule == "SS004":
+    if kind == INLINE_SECRET:
         return document.finding(
-            rule, f"required field '{path[-1]}' is missing{_describe(path[:-1])}", path, hint=f"add '{path[-1]}'"
-        )
-    if rule == "SEC001":
-        return document.finding(
-            rule,
+            "SEC001",
             f"secret written inline at '{_dotted(path)}'",
             path,
             hint="use {from_env: VAR} or {from_file: /path/on/host}, and rotate the exposed value",
         )
+    rule = RULE_BY_ERROR_TYPE.get(kind, WRONG_TYPE)
+    if rule is UNKNOWN_FIELD:
+        name = str(path[-1])
+        allowed = allowed_keys(model, path[:-1])
+        close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.6)
+        hint = f"did you mean '{close[0]}'?" if close else _allowed_hint(allowed)
+        return rule.at(document, f"unknown field {_key(name)}{where}", path, hint=hint, at_key=True)
+    if rule is MISSING_FIELD:
+        message = f"required field '{path[-1]}' is missing{_describe(path[:-1])}"
+        return rule.at(document, message, path, hint=f"add '{path[-1]}'")
     message = _value_message(model, path, detail, quote=not document.referenced)
-    return document.finding(rule, f"{message}{where}", path, hint=_value_hint(detail))
+    return rule.at(document, f"{message}{where}", path, hint=_value_hint(detail))
 
 
 def _dotted(path: KeyPath) -> str:
