@@ -1,8 +1,9 @@
 """The engines servespec deploys, one unit (package) each, and the explicit registry of them.
 
 Adding an engine: a package here with ``profile.yaml``, ``releases/``, ``templates/`` and an
-:class:`~servespec.engines.base.Engine` subclass, one line in :data:`ENGINES`, its name in
-``spec.models.EngineName``, and the regenerated schemas, docs and goldens.
+:class:`~servespec.engines.base.Engine` subclass, one line in :data:`ENGINES` (the spec's
+``engine.name`` accepts exactly the registry's names), and the regenerated schemas, docs
+and goldens.
 """
 
 from __future__ import annotations

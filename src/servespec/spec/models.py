@@ -7,7 +7,7 @@ its own id, hint and source.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from servespec.engines import names as engine_names
 from servespec.spec.grammars import (
     MAX_FLOAT,
     MAX_INT,
@@ -41,9 +42,12 @@ from servespec.spec.grammars import duration_seconds as duration_seconds  # re-e
 from servespec.text import UNSAFE
 
 API_VERSION = "servespec/v1"
-EngineName = Literal["vllm", "tgi", "ollama", "tensorrt-llm", "sglang", "llama.cpp"]
-ENGINE_NAMES: tuple[str, ...] = get_args(EngineName)
-"""The engine names a spec may use; tests/test_engine_units.py checks they are the registry's (servespec.engines)."""
+ENGINE_NAMES: tuple[str, ...] = engine_names()
+"""The engine names a spec may use: the registry's (servespec.engines.ENGINES)."""
+if TYPE_CHECKING:
+    EngineName = str
+else:
+    EngineName = Literal[ENGINE_NAMES]  # one Literal of the registry's names (its error lists them)
 Quantization = Literal["awq", "gptq", "fp8", "int8", "nvfp4", "gguf"]
 QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
 DnsLabel = Annotated[

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from servespec.engines.base import Engine
-from servespec.knowledge.memory import number
 
 if TYPE_CHECKING:
     from servespec.knowledge.memory import EstimateInput, GpuEstimate
@@ -28,6 +27,8 @@ class LlamaCpp(Engine):
 
     def slots(self, options: dict[str, object]) -> int:
         """Sequences served at once: the batch option when positive, else the engine's default."""
+        from servespec.knowledge.memory import number
+
         profile = self.profile
         value = int(number(options, profile.batch_option, 0)) if profile.batch_option else 0
         return value if value >= 1 else (profile.batch_default or 1)
