@@ -466,7 +466,7 @@ def _health(tmp_path: Path, hosts: str, serving: str) -> dict[str, dict[str, Any
         f'engine: {{name: vllm, version: "0.11.0"}}\nplacement: {{hosts: [{hosts}]{group}}}\n{serving}'
     )
     rendered = render_fleet(load_fleet([tmp_path / "spec.yaml"]))
-    return {host: container["healthcheck"] for (_, host), container in rendered.containers.items()}
+    return {host: container.to_json()["healthcheck"] for (_, host), container in rendered.containers.items()}
 
 
 @pytest.mark.parametrize(

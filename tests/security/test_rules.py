@@ -53,7 +53,7 @@ def _multi_node(engine: str, version: str, serving: str = "") -> str:
 
 
 def _containers(fleet: Fleet) -> dict[str, dict[str, Any]]:
-    return {host: description for (_, host), description in render_fleet(fleet).containers.items()}
+    return {host: description.to_json() for (_, host), description in render_fleet(fleet).containers.items()}
 
 
 # Item 1: multi-node replicas honour serving.bind; cluster ports are named by NET002.

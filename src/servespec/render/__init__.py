@@ -24,20 +24,21 @@ from servespec.render.common import (
     container_description,
     content_hash,
     header,
-    port_mapping,
     targets,
 )
+from servespec.render.container import ContainerSpec, docker_run
 from servespec.render.environment import RenderError, render_template
 from servespec.spec.document import KeyPath
 from servespec.spec.fleet import DeploymentDoc, Fleet
 from servespec.text import printable
+
 
 @dataclass
 class Rendered:
     """The files of one render, relative to the output directory."""
 
     files: dict[str, str] = field(default_factory=dict)
-    containers: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    containers: dict[tuple[str, str], ContainerSpec] = field(default_factory=dict)
     """(deployment, host) -> container description, for the rollout and tests."""
 
     def host_files(self, deployment: str, host: str) -> dict[str, str]:
@@ -46,7 +47,7 @@ class Rendered:
         return {path[len(prefix) :]: text for path, text in self.files.items() if path.startswith(prefix)}
 
 
-def render_target(target: Target) -> tuple[dict[str, str], dict[str, Any], EngineContainer]:
+def render_target(target: Target) -> tuple[dict[str, str], ContainerSpec, EngineContainer]:
     """Files of one host (name -> text), its container description and the engine's decisions."""
     engine = resolve.resolved(target.deployment).engine.render(target)
     digest = content_hash(target)
@@ -56,45 +57,12 @@ def render_target(target: Target) -> tuple[dict[str, str], dict[str, Any], Engin
         for name, (template, context) in engine.files.items()
     }
     description = container_description(target, engine, digest)
-    files["container.yaml"] = render_template("_common/container.yaml.j2", {"header": top, "container": description})
+    context = {"header": top, "container": description.to_json()}
+    files["container.yaml"] = render_template("_common/container.yaml.j2", context)
     return files, description, engine
 
 
-def _docker_options(description: dict[str, Any]) -> list[str]:
-    argv: list[str] = []
-    for port in description["ports"]:
-        argv += ["-p", port_mapping(port)]
-    if description["network_mode"] == "host":
-        argv += ["--network", "host"]
-    if description["gpus"]:
-        argv += ["--gpus", '"device=' + ",".join(description["gpus"]["device_ids"]) + '"']
-    for key, flag in (
-        ("ipc_mode", "--ipc"),
-        ("shm_size", "--shm-size"),
-        ("cpuset_cpus", "--cpuset-cpus"),
-        ("cpuset_mems", "--cpuset-mems"),
-    ):
-        if description.get(key):
-            argv += [flag, str(description[key])]
-    for volume in description["volumes"]:
-        argv += ["-v", f"{volume['host']}:{volume['container']}:{volume['mode']}"]
-    for env_file in description["env_files"]:
-        argv += ["--env-file", str(env_file)]
-    for name, value in description["environment"].items():
-        argv += ["-e", f"{name}={value}"]
-    return argv
-
-
-def _docker_run(description: dict[str, Any]) -> list[str]:
-    """The `docker run` a person would type for a container description (secrets by file)."""
-    entrypoint = [str(word) for word in description["entrypoint"] or []]
-    argv = ["docker", "run", "-d", "--name", str(description["name"]), *_docker_options(description)]
-    if entrypoint:
-        argv += ["--entrypoint", entrypoint[0]]
-    return [*argv, str(description["image"]), *entrypoint[1:], *(str(word) for word in description["command"])]
-
-
-def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, dict[str, Any], EngineContainer]]) -> str:
+def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, ContainerSpec, EngineContainer]]) -> str:
     memory = []
     for target, _, _ in hosts:
         plan = resolve.estimate_on(deployment, target.host)
@@ -131,7 +99,7 @@ def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, dict[str, Any],
         "model": spec.model.source,
         "memory": memory,
         "hosts": [
-            {"name": t.host.name, "role": t.role, "docker": _docker_run(d), "command": e.human_command}
+            {"name": t.host.name, "role": t.role, "docker": docker_run(d), "command": e.human_command}
             for t, d, e in hosts
         ],
         "secrets": sorted(hosts[0][2].secret_env),

@@ -1,8 +1,9 @@
 """What every engine's rendering shares: targets, the container description, volumes, secrets.
 
 An engine's ``render`` (``servespec/engines/<name>/render.py``) turns a :class:`Target` into an
-:class:`EngineContainer` (command, environment, native files); this module wraps that into
-``container.yaml``, the single description the rollout starts a container from.
+:class:`EngineContainer` (command, environment, native files); this module wraps that into a
+:class:`~servespec.render.container.ContainerSpec` (``container.yaml``), the single
+description the rollout starts a container from.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import ipaddress
 import json
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
-from servespec.knowledge import resolve
 from servespec.engines.catalog import EngineOption, EngineRelease
+from servespec.knowledge import resolve
+from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port, Volume
+from servespec.render.container import host_and_port as host_and_port
 from servespec.render.environment import RenderError
 from servespec.spec.fleet import DeploymentDoc, HostView
 from servespec.text import printable
@@ -47,7 +50,7 @@ class Target:
         return self.deployment.spec
 
     @property
-    def role(self) -> str:
+    def role(self) -> Literal["leader", "worker"]:
         """``leader`` for rank 0 of a replica, else ``worker``."""
         return "leader" if self.rank == 0 else "worker"
 
@@ -163,20 +166,6 @@ def engine_host(target: Target) -> str:
     return str(target.spec.serving.bind) if target.multi_node else "0.0.0.0"
 
 
-def host_and_port(host: str, port: int) -> str:
-    """``host:port`` with an IPv6 literal in brackets (``[::1]:8000``), as URLs and Docker write it."""
-    try:
-        literal = ipaddress.ip_address(host).version == 6
-    except ValueError:
-        literal = False
-    return f"[{host}]:{port}" if literal else f"{host}:{port}"
-
-
-def port_mapping(port: dict[str, Any]) -> str:
-    """A container.yaml port as ``docker run -p`` writes it (``[::1]:8000:8000`` for IPv6)."""
-    return f"{host_and_port(str(port['host_ip']), int(port['host_port']))}:{port['container_port']}"
-
-
 class UnsafeModelPathError(RenderError):
     """A local model source that may not be mounted into a container."""
 
@@ -205,13 +194,13 @@ def local_model_folder(source: str, roots: list[str]) -> str:
     return resolve.mounted_folder(source)
 
 
-def model_volumes(target: Target, container_cache: str) -> list[dict[str, Any]]:
+def model_volumes(target: Target, container_cache: str) -> list[Volume]:
     """The host model cache, and a local model path (under a model root) mounted read-only at the same path."""
-    volumes = [{"host": MODEL_CACHE, "container": container_cache, "mode": "rw"}]
+    volumes = [Volume(MODEL_CACHE, container_cache, "rw")]
     source = str(target.spec.model.source)
     if resolve.is_local_path(source):
         folder = local_model_folder(source, resolve.model_roots(target.deployment))
-        volumes.append({"host": folder, "container": folder, "mode": "ro"})
+        volumes.append(Volume(folder, folder, "ro"))
     return volumes
 
 
@@ -326,62 +315,61 @@ def flags(target: Target, options: dict[str, Any]) -> list[str]:
     return argv
 
 
-def container_description(target: Target, engine: EngineContainer, digest: str) -> dict[str, Any]:
-    """The contents of container.yaml: everything the rollout needs to run the engine."""
+def container_description(target: Target, engine: EngineContainer, digest: str) -> ContainerSpec:
+    """Everything the rollout needs to run the engine (written as container.yaml)."""
     spec = target.spec
     deployment = target.served_name
     gpu_ids = target.gpu_ids
     multi_gpu = len(gpu_ids) > 1 or target.multi_node
-    description: dict[str, Any] = {
-        "deployment": deployment,
-        "host": target.host.name,
-        "revision": digest[:12],
-        "engine": {"name": spec.engine.name, "version": spec.engine.version},
-        "role": target.role,
-        "replica": target.replica,
-        "rank": target.rank,
-        "start_order": 0 if target.role == "worker" else 1,
-        "image": spec.engine.image or resolve.profile(target.deployment).image_for(spec.engine.version),
-        "image_archive": spec.engine.image_archive,
-        "name": f"servespec-{deployment}",
-        "entrypoint": engine.entrypoint,
-        "command": engine.command,
-        "environment": _environment(target, engine),
-        "secret_environment": dict(sorted(engine.secret_env.items())),
-        "env_files": [f"{HOST_CONFIG_ROOT}/{deployment}/{name}" for name in engine.env_files]
-        + ([f"{HOST_CONFIG_ROOT}/{deployment}/secrets.env"] if engine.secret_env else []),
-        "gpus": {"device_ids": [str(i) for i in gpu_ids], "capabilities": ["gpu"]} if gpu_ids else None,
-        "ipc_mode": "host" if multi_gpu else None,
-        "shm_size": None if multi_gpu else "2g",
-        "network_mode": "host" if target.multi_node else "bridge",
+    pinning = numa_pinning(target)
+    return ContainerSpec(
+        deployment=deployment,
+        host=target.host.name,
+        revision=digest[:12],
+        engine=EngineRef(spec.engine.name, spec.engine.version),
+        role=target.role,
+        replica=target.replica,
+        rank=target.rank,
+        image=spec.engine.image or resolve.profile(target.deployment).image_for(spec.engine.version),
+        image_archive=spec.engine.image_archive,
+        name=f"servespec-{deployment}",
+        entrypoint=tuple(engine.entrypoint) if engine.entrypoint else None,
+        command=tuple(engine.command),
+        environment=_environment(target, engine),
+        secret_environment=dict(sorted(engine.secret_env.items())),
+        env_files=(
+            *(f"{HOST_CONFIG_ROOT}/{deployment}/{name}" for name in engine.env_files),
+            *([f"{HOST_CONFIG_ROOT}/{deployment}/secrets.env"] if engine.secret_env else []),
+        ),
+        gpus=Gpus(tuple(str(i) for i in gpu_ids)) if gpu_ids else None,
+        ipc_mode="host" if multi_gpu else None,
+        shm_size=None if multi_gpu else "2g",
+        network_mode="host" if target.multi_node else "bridge",
         # Host networking publishes nothing: the engine listens on serving.bind itself (engine_host).
-        "ports": []
-        if target.multi_node
-        else [{"host_ip": spec.serving.bind, "host_port": spec.serving.port, "container_port": spec.serving.port}],
-        "volumes": [
+        ports=() if target.multi_node else (Port(str(spec.serving.bind), spec.serving.port, spec.serving.port),),
+        volumes=(
             *model_volumes(target, engine.container_model_cache),
-            {"host": f"{HOST_CONFIG_ROOT}/{deployment}", "container": CONFIG_DIR, "mode": "ro"},
-        ],
-        **numa_pinning(target),
-        "healthcheck": {
-            "path": resolve.profile(target.deployment).health_path,
-            "port": spec.serving.port,
-            "interval_s": 10,
-            "timeout_s": 5,
-            "start_period_s": resolve_timeout(target),
-            **health_host(target),
-        },
-        "smoke_test": bool(spec.rollout.smoke_test) and target.role == "leader",
-        "restart_policy": "unless-stopped",
-        "labels": {
+            Volume(f"{HOST_CONFIG_ROOT}/{deployment}", CONFIG_DIR, "ro"),
+        ),
+        cpuset_mems=pinning.get("cpuset_mems"),
+        cpuset_cpus=pinning.get("cpuset_cpus"),
+        healthcheck=Healthcheck(
+            path=resolve.profile(target.deployment).health_path,
+            port=spec.serving.port,
+            timeout_s=5,
+            start_period_s=resolve_timeout(target),
+            host=health_host(target),
+        ),
+        smoke_test=bool(spec.rollout.smoke_test) and target.role == "leader",
+        restart_policy="unless-stopped",
+        labels={
             "servespec.deployment": deployment,
             "servespec.host": target.host.name,
             "servespec.revision": digest[:12],
             "servespec.role": target.role,
         },
-        "files": sorted(engine.files),
-    }
-    return description
+        files=tuple(sorted(engine.files)),
+    )
 
 
 DEFAULT_PROBE_REACHES = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::"))
@@ -389,23 +377,23 @@ DEFAULT_PROBE_REACHES = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address
 (module_utils ``base_url``), and the wildcards are reachable on loopback."""
 
 
-def health_host(target: Target) -> dict[str, str]:
-    """``{"host": ADDRESS}`` for a host-network engine the role's probe cannot reach on 127.0.0.1, else ``{}``.
+def health_host(target: Target) -> str | None:
+    """The address for a host-network engine the role's probe cannot reach on 127.0.0.1, else None.
 
     A bridge-network container publishes its port on ``serving.bind`` (the role reads the
     address from ``ports``). A multi-node member runs on the host's network with
     ``ports: []`` and listens on ``serving.bind`` itself (:func:`engine_host`), so the
-    address is named here. It is left out where 127.0.0.1 reaches the engine (the default
-    bind and the wildcards), so those descriptions stay as they were.
+    address is named (``healthcheck.host``). It is left out where 127.0.0.1 reaches the
+    engine (the default bind and the wildcards), so those descriptions stay as they were.
     """
     if not target.multi_node:
-        return {}
+        return None
     address = engine_host(target)
     try:
         reached = ipaddress.ip_address(address) in DEFAULT_PROBE_REACHES
     except ValueError:  # a host name: name it
         reached = False
-    return {} if reached else {"host": address}
+    return None if reached else address
 
 
 def _environment(target: Target, engine: EngineContainer) -> dict[str, str]:

@@ -93,9 +93,9 @@ def apply_deployment(
             digest=action.digest or "",
             staging=str(staging),
             secrets=str(env_file) if env_file else "",
-            image=container["image"],
+            image=container.image,
             break_lock=locks.get(action.host, ""),
-            role=container["role"],
+            role=container.role,
             model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
         )
         hosts[action.host] = (views[action.host], host_vars.to_vars())
@@ -138,7 +138,7 @@ def _driver_min(deployment: DeploymentDoc) -> str:
 
 def _order(rendered: Rendered, deployment: str, host: str) -> tuple[int, int]:
     container = rendered.containers[(deployment, host)]
-    return int(container["replica"]), int(container["rank"])
+    return container.replica, container.rank
 
 
 NOT_REACHED = "not reached (rollout stopped)"
@@ -211,8 +211,8 @@ def check_inputs(fleet: Fleet, rendered: Rendered, options: ApplyOptions) -> Non
             archive_path(written, document.path, document.root)
         allowed = secrets_dir(deployment, options)
         for (name, _), container in rendered.containers.items():
-            if name == deployment.name and container["secret_environment"]:
-                resolve_secrets(container["secret_environment"], allowed)
+            if name == deployment.name and container.secret_environment:
+                resolve_secrets(container.to_json()["secret_environment"], allowed)
 
 
 def apply(fleet: Fleet, options: ApplyOptions, workdir: Path) -> tuple[list[Action], list[HostOutcome]]:

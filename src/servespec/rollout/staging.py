@@ -34,7 +34,7 @@ def stage(
 ) -> tuple[Path, str]:
     """One JSON bundle of the host's rendered files (one upload), and its secrets env file's text ('' if none)."""
     files = rendered.host_files(deployment.name, host)
-    container = rendered.containers[(deployment.name, host)]
+    container = rendered.containers[(deployment.name, host)].to_json()
     files[".servespec/container.json"] = json.dumps(container, indent=2, sort_keys=True)
     bundle = workdir / "staging" / deployment.name / f"{host}.json"
     bundle.parent.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ def desired_state(rendered: Rendered, deployment: DeploymentDoc) -> list[Desired
     for (name, host), container in rendered.containers.items():
         if name != deployment.name:
             continue
-        out.append(Desired(name, host, str(container["revision"]), rendered.host_files(name, host)))
+        out.append(Desired(name, host, container.revision, rendered.host_files(name, host)))
     return out
 
 

@@ -67,6 +67,11 @@ def _environment(spec):
 
 
 def _run_args(spec, params):
+    """The Docker SDK's containers.run arguments for a container.json: the role's one translation of it.
+
+    The controller's is servespec.render.container.docker_run (the README's docker run);
+    tests/render/test_container_agreement.py checks that the two agree on every field.
+    """
     args = {
         "image": spec["image"],
         "name": spec["name"],
@@ -76,12 +81,17 @@ def _run_args(spec, params):
         "labels": spec["labels"],
         "restart_policy": {"Name": spec["restart_policy"]},
         "detach": True,
-        "volumes": {v["host"]: {"bind": v["container"], "mode": v["mode"]} for v in spec["volumes"]},
+        # A list of binds, as docker run -v takes them: a dict keyed by host folder keeps only one
+        # mount of a folder mounted twice (a local .gguf directly in the model cache folder).
+        "volumes": [f"{v['host']}:{v['container']}:{v['mode']}" for v in spec["volumes"]],
     }
     if spec["network_mode"] == "host":
         args["network_mode"] = "host"
     else:
-        args["ports"] = {f"{p['container_port']}/tcp": (p["host_ip"], p["host_port"]) for p in spec["ports"]}
+        ports = {}
+        for p in spec["ports"]:
+            ports.setdefault(f"{p['container_port']}/tcp", []).append((p["host_ip"], p["host_port"]))
+        args["ports"] = ports
     if params["standin_image"]:
         # Test-only stand-in: put in front of the real entrypoint, it receives the engine's
         # whole command line (entrypoint, then command, as Docker runs them) as its arguments.
