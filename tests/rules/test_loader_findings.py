@@ -293,3 +293,16 @@ def test_an_unreadable_named_file_is_a_usage_error_without_errno(
     result = run_cli("validate", str(repo / "spec.yaml"))
     assert result.exit_code == 2, result.output
     assert "Errno" not in result.output
+
+
+def test_facts_read_from_a_model_config_are_named_by_the_spec_not_the_real_path(tmp_path: Path) -> None:
+    """MEM005 and PAR001 quote the model's name; a config's facts used to be named by its absolute path."""
+    repo = _checkout(tmp_path)
+    (repo / "config.json").write_text(CONFIG.replace("}", ', "max_position_embeddings": 2048}'))
+    spec = (repo / "spec.yaml").read_text().replace("placement: {hosts: [a]}", "resources: {tensor_parallel: 3}")
+    (repo / "spec.yaml").write_text(spec)
+    findings = _validate(repo / "spec.yaml", repo)
+    named = [f for f in findings if f.rule in ("MEM005", "PAR001")]
+    assert sorted(f.rule for f in named) == ["MEM005", "PAR001"], findings
+    for finding in named:
+        assert "acme/support-bot-7b" in finding.message and str(tmp_path) not in finding.message, finding

@@ -11,7 +11,7 @@ import functools
 import math
 import posixpath
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +169,8 @@ def _model_answer(deployment: DeploymentDoc) -> ModelAnswer:
         except PathRefusedError as refused:  # REF002 reports it at model.config
             answer = ModelAnswer(None, f"model config {'not found' if refused.missing else 'refused'}")
         facts, problem = answer.facts, answer.problem
+        if facts is not None:  # messages quote facts.name: the model as the spec names it, not the config's real path
+            facts = replace(facts, name=spec.source)
     if facts is None:
         facts = models.catalogued(spec.source)
     facts = models.apply_inline(facts, spec.architecture, spec.source)
