@@ -1,8 +1,9 @@
 """Run servespec's playbooks through ansible-runner and collect per-host results.
 
-The playbooks and the role's modules live in ``playbooks/`` at the top of the repository
-(installed copies ship them inside the package). The inventory and the extra vars are
-written as YAML files in which every string is tagged ``!unsafe``
+The playbooks and the role's modules live in ``playbooks/`` at the top of the repository; the
+wheel carries them as ``servespec/rollout/playbooks`` (pyproject's force-include), which
+:func:`playbook_root` prefers (tests/rollout/test_packaging.py applies from an installed wheel).
+The inventory and the extra vars are written as YAML files in which every string is tagged ``!unsafe``
 (:mod:`servespec.rollout.ansible_vars`), so no spec, inventory or host value is ever
 templated; only numbers and booleans stay plain. Failure messages and log tails coming back
 from hosts are scrubbed of the run's secret values and of token-shaped strings before they
