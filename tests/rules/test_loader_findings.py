@@ -66,10 +66,11 @@ def test_each_loader_rule_is_its_rule_class(declared: LoaderRule) -> None:
 
 def _rule_id_literals(path: Path) -> list[str]:
     tree = ast.parse(path.read_text())
+    rule_id = re.compile(r"(SS|REF|SEC)\d{3}")
     return [
         node.value
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"(SS|REF)\d{3}", node.value)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and rule_id.fullmatch(node.value)
     ]
 
 

@@ -14,6 +14,7 @@ from servespec.redact import SECRET_NAME, has_token, scrub
 from servespec.redact import looks_secret as _looks_secret
 from servespec.rules.base import Rule, bare, quoted
 from servespec.spec.fleet import DeploymentDoc, Fleet
+from servespec.spec.loader_rules import INLINE_SECRET
 from servespec.spec.source import Document
 
 _AUTHTOKEN = re.compile(r"authtoken", re.IGNORECASE)  # TGI's ngrok_authtoken: no separator before TOKEN
@@ -116,11 +117,11 @@ class InlineSecret(Rule):
     Python argparse, prefix matching: https://docs.python.org/3/library/argparse.html#prefix-matching
     """
 
-    id = "SEC001"
-    name = "security.inline-secret"
-    severity = Severity.ERROR
-    summary = "a secret written inline instead of from_env/from_file"
-    hint = "reference it with {from_env: VAR} or {from_file: /path}, and rotate the exposed value"
+    id = INLINE_SECRET.id
+    name = INLINE_SECRET.name
+    severity = INLINE_SECRET.severity
+    summary = INLINE_SECRET.summary
+    hint = INLINE_SECRET.hint
     sources = (_OWASP_SECRETS, "https://docs.python.org/3/library/argparse.html#prefix-matching")
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:

@@ -1,4 +1,4 @@
-"""The rules the loader reports (SS001-SS004, REF002): each one's id, name, severity and summary, declared once.
+"""The rules the loader reports (SS001-SS004, REF002, SEC001): each one's id, name, severity and summary, declared once.
 
 The loader (this package) builds these rules' findings while it reads files; their rule
 classes (``rules/schema.py``, ``rules/references.py``) hold the explain page and the
@@ -70,10 +70,21 @@ MISSING_FILE = LoaderRule(
     hint="fix the path",
 )
 
-LOADER_RULES = (YAML_SYNTAX, UNKNOWN_FIELD, WRONG_TYPE, MISSING_FIELD, MISSING_FILE)
-"""Every rule the loader reports (SEC001's inline ``api_key``/``hub_token`` aside, which its own rule owns)."""
+INLINE_SECRET = LoaderRule(
+    "SEC001",
+    "security.inline-secret",
+    Severity.ERROR,
+    "a secret written inline instead of from_env/from_file",
+    hint="reference it with {from_env: VAR} or {from_file: /path}, and rotate the exposed value",
+)
+"""A literal ``serving.api_key``/``model.hub_token`` fails validation as this; the rest of SEC001's
+findings come from its rule's ``check`` (rules/security.py)."""
+
+LOADER_RULES = (YAML_SYNTAX, UNKNOWN_FIELD, WRONG_TYPE, MISSING_FIELD, MISSING_FILE, INLINE_SECRET)
+"""Every rule the loader reports."""
 
 __all__ = [
+    "INLINE_SECRET",
     "LOADER_RULES",
     "MISSING_FIELD",
     "MISSING_FILE",

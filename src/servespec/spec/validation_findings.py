@@ -16,22 +16,21 @@ from pydantic_core import ErrorDetails
 
 from servespec import redact
 from servespec.findings import Finding
-from servespec.spec.loader_rules import MISSING_FIELD, UNKNOWN_FIELD, WRONG_TYPE, LoaderRule
+from servespec.spec.loader_rules import INLINE_SECRET, MISSING_FIELD, UNKNOWN_FIELD, WRONG_TYPE, LoaderRule
 from servespec.spec.source import Document, KeyPath, dotted, quote_value
 from servespec.text import printable
 
 MAX_MESSAGE = 200
 """Longest pydantic message shown; longer ones are cut (they can hold a whole value)."""
 
-INLINE_SECRET = "inline_secret"
-"""The error type of a literal ``serving.api_key``/``model.hub_token``: SEC001's, whose rule class
-(rules/security.py) owns its id and severity; the rest of its findings come from its ``check``."""
+INLINE_SECRET_ERROR = "inline_secret"
+"""The error type of a literal ``serving.api_key``/``model.hub_token``: reported as loader_rules.INLINE_SECRET."""
 
 RULE_BY_ERROR_TYPE: dict[str, LoaderRule] = {
     "extra_forbidden": UNKNOWN_FIELD,
     "missing": MISSING_FIELD,
 }
-"""Error types with a rule of their own; every other type but :data:`INLINE_SECRET` is SS003."""
+"""Error types with a rule of their own; every other type but :data:`INLINE_SECRET_ERROR` is SS003."""
 
 
 def findings_from_error(document: Document, model: type[BaseModel], error: ValidationError) -> list[Finding]:
@@ -39,7 +38,7 @@ def findings_from_error(document: Document, model: type[BaseModel], error: Valid
     findings: list[Finding] = []
     seen: set[tuple[str, KeyPath]] = set()
     for detail in error.errors(include_url=False):
-        kind = detail["type"] if detail["type"] in (*RULE_BY_ERROR_TYPE, INLINE_SECRET) else ""
+        kind = detail["type"] if detail["type"] in (*RULE_BY_ERROR_TYPE, INLINE_SECRET_ERROR) else ""
         path = _data_path(document.data, detail)
         if (kind, path) in seen:
             continue
@@ -50,13 +49,8 @@ def findings_from_error(document: Document, model: type[BaseModel], error: Valid
 
 def _finding(document: Document, model: type[BaseModel], kind: str, path: KeyPath, detail: ErrorDetails) -> Finding:
     where = _describe(path)
-    if kind == INLINE_SECRET:
-        return document.finding(
-            "SEC001",
-            f"secret written inline at '{_dotted(path)}'",
-            path,
-            hint="use {from_env: VAR} or {from_file: /path/on/host}, and rotate the exposed value",
-        )
+    if kind == INLINE_SECRET_ERROR:
+        return INLINE_SECRET.at(document, f"secret written inline at '{_dotted(path)}'", path)
     rule = RULE_BY_ERROR_TYPE.get(kind, WRONG_TYPE)
     if rule is UNKNOWN_FIELD:
         name = str(path[-1])
