@@ -42,6 +42,13 @@ def test_every_engine_brings_its_whole_unit(engine: engines.Engine) -> None:
     assert templates, "its native files' templates"
     assert list((ROOT / "tests" / "golden" / engine.name).glob("*/spec.yaml")), "a golden case"
     assert (ROOT / "docs" / "engines" / f"{engine.name}.md").is_file(), "a docs page (deploy docs -o docs)"
+    import importlib
+
+    from servespec.engines.gguf import GgufEngine
+
+    assert callable(importlib.import_module(f"{engine.package}.render").context)
+    if not isinstance(engine, GgufEngine):
+        assert callable(importlib.import_module(f"{engine.package}.memory").estimate)
     # Every template it names when rendering exists in its own folder.
     source = (folder / "render.py").read_text()
     for name in {t.name for t in templates}:

@@ -1,14 +1,16 @@
 """What every engine unit provides: a typed profile, its release catalogs, its templates, one Engine object.
 
 An engine lives in one package, ``servespec/engines/<name>/``: ``profile.yaml`` (validated
-by :class:`Profile`), ``releases/<version>.json`` (``engines/FORMAT.md``), ``templates/``
-and the modules its :class:`Engine` subclass names. The registry is the explicit
+by :class:`Profile`), ``releases/<version>.json`` (``engines/FORMAT.md``), ``templates/``,
+``render.py`` and ``memory.py`` (:class:`Engine` says what each provides), and its Engine
+object in ``__init__.py``. The registry is the explicit
 ``ENGINES`` tuple in ``servespec/engines/__init__.py``.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
@@ -152,8 +154,9 @@ class EngineCheck:
 class Engine:
     """One engine: its data and the few behaviours that differ between engines.
 
-    Subclasses set ``name`` and ``package`` and implement :meth:`render` and :meth:`estimate`;
-    :meth:`checks` and :meth:`cluster` default to nothing.
+    Subclasses set ``name`` and ``package``. The unit's ``render.py`` has ``context(target)``
+    and its ``memory.py`` ``estimate(inp)`` (both imported on first use, so that validate
+    loads no renderer); :meth:`checks` and :meth:`cluster` default to nothing.
     """
 
     name: str
@@ -187,11 +190,13 @@ class Engine:
 
     def render(self, target: Target) -> EngineContainer:
         """The engine's container on one host: command, environment, native files."""
-        raise NotImplementedError
+        container: EngineContainer = importlib.import_module(f"{self.package}.render").context(target)
+        return container
 
     def estimate(self, inp: EstimateInput) -> GpuEstimate | None:
         """The memory plan of one GPU of a replica (None when the GPU is unknown)."""
-        raise NotImplementedError
+        plan: GpuEstimate | None = importlib.import_module(f"{self.package}.memory").estimate(inp)
+        return plan
 
     def quantization_support(self, release: EngineRelease, quantization: str) -> tuple[bool, tuple[int, int] | None]:
         """(supported, minimum compute capability) of a spec quantization on ``release``."""

@@ -2,36 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from servespec.engines.base import Engine
-
-if TYPE_CHECKING:
-    from servespec.knowledge.memory import EstimateInput, GpuEstimate
-    from servespec.render.common import EngineContainer, Target
+from servespec.engines.gguf import GgufEngine
 
 
-class Ollama(Engine):
+class Ollama(GgufEngine):
     name = "ollama"
     package = __name__
-
-    def render(self, target: Target) -> EngineContainer:
-        from servespec.engines.ollama.render import context
-
-        return context(target)
-
-    def estimate(self, inp: EstimateInput) -> GpuEstimate:
-        from servespec.knowledge.memory import estimate_gguf
-
-        return estimate_gguf(inp, self.slots(inp.options))
-
-    def slots(self, options: dict[str, object]) -> int:
-        """Sequences served at once: the batch option when positive, else the engine's default."""
-        from servespec.knowledge.memory import number
-
-        profile = self.profile
-        value = int(number(options, profile.batch_option, 0)) if profile.batch_option else 0
-        return value if value >= 1 else (profile.batch_default or 1)
 
 
 ENGINE = Ollama()

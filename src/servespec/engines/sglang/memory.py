@@ -36,8 +36,11 @@ def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
     return round((mib - reserved) / mib, 3)
 
 
-def estimate_sglang(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
-    """SGLang's KV pool: mem_fraction_static × memory before loading − weights."""
+def estimate(inp: EstimateInput) -> GpuEstimate | None:
+    """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU."""
+    gpu = inp.gpu
+    if gpu is None:
+        return None
     total = cuda_total_gib(gpu)
     fraction = number(inp.options, "mem_fraction_static", 0) or _sglang_fraction(inp, gpu)
     weights = weights_per_gpu(inp)

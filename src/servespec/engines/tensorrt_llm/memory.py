@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
     EstimateInput,
@@ -15,8 +14,14 @@ from servespec.knowledge.memory import (
 )
 
 
-def estimate_trtllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
-    """TensorRT-LLM (PyTorch backend): free memory after weights and activations × free_gpu_memory_fraction."""
+def estimate(inp: EstimateInput) -> GpuEstimate | None:
+    """TensorRT-LLM (PyTorch backend): free memory after weights and activations × free_gpu_memory_fraction.
+
+    None without a GPU.
+    """
+    gpu = inp.gpu
+    if gpu is None:
+        return None
     total = cuda_total_gib(gpu)
     default = float((inp.release.default("free_gpu_memory_fraction") if inp.release else None) or 0.9)
     flag_value = number(inp.options, "free_gpu_memory_fraction", default)

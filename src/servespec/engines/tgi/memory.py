@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
     EstimateInput,
@@ -15,8 +14,11 @@ from servespec.knowledge.memory import (
 )
 
 
-def estimate_tgi(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
-    """TGI's warm-up sizing: free memory × cuda_memory_fraction × TGI_WIGGLE_ROOM (0.90)."""
+def estimate(inp: EstimateInput) -> GpuEstimate | None:
+    """TGI's warm-up sizing: free memory × cuda_memory_fraction × TGI_WIGGLE_ROOM (0.90); None without a GPU."""
+    gpu = inp.gpu
+    if gpu is None:
+        return None
     total = cuda_total_gib(gpu)
     fraction = number(inp.options, "cuda_memory_fraction", 1.0)
     prefill = int(number(inp.options, "max_batch_prefill_tokens", 4096))  # assumed when unset (catalog: no default)

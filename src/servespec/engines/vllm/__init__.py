@@ -9,9 +9,7 @@ from servespec.engines.base import ClusterPorts, Engine, EngineCheck
 from servespec.engines.catalog import EngineRelease
 
 if TYPE_CHECKING:
-    from servespec.knowledge.memory import EstimateInput, GpuEstimate
     from servespec.knowledge.resolve import Resolved
-    from servespec.render.common import EngineContainer, Target
 
 RAY_PORT = 6379
 """Ray's own default head port, passed explicitly to vLLM's Ray cluster (``ray start --head --port``:
@@ -29,16 +27,6 @@ def native_multinode(release: EngineRelease | None) -> bool:
 class Vllm(Engine):
     name = "vllm"
     package = __name__
-
-    def render(self, target: Target) -> EngineContainer:
-        from servespec.engines.vllm.render import context
-
-        return context(target)
-
-    def estimate(self, inp: EstimateInput) -> GpuEstimate | None:
-        from servespec.engines.vllm.memory import estimate_vllm
-
-        return estimate_vllm(inp, inp.gpu) if inp.gpu else None
 
     def checks(self, known: Resolved) -> Iterator[EngineCheck]:
         from servespec.engines.vllm.checks import checks

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from servespec.engines.catalog import version_key
-from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     VLLM_NON_TORCH_GIB,
     EstimateInput,
@@ -21,8 +20,11 @@ def _big_gpu(inp: EstimateInput, total: float) -> bool:
     return total >= 70 and inp.gpu is not None and "A100" not in inp.gpu.id
 
 
-def estimate_vllm(inp: EstimateInput, gpu: GpuModel) -> GpuEstimate:
-    """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory)."""
+def estimate(inp: EstimateInput) -> GpuEstimate | None:
+    """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU."""
+    gpu = inp.gpu
+    if gpu is None:
+        return None
     total = cuda_total_gib(gpu)
     default = inp.release.default("gpu_memory_utilization") if inp.release else None
     utilization = number(inp.options, "gpu_memory_utilization", float(default or 0.9))
