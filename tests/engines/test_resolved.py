@@ -123,3 +123,11 @@ def test_estimate_text_and_json_list_the_same_findings(tmp_path: Path) -> None:
     for rule in rules:
         assert f"[{rule}]" in as_text.stderr or rule in as_text.stderr
     assert as_json.exit_code == as_text.exit_code == 1
+
+
+@pytest.mark.parametrize("options", ["  extra_args: [-tp, '2']\n", "  options: {tensor-parallel-size: 2}\n"])
+def test_a_spec_field_set_again_is_found_in_any_spelling(tmp_path: Path, options: str) -> None:
+    fleet = load_fleet([_spec(tmp_path, "vllm", "0.11.0", options)])
+    found = [f for f in check_fleet(fleet) if f.rule == "ENG003"]
+    assert [f.line for f in found] == [9], found  # -tp is tensor_parallel_size's alias
+    assert "resources.tensor_parallel" in found[0].message

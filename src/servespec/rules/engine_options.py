@@ -20,9 +20,9 @@ _VLLM_FLASH_ATTN = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/at
 _TGI_LIMITS = "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs"
 
 
-def _flags_in(extra_args: list[str]) -> Iterator[tuple[int, str]]:
-    for index, flag, _ in resolve.extra_arg_settings(extra_args):
-        yield index, flag
+def _in_spec_order(settings: tuple[Setting, ...]) -> list[Setting]:
+    """``engine.options`` first, then ``extra_args``, each in the order written."""
+    return sorted(settings, key=lambda setting: setting.from_extra_args)
 
 
 def _added_in(engine: Engine, key: str, current: EngineRelease) -> str | None:
@@ -81,15 +81,11 @@ class UnknownEngineOption(Rule):
             release = resolve.release(deployment)
             if release is None:
                 continue
-            engine = resolve.resolved(deployment).engine
-            for name in deployment.spec.engine.options:
-                if release.option(name) is None:
-                    message, hint = _unknown_message(engine, release, name)
-                    yield self.report(deployment.document, message, ("engine", "options", name), hint=hint, at_key=True)
-            for index, flag in _flags_in(deployment.spec.engine.extra_args):
-                if release.option(flag) is None:
-                    message, hint = _unknown_message(engine, release, flag)
-                    yield self.report(deployment.document, message, ("engine", "extra_args", index), hint=hint)
+            known = resolve.resolved(deployment)
+            for setting in _in_spec_order(known.settings):
+                if release.option(setting.name) is None:
+                    message, hint = _unknown_message(known.engine, release, setting.name)
+                    yield self.report(deployment.document, message, setting.path, hint=hint, at_key=setting.at_key)
 
     def _version_notice(self, deployment: DeploymentDoc) -> Iterator[Finding]:
         chosen = resolve.selection(deployment)
@@ -256,26 +252,22 @@ class InconsistentEngineOptions(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            for name in deployment.spec.engine.options:
-                field = _spec_field_for(deployment, name)
-                if field:
-                    yield self.report(
-                        deployment.document,
-                        f"option {quoted(name)} duplicates the spec field {field}",
-                        ("engine", "options", name),
-                        hint=f"remove it and set {field}",
-                        at_key=True,
-                    )
-            for index, flag in _flags_in(deployment.spec.engine.extra_args):
-                field = _spec_field_for(deployment, flag)
-                if field:
-                    yield self.report(
-                        deployment.document,
-                        f"extra argument {bare(flag)} duplicates the spec field {field}",
-                        ("engine", "extra_args", index),
-                        hint=f"remove it and set {field}",
-                    )
             known = resolve.resolved(deployment)
+            for setting in _in_spec_order(known.settings):
+                field = _spec_field_for(deployment, setting.key)
+                if field:
+                    what = (
+                        f"extra argument {bare(setting.name)}"
+                        if setting.from_extra_args
+                        else f"option {quoted(setting.name)}"
+                    )
+                    yield self.report(
+                        deployment.document,
+                        f"{what} duplicates the spec field {field}",
+                        setting.path,
+                        hint=f"remove it and set {field}",
+                        at_key=setting.at_key,
+                    )
             for found in known.engine.checks(known):
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path)
