@@ -62,6 +62,12 @@ class ModelFacts:
     quant_method: str | None = None
     quant_bits: float | None = None
     params_override: float | None = None
+    weight_bytes: int | None = None
+    """Bytes of the checkpoint's tensors as stored (safetensors headers, a GGUF file, the Hub, a lock file)."""
+    params_by_dtype: tuple[tuple[str, int], ...] = ()
+    """Stored elements per dtype (safetensors headers or the Hub): packed formats count packed elements."""
+    file_type: str | None = None
+    """A GGUF file's llama.cpp file type (``Q4_K_M``), as ``model.gguf_type`` spells it."""
 
     @property
     def derived_max_len(self) -> int | None:
