@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from servespec.engines.catalog import EngineRelease, Selection, capability, load_releases, select
+from servespec.engines.catalog import Catalog, EngineRelease, Selection, capability
 from servespec.knowledge.datafile import load_yaml_resource
 
 if TYPE_CHECKING:
@@ -176,13 +176,18 @@ class Engine:
         return Profile.model_validate(data)
 
     @functools.cached_property
+    def catalog(self) -> Catalog:
+        """The release catalogs (read lazily)."""
+        return Catalog(self.name, self.folder.joinpath("releases"))
+
+    @property
     def releases(self) -> tuple[EngineRelease, ...]:
-        """Every catalogued stable release, oldest first."""
-        return load_releases(self.name, self.folder.joinpath("releases"))
+        """Every catalogued release, oldest first (parses every file)."""
+        return self.catalog.all()
 
     def select(self, version: str) -> Selection:
         """The release a spec's ``engine.version`` is checked against."""
-        return select(self.releases, version)
+        return self.catalog.select(version)
 
     @property
     def templates(self) -> Traversable:

@@ -1,15 +1,21 @@
 """Engine release catalogs: each release's real options and the few facts servespec reads.
 
 ``engines/<name>/releases/<version>.json`` is one release's option catalog, extracted from
-that release's own source (``engines/FORMAT.md``). Its ``facts`` are typed
-(:class:`ReleaseFacts`, validated when loaded); its ``notes`` keep the rest of what was
-extracted, with sources, for people — code never reads them. A spec's ``engine.version``
-is checked against the same release when it is catalogued, else the nearest earlier one.
+that release's own source (``engines/FORMAT.md``). Its options are ids into the engine's
+shared pool ``releases/options.json`` (an option unchanged across releases is stored once)
+or, in hand-written files, inline entries. Its ``facts`` are typed (:class:`ReleaseFacts`,
+validated when loaded); its ``notes`` keep the rest of what was extracted, with sources,
+for people — code never reads them. A spec's ``engine.version`` is checked against the
+same release when it is catalogued, else the nearest earlier one.
+
+Only the file names are read to choose a release; a release file (and the pool) is parsed
+when a spec needs it, so ``deploy validate`` pays for the releases it checks against.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -166,6 +172,8 @@ class EngineRelease:
     source: str
     options: dict[str, EngineOption]
     facts: ReleaseFacts
+    partial: bool = False
+    """Built from incomplete sources: an option it does not list may still exist (ENG001 warns)."""
 
     def option(self, name: str) -> EngineOption | None:
         """An option by key, or by any of its flag spellings (``--block-size``, ``-tp``)."""
@@ -197,22 +205,94 @@ class CatalogError(ValueError):
     """A release catalog that does not follow engines/FORMAT.md (a defect in servespec's data)."""
 
 
-def load_release(engine: str, entry: Traversable) -> EngineRelease:
-    """One release catalog file, validated."""
+POOL = "options.json"
+"""The shared option definitions of an engine's releases (``{"version": 1, "options": {id: entry}}``)."""
+
+
+def option_id(entry: dict[str, Any]) -> str:
+    """The pool id of an option entry: 12 hex digits of the sha256 of its canonical JSON."""
+    text = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+@functools.cache
+def _pool(folder: Traversable) -> dict[str, dict[str, Any]]:
+    entry = folder.joinpath(POOL)
+    if not entry.is_file():
+        return {}
     data = json.loads(entry.read_text(encoding="utf-8"))
+    return dict(data["options"])
+
+
+def load_release(engine: str, entry: Traversable, folder: Traversable | None = None) -> EngineRelease:
+    """One release catalog file, validated; pooled options are looked up in ``folder``'s ``options.json``."""
+    data = json.loads(entry.read_text(encoding="utf-8"))
+    where = f"{engine}/releases/{entry.name}"
     try:
         facts = ReleaseFacts.model_validate(data.get("facts") or {})
     except ValueError as err:
-        raise CatalogError(f"{engine}/releases/{entry.name}: {err}") from None
-    options = {key: EngineOption.from_json(key, value) for key, value in data["options"].items()}
-    return EngineRelease(engine, str(data["version"]), str(data.get("source", "")), options, facts)
+        raise CatalogError(f"{where}: {err}") from None
+    pool = _pool(folder) if folder is not None else {}
+    options = {}
+    for key, value in data["options"].items():
+        if isinstance(value, str):
+            if value not in pool:
+                raise CatalogError(f"{where}: option {key} names {value}, which {POOL} does not hold")
+            value = pool[value]
+        options[key] = EngineOption.from_json(key, value)
+    return EngineRelease(
+        engine, str(data["version"]), str(data.get("source", "")), options, facts, bool(data.get("partial", False))
+    )
 
 
-def load_releases(engine: str, folder: Traversable) -> tuple[EngineRelease, ...]:
-    """Every catalogued stable release in ``folder``, oldest first (pre-releases when there is no other)."""
-    found = [load_release(engine, entry) for entry in folder.iterdir() if entry.name.endswith(".json")]
-    stable = [r for r in found if not re.search(r"rc|dev|alpha|beta", r.version)]
-    return tuple(sorted(stable or found, key=lambda r: version_key(r.version)))
+def is_prerelease(version: str) -> bool:
+    """``0.33.0-rc2``, ``1.3.0rc1``, ``0.5.0.dev1``: release candidates and development builds."""
+    return bool(re.search(r"rc|dev|alpha|beta", version))
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """An engine's release catalogs, read lazily: file names to choose, a file when it is needed."""
+
+    engine: str
+    folder: Traversable
+
+    @functools.cached_property
+    def versions(self) -> tuple[str, ...]:
+        """Every catalogued version, oldest first (pre-releases only where an engine has no other)."""
+        found = [e.name.removesuffix(".json") for e in self.folder.iterdir() if e.name.endswith(".json")]
+        found = [name for name in found if name + ".json" != POOL]
+        stable = [v for v in found if not is_prerelease(v)]
+        return tuple(sorted(stable or found, key=version_key))
+
+    @functools.cache  # noqa: B019 - one Catalog per engine, kept for the process
+    def release(self, version: str) -> EngineRelease:
+        """One catalogued release (``version`` as its file is named)."""
+        return load_release(self.engine, self.folder.joinpath(f"{version}.json"), self.folder)
+
+    def all(self) -> tuple[EngineRelease, ...]:
+        """Every catalogued release, oldest first (parses them all: docs, tests, "added in")."""
+        return tuple(self.release(version) for version in self.versions)
+
+    def select(self, version: str) -> Selection:
+        """The release to check ``version`` against: itself, the nearest earlier, or the newest."""
+        names = self.versions
+        wanted = version_key(version)
+        exact = [name for name in names if version_key(name) == wanted]
+        if exact:
+            return Selection(self.release(exact[-1]), version, "exact", names)
+        earlier = [name for name in names if version_key(name) < wanted]
+        if not earlier:
+            return Selection(None, version, "older", names)
+        relation = "between" if len(earlier) < len(names) else "newer"
+        return Selection(self.release(earlier[-1]), version, relation, names)
+
+    def nearest(self, version: str) -> tuple[str, ...]:
+        """The catalogued versions on either side of ``version`` (for a finding to name)."""
+        wanted = version_key(version)
+        below = [name for name in self.versions if version_key(name) < wanted]
+        above = [name for name in self.versions if version_key(name) > wanted]
+        return tuple(below[-1:] + above[:1])
 
 
 @dataclass(frozen=True)
@@ -224,17 +304,3 @@ class Selection:
     relation: str
     """``exact``, ``between`` (nearest earlier used), ``newer`` (newest used), ``older`` (none usable)."""
     known: tuple[str, ...] = field(default=())
-
-
-def select(known: tuple[EngineRelease, ...], version: str) -> Selection:
-    """The release to check ``version`` against: itself, the nearest earlier, or the newest."""
-    names = tuple(r.version for r in known)
-    wanted = version_key(version)
-    for release in known:
-        if version_key(release.version) == wanted:
-            return Selection(release, version, "exact", names)
-    earlier = [r for r in known if version_key(r.version) < wanted]
-    if not earlier:
-        return Selection(None, version, "older", names)
-    relation = "between" if len(earlier) < len(known) else "newer"
-    return Selection(earlier[-1], version, relation, names)

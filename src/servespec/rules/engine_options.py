@@ -58,11 +58,14 @@ class UnknownEngineOption(Rule):
     checked the same way. The finding suggests the closest option, and says in which
     release an option was removed (vLLM ``num_scheduler_steps``: 0.10.1) or added.
 
-    A version between two catalogued releases is checked against the nearest earlier one
-    (an info finding says so); one older than every catalogued release is not checked
-    (a warning says so).
+    A version that is not a catalogued release (a typo, or a release newer than the
+    catalogs) gets one warning naming the nearest catalogued releases; its options are
+    checked against the nearest earlier one, or not at all when it is older than every
+    catalogued release. A catalog built from incomplete sources is marked ``partial``: an
+    option it does not list is a warning there, not an error.
 
-    Fix: use the suggested name, drop the removed option, or pin a release that has it.
+    Fix: use the suggested name, drop the removed option, or pin a release that has it;
+    for a release newer than the catalogs, regenerate them (``scripts/catalog/build.py``).
 
     Source: the engines' own argument definitions, e.g.
     https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py ; catalogs
@@ -85,33 +88,29 @@ class UnknownEngineOption(Rule):
             for setting in _in_spec_order(known.settings):
                 if release.option(setting.name) is None:
                     message, hint = _unknown_message(known.engine, release, setting.name)
-                    yield self.report(deployment.document, message, setting.path, hint=hint, at_key=setting.at_key)
+                    severity = Severity.WARNING if release.partial else None
+                    if release.partial:
+                        message += " (its catalog is partial: the option may exist)"
+                    yield self.report(
+                        deployment.document, message, setting.path, hint=hint, at_key=setting.at_key, severity=severity
+                    )
 
     def _version_notice(self, deployment: DeploymentDoc) -> Iterator[Finding]:
-        chosen = resolve.selection(deployment)
-        known = ", ".join(chosen.known)
-        path = ("engine", "version")
-        if chosen.relation == "between":
-            assert chosen.release is not None
-            yield self.report(
-                deployment.document,
-                f"{deployment.spec.engine.name} {bare(chosen.requested)} is not catalogued; options are checked "
-                f"against {chosen.release.version}, the nearest earlier release",
-                path,
-                severity=Severity.INFO,
-                hint=f"catalogued releases: {known}",
-            )
-        elif chosen.relation in ("newer", "older"):
-            where = "newer than" if chosen.relation == "newer" else "older than"
-            checked = f"checked against {chosen.release.version}" if chosen.release else "not checked"
-            yield self.report(
-                deployment.document,
-                f"{deployment.spec.engine.name} {bare(chosen.requested)} is {where} every catalogued release; "
-                f"options are {checked}",
-                path,
-                severity=Severity.WARNING,
-                hint=f"catalogued releases: {known}",
-            )
+        known = resolve.resolved(deployment)
+        chosen = known.selection
+        if chosen.relation == "exact":
+            return
+        engine = deployment.spec.engine.name
+        nearest = ", ".join(known.engine.catalog.nearest(chosen.requested)) or "none"
+        checked = f"checked against {chosen.release.version}" if chosen.release else "not checked"
+        yield self.report(
+            deployment.document,
+            f"{engine} {bare(chosen.requested)} is not a catalogued release (nearest: {nearest}); "
+            f"options are {checked}",
+            ("engine", "version"),
+            severity=Severity.WARNING,
+            hint=f"pin a catalogued release, or regenerate the catalogs: scripts/catalog/build.py {engine}",
+        )
 
 
 def _type_problem(option: EngineOption, value: Any) -> str:

@@ -1,0 +1,96 @@
+"""Release catalogs: pooled option definitions, lazy loading, partial catalogs, versions not catalogued."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from servespec import engines
+from servespec.engines.catalog import POOL, Catalog, CatalogError, option_id
+from servespec.rules.runner import check_fleet
+from servespec.spec.fleet import load_fleet
+
+ENTRY = {
+    "flag": "--block-size", "aliases": [], "env": None, "config_key": None, "type": "int", "choices": None,
+    "min": None, "max": None, "default": None, "bool_form": None, "nargs": None, "help": "", "deprecated": False,
+}  # fmt: skip
+
+
+def _catalog(tmp_path: Path, releases: dict[str, dict[str, object]], pool: dict[str, object]) -> Catalog:
+    folder = tmp_path / "releases"
+    folder.mkdir()
+    (folder / POOL).write_text(json.dumps({"version": 1, "options": pool}))
+    for version, body in releases.items():
+        (folder / f"{version}.json").write_text(json.dumps({"engine": "x", "version": version, "source": "s", **body}))
+    return Catalog("x", folder)
+
+
+def test_pooled_and_inline_options_read_alike(tmp_path: Path) -> None:
+    ident = option_id(ENTRY)
+    catalog = _catalog(
+        tmp_path,
+        {"1.0": {"options": {"block_size": ident}}, "1.1": {"options": {"block_size": ENTRY}, "partial": True}},
+        {ident: ENTRY},
+    )
+    assert catalog.versions == ("1.0", "1.1")
+    old, new = catalog.all()
+    assert old.options == new.options and old.option("--block-size") is not None
+    assert (old.partial, new.partial) == (False, True)
+    assert catalog.nearest("1.0.5") == ("1.0", "1.1")
+
+
+def test_a_dangling_pool_id_is_a_catalog_error(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path, {"1.0": {"options": {"block_size": "0123456789ab"}}}, {})
+    with pytest.raises(CatalogError, match=r"options\.json does not hold"):
+        catalog.release("1.0")
+
+
+def test_choosing_a_release_reads_only_file_names(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path, {"1.0": {"options": {}}, "2.0": {"options": {}}}, {})
+    (tmp_path / "releases" / "2.0.json").write_text("not json")  # never parsed to choose 1.5 -> 1.0
+    assert catalog.select("1.5").release is not None and catalog.select("1.5").release.version == "1.0"
+
+
+def test_every_shipped_pool_entry_is_named_and_every_id_resolves() -> None:
+    for engine in engines.ENGINES:
+        folder = Path(str(engine.catalog.folder))
+        pool = json.loads((folder / POOL).read_text())["options"]
+        named = set()
+        for release in engine.releases:
+            data = json.loads((folder / f"{release.version}.json").read_text())
+            named |= {v for v in data["options"].values() if isinstance(v, str)}
+        assert named <= set(pool), engine.name
+        assert set(pool) <= named, f"{engine.name}: pool entries no release names (scripts/catalog prune_pool)"
+        assert all(option_id(entry) == ident for ident, entry in pool.items()), engine.name
+
+
+def _spec(tmp_path: Path, version: str, options: str = "") -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        f"model: {{source: Qwen/Qwen2.5-7B-Instruct}}\nengine: {{name: vllm, version: '{version}'{options}}}\n"
+    )
+    return path
+
+
+def test_a_version_not_catalogued_is_one_warning_naming_the_nearest(tmp_path: Path) -> None:
+    fleet = load_fleet([_spec(tmp_path, "0.12.3")])
+    found = [f for f in check_fleet(fleet) if f.rule == "ENG001"]
+    assert len(found) == 1 and found[0].severity.value == "warning"
+    assert "nearest: 0.11.0, 0.33.0" in found[0].message and "scripts/catalog/build.py vllm" in found[0].hint
+    assert not [f for f in check_fleet(load_fleet([_spec(tmp_path, "0.11.0")])) if f.rule == "ENG001"]
+
+
+def test_an_option_a_partial_catalog_lacks_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    vllm = engines.get("vllm")
+    release = vllm.select("0.11.0").release
+    assert release is not None
+    partial = dataclasses.replace(release, partial=True)
+    monkeypatch.setattr(type(vllm.catalog), "release", lambda self, version: partial)
+    fleet = load_fleet([_spec(tmp_path, "0.11.0", ", options: {no_such_option: 1}")])
+    found = [f for f in check_fleet(fleet) if f.rule == "ENG001"]
+    assert [f.severity.value for f in found] == ["warning"] and "partial" in found[0].message
