@@ -104,6 +104,11 @@ class SourcedInt(_Fact):
     source: str
 
 
+class SourcedBool(_Fact):
+    value: bool
+    source: str
+
+
 class ReleaseFacts(_Fact):
     """Exactly the release facts servespec's code reads (``engines/FORMAT.md``)."""
 
@@ -120,6 +125,12 @@ class ReleaseFacts(_Fact):
     """The estimator's bits per weight of GGUF files (llama.cpp and Ollama)."""
     block_size_default: SourcedInt | None = None
     """The KV-cache block size the engine uses on CUDA when none is given."""
+    default_engine: SourcedText | None = None
+    """vLLM: the engine core a release runs by default, ``v0`` or ``v1`` (V1 from 0.8.0)."""
+    cuda_graph_memory_in_budget: SourcedBool | None = None
+    """vLLM: whether the release subtracts its CUDA-graph memory estimate from the KV budget."""
+    block_size_multiple: SourcedInt | None = None
+    """vLLM: the multiple the default CUDA attention backend needs of ``--block-size`` (ENG002)."""
 
 
 @dataclass(frozen=True)
