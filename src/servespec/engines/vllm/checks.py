@@ -10,7 +10,6 @@ from servespec.engines.base import EngineCheck
 if TYPE_CHECKING:
     from servespec.knowledge.resolve import Resolved
 
-FLASH_ATTN = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/attention/backends/flash_attn.py"
 SCHEDULER = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/scheduler.py"
 
 
@@ -22,12 +21,14 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
     """Block sizes the CUDA attention backends refuse; a batch budget below the context without chunked prefill."""
     block = known.effective.get("block_size")
     size = _int(block.value) if block else None
-    if block is not None and size is not None and size % 16:
-        # FlashAttention's get_kv_cache_shape: "Block size must be a multiple of 16." (FLASH_ATTN)
+    multiple = known.release.facts.block_size_multiple if known.release else None
+    if block is not None and size is not None and multiple is not None and size % multiple.value:
+        # FlashAttention's get_kv_cache_shape: "Block size must be a multiple of 16." (the fact's source)
         yield EngineCheck(
             "ENG002",
             block.path,
-            f"block_size {size} is accepted by the parser but not by vLLM's CUDA attention backends (multiple of 16)",
+            f"block_size {size} is accepted by the parser but not by vLLM's CUDA attention backends "
+            f"(multiple of {multiple.value})",
         )
     batched = known.effective.get("max_num_batched_tokens")
     chunked = known.effective.get("enable_chunked_prefill")
