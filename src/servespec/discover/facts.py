@@ -91,11 +91,20 @@ def _positive_int(text: str) -> int | None:
     return value if value is not None and value > 0 else None
 
 
+def _topo_gpus(topo: dict[str, Any]) -> dict[str, Any]:
+    """``gpus.count`` from ``topo -m`` when no nvidia-smi output named the GPUs (it shows no model)."""
+    count = topo.get("gpu_count")
+    return {"gpus": {"count": count}} if isinstance(count, int) and 0 < count <= 64 else {}
+
+
 def facts_from_outputs(folder: Path, host: str) -> dict[str, Any]:
     """The facts file of ``host`` from the outputs in ``folder`` (missing outputs leave facts out)."""
     topo = _parse(folder, "topo.txt", parse_topo) or {}
     cmdline, units = _read(folder, "cmdline.txt"), _read(folder, "iommu.txt")
-    hardware = _gpus(folder) | _known(
+    named = _gpus(folder)
+    if "gpus" not in named:  # nvidia-smi names the GPUs; topo -m alone still counts them
+        named |= _topo_gpus(topo)
+    hardware = named | _known(
         interconnect=topo.get("interconnect"),
         # sysfs is the kernel's own answer; it wins over topo's NUMA column
         gpu_numa_nodes=_parse(folder, "gpu-numa.txt", parse_gpu_numa) or topo.get("gpu_numa_nodes"),

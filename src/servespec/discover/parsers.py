@@ -102,13 +102,58 @@ def parse_smi_table(text: str) -> dict[str, Any]:
     return out
 
 
-def _interconnect(kinds: list[str]) -> str | None:
-    if not kinds:
+# NVSwitch "connects multiple NVLinks to provide all-to-all GPU communication at the total NVLink
+# speed" (NVIDIA Fabric Manager user guide, Overview:
+# https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/), so through a switch
+# `topo -m` shows every pair with all of a GPU's links (NV12 on A100, NV18 on H100). Wired
+# directly (an NVLink bridge, DGX-1's cube mesh, 4-GPU HGX boards) a GPU splits its links
+# among its peers: 4x H100 show NV6 to each of three peers, 6 x 3 = 18
+# (https://github.com/NVIDIA/nccl/issues/1617). No GPU has more than 18 NVLinks: Hopper 18,
+# Blackwell "up to 18 NVLink 100 GB/s connections" (https://www.nvidia.com/en-us/data-center/nvlink/).
+# A GPU whose NV# cells add up to more than that cannot be wired directly: its links meet a switch.
+MAX_NVLINKS_PER_GPU = 18
+"""The most NVLinks any NVIDIA GPU has (Hopper, Blackwell); more in one GPU's row means NVSwitch."""
+
+_NV_LINKS = re.compile(r"NV([0-9]{1,3})")
+
+# Drivers before the SYS/NODE split (R384-era and older) printed SOC for the same path: "SOC =
+# Connection traversing PCIe as well as the SMP link between CPU sockets(e.g. QPI)"; today's
+# legend reads "SYS = Connection traversing PCIe as well as the SMP interconnect between NUMA
+# nodes (e.g., QPI/UPI)". Links are recorded in today's spelling (contract §2.3).
+_RENAMED = {"SOC": "SYS"}
+
+
+def nvlinks(kind: str) -> int | None:
+    """The number of bonded NVLinks of a ``NV#`` cell (``NV12`` -> 12); None for any other path."""
+    match = _NV_LINKS.fullmatch(kind.strip().upper())
+    return int(match.group(1)) if match else None
+
+
+def interconnect(count: int, links: list[list[Any]]) -> str | None:
+    """``pcie``, ``nvlink`` or ``nvswitch`` from the GPU pairs of ``topo -m``; None when they do not say.
+
+    One GPU has no peer: ``pcie``. No NV# pair: ``pcie``. Every pair NV# and some GPU's NV#
+    cells adding up to more than :data:`MAX_NVLINKS_PER_GPU`: ``nvswitch`` (no direct wiring
+    has that many links). Any other NV# pair: ``nvlink`` -- a bridge (two RTX 3090s show
+    ``NV4``), a mesh, or a slice of an NVSwitch system too small to prove the switch (two
+    GPUs of an HGX box show one NV12 pair, the same as two A100 PCIe cards with three bridges).
+    """
+    if count == 1:
+        return "pcie"
+    if not links:
         return None
-    nv = [kind.upper().startswith("NV") for kind in kinds]
-    if all(nv):
-        return "nvswitch"
-    return "nvlink" if any(nv) else "pcie"
+    counts = [nvlinks(str(kind)) for _, _, kind in links]
+    if all(n is None for n in counts):
+        return "pcie"
+    pairs = count * (count - 1) // 2
+    if len(links) == pairs and None not in counts:
+        per_gpu = [0] * count
+        for (i, j, _), n in zip(links, counts, strict=True):
+            per_gpu[i] += n or 0
+            per_gpu[j] += n or 0
+        if max(per_gpu) > MAX_NVLINKS_PER_GPU:
+            return "nvswitch"
+    return "nvlink"
 
 
 def _topo_rows(lines: list[str]) -> dict[int, list[str]]:
@@ -118,6 +163,26 @@ def _topo_rows(lines: list[str]) -> dict[int, list[str]]:
         if match and number(match.group(1)) is not None:
             rows[int(match.group(1))] = [cell for cell in re.split(r"\s+", match.group(2).strip()) if cell]
     return rows
+
+
+_HEADER_NAMES = (("GPU", "NUMA", "ID"), ("CPU", "Affinity"), ("NUMA", "Affinity"))
+
+
+def _topo_columns(header: str) -> list[str]:
+    """The header's column names, whether tabs, runs of spaces or single spaces separate them.
+
+    Old drivers and pasted copies join names with one space (``GPU0 GPU1 CPU Affinity``,
+    https://github.com/NVIDIA/nccl/issues/19): split on any whitespace, then rejoin the
+    multi-word names nvidia-smi prints. Device names (GPU0, NIC0, mlx5_0) are one word.
+    """
+    words = header.split()
+    columns: list[str] = []
+    position = 0
+    while position < len(words):
+        name = next((n for n in _HEADER_NAMES if tuple(words[position : position + len(n)]) == n), None)
+        columns.append(" ".join(name) if name else words[position])
+        position += len(name) if name else 1
+    return columns
 
 
 def _topo_numa(rows: dict[int, list[str]], columns: list[str], count: int) -> list[int] | None:
@@ -143,17 +208,20 @@ def parse_topo(text: str) -> dict[str, Any]:
     header_index = next((i for i, line in enumerate(lines) if re.match(r"\s*+GPU0\b", line)), None)
     if header_index is None:
         return {}
-    columns = re.split(r"\t++|\s{2,}+", lines[header_index].strip())
+    columns = _topo_columns(lines[header_index])
     count = len([c for c in columns if re.fullmatch(r"GPU\d+", c)])
     rows = _topo_rows(lines[header_index + 1 :])
     # Over the cells the rows hold: a header may claim a million GPUs (count * count pairs).
     links: list[list[Any]] = [
-        [i, j, rows[i][j]] for i in sorted(rows) if i < count for j in range(i + 1, min(count, len(rows[i])))
+        [i, j, _RENAMED.get(rows[i][j], rows[i][j])]
+        for i in sorted(rows)
+        if i < count
+        for j in range(i + 1, min(count, len(rows[i])))
     ]
     out: dict[str, Any] = {"gpu_count": count, "links": links}
-    interconnect = _interconnect([str(kind) for _, _, kind in links])
-    if interconnect:
-        out["interconnect"] = interconnect
+    kind = interconnect(count, links)
+    if kind:
+        out["interconnect"] = kind
     if "NUMA Affinity" in columns:
         nodes = _topo_numa(rows, columns, count)
         if nodes is not None:

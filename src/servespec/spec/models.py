@@ -286,12 +286,6 @@ class GpuSet(_Model):
     )
     count: Annotated[int, Field(ge=0, le=64)]
 
-    @model_validator(mode="after")
-    def _model_when_gpus(self) -> GpuSet:
-        if self.count > 0 and self.model is None:
-            raise PydanticCustomError("gpu_model", "give the GPU model when count is above 0")
-        return self
-
 
 class Hardware(_Model):
     gpus: GpuSet | None = None
@@ -341,6 +335,16 @@ class Host(_Model):
     labels: Labels = Field(default_factory=dict)
     facts: NonEmpty | None = Field(default=None, description="Facts file from `deploy discover`, relative to this file")
     hardware: Hardware | None = None
+
+    @field_validator("hardware")
+    @classmethod
+    def _model_when_gpus(cls, hardware: Hardware | None) -> Hardware | None:
+        # Declared by hand, GPUs come with their model; a facts file may count GPUs that
+        # `nvidia-smi topo -m` alone showed, without a name.
+        gpus = hardware.gpus if hardware else None
+        if gpus is not None and gpus.count > 0 and gpus.model is None:
+            raise PydanticCustomError("gpu_model", "give the GPU model when count is above 0")
+        return hardware
 
 
 class Inventory(_Model):
