@@ -150,6 +150,7 @@ def engine_page(engine: Engine) -> str:
 def discover_page() -> str:
     """What `deploy discover` collects, and the files `--from-outputs` reads."""
     from servespec.discover.facts import OUTPUT_FILES
+    from servespec.discover.parsers import INTERCONNECT_RULE
 
     lines = [
         HEADER,
@@ -164,6 +165,7 @@ def discover_page() -> str:
         "|---|---|",
     ]
     lines += [f"| `{name}` | `{what}` |" for name, what in OUTPUT_FILES.items()]
+    lines += ["", "## Interconnect", "", INTERCONNECT_RULE.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 

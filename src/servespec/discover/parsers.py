@@ -114,6 +114,28 @@ def parse_smi_table(text: str) -> dict[str, Any]:
 MAX_NVLINKS_PER_GPU = 18
 """The most NVLinks any NVIDIA GPU has (Hopper, Blackwell); more in one GPU's row means NVSwitch."""
 
+INTERCONNECT_RULE = """\
+`hardware.interconnect` comes from the GPU pairs of `topo.txt` (`NV#` is "a bonded set of #
+NVLinks"):
+
+- `nvswitch`: every pair is `NV#` and some GPU's `NV#` cells add up to more than 18, the most
+  NVLinks any GPU has (Hopper; Blackwell "up to 18 NVLink 100 GB/s connections",
+  https://www.nvidia.com/en-us/data-center/nvlink/). NVSwitch gives "all-to-all GPU
+  communication at the total NVLink speed" (https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/),
+  so each pair shows all of a GPU's links (NV12 on 8x A100, NV18 on 8x H100 and GB200 trays),
+  which no direct wiring can.
+- `nvlink`: any other `NV#` pair: an NVLink bridge (two RTX 3090s: `NV4`), bridged pairs,
+  DGX-1's cube mesh, 4-GPU boards wired directly (4x H100: `NV6` to each of three peers, 18
+  links in all, https://github.com/NVIDIA/nccl/issues/1617), or a slice of an NVSwitch system
+  too small to prove the switch (one NV12 pair reads the same as two A100 PCIe cards with three bridges).
+- `pcie`: no `NV#` pair, or a single GPU.
+
+Old drivers' `SOC` is recorded as today's `SYS` (the same path, renamed), and headers whose
+names are separated by single spaces parse. With `topo.txt` alone the facts still give
+`gpus.count` (without a model: `topo -m` does not name the GPUs).
+"""
+"""How discover classifies the interconnect, for its docs page."""
+
 _NV_LINKS = re.compile(r"NV([0-9]{1,3})")
 
 # Drivers before the SYS/NODE split (R384-era and older) printed SOC for the same path: "SOC =
