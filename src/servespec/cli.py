@@ -58,6 +58,26 @@ def _strict_option(func: F) -> F:
     return click.option("--strict", is_flag=True, help="Treat warnings as errors.")(func)
 
 
+def _hub_option(func: F) -> F:
+    return click.option(
+        "--hub",
+        is_flag=True,
+        help="Ask the Hugging Face Hub (HF_ENDPOINT; token: model.hub_token's variable, else HF_TOKEN) for models "
+        "no local source, lock file or the catalog has. Off by default; HF_HUB_OFFLINE=1 forbids it.",
+    )(func)
+
+
+def _hub(enabled: bool) -> Any:
+    """The Hub allowed for the block when ``enabled`` (knowledge.sources.hub_access), else nothing."""
+    import contextlib
+
+    if not enabled:
+        return contextlib.nullcontext()
+    from servespec.knowledge.sources import hub_access
+
+    return hub_access()
+
+
 class _Group(click.Group):
     """Resolves `lint` as an alias of `validate`; turns unexpected errors into one escaped line (exit 1 or 2)."""
 
@@ -119,6 +139,7 @@ def main() -> None:
 @_paths_argument
 @_inventory_option
 @_strict_option
+@_hub_option
 @click.option(
     "--format",
     "fmt",
@@ -127,7 +148,7 @@ def main() -> None:
     show_default=True,
     help="Output format.",
 )
-def validate(paths: tuple[Path, ...], inventory: Path | None, strict: bool, fmt: str) -> None:
+def validate(paths: tuple[Path, ...], inventory: Path | None, strict: bool, hub: bool, fmt: str) -> None:
     """Check specs and inventories against every rule (alias: lint). Never touches a host.
 
     PATHS are files or directories (searched for *.yaml and *.yml). All documents are
@@ -137,7 +158,8 @@ def validate(paths: tuple[Path, ...], inventory: Path | None, strict: bool, fmt:
     from servespec.rules.runner import check_fleet, summarize
 
     fleet = _load(paths, inventory)
-    findings = check_fleet(fleet, strict=strict)
+    with _hub(hub):
+        findings = check_fleet(fleet, strict=strict)
     summary = summarize(findings, len(fleet.files))
     sys.stdout.write(render(fmt, findings, summary))
     if fmt == "text":
@@ -148,8 +170,9 @@ def validate(paths: tuple[Path, ...], inventory: Path | None, strict: bool, fmt:
 @main.command()
 @_paths_argument
 @_inventory_option
+@_hub_option
 @_format_option
-def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
+def estimate(paths: tuple[Path, ...], inventory: Path | None, hub: bool, fmt: str) -> None:
     """The memory plan per GPU: weights, overhead, KV cache, tokens and sequences that fit.
 
     Follows each engine's own arithmetic (vLLM gpu_memory_utilization, SGLang
@@ -164,8 +187,9 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     from servespec.rules.runner import check_fleet
 
     fleet = _load(paths, inventory)
-    findings = check_fleet(fleet)
-    rows = estimates(fleet, findings)
+    with _hub(hub):
+        findings = check_fleet(fleet)
+        rows = estimates(fleet, findings)
     if fmt == "json":
         body = {
             "version": 1,
@@ -589,6 +613,35 @@ def discover(inventory: Path | None, outputs: Path | None, output: Path | None) 
         else:
             click.echo(f"wrote {printable(str(destination / (name + '.json')))}", err=True)
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+@main.command()
+@_paths_argument
+@_inventory_option
+def lock(paths: tuple[Path, ...], inventory: Path | None) -> None:
+    """Resolve every model once and write models.lock.yaml beside the specs (contract §5).
+
+    Each model is read from its model directory or GGUF file on this machine, the local
+    Hugging Face cache, else the Hub (HF_ENDPOINT, HF_TOKEN or model.hub_token's variable;
+    HF_HUB_OFFLINE=1 keeps it to this machine). The lock records the commit, the config
+    fields facts are read from and the weight bytes, so that `deploy validate` checks the
+    same facts offline on any machine; commit it. Specs with model.config are skipped.
+    Exit 0: every model locked; 1: some could not be (their old entries are kept); 2: usage.
+    """
+    from servespec.findings import Severity
+    from servespec.knowledge.lock import lock_fleet
+    from servespec.text import printable
+
+    fleet = _load(paths, inventory)
+    outcome = lock_fleet(fleet)
+    findings = [f for f in fleet.findings if f.severity is Severity.ERROR] + list(outcome.findings)
+    for finding in findings:
+        click.echo(finding.to_text(), err=True)
+    for name in outcome.written:
+        click.echo(f"wrote {printable(name)}", err=True)
+    skipped = f", {outcome.skipped} skipped (model.config given)" if outcome.skipped else ""
+    click.echo(f"locked {outcome.locked} model(s){skipped}", err=True)
+    sys.exit(EXIT_FINDINGS if any(f.severity is Severity.ERROR for f in findings) else EXIT_OK)
 
 
 @main.command()

@@ -159,7 +159,10 @@ def config_path(deployment: DeploymentDoc) -> Path:
 
 
 def _model_answer(deployment: DeploymentDoc) -> ModelAnswer:
-    """Facts from model.config, else the catalog, overlaid with model.architecture."""
+    """Facts from model.config, else the first source of :func:`sources.find` that has them, overlaid with
+    model.architecture."""
+    from servespec.knowledge import sources
+
     spec = deployment.spec.model
     facts: ModelFacts | None = None
     problem = ""
@@ -172,20 +175,33 @@ def _model_answer(deployment: DeploymentDoc) -> ModelAnswer:
         if facts is not None:  # messages quote facts.name: the model as the spec names it, not the config's real path
             facts = replace(facts, name=spec.source)
     if facts is None:
-        facts = models.catalogued(spec.source)
+        found = sources.find(deployment)
+        facts, problem = found.facts, problem or found.problem
     facts = models.apply_inline(facts, spec.architecture, spec.source)
     if facts is None and not problem:
-        if spec.architecture is not None:
-            problem = (
-                f"model.architecture of {quote_value(spec.source)} is incomplete: it needs at least "
-                "layers, hidden_size and attention_heads"
-            )
-        else:
-            problem = (
-                f"model {quote_value(spec.source)} is not in the built-in catalog and the spec gives no "
-                "model.config or model.architecture"
-            )
+        problem = _no_facts(deployment)
     return ModelAnswer(facts, problem)
+
+
+def _no_facts(deployment: DeploymentDoc) -> str:
+    """Why no source had the model's facts, and what to do."""
+    spec = deployment.spec.model
+    if spec.architecture is not None:
+        return (
+            f"model.architecture of {quote_value(spec.source)} is incomplete: it needs at least "
+            "layers, hidden_size and attention_heads"
+        )
+    if spec.source.startswith("/"):
+        return (
+            f"model {quote_value(spec.source)} is not readable on this machine (a model directory or GGUF file is "
+            "read where deploy runs: on the host, or where a copy lies at the same path); run deploy lock there and "
+            "commit models.lock.yaml, or give model.config or model.architecture"
+        )
+    return (
+        f"model {quote_value(spec.source)} is not in model.config, the local Hugging Face cache, models.lock.yaml "
+        "or the built-in catalog; run deploy lock (or deploy validate --hub), or give model.config or "
+        "model.architecture"
+    )
 
 
 def host_gpus(host: HostView) -> HostGpus:

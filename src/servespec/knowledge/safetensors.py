@@ -102,9 +102,9 @@ def _add(weights: dict[str, int], header: dict[str, object]) -> int:
             raise HeaderError("has a tensor of an unknown dtype")
         if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
             raise HeaderError("has a tensor shape that is not a list of sizes")
-        if not (
-            isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
-        ) or not (0 <= offsets[0] <= offsets[1]):
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)) or not (
+            0 <= offsets[0] <= offsets[1]
+        ):
             raise HeaderError("has tensor data offsets that are not [begin, end]")
         weights[dtype] = weights.get(dtype, 0) + math.prod(shape)
         total += offsets[1] - offsets[0]

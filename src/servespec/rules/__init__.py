@@ -20,7 +20,7 @@ from servespec.rules.memory import (
 )
 from servespec.rules.network import ExposedWithoutAuth, PortConflict
 from servespec.rules.parallel import HeadsNotDivisible, KvHeadsReplicated, LayoutNotSupported, NotEnoughGpus
-from servespec.rules.references import FactsMissing, MissingFile, StaleFacts, UnknownHost
+from servespec.rules.references import FactsMissing, MissingFile, ModelLockMismatch, StaleFacts, UnknownHost
 from servespec.rules.rollout import AllHostsDownAtOnce, HealthTimeoutTooShort
 from servespec.rules.runtime import GpusBusy, ModelCacheTooSmall, NoGpuContainerRuntime
 from servespec.rules.schema import MissingField, Suppressions, UnknownField, WrongType, YamlSyntax
@@ -43,6 +43,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     MissingFile,
     FactsMissing,
     StaleFacts,
+    ModelLockMismatch,
     WeightsDoNotFit,
     NoRoomForKvCache,
     FewerSequencesThanBatch,

@@ -197,3 +197,45 @@ class StaleFacts(Rule):
                         f"facts of {host.name} were collected {age} days ago (limit {limit})",
                         ("collected_at",),
                     )
+
+
+class ModelLockMismatch(Rule):
+    """``models.lock.yaml`` beside a spec must agree with it, and be readable.
+
+    ``deploy lock`` records, for each ``model.source``, the commit its facts were read at;
+    ``deploy validate`` then reads the model's facts from the lock, offline. When the spec
+    pins ``model.revision`` to a commit (a sha or an unambiguous prefix of one) and the lock
+    recorded another, the lock describes a different checkpoint: its facts are not used and
+    this error says so at ``model.revision``. A branch or tag name is never a disagreement (the
+    lock records the commit it resolved to). A lock file that cannot be read, is refused (a
+    symlink out of the root) or does not follow the format is reported at ``model.source`` of
+    each spec beside it; nothing in it is used then.
+
+    Fix: run ``deploy lock`` on the specs again and commit ``models.lock.yaml``, or pin
+    ``model.revision`` to the commit the lock names.
+
+    Source: servespec contract v1, §5 (``deploy lock``, ``models.lock.yaml``): docs/contract.md
+    """
+
+    id = "REF005"
+    name = "ref.model-lock"
+    severity = Severity.ERROR
+    summary = "models.lock.yaml disagrees with the spec's pinned model.revision, or cannot be used"
+    hint = "run deploy lock again and commit models.lock.yaml"
+    sources = (_CONTRACT,)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        from servespec.knowledge import sources
+
+        for deployment in fleet.deployments:
+            model = deployment.spec.model
+            entry, problem = sources.lock_entry(deployment)
+            if problem:
+                yield self.report(deployment.document, problem, ("model", "source"))
+            elif entry is not None and sources.revision_conflict(model.revision, entry.revision):
+                yield self.report(
+                    deployment.document,
+                    f"models.lock.yaml locks {quote_value(model.source)} at {entry.revision}, but model.revision "
+                    f"pins {quote_value(model.revision)}",
+                    ("model", "revision"),
+                )

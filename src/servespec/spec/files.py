@@ -18,6 +18,8 @@ from servespec.spec.source import Usage
 from servespec.text import printable, unsafe_character
 
 YAML_SUFFIXES = (".yaml", ".yml")
+LOCK_FILE = "models.lock.yaml"
+"""``deploy lock``'s file beside the specs (contract §5): not a servespec document, so never collected from a folder."""
 
 RUN_BUDGET = Usage(documents=100_000, aliased_nodes=100_000, aliased_chars=1024 * 1024)
 """What all files of one run may spend together (each file also has its own, smaller budget)."""
@@ -69,6 +71,8 @@ def _yaml_files(folder: Path, root: Path | None, seen: set[Path]) -> list[Path]:
                 found.extend(_yaml_files(linked, root, seen))
         for name in names:
             candidate = Path(current) / name
+            if name == LOCK_FILE:
+                continue
             if candidate.suffix in YAML_SUFFIXES and (candidate.is_file() or _leads_out(candidate, root)):
                 found.append(candidate)
     return found

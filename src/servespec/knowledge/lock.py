@@ -1,0 +1,250 @@
+"""``models.lock.yaml``: each model's facts resolved once, committed beside the specs (contract §5).
+
+``{version: 1, models: {<source>: {revision: <sha>, config: {...}, weight_bytes: N,
+resolved_from: hub|cache|dir}}}``, keyed by ``model.source`` as the specs write it. ``deploy
+lock`` writes it; ``deploy validate`` reads the one in a spec's own folder (inside the root,
+bounded, symlinks not followed out) so that CI resolves every model offline and always the
+same way. Besides the contract's keys an entry may carry ``repo``: the repository the Hub
+answered with when it differs from the source (a renamed repository).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from servespec.spec.files import LOCK_FILE
+
+HEADER = "# models.lock.yaml: written by `deploy lock`; `deploy validate` reads it (servespec contract v1, §5).\n"
+"""The first line of every lock file servespec writes: ``deploy lock`` replaces only a file that starts so."""
+
+_DROPPED = {
+    "auto_map",  # names remote code; servespec never runs it and the lock must not carry it
+    "id2label",
+    "label2id",
+    "task_specific_params",
+    "_name_or_path",
+    "transformers_version",
+    "_commit_hash",
+}
+_KEPT_MAPS = {"quantization_config", "compression_config", "text_config", "rope_scaling", "rope_parameters"}
+
+
+class LockEntry(BaseModel):
+    """One model's resolved facts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    revision: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{40}$", description="The commit the facts were read at"
+    )
+    config: dict[str, Any]
+    weight_bytes: int | None = Field(default=None, ge=0)
+    resolved_from: Literal["hub", "cache", "dir"]
+    repo: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$",
+        description="The repository the Hub resolved the source to, when it was renamed",
+    )
+
+
+class LockFile(BaseModel):
+    """The whole file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1]
+    models: dict[str, LockEntry] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LockRead:
+    """A spec folder's lock file as read: the file (None when there is none) or why it cannot be used."""
+
+    lock: LockFile | None
+    problem: str = ""
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def locked_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The config.json fields a lock keeps: scalars, lists of scalars and the maps facts are read from."""
+    kept: dict[str, Any] = {}
+    for key, value in sorted(config.items()):
+        if key in _DROPPED or key.endswith("_token_id"):
+            continue
+        if key in _KEPT_MAPS and isinstance(value, dict):
+            kept[key] = locked_config(value) if key == "text_config" else value
+        elif _scalar(value) or (isinstance(value, list) and all(_scalar(v) for v in value)):
+            kept[key] = value
+    return kept
+
+
+def dumps(models: dict[str, LockEntry]) -> bytes:
+    """The lock file's bytes: the header line, then the models sorted by source (the same bytes on any machine)."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    body = {
+        "version": 1,
+        "models": {
+            source: models[source].model_dump(mode="json", exclude_none=False, exclude={"repo"})
+            | ({"repo": models[source].repo} if models[source].repo else {})
+            for source in sorted(models)
+        },
+    }
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
+    out = io.StringIO()
+    yaml.dump(body, out)
+    return (HEADER + out.getvalue()).encode("utf-8")
+
+
+def parse(raw: bytes) -> LockFile:
+    """A lock file's content; raises ValueError with a message that quotes nothing of the file."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        data = YAML(typ="safe", pure=True).load(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{LOCK_FILE} is not UTF-8") from None
+    except (YAMLError, RecursionError):
+        raise ValueError(f"{LOCK_FILE} is not valid YAML") from None
+    try:
+        return LockFile.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"][:3])
+        raise ValueError(f"{LOCK_FILE} does not follow the lock format (at {where[:80] or 'the top'})") from None
+
+
+@functools.cache
+def read_lock(folder: Path, root: Path) -> LockRead:
+    """The lock file in ``folder`` (a spec's folder), resolved inside ``root``; cached per run."""
+    from servespec.spec.paths import MAX_REFERENCED_BYTES, PathRefusedError, read_bounded, resolve_inside
+    from servespec.text import printable
+
+    try:
+        path = resolve_inside(LOCK_FILE, folder, root)
+        raw = read_bounded(path, MAX_REFERENCED_BYTES, follow=False)
+    except PathRefusedError as refused:
+        if refused.missing:
+            return LockRead(None)
+        return LockRead(None, f"{LOCK_FILE} beside the spec {printable(refused.reason)}")
+    except FileNotFoundError:
+        return LockRead(None)
+    except OSError:  # the operating system's text names the absolute path
+        return LockRead(None, f"{LOCK_FILE} beside the spec cannot be read")
+    if len(raw) > MAX_REFERENCED_BYTES:
+        return LockRead(None, f"{LOCK_FILE} is larger than {MAX_REFERENCED_BYTES // (1024 * 1024)} MiB")
+    try:
+        return LockRead(parse(raw))
+    except ValueError as err:
+        return LockRead(None, printable(str(err)))
+
+
+def write(folder: Path, models: dict[str, LockEntry]) -> Path:
+    """Write ``folder``/models.lock.yaml (no symlink followed; only a file servespec wrote is replaced)."""
+    from servespec import outdir
+
+    outdir.write_files(folder, {LOCK_FILE: dumps(models)}, lambda _, data: data.startswith(HEADER.encode("utf-8")))
+    read_lock.cache_clear()  # a later read in this run sees what was written
+    return folder / LOCK_FILE
+
+
+@dataclass(frozen=True)
+class LockOutcome:
+    """What ``deploy lock`` did: the lock files written (as shown to users) and the models it could not resolve."""
+
+    written: tuple[str, ...]
+    findings: tuple[Any, ...]
+    locked: int
+    skipped: int
+
+
+def _entry(found: Any) -> LockEntry:
+    origin = {"gguf": "dir"}.get(found.origin, found.origin)
+    return LockEntry(
+        revision=found.revision,
+        config=locked_config(found.config or {}),
+        weight_bytes=found.facts.weight_bytes if found.facts is not None else None,
+        resolved_from=origin,
+        repo=found.repo if found.repo and found.repo != found.facts.name else None,
+    )
+
+
+def lock_fleet(fleet: Any) -> LockOutcome:
+    """Resolve every deployment's model once (model directory, GGUF, HF cache, the Hub) and write the lock files.
+
+    One ``models.lock.yaml`` per folder holding specs, with the models of the specs in it
+    (entries of models no spec named this time are kept: delete the file to start afresh).
+    A spec with ``model.config`` is skipped (its config is already committed). A model that
+    resolves nowhere is a REF005 finding at its ``model.source``; its previous entry, when
+    the folder's lock had one that still agrees with the spec, is kept, so that an
+    unreachable Hub never empties a committed lock.
+    """
+    from pathlib import PurePath
+
+    from servespec.findings import Severity
+    from servespec.knowledge import sources
+    from servespec.spec.paths import default_root
+
+    folders: dict[Path, tuple[str, Path, dict[str, LockEntry]]] = {}
+    findings: list[Any] = []
+    locked = skipped = 0
+    with sources.hub_access():
+        for deployment in fleet.deployments:
+            document, model = deployment.document, deployment.spec.model
+            if model.config:
+                skipped += 1
+                continue
+            shown = str(PurePath(document.file).parent / LOCK_FILE)
+            root = document.root or default_root(document.path)
+            entries = folders.setdefault(document.path.parent, (shown, root, {}))[2]
+            if model.source in entries:
+                continue
+            found = sources.for_lock(deployment)
+            if found.facts is not None:
+                entries[model.source] = _entry(found)
+                locked += 1
+                for warning in found.warnings:
+                    findings.append(document.finding("REF005", warning, ("model", "source"), severity=Severity.WARNING))
+                continue
+            old = read_lock(document.path.parent, root).lock
+            previous = old.models.get(model.source) if old else None
+            if previous is not None and not sources.revision_conflict(model.revision, previous.revision):
+                entries[model.source] = previous
+            message = found.problem or f"model {printable_source(model.source)} resolves nowhere"
+            findings.append(
+                document.finding(
+                    "REF005",
+                    f"not locked: {message}",
+                    ("model", "source"),
+                    hint="make the model readable here (HF cache, model directory) or the Hub reachable, then run "
+                    "deploy lock again",
+                )
+            )
+    written = []
+    for folder, (shown, root, entries) in folders.items():
+        old = read_lock(folder, root).lock
+        kept = {source: entry for source, entry in (old.models.items() if old else ()) if source not in entries}
+        if entries:  # models of specs not named this time stay locked
+            write(folder, {**kept, **entries})
+            written.append(shown)
+    return LockOutcome(tuple(written), tuple(findings), locked, skipped)
+
+
+def printable_source(source: str) -> str:
+    """A model source quoted for a message."""
+    from servespec.spec.source import quote_value
+
+    return quote_value(source)
