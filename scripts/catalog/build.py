@@ -1,0 +1,28 @@
+"""``python scripts/catalog/build.py ENGINE [VERSION...]``: run ``scripts/catalog/<engine>.py``.
+
+ENGINE is an engine name (``tgi``, ``tensorrt-llm``, ``llama.cpp``) or its script's name.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        raise SystemExit(__doc__)
+    name = argv[0].replace("-", "_").replace(".", "_")
+    script = HERE / f"{name}.py"
+    if not script.is_file():
+        raise SystemExit(f"no extractor {script.name} in scripts/catalog")
+    sys.path.insert(0, str(HERE))
+    sys.argv = [str(script), *argv[1:]]
+    runpy.run_path(str(script), run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
