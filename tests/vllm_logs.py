@@ -36,6 +36,9 @@ class Comparison:
     observed: int | None
     predicted: int | None
     skipped: str = ""
+    version: str = ""
+    hybrid: bool = False
+    """The model mixes attention kinds (sliding windows, linear attention)."""
 
     @property
     def error(self) -> float:
@@ -75,15 +78,19 @@ def compare(path: Path) -> Comparison:
     name = path.stem
     calibration = data.get("calibration") or {}
     observed = _observed(data)
+    version = str(data.get("vllm_version", ""))
     if calibration.get("use") is False:
-        return Comparison(name, observed, None, str(calibration.get("why", "excluded")))
-    facts = models.catalogued(str(data.get("architecture_from") or data.get("model") or ""))
+        return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version)
+    inline = data.get("config")
+    name_or_repo = str(data.get("architecture_from") or data.get("model") or "")
+    facts = (
+        models.facts_from_config(inline, name_or_repo) if isinstance(inline, dict) else models.catalogued(name_or_repo)
+    )
     gpu = _gpu(data)
     if observed is None or facts is None or gpu is None:
         why = "no KV number" if observed is None else "model not catalogued" if facts is None else "GPU unknown"
-        return Comparison(name, observed, None, why)
+        return Comparison(name, observed, None, why, version)
     settings = data.get("settings") or {}
-    version = str(data.get("vllm_version", ""))
     plan = get("vllm").estimate(
         EstimateInput(
             engine="vllm",
@@ -101,7 +108,8 @@ def compare(path: Path) -> Comparison:
         )
     )
     assert plan is not None
-    return Comparison(name, observed, plan.kv_tokens)
+    hybrid = bool(facts.linear_layers or (facts.sliding_window and facts.sliding_layers))
+    return Comparison(name, observed, plan.kv_tokens, version=version, hybrid=hybrid)
 
 
 def compare_all() -> list[Comparison]:
@@ -112,3 +120,27 @@ def compare_all() -> list[Comparison]:
 def median_abs_error(rows: list[Comparison]) -> float:
     """Median absolute relative error over the logs that could be compared."""
     return statistics.median(abs(row.error) for row in rows if not row.skipped)
+
+
+VERSION_RANGES = (
+    ("unstated (V0 era)", (), (0, 0)),
+    ("< 0.8 (V0 engine)", (0, 0), (0, 8)),
+    ("0.8 - 0.9.1 (V1, one KV layout)", (0, 8), (0, 9, 2)),
+    ("0.9.2 - 0.20 (hybrid manager, blocks per group)", (0, 9, 2), (0, 21)),
+    (">= 0.21 (hybrid manager, concurrency x length)", (0, 21), (10**6,)),
+)
+"""The vLLM release ranges whose KV-cache arithmetic differs (engines/vllm/memory.py)."""
+
+
+def by_range(rows: list[Comparison]) -> list[tuple[str, list[Comparison]]]:
+    """The compared logs of each vLLM version range, then of hybrid-attention models."""
+    from servespec.engines.catalog import version_key
+
+    used = [row for row in rows if not row.skipped]
+    groups = []
+    for label, low, high in VERSION_RANGES:
+        key = lambda row: version_key(row.version)  # noqa: E731
+        members = [row for row in used if (not low and not key(row)) or (low and low <= key(row) < high)]
+        groups.append((label, members))
+    groups.append(("hybrid-attention models", [row for row in used if row.hybrid]))
+    return groups

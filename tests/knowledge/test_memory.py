@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from servespec.engines import get
@@ -80,3 +82,151 @@ def test_gguf_engine_on_cpu_uses_host_memory() -> None:
         )
     )
     assert plan is not None and plan.total_gib == 16 and plan.kv_tokens == 8192
+
+
+# llm-compressor's compressed-tensors FP8 scheme (the quantization_config of
+# RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8, format float-quantized: per-channel FP8 weights,
+# lm_head ignored) on the Llama-3.1-8B-Instruct architecture the repo keeps.
+FP8_COMPRESSED_TENSORS = {
+    "quant_method": "compressed-tensors",
+    "format": "float-quantized",
+    "config_groups": {
+        "group_0": {
+            "targets": ["Linear"],
+            "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False},
+            "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True},
+        }
+    },
+    "ignore": ["lm_head"],
+    "quantization_status": "compressed",
+}
+
+
+def _vllm_input(model, release: str = "0.11.0", length: int = 131072, **kw):  # type: ignore[no-untyped-def]
+    engine = get("vllm")
+    return EstimateInput(
+        engine="vllm",
+        release=engine.select(release).release,
+        model=model,
+        gpu=gpus.resolve("H100-SXM5-80GB"),
+        max_model_len=length,
+        engine_version=release,
+        kv_cache_dtype_option="kv_cache_dtype",
+        **kw,
+    )
+
+
+def test_fp8_compressed_tensors_checkpoint_sized_without_naming_the_format() -> None:
+    from dataclasses import asdict
+
+    from servespec.knowledge.models import facts_from_config
+
+    base = facts("meta-llama/Llama-3.1-8B-Instruct")
+    config = {
+        "model_type": "llama",
+        **{
+            k: v for k, v in asdict(base).items() if k in ("vocab_size", "intermediate_size", "max_position_embeddings")
+        },
+        "num_hidden_layers": base.layers,
+        "hidden_size": base.hidden_size,
+        "num_attention_heads": base.attention_heads,
+        "num_key_value_heads": base.kv_heads,
+        "torch_dtype": "bfloat16",
+        "quantization_config": FP8_COMPRESSED_TENSORS,
+    }
+    fp8 = facts_from_config(config, "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8")
+    assert (fp8.quant_method, fp8.quant_bits) == ("fp8", 8.0)
+    # The Hub page's safetensors total for the FP8 repo: 9.08 GB (FP8 linears, BF16 embeddings and head).
+    assert weight_bytes(_vllm_input(fp8, quantization="auto")) == pytest.approx(9.08e9, rel=0.02)
+    # The same architecture unquantized is twice as big on its linears (16.06 GB published).
+    assert weight_bytes(_vllm_input(base, quantization="auto")) == pytest.approx(16.06e9, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("repo", "published"),
+    [
+        # safetensors totals on the Hub pages: gpt-oss-120b 65.3 GB, gpt-oss-20b 13.8 GB (MXFP4 experts, BF16 rest).
+        ("openai/gpt-oss-120b", 65.3e9),
+        ("openai/gpt-oss-20b", 13.8e9),
+    ],
+)
+def test_gpt_oss_mxfp4_sized_from_its_quantization_config(repo: str, published: float) -> None:
+    model = facts(repo)
+    assert (model.quant_method, model.quant_bits) == ("mxfp4", 4.25)
+    assert weight_bytes(_vllm_input(model)) == pytest.approx(published, rel=0.02)
+
+
+def test_explicit_quantization_means_quantize_at_load() -> None:
+    base = facts("meta-llama/Llama-3.1-8B-Instruct")
+    full = weight_bytes(_vllm_input(base))
+    assert weight_bytes(_vllm_input(base, quantization="fp8")) < 0.6 * full
+    assert weight_bytes(_vllm_input(base, quantization="bitsandbytes")) < 0.4 * full
+
+
+def test_gpt_oss_120b_one_sequence_with_the_hybrid_allocator() -> None:
+    """18 full-attention layers cache 131072 tokens, 18 sliding layers only their 128-token window."""
+    model = facts("openai/gpt-oss-120b")
+    plan = get("vllm").estimate(_vllm_input(model))
+    assert plan is not None
+    # (8192 full blocks + 521 window blocks) x 16 tokens x 2048 B x 18 layers
+    assert plan.one_sequence_gib == pytest.approx((8192 + 521) * 16 * 2048 * 18 / 1024**3, abs=0.01)
+    assert plan.one_sequence_gib < 5.0  # was 9.00 GiB: every layer at full length
+    assert plan.max_sequences > 1.5
+
+
+def test_release_without_hybrid_manager_allocates_every_layer() -> None:
+    model = facts("openai/gpt-oss-120b")
+    inp = _vllm_input(model)
+    plain = get("vllm").estimate(replace(inp, release=None))
+    assert plain is not None and plain.one_sequence_gib == pytest.approx(9.0, abs=0.01)
+
+
+def test_reported_tokens_follow_the_release() -> None:
+    """0.11 logs num_blocks // groups × block; 0.33 logs max_concurrency × max_model_len."""
+    model = facts("google/gemma-3-1b-it")
+    old = get("vllm").estimate(_vllm_input(model, "0.11.0", 32768))
+    new = get("vllm").estimate(_vllm_input(model, "0.33.0", 32768))
+    assert old is not None and new is not None
+    assert new.kv_tokens > 2 * old.kv_tokens
+    assert old.max_sequences == pytest.approx(new.max_sequences, rel=0.05)
+
+
+QWEN3_NEXT = {
+    # Qwen3-Next-80B-A3B's architecture fields (config.json of the Qwen3-Next release, as transcribed in
+    # public test fixtures; the Hub page was not reachable): 48 layers, 3 Gated DeltaNet per full attention.
+    "model_type": "qwen3_next",
+    "hidden_size": 2048,
+    "num_hidden_layers": 48,
+    "intermediate_size": 5120,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "vocab_size": 151936,
+    "max_position_embeddings": 262144,
+    "full_attention_interval": 4,
+    "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_value_head_dim": 128,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+    "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512,
+    "tie_word_embeddings": False,
+    "dtype": "bfloat16",
+}
+
+
+def test_qwen3_next_linear_layers_hold_no_per_token_kv() -> None:
+    from servespec.knowledge.models import facts_from_config
+
+    model = facts_from_config(QWEN3_NEXT, "Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert model.linear_layers == 36
+    # 12 attention layers x 2 x 2 KV heads x 256 x 2 bytes
+    assert kv_bytes_per_token(model, 2.0, 1, 1) == 12 * 2 * 2 * 256 * 2
+    old = get("vllm").estimate(_vllm_input(model, "0.11.0", 32768, tensor_parallel=4))
+    new = get("vllm").estimate(_vllm_input(model, "0.33.0", 32768, tensor_parallel=4))
+    assert old is not None and new is not None
+    # Attention blocks grow to hold a DeltaNet state page; 0.33 reports concurrency x length (4 groups).
+    assert new.kv_tokens == pytest.approx(4 * old.kv_tokens, rel=0.1)

@@ -84,3 +84,67 @@ def test_read_config_file(tmp_path: Path) -> None:
     # embed + head + 2 layers x (q,k,v 64*(64+64), o 64*64, mlp 3*64*128, norms 2*64) + final norm
     expected = 2 * 1000 * 64 + 2 * (64 * 128 + 64 * 64 + 3 * 64 * 128 + 128) + 64
     assert facts.params == expected
+
+
+def test_quantization_config_formats_parsed() -> None:
+    from servespec.knowledge.models import facts_from_config
+
+    base = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
+    cases = [
+        ({"quant_method": "awq", "bits": 4, "group_size": 128}, ("awq", 4 + 20 / 128)),
+        ({"quant_method": "gptq", "bits": 4, "group_size": 32}, ("gptq", 4 + 20 / 32)),
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, ("fp8", 8.0)),
+        ({"quant_method": "mxfp4"}, ("mxfp4", 4.25)),
+        ({"quant_method": "bitsandbytes", "load_in_4bit": True}, ("bitsandbytes", 4.125)),
+        (
+            {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int"}}}},
+            ("int4", 4 + 20 / 128),
+        ),
+        (
+            {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"}}}},
+            ("int8", 8.0),
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 4, "type": "float", "group_size": 16}}},
+            },
+            ("nvfp4", 4.5),
+        ),
+    ]
+    for quant, expected in cases:
+        found = facts_from_config({**base, "quantization_config": quant}, "m")
+        assert (found.quant_method, found.quant_bits) == expected, quant
+    modelopt = facts_from_config(base, "m", {"quantization": {"quant_algo": "NVFP4", "group_size": 16}})
+    assert (modelopt.quant_method, modelopt.quant_bits) == ("nvfp4", 4.5)
+
+
+def test_hybrid_layouts_from_config() -> None:
+    from servespec.knowledge.models import facts_from_config
+
+    oss = catalogued("openai/gpt-oss-120b")
+    assert oss is not None and (oss.sliding_window, oss.sliding_layers) == (128, 18)
+    llama4 = facts_from_config(
+        {"model_type": "llama4_text", "num_hidden_layers": 48, "hidden_size": 64, "num_attention_heads": 4,
+         "attention_chunk_size": 8192},
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    )  # fmt: skip
+    assert (llama4.window_kind, llama4.sliding_window, llama4.sliding_layers) == ("chunked", 8192, 36)
+
+
+def test_inline_architecture_mla_and_layer_types() -> None:
+    from servespec.knowledge.models import apply_inline
+    from servespec.spec.models import Architecture
+
+    inline = Architecture(
+        layers=4,
+        hidden_size=64,
+        attention_heads=4,
+        kv_lora_rank=512,
+        qk_rope_head_dim=64,
+        sliding_window=128,
+        layer_types=["sliding_attention", "full_attention", "linear_attention", "full_attention"],
+    )
+    facts = apply_inline(None, inline, "inline")
+    assert facts is not None and facts.is_mla and facts.qk_rope_head_dim == 64
+    assert (facts.sliding_window, facts.sliding_layers, facts.linear_layers) == (128, 1, 1)

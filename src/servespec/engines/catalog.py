@@ -20,7 +20,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -109,6 +109,24 @@ class SourcedBool(_Fact):
     source: str
 
 
+class HybridKvCache(_Fact):
+    """How a release's KV-cache manager lays out a model with several attention kinds.
+
+    Without this fact a release allocates every attention layer's KV for every token
+    (vLLM's V0 engine and V1 before the hybrid manager; the manager disabled).
+    """
+
+    sliding_window_blocks: bool
+    """Sliding-window layers keep only their window's blocks (``SlidingWindowSpec``) by default."""
+    chunked_local_attention: bool
+    """Llama 4 chunked-attention layers keep only their chunk by default (else they cache every token)."""
+    group_size_ratio: float | None
+    """Groups take the larger type's layer count when max < min × ratio; None: always the smaller."""
+    reported_tokens: Literal["blocks_per_group", "max_concurrency"]
+    """"GPU KV cache size": ``num_blocks // groups × block_size``, or ``max_concurrency × max_model_len``."""
+    source: str
+
+
 class ReleaseFacts(_Fact):
     """Exactly the release facts servespec's code reads (``engines/FORMAT.md``)."""
 
@@ -131,6 +149,8 @@ class ReleaseFacts(_Fact):
     """vLLM: whether the release subtracts its CUDA-graph memory estimate from the KV budget."""
     block_size_multiple: SourcedInt | None = None
     """vLLM: the multiple the default CUDA attention backend needs of ``--block-size`` (ENG002)."""
+    hybrid_kv_cache: HybridKvCache | None = None
+    """vLLM: the hybrid KV-cache manager's layout (on by default from 0.9.2); None: full KV for every layer."""
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,17 @@ _KV_DTYPE_BYTES = {
 }
 # Bits per weight of weight-only formats: 4-bit AWQ/GPTQ store a 16-bit scale and a 4-bit
 # zero point per group of 128; NVFP4 an FP8 scale per 16; MXFP4 an 8-bit scale per 32.
-_QUANT_BITS = {"awq": 4 + 20 / 128, "gptq": 4 + 20 / 128, "fp8": 8.0, "int8": 8.0, "nvfp4": 4.5, "mxfp4": 4.25}
+# bitsandbytes quantizes to NF4 with an 8-bit absmax per 64 weights (vLLM's in-flight default).
+_QUANT_BITS = {
+    "awq": 4 + 20 / 128,
+    "gptq": 4 + 20 / 128,
+    "int4": 4 + 20 / 128,
+    "fp8": 8.0,
+    "int8": 8.0,
+    "nvfp4": 4.5,
+    "mxfp4": 4.25,
+    "bitsandbytes": 4 + 8 / 64,
+}
 LLAMA3_8B_PARAMS = 8.03e9
 """llama-quantize documents file sizes "@ Llama-3-8B"; its parameter count (counted from its
 config) turns them into bits per weight."""
@@ -92,6 +102,20 @@ class EstimateInput:
     """The spec's ``engine.version`` (the release catalog may be an earlier one)."""
     kv_cache_dtype_option: str | None = None
     """The engine's option for the KV cache's element type (profile ``kv_cache_dtype_option``)."""
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """A KV cache whose layers do not all cache every token (sliding windows, linear attention)."""
+
+    tokens: int
+    """What the engine reports as its KV-cache size in tokens."""
+    sequences: float
+    """Concurrent ``max_model_len`` sequences the cache holds."""
+    one_sequence_bytes: float
+    """Bytes one ``max_model_len`` sequence takes on one GPU."""
+    growing_bytes_per_token: float
+    """Bytes per token of the layers that grow with the context (the full-attention ones)."""
 
 
 @dataclass(frozen=True)
@@ -142,25 +166,37 @@ def gguf_bits(release: EngineRelease | None, gguf_type: str | None) -> float | N
     return fallback.get(name)
 
 
+def load_quantization(quantization: str | None) -> str | None:
+    """The method a spec asks the engine to quantize with at load time; None for ``auto`` (or null)."""
+    return None if quantization in (None, "auto") else quantization
+
+
 def weight_bytes(inp: EstimateInput) -> float:
-    """Bytes of all weights of the model as this engine loads them (one full copy)."""
+    """Bytes of all weights of the model as this engine loads them (one full copy).
+
+    ``model.quantization: auto`` sizes the checkpoint as its ``quantization_config`` says
+    (knowledge/models.py ``_quantization``: bits per quantized weight, scales included);
+    embeddings and the LM head stay in the model's dtype, and MXFP4 (gpt-oss) quantizes the
+    MoE experts only (its ``modules_to_not_convert``). An explicit method quantizes at load.
+    """
     model = inp.model
     params = model.params
     embed = (model.vocab_size or 0) * model.hidden_size * (1 if model.tie_word_embeddings else 2)
     linear = max(params - embed, 0.0)
     element = dtype_bytes(model, inp.dtype)
-    method = inp.quantization or model.quant_method
+    explicit = load_quantization(inp.quantization)
+    method = explicit or model.quant_method
     if method == "gguf" or inp.gguf_type:
         return params * (gguf_bits(inp.release, inp.gguf_type) or 4.9) / 8
-    if method in ("compressed-tensors", "modelopt"):
-        method = "fp8" if (model.quant_bits or 8) >= 8 else "awq"
+    bits = _QUANT_BITS.get(explicit) if explicit else model.quant_bits or _QUANT_BITS.get(method or "")
+    if explicit is None and model.weight_bytes and inp.dtype == "auto":
+        return float(model.weight_bytes)  # the checkpoint's tensors as stored
     if method == "mxfp4" and model.is_moe:
         experts = _expert_params(model)
-        return experts * _QUANT_BITS["mxfp4"] / 8 + (params - experts) * element
-    quant_bits = _QUANT_BITS.get(method or "")
-    if quant_bits is None:
+        return experts * (bits or _QUANT_BITS["mxfp4"]) / 8 + (params - experts) * element
+    if bits is None or bits >= element * 8:
         return params * element
-    return linear * quant_bits / 8 + embed * element
+    return linear * bits / 8 + embed * element
 
 
 def _expert_params(model: ModelFacts) -> float:
@@ -175,17 +211,37 @@ def kv_element_bytes(inp: EstimateInput) -> float:
     return explicit if explicit is not None else dtype_bytes(inp.model, inp.dtype)
 
 
-def kv_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: int, pipeline_parallel: int) -> float:
-    """KV-cache bytes one token occupies on one GPU of the replica.
+def layer_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: int) -> float:
+    """KV-cache bytes one token occupies in one attention layer on one GPU.
 
     KV heads split across tensor-parallel ranks; with fewer KV heads than ranks each rank
     keeps a replicated head (PAR004). MLA caches one latent per layer on every rank.
     """
-    layers = math.ceil(model.layers / pipeline_parallel)
     if model.is_mla:
-        return layers * ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * element
+        return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * element
     heads = max(1, model.kv_heads // tensor_parallel)
-    return layers * 2 * heads * model.head_dim * element
+    return 2 * heads * model.head_dim * element
+
+
+def kv_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: int, pipeline_parallel: int) -> float:
+    """KV-cache bytes one token occupies on one GPU when every attention layer caches every token.
+
+    Linear-attention (Gated DeltaNet, Mamba) layers keep a fixed state per sequence instead
+    and are not counted; sliding-window layers are, as engines without a hybrid layout do.
+    """
+    layers = math.ceil((model.layers - model.linear_layers) / pipeline_parallel)
+    return layers * layer_bytes_per_token(model, element, tensor_parallel)
+
+
+def linear_state_bytes(model: ModelFacts, element: float, tensor_parallel: int) -> float:
+    """Bytes of one linear-attention layer's state for one sequence on one GPU.
+
+    Gated DeltaNet (vLLM ``MambaStateShapeCalculator.gated_delta_net_state_shape``): a conv
+    state of ``conv_channels / tp × (kernel − 1)`` and a recurrent state of
+    ``value_heads / tp × key_head_dim × value_head_dim``, in the model's dtype.
+    """
+    conv, kernel, v_heads, k_dim, v_dim = model.linear_state
+    return (conv // tensor_parallel * (kernel - 1) + v_heads // tensor_parallel * k_dim * v_dim) * element
 
 
 def cuda_total_gib(gpu: GpuModel) -> float:
@@ -219,8 +275,22 @@ def plan(
     per_token: float,
     claimed: float,
     notes: list[str],
+    layout: KvLayout | None = None,
 ) -> GpuEstimate:
-    """The rounded estimate every engine's arithmetic ends in."""
+    """The rounded estimate every engine's arithmetic ends in (``layout``: a hybrid KV layout's own figures)."""
+    if layout is not None:
+        return GpuEstimate(
+            total_gib=round(total, 2),
+            weights_gib=round(weights, 2),
+            overhead_gib=round(overhead, 2),
+            kv_cache_gib=round(kv_gib, 2),
+            kv_tokens=layout.tokens,
+            max_sequences=round(layout.sequences, 2),
+            kv_bytes_per_token=layout.growing_bytes_per_token,
+            one_sequence_gib=round(layout.one_sequence_bytes / GIB, 3),
+            claimed_fraction=round(claimed, 3),
+            notes=tuple(notes),
+        )
     return GpuEstimate(
         total_gib=round(total, 2),
         weights_gib=round(weights, 2),

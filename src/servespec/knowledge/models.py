@@ -68,6 +68,12 @@ class ModelFacts:
     """Stored elements per dtype (safetensors headers or the Hub): packed formats count packed elements."""
     file_type: str | None = None
     """A GGUF file's llama.cpp file type (``Q4_K_M``), as ``model.gguf_type`` spells it."""
+    window_kind: str = "sliding"
+    """How the ``sliding_layers`` limit their context: ``sliding`` windows or Llama 4 ``chunked`` attention."""
+    linear_layers: int = 0
+    """Linear-attention (Gated DeltaNet) or Mamba layers: a fixed state per sequence, no per-token KV."""
+    linear_state: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
+    """Gated DeltaNet state shape: (conv channels, conv kernel, value heads, key head dim, value head dim)."""
 
     @property
     def derived_max_len(self) -> int | None:
@@ -128,6 +134,13 @@ def _flatten(config: dict[str, Any]) -> dict[str, Any]:
 def _sliding_layers(config: dict[str, Any], layers: int, model_type: str) -> tuple[int | None, int]:
     window = config.get("sliding_window")
     layer_types = config.get("layer_types")
+    chunk = config.get("attention_chunk_size")
+    if chunk and not window:
+        # Llama 4: layers with RoPE attend within chunks; every nope_layer_interval-th (4) is global
+        # (transformers Llama4TextConfig: no_rope_layers, 1 = RoPE + chunked attention).
+        flags = config.get("no_rope_layers")
+        chunked = sum(1 for flag in flags if flag) if isinstance(flags, list) and len(flags) == layers else None
+        return int(chunk), layers - layers // 4 if chunked is None else chunked
     if isinstance(layer_types, list) and window:
         return int(window), sum(1 for kind in layer_types if kind == "sliding_attention")
     if not window:
@@ -173,21 +186,97 @@ def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
     }
 
 
-def _quantization(config: dict[str, Any]) -> dict[str, Any]:
+def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:
+    """Qwen3-Next's Gated DeltaNet layers: ``layer_types`` ``linear_attention``, else all but every
+    ``full_attention_interval``-th layer (transformers Qwen3NextConfig)."""
+    layer_types = config.get("layer_types")
+    if isinstance(layer_types, list):
+        linear = sum(1 for kind in layer_types if kind == "linear_attention")
+    elif config.get("full_attention_interval") and config.get("linear_num_value_heads"):
+        linear = layers - layers // int(config["full_attention_interval"])
+    else:
+        linear = 0
+    if not linear:
+        return {}
+    k_heads, v_heads = int(config.get("linear_num_key_heads") or 0), int(config.get("linear_num_value_heads") or 0)
+    k_dim, v_dim = int(config.get("linear_key_head_dim") or 0), int(config.get("linear_value_head_dim") or 0)
+    conv = k_dim * k_heads * 2 + v_dim * v_heads
+    kernel = int(config.get("linear_conv_kernel_dim") or 4)
+    return {"linear_layers": linear, "linear_state": (conv, kernel, v_heads, k_dim, v_dim)}
+
+
+# Bits per stored weight of group-quantized formats: ``bits`` plus a 16-bit scale and a
+# ``bits``-wide zero point per group (AutoAWQ / GPTQ packing).
+def _group_bits(bits: float, group: Any) -> float:
+    size = int(group) if isinstance(group, int | float) and not isinstance(group, bool) and group > 0 else 128
+    return bits + (16 + bits) / size
+
+
+def _compressed_tensors(quant: dict[str, Any]) -> tuple[str | None, float | None]:
+    """compressed-tensors (llm-compressor): the weights scheme of its first config group."""
+    groups = quant.get("config_groups")
+    first = next(iter(groups.values()), None) if isinstance(groups, dict) and groups else None
+    weights = first.get("weights") if isinstance(first, dict) else None
+    if not isinstance(weights, dict):
+        return "compressed-tensors", None
+    bits = float(weights.get("num_bits") or 8)
+    kind = str(weights.get("type") or "int")
+    if kind == "float" and bits >= 8:
+        return "fp8", 8.0
+    if kind == "float":
+        return "nvfp4", 4.5  # nvfp4-pack-quantized: an FP8 scale per 16 weights
+    if bits >= 8:
+        return "int8", 8.0
+    return "int4", _group_bits(bits, weights.get("group_size"))
+
+
+def _modelopt(quant: dict[str, Any]) -> tuple[str | None, float | None]:
+    """NVIDIA ModelOpt (hf_quant_config.json ``quantization.quant_algo``, or a config's quant_algo)."""
+    algo = str(quant.get("quant_algo") or "").upper()
+    if "NVFP4" in algo:
+        return "nvfp4", 4.5
+    if "FP8" in algo:
+        return "fp8", 8.0
+    if "AWQ" in algo or "W4A" in algo:
+        return "awq", _group_bits(4, quant.get("group_size"))
+    return "modelopt", None
+
+
+def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The checkpoint's quantization as (method, bits per quantized weight)."""
     quant = config.get("quantization_config")
     if not isinstance(quant, dict):
+        inner = hf_quant.get("quantization") if isinstance(hf_quant, dict) else None
+        quant = {"quant_method": "modelopt", **inner} if isinstance(inner, dict) else None
+    if not isinstance(quant, dict):
         return {}
-    method = str(quant.get("quant_method", "")).lower() or None
-    bits = quant.get("bits") or quant.get("w_bit")
-    if method == "fp8":
-        bits = 8
+    method: str | None = str(quant.get("quant_method", "")).lower() or None
+    bits: float | None
+    if method == "compressed-tensors":
+        method, bits = _compressed_tensors(quant)
+    elif method == "modelopt":
+        method, bits = _modelopt(quant)
+    elif method in ("fp8", "fbgemm_fp8"):
+        method, bits = "fp8", 8.0
     elif method == "mxfp4":
-        bits = 4
-    return {"quant_method": method, "quant_bits": float(bits) if bits else None}
+        bits = 4.25  # OCP MX: an 8-bit scale per 32 FP4 weights
+    elif method == "bitsandbytes":
+        # NF4 with an 8-bit absmax per 64 weights (bnb_4bit_use_double_quant), or LLM.int8().
+        bits = 4 + 8 / 64 if quant.get("load_in_4bit") else 8.0
+    else:
+        raw = quant.get("bits") or quant.get("w_bit")
+        number = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+        group = quant.get("group_size") or quant.get("q_group_size")
+        bits = _group_bits(number, group) if number and method in ("awq", "gptq", "auto-round") else number
+    return {"quant_method": method, "quant_bits": bits}
 
 
-def facts_from_config(config: dict[str, Any], name: str) -> ModelFacts:
-    """Build facts from a config.json dict; raises KeyError/ValueError when essentials are missing."""
+def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any] | None = None) -> ModelFacts:
+    """Build facts from a config.json dict; raises KeyError/ValueError when essentials are missing.
+
+    ``hf_quant`` is the repo's ``hf_quant_config.json`` (ModelOpt), read when config.json has
+    no ``quantization_config``.
+    """
     config = _flatten(config)
     model_type = str(config.get("model_type", "unknown"))
     layers = int(config["num_hidden_layers"])
@@ -219,7 +308,9 @@ def facts_from_config(config: dict[str, Any], name: str) -> ModelFacts:
         qk_nope_head_dim=config.get("qk_nope_head_dim"),
         v_head_dim=config.get("v_head_dim"),
         **_moe(config, layers),
-        **_quantization(config),
+        **_quantization(config, hf_quant),
+        **_linear_attention(config, layers),
+        window_kind="chunked" if config.get("attention_chunk_size") and not config.get("sliding_window") else "sliding",
     )
 
 
@@ -334,6 +425,20 @@ def read_config(path: Path) -> ModelFacts:
     return facts_from_config(parse_config(raw), str(path))
 
 
+def _inline_layer_types(inline: Architecture) -> dict[str, Any]:
+    """Sliding, chunked and linear layer counts of an inline ``layer_types`` list."""
+    kinds = inline.layer_types
+    if kinds is None:
+        return {}
+    chunked = kinds.count("chunked_attention")
+    return {
+        "sliding_layers": kinds.count("sliding_attention") + chunked,
+        "window_kind": "chunked" if chunked else "sliding",
+        "linear_layers": kinds.count("linear_attention"),
+        "layers": inline.layers or len(kinds),
+    }
+
+
 def apply_inline(facts: ModelFacts | None, inline: Architecture | None, name: str) -> ModelFacts | None:
     """Overlay facts written in the spec (``model.architecture``) on catalogued ones."""
     if inline is None:
@@ -349,6 +454,10 @@ def apply_inline(facts: ModelFacts | None, inline: Architecture | None, name: st
         "max_position_embeddings": inline.max_position_embeddings,
         "experts": inline.experts,
         "active_experts": inline.active_experts,
+        "kv_lora_rank": inline.kv_lora_rank,
+        "qk_rope_head_dim": inline.qk_rope_head_dim,
+        "sliding_window": inline.sliding_window,
+        **_inline_layer_types(inline),
     }
     given: dict[str, Any] = {key: value for key, value in fields.items() if value is not None}
     if facts is not None:

@@ -242,7 +242,9 @@ def model_options(target: Target) -> dict[str, Any]:
 def quantization_method(target: Target) -> str | None:
     """The engine's name for the spec's quantization (profile ``quantization``), or None when it takes none."""
     chosen = target.spec.model.quantization
-    method = resolve.profile(target.deployment).quantization.get(chosen) if chosen else None
+    if chosen in (None, "auto"):
+        return None  # the engine reads the checkpoint's quantization_config itself
+    method = resolve.profile(target.deployment).quantization.get(chosen)
     return method if isinstance(method, str) else None
 
 

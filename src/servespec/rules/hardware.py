@@ -62,6 +62,20 @@ class DtypeNotSupported(Rule):
             )
 
 
+def _method(deployment: DeploymentDoc) -> str | None:
+    """The quantization the engine must run: the spec's explicit one, else (``auto``) the checkpoint's.
+
+    A checkpoint's method is judged only where the spec names none and the engine's profile
+    maps it (``fp8``, ``awq``, ``nvfp4``, ``mxfp4`` ...); formats the profile does not name pass.
+    """
+    chosen = deployment.spec.model.quantization
+    if chosen not in (None, "auto"):
+        return chosen
+    facts = resolve.model_answer(deployment).facts
+    stored = facts.quant_method if facts else None
+    return stored if stored in resolve.profile(deployment).quantization else None
+
+
 class QuantizationNeedsNewerGpu(Rule):
     """The quantization method's kernels must run on the GPU, for this engine.
 
@@ -90,7 +104,7 @@ class QuantizationNeedsNewerGpu(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             cc = _cc(host)
-            method = deployment.spec.model.quantization
+            method = _method(deployment)
             release = resolve.release(deployment)
             if cc is None or method is None or release is None:
                 continue
@@ -132,7 +146,7 @@ class FormatNotSupported(Rule):
             yield from self._source_format(deployment)
             spec = deployment.spec
             release = resolve.release(deployment)
-            method = spec.model.quantization
+            method = _method(deployment)
             gguf_file = spec.model.source.endswith(".gguf")
             if gguf_file and method != "gguf":
                 yield self.report(
@@ -159,7 +173,7 @@ class FormatNotSupported(Rule):
         source = str(spec.model.source)
         profile = resolve.profile(deployment)
         ollama_tag = ":" in source and "/" not in source and not source.startswith((".", "~"))
-        if profile.model_format == "gguf" and spec.model.quantization is None and not source.endswith(".gguf"):
+        if profile.model_format == "gguf" and _method(deployment) is None and not source.endswith(".gguf"):
             # A set quantization or a .gguf path is judged by the checks below.
             yield self.report(
                 deployment.document,

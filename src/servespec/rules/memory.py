@@ -69,7 +69,7 @@ class WeightsDoNotFit(Rule):
             # Suggest a split that leaves 10% of the budget free (a margin servespec assumes).
             need = next((tp for tp in (2, 4, 8, 16, 32, 64) if full / tp <= budget * 0.9), None)
             advice = f"use tensor_parallel ≥ {need}" if need else "use more GPUs per replica"
-            quant = "" if spec.model.quantization else " or a 4-bit quantization"
+            quant = "" if spec.model.quantization not in (None, "auto") else " or a 4-bit quantization"
             yield self.report(
                 deployment.document,
                 f"needs {plan.weights_gib:.1f} GiB of weights per GPU on {host.name}'s "

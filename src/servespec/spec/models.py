@@ -48,8 +48,10 @@ if TYPE_CHECKING:
     EngineName = str
 else:
     EngineName = Literal[ENGINE_NAMES]  # one Literal of the registry's names (its error lists them)
-Quantization = Literal["awq", "gptq", "fp8", "int8", "nvfp4", "gguf"]
-QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
+Quantization = Literal["auto", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4", "bitsandbytes", "gguf"]
+"""``auto`` (the default): the checkpoint's own ``quantization_config``; any other value: quantize at load time."""
+QUANTIZATIONS: tuple[str, ...] = tuple(name for name in get_args(Quantization) if name != "auto")
+"""The methods a spec can name explicitly (``auto`` names none)."""
 DnsLabel = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"),
@@ -159,6 +161,18 @@ class Architecture(_Model):
     max_position_embeddings: Annotated[int, Field(ge=1, le=1_000_000_000)] | None = None
     experts: Annotated[int, Field(ge=1, le=100_000)] | None = None
     active_experts: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    kv_lora_rank: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        default=None, description="MLA (DeepSeek-V2/V3): rank of the cached KV latent"
+    )
+    qk_rope_head_dim: Annotated[int, Field(ge=0, le=100_000)] | None = Field(
+        default=None, description="MLA: the rotary part of each key, cached beside the latent"
+    )
+    sliding_window: Annotated[int, Field(ge=1, le=1_000_000_000)] | None = Field(
+        default=None, description="Tokens a sliding-window (local) attention layer attends to"
+    )
+    layer_types: (
+        list[Literal["full_attention", "sliding_attention", "chunked_attention", "linear_attention"]] | None
+    ) = Field(default=None, description="Attention kind of each layer, as config.json's layer_types spells it")
 
 
 class ModelSpec(_Model):
@@ -169,7 +183,10 @@ class ModelSpec(_Model):
     )
     architecture: Architecture | None = None
     dtype: Literal["auto", "float16", "bfloat16", "float32"] = "auto"
-    quantization: Quantization | None = None
+    quantization: Quantization | None = Field(
+        default="auto",
+        description="auto: as the checkpoint's quantization_config says; another value: quantize at load time",
+    )
     gguf_type: NonEmpty | None = Field(default=None, description="GGUF quantization type, e.g. Q4_K_M")
     max_model_len: Annotated[int, Field(ge=1, le=16_777_216)] | None = Field(
         default=None, description="Tokens of context per sequence (prompt + output); default: the model's maximum"

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from servespec.engines.catalog import version_key
+import math
+
+from servespec.engines.catalog import HybridKvCache, version_key
 from servespec.knowledge.memory import (
+    GIB,
     VLLM_NON_TORCH_GIB,
     EstimateInput,
     GpuEstimate,
+    KvLayout,
     activation_gib,
     cuda_total_gib,
     finish,
+    kv_element_bytes,
+    layer_bytes_per_token,
+    linear_state_bytes,
     number,
+    plan,
     weights_per_gpu,
 )
 
@@ -49,4 +57,70 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     kv = utilization * total - weights - overhead
     fact = inp.release.facts.block_size_default if inp.release else None
     block = max(1, int(number(inp.options, "block_size", fact.value if fact else 16)))
+    layout = hybrid_layout(inp, kv, block, batched)
+    if layout is not None:
+        notes.append("hybrid KV-cache layout (per-type layer groups)")
+        return plan(inp, total, weights, overhead, kv, 0, 0.0, utilization, notes, layout)
     return finish(inp, total, weights, overhead, kv, block, notes, utilization)
+
+
+def _group_size(counts: list[int], ratio: float | None) -> int:
+    """Layers per KV-cache group: the smallest type's count, or the largest when within ``ratio``."""
+    low, high = min(counts), max(counts)
+    return high if ratio is not None and high < low * ratio else low
+
+
+def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -> KvLayout | None:
+    """The hybrid KV-cache manager's arithmetic (vllm/v1/core/kv_cache_utils.py), or None for one layer type.
+
+    Layers of each kind (full, sliding or chunked window, linear-attention state) are split
+    into groups of equal size; one pool of blocks of ``group_size`` pages serves every group.
+    A request takes ``ceil(L / block)`` blocks per full group, its window's blocks (+1 for a
+    sliding window) per windowed group and one block per state group. Where the release has
+    no hybrid manager (``facts.hybrid_kv_cache`` None) or disables it (Llama 4 chunked
+    attention by default), windowed layers cache every token like full ones.
+    """
+    model = inp.model
+    fact: HybridKvCache | None = inp.release.facts.hybrid_kv_cache if inp.release else None
+    pipeline = inp.pipeline_parallel
+    attention = model.layers - model.linear_layers
+    windowed = model.sliding_layers if model.sliding_window else 0
+    keeps_window = fact is not None and (
+        fact.chunked_local_attention if model.window_kind == "chunked" else fact.sliding_window_blocks
+    )
+    if not keeps_window:
+        windowed = 0
+    full = math.ceil((attention - windowed) / pipeline)
+    windowed = math.ceil(windowed / pipeline)
+    state = math.ceil(model.linear_layers / pipeline)
+    counts = [count for count in (full, windowed, state) if count]
+    if len(counts) < 2:
+        return None
+    element = kv_element_bytes(inp)
+    per_layer = layer_bytes_per_token(model, element, inp.tensor_parallel)
+    if state:
+        # Attention blocks grow until one page holds a linear layer's state
+        # (model_executor/models/config.py HybridAttentionMambaModelConfig).
+        needed = linear_state_bytes(model, 2.0 if element < 2 else element, inp.tensor_parallel)
+        block = max(block, 16 * math.ceil(needed / (16 * per_layer)))
+    page = block * per_layer
+    size = _group_size(counts, fact.group_size_ratio if fact else None)
+    full_groups, window_groups, state_groups = (math.ceil(count / size) for count in (full, windowed, state))
+    blocks = int(max(kv_gib, 0.0) * GIB // (page * size))
+    length = max(inp.max_model_len, 1)
+    window = model.sliding_window or 0
+    if model.window_kind == "chunked":
+        window_blocks = math.ceil(min(window + batched, length) / block)
+    else:
+        window_blocks = math.ceil(min(window - 1 + batched, length) / block) + 1
+    per_request = full_groups * math.ceil(length / block) + window_groups * window_blocks + state_groups
+    sequences = blocks / per_request
+    groups = full_groups + window_groups + state_groups
+    reported = fact.reported_tokens if fact else "blocks_per_group"
+    tokens = blocks // groups * block if reported == "blocks_per_group" else int(sequences * length)
+    return KvLayout(
+        tokens=tokens,
+        sequences=sequences,
+        one_sequence_bytes=per_request * page * size,
+        growing_bytes_per_token=full_groups * size * per_layer,
+    )
