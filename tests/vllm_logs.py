@@ -103,7 +103,8 @@ def compare(path: Path) -> Comparison:
             quantization=settings.get("quantization"),
             max_model_len=int(settings.get("max_model_len") or facts.max_position_embeddings or 4096),
             options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
-            engine_version=version,  # the V0 logs are of releases before 0.8 (or state none)
+            engine_version=version,
+            engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
             kv_cache_dtype_option="kv_cache_dtype",
         )
     )

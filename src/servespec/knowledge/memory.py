@@ -100,6 +100,8 @@ class EstimateInput:
     """System memory, for CPU-only hosts (llama.cpp/Ollama without a GPU)."""
     engine_version: str = ""
     """The spec's ``engine.version`` (the release catalog may be an earlier one)."""
+    engine_core: str | None = None
+    """vLLM's engine core when known otherwise than from the release (``v0``/``v1``: a recorded log states it)."""
     kv_cache_dtype_option: str | None = None
     """The engine's option for the KV cache's element type (profile ``kv_cache_dtype_option``)."""
 

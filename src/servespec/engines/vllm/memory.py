@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from servespec.engines.catalog import HybridKvCache, version_key
+from servespec.engines.catalog import HybridKvCache
 from servespec.knowledge.memory import (
     GIB,
     VLLM_NON_TORCH_GIB,
@@ -28,6 +28,12 @@ def _big_gpu(inp: EstimateInput, total: float) -> bool:
     return total >= 70 and inp.gpu is not None and "A100" not in inp.gpu.id
 
 
+def _engine_core(inp: EstimateInput) -> str:
+    """``v0`` or ``v1``: what the input says (recorded logs), else the release's default engine."""
+    fact = inp.release.facts.default_engine if inp.release else None
+    return inp.engine_core or (fact.value if fact else "v1")
+
+
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU."""
     gpu = inp.gpu
@@ -39,18 +45,19 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     big = _big_gpu(inp, total)
     seqs = int(number(inp.options, "max_num_seqs", 1024 if big else 256))
     batched = int(number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
-    # vLLM's V0 engine (the default before 0.8.0) profiles a whole max_model_len prompt when
-    # chunked prefill is off, which V0 leaves off below 32K tokens of context.
-    legacy = version_key(inp.engine_version) < (0, 8)
-    if legacy and inp.max_model_len <= 32768 and inp.options.get("enable_chunked_prefill") is not True:
+    # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
+    # whole max_model_len prompt when chunked prefill is off, which V0 leaves off below 32K tokens.
+    chunked = inp.options.get("enable_chunked_prefill") is True
+    if _engine_core(inp) == "v0" and inp.max_model_len <= 32768 and not chunked:
         batched = max(batched, inp.max_model_len)
     weights = weights_per_gpu(inp)
     parallel = inp.tensor_parallel * inp.pipeline_parallel > 1
     non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)
     overhead = activation_gib(inp, batched, seqs) + non_torch
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
-    if inp.release and version_key(inp.release.version) >= (0, 21) and inp.options.get("enforce_eager") is not True:
-        # Releases since 0.21 subtract their CUDA-graph estimate from the budget (catalog fact);
+    graphs = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
+    if graphs is not None and graphs.value and inp.options.get("enforce_eager") is not True:
+        # Releases that subtract their CUDA-graph estimate from the budget (the release fact);
         # its size, 0.5 GiB, is assumed, not computed as vLLM does.
         overhead += 0.5
         notes.append("CUDA-graph memory estimated in the budget")
