@@ -263,7 +263,7 @@ def load_release(engine: str, entry: Traversable, folder: Traversable | None = N
         facts = ReleaseFacts.model_validate(data.get("facts") or {})
     except ValueError as err:
         raise CatalogError(f"{where}: {err}") from None
-    pool = _pool(folder) if folder is not None else {}
+    pool = _pool(folder) if folder is not None else {}  # type: ignore[arg-type]  # package folders are Paths
     options = {}
     for key, value in data["options"].items():
         if isinstance(value, str):
