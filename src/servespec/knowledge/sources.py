@@ -221,10 +221,14 @@ def _cache(deployment: DeploymentDoc) -> Found | None:
 
 def lock_entry(deployment: DeploymentDoc) -> tuple[LockEntry | None, str]:
     """The lock entry of the deployment's model in its spec's folder, or the lock file's problem."""
+    from servespec.spec.files import LOCK_FILE
+
+    document = deployment.document
+    if not os.path.lexists(document.path.parent / LOCK_FILE):
+        return None, ""  # most specs have none: the lock module (pydantic models) is not even imported
     from servespec.knowledge.lock import read_lock
     from servespec.spec.paths import default_root
 
-    document = deployment.document
     read = read_lock(document.path.parent, document.root or default_root(document.path))
     if read.lock is None:
         return None, read.problem
