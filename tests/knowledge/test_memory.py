@@ -230,3 +230,14 @@ def test_qwen3_next_linear_layers_hold_no_per_token_kv() -> None:
     assert old is not None and new is not None
     # Attention blocks grow to hold a DeltaNet state page; 0.33 reports concurrency x length (4 groups).
     assert new.kv_tokens == pytest.approx(4 * old.kv_tokens, rel=0.1)
+
+
+def test_a_gguf_header_gives_the_weights_exactly() -> None:
+    import dataclasses
+
+    llama = dataclasses.replace(facts("meta-llama/Llama-3.2-1B-Instruct"), weight_bytes=807_694_464, file_type="Q4_K_M")
+    release = get("llama.cpp").select("b11312").release
+    header = EstimateInput("llama.cpp", release, llama, None, quantization="gguf")
+    assert weight_bytes(header) == 807_694_464  # the file's own tensors, not bits-per-weight arithmetic
+    other = EstimateInput("llama.cpp", release, llama, None, quantization="gguf", gguf_type="Q8_0")
+    assert weight_bytes(other) != 807_694_464  # a spec naming another file type is sized as that type

@@ -189,6 +189,9 @@ def weight_bytes(inp: EstimateInput) -> float:
     explicit = load_quantization(inp.quantization)
     method = explicit or model.quant_method
     if method == "gguf" or inp.gguf_type:
+        same_file = inp.gguf_type is None or inp.gguf_type.upper() == (model.file_type or "").upper()
+        if model.weight_bytes and same_file:
+            return float(model.weight_bytes)  # the GGUF file's tensors, from its header
         return params * (gguf_bits(inp.release, inp.gguf_type) or 4.9) / 8
     bits = _QUANT_BITS.get(explicit) if explicit else model.quant_bits or _QUANT_BITS.get(method or "")
     if explicit is None and model.weight_bytes and inp.dtype == "auto":

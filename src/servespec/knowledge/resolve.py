@@ -379,7 +379,7 @@ class Resolved:
             pipeline_parallel=spec.resources.pipeline_parallel,
             dtype=spec.model.dtype,
             quantization=spec.model.quantization,
-            gguf_type=spec.model.gguf_type,
+            gguf_type=spec.model.gguf_type or facts.file_type,
             max_model_len=length or 0,
             options=self.options,
             host_memory_gib=host_memory_gib,
