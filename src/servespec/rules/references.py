@@ -89,15 +89,18 @@ class FactsMissing(Rule):
 
     A GPU model resolves against the built-in catalog (``deploy explain`` lists sources;
     nvidia-smi spellings such as "NVIDIA A100-SXM4-80GB" and "Tesla T4" are accepted). A
-    model resolves from ``model.config`` (a config.json), the built-in catalog of popular
-    Hugging Face repos, or inline ``model.architecture`` facts. When either is unknown,
+    model resolves, first match winning, from ``model.config`` (a config.json), a local
+    model directory or GGUF file, the local Hugging Face cache, ``models.lock.yaml`` beside
+    the specs (``deploy lock``), the built-in catalog, or (opt-in, ``--hub``) the Hub,
+    overlaid with inline ``model.architecture`` facts. When either is unknown,
     MEM, PAR001/PAR004, HW and ROL002 checks that need it are skipped and this warning
     says so once, instead of guessing. Unknown GPUs are reported for the hosts deployments
     use (or for every host when an inventory is validated on its own). When REF002 reports
     a deployment's ``model.config`` file (missing, refused, unreadable or too large), this
     warning stays silent about that deployment's model: the error already says why.
 
-    Fix: write the GPU as nvidia-smi prints it, or give ``model.config`` /
+    Fix: write the GPU as nvidia-smi prints it; for the model, run ``deploy lock`` (it
+    resolves it once and commits its facts), or give ``model.config`` /
     ``model.architecture`` (layers, hidden_size, attention_heads, kv_heads, ...).
 
     Source: NVIDIA CUDA GPUs (https://developer.nvidia.com/cuda-gpus); Hugging Face
@@ -127,7 +130,7 @@ class FactsMissing(Rule):
                     deployment.document,
                     answer.problem,
                     ("model", where),
-                    hint="add model.config (a config.json) or model.architecture",
+                    hint="run `deploy lock` (it writes models.lock.yaml), or add model.config or model.architecture",
                 )
         placed = {(id(h.inventory), h.name) for d in fleet.deployments for h in resolve.placed_hosts(d)}
         for inventory in fleet.inventories:
