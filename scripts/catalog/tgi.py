@@ -560,6 +560,12 @@ def build(release: Release, history: list[Release], existing: dict[str, Any] | N
     }
 
 
+def keeps_facts(existing: dict[str, Any]) -> bool:
+    """Whether a release file holds facts and notes made elsewhere (by hand) that a rebuild keeps."""
+    provenance = existing.get("provenance") or {}
+    return provenance.get("tool") != TOOL_VERSION or "facts_and_notes" in provenance
+
+
 def main(versions: list[str]) -> None:
     fresh = "--fresh" in versions  # ignore the facts and notes of existing files
     versions = [v for v in versions if not v.startswith("--")]
@@ -573,6 +579,8 @@ def main(versions: list[str]) -> None:
         if tag in wanted:
             path = releases_dir(ENGINE) / f"{release.version}.json"
             existing = json.loads(path.read_text()) if path.is_file() and not fresh else None
+            if existing is not None and not keeps_facts(existing):
+                existing = None  # this tool's own output: rebuilt from the source alone
             out = write_release(ENGINE, build(release, history, existing), pool)
             print(f"{out.relative_to(releases_dir(ENGINE).parents[3])}: {len(release.options)} options")
         history.append(release)
