@@ -449,6 +449,7 @@ class Release:
     enums: dict[str, Enum]
     files: list[str]
     image: tuple[str, int, str] | None  # (cuda major.minor, line, image)
+    build_image: tuple[str, int] | None = None  # the pytorch-install stage's nvidia/cuda devel image
 
 
 def read_release(repo: Path, tag: str) -> Release:
@@ -471,6 +472,7 @@ def read_release(repo: Path, tag: str) -> Release:
             break
     options = {item.name: option_entry(item, enums, mins) for item in args}
     image = None
+    build_image: tuple[str, int] | None = None
     docker = show(repo, tag, "Dockerfile")
     if docker is not None:
         files.append("Dockerfile")
@@ -478,7 +480,10 @@ def read_release(repo: Path, tag: str) -> Release:
             m = re.match(r"FROM\s+(nvidia/cuda:(\d+)\.(\d+)\.\d+-base\S*)\s+(?:AS|as)\s+base\b", line)
             if m:
                 image = (f"{m.group(2)}.{m.group(3)}", lineno, m.group(1))
-    return Release(tag.lstrip("v"), tag, commit(repo, tag), options, enums, files, image)
+            m = re.match(r"FROM\s+(nvidia/cuda:\S+-devel\S*)\s+(?:AS|as)\s+pytorch-install\b", line)
+            if m:
+                build_image = (m.group(1), lineno)
+    return Release(tag.lstrip("v"), tag, commit(repo, tag), options, enums, files, image, build_image)
 
 
 def release_tags(repo: Path) -> list[str]:
@@ -521,6 +526,9 @@ def build(release: Release, history: list[Release], existing: dict[str, Any] | N
     if release.image is not None:
         notes["image"] = {
             "cuda_base_image": release.image[2],
+            **({"cuda_build_image": release.build_image[0]} if release.build_image else {}),
+            "note": "image_cuda is the runtime base stage's CUDA; PyTorch and the kernels are built in the "
+            "pytorch-install stage (cuda_build_image).",
             "source": f"{BLOB}/{tag}/Dockerfile#L{release.image[1]}",
             "value": f"ghcr.io/huggingface/text-generation-inference:{release.version}",
         }
