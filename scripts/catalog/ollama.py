@@ -23,7 +23,8 @@ Go files are tokenized (a small Go lexer) and parsed structurally:
 Facts: ``removed_options`` by diffing releases (0.4.7 read as the baseline before 0.5.0),
 ``image_cuda`` from the Dockerfile's CUDA 12 toolkit version. Notes: the pinned llama.cpp
 (``LLAMA_CPP_VERSION``, ``Makefile.sync`` FETCH_HEAD, or ``llama/vendoring``
-LLAMACPP_BASE_COMMIT). Existing files keep their facts and notes (they win over derived
+LLAMACPP_BASE_COMMIT); where OLLAMA_NUM_PARALLEL defaults to 0, server/sched.go's
+``defaultParallel``. Existing files keep their facts and notes (they win over derived
 facts of the same key; ``--fresh`` ignores them).
 """
 
@@ -46,6 +47,7 @@ FIRST = (0, 5, 0)
 BASELINE = "v0.4.7"
 ENVCONFIG = "envconfig/config.go"
 TYPES = "api/types.go"
+SCHED = "server/sched.go"
 PROXIES = re.compile(r"(?i)^(https?|no)_proxy$")
 MODELFILE = "modelfile."
 
@@ -445,6 +447,7 @@ class Release:
     files: list[str]
     image: tuple[str, int] | None
     llama_cpp: tuple[str, str, int] | None  # (value, file, line)
+    auto_parallel: tuple[int, int] | None = None  # (server/sched.go defaultParallel, line)
 
 
 def llama_cpp_pin(repo: Path, tag: str) -> tuple[str, str, int] | None:
@@ -486,7 +489,14 @@ def read_release(repo: Path, tag: str) -> Release:
     pin = llama_cpp_pin(repo, tag)
     if pin:
         files.append(pin[1])
-    return Release(tag.lstrip("v"), tag, commit(repo, tag), options, files, image, pin)
+    auto = None
+    sched = show(repo, tag, SCHED)
+    toks = lex(sched or "")
+    for i in range(len(toks) - 3):
+        if toks[i].text == "var" and toks[i + 1].text == "defaultParallel" and toks[i + 3].kind == "num":
+            auto = (int(toks[i + 3].text), toks[i].line)
+            files.append(SCHED)
+    return Release(tag.lstrip("v"), tag, commit(repo, tag), options, files, image, pin, auto)
 
 
 def _key(tag: str) -> tuple[int, ...]:
@@ -537,6 +547,13 @@ def build(release: Release, history: list[Release], existing: dict[str, Any] | N
             "or the upstream commit in Makefile.sync FETCH_HEAD / llama/vendoring LLAMACPP_BASE_COMMIT).",
             "source": f"{BLOB}/{tag}/{path}#L{line}",
             "value": value,
+        }
+    if release.auto_parallel is not None and release.options["num_parallel"]["default"] == 0:
+        notes["num_parallel_auto"] = {
+            "note": "OLLAMA_NUM_PARALLEL unset or 0: the scheduler tries defaultParallel parallel slots "
+            "where they fit in memory, else 1 (server/sched.go).",
+            "source": f"{BLOB}/{tag}/{SCHED}#L{release.auto_parallel[1]}",
+            "value": release.auto_parallel[0],
         }
     sources = [f"{BLOB}/{tag}/{f}" for f in release.files]
     kept = None

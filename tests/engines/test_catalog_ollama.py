@@ -66,6 +66,8 @@ def test_every_release_from_0_5_0_is_catalogued_and_resolves_exactly() -> None:
 @pytest.mark.parametrize("option", sorted(HISTORY))
 def test_an_option_exists_exactly_in_the_releases_that_have_it(option: str) -> None:
     added, removed = HISTORY[option]
+    catalogued = {release.version for release in OLLAMA.releases}
+    assert {added, removed} - {None} <= catalogued  # both sides of each change are catalogued
     for release in OLLAMA.releases:
         v = _key(release.version)
         present = (added is None or v >= _key(added)) and (removed is None or v < _key(removed))

@@ -62,6 +62,8 @@ def test_every_release_from_2_0_0_to_3_3_7_is_catalogued_and_resolves_exactly() 
 @pytest.mark.parametrize("option", sorted(HISTORY))
 def test_an_option_exists_exactly_in_the_releases_that_have_it(option: str) -> None:
     added, removed = HISTORY[option]
+    catalogued = {release.version for release in TGI.releases}
+    assert {added, removed} - {None} <= catalogued  # both sides of each change are catalogued
     for release in TGI.releases:
         v = _key(release.version)
         present = (added is None or v >= _key(added)) and (removed is None or v < _key(removed))
