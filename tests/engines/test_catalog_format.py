@@ -94,3 +94,11 @@ def test_an_option_a_partial_catalog_lacks_is_a_warning(tmp_path: Path, monkeypa
     fleet = load_fleet([_spec(tmp_path, "0.11.0", ", options: {no_such_option: 1}")])
     found = [f for f in check_fleet(fleet) if f.rule == "ENG001"]
     assert [f.severity.value for f in found] == ["warning"] and "partial" in found[0].message
+
+
+def test_a_prerelease_named_exactly_is_checked_against_its_own_file(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path, {"1.0": {"options": {}}, "1.1-rc2": {"options": {}}}, {})
+    assert catalog.versions == ("1.0",)  # release candidates stay out of "nearest earlier" and "added in"
+    chosen = catalog.select("1.1-rc2")
+    assert (chosen.relation, chosen.release and chosen.release.version) == ("exact", "1.1-rc2")
+    assert catalog.select("1.1").relation == "newer"  # the final 1.1 is not its candidate

@@ -289,12 +289,19 @@ class Catalog:
     folder: Traversable
 
     @functools.cached_property
+    def files(self) -> frozenset[str]:
+        """Every catalogued version as its file is named, pre-releases included."""
+        found = {e.name.removesuffix(".json") for e in self.folder.iterdir() if e.name.endswith(".json")}
+        return frozenset(found - {POOL.removesuffix(".json")})
+
+    @functools.cached_property
     def versions(self) -> tuple[str, ...]:
-        """Every catalogued version, oldest first (pre-releases only where an engine has no other)."""
-        found = [e.name.removesuffix(".json") for e in self.folder.iterdir() if e.name.endswith(".json")]
-        found = [name for name in found if name + ".json" != POOL]
-        stable = [v for v in found if not is_prerelease(v)]
-        return tuple(sorted(stable or found, key=version_key))
+        """The catalogued releases in order, oldest first: pre-releases only where an engine has no other.
+
+        A pre-release's own file is still used for a spec that names it exactly (:meth:`select`).
+        """
+        stable = [v for v in self.files if not is_prerelease(v)]
+        return tuple(sorted(stable or self.files, key=version_key))
 
     @functools.cache  # noqa: B019 - one Catalog per engine, kept for the process
     def release(self, version: str) -> EngineRelease:
@@ -308,8 +315,11 @@ class Catalog:
     def select(self, version: str) -> Selection:
         """The release to check ``version`` against: itself, the nearest earlier, or the newest."""
         names = self.versions
+        named = version.strip().removeprefix("v")
+        if named in self.files:  # the file of that very release (a pre-release too)
+            return Selection(self.release(named), version, "exact", names)
         wanted = version_key(version)
-        exact = [name for name in names if version_key(name) == wanted]
+        exact = [name for name in names if version_key(name) == wanted and not is_prerelease(version)]
         if exact:
             return Selection(self.release(exact[-1]), version, "exact", names)
         earlier = [name for name in names if version_key(name) < wanted]
