@@ -1,0 +1,606 @@
+"""Build vLLM release catalogs from the released wheels, by running each release's own parser.
+
+    python scripts/catalog/vllm.py                  # every release from 0.6.0 that PyPI lists
+    python scripts/catalog/vllm.py 0.8.5 0.10.2     # only these (removed_in still spans all)
+    python scripts/catalog/vllm.py --dump-only V..  # fetch and dump, write nothing
+
+For each release: ``pip download vllm==V --no-deps --only-binary :all:`` into
+``~/.cache/servespec/catalog-src/vllm/V/`` (the wheel's sha256 is recorded, its ``.py`` members
+and METADATA are kept, the wheel itself is deleted); then ``vllm_dump.py`` builds that
+release's own ``vllm serve`` parser in a parser env (``SERVESPEC_VLLM_HOST`` or
+``~/.cache/servespec/parser-envs/vllm-0.11.0``) and dumps its argparse actions; this script
+turns the actions into catalog entries (engines/FORMAT.md) and reads the typed facts from the
+same source tree by AST (``ast`` of the release's files; no regular expressions on code).
+
+Release files that already exist keep their ``facts`` and ``notes`` (other people add facts by
+hand); facts this script derives are added only where the file has none of that name. The
+hand-extracted 0.11.0 and 0.33.0 catalogs are not rewritten unless named with ``--force``.
+A development tool: the CLI never imports it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from catalog_io import TOOL_VERSION, read_pool, releases_dir, write_pool, write_release
+
+ENGINE = "vllm"
+FIRST = (0, 6, 0)
+CACHE = Path(os.environ.get("SERVESPEC_CATALOG_SRC", Path.home() / ".cache/servespec/catalog-src")) / "vllm"
+HOST = Path(os.environ.get("SERVESPEC_VLLM_HOST", Path.home() / ".cache/servespec/parser-envs/vllm-0.11.0"))
+DUMP = Path(__file__).resolve().parent / "vllm_dump.py"
+REPO_URL = "https://github.com/vllm-project/vllm/blob"
+HAND = {"0.11.0", "0.33.0"}
+"""Hand-extracted catalogs (from the real parser); kept unless --force names them."""
+EXTENSIONS = (
+    "vllm._C", "vllm._moe_C", "vllm._rocm_C", "vllm.cumem_allocator", "vllm._flashmla_C",
+    "vllm._C_stable_libtorch", "vllm._flashmla_extension_C", "vllm._moe_C_stable_libtorch",
+    "vllm._deepselect_C", "vllm._flashkda_C", "vllm._qutlass_C", "vllm.fs_io_C", "vllm.spinloop",
+)  # fmt: skip
+"""vLLM's compiled extensions: they need the CUDA runtime; the parser never calls them."""
+
+ENV_OF = {
+    "api_key": ("VLLM_API_KEY", "vllm/entrypoints/openai/api_server.py"),
+    "log_config_file": ("VLLM_LOGGING_CONFIG_PATH", "vllm/entrypoints/openai/cli_args.py"),
+    "log_error_stack": ("VLLM_SERVER_DEV_MODE", "vllm/entrypoints/openai/cli_args.py"),
+    "mm_processor_cache_gb": ("VLLM_MM_INPUT_CACHE_GIB", "vllm/engine/arg_utils.py"),
+}
+"""Options an environment variable also sets (or defaults): recorded where that release's file reads it."""
+
+
+def tag(version: str) -> str:
+    return f"v{version}"
+
+
+def url(version: str, path: str, line: int | None = None) -> str:
+    return f"{REPO_URL}/{tag(version)}/{path}" + (f"#L{line}" if line else "")
+
+
+def vkey(version: str) -> tuple[int, ...]:
+    parts = re.findall(r"\d+", version.replace(".post", ".").split("rc")[0])
+    return tuple(int(p) for p in parts)
+
+
+# --- fetching -------------------------------------------------------------------------------
+
+
+def pypi_versions() -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", ENGINE], capture_output=True, text=True, check=True
+    ).stdout
+    line = next(line for line in out.splitlines() if line.startswith("Available versions:"))
+    found = [v.strip() for v in line.split(":", 1)[1].split(",")]
+    stable = [v for v in found if re.fullmatch(r"\d+\.\d+\.\d+(\.\d+|\.post\d+)?", v)]
+    return sorted((v for v in stable if vkey(v) >= FIRST), key=vkey)
+
+
+def fetch(version: str) -> Path:
+    """The release's source tree (``.py`` members of its wheel), downloading it once."""
+    folder = CACHE / version
+    if (folder / "artifact.json").is_file():
+        return folder
+    dl = CACHE / f"dl-{version}"
+    dl.mkdir(parents=True, exist_ok=True)
+    platforms = ["manylinux1_x86_64", "manylinux2014_x86_64"] + [f"manylinux_2_{n}_x86_64" for n in (28, 31, 34, 35)]
+    cmd = [sys.executable, "-m", "pip", "download", f"vllm=={version}", "--no-deps", "--only-binary", ":all:"]
+    cmd += ["--python-version", "3.12", "-d", str(dl), "-q"]
+    for platform in platforms:
+        cmd += ["--platform", platform]
+    subprocess.run(cmd, check=True)
+    wheel = next(dl.glob("*.whl"))
+    digest = hashlib.sha256()
+    with wheel.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    with zipfile.ZipFile(wheel) as archive:
+        for name in archive.namelist():
+            if name.endswith(".py") or name.endswith("METADATA"):
+                archive.extract(name, folder / "src")
+    meta = {"artifact": wheel.name, "sha256": digest.hexdigest(), "size": wheel.stat().st_size}
+    (folder / "artifact.json").write_text(json.dumps(meta))
+    wheel.unlink()
+    dl.rmdir()
+    return folder
+
+
+def dump(version: str) -> dict[str, Any]:
+    """The release's `vllm serve` parser, dumped by vllm_dump.py in the host parser env."""
+    folder = fetch(version)
+    out = folder / "dump.json"
+    if not out.is_file():
+        tmp = folder / "dump.tmp"
+        cmd = [str(HOST / "bin/python"), str(DUMP), str(folder / "src"), str(tmp), ",".join(EXTENSIONS)]
+        subprocess.run(cmd, check=True, cwd="/tmp", stdout=subprocess.DEVNULL)
+        tmp.rename(out)
+    return dict(json.loads(out.read_text()))
+
+
+# --- option entries ---------------------------------------------------------------------------
+
+
+def first_sentence(text: str | None) -> str:
+    if not text:
+        return ""
+    flat = " ".join(text.replace("%%", "%").split())
+    match = re.search(r"(?<!e\.g)(?<!i\.e)(?<!etc)(?<!vs)\.(\s|$)", flat)
+    return flat[: match.start() + 1] if match else flat
+
+
+def _kind(action: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """(type, bool_form, nargs) of one argparse action."""
+    kind, nargs, types = action["kind"], action["nargs"], " ".join(action["type"])
+    if kind == "BooleanOptionalAction":
+        return "bool", "negatable", None
+    if kind in ("_StoreTrueAction", "_StoreFalseAction") or (
+        kind == "_StoreConstAction" and isinstance(action["const"], bool)
+    ):
+        return "bool", "flag", None
+    if kind in ("_AppendAction", "_AppendConstAction"):
+        return "list", None, "append"
+    if nargs in ("+", "*"):
+        return "list", None, nargs
+    shape = nargs if nargs == "?" else None
+    if re.search(r"builtins\.bool\b|str2bool|str_to_bool", types):
+        return "bool", "value", shape
+    if re.search(r"json\.loads|union_dict_and_str|parse_dataclass|from_cli|dict|Config\.|\.loads", types):
+        return "dict", None, shape
+    if re.search(r"builtins\.int\b|human_readable_int", types):
+        return "int", None, shape
+    if re.search(r"builtins\.float\b", types):
+        return "float", None, shape
+    return "str", None, shape
+
+
+def _choices(action: dict[str, Any]) -> list[Any] | None:
+    if action["choices"] is not None:
+        return list(action["choices"])
+    metavar = action["metavar"]
+    if isinstance(metavar, list) and all(isinstance(item, str) for item in metavar):
+        return list(metavar)  # vLLM's Literal|str fields: the known values, other strings accepted too
+    return None
+
+
+def _default(value: Any) -> Any:
+    if value == "==SUPPRESS==" or (isinstance(value, dict) and ("<dataclass>" in value or "<repr>" in value)):
+        return None
+    return value
+
+
+def entries(dump_: dict[str, Any], bounds: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for action in dump_["actions"]:
+        strings = action["option_strings"]
+        longs = [s for s in strings if s.startswith("--")]
+        flag = longs[0] if longs else None
+        key = flag[2:].replace("-", "_") if flag else action["dest"]
+        negated = {f"--no-{s[2:]}" for s in longs} if action["kind"] == "BooleanOptionalAction" else set()
+        aliases = [s for s in strings if s != flag and s not in negated]
+        type_, bool_form, nargs = _kind(action)
+        help_ = first_sentence(action["help"])
+        bound = bounds.get(key, {})
+        entry = {
+            "flag": flag,
+            "aliases": aliases,
+            "env": None,
+            "config_key": None,
+            "type": type_,
+            "choices": _choices(action),
+            "min": bound.get("min"),
+            "max": bound.get("max"),
+            "default": _default(action["default"]),
+            "bool_form": bool_form,
+            "nargs": nargs,
+            "help": help_,
+            "deprecated": bool(action["deprecated"]) or "[DEPRECATED]" in (action["help"] or "")[:40].upper(),
+        }
+        if key in out:
+            continue  # the first definition wins, as argparse's own conflict check would refuse a second
+        out[key] = entry
+    return out
+
+
+# --- facts read from the release's source (AST) ------------------------------------------------
+
+
+def _parse(src: Path, rel: str) -> ast.Module | None:
+    path = src / rel
+    return ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _config_files(src: Path) -> list[str]:
+    files = ["vllm/config.py"] if (src / "vllm/config.py").is_file() else []
+    files += sorted(str(p.relative_to(src)) for p in (src / "vllm/config").glob("*.py"))
+    return files
+
+
+def _number(node: ast.expr) -> float | int | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def bounds(version: str, src: Path, options: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(inclusive bounds, exclusive bounds) of options, from the config classes' checks and Fields.
+
+    ``if self.x > 1.0: raise`` in a config class means max 1.0; ``< 0`` min 0; ``<= 0`` /
+    ``>= 1`` are strict (an int's strict bound becomes the next int); pydantic
+    ``Field(ge=, gt=, le=, lt=)`` likewise.
+    """
+    inclusive: dict[str, dict[str, Any]] = {}
+    exclusive: dict[str, dict[str, Any]] = {}
+
+    def record(name: str, op: str, value: float | int, rel: str, line: int) -> None:
+        option = options.get(name)
+        if option is None or option["type"] not in ("int", "float"):
+            return
+        is_int = option["type"] == "int"
+        where = url(version, rel, line)
+        if op in ("min", "max"):
+            inclusive.setdefault(name, {})[op] = value
+        elif is_int:
+            inclusive.setdefault(name, {})[op[:3]] = value + 1 if op == "min_exclusive" else value - 1
+        else:
+            exclusive.setdefault(name, {"source": where})[op] = value
+
+    for rel in _config_files(src):
+        tree = _parse(src, rel)
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and any(isinstance(n, ast.Raise) for n in node.body):
+                test = node.test
+                if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+                    continue
+                left, value = test.left, _number(test.comparators[0])
+                if not (
+                    isinstance(left, ast.Attribute)
+                    and isinstance(left.value, ast.Name)
+                    and left.value.id == "self"
+                    and value is not None
+                ):
+                    continue
+                op = {ast.Gt: "max", ast.Lt: "min", ast.LtE: "min_exclusive", ast.GtE: "max_exclusive"}.get(
+                    type(test.ops[0])
+                )
+                if op:
+                    record(left.attr, op, value, rel, node.lineno)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                call = node.value
+                if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", "")) == "Field":
+                    for kw in call.keywords:
+                        number = _number(kw.value) if kw.arg in ("ge", "gt", "le", "lt") else None
+                        if number is not None:
+                            op = {"ge": "min", "le": "max", "gt": "min_exclusive", "lt": "max_exclusive"}[str(kw.arg)]
+                            record(node.target.id, op, number, rel, node.lineno)
+    return inclusive, exclusive
+
+
+def _class_methods(tree: ast.Module) -> dict[str, ast.ClassDef]:
+    return {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+
+
+def _imports(tree: ast.Module, package: str) -> dict[str, str]:
+    """Name -> module path (vllm/...py) for the ``from X import Name`` statements of a module."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = node.module
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + [module])
+            for alias in node.names:
+                out[alias.asname or alias.name] = module
+    return out
+
+
+def _module_file(src: Path, module: str) -> str | None:
+    path = module.replace(".", "/")
+    for rel in (f"{path}.py", f"{path}/__init__.py"):
+        if (src / rel).is_file():
+            return rel
+    return None
+
+
+def _min_capability(src: Path, rel: str, cls: str, depth: int = 0) -> tuple[int | None, str, int] | None:
+    """get_min_capability()'s constant for class ``cls`` in ``rel`` (following base classes)."""
+    tree = _parse(src, rel)
+    if tree is None or depth > 4:
+        return None
+    classes = _class_methods(tree)
+    node = classes.get(cls)
+    if node is None:
+        return None
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and item.name == "get_min_capability":
+            returns = [n for n in ast.walk(item) if isinstance(n, ast.Return) and n.value is not None]
+            values = [_number(r.value) for r in returns if r.value is not None]
+            if len(values) == 1 and isinstance(values[0], int):
+                return values[0], rel, item.lineno
+            return None, rel, item.lineno
+    imports = _imports(tree, rel.removesuffix(".py").replace("/", "."))
+    for base in node.bases:
+        name = base.id if isinstance(base, ast.Name) else None
+        if not name:
+            continue
+        where = rel if name in classes else _module_file(src, imports.get(name, ""))
+        if where:
+            found = _min_capability(src, where, name, depth + 1)
+            if found:
+                return found
+    return None
+
+
+def quantization_methods(version: str, src: Path, methods: list[str]) -> dict[str, Any]:
+    """Each --quantization method's get_min_capability(), from the registry in quantization/__init__.py."""
+    rel = "vllm/model_executor/layers/quantization/__init__.py"
+    tree = _parse(src, rel)
+    if tree is None:
+        return {}
+    registry: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and len(node.keys) > 5:
+            pairs = [(k, v) for k, v in zip(node.keys, node.values, strict=True) if isinstance(k, ast.Constant)]
+            if all(isinstance(v, ast.Name) for _, v in pairs) and len(pairs) == len(node.keys):
+                registry = {str(k.value): v.id for k, v in pairs if isinstance(v, ast.Name)}  # type: ignore[union-attr]
+    imports = _imports(tree, "vllm.model_executor.layers.quantization")
+    out: dict[str, Any] = {}
+    for method in methods:
+        cls = registry.get(method)
+        module = _module_file(src, imports.get(cls, "")) if cls else None
+        if not cls or not module:
+            continue
+        found = _min_capability(src, module, cls)
+        if found is None:
+            continue
+        value, where, line = found
+        text = f"{value // 10}.{value % 10}" if isinstance(value, int) and value >= 0 else None
+        out[method] = {"min_capability": text, "source": url(version, where, line)}
+    return out
+
+
+def _find_line(src: Path, rel: str, predicate: Any) -> int | None:
+    tree = _parse(src, rel)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if predicate(node):
+            return int(getattr(node, "lineno", 0)) or None
+    return None
+
+
+def _is_string(node: ast.AST, text: str) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and text in node.value
+
+
+def default_engine(version: str, src: Path) -> dict[str, Any] | None:
+    """v0/v1 from envs.py's VLLM_USE_V1 default (``os.getenv("VLLM_USE_V1", "1")``); v1 when V0 is gone."""
+    rel = "vllm/envs.py"
+    tree = _parse(src, rel)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", "") == "getenv"
+            and len(node.args) == 2
+            and _is_string(node.args[0], "VLLM_USE_V1")
+            and isinstance(node.args[1], ast.Constant)
+        ):
+            value = "v1" if str(node.args[1].value) == "1" else "v0"
+            return {"value": value, "source": url(version, rel, node.lineno)}
+    if not (src / "vllm/v1").is_dir():
+        # before VLLM_USE_V1 existed (0.6.x) the V0 engine is the only one
+        return {"value": "v0", "source": url(version, "vllm/engine/llm_engine.py")}
+    if _find_line(
+        src, "vllm/engine/llm_engine.py", lambda n: isinstance(n, ast.ImportFrom) and "v1" in (n.module or "")
+    ):
+        # VLLM_USE_V1 is gone: vllm/engine/llm_engine.py aliases the V1 engine, the only one left
+        return {"value": "v1", "source": url(version, "vllm/engine/llm_engine.py")}
+    return None
+
+
+def block_size_default(version: str, src: Path, options: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The CLI default when it is a number, else CudaPlatform's ``cache_config.block_size = N``."""
+    default = options.get("block_size", {}).get("default")
+    if isinstance(default, int):
+        line = _find_line(
+            src, "vllm/engine/arg_utils.py",
+            lambda n: isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "block_size",
+        )  # fmt: skip
+        return {"value": default, "source": url(version, "vllm/engine/arg_utils.py", line)}
+    rel = "vllm/platforms/cuda.py"
+    tree = _parse(src, rel)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and node.targets[0].attr == "block_size"
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, int)
+        ):
+            # the first assignment in check_and_update_config: the "block_size is None" default
+            return {"value": node.value.value, "source": url(version, rel, node.lineno)}
+    return None
+
+
+def block_size_multiple(version: str, src: Path, engine: str | None) -> dict[str, Any] | None:
+    """FlashAttention's "Block size must be a multiple of 16." in the default engine's backend."""
+    rels = ["vllm/v1/attention/backends/flash_attn.py"] if engine == "v1" else ["vllm/attention/backends/flash_attn.py"]
+    for rel in rels:
+        tree = _parse(src, rel)
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            if _is_string(node, "Block size must be a multiple of"):
+                value = int(re.findall(r"multiple of (\d+)", str(node.value))[0])  # type: ignore[attr-defined]
+                return {"value": value, "source": url(version, rel, node.lineno)}
+    return None
+
+
+def cuda_graph_memory_in_budget(version: str, src: Path, engine: str | None) -> dict[str, Any] | None:
+    """Whether determine_available_memory subtracts a CUDA-graph memory estimate (V1 gpu_worker.py)."""
+    rel = "vllm/v1/worker/gpu_worker.py" if engine == "v1" else "vllm/worker/worker.py"
+    tree = _parse(src, rel)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in (
+            "determine_available_memory",  # V1 Worker
+            "determine_num_available_blocks",  # V0 Worker
+        ):
+            names = {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+            names |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            graph = sorted(n for n in names if "cudagraph" in n.lower() or "cuda_graph" in n.lower())
+            return {"value": bool(graph), "source": url(version, rel, node.lineno)}
+    return None
+
+
+def facts(version: str, src: Path, options: dict[str, dict[str, Any]], exclusive: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    methods = [m for m in options.get("quantization", {}).get("choices") or [] if m is not None]
+    quant = quantization_methods(version, src, [m for m in methods if isinstance(m, str)])
+    if quant:
+        out["quantization_methods"] = quant
+    engine = default_engine(version, src)
+    if engine:
+        out["default_engine"] = engine
+    for name, found in (
+        ("block_size_default", block_size_default(version, src, options)),
+        ("block_size_multiple", block_size_multiple(version, src, engine["value"] if engine else None)),
+        ("cuda_graph_memory_in_budget", cuda_graph_memory_in_budget(version, src, engine["value"] if engine else None)),
+    ):
+        if found:
+            out[name] = found
+    if exclusive:
+        out["option_bounds_exclusive"] = exclusive
+    return out
+
+
+# --- releases -------------------------------------------------------------------------------
+
+
+def build(version: str) -> dict[str, Any]:
+    folder = fetch(version)
+    src = folder / "src"
+    dumped = dump(version)
+    if '"<stub>"' in json.dumps(dumped["actions"]):
+        raise RuntimeError(f"{version}: a stubbed module's value reached a parser action; not catalogued")
+    options = entries(dumped, {})
+    methods = dumped.get("quantization_methods")
+    if "quantization" in options and not options["quantization"]["choices"] and methods:
+        options["quantization"]["choices"] = list(methods)
+    inclusive, exclusive = bounds(version, src, options)
+    for key, found in inclusive.items():
+        options[key].update(found)
+    for key, (env, rel) in ENV_OF.items():
+        path = src / rel
+        if key in options and path.is_file() and env in path.read_text(encoding="utf-8"):
+            options[key]["env"] = env
+    artifact = json.loads((folder / "artifact.json").read_text())
+    files = [
+        "vllm/entrypoints/cli/serve.py" if (src / "vllm/entrypoints/cli/serve.py").is_file() else "vllm/scripts.py"
+    ]
+    files += ["vllm/engine/arg_utils.py", "vllm/entrypoints/openai/cli_args.py", *_config_files(src)]
+    stubbed = [s for s in dumped["stubbed"] if s not in EXTENSIONS]
+    method = (
+        f"ran the release's own `vllm serve` parser (its CLI main(), captured at parse_args; "
+        f"scripts/catalog/vllm_dump.py, Python {dumped['python']}) from the wheel's source and dumped every "
+        f"argparse action; compiled extensions and NVML replaced (one GPU, CUDA platform); modules the host "
+        f"env lacks made inert: {', '.join(stubbed) or 'none'}. Bounds: AST of the config classes' "
+        "`if self.x > N: raise` checks and pydantic Field(ge/gt/le/lt). --quantization choices: the parser's, or where it lists none the methods ModelConfig accepts (QUANTIZATION_METHODS). Facts: AST of the files cited."
+    )
+    return {
+        "version": version,
+        "source": url(version, "vllm/engine/arg_utils.py"),
+        "provenance": {
+            "artifact": artifact["artifact"],
+            "sha256": artifact["sha256"],
+            "tag": tag(version),
+            "files": files,
+            "method": method,
+            "tool": TOOL_VERSION,
+        },
+        "partial": False,
+        "options": options,
+        "facts": facts(version, src, options, exclusive),
+    }
+
+
+def removed(releases: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per release: the options an earlier catalogued release had and it lacks, with removed_in."""
+    order = sorted(releases, key=vkey)
+    out: dict[str, dict[str, Any]] = {}
+    last_seen: dict[str, int] = {}
+    for index, version in enumerate(order):
+        keys = set(releases[version])
+        gone = {}
+        for key, seen in sorted(last_seen.items()):
+            if key not in keys:
+                first_without = order[seen + 1]
+                gone[key] = {
+                    "removed_in": first_without,
+                    "replaced_by": None,
+                    "source": url(first_without, "vllm/engine/arg_utils.py"),
+                }
+        for key in keys:
+            last_seen[key] = index
+        out[version] = gone
+    return out
+
+
+def main(argv: list[str]) -> int:
+    force = "--force" in argv
+    dump_only = "--dump-only" in argv
+    wanted = [a for a in argv if not a.startswith("--")]
+    versions = wanted or pypi_versions()
+    if dump_only:
+        for version in versions:
+            dump(version)
+        return 0
+    folder = releases_dir(ENGINE)
+    pool = read_pool(ENGINE)
+    built = {v: build(v) for v in versions if force or v not in HAND}
+    keys: dict[str, set[str]] = {v: set(r["options"]) for v, r in built.items()}
+    for path in folder.glob("*.json"):
+        if path.name != "options.json" and path.stem not in keys:
+            keys[path.stem] = set(json.loads(path.read_text())["options"])
+    gone = removed({v: k for v, k in keys.items() if vkey(v) >= FIRST})
+    for version, release in built.items():
+        path = folder / f"{version}.json"
+        old = json.loads(path.read_text()) if path.is_file() else {}
+        merged = dict(old.get("facts") or {})
+        derived = release["facts"]
+        if gone[version]:
+            derived["removed_options"] = gone[version]
+        mine = (old.get("provenance") or {}).get("tool") == TOOL_VERSION
+        for name, value in derived.items():
+            if mine or name not in merged:  # a hand-written fact stays; this tool's own are rebuilt
+                merged[name] = value
+        release["facts"] = merged
+        if old.get("notes"):
+            release["notes"] = old["notes"]
+        write_release(ENGINE, release, pool)
+        print(f"{version}: {len(release['options'])} options", file=sys.stderr)
+    write_pool(ENGINE, pool)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
