@@ -102,3 +102,17 @@ def test_a_prerelease_named_exactly_is_checked_against_its_own_file(tmp_path: Pa
     chosen = catalog.select("1.1-rc2")
     assert (chosen.relation, chosen.release and chosen.release.version) == ("exact", "1.1-rc2")
     assert catalog.select("1.1").relation == "newer"  # the final 1.1 is not its candidate
+
+
+@pytest.mark.parametrize(("version", "found"), [("2.1.0", 1), ("3.3.7", 0)])
+def test_a_spec_field_the_release_has_no_option_for_is_found(tmp_path: Path, version: str, found: int) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        f"model: {{source: Qwen/Qwen2.5-7B-Instruct}}\nengine: {{name: tgi, version: '{version}'}}\n"
+        "serving: {api_key: {from_env: KEY}}\n"
+    )
+    hits = [f for f in check_fleet(load_fleet([path])) if f.rule == "ENG001" and f.path == "serving.api_key"]
+    assert len(hits) == found, hits  # TGI's launcher gained --api-key in 2.3.0
+    if hits:
+        assert "added in 2.3.0" in hits[0].message

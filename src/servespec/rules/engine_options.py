@@ -94,6 +94,26 @@ class UnknownEngineOption(Rule):
                     yield self.report(
                         deployment.document, message, setting.path, hint=hint, at_key=setting.at_key, severity=severity
                     )
+            yield from self._spec_fields(deployment, release)
+
+    def _spec_fields(self, deployment: DeploymentDoc, release: EngineRelease) -> Iterator[Finding]:
+        """Spec fields the release has no option for (TGI before 2.3.0 has no ``--api-key``)."""
+        if release.partial:
+            return
+        engine = resolve.resolved(deployment).engine
+        for field, option in engine.profile.spec_options.items():
+            section, _, name = field.partition(".")
+            value = getattr(getattr(deployment.spec, section), name, None)
+            if value in (None, "auto") or release.option(option) is not None:
+                continue
+            added = _added_in(engine, option, release)
+            later = f"; added in {added}" if added else ""
+            yield self.report(
+                deployment.document,
+                f"{engine.profile.title} {release.version} has no option {option}, which {field} renders to{later}",
+                tuple(field.split(".")),
+                hint=f"pin a release that has it{f' ({added} or later)' if added else ''}, or unset {field}",
+            )
 
     def _version_notice(self, deployment: DeploymentDoc) -> Iterator[Finding]:
         known = resolve.resolved(deployment)
