@@ -140,21 +140,43 @@ def extract(artifact: Path, dest: Path) -> Path:
     return dest
 
 
+EXTRA_PACKAGES = ("dill==0.4.1",)
+"""Real pure-Python packages some releases compute import-time values with (dill pickles a
+default logit processor in 0.5.15+); installed once beside the artefacts, never stubbed."""
+
+
+def extra_site() -> list[str]:
+    folder = CACHE / "extra-site"
+    if not (folder / "dill").is_dir():
+        subprocess.run(
+            [str(PARSER_PYTHON), "-m", "pip", "install", "-q", "--no-deps", "--target", str(folder), *EXTRA_PACKAGES],
+            check=True,
+        )
+    return [str(folder)]
+
+
 def run_parser(root: Path) -> dict[str, Any]:
     if not PARSER_PYTHON.is_file():
         raise SystemExit(f"no SGLang parser environment at {PARSER_PYTHON} (run scripts/parser-envs sglang-0.5.23)")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["SGLANG_USE_CPU_ENGINE"] = "1"
-    done = subprocess.run(
-        [str(PARSER_PYTHON), str(HELPER), str(root)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=root,
-        timeout=600,
-        check=False,
-    )
-    if done.returncode != 0:
+    for _ in range(8):
+        done = subprocess.run(  # fixed arguments: our own helper
+            [str(PARSER_PYTHON), str(HELPER), str(root), *extra_site()],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=root,
+            timeout=600,
+            check=False,
+        )
+        if done.returncode == 0:
+            break
+        found = re.findall(r"^SGLANG_CATALOG_STUBS=(.*)$", done.stderr, re.M)
+        if not found or found[-1] == env.get("SGLANG_CATALOG_STUBS"):
+            raise RuntimeError(done.stderr[-3000:])
+        env["SGLANG_CATALOG_STUBS"] = found[-1]  # a fresh process with the stubs named up front
+    else:
         raise RuntimeError(done.stderr[-3000:])
     line = [ln for ln in done.stdout.splitlines() if ln.startswith("{")][-1]
     result: dict[str, Any] = json.loads(line)
@@ -214,7 +236,10 @@ def entry_of(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(catalog key, option entry) of one argparse action as sglang_parser.py dumped it."""
     strings = action["option_strings"]
     longs = [s for s in strings if s.startswith("--")]
-    flag = longs[0] if longs else strings[0]
+    # The spelling named like the ServerArgs field is the flag: the key then stays the same when a
+    # release reorders its spellings (--tensor-parallel-size/--tp-size in 0.4, --tp-size first later).
+    named = [s for s in longs if s[2:].replace("-", "_") == action["dest"]]
+    flag = (named or longs or strings)[0]
     key = flag.lstrip("-").replace("-", "_")
     mro = action["action_mro"]
     bool_form = next((form for name, form in _BOOL_ACTIONS.items() if name in mro), None)
@@ -500,8 +525,8 @@ def build(version: str, entry: dict[str, Any], raw: dict[str, Any]) -> dict[str,
         "imported from the artefact's sglang/ Python tree (extracted to a temporary directory) in the "
         "sglang-0.5.23 parser environment "
         "(torch CPU, triton), SGLANG_USE_CPU_ENGINE=1; read each action's option strings, type, choices, "
-        "default, nargs, help (scripts/catalog/sglang_parser.py); quantization minimums from the AST of "
-        "get_min_capability in srt/layers/quantization. "
+        "default, nargs, help (scripts/catalog/sglang_parser.py; dill 0.4.1 added beside it); "
+        "quantization minimums from the AST of get_min_capability in srt/layers/quantization. "
         + (
             f"Stubbed (poisoned stub modules, each only after its import failed; no stub value in any "
             f"recorded action): {', '.join(stubs)}."
@@ -550,9 +575,10 @@ def add_removed(releases: list[dict[str, Any]], published: list[str]) -> None:
     seen: dict[str, dict[str, Any]] = {}  # key -> the last catalogued release that had it, and its entry
     for release in releases:
         removed = {}
+        spellings = {f for o in release["options"].values() for f in (o["flag"], *o["aliases"])}
         for key, last in seen.items():
-            if key in release["options"]:
-                continue
+            if key in release["options"] or {last["entry"]["flag"], *last["entry"]["aliases"]} & spellings:
+                continue  # still there (under another key when the release reordered its spellings)
             following = versions[versions.index(last["version"]) + 1]
             adjacent = published.index(following) == published.index(last["version"]) + 1
             replacement = _REPLACEMENT.search(last["entry"]["help"] or "")

@@ -3,7 +3,10 @@
 Run with the SGLang parser environment's interpreter (``scripts/parser-envs``: torch CPU,
 triton and the pure-Python packages SGLang's parser needs), never the servespec venv::
 
-    python sglang_parser.py PACKAGE_ROOT   # PACKAGE_ROOT holds the release's sglang/ tree
+    python sglang_parser.py PACKAGE_ROOT [EXTRA_SITE]   # PACKAGE_ROOT holds the release's sglang/ tree
+
+EXTRA_SITE: a folder of real pure-Python packages the environment lacks (dill), put on
+sys.path after the environment's own.
 
 The release's ``sglang`` package is imported from PACKAGE_ROOT (ahead of the environment's
 own SGLang), then ``ServerArgs.add_cli_args(argparse.ArgumentParser())`` builds the parser
@@ -31,6 +34,7 @@ import json
 import os
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 STUBBED: set[str] = set()
@@ -38,6 +42,11 @@ STUBBED: set[str] = set()
 
 class StubError(RuntimeError):
     """A stub value was used in a way that could change what the parser records."""
+
+
+_PASSED_DUNDERS = {"__func__"}
+"""Dunder attributes a stub answers with another stub (``Stub.method.__func__``); every other
+dunder is missing, so Python's protocols (iteration, length, pydantic, inspect) never see a value."""
 
 
 class _StubMeta(type):
@@ -49,7 +58,7 @@ class _StubMeta(type):
         super().__init__(name, bases, namespace)
 
     def __getattr__(cls, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
+        if name.startswith("__") and name.endswith("__") and name not in _PASSED_DUNDERS:
             raise AttributeError(name)
         return _stub_class(f"{cls.__qualname__}.{name}", cls.__module__)
 
@@ -61,6 +70,12 @@ class _StubMeta(type):
 
     def __getitem__(cls, item: Any) -> Any:
         return _stub_class(f"{cls.__qualname__}[]", cls.__module__)
+
+    def __setitem__(cls, item: Any, value: Any) -> None:
+        pass  # registering into a stubbed registry (transformers' CONFIG_MAPPING)
+
+    def __contains__(cls, item: Any) -> bool:
+        return False
 
     def __or__(cls, other: Any) -> Any:
         return cls
@@ -84,12 +99,21 @@ class Stub(metaclass=_StubMeta):
         return _stub_class(f"{type(self).__qualname__}()", type(self).__module__)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
+        if name.startswith("__") and name.endswith("__") and name not in _PASSED_DUNDERS:
             raise AttributeError(name)
         return _stub_class(f"{type(self).__qualname__}.{name}", type(self).__module__)
 
     def __iter__(self) -> Any:
         raise StubError(f"stub {type(self).__qualname__} instance iterated")
+
+    def __getitem__(self, item: Any) -> Any:
+        return _stub_class(f"{type(self).__qualname__}[]", type(self).__module__)
+
+    def __setitem__(self, item: Any, value: Any) -> None:
+        pass
+
+    def __contains__(self, item: Any) -> bool:
+        return False
 
 
 def _stub_class(qualname: str, module: str) -> type:
@@ -121,7 +145,7 @@ def _probing() -> bool:
     frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
-        if code.co_name == "find_spec" and code.co_filename.endswith(os.path.join("importlib", "util.py")):
+        if code.co_name == "find_spec" and Path(code.co_filename).parts[-2:] == ("importlib", "util.py"):
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False
@@ -136,7 +160,7 @@ class _StubFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _StubLoader(), is_package=True)
 
 
-WANTED: set[str] = set()
+WANTED: set[str] = {name for name in os.environ.get("SGLANG_CATALOG_STUBS", "").split(",") if name}
 """Top-level modules to stub: added one at a time, each only after an import of it failed
 uncaught (so a module the release imports optionally, under try/except, is never stubbed)."""
 
@@ -153,6 +177,9 @@ def _import_server_args(root: str) -> Any:
             # Not installed, or installed at a version without the name the release imports.
             top = (err.name or "").split(".")[0]
             if not top or top == "sglang" or top in WANTED:
+                # Retrying in this process failed (a half-imported release left state behind):
+                # the caller reruns with the stubs found so far named up front.
+                print(f"SGLANG_CATALOG_STUBS={','.join(sorted(WANTED))}", file=sys.stderr)
                 raise
             WANTED.add(top)
     raise SystemExit("too many missing modules")
@@ -161,7 +188,7 @@ def _import_server_args(root: str) -> Any:
 def _has_stub(value: Any, depth: int = 0) -> bool:
     if depth > 4:
         return False
-    if isinstance(value, type) and issubclass(value, Stub) or isinstance(value, Stub):
+    if (isinstance(value, type) and issubclass(value, Stub)) or isinstance(value, Stub):
         return True
     if isinstance(value, (list, tuple, set, frozenset)):
         return any(_has_stub(v, depth + 1) for v in value)
@@ -193,15 +220,17 @@ def _type_name(kind: Any) -> Any:
     return getattr(kind, "__qualname__", None) or getattr(kind, "__name__", None) or type(kind).__name__
 
 
-def dump(root: str) -> dict[str, Any]:
+def dump(root: str, extra: str | None = None) -> dict[str, Any]:
     sys.path.insert(0, root)
+    if extra:
+        sys.path.append(extra)  # real pure-Python packages the environment lacks (after its own)
     sys.meta_path.insert(0, _StubFinder())
     os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "1")
     ServerArgs = _import_server_args(root)  # noqa: N806
     import sglang  # type: ignore[import-not-found]
 
-    where = os.path.dirname(sglang.__file__)
-    if not os.path.realpath(where).startswith(os.path.realpath(root)):
+    where = Path(sglang.__file__).parent
+    if not where.resolve().is_relative_to(Path(root).resolve()):
         raise SystemExit(f"sglang imported from {where}, not from {root}")
     parser = argparse.ArgumentParser(prog="sglang serve")
     ServerArgs.add_cli_args(parser)
@@ -250,14 +279,14 @@ def dump(root: str) -> dict[str, Any]:
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} PACKAGE_ROOT", file=sys.stderr)
+    if len(sys.argv) not in (2, 3):
+        print(f"usage: {sys.argv[0]} PACKAGE_ROOT [EXTRA_SITE]", file=sys.stderr)
         return 64
     answer = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # the release logs to stdout
     sys.stdout = io.TextIOWrapper(os.fdopen(sys.stderr.fileno(), "wb", closefd=False))
-    result = dump(sys.argv[1])
+    result = dump(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else None)
     json.dump(result, answer, sort_keys=True)
     answer.write("\n")
     answer.close()
