@@ -26,11 +26,15 @@ from pydantic import BaseModel, ConfigDict
 
 
 def version_key(text: str) -> tuple[int, ...]:
-    """Sortable numeric key: ``v0.11.0`` -> (0, 11, 0); ``b6900`` -> (6900,); suffixes ignored."""
-    match = re.match(r"^[vb]?(\d+(?:\.\d+)*)", text.strip())
+    """Sortable numeric key: ``v0.11.0`` -> (0, 11, 0); ``b6900`` -> (6900,); other suffixes ignored.
+
+    A post release sorts after its release: ``0.4.1.post3`` -> (0, 4, 1, 3).
+    """
+    match = re.match(r"^[vb]?(\d+(?:\.\d+)*)(?:\.?post(\d+))?", text.strip())
     if not match:
         return ()
-    return tuple(int(part) for part in match.group(1).split("."))
+    post = (int(match.group(2)),) if match.group(2) else ()
+    return tuple(int(part) for part in match.group(1).split(".")) + post
 
 
 def capability(text: str | float | int | None) -> tuple[int, int] | None:
@@ -211,7 +215,7 @@ class EngineRelease:
         key = normalize_option(name)
         if key in self.options:
             return self.options[key]
-        return self._flags.get(name if name.startswith("-") else f"--{name}")
+        return self._flags.get(name if name.startswith("-") else "--" + key.replace("_", "-"))
 
     @functools.cached_property
     def _flags(self) -> dict[str, EngineOption]:

@@ -28,7 +28,7 @@ def _in_spec_order(settings: tuple[Setting, ...]) -> list[Setting]:
 def _added_in(engine: Engine, key: str, current: EngineRelease) -> str | None:
     later = [r for r in engine.releases if version_key(r.version) > version_key(current.version)]
     for release in later:
-        if key in release.options:
+        if release.option(key) is not None:  # any spelling: SGLang's --ep-size was an alias before it was the key
             return release.version
     return None
 
