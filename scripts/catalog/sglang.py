@@ -254,6 +254,8 @@ def entry_of(action: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         value_type = "list"
     else:
         value_type = _value_type(action)
+        if value_type == "bool":
+            bool_form = "value"  # type=bool: takes a value (0.4.1.post2's --prefill-only-one-req)
     default = action["default"]
     if isinstance(default, dict) and set(default) == {"repr"}:
         default = None  # an object argparse holds (a callable, a sentinel): not a value
