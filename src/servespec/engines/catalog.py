@@ -215,7 +215,10 @@ class EngineRelease:
         key = normalize_option(name)
         if key in self.options:
             return self.options[key]
-        return self._flags.get(name if name.startswith("-") else "--" + key.replace("_", "-"))
+        if name.startswith("-"):
+            return self._flags.get(name)
+        # as written (trtllm-serve's --max_batch_size), then dashed (SGLang's alias --ep-size for ep_size)
+        return self._flags.get(f"--{name}") or self._flags.get("--" + key.replace("_", "-"))
 
     @functools.cached_property
     def _flags(self) -> dict[str, EngineOption]:
