@@ -106,6 +106,8 @@ class UnknownEngineOption(Rule):
             value = getattr(getattr(deployment.spec, section), name, None)
             if value in (None, "auto") or release.option(option) is not None:
                 continue
+            if not any(other.option(option) for other in engine.releases):
+                continue  # no release lists it (a positional argument such as trtllm-serve's MODEL)
             added = _added_in(engine, option, release)
             later = f"; added in {added}" if added else ""
             yield self.report(
