@@ -47,6 +47,7 @@ EXTENSIONS = (
     "vllm._C", "vllm._moe_C", "vllm._rocm_C", "vllm.cumem_allocator", "vllm._flashmla_C",
     "vllm._C_stable_libtorch", "vllm._flashmla_extension_C", "vllm._moe_C_stable_libtorch",
     "vllm._deepselect_C", "vllm._flashkda_C", "vllm._qutlass_C", "vllm.fs_io_C", "vllm.spinloop",
+    "vllm.vllm_flash_attn._vllm_fa2_C", "vllm.vllm_flash_attn._vllm_fa3_C",
 )  # fmt: skip
 """vLLM's compiled extensions: they need the CUDA runtime; the parser never calls them."""
 
@@ -454,8 +455,33 @@ def block_size_multiple(version: str, src: Path, engine: str | None) -> dict[str
     return None
 
 
+def _env_default(src: Path, name: str) -> tuple[str, int] | None:
+    """(default, line) of ``os.getenv(NAME, default)`` in envs.py."""
+    tree = _parse(src, "vllm/envs.py")
+    for node in ast.walk(tree) if tree else ():
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", "") == "getenv"
+            and len(node.args) == 2
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == name
+            and isinstance(node.args[1], ast.Constant)
+        ):
+            return str(node.args[1].value), node.lineno
+    return None
+
+
 def cuda_graph_memory_in_budget(version: str, src: Path, engine: str | None) -> dict[str, Any] | None:
-    """Whether determine_available_memory subtracts a CUDA-graph memory estimate (V1 gpu_worker.py)."""
+    """Whether the worker's memory profiling subtracts a CUDA-graph estimate from the KV budget.
+
+    Where envs.py has VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, its default decides (the V1
+    gpu_worker.py estimates CUDA-graph memory during profiling when it is set); before it, the
+    worker's determine_available_memory / determine_num_available_blocks is read: CUDA graphs
+    are captured after the KV cache is sized, so nothing is subtracted unless it names them.
+    """
+    found = _env_default(src, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS")
+    if found is not None:
+        return {"value": found[0] == "1", "source": url(version, "vllm/envs.py", found[1])}
     rel = "vllm/v1/worker/gpu_worker.py" if engine == "v1" else "vllm/worker/worker.py"
     tree = _parse(src, rel)
     if tree is None:
@@ -472,6 +498,25 @@ def cuda_graph_memory_in_budget(version: str, src: Path, engine: str | None) -> 
     return None
 
 
+def image_cuda(version: str, src: Path) -> dict[str, Any] | None:
+    """envs.py's VLLM_MAIN_CUDA_VERSION default: the CUDA the release's wheels and image are built with."""
+    rel = "vllm/envs.py"
+    tree = _parse(src, rel)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if key is not None and _is_string(key, "VLLM_MAIN_CUDA_VERSION") and key.value == "VLLM_MAIN_CUDA_VERSION":  # type: ignore[attr-defined]
+                    found = [
+                        n.value for n in ast.walk(value)
+                        if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.fullmatch(r"\d+\.\d+", n.value)
+                    ]  # fmt: skip
+                    if len(found) == 1:
+                        return {"value": found[0], "source": url(version, rel, key.lineno)}
+    return None
+
+
 def facts(version: str, src: Path, options: dict[str, dict[str, Any]], exclusive: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     methods = [m for m in options.get("quantization", {}).get("choices") or [] if m is not None]
@@ -483,6 +528,7 @@ def facts(version: str, src: Path, options: dict[str, dict[str, Any]], exclusive
         out["default_engine"] = engine
     for name, found in (
         ("block_size_default", block_size_default(version, src, options)),
+        ("image_cuda", image_cuda(version, src)),
         ("block_size_multiple", block_size_multiple(version, src, engine["value"] if engine else None)),
         ("cuda_graph_memory_in_budget", cuda_graph_memory_in_budget(version, src, engine["value"] if engine else None)),
     ):

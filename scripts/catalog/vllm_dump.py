@@ -113,6 +113,26 @@ class _FakeNvml(types.ModuleType):
         raise AttributeError(name)
 
 
+class _NvmlFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the fake NVML as ``pynvml`` and as vLLM's vendored ``vllm.third_party.pynvml``."""
+
+    NAMES = ("pynvml", "vllm.third_party.pynvml")
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self.module = module
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname in self.NAMES:
+            return importlib.machinery.ModuleSpec(fullname, self)
+        return None
+
+    def create_module(self, spec: Any) -> Any:
+        return self.module
+
+    def exec_module(self, module: Any) -> None:
+        return None
+
+
 class _Captured(Exception):
     def __init__(self, parser: argparse.ArgumentParser) -> None:
         self.parser = parser
@@ -128,16 +148,13 @@ def _install(src: str, extensions: list[str]) -> None:
     sys.meta_path.append(_StubFinder())
     _host_compat()
     nvml = _FakeNvml("pynvml")
-    sys.modules["pynvml"] = nvml
-    sys.modules["vllm.third_party.pynvml"] = nvml  # 0.8.4+: vllm.utils.import_pynvml() returns the vendored one
+    sys.modules.pop("pynvml", None)
+    sys.meta_path.insert(0, _NvmlFinder(nvml))  # pynvml and the vendored vllm.third_party.pynvml
     STUBBED.append("pynvml (one GPU, capability 9.0)")
-    if src == "-":  # an installed release: its compiled extensions exist but cannot load here
+    if src == "-":  # an installed release: its compiled extensions need the CUDA runtime, absent here
         for name in extensions:
-            try:
-                importlib.import_module(name)
-            except ImportError:
-                sys.modules[name] = types.ModuleType(name)
-                STUBBED.append(name)
+            sys.modules[name] = types.ModuleType(name)
+            STUBBED.append(name)
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cuda")
     os.environ.setdefault("VLLM_CONFIGURE_LOGGING", "0")
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK"):
@@ -229,6 +246,11 @@ def _serve_parser() -> argparse.ArgumentParser:
         cli.main()
     except _Captured as got:
         top = got.parser
+    except ModuleNotFoundError as err:  # a subcommand's import, inside main()
+        missing = err.name or ""
+        if not missing or missing in STUB_ROOTS or (missing.startswith("vllm") and "_C" not in missing):
+            raise
+        raise _MissingError(missing) from None
     else:
         raise RuntimeError("the CLI never parsed its arguments")
     for action in top._actions:
@@ -377,6 +399,47 @@ def _dump_to(src: str, dest: str, extensions: list[str]) -> int:
     return len(result["actions"])
 
 
+NEVER_PRESTUB = {
+    "triton", "torch_xla", "habana_frameworks", "intel_extension_for_pytorch", "jax", "libtpu", "tpu_info",
+    "aiter", "oneccl_bindings_for_pytorch", "vllm_hpu_extension", "flashinfer", "xformers", "pplx_kernels",
+    "deep_gemm", "deep_ep", "amdsmi", "pynvml", "neuronxcc", "neuronx_distributed", "neuronx_distributed_inference",
+    "transformers_neuronx", "torch_neuronx", "ray", "tpu_commons", "tpu_inference", "flash_attn", "quark",
+}  # fmt: skip
+"""Kernel and platform packages: vLLM probes for them (find_spec, try/except) to pick platforms and
+backends, so a stub would be taken for the real thing; they are stubbed only when an import fails."""
+
+
+def _unguarded_missing(src: str) -> list[str]:
+    """Top-level packages the release imports unconditionally (an import statement at column 0: not
+    under try/if/def) that this interpreter lacks: stubbed up front, as a fresh child per missing
+    module would find them one by one. Imports under try/except keep failing as the release expects.
+    (A candidate list only: a module is served as a stub only if the import system finds no real one.)"""
+    missing: set[str] = set()
+    known: dict[str, bool] = {}
+    for root, _dirs, files in os.walk(os.path.join(src, "vllm")):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as fh:
+                lines = [line for line in fh if line.startswith(("import ", "from "))]
+            for line in lines:
+                words = line.split()
+                if len(words) < 2 or words[1].startswith("."):
+                    continue
+                tops = [w.split(".")[0] for w in line[7:].split(",")] if words[0] == "import" else [words[1].split(".")[0]]
+                for top in (t.strip().split(" ")[0] for t in tops):
+                    if not top.isidentifier() or top == "vllm" or top in sys.builtin_module_names or top in NEVER_PRESTUB:
+                        continue
+                    if top not in known:
+                        try:
+                            known[top] = importlib.util.find_spec(top) is not None
+                        except (ImportError, ValueError):
+                            known[top] = True
+                    if not known[top]:
+                        missing.add(top)
+    return sorted(missing)
+
+
 def batch(extensions: list[str], pairs: list[str]) -> int:
     """Dump many releases: heavy dependencies imported once, then one forked child per release."""
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK"):
@@ -393,7 +456,7 @@ def batch(extensions: list[str], pairs: list[str]) -> int:
     failed = 0
     for pair in pairs:
         src, dest = pair.split("::", 1)
-        extra: list[str] = []
+        extra: list[str] = _unguarded_missing(src) if src != "-" else []
         for _attempt in range(40):
             read, write = os.pipe()
             pid = os.fork()
