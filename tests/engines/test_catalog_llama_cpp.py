@@ -95,7 +95,7 @@ def test_mmap_mlock_and_direct_io_are_removed_in_b10878_for_load_mode(tmp_path: 
     for version in ("b10878", "b11368"):
         found = _eng001(tmp_path, version, "direct_io")
         assert len(found) == 1 and "removed in b10878" in found[0].message, version
-        release = LLAMA.select(version).release
-        assert release is not None
-        gone = release.removed("direct_io")
+        selected = LLAMA.select(version).release
+        assert selected is not None
+        gone = selected.removed("direct_io")
         assert gone is not None and gone.replaced_by == "load_mode"
