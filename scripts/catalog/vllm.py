@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from catalog_io import TOOL_VERSION, read_pool, releases_dir, write_pool, write_release
+from catalog_io import TOOL_VERSION, prune_pool, read_pool, releases_dir, write_pool, write_release
 
 ENGINE = "vllm"
 FIRST = (0, 6, 0)
@@ -568,8 +568,8 @@ def build(version: str) -> dict[str, Any]:
     method = (
         f"ran the release's own `vllm serve` parser (its CLI main(), captured at parse_args; "
         f"scripts/catalog/vllm_dump.py, Python {dumped['python']}) from the wheel's source and dumped every "
-        f"argparse action; compiled extensions and NVML replaced (one GPU, CUDA platform); modules the host "
-        f"env lacks made inert: {', '.join(stubbed) or 'none'}. Bounds: AST of the config classes' "
+        f"argparse action; compiled extensions and NVML replaced (one GPU, CUDA platform); host-env adaptations "
+        f"and modules the host env lacks made inert: {', '.join(stubbed) or 'none'}. Bounds: AST of the config classes' "
         "`if self.x > N: raise` checks and pydantic Field(ge/gt/le/lt). --quantization choices: the parser's, or where it lists none the methods ModelConfig accepts (QUANTIZATION_METHODS). Facts: AST of the files cited."
     )
     return {
@@ -645,6 +645,7 @@ def main(argv: list[str]) -> int:
         write_release(ENGINE, release, pool)
         print(f"{version}: {len(release['options'])} options", file=sys.stderr)
     write_pool(ENGINE, pool)
+    prune_pool(ENGINE)
     return 0
 
 

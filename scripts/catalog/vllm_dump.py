@@ -87,7 +87,10 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec: Any) -> Any:
         if spec.name not in STUBBED:
             STUBBED.append(spec.name)
-        return _Inert(spec.name)
+        module = _Inert(spec.name)
+        module.__file__ = f"<servespec stub {spec.name}>"
+        module.__version__ = "0.0.0"  # type: ignore[attr-defined]
+        return module
 
     def exec_module(self, module: Any) -> None:
         return None
@@ -143,10 +146,10 @@ def _install(src: str, extensions: list[str]) -> None:
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # scripts/catalog/vllm.py is not vLLM
     if src != "-":
         sys.path.insert(0, src)
+    _host_compat()  # before any stub exists: torch's own optional imports must see the real host
     for name in extensions:
         STUB_ROOTS.add(name)
     sys.meta_path.append(_StubFinder())
-    _host_compat()
     nvml = _FakeNvml("pynvml")
     sys.modules.pop("pynvml", None)
     sys.meta_path.insert(0, _NvmlFinder(nvml))  # pynvml and the vendored vllm.third_party.pynvml
@@ -173,8 +176,8 @@ def _host_compat() -> None:
     for name in ("torch._dynamo.backends.debugging", "torch._inductor.codecache", "torch._inductor.compile_fx"):
         try:
             importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - host without torch: the release may stub it
-            return
+        except Exception:  # noqa: BLE001 - host without torch (or that part of it)
+            STUBBED.append(f"{name}: not importable in the host env")
     try:
         auto = importlib.import_module("transformers.models.auto.configuration_auto")
         mapping = importlib.import_module("transformers.models.auto.auto_factory")
@@ -191,6 +194,27 @@ def _host_compat() -> None:
         register._servespec = True  # type: ignore[attr-defined]
         cls.register = register
     STUBBED.append("transformers auto-mapping register(exist_ok=True)")
+    try:
+        ops = importlib.import_module("torch._ops")
+    except Exception:  # noqa: BLE001
+        ops = None
+    namespace = getattr(ops, "_OpNamespace", None)
+    if namespace is not None and not getattr(namespace.__getattr__, "_servespec", False):
+        original_getattr = namespace.__getattr__
+
+        def op_getattr(self: Any, name: str) -> Any:
+            try:
+                return original_getattr(self, name)
+            except AttributeError:
+                if "supports" in name and getattr(self, "name", "").lstrip("_").split("_")[0] in ("C", "moe"):
+                    # GPU STUB: a `*_supports_*` query op of vLLM's compiled extensions (not loadable
+                    # without CUDA), asked at import time whether a kernel is supported: it answers False.
+                    return lambda *args, **kwargs: False
+                raise
+
+        op_getattr._servespec = True  # type: ignore[attr-defined]
+        namespace.__getattr__ = op_getattr
+        STUBBED.append("torch.ops._C.*supports* queries answer False")
     if importlib.util.find_spec("triton") is None:
         # Triton absent: 0.8.x-0.9.x put a placeholder `triton` (no __spec__) in sys.modules, on which
         # the host torch's find_spec("triton") raises; it answers "not installed" as before it.
@@ -236,8 +260,8 @@ def _serve_parser() -> argparse.ArgumentParser:
     argparse.ArgumentParser.parse_args = capture  # type: ignore[method-assign]
     argparse.ArgumentParser.parse_known_args = capture  # type: ignore[method-assign]
     # vLLM fills in help texts only when an argument contains "--help" (NEEDS_HELP), and 0.9.2+
-    # drop --model from `vllm serve --help` itself; "--help=dump" gets the texts and keeps --model.
-    sys.argv = ["vllm", "serve", "--help=dump"]
+    # drop --model from `vllm serve --help` itself; "--help-texts" gets the texts and keeps --model.
+    sys.argv = ["vllm", "serve", "--help-texts"]  # (0.10+ handles "--help=<group>" itself)
     try:
         cli = _import_retrying("vllm.entrypoints.cli.main")
     except ModuleNotFoundError:
