@@ -423,6 +423,16 @@ def block_size_default(version: str, src: Path, options: dict[str, dict[str, Any
             lambda n: isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "block_size",
         )  # fmt: skip
         return {"value": default, "source": url(version, "vllm/engine/arg_utils.py", line)}
+    for rel in _config_files(src):  # 0.13+: CacheConfig.DEFAULT_BLOCK_SIZE, applied when none is given
+        tree = _parse(src, rel)
+        for node in ast.walk(tree) if tree else ():
+            if (
+                isinstance(node, ast.AnnAssign)
+                and getattr(node.target, "id", "") == "DEFAULT_BLOCK_SIZE"
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, int)
+            ):
+                return {"value": node.value.value, "source": url(version, rel, node.lineno)}
     rel = "vllm/platforms/cuda.py"
     tree = _parse(src, rel)
     if tree is None:
@@ -644,6 +654,23 @@ def main(argv: list[str]) -> int:
             release["notes"] = old["notes"]
         write_release(ENGINE, release, pool)
         print(f"{version}: {len(release['options'])} options", file=sys.stderr)
+    for version in sorted(set(keys) - set(built), key=vkey):
+        # Hand-extracted catalogs keep everything but "removed in", which the catalogued range
+        # now tells exactly (their own entries came from a sample of releases).
+        path = folder / f"{version}.json"
+        data = json.loads(path.read_text())
+        removed_options = data.setdefault("facts", {}).setdefault("removed_options", {})
+        changed = False
+        for key, found in gone.get(version, {}).items():
+            old = removed_options.get(key)
+            # a finer range can only move "removed in" earlier: keep the hand value when it is earlier
+            if old is None or vkey(found["removed_in"]) < vkey(old.get("removed_in") or "99"):
+                removed_options[key] = {**found, "replaced_by": (old or {}).get("replaced_by")}
+                changed = True
+        if changed:
+            data.pop("engine", None)
+            write_release(ENGINE, data, pool)
+            print(f"{version}: removed_in updated from the catalogued range", file=sys.stderr)
     write_pool(ENGINE, pool)
     prune_pool(ENGINE)
     return 0

@@ -79,7 +79,7 @@ def test_a_version_not_catalogued_is_one_warning_naming_the_nearest(tmp_path: Pa
     fleet = load_fleet([_spec(tmp_path, "0.12.3")])
     found = [f for f in check_fleet(fleet) if f.rule == "ENG001"]
     assert len(found) == 1 and found[0].severity.value == "warning"
-    assert "nearest: 0.11.0, 0.33.0" in found[0].message and "scripts/catalog/build.py vllm" in found[0].hint
+    assert "nearest: 0.12.0, 0.13.0" in found[0].message and "scripts/catalog/build.py vllm" in found[0].hint
     assert not [f for f in check_fleet(load_fleet([_spec(tmp_path, "0.11.0")])) if f.rule == "ENG001"]
 
 

@@ -1,0 +1,150 @@
+"""vLLM release catalogs (scripts/catalog/vllm.py): every release resolves exactly, and ENG001 fires
+exactly in the releases that lack an option, naming where it was added or removed.
+
+The sampled options are cross-checked against vLLM's source at the release tags
+(https://github.com/vllm-project/vllm/blob/<tag>/vllm/engine/arg_utils.py): each one is defined
+in the last release before the change and absent after it (or the other way round for an
+option added). The fidelity of the extractor against a real parser environment is a slow test
+(it needs the parser env and the downloaded wheel source).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from servespec import engines
+from servespec.engines.catalog import version_key
+from servespec.rules.runner import check_fleet
+from servespec.spec.fleet import load_fleet
+
+VLLM = engines.get("vllm")
+VERSIONS = VLLM.catalog.versions
+
+REMOVED = {
+    # option: (last release that has it, the next release, which has it no more)
+    "engine_use_ray": ("0.6.1", "0.6.1.post1"),  # v0.6.1.post1 arg_utils.py drops --engine-use-ray
+    "worker_use_ray": ("0.6.6.post1", "0.7.0"),  # v0.7.0 arg_utils.py drops --worker-use-ray
+    "speculative_model": ("0.8.2", "0.8.3"),  # v0.8.3 folds the --speculative-* flags into --speculative-config
+    "preemption_mode": ("0.10.2", "0.11.0"),  # v0.11.0 drops --preemption-mode with the V0 scheduler
+}
+ADDED = {
+    # option: (a release without it, the first release with it)
+    "speculative_config": ("0.8.1", "0.8.2"),  # v0.8.2 arg_utils.py adds --speculative-config
+    "async_scheduling": ("0.9.0", "0.10.0"),  # v0.10.0 arg_utils.py adds --async-scheduling
+}
+
+
+def _spec(tmp_path: Path, version: str, option: str) -> Path:
+    path = tmp_path / f"spec-{version}-{option}.yaml"
+    path.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        "model: {source: Qwen/Qwen2.5-7B-Instruct}\n"
+        f"engine: {{name: vllm, version: '{version}', options: {{{option}: 1}}}}\n"
+    )
+    return path
+
+
+def _eng001(tmp_path: Path, version: str, option: str) -> list[str]:
+    fleet = load_fleet([_spec(tmp_path, version, option)])
+    return [f.message for f in check_fleet(fleet) if f.rule == "ENG001" and f"'{option}'" in f.message]
+
+
+def test_every_vllm_release_from_0_6_0_resolves_exactly() -> None:
+    assert len(VERSIONS) >= 20
+    assert VERSIONS[0] == "0.6.0"
+    for version in VERSIONS:
+        selection = VLLM.select(version)
+        assert selection.relation == "exact", version
+        assert selection.release is not None and selection.release.version == version
+
+
+@pytest.mark.parametrize("option", sorted(REMOVED))
+def test_a_removed_option_is_eng001_exactly_from_its_removal(tmp_path: Path, option: str) -> None:
+    last, first_without = REMOVED[option]
+    assert last in VERSIONS and first_without in VERSIONS, "both sides of the change must be catalogued"
+    for version in VERSIONS:
+        has = option in VLLM.catalog.release(version).options
+        assert has == (version_key(version) <= version_key(last)), (option, version)
+    assert _eng001(tmp_path, last, option) == []
+    after = [v for v in VERSIONS if version_key(v) >= version_key(first_without)]
+    for version in (after[0], after[len(after) // 2], after[-1]):
+        found = _eng001(tmp_path, version, option)
+        assert len(found) == 1 and f"(removed in {first_without})" in found[0], (version, found)
+
+
+@pytest.mark.parametrize("option", sorted(ADDED))
+def test_an_added_option_is_eng001_exactly_before_it_was_added(tmp_path: Path, option: str) -> None:
+    last_without, first = ADDED[option]
+    assert last_without in VERSIONS and first in VERSIONS
+    for version in VERSIONS:
+        has = option in VLLM.catalog.release(version).options
+        assert has == (version_key(version) >= version_key(first)), (option, version)
+    assert _eng001(tmp_path, first, option) == []
+    found = _eng001(tmp_path, VERSIONS[0], option)
+    assert len(found) == 1 and f"(added in {first})" in found[0], found
+    found = _eng001(tmp_path, last_without, option)
+    assert len(found) == 1 and f"(added in {first})" in found[0], found
+
+
+def test_built_catalogs_record_provenance_and_the_facts_the_code_reads() -> None:
+    folder = Path(str(VLLM.catalog.folder))
+    for version in VERSIONS:
+        data = json.loads((folder / f"{version}.json").read_text())
+        release = VLLM.catalog.release(version)
+        assert data["provenance"].get("method"), version
+        if data["provenance"].get("tool", "").startswith("servespec-catalog"):
+            assert data["provenance"]["artifact"].startswith(f"vllm-{version}-")
+            assert len(data["provenance"]["sha256"]) == 64
+            engine = release.facts.default_engine
+            assert engine is not None and f"/blob/v{version}/" in engine.source
+            # V1 became the default in 0.8.0 (vllm/envs.py VLLM_USE_V1 default "1")
+            assert engine.value == ("v1" if version_key(version) >= (0, 8, 0) else "v0"), version
+            assert release.facts.block_size_default is not None, version
+    fp8 = VLLM.catalog.release(VERSIONS[0]).facts.quantization_methods.get("fp8")
+    assert fp8 is not None and fp8.min_capability == "8.0"  # v0.6.0 fp8.py get_min_capability: return 80
+
+
+# --- extractor fidelity (slow: needs the parser env and the downloaded wheel source) -------------
+
+ENVS = Path(os.environ.get("SERVESPEC_PARSER_ENVS") or Path.home() / ".cache/servespec/parser-envs")
+SRC = Path(os.environ.get("SERVESPEC_CATALOG_SRC") or Path.home() / ".cache/servespec/catalog-src") / "vllm"
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts" / "catalog"
+
+
+def _extractor() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("vllm_catalog", SCRIPTS / "vllm.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.11.0"])
+def test_the_extractor_reproduces_the_installed_release_parser(tmp_path: Path, version: str) -> None:
+    """The release's source run from the wheel's .py files in a host env gives the same options,
+    types, choices and defaults as that release installed in its own parser env."""
+    env = ENVS / f"vllm-{version}"
+    source = SRC / version / "src"
+    if not (env / "bin/python").is_file() or not source.is_dir():
+        pytest.skip(f"needs {env} (scripts/parser-envs) and {source} (scripts/catalog/vllm.py --dump-only)")
+    tool = _extractor()
+    dumps: list[dict[str, Any]] = []
+    for where in ("-", str(source)):
+        out = tmp_path / f"dump-{len(dumps)}.json"
+        cmd = [str(env / "bin/python"), str(SCRIPTS / "vllm_dump.py"), where, str(out), ",".join(tool.EXTENSIONS)]
+        subprocess.run(cmd, check=True, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dumps.append(json.loads(out.read_text()))
+    real, built = (tool.entries(d, {}) for d in dumps)
+    assert set(real) == set(built)
+    for key in real:
+        for field in ("flag", "aliases", "type", "choices", "default", "bool_form", "nargs", "deprecated"):
+            assert real[key][field] == built[key][field], (key, field)
