@@ -326,7 +326,8 @@ class Catalog:
         if named in self.files:  # the file of that very release (a pre-release too)
             return Selection(self.release(named), version, "exact", names)
         wanted = version_key(version)
-        exact = [name for name in names if version_key(name) == wanted and not is_prerelease(version)]
+        plain = re.fullmatch(r"[vb]?\d+(?:\.\d+)*", version.strip()) is not None  # "0.12" is 0.12.0; "0.12.0-x" is not
+        exact = [name for name in names if version_key(name) == wanted and plain]
         if exact:
             return Selection(self.release(exact[-1]), version, "exact", names)
         earlier = [name for name in names if version_key(name) < wanted]
