@@ -138,10 +138,18 @@ def first_sentence(text: str | None) -> str:
     return flat[: match.start() + 1] if match else flat
 
 
+def _negatable(action: dict[str, Any]) -> bool:
+    """argparse's BooleanOptionalAction, or vLLM's own (EnableDisableAction, 0.27+): --x / --no-x."""
+    strings = action["option_strings"]
+    if action["kind"] in ("BooleanOptionalAction", "EnableDisableAction"):
+        return True
+    return action["nargs"] == 0 and any(f"--no-{s[2:]}" in strings for s in strings if s.startswith("--"))
+
+
 def _kind(action: dict[str, Any]) -> tuple[str, str | None, str | None]:
     """(type, bool_form, nargs) of one argparse action."""
     kind, nargs, types = action["kind"], action["nargs"], " ".join(action["type"])
-    if kind == "BooleanOptionalAction":
+    if _negatable(action):
         return "bool", "negatable", None
     if kind in ("_StoreTrueAction", "_StoreFalseAction") or (
         kind == "_StoreConstAction" and isinstance(action["const"], bool)
@@ -185,7 +193,11 @@ def entries(dump_: dict[str, Any], bounds: dict[str, dict[str, Any]]) -> dict[st
         longs = [s for s in strings if s.startswith("--")]
         flag = longs[0] if longs else None
         key = flag[2:].replace("-", "_") if flag else action["dest"]
-        negated = {f"--no-{s[2:]}" for s in longs} if action["kind"] == "BooleanOptionalAction" else set()
+        negated: set[str] = set()
+        if _negatable(action):  # the --no-x (EnableDisableAction: --disable-x) form is the flag's negation
+            negated = {f"--no-{s[2:]}" for s in longs} | {
+                s.replace("--enable-", "--disable-", 1) for s in longs if s.startswith("--enable-")
+            } | {s.replace("--disable-", "--enable-", 1) for s in longs if s.startswith("--disable-")}
         aliases = [s for s in strings if s != flag and s not in negated]
         type_, bool_form, nargs = _kind(action)
         help_ = first_sentence(action["help"])
@@ -203,7 +215,9 @@ def entries(dump_: dict[str, Any], bounds: dict[str, dict[str, Any]]) -> dict[st
             "bool_form": bool_form,
             "nargs": nargs,
             "help": help_,
-            "deprecated": bool(action["deprecated"]) or "[DEPRECATED]" in (action["help"] or "")[:40].upper(),
+            "deprecated": bool(action["deprecated"])
+            or action["kind"].startswith("Deprecated")
+            or "[DEPRECATED]" in (action["help"] or "")[:40].upper(),
         }
         if key in out:
             continue  # the first definition wins, as argparse's own conflict check would refuse a second
@@ -462,6 +476,16 @@ def block_size_multiple(version: str, src: Path, engine: str | None) -> dict[str
             if _is_string(node, "Block size must be a multiple of"):
                 value = int(re.findall(r"multiple of (\d+)", str(node.value))[0])  # type: ignore[attr-defined]
                 return {"value": value, "source": url(version, rel, node.lineno)}
+        for node in ast.walk(tree):  # 0.29+: get_supported_kernel_block_sizes() -> [MultipleOf(16)]
+            if isinstance(node, ast.FunctionDef) and node.name == "get_supported_kernel_block_sizes":
+                for call in ast.walk(node):
+                    if (
+                        isinstance(call, ast.Call)
+                        and getattr(call.func, "id", "") == "MultipleOf"
+                        and call.args
+                        and isinstance(call.args[0], ast.Constant)
+                    ):
+                        return {"value": int(call.args[0].value), "source": url(version, rel, call.lineno)}
     return None
 
 

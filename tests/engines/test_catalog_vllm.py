@@ -33,12 +33,15 @@ REMOVED = {
     "engine_use_ray": ("0.6.1", "0.6.1.post1"),  # v0.6.1.post1 arg_utils.py drops --engine-use-ray
     "worker_use_ray": ("0.6.6.post1", "0.7.0"),  # v0.7.0 arg_utils.py drops --worker-use-ray
     "speculative_model": ("0.8.2", "0.8.3"),  # v0.8.3 folds the --speculative-* flags into --speculative-config
+    "num_scheduler_steps": ("0.10.0", "0.10.1"),  # v0.10.1 removes multi-step scheduling
     "preemption_mode": ("0.10.2", "0.11.0"),  # v0.11.0 drops --preemption-mode with the V0 scheduler
+    "disable_log_requests": ("0.16.0", "0.17.0"),  # v0.17.0 drops the deprecated flag
 }
 ADDED = {
     # option: (a release without it, the first release with it)
     "speculative_config": ("0.8.1", "0.8.2"),  # v0.8.2 arg_utils.py adds --speculative-config
-    "async_scheduling": ("0.9.0", "0.10.0"),  # v0.10.0 arg_utils.py adds --async-scheduling
+    "async_scheduling": ("0.9.2", "0.10.0"),  # v0.10.0 arg_utils.py adds --async-scheduling
+    "kv_cache_memory_bytes": ("0.10.1.1", "0.10.2"),  # v0.10.2 arg_utils.py adds --kv-cache-memory-bytes
 }
 
 
@@ -58,7 +61,7 @@ def _eng001(tmp_path: Path, version: str, option: str) -> list[str]:
 
 
 def test_every_vllm_release_from_0_6_0_resolves_exactly() -> None:
-    assert len(VERSIONS) >= 20
+    assert len(VERSIONS) >= 60
     assert VERSIONS[0] == "0.6.0"
     for version in VERSIONS:
         selection = VLLM.select(version)
@@ -108,6 +111,12 @@ def test_built_catalogs_record_provenance_and_the_facts_the_code_reads() -> None
             # V1 became the default in 0.8.0 (vllm/envs.py VLLM_USE_V1 default "1")
             assert engine.value == ("v1" if version_key(version) >= (0, 8, 0) else "v0"), version
             assert release.facts.block_size_default is not None, version
+    # the parser's own default moved at 0.20.0 (vllm/config/cache.py), with the CUDA-graph estimate
+    # counted in the budget (vllm/envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default "1")
+    before, after = VLLM.catalog.release("0.19.1"), VLLM.catalog.release("0.20.0")
+    assert (before.default("gpu_memory_utilization"), after.default("gpu_memory_utilization")) == (0.9, 0.92)
+    graphs = (before.facts.cuda_graph_memory_in_budget, after.facts.cuda_graph_memory_in_budget)
+    assert graphs[0] is not None and graphs[1] is not None and (graphs[0].value, graphs[1].value) == (False, True)
     fp8 = VLLM.catalog.release(VERSIONS[0]).facts.quantization_methods.get("fp8")
     assert fp8 is not None and fp8.min_capability == "8.0"  # v0.6.0 fp8.py get_min_capability: return 80
 
