@@ -137,17 +137,18 @@ def _extractor() -> ModuleType:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", ["0.11.0"])
+@pytest.mark.parametrize("version", ["0.11.0", "0.33.0"])
 def test_the_extractor_reproduces_the_installed_release_parser(tmp_path: Path, version: str) -> None:
-    """The release's source run from the wheel's .py files in a host env gives the same options,
-    types, choices and defaults as that release installed in its own parser env."""
-    env = ENVS / f"vllm-{version}"
+    """The release's source run from the wheel's .py files in the catalog host env (the 0.11.0
+    parser env, as scripts/catalog/vllm.py runs it) gives the same options, types, choices and
+    defaults as that release installed in its own parser env."""
+    own, host = ENVS / f"vllm-{version}", ENVS / "vllm-0.11.0"
     source = SRC / version / "src"
-    if not (env / "bin/python").is_file() or not source.is_dir():
-        pytest.skip(f"needs {env} (scripts/parser-envs) and {source} (scripts/catalog/vllm.py --dump-only)")
+    if not (own / "bin/python").is_file() or not (host / "bin/python").is_file() or not source.is_dir():
+        pytest.skip(f"needs {own} and {host} (scripts/parser-envs) and {source} (scripts/catalog/vllm.py)")
     tool = _extractor()
     dumps: list[dict[str, Any]] = []
-    for where in ("-", str(source)):
+    for env, where in ((own, "-"), (host, str(source))):
         out = tmp_path / f"dump-{len(dumps)}.json"
         cmd = [str(env / "bin/python"), str(SCRIPTS / "vllm_dump.py"), where, str(out), ",".join(tool.EXTENSIONS)]
         subprocess.run(cmd, check=True, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -155,5 +156,5 @@ def test_the_extractor_reproduces_the_installed_release_parser(tmp_path: Path, v
     real, built = (tool.entries(d, {}) for d in dumps)
     assert set(real) == set(built)
     for key in real:
-        for field in ("flag", "aliases", "type", "choices", "default", "bool_form", "nargs", "deprecated"):
+        for field in ("flag", "aliases", "type", "choices", "default", "bool_form", "nargs", "deprecated", "help"):
             assert real[key][field] == built[key][field], (key, field)
