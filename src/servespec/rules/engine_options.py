@@ -102,6 +102,8 @@ class UnknownEngineOption(Rule):
             return
         engine = resolve.resolved(deployment).engine
         for field, option in engine.profile.spec_options.items():
+            if field == "model.source":
+                continue  # every engine takes its model (vLLM and trtllm-serve as a positional MODEL)
             section, _, name = field.partition(".")
             value = getattr(getattr(deployment.spec, section), name, None)
             if value in (None, "auto") or release.option(option) is not None:
