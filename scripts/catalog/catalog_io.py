@@ -106,3 +106,49 @@ def prune_pool(engine: str) -> int:
     kept = {k: v for k, v in pool.items() if k in used}
     write_pool(engine, kept)
     return len(pool) - len(kept)
+
+
+def tagged_release(
+    version: str,
+    source: str,
+    sources: list[str],
+    tag: str,
+    commit: str,
+    files: list[str],
+    method: str,
+    kept: Any,
+    options: dict[str, Any],
+    facts: dict[str, Any],
+    notes: dict[str, Any],
+) -> dict[str, Any]:
+    """A release read from a repository tag, in the shape :func:`write_release` takes.
+
+    ``kept`` names facts and notes carried over from a hand-made file (None when there are none).
+    """
+    return {
+        "version": version,
+        "source": source,
+        "sources": sources,
+        "commit": commit,
+        "extracted_by": method,
+        "provenance": {
+            "artifact": None,
+            "sha256": None,
+            "tag": tag,
+            "commit": commit,
+            "files": files,
+            "method": method,
+            "tool": TOOL_VERSION,
+            **({"facts_and_notes": kept} if kept else {}),
+        },
+        "partial": False,
+        "options": dict(sorted(options.items())),
+        "facts": facts,
+        "notes": notes,
+    }
+
+
+def keeps_facts(existing: dict[str, Any]) -> bool:
+    """Whether a release file holds facts and notes made elsewhere (by hand) that a rebuild keeps."""
+    provenance = existing.get("provenance") or {}
+    return provenance.get("tool") != TOOL_VERSION or "facts_and_notes" in provenance

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from catalog_io import TOOL_VERSION, read_pool, releases_dir, write_pool, write_release
+from catalog_io import keeps_facts, read_pool, releases_dir, tagged_release, write_pool, write_release
 from gitsrc import commit, repo_dir, show, tags
 
 ENGINE = "tgi"
@@ -545,33 +545,19 @@ def build(release: Release, history: list[Release], existing: dict[str, Any] | N
         "types) and the ValueEnum enums structurally (scripts/catalog/tgi.py); minimums from the launcher's "
         "and router's zero checks; image CUDA from the Dockerfile base stage"
     )
-    return {
-        "version": release.version,
-        "source": f"{BLOB}/{tag}/{LAUNCHER}",
-        "sources": sources,
-        "commit": release.commit,
-        "extracted_by": method,
-        "provenance": {
-            "artifact": None,
-            "sha256": None,
-            "tag": tag,
-            "commit": release.commit,
-            "files": release.files,
-            "method": method,
-            "tool": TOOL_VERSION,
-            **({"facts_and_notes": kept} if kept else {}),
-        },
-        "partial": False,
-        "options": dict(sorted(release.options.items())),
-        "facts": facts,
-        "notes": notes,
-    }
-
-
-def keeps_facts(existing: dict[str, Any]) -> bool:
-    """Whether a release file holds facts and notes made elsewhere (by hand) that a rebuild keeps."""
-    provenance = existing.get("provenance") or {}
-    return provenance.get("tool") != TOOL_VERSION or "facts_and_notes" in provenance
+    return tagged_release(
+        release.version,
+        f"{BLOB}/{tag}/{LAUNCHER}",
+        sources,
+        tag,
+        release.commit,
+        release.files,
+        method,
+        kept,
+        release.options,
+        facts,
+        notes,
+    )
 
 
 def main(versions: list[str]) -> None:
