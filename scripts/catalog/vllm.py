@@ -93,7 +93,7 @@ def fetch(version: str) -> Path:
         return folder
     dl = CACHE / f"dl-{version}"
     dl.mkdir(parents=True, exist_ok=True)
-    platforms = ["manylinux1_x86_64", "manylinux2014_x86_64"] + [f"manylinux_2_{n}_x86_64" for n in (28, 31, 34, 35)]
+    platforms = ["manylinux1_x86_64", "manylinux2014_x86_64"] + [f"manylinux_2_{n}_x86_64" for n in (24, 28, 31, 34, 35)]
     cmd = [sys.executable, "-m", "pip", "download", f"vllm=={version}", "--no-deps", "--only-binary", ":all:"]
     cmd += ["--python-version", "3.12", "-d", str(dl), "-q"]
     for platform in platforms:
