@@ -41,6 +41,27 @@ def test_pooled_and_inline_options_read_alike(tmp_path: Path) -> None:
     assert catalog.nearest("1.0.5") == ("1.0", "1.1")
 
 
+def test_a_key_renamed_between_releases_is_found_by_the_other_releases_spellings(tmp_path: Path) -> None:
+    """trtllm-serve 1.0 spells tensor parallelism only --tp_size; 1.2 keys it tensor_parallel_size, alias --tp_size."""
+    old = {**ENTRY, "flag": "--tp_size", "aliases": ["-t"]}
+    new = {**ENTRY, "flag": "--tensor_parallel_size", "aliases": ["--tp_size", "-t"]}
+    other = {**ENTRY, "flag": "--threads", "aliases": ["-T"]}
+    catalog = _catalog(
+        tmp_path,
+        {
+            "1.0": {"options": {"tp_size": old, "threads": other}},
+            "1.2": {"options": {"tensor_parallel_size": new, "threads": {**other, "aliases": ["-t"]}}},
+        },
+        {},
+    )
+    first, second = catalog.all()
+    assert first.option("tensor_parallel_size") is first.options["tp_size"]
+    assert second.option("tp_size") is second.options["tensor_parallel_size"]  # its own alias
+    assert first.option("--tensor_parallel_size") is None  # a flag as written must be the release's own
+    assert first.option("threads") is first.options["threads"]  # short forms (-t) never join two options
+    assert first.option("no_such_option") is None
+
+
 def test_a_dangling_pool_id_is_a_catalog_error(tmp_path: Path) -> None:
     catalog = _catalog(tmp_path, {"1.0": {"options": {"block_size": "0123456789ab"}}}, {})
     with pytest.raises(CatalogError, match=r"options\.json does not hold"):

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from typing import Any, Literal
@@ -209,9 +210,25 @@ class EngineRelease:
     facts: ReleaseFacts
     partial: bool = False
     """Built from incomplete sources: an option it does not list may still exist (ENG001 warns)."""
+    spelled_elsewhere: Callable[[str], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
+    """The spellings other releases give the option they key ``name`` (the catalog's :meth:`Catalog.spellings`)."""
 
     def option(self, name: str) -> EngineOption | None:
-        """An option by key, or by any of its flag spellings (``--block-size``, ``-tp``)."""
+        """An option by key, or by any of its flag spellings (``--block-size``, ``-tp``).
+
+        A key this release lacks is also looked up by the spellings another release gives
+        it: trtllm-serve 1.2 keys ``tensor_parallel_size`` with the alias ``--tp_size``,
+        which is 1.0's only spelling, so 1.0 finds its ``tp_size``. A flag as written
+        (``--tensor_parallel_size``, as ``extra_args`` pass it) must be this release's own.
+        """
+        found = self._own(name)
+        if found is None and self.spelled_elsewhere is not None and not name.startswith("-"):
+            for spelling in self.spelled_elsewhere(normalize_option(name)):
+                if (found := self._own(spelling)) is not None:
+                    break
+        return found
+
+    def _own(self, name: str) -> EngineOption | None:
         key = normalize_option(name)
         if key in self.options:
             return self.options[key]
@@ -262,7 +279,12 @@ def _pool(folder: Traversable) -> dict[str, dict[str, Any]]:
     return dict(data["options"])
 
 
-def load_release(engine: str, entry: Traversable, folder: Traversable | None = None) -> EngineRelease:
+def load_release(
+    engine: str,
+    entry: Traversable,
+    folder: Traversable | None = None,
+    spelled_elsewhere: Callable[[str], tuple[str, ...]] | None = None,
+) -> EngineRelease:
     """One release catalog file, validated; pooled options are looked up in ``folder``'s ``options.json``."""
     data = json.loads(entry.read_text(encoding="utf-8"))
     where = f"{engine}/releases/{entry.name}"
@@ -279,7 +301,13 @@ def load_release(engine: str, entry: Traversable, folder: Traversable | None = N
             value = pool[value]
         options[key] = EngineOption.from_json(key, value)
     return EngineRelease(
-        engine, str(data["version"]), str(data.get("source", "")), options, facts, bool(data.get("partial", False))
+        engine,
+        str(data["version"]),
+        str(data.get("source", "")),
+        options,
+        facts,
+        bool(data.get("partial", False)),
+        spelled_elsewhere,
     )
 
 
@@ -313,7 +341,21 @@ class Catalog:
     @functools.cache  # noqa: B019 - one Catalog per engine, kept for the process
     def release(self, version: str) -> EngineRelease:
         """One catalogued release (``version`` as its file is named)."""
-        return load_release(self.engine, self.folder.joinpath(f"{version}.json"), self.folder)
+        return load_release(self.engine, self.folder.joinpath(f"{version}.json"), self.folder, self.spellings)
+
+    @functools.cache  # noqa: B019 - one Catalog per engine, kept for the process
+    def spellings(self, key: str) -> tuple[str, ...]:
+        """The long flags the releases that key an option ``key`` spell it with (its renames across releases).
+
+        Short forms (``-q``) are left out: builds reuse them for other options. Reads every
+        release, so only a release that lacks ``key`` asks.
+        """
+        found: list[str] = []
+        for release in self.all():
+            option = release.options.get(key)
+            if option is not None:
+                found += [s for s in (option.flag, *option.aliases) if s and s.startswith("--") and s not in found]
+        return tuple(found)
 
     def all(self) -> tuple[EngineRelease, ...]:
         """Every catalogued release, oldest first (parses them all: docs, tests, "added in")."""
