@@ -142,6 +142,9 @@ def engine_page(engine: Engine) -> str:
         f"- batch option checked by MEM003: `{profile.batch_option}`",
         f"- memory fraction option: `{profile.memory_fraction_option}`",
     ]
+    if profile.rendering:
+        lines += ["", "## How servespec renders it", ""]
+        lines += [f"- **{topic}.** {note}" for topic, note in profile.rendering.items()]
     if profile.security:
         lines += ["", "## Secrets and exposure", "", *(f"- {note}" for note in profile.security)]
     return "\n".join(lines) + "\n"

@@ -105,6 +105,9 @@ class Profile(_Strict):
     startup: Startup
     security: tuple[str, ...] = ()
     """How the engine receives its API key and which ports it opens, each note with its source (docs/engines)."""
+    rendering: dict[str, str] = {}
+    """How servespec renders what the engine would otherwise decide itself, by topic (served names, context
+    length, slots, offload, ...), each note with its source: docs/engines' "How servespec renders it"."""
 
     @property
     def tensor_parallel(self) -> bool:
