@@ -228,6 +228,22 @@ class EngineRelease:
                     break
         return found
 
+    def flag(self, name: str) -> str | None:
+        """This release's command-line spelling of an option, or None (unknown, or config-file only).
+
+        An option this release keys as a config-file entry is still a flag where another
+        release's long spelling of it is one of this release's flags: trtllm-serve 1.0 keys
+        the LLM-API field ``tensor_parallel_size`` and takes it on the command line as ``--tp_size``.
+        """
+        option = self.option(name)
+        if option is not None and option.flag:
+            return option.flag
+        if self.spelled_elsewhere is not None and not name.startswith("-"):
+            for spelling in self.spelled_elsewhere(normalize_option(name)):
+                if spelling in self._flags:
+                    return self._flags[spelling].flag
+        return None
+
     def _own(self, name: str) -> EngineOption | None:
         key = normalize_option(name)
         if key in self.options:

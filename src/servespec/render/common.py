@@ -79,12 +79,13 @@ class Target:
         """The release catalog's entry for option ``key`` (None: unknown option or release)."""
         return self.release.option(key) if self.release else None
 
+    def command_line_flag(self, key: str) -> str | None:
+        """The release's command-line flag for option ``key``, or None (unknown, or config-file only)."""
+        return self.release.flag(key) if self.release else None
+
     def option_flag(self, key: str) -> str:
         """The engine's own spelling of an option (``--max-num-seqs``)."""
-        option = self.option(key)
-        if option is not None and option.flag:
-            return option.flag
-        return "--" + key.replace("_", "-")
+        return self.command_line_flag(key) or "--" + key.replace("_", "-")
 
     @property
     def extra_args(self) -> list[str]:

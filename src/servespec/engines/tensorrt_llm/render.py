@@ -36,22 +36,24 @@ def context(target: Target) -> EngineContainer:
     """The TensorRT-LLM container of one host."""
     spec = target.spec
     model = spec.model
-    cli: dict[str, Any] = {
+    fixed: dict[str, Any] = {
         "host": engine_host(target),
         "port": spec.serving.port,
         "tensor_parallel_size": spec.resources.tensor_parallel,
         "pipeline_parallel_size": spec.resources.pipeline_parallel,
     }
     if target.max_model_len:
-        cli["max_seq_len"] = target.max_model_len
+        fixed["max_seq_len"] = target.max_model_len
+    cli: dict[str, Any] = {}
     api: dict[str, Any] = {}
     if model.dtype != "auto":
         api["dtype"] = model.dtype
     if model.revision:
         api["revision"] = model.revision
-    for key, value in target.options.items():
-        option = target.option(key)
-        if option is not None and option.flag:
+    for key, value in {**fixed, **target.options}.items():
+        # the release's own spelling decides: 1.0 takes tensor parallelism as --tp_size,
+        # 1.2 as --tensor_parallel_size; LLM-API fields with no flag go into the YAML file
+        if target.command_line_flag(key) or (key in fixed and target.option(key) is None):
             cli[key] = value
         else:
             api[key] = value
