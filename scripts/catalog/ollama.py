@@ -252,8 +252,11 @@ def func_shape(acc: Accessor, desc: str) -> dict[str, Any]:
             if body[k].kind == "num" and body[k + 1].text == "*" and body[k + 2].text == "time":
                 shape["default"] = f"{body[k].text}{body[k + 4].text[0].lower()}"
                 break
-    elif result.endswith("Level") or result in ("uint", "int", "uint64"):
-        shape.update(type="int", default=0 if result.endswith("Level") else None)
+    elif result.endswith("Level"):
+        # LogLevel (OLLAMA_DEBUG): strconv.ParseBool first, then ParseInt, so true/false are values too
+        shape.update(type="int", bool_form="value", default=0)
+    elif result in ("uint", "int", "uint64"):
+        shape.update(type="int", default=None)
     elif result == "bool":
         shape.update(type="bool", bool_form="value", default=False)
     else:

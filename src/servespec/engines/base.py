@@ -74,6 +74,31 @@ class Startup(_Strict):
     """Where the figure comes from (an assumption is labelled as one)."""
 
 
+class Arguments(_Strict):
+    """How the engine's own parser reads options: the forms servespec renders values in and reads ``extra_args`` by."""
+
+    parser: Literal["argparse", "clap", "click", "llama.cpp", "env"]
+    abbreviations: bool = False
+    """A unique prefix of a long option is that option (argparse's default ``allow_abbrev=True``)."""
+    underscores: bool = False
+    """``_`` in a long option's name reads as ``-`` (vLLM's FlexibleArgumentParser)."""
+    several: Literal["words", "repeat"] = "words"
+    """A multi-value option (nargs ``+``/``*``) takes its values as words after one flag, or one flag per value."""
+    list_word: Literal["comma", "json"] = "comma"
+    """How a list option that takes one word (no nargs) holds several values: comma-joined, or a JSON list."""
+    source: str
+
+
+class KvExhausted(_Strict):
+    """What the engine's scheduler does when running sequences need more KV cache than it holds (MEM003)."""
+
+    behaviour: str
+    """Quoted by MEM003: ``preempts running requests and recomputes them later``."""
+    advice: str
+    """What the engine's own docs suggest, quoted as the hint (never the opposite of them)."""
+    source: str
+
+
 class Profile(_Strict):
     """Version-independent traits of an engine (``profile.yaml``)."""
 
@@ -105,6 +130,7 @@ class Profile(_Strict):
     startup: Startup
     security: tuple[str, ...] = ()
     """How the engine receives its API key and which ports it opens, each note with its source (docs/engines)."""
+    arguments: Arguments
     rendering: dict[str, str] = {}
     """How servespec renders what the engine would otherwise decide itself, by topic (served names, context
     length, slots, offload, ...), each note with its source: docs/engines' "How servespec renders it"."""

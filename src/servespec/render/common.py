@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
+from servespec.engines.base import Arguments
 from servespec.engines.catalog import EngineOption, EngineRelease
 from servespec.knowledge import resolve
 from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port, Volume
@@ -269,53 +270,128 @@ def numa_pinning(target: Target) -> dict[str, str]:
     return pinning
 
 
+def arguments(target: Target) -> Arguments:
+    """How the engine's parser reads options (profile ``arguments``)."""
+    return resolve.profile(target.deployment).arguments
+
+
+def _word(value: Any) -> str:
+    """One value as a command-line or environment word: booleans as ``true``/``false``."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def negated(flag: str) -> str:
+    """``--no-x`` for ``--x``: argparse's BooleanOptionalAction (vLLM 0.33's EnableDisableAction still
+    accepts ``--no-enable-x``: vllm/utils/argparse_utils.py), llama.cpp's ``--x/--no-x`` pairs."""
+    return "--no-" + flag.removeprefix("--")
+
+
+def option_words(target: Target, key: str, value: Any) -> list[str]:
+    """One option on the command line in the form the release's parser reads ([]: nothing to pass).
+
+    Booleans by the catalog's ``bool_form`` (``--x``; ``--no-x``; ``--x true|false``, argparse's
+    ``type=bool`` false as the empty word; a false store_true flag is left out); lists by
+    ``nargs`` and the parser (argparse ``--x a b``, clap/click ``--x a --x b``,
+    ``action=append`` repeated; a one-word list comma-joined or JSON, profile
+    ``arguments.list_word``); mappings, and lists of a JSON-typed option, as JSON.
+    """
+    if value is None:
+        return []
+    option = target.option(key)
+    flag = target.option_flag(key)
+    if isinstance(value, bool):
+        form = (option.bool_form if option else None) or "flag"
+        if form == "value":
+            # argparse type=bool (vLLM 0.11's --guided-decoding-disable-fallback, SGLang 0.4's
+            # --prefill-only-one-req) calls bool(word): every word but the empty one is true
+            falsy = "" if arguments(target).parser == "argparse" else "false"
+            return [flag, _word(value) if value else falsy]
+        if value:
+            return [flag]
+        return [negated(flag)] if form == "negatable" else []
+    if isinstance(value, dict) or (isinstance(value, list) and option is not None and option.type == "dict"):
+        return [flag, _json(value)]
+    if isinstance(value, list):
+        if not value:
+            return []
+        nargs = option.nargs if option else "+"
+        if nargs == "append" or (nargs in ("+", "*") and arguments(target).several == "repeat"):
+            return [word for item in value for word in (flag, _word(item))]
+        if nargs in ("+", "*"):
+            return [flag, *(_word(item) for item in value)]
+        return [flag, one_word_list(target, value)]
+    return [flag, _word(value)]
+
+
+def one_word_list(target: Target, value: list[Any]) -> str:
+    """A list as one word: comma-joined (clap ``value_delimiter = ','``, Go's ``strings.Split(s, ",")``) or JSON."""
+    if arguments(target).list_word == "json":
+        return _json(value)
+    return ",".join(_word(item) for item in value)
+
+
+def env_text(target: Target, key: str, value: Any) -> str | None:
+    """An option's value for its environment variable, or None when one variable cannot hold it.
+
+    Booleans as ``true``/``false`` (Go's strconv.ParseBool, clap's boolish parser), lists
+    comma-joined as the engine splits them (Ollama ``OLLAMA_ORIGINS``, TGI ``CUDA_GRAPHS``),
+    mappings as JSON. A clap ``Vec`` without a delimiter (TGI ``CORS_ALLOW_ORIGIN``) reads its
+    variable as one value: several values are left to the command line (None).
+    """
+    option = target.option(key)
+    if isinstance(value, dict) or (isinstance(value, list) and option is not None and option.type == "dict"):
+        return _json(value)
+    if isinstance(value, list):
+        several = option is not None and option.nargs in ("+", "*", "append")
+        if several and len(value) > 1:
+            return None
+        return one_word_list(target, value)
+    return _word(value)
+
+
 def split_config(target: Target, options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Options for a config file, and the flags that must stay on the command line.
 
     Keys are the engine's own flag spelling without dashes (``model-path``): SGLang's
     config reader turns each key into ``--<key>`` verbatim, and vLLM accepts either
-    spelling. Config files of vLLM and SGLang drop ``false`` booleans and cannot hold
-    lists of several values; those go on the command line as ``--no-x`` or repeated values.
+    spelling. A config file holds scalars and true store_true flags; mappings go in as JSON
+    text (vLLM 0.11 writes a YAML mapping as ``str(dict)``, which its JSON parsers refuse).
+    Negatable and ``--x true|false`` booleans, and lists of several words, stay on the
+    command line (SGLang's config reader refuses BooleanOptionalAction and repeats no
+    flag; vLLM's writes a list after one flag).
     """
     config: dict[str, Any] = {}
     argv: list[str] = []
     for key, value in options.items():
         option = target.option(key)
-        if isinstance(value, bool) and not value:
-            if option is not None and option.bool_form == "negatable" and option.flag:
-                argv.append("--no-" + option.flag.removeprefix("--"))
+        words = option_words(target, key, value)
+        name = target.option_flag(key).removeprefix("--")
+        if not words:
             continue
-        if isinstance(value, list):
-            argv.append(target.option_flag(key))
-            argv.extend(str(item) for item in value)
-            continue
-        config[target.option_flag(key).removeprefix("--")] = value
+        if isinstance(value, bool):
+            if value and ((option.bool_form if option else None) or "flag") == "flag":
+                config[name] = True
+            else:
+                argv += words
+        elif len(words) == 2 and not (isinstance(value, list) and _several_words(option)):
+            config[name] = value if isinstance(value, int | float | str) else words[1]
+        else:
+            argv += words
     return config, argv
 
 
+def _several_words(option: EngineOption | None) -> bool:
+    """Whether a list value of the option goes on the command line as several words (not one JSON or comma word)."""
+    return option is None or (option.type != "dict" and option.nargs in ("+", "*", "append"))
+
+
 def flags(target: Target, options: dict[str, Any]) -> list[str]:
-    """Options as command-line flags in the engine's spelling; booleans by their form."""
-    argv: list[str] = []
-    for key, value in options.items():
-        option = target.option(key)
-        flag = target.option_flag(key)
-        if isinstance(value, bool):
-            form = option.bool_form if option else "flag"
-            if form == "value":
-                argv += [flag, str(value).lower()]
-            elif value:
-                argv.append(flag)
-            elif form == "negatable":
-                argv.append("--no-" + flag.removeprefix("--"))
-            continue
-        if isinstance(value, list):
-            argv.append(flag)
-            argv.extend(str(item) for item in value)
-        elif isinstance(value, dict):
-            argv += [flag, json.dumps(value, sort_keys=True)]
-        else:
-            argv += [flag, str(value)]
-    return argv
+    """Options as command-line flags in the engine's spelling, each as its parser reads it (:func:`option_words`)."""
+    return [word for key, value in options.items() for word in option_words(target, key, value)]
 
 
 def container_description(target: Target, engine: EngineContainer, digest: str) -> ContainerSpec:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from servespec.engines.base import Engine
-from servespec.engines.catalog import EngineOption, EngineRelease, normalize_option, version_key
+from servespec.engines.catalog import EngineOption, EngineRelease, capability, normalize_option, version_key
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.resolve import Setting
@@ -142,6 +142,8 @@ def _type_problem(option: EngineOption, value: Any) -> str:
     if kind == "bool":
         return "" if isinstance(value, bool) else "expects true or false"
     if kind == "int":
+        if isinstance(value, bool) and option.bool_form == "value":
+            return ""  # Ollama's OLLAMA_DEBUG: true/false, or a level (envconfig LogLevel)
         return "" if isinstance(value, int) and not isinstance(value, bool) else "expects an integer"
     if kind == "float":
         ok = isinstance(value, int | float) and not isinstance(value, bool)
@@ -207,7 +209,9 @@ class InvalidEngineOptionValue(Rule):
     ``kv_cache_dtype`` in its list, TGI ``dtype`` in float16/bfloat16. Some limits are
     checked later than the parser: vLLM accepts ``--block-size 8`` but its CUDA attention
     backends (FlashAttention, Triton) require a multiple of 16 ("Block size must be a
-    multiple of 16."), so 1 and 8 are reported for vLLM on CUDA.
+    multiple of 16."), so 1 and 8 are reported for vLLM on CUDA. A quantization kernel chosen
+    in the options (``model.quantization: auto``) needs the compute capability the release
+    catalogues for it (``get_min_capability()``: vLLM ``gptq_marlin`` 8.0).
 
     Fix: use a value the message allows.
 
@@ -237,9 +241,38 @@ class InvalidEngineOptionValue(Rule):
                         setting.path,
                         hint=option.help[:120] if option.help else "",
                     )
+            yield from self._kernel_capability(deployment, release)
             for found in known.engine.checks(known):
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path, hint="use 16 or 32")
+
+    def _kernel_capability(self, deployment: DeploymentDoc, release: EngineRelease) -> Iterator[Finding]:
+        """A quantization method chosen in the options needs the compute capability the release catalogues for it.
+
+        The same minimum HW002 applies to ``model.quantization`` (``get_min_capability()``);
+        here the method is the option's (vLLM ``gptq_marlin`` 8.0 where ``gptq`` is 6.0).
+        """
+        field = "model.quantization"
+        option = resolve.profile(deployment).spec_options.get(field)
+        setting = resolve.resolved(deployment).effective.get(normalize_option(option)) if option else None
+        if setting is None or deployment.spec.model.quantization not in (None, "auto"):
+            return  # an explicit model.quantization is HW002's (and ENG003 says when the option disagrees)
+        method = release.facts.quantization_methods.get(str(setting.value))
+        minimum = capability(method.min_capability) if method and method.min_capability else None
+        if minimum is None or minimum <= (0, 0):
+            return
+        for host in resolve.placed_hosts(deployment):
+            gpu = resolve.host_gpus(host)
+            cc = gpu.model.compute_capability if gpu.count and gpu.model else None
+            if cc is not None and cc < minimum:
+                yield self.report(
+                    deployment.document,
+                    f"{bare(setting.name)}: {bare(setting.value)} on {deployment.spec.engine.name} {release.version} "
+                    f"needs compute capability {minimum[0]}.{minimum[1]}; {host.name}'s GPU has {cc[0]}.{cc[1]}",
+                    setting.path,
+                    hint="choose a kernel the GPU runs (or leave it to the engine: remove the option)",
+                )
+                return
 
 
 def _spec_field_for(deployment: DeploymentDoc, option: str) -> str | None:
@@ -256,7 +289,11 @@ class InconsistentEngineOptions(Rule):
     ``tensor_parallel_size``, TGI ``num_shard``; ``model.max_model_len`` renders vLLM
     ``max_model_len``, TGI ``max_total_tokens``, SGLang ``context_length``, llama.cpp
     ``ctx_size``); setting them again under ``engine.options`` is an error, so one place
-    decides. Relations the engines enforce are checked before start-up: TGI requires
+    decides. ``model.quantization: auto`` leaves the method to the engine, and an engine
+    kernel may then be chosen in the options (vLLM ``gptq_marlin``, SGLang ``moe_wna16``,
+    checked against the release's choices by ENG002); with an explicit
+    ``model.quantization`` an option naming another method is an error. Relations the
+    engines enforce are checked before start-up: TGI requires
     ``max_input_tokens < max_total_tokens ≤ max_batch_total_tokens`` and
     ``max_batch_prefill_tokens ≤ max_batch_total_tokens`` (launcher/src/main.rs); vLLM
     requires ``max_num_batched_tokens ≥ max_model_len`` when chunked prefill is disabled.
@@ -278,6 +315,9 @@ class InconsistentEngineOptions(Rule):
             known = resolve.resolved(deployment)
             for setting in _in_spec_order(known.settings):
                 field = _spec_field_for(deployment, setting.key)
+                if field == "model.quantization":
+                    yield from self._quantization(deployment, setting)
+                    continue
                 if field:
                     what = (
                         f"extra argument {bare(setting.name)}"
@@ -294,3 +334,26 @@ class InconsistentEngineOptions(Rule):
             for found in known.engine.checks(known):
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path)
+
+    def _quantization(self, deployment: DeploymentDoc, setting: Setting) -> Iterator[Finding]:
+        """An engine kernel (``awq_marlin``, ``moe_wna16``) may be chosen while ``model.quantization`` is auto.
+
+        With an explicit ``model.quantization`` the option must name the same method the
+        field renders; otherwise two places decide and the option silently wins.
+        """
+        chosen = deployment.spec.model.quantization
+        if chosen in (None, "auto"):
+            return  # the engine's own choice, checked against the release's choices (ENG002)
+        method = resolve.profile(deployment).quantization.get(chosen)
+        if isinstance(method, str) and str(setting.value) == method:
+            return
+        renders = f"renders {method}" if isinstance(method, str) else "renders no method"
+        where = f"extra argument {bare(setting.name)}" if setting.from_extra_args else f"option {quoted(setting.name)}"
+        yield self.report(
+            deployment.document,
+            f"{where} {quoted(setting.raw, setting.name)} disagrees with model.quantization {bare(chosen)}, "
+            f"which {renders}",
+            setting.path,
+            hint="set model.quantization: auto to choose the engine's kernel with the option, or remove the option",
+            at_key=setting.at_key,
+        )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import CONFIG_DIR, EngineContainer, Target, engine_host, host_and_port
+from servespec.render.common import CONFIG_DIR, EngineContainer, Target, engine_host, env_text, host_and_port
 
 PARAMETER_PREFIX = "modelfile."
 
@@ -33,7 +33,10 @@ def context(target: Target) -> EngineContainer:
     for key, value in server.items():
         option = target.option(key)
         name = option.env if option is not None and option.env else "OLLAMA_" + key.upper()
-        env[name] = value  # the template's env_value filter writes booleans as true/false
+        # booleans as true/false (strconv.ParseBool), lists comma-joined (strings.Split(s, ","))
+        text = env_text(target, key, value) if value is not None else None
+        if text is not None:
+            env[name] = text
     modelfile = {"source": str(spec.model.source), "parameters": parameters}
     return EngineContainer(
         command=["serve", *target.extra_args],

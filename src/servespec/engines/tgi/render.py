@@ -23,6 +23,7 @@ from servespec.render.common import (
     Target,
     api_key_ref,
     engine_host,
+    env_text,
     flags,
     hub_token_env,
     quantization_method,
@@ -66,10 +67,11 @@ def context(target: Target) -> EngineContainer:
     argv_options: dict[str, Any] = {}
     for key, value in options.items():
         option = target.option(key)
-        if option is not None and option.env:
-            env[option.env] = _env_text(value)
-        else:
-            argv_options[key] = value
+        text = env_text(target, key, value) if option is not None and option.env and value is not None else None
+        if option is not None and option.env and text is not None:
+            env[option.env] = text
+        elif value is not None:
+            argv_options[key] = value  # several values of a Vec without a delimiter: one --flag each
     command = [*flags(target, argv_options), *target.extra_args]
     secrets, entrypoint = _key_delivery(target)
     return EngineContainer(
@@ -91,11 +93,3 @@ def _key_delivery(target: Target) -> tuple[dict[str, dict[str, str]], list[str] 
         return secrets, None
     secrets[KEY_ENV] = api_key
     return secrets, ["/bin/bash", "-c", KEY_WRAPPER, "tgi"]
-
-
-def _env_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return ",".join(str(item) for item in value)
-    return str(value)
