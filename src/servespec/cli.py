@@ -216,6 +216,8 @@ def _print_estimates(rows: list[Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from servespec.text import printable
+
     table = Table(title="Memory plan per GPU (GiB)", show_lines=False)
     for column in (
         "deployment",
@@ -249,6 +251,12 @@ def _print_estimates(rows: list[Any]) -> None:
             f"{plan.max_sequences:.1f}",
         )
     Console(width=140).print(table)
+    from servespec.estimate import context_line
+
+    for row in rows:  # the context each plan assumes, and why (the spec's, or the engine's default)
+        line = context_line(row)
+        if line:
+            click.echo(printable(line))
 
 
 @main.command()

@@ -39,7 +39,7 @@ class HostEstimate:
                         "max_sequences": self.plan.max_sequences,
                     }
                 )
-        return {
+        out: dict[str, object] = {
             "deployment": self.deployment.name,
             "host": self.host.name,
             "engine": spec.engine.name,
@@ -47,6 +47,35 @@ class HostEstimate:
             "gpus": gpus,
             "findings": self.findings,
         }
+        if self.plan is not None:
+            # which context max_sequences counts, and why (the spec's, or the engine's default)
+            out["context"] = {"tokens": self.plan.context_tokens, "basis": self.plan.context_basis}
+            offload = self.plan.offload
+            if offload is not None:
+                out["offload"] = {
+                    "gpu_layers": offload.gpu_layers,
+                    "layers": offload.layers,
+                    "host_gib": offload.host_gib,
+                    "host_total_gib": offload.host_total_gib,
+                    "reason": offload.reason,
+                }
+        return out
+
+
+def context_line(row: HostEstimate) -> str | None:
+    """The context the plan assumes and why, for the text report (None without a plan)."""
+    plan = row.plan
+    if plan is None:
+        return None
+    line = f"{row.deployment.name} on {row.host.name}: context {plan.context_tokens} tokens ({plan.context_basis})"
+    if plan.offload is not None:
+        offload = plan.offload
+        ram = f" of {offload.host_total_gib:g} GiB RAM" if offload.host_total_gib is not None else ""
+        line += (
+            f"; {offload.gpu_layers} of {offload.layers} layers on the GPUs ({offload.reason}), "
+            f"{offload.host_gib:.1f} GiB in host memory{ram}"
+        )
+    return line
 
 
 ESTIMATE_RULES = ("MEM", "PAR", "REF", "SS")

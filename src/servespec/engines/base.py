@@ -131,6 +131,8 @@ class Profile(_Strict):
     security: tuple[str, ...] = ()
     """How the engine receives its API key and which ports it opens, each note with its source (docs/engines)."""
     arguments: Arguments
+    kv_exhausted: KvExhausted | None = None
+    """MEM003: the scheduler's behaviour beyond what the KV cache holds, with the engine's advice."""
     rendering: dict[str, str] = {}
     """How servespec renders what the engine would otherwise decide itself, by topic (served names, context
     length, slots, offload, ...), each note with its source: docs/engines' "How servespec renders it"."""

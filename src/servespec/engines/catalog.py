@@ -132,6 +132,53 @@ class HybridKvCache(_Fact):
     source: str
 
 
+class ContextTier(_Fact):
+    """A default context chosen by the GPUs' memory: ``tokens`` from ``min_vram_gib`` of total VRAM up."""
+
+    min_vram_gib: float
+    tokens: int
+
+
+class ContextDefault(_Fact):
+    """The context length (tokens per sequence) a release serves when the spec sets none.
+
+    Read in order: a fixed number (``tokens``) or, without one, the model's own maximum
+    (its config's derived length, a GGUF's ``n_ctx_train``); ``by_vram`` replaces it by the
+    host's tier; ``cap`` and ``within_model`` bound it; ``kv_capacity`` bounds it by the KV
+    cache the engine sized; ``fit_min`` lets it shrink to fit device memory.
+    """
+
+    tokens: int | None = None
+    """A fixed default whatever the model (Ollama's num_ctx 2048, later 4096); None: the model's maximum."""
+    by_vram: tuple[ContextTier, ...] = ()
+    """Chosen by the total memory of the GPUs the engine sees, largest tier first (Ollama 0.15.5+: 256K/32K/4K)."""
+    cap: int | None = None
+    """At most this many tokens (TGI 2.0.0-2.4.0: ``min(max_position_embeddings, 4096)``)."""
+    within_model: bool = True
+    """Lowered to the model's maximum when above it (Ollama: num_ctx above n_ctx_train)."""
+    kv_capacity: bool = False
+    """At most what the KV cache holds after warm-up (TGI 2.4.1+: ``min(num_blocks × BLOCK_SIZE, ...)``)."""
+    fit_min: int | None = None
+    """llama.cpp ``--fit`` (on by default): an unset context shrinks to fit device memory, not below this."""
+    fit_margin_mib: int = 0
+    """The free memory ``--fit`` leaves on each device (``fit_params_target``)."""
+    source: str
+
+
+class ServerSlots(_Fact):
+    """llama-server's slots (``--parallel``) and how one ``--ctx-size`` KV cache is shared among them."""
+
+    auto_slots: int
+    """Slots when ``--parallel`` is unset or -1 (auto)."""
+    auto_kv_unified: bool
+    """Automatic slots share one unified KV cache of ``--ctx-size`` tokens (each may use all of it)."""
+    split_per_slot: bool
+    """With ``--parallel N`` and no unified KV cache, each slot gets ``ctx-size / N`` tokens."""
+    pad: int
+    """``--ctx-size`` (and each slot's share) is rounded up to a multiple of this (``GGML_PAD``)."""
+    source: str
+
+
 class ReleaseFacts(_Fact):
     """Exactly the release facts servespec's code reads (``engines/FORMAT.md``)."""
 
@@ -156,6 +203,10 @@ class ReleaseFacts(_Fact):
     """vLLM: the multiple the default CUDA attention backend needs of ``--block-size`` (ENG002)."""
     hybrid_kv_cache: HybridKvCache | None = None
     """vLLM: the hybrid KV-cache manager's layout (on by default from 0.9.2); None: full KV for every layer."""
+    context_default: ContextDefault | None = None
+    """The context length served when ``model.max_model_len`` is unset (servespec renders none then)."""
+    server_slots: ServerSlots | None = None
+    """llama.cpp: automatic slots and how ``--ctx-size`` is split among them."""
 
 
 @dataclass(frozen=True)

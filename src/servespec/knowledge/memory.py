@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
-from servespec.engines.catalog import EngineRelease
+from servespec.engines.catalog import ContextDefault, EngineRelease
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.models import ModelFacts
 
@@ -104,6 +104,13 @@ class EstimateInput:
     """vLLM's engine core when known otherwise than from the release (``v0``/``v1``: a recorded log states it)."""
     kv_cache_dtype_option: str | None = None
     """The engine's option for the KV cache's element type (profile ``kv_cache_dtype_option``)."""
+    context_basis: str = ""
+    """Why ``max_model_len`` is what it is (``model.max_model_len``, or the engine's default and why)."""
+    context_default: ContextDefault | None = None
+    """The release's default when the spec sets no context: engine units refine it (TGI's KV
+    capacity, llama.cpp's ``--fit``); None when the spec sets one."""
+    host_memory_total_gib: float | None = None
+    """The host's RAM, where layers a GGUF engine keeps off the GPUs live (None: not in the inventory)."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +142,54 @@ class GpuEstimate:
     claimed_fraction: float = 1.0
     """Share of the GPU's memory the engine claims at start-up (what MEM004 adds up)."""
     notes: tuple[str, ...] = ()
+    context_tokens: int = 0
+    """The context per sequence the plan assumes (``max_sequences`` counts sequences of it)."""
+    context_basis: str = ""
+    """Why: ``model.max_model_len``, or the engine's default for the release and how it was found."""
+    offload: Offload | None = None
+    """Layers a GGUF engine keeps in host memory (None: every layer on the GPUs)."""
+
+
+@dataclass(frozen=True)
+class Offload:
+    """A partial offload: ``gpu_layers`` of ``layers`` on the GPUs, the rest (weights and KV) in host RAM."""
+
+    gpu_layers: int
+    layers: int
+    host_gib: float
+    """Weights and KV cache of the layers kept in host memory."""
+    host_total_gib: float | None
+    """The host's RAM (None: the inventory does not say)."""
+    reason: str
+    """``n_gpu_layers 20`` as the spec sets it, or how the engine chose it (``--fit``, Ollama's scheduler)."""
+
+
+def default_context(fact: ContextDefault | None, model: ModelFacts, vram_gib: float | None) -> tuple[int | None, str]:
+    """The context a release serves when the spec sets none, and how it follows from the release's facts.
+
+    ``vram_gib``: the total memory of the GPUs the engine sees on this host (0 on a CPU host),
+    for defaults chosen by VRAM (Ollama). The model's maximum is its config's derived length
+    (rope scaling included) or a GGUF's ``n_ctx_train``.
+    """
+    model_max = model.derived_max_len
+    if fact is None:
+        return model_max, f"the model's maximum ({model_max})" if model_max else ""
+    tokens, why = fact.tokens, ""
+    if fact.by_vram:
+        vram = vram_gib or 0.0
+        tier = next((t for t in fact.by_vram if vram >= t.min_vram_gib), fact.by_vram[-1])
+        tokens, why = tier.tokens, f"chosen by VRAM: {vram:.1f} GiB ≥ {tier.min_vram_gib:g} GiB"
+    elif tokens is not None:
+        why = "fixed"
+    else:
+        tokens, why = model_max, "the model's maximum"
+    if fact.cap is not None:
+        if tokens is None or tokens > fact.cap:
+            why = f"min(the model's maximum {model_max}, {fact.cap})" if model_max else f"{fact.cap} (no model maximum)"
+        tokens = fact.cap if tokens is None else min(tokens, fact.cap)
+    if fact.within_model and model_max and tokens is not None and tokens > model_max:
+        tokens, why = model_max, f"{why}, lowered to the model's maximum"
+    return tokens, why
 
 
 def dtype_bytes(model: ModelFacts, dtype: str) -> float:
@@ -295,6 +350,8 @@ def plan(
             one_sequence_gib=round(layout.one_sequence_bytes / GIB, 3),
             claimed_fraction=round(claimed, 3),
             notes=tuple(notes),
+            context_tokens=inp.max_model_len,
+            context_basis=inp.context_basis,
         )
     return GpuEstimate(
         total_gib=round(total, 2),
@@ -307,6 +364,8 @@ def plan(
         one_sequence_gib=round(per_token * inp.max_model_len / GIB, 3),
         claimed_fraction=round(claimed, 3),
         notes=tuple(notes),
+        context_tokens=inp.max_model_len,
+        context_basis=inp.context_basis,
     )
 
 
@@ -334,21 +393,93 @@ def activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:
     return (forward + sampler) / GIB
 
 
-def estimate_gguf(inp: EstimateInput, slots: int) -> GpuEstimate:
-    """llama.cpp / Ollama: ``slots`` contexts are allocated up front; they must fit with the weights."""
+@dataclass(frozen=True)
+class KvCells:
+    """How a GGUF engine allocates its KV cache: ``streams`` × ``per_sequence`` cells, all at start-up."""
+
+    per_sequence: int
+    """The context each sequence may use (llama.cpp ``n_ctx_seq``, Ollama ``num_ctx``)."""
+    streams: int
+    """Sequences' worth of cells: the slots, or 1 when they share one unified cache."""
+    note: str
+    """How, for the plan's notes (``4 automatic slots share one unified KV cache``)."""
+
+
+@dataclass(frozen=True)
+class GpuLayers:
+    """Which layers a GGUF engine puts on the GPUs: ``all``, a given ``count``, or ``auto`` (as many as fit)."""
+
+    mode: Literal["all", "count", "auto"]
+    count: int = 0
+    reason: str = ""
+    """How it was chosen: the option as set (``n_gpu_layers 20``), or the engine's automatic fitting."""
+    margin_gib: float = 0.0
+    """Memory the engine's fitting leaves free on each GPU (llama.cpp ``--fit`` target)."""
+    fit_context: int | None = None
+    """An unset context shrinks to fit, not below this (llama.cpp ``--fit``); None: it does not shrink."""
+
+
+def _align_down(tokens: float, step: int) -> int:
+    return int(tokens // step * step)
+
+
+def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuEstimate:
+    """llama.cpp / Ollama: every cell of the KV cache is allocated up front; weights and KV must fit.
+
+    On a GPU host, layers left in host memory (``layers``: a given count, or as many as fit
+    when the engine fits them itself) take their weights and KV cache to host RAM. An unset
+    context that the engine shrinks to fit (llama.cpp ``--fit``) is shrunk first, as its
+    ``common_fit_params`` does, in steps of 256 tokens down to ``fit_context``.
+    """
     gpu = inp.gpu
     total = cuda_total_gib(gpu) if gpu else float(inp.host_memory_gib or 0.0)
     gpus = inp.tensor_parallel * inp.pipeline_parallel
-    weights = weight_bytes(inp) / gpus / GIB
-    context_tokens = inp.max_model_len * slots
+    weights_all = weight_bytes(inp) / GIB
     element = kv_element_bytes(inp)
-    per_token_all = kv_bytes_per_token(inp.model, element, 1, 1) / gpus
-    kv = per_token_all * context_tokens / GIB
+    per_token_all = kv_bytes_per_token(inp.model, element, 1, 1)
     # Assumed: 0.25 GiB of compute buffers plus float32 logits of one micro-batch of 512 tokens.
     compute = 0.25 + (inp.model.vocab_size or 32000) * 512 * 4 / GIB
     overhead = compute + (CONTEXT_GIB if gpu else 0.0)
-    notes = [f"{slots} slot(s) × {inp.max_model_len} tokens"]
+    context, basis = cells.per_sequence, inp.context_basis
+    notes = [cells.note]
+    budget = total - (layers.margin_gib if gpu else 0.0)
+
+    def kv_gib(tokens: int) -> float:
+        return per_token_all * tokens * cells.streams / GIB
+
+    share = 1.0
+    if gpu is not None and layers.mode == "count":
+        share = min(max(layers.count, 0), inp.model.layers) / inp.model.layers
+    if layers.fit_context is not None and gpu is not None:
+        need = (weights_all + kv_gib(context)) * share / gpus + overhead
+        if need > budget and per_token_all:
+            room = (budget - overhead) * gpus / share - weights_all if share else 0.0
+            fitted = max(layers.fit_context, _align_down(room * GIB / (per_token_all * cells.streams), 256))
+            if fitted < context:
+                basis = f"{basis}, reduced to {fitted} by the engine's fitting to device memory"
+                notes.append(f"context {context} reduced to {fitted} to fit")
+                context = fitted
+    if gpu is not None and layers.mode == "auto":
+        whole = (weights_all + kv_gib(context)) / gpus
+        if whole + overhead > budget:
+            share = _align_down(max(budget - overhead, 0.0) / whole * inp.model.layers, 1) / inp.model.layers
+    weights = weights_all * share / gpus
+    kv = kv_gib(context) * share / gpus
+    offload = None
+    if share < 1.0:
+        on_gpu = round(share * inp.model.layers)
+        offload = Offload(
+            gpu_layers=on_gpu,
+            layers=inp.model.layers,
+            host_gib=round((weights_all + kv_gib(context)) * (1 - share), 2),
+            host_total_gib=inp.host_memory_total_gib,
+            reason=layers.reason,
+        )
+        notes.append(f"{on_gpu} of {inp.model.layers} layers on the GPUs ({layers.reason}), the rest in host memory")
+    tokens_all = context * cells.streams
     free_for_kv = total - weights - overhead
-    tokens = context_tokens if free_for_kv >= kv else int(max(free_for_kv, 0) * GIB // max(per_token_all, 1))
+    tokens = tokens_all if free_for_kv >= kv else int(max(free_for_kv, 0) * GIB // max(per_token_all * share / gpus, 1))
     claimed = (weights + overhead + kv) / total if total else 1.0
-    return plan(inp, total, weights, overhead, kv, tokens, per_token_all, claimed, notes)
+    sized = replace(inp, max_model_len=context, context_basis=basis)
+    found = plan(sized, total, weights, overhead, kv, tokens, per_token_all * share / gpus, claimed, notes)
+    return replace(found, offload=offload)

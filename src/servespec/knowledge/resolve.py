@@ -20,7 +20,7 @@ from servespec.engines.base import Engine, Profile
 from servespec.engines.catalog import EngineRelease, Selection, normalize_option
 from servespec.knowledge import gpus, models
 from servespec.knowledge.gpus import GpuModel
-from servespec.knowledge.memory import EstimateInput, GpuEstimate
+from servespec.knowledge.memory import EstimateInput, GpuEstimate, default_context
 from servespec.knowledge.models import ModelFacts
 from servespec.spec.fleet import DeploymentDoc, HostView
 from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
@@ -349,8 +349,28 @@ class Resolved:
 
     @property
     def max_model_len(self) -> int | None:
-        """The context length served: the spec's, else the model's maximum."""
-        return max_model_len(self.deployment, self.model.facts)
+        """The context length the spec sets (None: the engine's default, which :meth:`context` finds)."""
+        return self.deployment.spec.model.max_model_len
+
+    def context(self, vram_gib: float | None = None) -> tuple[int | None, str]:
+        """The context per sequence served, and why: the spec's, else the release's default for the model.
+
+        ``vram_gib`` is the memory of the GPUs the engine sees on a host (0 on a CPU host), for
+        defaults chosen by VRAM; the engine units refine the rest (TGI's KV capacity,
+        llama.cpp's ``--fit``) when they size the memory.
+        """
+        spec = self.deployment.spec
+        if spec.model.max_model_len:
+            return spec.model.max_model_len, "model.max_model_len"
+        facts = self.model.facts
+        if facts is None:
+            return None, ""
+        fact = self.release.facts.context_default if self.release else None
+        tokens, why = default_context(fact, facts, vram_gib)
+        if tokens is None:
+            return None, ""
+        where = f"{spec.engine.name} {self.release.version}" if self.release else f"{spec.engine.name} (not catalogued)"
+        return tokens, f"engine default for {where}: {tokens} ({why})"
 
     @functools.cached_property
     def estimates(self) -> dict[str, GpuEstimate | None]:
@@ -362,11 +382,18 @@ class Resolved:
         return self.estimates[host.name] if host.name in self.estimates else self._estimate(host)
 
     def estimate_input(
-        self, gpu: GpuModel | None = None, host_memory_gib: float | None = None, *, weights_only: bool = False
+        self,
+        gpu: GpuModel | None = None,
+        host_memory_gib: float | None = None,
+        *,
+        weights_only: bool = False,
+        gpu_count: int = 1,
+        host_ram_gib: float | None = None,
     ) -> EstimateInput | None:
         """The estimator's input for one GPU (None without model facts, or without a context length
-        unless only the weights are wanted)."""
-        facts, length = self.model.facts, self.max_model_len
+        unless only the weights are wanted); ``gpu_count`` GPUs of the host are the engine's."""
+        facts = self.model.facts
+        length, basis = self.context(gpu.memory_gib * gpu_count if gpu else 0.0)
         if facts is None or (length is None and not weights_only):
             return None
         spec = self.deployment.spec
@@ -392,7 +419,10 @@ class Resolved:
         if not hardware.known and not (self.profile.model_format != "hf" and hardware.count == 0):
             return None
         memory = host.hardware.memory_gib if host.hardware else None
-        inp = self.estimate_input(hardware.model if hardware.count else None, memory)
+        seen = len(gpu_ids(self.deployment)) if hardware.count else 0
+        inp = self.estimate_input(
+            hardware.model if hardware.count else None, memory, gpu_count=seen, host_ram_gib=memory
+        )
         return self.engine.estimate(inp) if inp is not None else None
 
 
@@ -412,6 +442,8 @@ def resolved(deployment: DeploymentDoc) -> Resolved:
         )
         deployment.resolved = found
     return found
+        release = self.release
+        unset = not spec.model.max_model_len
 
 
 def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
@@ -427,6 +459,9 @@ def selection(deployment: DeploymentDoc) -> Selection:
 def release(deployment: DeploymentDoc) -> EngineRelease | None:
     """The selected release, or None outside the catalogued range."""
     return resolved(deployment).release
+            context_basis=basis,
+            context_default=release.facts.context_default if unset and release else None,
+            host_memory_total_gib=host_ram_gib,
 
 
 def profile(deployment: DeploymentDoc) -> Profile:
@@ -450,9 +485,13 @@ def effective_options(deployment: DeploymentDoc, *, extra_args: bool = True) -> 
     return {s.key: s.value for s in resolved(deployment).settings if s.valid and not s.from_extra_args}
 
 
-def max_model_len(deployment: DeploymentDoc, model: ModelFacts | None) -> int | None:
-    """The context length served: the spec's, else the model's maximum."""
-    return deployment.spec.model.max_model_len or (model.max_position_embeddings if model else None)
+def max_model_len(deployment: DeploymentDoc, model: ModelFacts | None = None) -> int | None:
+    """The context length the spec sets; None leaves it to the engine (nothing is rendered).
+
+    ``model`` is not read: an unset context is the engine's default for the release, which
+    :meth:`Resolved.context` finds per host and the estimates record (``GpuEstimate.context_tokens``).
+    """
+    return deployment.spec.model.max_model_len
 
 
 def estimate_on(deployment: DeploymentDoc, host: HostView) -> GpuEstimate | None:

@@ -73,7 +73,7 @@ class Target:
 
     @property
     def max_model_len(self) -> int | None:
-        """The context length to configure (spec, else the model's maximum)."""
+        """The context length the spec sets; None renders nothing (the engine's default for the release)."""
         return resolve.max_model_len(self.deployment, resolve.model_answer(self.deployment).facts)
 
     def option(self, key: str) -> EngineOption | None:

@@ -21,6 +21,15 @@ _TGI_MEMORY = (
 )
 
 
+def _offload_path(deployment: DeploymentDoc) -> tuple[str | int, ...]:
+    """Where a finding about layers in host memory points: the layer-count option as set, else the model."""
+    effective = resolve.resolved(deployment).effective
+    for key in ("n_gpu_layers", "modelfile.num_gpu", "num_gpu"):
+        if key in effective:
+            return effective[key].path
+    return ("model", "source")
+
+
 def _gpu_label(host: HostView) -> str:
     hardware = resolve.host_gpus(host)
     return hardware.model.display_name if hardware.model else "CPU memory"
@@ -47,6 +56,11 @@ class WeightsDoNotFit(Rule):
     Fix: raise ``tensor_parallel`` (the message names the smallest that fits), or use a
     quantized checkpoint, or a bigger GPU.
 
+    llama.cpp and Ollama can keep layers in host memory: a layer count the spec gives
+    (``n_gpu_layers``, ``num_gpu``) or the engine's own fitting (llama.cpp ``--fit``, Ollama's
+    scheduler) is a plan, not an error; their weights and KV cache then count against the
+    host's RAM (``hardware.memory_gib``), and not fitting there is this rule's finding too.
+
     Source: vLLM memory profiling, vllm/v1/worker/gpu_worker.py (determine_available_memory):
     https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_worker.py ;
     llama.cpp tools/quantize/quantize.cpp for GGUF sizes.
@@ -60,6 +74,18 @@ class WeightsDoNotFit(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host, plan in _estimates(fleet):
+            offload = plan.offload
+            if offload is not None and offload.host_total_gib is not None and offload.host_gib > offload.host_total_gib:
+                yield self.report(
+                    deployment.document,
+                    f"{offload.layers - offload.gpu_layers} of {offload.layers} layers stay in {host.name}'s host "
+                    f"memory ({offload.reason}) and need {offload.host_gib:.1f} GiB of weights and KV cache, but "
+                    f"the host has {offload.host_total_gib:g} GiB of RAM",
+                    _offload_path(deployment),
+                    hint="put more layers on the GPUs, lower max_model_len, use a smaller quantization, or a host "
+                    "with more RAM or GPU memory",
+                )
+                continue
             budget = plan.total_gib - plan.overhead_gib
             if plan.weights_gib <= budget:
                 continue
@@ -68,7 +94,12 @@ class WeightsDoNotFit(Rule):
             full = plan.weights_gib * gpus
             # Suggest a split that leaves 10% of the budget free (a margin servespec assumes).
             need = next((tp for tp in (2, 4, 8, 16, 32, 64) if full / tp <= budget * 0.9), None)
+            on_host = resolve.host_gpus(host).count
             advice = f"use tensor_parallel ≥ {need}" if need else "use more GPUs per replica"
+            if need and on_host is not None and need > on_host:
+                advice = f"use a bigger GPU or a host with ≥ {need} GPUs ({host.name} has {on_host})"
+            if resolve.profile(deployment).loads_gguf:
+                advice += ", or keep some layers in host memory (the engine's GPU-layer count)"
             quant = "" if spec.model.quantization not in (None, "auto") else " or a 4-bit quantization"
             yield self.report(
                 deployment.document,
@@ -110,15 +141,14 @@ class NoRoomForKvCache(Rule):
             need = plan.kv_cache_gib if gguf else plan.one_sequence_gib
             if free >= need:
                 continue
-            length = resolve.max_model_len(deployment, resolve.model_answer(deployment).facts)
             fit = int(max(free, 0) * 1024**3 // plan.kv_bytes_per_token) if plan.kv_bytes_per_token else 0
             hint = f"set max_model_len ≤ {fit}, use a smaller KV-cache dtype, or add GPUs"
             if fit == 0:
                 hint = "give the engine more memory (its memory fraction option), or use bigger GPUs"
             yield self.report(
                 deployment.document,
-                f"a {length}-token sequence needs {need:.2f} GiB of KV cache per GPU but only "
-                f"{max(free, 0):.2f} GiB is left on {host.name}'s {_gpu_label(host)} after "
+                f"a {plan.context_tokens}-token sequence ({plan.context_basis}) needs {need:.2f} GiB of KV cache "
+                f"per GPU but only {max(free, 0):.2f} GiB is left on {host.name}'s {_gpu_label(host)} after "
                 f"{plan.weights_gib:.1f} GiB of weights",
                 ("model", "max_model_len"),
                 hint=hint,
@@ -126,18 +156,20 @@ class NoRoomForKvCache(Rule):
 
 
 class FewerSequencesThanBatch(Rule):
-    """The KV cache should hold as many full-length sequences as the configured batch.
+    """How many full-length sequences the KV cache holds, when the batch limit is set above it.
 
-    When the user sets the engine's batch limit (vLLM ``max_num_seqs``, SGLang
-    ``max_running_requests``, TGI ``max_batch_size``, TensorRT-LLM ``max_batch_size``,
-    llama.cpp ``parallel``, Ollama ``num_parallel``) above what the KV cache can hold at
-    ``max_model_len``, full-length requests queue or get preempted. vLLM logs the same
-    number as "Maximum concurrency for N tokens per request: X".
+    The batch limit (vLLM ``max_num_seqs``, SGLang ``max_running_requests``, TGI
+    ``max_batch_size``, TensorRT-LLM ``max_batch_size``) bounds concurrent sequences; the KV
+    cache bounds their tokens. A limit above the number of ``max_model_len`` sequences that
+    fit is a valid throughput setting (upstream recipes use 512-1024 for short requests):
+    short requests all run, and when long ones coincide each engine's scheduler preempts,
+    retracts or queues (profile ``kv_exhausted``, quoted in the message with its source).
+    vLLM logs the same number as "Maximum concurrency for N tokens per request: X".
 
-    Fix: lower the batch option, lower ``max_model_len``, or give the KV cache more memory.
+    Reported as information: nothing fails. The hint is the engine's own advice.
 
     Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/kv_cache_utils.py
-    (get_max_concurrency_for_kv_cache_config)
+    (get_max_concurrency_for_kv_cache_config); each engine's ``kv_exhausted`` source.
     """
 
     id = "MEM003"
@@ -156,12 +188,16 @@ class FewerSequencesThanBatch(Rule):
                 continue
             if known.profile.loads_gguf or plan.max_sequences >= value:
                 continue
+            beyond = known.profile.kv_exhausted
+            behaviour = f"; beyond that the engine {beyond.behaviour} ({beyond.source})" if beyond else ""
             yield self.report(
                 deployment.document,
-                f"{option} is {value} but the KV cache holds {plan.max_sequences:.1f} sequences of "
-                f"{known.max_model_len} tokens ({plan.kv_tokens:,} tokens) on {host.name}",
+                f"{option} {value}: the KV cache on {host.name} holds {plan.kv_tokens:,} tokens, "
+                f"{math.floor(plan.max_sequences)} sequences of the full {plan.context_tokens} tokens "
+                f"({plan.context_basis}); up to {value} shorter ones run at once{behaviour}",
                 setting.path,
-                hint=f"set {option} ≤ {max(1, math.floor(plan.max_sequences))} or lower max_model_len",
+                hint=beyond.advice if beyond else "nothing to change for short requests",
+                severity=Severity.INFO,
             )
 
 

@@ -1,7 +1,10 @@
 """llama.cpp: ``llama-server`` (the server image's entrypoint) with its arguments.
 
-``max_model_len`` is each slot's context: llama-server's ``--ctx-size`` is the total KV
-size split across ``--parallel`` slots, so it renders as ``max_model_len × slots``. A
+``max_model_len`` is each sequence's context. Without ``--parallel`` llama-server runs its
+automatic slots sharing one unified KV cache of ``--ctx-size`` tokens, so it renders as
+``max_model_len``; with ``--parallel N`` (and no ``--kv-unified``) the build splits
+``--ctx-size`` per slot, so it renders as ``max_model_len × N`` (engines/llama_cpp/memory.py).
+Unset, nothing is rendered: the build's default (``n_ctx_train``, fitted by ``--fit``). A
 replica's GPUs are used with ``--split-mode row`` (tensor_parallel) or ``layer``
 (pipeline_parallel) and an even ``--tensor-split``; the API key comes from LLAMA_API_KEY.
 """
@@ -10,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.engines.llama_cpp import ENGINE
-from servespec.knowledge.resolve import is_local_path
+from servespec.engines.llama_cpp.memory import ctx_size, slots
+from servespec.knowledge.resolve import effective_options, is_local_path
 from servespec.render.common import EngineContainer, Target, engine_host, engine_secrets, flags
 
 
@@ -19,24 +22,24 @@ def context(target: Target) -> EngineContainer:
     """The llama.cpp container of one host."""
     spec = target.spec
     user = target.options
-    slots = ENGINE.slots(user)
+    # slots as the engine will run them: engine.options and extra_args alike (-np 8 in extra_args splits too)
+    layout = slots(effective_options(target.deployment), target.release)
     source = str(spec.model.source)
     options: dict[str, Any] = {
         "model" if is_local_path(source) else "hf_repo": source,
         "alias": target.served_name,
         "host": engine_host(target),
         "port": spec.serving.port,
-        "parallel": slots,
     }
     if target.max_model_len:
-        options["ctx_size"] = target.max_model_len * slots
+        options["ctx_size"] = ctx_size(target.max_model_len, layout, target.release)
     gpus = len(target.gpu_ids)
     if gpus == 0:
         options["n_gpu_layers"] = "0"
     elif gpus > 1:
         options["split_mode"] = "row" if spec.resources.tensor_parallel > 1 else "layer"
         options["tensor_split"] = ",".join("1" for _ in range(gpus))
-    options.update({k: v for k, v in user.items() if k != "parallel"})
+    options.update(user)  # --parallel only when the spec sets it: unset is the build's automatic slots
     command = [*flags(target, options), *target.extra_args]
     return EngineContainer(
         command=command,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
     EstimateInput,
@@ -29,4 +31,24 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     overhead = total - weights - kv
     block = 16
     notes = [f"cuda_memory_fraction {fraction}", "TGI_WIGGLE_ROOM 0.9"]
-    return finish(inp, total, weights, overhead, kv, block, notes, fraction)
+    found = finish(inp, total, weights, overhead, kv, block, notes, fraction)
+    fact = inp.context_default
+    if fact is None or not fact.kv_capacity:
+        return found
+    # From 2.4.1 an unset max_total_tokens is what the KV cache holds after warm-up, from 3.0
+    # at most the model's maximum (the release fact's source: flash_causal_lm.py warmup).
+    model_max = inp.model.derived_max_len
+    length = min(found.kv_tokens, model_max) if fact.within_model and model_max else found.kv_tokens
+    bound = f", the model's maximum {model_max}" if fact.within_model and model_max else ""
+    version = inp.release.version if inp.release else inp.engine_version
+    basis = f"engine default for {inp.engine} {version}: {length} (min(the KV cache's {found.kv_tokens} tokens{bound}))"
+    return finish(
+        replace(inp, max_model_len=max(length, 1), context_basis=basis),
+        total,
+        weights,
+        overhead,
+        kv,
+        block,
+        notes,
+        fraction,
+    )
