@@ -397,6 +397,8 @@ class Resolved:
         if facts is None or (length is None and not weights_only):
             return None
         spec = self.deployment.spec
+        release = self.release
+        unset = not spec.model.max_model_len
         return EstimateInput(
             engine=spec.engine.name,
             release=self.release,
@@ -412,6 +414,9 @@ class Resolved:
             host_memory_gib=host_memory_gib,
             engine_version=spec.engine.version,
             kv_cache_dtype_option=self.profile.kv_cache_dtype_option,
+            context_basis=basis,
+            context_default=release.facts.context_default if unset and release else None,
+            host_memory_total_gib=host_ram_gib,
         )
 
     def _estimate(self, host: HostView) -> GpuEstimate | None:
@@ -442,8 +447,6 @@ def resolved(deployment: DeploymentDoc) -> Resolved:
         )
         deployment.resolved = found
     return found
-        release = self.release
-        unset = not spec.model.max_model_len
 
 
 def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
@@ -459,9 +462,6 @@ def selection(deployment: DeploymentDoc) -> Selection:
 def release(deployment: DeploymentDoc) -> EngineRelease | None:
     """The selected release, or None outside the catalogued range."""
     return resolved(deployment).release
-            context_basis=basis,
-            context_default=release.facts.context_default if unset and release else None,
-            host_memory_total_gib=host_ram_gib,
 
 
 def profile(deployment: DeploymentDoc) -> Profile:
