@@ -59,6 +59,9 @@ class Auth(_Strict):
     """The engine option that carries the API key."""
     env: str | None = None
     """The variable the secrets env file sets for it (None: the engine module passes it another way)."""
+    own_launcher: bool = False
+    """With a key, servespec starts the server with its own launcher (SGLang's in-process ``--api-key``), which
+    ``engine.entrypoint`` and ``engine.command`` cannot replace (ENG005)."""
 
 
 class Image(_Strict):
@@ -72,6 +75,23 @@ class Startup(_Strict):
     """Seconds from container start to a healthy server, weights loading aside (ROL002)."""
     basis: str
     """Where the figure comes from (an assumption is labelled as one)."""
+
+
+class ServedName(_Strict):
+    """How the engine names the model it serves (``serving.model_name``, ``serving.model_aliases``)."""
+
+    option: str | None
+    """The option naming the served model, rendered only when the spec names one (None: the engine has none;
+    a release whose catalog lacks it cannot be given a name either)."""
+    several: bool
+    """Whether it serves several names at once: the option's several values (vLLM ``nargs``), one comma-joined
+    value (llama.cpp ``--alias``), or one model created per name (Ollama); False: one name."""
+    default: Literal["source", "directory_name"]
+    """The name served when none is given: ``model.source`` as written, or for a local directory its last path
+    component (``directory_name``: trtllm-serve)."""
+    other_names: str
+    """What the engine does with a request naming a model it does not serve (findings quote it)."""
+    source: str
 
 
 class Arguments(_Strict):
@@ -111,6 +131,8 @@ class Profile(_Strict):
     """The option bounding concurrent sequences (MEM003), or the GGUF engines' slot count."""
     batch_default: int | None = None
     """The slot count when the batch option is unset or automatic (GGUF engines)."""
+    kv_exhausted: KvExhausted | None = None
+    """MEM003: the scheduler's behaviour beyond what the KV cache holds, with the engine's advice."""
     memory_fraction_option: str | None
     memory_fraction_of: Literal["total", "free"] = "total"
     """Whether the memory fraction is a share of the GPU's total memory or of what is free after loading."""
@@ -130,9 +152,8 @@ class Profile(_Strict):
     startup: Startup
     security: tuple[str, ...] = ()
     """How the engine receives its API key and which ports it opens, each note with its source (docs/engines)."""
+    served_name: ServedName
     arguments: Arguments
-    kv_exhausted: KvExhausted | None = None
-    """MEM003: the scheduler's behaviour beyond what the KV cache holds, with the engine's advice."""
     rendering: dict[str, str] = {}
     """How servespec renders what the engine would otherwise decide itself, by topic (served names, context
     length, slots, offload, ...), each note with its source: docs/engines' "How servespec renders it"."""

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from servespec import engines
-from servespec.engines.base import Engine, Profile
-from servespec.engines.catalog import EngineRelease, Selection, normalize_option
+from servespec.engines.base import Arguments, Engine, Profile
+from servespec.engines.catalog import EngineOption, EngineRelease, Selection, normalize_option
 from servespec.knowledge import gpus, models
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import EstimateInput, GpuEstimate, default_context
@@ -289,6 +289,8 @@ class Setting:
     path: tuple[str | int, ...]
     """``("engine", "options", name)`` or ``("engine", "extra_args", index)``."""
     from_extra_args: bool
+    option: EngineOption | None = None
+    """The release's option it sets, as the engine's parser reads the spelling (None: unknown)."""
 
     @property
     def at_key(self) -> bool:
@@ -305,15 +307,55 @@ def _settings(deployment: DeploymentDoc, chosen: EngineRelease | None) -> tuple[
     ]
     raw += [(name, value, ("engine", "options", name), False) for name, value in engine.options.items()]
     out = []
+    arguments = engines.get(engine.name).profile.arguments
     for name, value, path, extra in raw:
-        option = chosen.option(name) if chosen else None
+        if extra and chosen is not None:
+            option, value = _spelled(chosen, arguments, name, value)
+        else:
+            option = chosen.option(name) if chosen else None
         key = option.key if option else normalize_option(name)
         try:
             typed, valid = (_coerce(option.type, value) if option else value), True
         except ValueError:
             typed, valid = value, False
-        out.append(Setting(key, name, value, typed, valid, path, extra))
+        out.append(Setting(key, name, value, typed, valid, path, extra, option))
     return tuple(out)
+
+
+def _spelled(release: EngineRelease, arguments: Arguments, flag: str, value: Any) -> tuple[EngineOption | None, Any]:
+    """The option an ``extra_args`` flag names as the release's own parser reads it, and its value.
+
+    ``--no-x`` of a negatable ``--x`` is ``x: false``; vLLM reads ``_`` in a name as ``-``
+    (``--max_model_len``); argparse takes a unique prefix of a long option (SGLang
+    ``--tp`` for ``--tp-size``: ``allow_abbrev`` left at True) among every long spelling,
+    ``--no-`` forms included. Parsers without these (clap, click, llama.cpp) match exactly:
+    trtllm-serve refuses ``--max-batch-size`` for its ``--max_batch_size``.
+    """
+    option = release.option(flag)
+    if option is not None and flag in (option.flag, *option.aliases):
+        return option, value  # the release's own spelling (trtllm-serve's --max_batch_size, vLLM's -tp)
+    if not flag.startswith("--"):
+        return None, value
+    if arguments.underscores and "_" in flag:
+        option = release.option("--" + flag[2:].split(".", 1)[0].replace("_", "-"))
+        if option is not None:
+            return option, value
+    spellings: dict[str, tuple[EngineOption, bool]] = {}
+    for option in release.options.values():
+        for spelling in (option.flag, *option.aliases):
+            if spelling and spelling.startswith("--"):
+                spellings[spelling] = (option, False)
+                if option.bool_form == "negatable":
+                    spellings["--no-" + spelling[2:]] = (option, True)
+    wanted = flag.replace("_", "-") if arguments.underscores else flag
+    found = spellings.get(wanted)
+    if found is None and arguments.abbreviations:
+        prefixed = {spellings[s][0].key: spellings[s] for s in spellings if s.startswith(wanted)}
+        found = next(iter(prefixed.values())) if len(prefixed) == 1 else None
+    if found is None:
+        return None, value
+    option, negative = found
+    return option, (False if negative and value is True else value)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from servespec.render.common import (
     header,
     targets,
 )
-from servespec.render.container import ContainerSpec, docker_run
+from servespec.render.container import ContainerSpec, docker_run, host_and_port
 from servespec.render.environment import RenderError, render_template
 from servespec.spec.document import KeyPath
 from servespec.spec.fleet import DeploymentDoc, Fleet
@@ -97,6 +97,9 @@ def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, ContainerSpec, 
         "engine_title": resolve.profile(deployment).title,
         "engine_version": spec.engine.version,
         "model": spec.model.source,
+        "served_names": first.served_names,
+        "endpoint": host_and_port(_reachable(str(spec.serving.bind)), spec.serving.port),
+        "api_key": spec.serving.api_key is not None,
         "memory": memory,
         "hosts": [
             {"name": t.host.name, "role": t.role, "docker": docker_run(d), "command": e.human_command}
@@ -105,6 +108,11 @@ def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, ContainerSpec, 
         "secrets": sorted(hosts[0][2].secret_env),
     }
     return render_template("_common/README.md.j2", context)
+
+
+def _reachable(bind: str) -> str:
+    """The address a client on the host sends to: ``serving.bind``, loopback for the wildcards."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(bind, bind)
 
 
 MAX_FILE_BYTES = 8 * 1024 * 1024

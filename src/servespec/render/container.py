@@ -140,7 +140,12 @@ def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
 class ContainerSpec:
     """Everything the rollout needs to start one host's engine container; secrets only as references."""
 
-    deployment: str = field(metadata=read_by("servespec_probe: the model name of the smoke test's request"))
+    deployment: str = field(metadata=read_by("the rollout and the role: the deployment's folders and container name"))
+    model_name: str | None = field(
+        metadata=read_by(
+            "servespec_probe: the model the smoke test asks for (serving.model_name); None: a name /v1/models lists"
+        )
+    )
     host: str = field(metadata=read_by("informational: the host this description is for"))
     revision: str = field(metadata=read_by("the rollout: the revision a host should run (desired_state)"))
     engine: EngineRef = field(metadata=read_by("informational: the engine and release"))
@@ -193,6 +198,7 @@ class ContainerSpec:
         """
         out: dict[str, Any] = {
             "deployment": self.deployment,
+            "model_name": self.model_name,
             "host": self.host,
             "revision": self.revision,
             "engine": self.engine.to_json(),

@@ -73,6 +73,8 @@ class HostVars:
     """Engine name."""
     model_source: str = ""
     """The spec's model.source."""
+    served_names: tuple[str, ...] = ()
+    """The names the model is served under (Ollama creates one model per name)."""
 
     ROLE_ONLY = ("servespec_state_root", "servespec_config_root")
     """Options of the entry point the controller never sets: the role's defaults hold (host paths)."""

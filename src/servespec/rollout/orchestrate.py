@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from servespec.knowledge import resolve
+from servespec.knowledge.served import served_names
 from servespec.plan import Action
 from servespec.render import Rendered, render_fleet
 from servespec.rollout import inventory, state
@@ -125,6 +126,7 @@ def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> HostVars:
         standin_image=options.standin_image or "",
         engine=spec.engine.name,
         model_source=source,
+        served_names=tuple(served_names(deployment)),
     )
 
 

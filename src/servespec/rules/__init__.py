@@ -11,6 +11,7 @@ from servespec.rules.hardware import (
     FormatNotSupported,
     QuantizationNeedsNewerGpu,
 )
+from servespec.rules.launch import LaunchWords, ServedNameNotRendered
 from servespec.rules.memory import (
     ContextBeyondModel,
     FewerSequencesThanBatch,
@@ -67,6 +68,8 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnknownEngineOption,
     InvalidEngineOptionValue,
     InconsistentEngineOptions,
+    ServedNameNotRendered,
+    LaunchWords,
     PortConflict,
     ExposedWithoutAuth,
     InlineSecret,

@@ -25,6 +25,11 @@ def _in_spec_order(settings: tuple[Setting, ...]) -> list[Setting]:
     return sorted(settings, key=lambda setting: setting.from_extra_args)
 
 
+def _option(release: EngineRelease, setting: Setting) -> EngineOption | None:
+    """The option a setting sets: for ``extra_args`` as the release's parser reads the spelling (resolve)."""
+    return setting.option if setting.from_extra_args else release.option(setting.name)
+
+
 def _added_in(engine: Engine, key: str, current: EngineRelease) -> str | None:
     later = [r for r in engine.releases if version_key(r.version) > version_key(current.version)]
     for release in later:
@@ -86,7 +91,7 @@ class UnknownEngineOption(Rule):
                 continue
             known = resolve.resolved(deployment)
             for setting in _in_spec_order(known.settings):
-                if release.option(setting.name) is None:
+                if _option(release, setting) is None:
                     message, hint = _unknown_message(known.engine, release, setting.name)
                     severity = Severity.WARNING if release.partial else None
                     if release.partial:
@@ -232,7 +237,7 @@ class InvalidEngineOptionValue(Rule):
                 continue
             known = resolve.resolved(deployment)
             for setting in known.settings:
-                option = release.option(setting.name)
+                option = _option(release, setting)
                 problem = _setting_problem(release, option, setting) if option else ""
                 if option and problem:
                     yield self.report(

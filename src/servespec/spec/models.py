@@ -16,6 +16,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     ValidatorFunctionWrapHandler,
     WrapValidator,
     field_validator,
@@ -72,6 +73,21 @@ NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 BoundedInt = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT)]
 FiniteFloat = Annotated[float, Field(ge=-MAX_FLOAT, le=MAX_FLOAT, allow_inf_nan=False)]
 Scalar = str | BoundedInt | FiniteFloat | bool
+ServedName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9_/][A-Za-z0-9._:/@+-]{0,255}$"),
+    Field(
+        description="A model name as clients send it (Qwen/Qwen2.5-7B-Instruct, qwen2.5:7b, chat): letters, "
+        "digits and ._:/@+-, not starting with '-', '.', ':', '@' or '+'; no spaces or commas"
+    ),
+]
+"""No leading ``-`` (an engine would read the name as a flag), no comma (llama.cpp's ``--alias`` splits on it),
+no space or quote (the README's curl example and Ollama's ``ollama create NAME`` take it as one word)."""
+LaunchWord = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+LaunchWords = Annotated[
+    list[LaunchWord],
+    Field(min_length=1, max_length=64, description="Words run as given (exec form): no shell reads them"),
+]
 
 DEFAULT_MODEL_ROOTS = ("/var/lib/servespec/models", "/srv", "/data", "/models", "/mnt", "/opt/models")
 """Where local model weights usually live on GPU hosts; never system folders (/, /etc, /var/run, /proc)."""
@@ -204,6 +220,16 @@ class EngineSpec(_Model):
     options: dict[str, Scalar | list[Scalar] | dict[str, Any] | None] = Field(default_factory=dict)
     extra_args: list[str] = Field(default_factory=list)
     env: dict[EnvName, Scalar] = Field(default_factory=dict)
+    entrypoint: LaunchWords | None = Field(
+        default=None,
+        description="Replaces the image's entrypoint (exec form, no shell); engine.command, then the rendered "
+        "arguments follow it",
+    )
+    command: LaunchWords | None = Field(
+        default=None,
+        description="The words that start the server, in place of servespec's own (python3 -m "
+        "vllm.entrypoints.openai.api_server); the rendered arguments are appended",
+    )
 
     @field_validator("options")
     @classmethod
@@ -254,6 +280,21 @@ class Serving(_Model):
     port: Port = 8000
     bind: IpAddress = Field(default="127.0.0.1", description="Address the engine listens on (an IP address)")
     api_key: SecretRef | None = None
+    model_name: ServedName | None = Field(
+        default=None,
+        description="The name clients send as `model`; default: the name the engine itself serves (model.source)",
+    )
+    model_aliases: list[ServedName] = Field(
+        default_factory=list, max_length=32, description="Further names the engine answers to (where it takes several)"
+    )
+
+    @field_validator("model_aliases")
+    @classmethod
+    def _distinct_names(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        names = [*([info.data["model_name"]] if info.data.get("model_name") else []), *value]
+        if len(set(names)) != len(names):
+            raise PydanticCustomError("model_aliases", "model_aliases repeats a name (or serving.model_name)")
+        return value
 
 
 MaxUnavailable = Annotated[

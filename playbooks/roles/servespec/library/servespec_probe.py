@@ -9,7 +9,9 @@ short_description: Health check and smoke test of a servespec deployment on a ho
 description:
   - Polls the engine's own health endpoint (from container.json) until it answers 200 or
     the deployment's health timeout passes; fails early when the container exits.
-  - With I(smoke_test), then sends one /v1/completions request and requires generated text.
+  - With I(smoke_test), then sends one /v1/completions request and requires generated text. It names
+    serving.model_name (container.json C(model_name)) where the spec gives one, else the first model
+    the engine lists in /v1/models: never a name the engine was not told.
 options:
   deployment: {description: Deployment name, required: true, type: str}
   number: {description: Revision being checked, required: true, type: int}
@@ -76,21 +78,48 @@ def _wait_healthy(spec, timeout):
     return False, f"{url} not healthy after {timeout} s ({last})"
 
 
+def _headers(key):
+    return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+
+
+def _listed_models(spec, key):
+    """The model ids GET /v1/models lists, in its order; [] where it does not answer (TGI before 2.3)."""
+    request = urllib.request.Request(base_url(spec) + "/v1/models", headers=_headers(key))
+    try:
+        with urllib.request.urlopen(request, timeout=spec["healthcheck"]["timeout_s"]) as response:
+            answer = json.loads(response.read().decode())
+    except (urllib.error.URLError, OSError, ValueError):
+        return []
+    entries = answer.get("data") if isinstance(answer, dict) else None
+    return [e["id"] for e in entries or [] if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]]
+
+
+def _smoke_model(spec, key):
+    """The model the completion names: serving.model_name where the spec gives one (the name clients send),
+    else the first name the engine lists in /v1/models (the name it chose itself), else none (the engine's
+    only model: vLLM, TGI and llama.cpp take a request without one)."""
+    if spec.get("model_name"):
+        return spec["model_name"], None
+    listed = _listed_models(spec, key)
+    return (listed[0] if listed else None), listed
+
+
 def _smoke(spec, key):
-    body = {"model": spec["deployment"], "prompt": "Hello", "max_tokens": 4, "temperature": 0}
+    model, listed = _smoke_model(spec, key)
+    body = {"prompt": "Hello", "max_tokens": 4, "temperature": 0, **({"model": model} if model else {})}
     request = urllib.request.Request(
-        base_url(spec) + "/v1/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})},
+        base_url(spec) + "/v1/completions", data=json.dumps(body).encode(), headers=_headers(key)
     )
+    named = f" for model {model!r}" if model else ""
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             answer = json.loads(response.read().decode())
     except (urllib.error.URLError, OSError, ValueError) as err:
-        return False, f"completion request failed: {err}"
-    choices = answer.get("choices") or []
-    if not choices or "text" not in choices[0]:
-        return False, f"completion answered without text: {str(answer)[:200]}"
+        served = f"; /v1/models lists {_listed_models(spec, key)!r}" if listed is None else ""
+        return False, f"completion request{named} failed: {err}{served}"
+    choices = answer.get("choices") or [] if isinstance(answer, dict) else []
+    if not choices or not isinstance(choices[0], dict) or "text" not in choices[0]:
+        return False, f"completion{named} answered without text: {str(answer)[:200]}"
     return True, choices[0]["text"]
 
 

@@ -15,7 +15,16 @@ from typing import Any
 
 from servespec.engines.llama_cpp.memory import ctx_size, slots
 from servespec.knowledge.resolve import effective_options, is_local_path
-from servespec.render.common import EngineContainer, Target, engine_host, engine_secrets, flags
+from servespec.render.common import (
+    EngineContainer,
+    Target,
+    engine_host,
+    engine_secrets,
+    flags,
+    launch,
+    launch_words,
+    served_name_options,
+)
 
 
 def context(target: Target) -> EngineContainer:
@@ -27,7 +36,7 @@ def context(target: Target) -> EngineContainer:
     source = str(spec.model.source)
     options: dict[str, Any] = {
         "model" if is_local_path(source) else "hf_repo": source,
-        "alias": target.served_name,
+        **served_name_options(target),
         "host": engine_host(target),
         "port": spec.serving.port,
     }
@@ -40,11 +49,13 @@ def context(target: Target) -> EngineContainer:
         options["split_mode"] = "row" if spec.resources.tensor_parallel > 1 else "layer"
         options["tensor_split"] = ",".join("1" for _ in range(gpus))
     options.update(user)  # --parallel only when the spec sets it: unset is the build's automatic slots
-    command = [*flags(target, options), *target.extra_args]
+    arguments = [*flags(target, options), *target.extra_args]
+    entrypoint, command = launch(target, [], arguments)
     return EngineContainer(
         command=command,
+        entrypoint=entrypoint,
         secret_env=engine_secrets(target),
-        files={"args.json": ("llama.cpp/args.json.j2", {"argv": ["llama-server", *command]})},
+        files={"args.json": ("llama.cpp/args.json.j2", {"argv": ["llama-server", *arguments]})},
         container_model_cache="/root/.cache/llama.cpp",
-        human_command=["llama-server", *command],
+        human_command=[*launch_words(target, ["llama-server"], []), *arguments],
     )

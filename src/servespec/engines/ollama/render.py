@@ -1,16 +1,19 @@
 """Ollama: a server configured by environment variables, and a Modelfile for the served model.
 
 ``ollama.env`` holds the server's OLLAMA_* variables (envconfig/config.go); the Modelfile
-builds the served model (named after the deployment) FROM the spec's model with its
-PARAMETERs, ``num_ctx`` set to ``max_model_len``. The rollout runs ``ollama pull`` and
-``ollama create <deployment> -f Modelfile`` once the server answers.
+builds the served model FROM the spec's model with its PARAMETERs, ``num_ctx`` set to
+``max_model_len`` (unset: neither it nor ``OLLAMA_CONTEXT_LENGTH`` is written; the release's
+default applies: 2048, 4096, or chosen by VRAM from 0.15.5). The rollout runs ``ollama pull``
+and ``ollama create NAME -f Modelfile`` once the server answers, for each served name:
+``serving.model_name`` and the aliases, or unset the model's own ``name:tag`` (no renaming:
+clients send the tag they pulled).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import CONFIG_DIR, EngineContainer, Target, engine_host, env_text, host_and_port
+from servespec.render.common import CONFIG_DIR, EngineContainer, Target, engine_host, env_text, host_and_port, launch
 
 PARAMETER_PREFIX = "modelfile."
 
@@ -38,8 +41,10 @@ def context(target: Target) -> EngineContainer:
         if text is not None:
             env[name] = text
     modelfile = {"source": str(spec.model.source), "parameters": parameters}
+    entrypoint, command = launch(target, ["serve"], target.extra_args)
     return EngineContainer(
-        command=["serve", *target.extra_args],
+        command=command,
+        entrypoint=entrypoint,
         env_files=["ollama.env"],
         files={
             "ollama.env": ("ollama/ollama.env.j2", {"env": env}),
@@ -47,4 +52,5 @@ def context(target: Target) -> EngineContainer:
         },
         container_model_cache="/root/.ollama",
         human_command=["ollama", "create", target.served_name, "-f", f"{CONFIG_DIR}/Modelfile"],
+        # The rollout runs it once per name (target.served_names): unset, the model's own name:tag.
     )

@@ -25,7 +25,10 @@ from servespec.render.common import (
     api_key_ref,
     engine_host,
     hub_token_env,
+    launch,
+    launch_words,
     model_options,
+    served_name_options,
     split_config,
 )
 
@@ -48,7 +51,7 @@ def context(target: Target) -> EngineContainer:
         "model_path": str(model.source),
         "host": engine_host(target),
         "port": spec.serving.port,
-        "served_model_name": target.served_name,
+        **served_name_options(target),
         "tp_size": spec.resources.tensor_parallel,
         "pp_size": spec.resources.pipeline_parallel,
     }
@@ -64,9 +67,8 @@ def context(target: Target) -> EngineContainer:
     args = ["--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
     secrets = hub_token_env(target)
     key = api_key_ref(target)
-    command = [*LAUNCH, *args]
-    entrypoint = None
-    if key is not None:
+    entrypoint, command = launch(target, LAUNCH, args)
+    if key is not None:  # engine.entrypoint / engine.command cannot run beside the key launcher: ENG005 says so
         secrets[KEY_ENV] = key
         entrypoint = ["python3", "-c", KEY_LAUNCHER]
         command = args
@@ -75,5 +77,5 @@ def context(target: Target) -> EngineContainer:
         entrypoint=entrypoint,
         secret_env=secrets,
         files={"config.yaml": ("sglang/config.yaml.j2", {"config": config})},
-        human_command=[*LAUNCH, *args] + (["--api-key", f"${KEY_ENV}"] if key else []),
+        human_command=[*launch_words(target, [], LAUNCH), *args] + (["--api-key", f"${KEY_ENV}"] if key else []),
     )

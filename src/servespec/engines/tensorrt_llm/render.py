@@ -17,8 +17,14 @@ from servespec.render.common import (
     engine_host,
     flags,
     hub_token_env,
+    launch,
+    launch_words,
     positional_model,
+    served_name_options,
 )
+
+LAUNCH = ["trtllm-serve", "serve"]
+"""The launcher words (the NGC image's entrypoint runs them); ``engine.command`` replaces them."""
 
 
 def _nest(flat: dict[str, Any]) -> dict[str, Any]:
@@ -50,6 +56,7 @@ def context(target: Target) -> EngineContainer:
         api["dtype"] = model.dtype
     if model.revision:
         api["revision"] = model.revision
+    fixed.update(served_name_options(target))
     for key, value in {**fixed, **target.options}.items():
         # the release's own spelling decides: 1.0 takes tensor parallelism as --tp_size,
         # 1.2 as --tensor_parallel_size; LLM-API fields with no flag go into the YAML file
@@ -62,10 +69,12 @@ def context(target: Target) -> EngineContainer:
     if api:
         argv += ["--extra_llm_api_options", f"{CONFIG_DIR}/extra_llm_api_options.yaml"]
         files["extra_llm_api_options.yaml"] = ("tensorrt-llm/extra_llm_api_options.yaml.j2", {"config": _nest(api)})
-    command = ["trtllm-serve", "serve", *argv, *target.extra_args]
+    arguments = [*argv, *target.extra_args]
+    entrypoint, command = launch(target, LAUNCH, arguments)
     return EngineContainer(
         command=command,
+        entrypoint=entrypoint,
         secret_env=hub_token_env(target),
         files=files,
-        human_command=command,
+        human_command=[*launch_words(target, [], LAUNCH), *arguments],
     )

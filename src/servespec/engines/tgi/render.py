@@ -26,6 +26,8 @@ from servespec.render.common import (
     env_text,
     flags,
     hub_token_env,
+    launch,
+    launch_words,
     quantization_method,
 )
 
@@ -72,8 +74,9 @@ def context(target: Target) -> EngineContainer:
             env[option.env] = text
         elif value is not None:
             argv_options[key] = value  # several values of a Vec without a delimiter: one --flag each
-    command = [*flags(target, argv_options), *target.extra_args]
-    secrets, entrypoint = _key_delivery(target)
+    arguments = [*flags(target, argv_options), *target.extra_args]
+    own_entrypoint, command = launch(target, [], arguments)
+    secrets, entrypoint = _key_delivery(target, own_entrypoint)
     return EngineContainer(
         command=command,
         entrypoint=entrypoint,
@@ -81,15 +84,21 @@ def context(target: Target) -> EngineContainer:
         files={"tgi.env": ("tgi/tgi.env.j2", {"env": env})},
         env_files=["tgi.env"],
         container_model_cache="/data",
-        human_command=["text-generation-launcher", *command],
+        human_command=[*launch_words(target, ["text-generation-launcher"], []), *arguments],
     )
 
 
-def _key_delivery(target: Target) -> tuple[dict[str, dict[str, str]], list[str] | None]:
-    """The secrets env file and, with an API key, the entrypoint that hands it to the router alone."""
+def _key_delivery(target: Target, entrypoint: list[str] | None) -> tuple[dict[str, dict[str, str]], list[str] | None]:
+    """The secrets env file and the entrypoint: with an API key, one that hands the key to the router alone.
+
+    ``entrypoint`` is ``engine.entrypoint`` (None: the image's): with a key, the wrapper
+    execs it in place of the image's ``/tgi-entrypoint.sh``.
+    """
     secrets = hub_token_env(target)
     api_key = api_key_ref(target)
     if api_key is None:
-        return secrets, None
+        return secrets, entrypoint
     secrets[KEY_ENV] = api_key
+    if entrypoint:
+        return secrets, ["/bin/bash", "-c", KEY_WRAPPER.replace(f"exec {ENTRYPOINT} ", "exec "), "tgi", *entrypoint]
     return secrets, ["/bin/bash", "-c", KEY_WRAPPER, "tgi"]

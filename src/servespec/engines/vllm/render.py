@@ -9,6 +9,8 @@ vLLM's own ``--nnodes/--node-rank/--master-addr`` where the release has them.
 from __future__ import annotations
 
 import ipaddress
+from itertools import pairwise
+from pathlib import PurePosixPath
 from typing import Any
 
 from servespec.engines.vllm import MASTER_PORT, RAY_PORT, native_multinode
@@ -19,8 +21,11 @@ from servespec.render.common import (
     engine_host,
     engine_secrets,
     host_and_port,
+    launch,
+    launch_words,
     model_options,
     positional_model,
+    served_name_options,
     split_config,
 )
 from servespec.render.environment import shell_join
@@ -31,7 +36,7 @@ def _portable(target: Target) -> dict[str, Any]:
     options: dict[str, Any] = {
         "host": engine_host(target),
         "port": spec.serving.port,
-        "served_model_name": target.served_name,
+        **served_name_options(target),
         **model_options(target),
     }
     options["tensor_parallel_size"] = spec.resources.tensor_parallel
@@ -55,13 +60,14 @@ def context(target: Target) -> EngineContainer:
     elif target.multi_node:
         options["distributed_executor_backend"] = "ray"
     config, extra = split_config(target, options)
-    serve = [positional_model(target), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
+    serve = [*_model_words(target), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
+    entrypoint, command = launch(target, [], serve)
     engine = EngineContainer(
-        command=serve,
-        entrypoint=None,
+        command=command,
+        entrypoint=entrypoint,
         secret_env=engine_secrets(target),
         files={"config.yaml": ("vllm/config.yaml.j2", {"config": config})},
-        human_command=["vllm", "serve", *serve],
+        human_command=[*launch_words(target, SERVE, []), *serve],
     )
     if target.multi_node and _node_ip(target):
         # vLLM's own address for torch.distributed and NCCL (envs.py: "If you are using multi-node
@@ -70,6 +76,28 @@ def context(target: Target) -> EngineContainer:
     if target.multi_node and not multi_native:
         _ray(target, engine, serve)
     return engine
+
+
+SERVE = ["vllm", "serve"]
+"""What the official image's entrypoint runs (docker/Dockerfile, vllm-openai: ``ENTRYPOINT ["vllm", "serve"]``)."""
+
+
+def _model_words(target: Target) -> list[str]:
+    """The model as ``vllm serve`` takes it (positional), or as ``--model=X`` for any other launcher.
+
+    ``engine.entrypoint`` / ``engine.command`` naming another launcher (older images'
+    ``python3 -m vllm.entrypoints.openai.api_server``) get ``--model``: only the ``serve``
+    subcommand has a positional model (vllm/entrypoints/cli/serve.py ``model_tag``). One
+    word, first: the ``--config`` reader of vLLM 0.6 keeps ``args[0]`` in front of the
+    file's options (vllm/utils.py ``_pull_args_from_config``), so ``--model`` and its value
+    must not be two words there.
+    """
+    engine = target.spec.engine
+    words = [*(engine.entrypoint or []), *(engine.command or [])]
+    serves = any(PurePosixPath(word).name == "vllm" and after == "serve" for word, after in pairwise(words))
+    if not words or serves:
+        return [positional_model(target)]
+    return [f"--model={positional_model(target)}"]
 
 
 def _node_ip(target: Target) -> list[str]:
@@ -94,7 +122,7 @@ def _ray(target: Target, engine: EngineContainer, serve: list[str]) -> None:
         engine.human_command = ["ray", *engine.command]
         return
     head = ["ray", "start", "--head", f"--port={RAY_PORT}", *_node_ip(target)]
-    script = f"{shell_join(head)} && exec vllm serve {shell_join(serve)}"
+    script = f"{shell_join(head)} && exec {shell_join(launch_words(target, SERVE, []))} {shell_join(serve)}"
     engine.entrypoint = ["/bin/bash", "-c"]
     engine.command = [script]
     engine.human_command = ["/bin/bash", "-c", script]
