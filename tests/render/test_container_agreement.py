@@ -67,6 +67,7 @@ def spec(tmp_path: Path) -> ContainerSpec:
     secrets.write_text("HF_TOKEN=hf_example\n")
     return ContainerSpec(
         deployment="demo",
+        model_name="Qwen/Qwen2.5-7B-Instruct",
         host="gpu-a",
         revision="0123456789ab",
         engine=EngineRef("vllm", "0.11.0"),
@@ -258,6 +259,7 @@ def test_fields_that_are_not_docker_arguments_change_neither_side(role: ModuleTy
     changed = replace(
         spec,
         deployment="other",
+        model_name=None,
         host="gpu-b",
         revision="ba9876543210",
         engine=EngineRef("vllm", "0.33.0"),
@@ -279,9 +281,9 @@ def test_fields_that_are_not_docker_arguments_change_neither_side(role: ModuleTy
 def test_to_json_is_the_container_yaml_mapping(spec: ContainerSpec) -> None:
     data = spec.to_json()
     assert list(data) == [
-        "deployment", "host", "revision", "engine", "role", "replica", "rank", "image", "image_archive", "name",
-        "entrypoint", "command", "environment", "secret_environment", "env_files", "gpus", "ipc_mode", "shm_size",
-        "network_mode", "ports", "volumes", "cpuset_mems", "cpuset_cpus", "healthcheck", "smoke_test",
+        "deployment", "model_name", "host", "revision", "engine", "role", "replica", "rank", "image", "image_archive",
+        "name", "entrypoint", "command", "environment", "secret_environment", "env_files", "gpus", "ipc_mode",
+        "shm_size", "network_mode", "ports", "volumes", "cpuset_mems", "cpuset_cpus", "healthcheck", "smoke_test",
         "restart_policy", "labels", "files",
     ]  # fmt: skip
     assert data["gpus"] == {"device_ids": ["0", "1"], "capabilities": ["gpu"]}

@@ -38,6 +38,7 @@ CONFIG_IN_CONTAINER = "/etc/servespec/config.yaml"
 # SGLang's command names the module itself.
 LAUNCHERS = {"vllm": ["vllm", "serve"], "sglang": ["python3", "-m", "sglang.launch_server"]}
 DEFAULT_ENTRYPOINT = {"vllm": ["vllm", "serve"], "sglang": []}
+API_SERVER = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
 # Option names of the values checked by name: port, parallelism, context, served name, model.
 KEYS = {
     "vllm": {"tp": "tensor_parallel_size", "context": "max_model_len", "model": "model"},
@@ -95,6 +96,8 @@ def engine_argv(engine: str, container: dict[str, Any]) -> list[str] | None:
         # bash -c SCRIPT [$0 [$1 ...]]
         argv = _expand(argv[2], argv[4:], container.get("environment") or {})
     launcher = LAUNCHERS[engine]
+    if engine == "vllm" and argv[:3] == API_SERVER:  # engine.entrypoint of an older image: the same engine args
+        launcher = API_SERVER
     assert argv[: len(launcher)] == launcher, f"{engine} container does not run {shlex.join(launcher)}: {argv}"
     return argv[len(launcher) :]
 
@@ -165,10 +168,13 @@ def test_engine_parser_accepts_rendered_command(engine: str, version: str, path:
         assert mapping["container_port"] == parsed["port"]
     assert parsed[keys["tp"]] == config[keys["tp"]]
     assert parsed[keys["context"]] == config[keys["context"]]
+    # serving.model_name where the spec names one; unset, no name (the engine serves the model as given).
     served = parsed["served_model_name"]
-    served = served if isinstance(served, list) else [served]
-    assert served[0] == config["served_model_name"] == container["deployment"]
-    if engine == "vllm":
+    served = served if isinstance(served, list) or served is None else [served]
+    assert (served or [None])[0] == container["model_name"]
+    if engine == "vllm" and argv[0].startswith("--model="):
+        assert parsed["model"] == argv[0].removeprefix("--model=")
+    elif engine == "vllm":
         assert parsed["model"] == parsed["model_tag"] == argv[0]
         assert parsed["subparser"] == "serve"
     else:
