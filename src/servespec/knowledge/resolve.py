@@ -322,6 +322,18 @@ def _settings(deployment: DeploymentDoc, chosen: EngineRelease | None) -> tuple[
     return tuple(out)
 
 
+def _long_spellings(release: EngineRelease) -> dict[str, tuple[EngineOption, bool]]:
+    """Every long option string of the release -> (its option, whether it is the ``--no-`` form)."""
+    spellings: dict[str, tuple[EngineOption, bool]] = {}
+    for option in release.options.values():
+        for spelling in (option.flag, *option.aliases):
+            if spelling and spelling.startswith("--"):
+                spellings[spelling] = (option, False)
+                if option.bool_form == "negatable":
+                    spellings["--no-" + spelling[2:]] = (option, True)
+    return spellings
+
+
 def _spelled(release: EngineRelease, arguments: Arguments, flag: str, value: Any) -> tuple[EngineOption | None, Any]:
     """The option an ``extra_args`` flag names as the release's own parser reads it, and its value.
 
@@ -340,13 +352,7 @@ def _spelled(release: EngineRelease, arguments: Arguments, flag: str, value: Any
         option = release.option("--" + flag[2:].split(".", 1)[0].replace("_", "-"))
         if option is not None:
             return option, value
-    spellings: dict[str, tuple[EngineOption, bool]] = {}
-    for option in release.options.values():
-        for spelling in (option.flag, *option.aliases):
-            if spelling and spelling.startswith("--"):
-                spellings[spelling] = (option, False)
-                if option.bool_form == "negatable":
-                    spellings["--no-" + spelling[2:]] = (option, True)
+    spellings = _long_spellings(release)
     wanted = flag.replace("_", "-") if arguments.underscores else flag
     found = spellings.get(wanted)
     if found is None and arguments.abbreviations:
