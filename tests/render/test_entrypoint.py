@@ -189,3 +189,12 @@ def test_malformed_launch_words_are_refused_where_written(tmp_path: Path, launch
     )
     errors = _errors(load_fleet([path], GOLDEN / "inventory.yaml"))
     assert errors and all(f.line == 8 and f.path.startswith("engine.") for f in errors), [f.to_text() for f in errors]
+
+
+@pytest.mark.parametrize("version", ["0.6.0", "0.8.5", "0.33.0"])
+def test_vllm_names_its_entrypoint_instead_of_trusting_the_image(tmp_path: Path, version: str) -> None:
+    """vllm/vllm-openai's ENTRYPOINT was ``python3 -m vllm.entrypoints.openai.api_server`` (no positional
+    model) in older images and vendor builds: the container names ``vllm serve`` itself."""
+    container = render_fleet(_fleet(tmp_path, "vllm", version, "")).containers[("vendor", "h100-a")]
+    assert container.entrypoint == ("vllm", "serve")
+    assert container.command[0] == "Qwen/Qwen2.5-7B-Instruct"

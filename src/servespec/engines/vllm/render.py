@@ -1,4 +1,4 @@
-"""vLLM: ``vllm serve MODEL --config config.yaml`` (the image's entrypoint is ``vllm serve``).
+"""vLLM: ``vllm serve MODEL --config config.yaml``, with ``vllm serve`` as the container's entrypoint.
 
 config.yaml holds every option in vLLM's own names; the command line keeps only what a
 vLLM config file cannot express (false booleans as ``--no-x``, multi-value lists).
@@ -62,6 +62,11 @@ def context(target: Target) -> EngineContainer:
     config, extra = split_config(target, options)
     serve = [*_model_words(target), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
     entrypoint, command = launch(target, [], serve)
+    if entrypoint is None and target.spec.engine.command is None:
+        # named, not left to the image: vllm/vllm-openai's ENTRYPOINT was
+        # `python3 -m vllm.entrypoints.openai.api_server` (no positional model) before it became
+        # `vllm serve`, and vendor images keep the old one; every catalogued release has `vllm serve`
+        entrypoint = list(SERVE)
     engine = EngineContainer(
         command=command,
         entrypoint=entrypoint,
@@ -79,7 +84,9 @@ def context(target: Target) -> EngineContainer:
 
 
 SERVE = ["vllm", "serve"]
-"""What the official image's entrypoint runs (docker/Dockerfile, vllm-openai: ``ENTRYPOINT ["vllm", "serve"]``)."""
+"""The container's entrypoint: the ``vllm`` console script's ``serve`` (every catalogued release has it; the
+catalogs are read from its parser). The official image's own ENTRYPOINT was ``python3 -m
+vllm.entrypoints.openai.api_server`` (vllm#17172, 2025) before docker/Dockerfile switched to ``vllm serve``."""
 
 
 def _model_words(target: Target) -> list[str]:
