@@ -305,7 +305,8 @@ def _settings(deployment: DeploymentDoc, chosen: EngineRelease | None) -> tuple[
         (flag, value, ("engine", "extra_args", index), True)
         for index, flag, value in extra_arg_settings(engine.extra_args)
     ]
-    raw += [(name, value, ("engine", "options", name), False) for name, value in engine.options.items()]
+    for name, value in engine.options.items():
+        raw += _nested(chosen, name, value, ("engine", "options", name))
     out = []
     arguments = engines.get(engine.name).profile.arguments
     for name, value, path, extra in raw:
@@ -320,6 +321,30 @@ def _settings(deployment: DeploymentDoc, chosen: EngineRelease | None) -> tuple[
             typed, valid = value, False
         out.append(Setting(key, name, value, typed, valid, path, extra, option))
     return tuple(out)
+
+
+def _has_children(release: EngineRelease, key: str) -> bool:
+    """Whether the release catalogues keys below ``key`` (``kv_cache_config.dtype`` below ``kv_cache_config``)."""
+    prefix = normalize_option(key) + "."
+    return any(name.startswith(prefix) for name in release.options)
+
+
+def _nested(
+    release: EngineRelease | None, name: str, value: Any, path: tuple[str | int, ...]
+) -> list[tuple[str, Any, tuple[str | int, ...], bool]]:
+    """One ``engine.options`` entry as settings: a mapping under a key with catalogued children, one per leaf.
+
+    ``kv_cache_config: {dtype: fp8}`` is the setting ``kv_cache_config.dtype`` located at the
+    nested key, so it is checked (and rendered) exactly as the dotted spelling is. A mapping
+    under a key the release catalogues no children of (a ``dict`` option such as
+    ``lora_config``, or an unknown key) stays one setting, passed through as given.
+    """
+    if not isinstance(value, dict) or not value or release is None or not _has_children(release, name):
+        return [(name, value, path, False)]
+    out: list[tuple[str, Any, tuple[str | int, ...], bool]] = []
+    for child, item in value.items():
+        out += _nested(release, f"{name}.{child}", item, (*path, str(child)))
+    return out
 
 
 def _long_spellings(release: EngineRelease) -> dict[str, tuple[EngineOption, bool]]:

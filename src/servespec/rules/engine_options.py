@@ -287,6 +287,44 @@ def _spec_field_for(deployment: DeploymentDoc, option: str) -> str | None:
     return None
 
 
+def _leaves(value: Any, prefix: str, path: tuple[str | int, ...]) -> Iterator[tuple[str, Any, tuple[str | int, ...]]]:
+    """Every non-mapping value of a nested mapping, with its dotted key and where it is written."""
+    if isinstance(value, dict) and value:
+        for child, item in value.items():
+            yield from _leaves(item, f"{prefix}.{child}", (*path, str(child)))
+    else:
+        yield prefix, value, path
+
+
+def _written_keys(settings: tuple[Setting, ...]) -> Iterator[tuple[str, Any, tuple[str | int, ...], bool, str]]:
+    """(dotted key, value, path, at_key, spelling shown) for every key the settings write, in spec order.
+
+    A mapping value is its leaves (``kv_cache_config: {dtype: fp8}`` writes ``kv_cache_config.dtype``);
+    a flag whose catalog entry names a nested config key writes that key.
+    """
+    for setting in _in_spec_order(settings):
+        if not setting.valid:
+            continue
+        if isinstance(setting.raw, dict) and not setting.from_extra_args:
+            for key, value, path in _leaves(setting.raw, setting.key, setting.path):
+                yield key, value, path, True, f"{setting.name} (nested)"
+            continue
+        option = setting.option
+        key = setting.key
+        if option is not None and option.flag and option.config_key and "." in option.config_key:
+            key = option.config_key
+        yield key, setting.value, setting.path, setting.at_key, _shown(setting)
+
+
+def _shown(setting: Setting) -> str:
+    """How a finding names a setting: its option name, or the extra argument as written."""
+    if setting.from_extra_args:
+        return f"extra argument {setting.name}"
+    if len(setting.path) > 3:
+        return f"{setting.path[2]} (nested)"
+    return setting.name
+
+
 class InconsistentEngineOptions(Rule):
     """Engine options must agree with each other and must not duplicate spec fields.
 
@@ -336,9 +374,32 @@ class InconsistentEngineOptions(Rule):
                         hint=f"remove it and set {field}",
                         at_key=setting.at_key,
                     )
+            yield from self._set_twice(deployment, known)
             for found in known.engine.checks(known):
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path)
+
+    def _set_twice(self, deployment: DeploymentDoc, known: resolve.Resolved) -> Iterator[Finding]:
+        """One nested key set differently by its dotted and nested spellings, or by a flag that sets it.
+
+        ``kv_cache_config.dtype: fp8`` beside ``kv_cache_config: {dtype: auto}`` writes one YAML
+        key twice, and trtllm-serve's ``--free_gpu_memory_fraction`` sets the LLM-API key
+        ``kv_cache_config.free_gpu_memory_fraction``, which the YAML file overrides
+        (``update_llm_args_with_extra_dict``: "YAML wins").
+        """
+        seen: dict[str, tuple[Any, str, tuple[str | int, ...]]] = {}
+        for key, value, path, at_key, shown in _written_keys(known.settings):
+            first = seen.setdefault(key, (value, shown, path))
+            if first[2] == path or first[0] == value or str(first[0]) == str(value):
+                continue
+            yield self.report(
+                deployment.document,
+                f"{bare(shown)} sets {bare(key)} to {quoted(value, key)}, but {bare(first[1])} sets it to "
+                f"{quoted(first[0], key)}",
+                path,
+                hint="set it once (the nested and dotted spellings are the same key)",
+                at_key=at_key,
+            )
 
     def _quantization(self, deployment: DeploymentDoc, setting: Setting) -> Iterator[Finding]:
         """An engine kernel (``awq_marlin``, ``moe_wna16``) may be chosen while ``model.quantization`` is auto.
