@@ -23,7 +23,7 @@ Go files are tokenized (a small Go lexer) and parsed structurally:
 Facts: ``removed_options`` by diffing releases (0.4.7 read as the baseline before 0.5.0),
 ``image_cuda`` from the Dockerfile's CUDA 12 toolkit version. Notes: the pinned llama.cpp
 (``LLAMA_CPP_VERSION``, ``Makefile.sync`` FETCH_HEAD, or ``llama/vendoring``
-LLAMACPP_BASE_COMMIT); where OLLAMA_NUM_PARALLEL defaults to 0, server/sched.go's
+LLAMACPP_BASE_COMMIT). Facts also: where OLLAMA_NUM_PARALLEL defaults to 0, server/sched.go's
 ``defaultParallel``. Existing files keep their facts and notes (they win over derived
 facts of the same key; ``--fresh`` ignores them).
 """
@@ -552,9 +552,7 @@ def build(release: Release, history: list[Release], existing: dict[str, Any] | N
             "value": value,
         }
     if release.auto_parallel is not None and release.options["num_parallel"]["default"] == 0:
-        notes["num_parallel_auto"] = {
-            "note": "OLLAMA_NUM_PARALLEL unset or 0: the scheduler tries defaultParallel parallel slots "
-            "where they fit in memory, else 1 (server/sched.go).",
+        facts["auto_parallel"] = {  # unset or 0: defaultParallel slots where they fit in VRAM, else 1
             "source": f"{BLOB}/{tag}/{SCHED}#L{release.auto_parallel[1]}",
             "value": release.auto_parallel[0],
         }

@@ -207,6 +207,9 @@ class ReleaseFacts(_Fact):
     """The context length served when ``model.max_model_len`` is unset (servespec renders none then)."""
     server_slots: ServerSlots | None = None
     """llama.cpp: automatic slots and how ``--ctx-size`` is split among them."""
+    auto_parallel: SourcedInt | None = None
+    """Ollama before 0.10: with OLLAMA_NUM_PARALLEL unset the scheduler loads this many slots where
+    they fit in VRAM, else 1 (server/sched.go ``defaultParallel``; on CPU this many); None: the option's default."""
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,30 @@ def gpu_layers(inp: EstimateInput) -> GpuLayers:
     return GpuLayers("auto", reason="num_gpu -1: Ollama fits layers to free VRAM", margin_gib=max(overhead, 0) / GIB)
 
 
+def auto_parallel(inp: EstimateInput) -> int | None:
+    """The slots a release before 0.10 tries when OLLAMA_NUM_PARALLEL is unset or 0, else None."""
+    fact = inp.release.facts.auto_parallel if inp.release is not None else None
+    value = integer(inp.options.get("num_parallel"))
+    return fact.value if fact is not None and (value is None or value <= 0) else None
+
+
 def estimate(inp: EstimateInput) -> GpuEstimate:
-    """Ollama's plan on one GPU (or the host's RAM on CPU hosts)."""
-    return estimate_gguf(inp, kv_cells(inp), gpu_layers(inp))
+    """Ollama's plan on one GPU (or the host's RAM on CPU hosts).
+
+    Before 0.10 an unset OLLAMA_NUM_PARALLEL makes the scheduler try ``defaultParallel`` slots
+    (4, then 2 from 0.6.7) and load with them only when the whole model fits in VRAM, else
+    with 1 (server/sched.go ``pickBestFullFitByLibrary``: "try larger then smaller, always end
+    with 1"); on a CPU host it takes ``defaultParallel`` as it is.
+    """
+    tried = auto_parallel(inp)
+    if tried is None:
+        return estimate_gguf(inp, kv_cells(inp), gpu_layers(inp))
+    context = inp.max_model_len
+    source = inp.release.facts.auto_parallel.source if inp.release and inp.release.facts.auto_parallel else ""
+    cells = KvCells(context, tried, f"{tried} automatic slot(s) × {context} tokens ({source})")
+    first = estimate_gguf(inp, cells, gpu_layers(inp))
+    whole = first.offload is None and first.weights_gib + first.overhead_gib + first.kv_cache_gib <= first.total_gib
+    if inp.gpu is None or whole:
+        return first
+    note = f"1 slot × {context} tokens: {tried} automatic slots do not fit in VRAM, so Ollama loads 1 ({source})"
+    return estimate_gguf(inp, KvCells(context, 1, note), gpu_layers(inp))
