@@ -109,6 +109,21 @@ class Arguments(_Strict):
     source: str
 
 
+class ModelStore(_Strict):
+    """Where the engine keeps the models it downloads, and the settings that move it (ENG006, the cache mount).
+
+    servespec mounts the host's model cache at the engine's default store; a setting in this
+    list that names another absolute path gets the same cache mounted there too, so the
+    model survives a new container.
+    """
+
+    env: tuple[str, ...] = ()
+    """Environment variables (``engine.env``) that name the store, or the folder above it."""
+    options: tuple[str, ...] = ()
+    """Catalog keys of options that name it (``engine.options`` or ``extra_args``): vLLM ``download_dir``."""
+    source: str
+
+
 class KvExhausted(_Strict):
     """What the engine's scheduler does when running sequences need more KV cache than it holds (MEM003)."""
 
@@ -154,6 +169,7 @@ class Profile(_Strict):
     """How the engine receives its API key and which ports it opens, each note with its source (docs/engines)."""
     served_name: ServedName
     arguments: Arguments
+    model_store: ModelStore | None = None
     rendering: dict[str, str] = {}
     """How servespec renders what the engine would otherwise decide itself, by topic (served names, context
     length, slots, offload, ...), each note with its source: docs/engines' "How servespec renders it"."""

@@ -241,8 +241,16 @@ def local_model_folder(source: str, roots: list[str]) -> str:
 
 
 def model_volumes(target: Target, container_cache: str) -> list[Volume]:
-    """The host model cache, and a local model path (under a model root) mounted read-only at the same path."""
+    """The host model cache, and a local model path (under a model root) mounted read-only at the same path.
+
+    The cache is also mounted wherever the spec moves the engine's model store (``OLLAMA_MODELS``,
+    ``HF_HOME``, ``--download-dir``: :func:`servespec.knowledge.store.mounts`), so a new container
+    finds the model there instead of downloading it again.
+    """
+    from servespec.knowledge import store
+
     volumes = [Volume(MODEL_CACHE, container_cache, "rw")]
+    volumes += [Volume(MODEL_CACHE, path, "rw") for path in store.mounts(target.deployment, container_cache)]
     source = str(target.spec.model.source)
     if resolve.is_local_path(source):
         folder = local_model_folder(source, resolve.model_roots(target.deployment))

@@ -19,6 +19,7 @@ from servespec.rules.memory import (
     SharedGpuOversubscribed,
     WeightsDoNotFit,
 )
+from servespec.rules.model_store import ModelStoreOutsideCache
 from servespec.rules.network import ExposedWithoutAuth, PortConflict
 from servespec.rules.parallel import HeadsNotDivisible, KvHeadsReplicated, LayoutNotSupported, NotEnoughGpus
 from servespec.rules.references import FactsMissing, MissingFile, ModelLockMismatch, StaleFacts, UnknownHost
@@ -70,6 +71,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     InconsistentEngineOptions,
     ServedNameNotRendered,
     LaunchWords,
+    ModelStoreOutsideCache,
     PortConflict,
     ExposedWithoutAuth,
     InlineSecret,

@@ -56,6 +56,7 @@ def context(target: Target) -> EngineContainer:
         entrypoint=entrypoint,
         secret_env=engine_secrets(target),
         files={"args.json": ("llama.cpp/args.json.j2", {"argv": ["llama-server", *arguments]})},
-        container_model_cache="/root/.cache/llama.cpp",
+        # --hf-repo downloads use the Hugging Face cache layout (common/hf-cache.cpp, every catalogued build)
+        container_model_cache="/root/.cache/huggingface",
         human_command=[*launch_words(target, ["llama-server"], []), *arguments],
     )
