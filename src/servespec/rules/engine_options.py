@@ -340,6 +340,9 @@ class InconsistentEngineOptions(Rule):
     ``max_input_tokens < max_total_tokens ≤ max_batch_total_tokens`` and
     ``max_batch_prefill_tokens ≤ max_batch_total_tokens`` (launcher/src/main.rs); vLLM
     requires ``max_num_batched_tokens ≥ max_model_len`` when chunked prefill is disabled.
+    A nested key (TensorRT-LLM ``kv_cache_config.dtype``) written both dotted and inside its
+    mapping, or also set by the flag that writes it (``--free_gpu_memory_fraction``), with
+    different values is an error: trtllm-serve merges the YAML file over the flags.
 
     Fix: set the spec field instead of the option, or make the values consistent.
 
