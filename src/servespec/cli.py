@@ -364,35 +364,71 @@ def _events(fmt: str) -> Any:
     show_default=True,
     help="Output format (markdown: a pull-request comment with the memory plan).",
 )
-def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
-    """Show what `apply` would change on each host, with unified diffs of the rendered files."""
+@click.option(
+    "--previous",
+    "previous",
+    multiple=True,
+    type=click.Path(path_type=Path, exists=False),
+    help="The specs the hosts were deployed from (files or folders, e.g. a worktree of the base branch; "
+    "repeatable): the memory 'before' of a host whose running revision they render. Inventory: -i, else "
+    "each spec's own.",
+)
+def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str, previous: tuple[Path, ...]) -> None:
+    """Show what `apply` would change on each host, with unified diffs of the rendered files.
+
+    Each restart says why (the rendered fields that changed), what it does to memory per
+    GPU (weights, KV cache, sequences, context: before -> after) and what it downloads.
+    """
     import json
 
+    from servespec.plan import sized
+    from servespec.plan.footprint import footprints
+    from servespec.plan.report import restarts_markdown, restarts_text
     from servespec.rollout import RolloutError, plan_fleet
     from servespec.rollout.progress import plan_markdown, plan_text
     from servespec.text import printable
 
     fleet, findings = _checked(paths, inventory)
+    earlier = _previous_desired(previous, inventory) if previous else []
     try:
         planned = plan_fleet(fleet)
     except RolloutError as err:
         click.echo(f"error: {err}; nothing was read", err=True)
         sys.exit(EXIT_FINDINGS)
-    actions = planned.actions
+    actions = sized(planned.actions, footprints(fleet), earlier)
     if fmt == "json":
         click.echo(json.dumps({"version": 1, "actions": [a.to_json() for a in actions]}, indent=2))
     elif fmt == "markdown":
         from servespec.estimate import estimates
 
-        click.echo(plan_markdown(actions, estimates(fleet, findings)), nl=False)
+        click.echo(plan_markdown(actions, estimates(fleet, findings)) + restarts_markdown(actions), nl=False)
     else:
-        click.echo(plan_text(actions), nl=False)
+        # The restarts go between the one line per host and the diffs.
+        head, whole = plan_text(actions, diffs=False), plan_text(actions)
+        click.echo(head + restarts_text(actions) + whole[len(head) :], nl=False)
     # A host that could not be read has no action: the plan is incomplete, not "nothing to do".
     for row in planned.unread:
         click.echo(f"{row.deployment} on {row.host}: {row.result}, not planned ({printable(row.error)})", err=True)
     if planned.unread:
         click.echo(f"plan incomplete: {len(planned.unread)} host(s) could not be read", err=True)
         sys.exit(EXIT_FINDINGS)
+
+
+def _previous_desired(paths: tuple[Path, ...], inventory: Path | None) -> list[Any]:
+    """What the ``--previous`` specs render for each host, with footprints (read before any host is)."""
+    from servespec.findings import Severity
+    from servespec.plan.footprint import desired
+    from servespec.rules.runner import check_fleet
+
+    fleet = _load(paths, inventory)
+    errors = [f for f in check_fleet(fleet) if f.severity is Severity.ERROR]
+    if errors:
+        click.echo(
+            f"warning: the --previous specs have {len(errors)} error(s) (deploy validate lists them); "
+            "their estimates may be missing",
+            err=True,
+        )
+    return desired(fleet)
 
 
 @main.command()

@@ -5,13 +5,23 @@ the observed state (what each host reports: its active revision and files). The 
 one action per (deployment, host): ``create``, ``update`` (with unified diffs of the
 rendered files), ``unchanged`` or ``remove``. ``deploy apply`` executes exactly these
 actions; nothing else decides what changes.
+
+Each action also says why it restarts the engine (the rendered fields that differ,
+:mod:`servespec.plan.changes`) and, once :func:`sized` is given each host's footprint, what
+the restart does to memory, GPU by GPU, and what it downloads (:mod:`servespec.plan.sizing`).
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import asdict, dataclass, field
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from servespec.plan.changes import Change, changes, image_of
+from servespec.plan.sizing import Download, Footprint, MemoryChange, download, memory_change
 
 
 @dataclass(frozen=True)
@@ -22,6 +32,16 @@ class Desired:
     host: str
     digest: str
     files: dict[str, str]
+    footprint: Footprint | None = None
+    """What it takes on the host (memory per GPU, model, weights, image); None: not computed."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Desired:
+        """A desired state from a JSON plan case (``footprint`` as :meth:`Footprint.from_json` reads it)."""
+        fields = dict(data)
+        if fields.get("footprint") is not None:
+            fields["footprint"] = Footprint.from_json(fields["footprint"])
+        return cls(**fields)
 
 
 @dataclass(frozen=True)
@@ -51,6 +71,20 @@ class Action:
     digest: str | None
     diffs: dict[str, str]
     reason: str
+    changes: tuple[Change, ...] = ()
+    """The rendered fields that differ between the host's files and the specs' (create: none)."""
+    restart_reason: str | None = None
+    """Why the engine restarts, naming the fields that changed (None when it does not restart)."""
+    memory: MemoryChange | None = None
+    """The host's memory plan before and after, per GPU (None until :func:`sized`)."""
+    download: Download | None = None
+    """The weights (and image) the restart fetches (None until :func:`sized`)."""
+    seen_digest: str | None = field(default=None, repr=False)
+    """The digest of the revision the host runs (to match it with ``--previous``; not shown)."""
+    seen_files: str | None = field(default=None, repr=False)
+    """sha256 of the files the host runs (to match them with ``--previous``; not shown)."""
+    image: str | None = field(default=None, repr=False)
+    """The image the new container runs when the host does not run it yet (None: unchanged)."""
 
     @property
     def restart(self) -> bool:
@@ -58,8 +92,45 @@ class Action:
         return self.kind in ("create", "update")
 
     def to_json(self) -> dict[str, Any]:
-        """A plain dict for JSON output and test cases."""
-        return {**asdict(self), "restart": self.restart}
+        """A plain dict for JSON output and test cases (``version`` 1 keys first, then the additions)."""
+        return {
+            "deployment": self.deployment,
+            "host": self.host,
+            "kind": self.kind,
+            "current": self.current,
+            "digest": self.digest,
+            "diffs": dict(self.diffs),
+            "reason": self.reason,
+            "restart": self.restart,
+            "restart_reason": self.restart_reason,
+            "changes": [c.to_json() for c in self.changes],
+            "memory": self.memory.to_json() if self.memory else None,
+            "download": self.download.to_json() if self.download else None,
+        }
+
+
+def files_hash(files: Mapping[str, str]) -> str:
+    """sha256 of a host's files (names and contents), the same on any machine."""
+    return hashlib.sha256(json.dumps(dict(files), sort_keys=True).encode()).hexdigest()
+
+
+MAX_REASONS = 4
+"""A restart reason names at most this many fields, then how many more the changes list."""
+
+
+def restart_reason(kind: str, reason: str, found: Sequence[Change], diffs: Mapping[str, str]) -> str | None:
+    """Why the engine restarts: the rendered fields that changed, or why the same files restart."""
+    if kind not in ("create", "update"):
+        return None
+    if kind == "create":
+        return "not deployed on this host"
+    if not diffs:
+        return reason
+    if not found:
+        return "only the content hash changed (file headers and the revision label)"
+    named = "; ".join(c.describe() for c in found[:MAX_REASONS])
+    more = len(found) - MAX_REASONS
+    return named + (f"; and {more} more field(s)" if more > 0 else "")
 
 
 def _diffs(before: dict[str, str], after: dict[str, str], deployment: str, host: str) -> dict[str, str]:
@@ -88,10 +159,23 @@ def _action_for(want: Desired, seen: Observed | None) -> Action:
             want.digest,
             _diffs({}, want.files, want.deployment, want.host),
             "not deployed",
+            restart_reason=restart_reason("create", "", (), {}),
+            image=image_of(want.files),
         )
+    seen_files = files_hash(seen.files)
     if seen.digest == want.digest and seen.files == want.files and seen.status == "good":
         reason = "up to date" + ("" if seen.healthy else " (but not healthy: see deploy status)")
-        return Action(want.deployment, want.host, "unchanged", seen.current, seen.digest, {}, reason)
+        return Action(
+            want.deployment,
+            want.host,
+            "unchanged",
+            seen.current,
+            seen.digest,
+            {},
+            reason,
+            seen_digest=seen.digest,
+            seen_files=seen_files,
+        )
     diffs = _diffs(seen.files, want.files, want.deployment, want.host)
     if not diffs and seen.status != "good":
         reason = f"revision {seen.current} is {seen.status}: apply it again"
@@ -99,15 +183,84 @@ def _action_for(want: Desired, seen: Observed | None) -> Action:
         reason = "same files, new content hash (inventory or release changed)"
     else:
         reason = f"{len(diffs)} file(s) changed"
-    return Action(want.deployment, want.host, "update", seen.current, want.digest, diffs, reason)
+    found = tuple(changes(seen.files, want.files))
+    image = image_of(want.files)
+    return Action(
+        want.deployment,
+        want.host,
+        "update",
+        seen.current,
+        want.digest,
+        diffs,
+        reason,
+        found,
+        restart_reason("update", reason, found, diffs),
+        seen_digest=seen.digest,
+        seen_files=seen_files,
+        image=image if image != image_of(seen.files) else None,
+    )
 
 
-def plan(desired: list[Desired], observed: list[Observed]) -> list[Action]:
-    """Actions that bring every host from ``observed`` to ``desired``; deterministic order."""
+def plan(desired: list[Desired], observed: list[Observed], previous: Sequence[Desired] = ()) -> list[Action]:
+    """Actions that bring every host from ``observed`` to ``desired``; deterministic order.
+
+    When the desired states carry footprints (or ``previous`` is given) the actions are
+    :func:`sized` too.
+    """
     seen = {(o.deployment, o.host): o for o in observed}
     wanted = {(d.deployment, d.host) for d in desired}
     actions = [_action_for(want, seen.get((want.deployment, want.host))) for want in desired]
     for (deployment, host), state in sorted(seen.items()):
         if (deployment, host) not in wanted and state.current is not None:
-            actions.append(Action(deployment, host, "remove", state.current, state.digest, {}, "no longer placed here"))
+            actions.append(
+                Action(
+                    deployment,
+                    host,
+                    "remove",
+                    state.current,
+                    state.digest,
+                    {},
+                    "no longer placed here",
+                    seen_digest=state.digest,
+                    seen_files=files_hash(state.files),
+                )
+            )
+    footprints = {(d.deployment, d.host): d.footprint for d in desired if d.footprint is not None}
+    if footprints or previous:
+        return sized(actions, footprints, previous)
     return actions
+
+
+UNKNOWN_BEFORE = "before unknown: give --previous with the specs the host runs"
+UNMATCHED_BEFORE = "before unknown: the --previous specs do not render the revision the host runs"
+
+
+def _before(action: Action, previous: Mapping[tuple[str, str], Desired]) -> tuple[Footprint | None, str | None, str]:
+    """The footprint the host runs, where it is known from, and the note when it is not."""
+    if action.kind == "create":
+        return None, "nothing", ""
+    earlier = previous.get((action.deployment, action.host))
+    if earlier is not None and (earlier.digest == action.seen_digest or files_hash(earlier.files) == action.seen_files):
+        return earlier.footprint, "previous", ""
+    return None, None, UNMATCHED_BEFORE if previous else UNKNOWN_BEFORE
+
+
+def sized(
+    actions: list[Action], footprints: Mapping[tuple[str, str], Footprint], previous: Sequence[Desired] = ()
+) -> list[Action]:
+    """The actions with their memory change and download (pure).
+
+    ``footprints``: (deployment, host) -> what the specs want there. ``previous``: what the
+    specs the hosts were deployed from render (``deploy plan --previous``), used for a host
+    whose running revision (digest or files) it renders.
+    """
+    earlier = {(d.deployment, d.host): d for d in previous}
+    out = []
+    for action in actions:
+        after = footprints.get((action.deployment, action.host))
+        same = action.kind == "unchanged" or (action.kind == "update" and not action.diffs)
+        before, source, note = (after, "host", "") if same else _before(action, earlier)
+        memory = memory_change(action.kind, after, before, source, note)
+        fetched = download(action.kind, same, after, before, action.image)
+        out.append(replace(action, memory=memory, download=fetched))
+    return out

@@ -1,0 +1,150 @@
+"""The restarts of a plan as a person reads them: why, memory before -> after per GPU, downloads.
+
+``deploy plan`` prints :func:`restarts_text` after the plan's one line per host (and before
+the diffs), and appends :func:`restarts_markdown` to the pull-request comment. Every value
+shown is escaped (:func:`servespec.text.printable`; ``|`` and ``<`` in markdown cells): host
+names and the values of changed fields come from the hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from servespec.plan import Action
+from servespec.plan.sizing import Download, GpuChange, GpuMemory
+from servespec.text import printable
+
+
+def _number(value: float | int, digits: int) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:.{digits}f}"
+
+
+def _pair(before: GpuMemory | None, after: GpuMemory | None, name: str, digits: int = 1) -> str:
+    """``7.5 -> 15.0 (+7.5)``, ``- -> 7.5``, or one value when it is the same on both sides."""
+    old = getattr(before, name) if before else None
+    new = getattr(after, name) if after else None
+    if old is None and new is None:
+        return "-"
+    if old is None or new is None:
+        return f"{'-' if old is None else _number(old, digits)} -> {'-' if new is None else _number(new, digits)}"
+    if round(old - new, 2) == 0:
+        return _number(new, digits)
+    delta = new - old
+    shown = f"{delta:+,}" if isinstance(delta, int) else f"{delta:+.{digits}f}"
+    return f"{_number(old, digits)} -> {_number(new, digits)} ({shown})"
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB"
+
+
+def download_text(found: Download | None) -> str:
+    """``15.0 GiB (16,060,522,496 bytes): revision a -> b ...``; ``unknown`` when the size is."""
+    if found is None:
+        return "-"
+    size = "unknown" if found.size_bytes is None else "nothing" if found.size_bytes == 0 else _gib(found.size_bytes)
+    if found.size_bytes:
+        size += f" ({found.size_bytes:,} bytes)"
+    image = f"; image {found.image}" if found.image else ""
+    return f"{size}: {found.why}{image}"
+
+
+def _plan_key(gpu: GpuChange) -> tuple[Any, ...]:
+    """What two GPUs must share to be shown as one: the model and both sides' numbers."""
+    return (
+        gpu.model,
+        gpu.before.values() if gpu.before else None,
+        gpu.after.values() if gpu.after else None,
+    )
+
+
+def _groups(gpus: Sequence[GpuChange]) -> list[tuple[str, GpuChange]]:
+    """Consecutive GPUs with the same model and plan on both sides, as one label (``GPU 0-3 NVIDIA ...``)."""
+    groups: list[tuple[list[int], GpuChange]] = []
+    for gpu in gpus:
+        if groups and gpu.index == groups[-1][0][-1] + 1 and _plan_key(gpu) == _plan_key(groups[-1][1]):
+            groups[-1][0].append(gpu.index)
+        else:
+            groups.append(([gpu.index], gpu))
+    out = []
+    for indices, gpu in groups:
+        span = str(indices[0]) if len(indices) == 1 else f"{indices[0]}-{indices[-1]}"
+        out.append((f"GPU {span} {gpu.model}" if gpu.model != "CPU" else "CPU (host memory)", gpu))
+    return out
+
+
+def _memory_line(gpu: GpuChange) -> str:
+    before, after = gpu.before, gpu.after
+    return (
+        f"weights {_pair(before, after, 'weights_gib')} GiB, KV cache {_pair(before, after, 'kv_cache_gib')} GiB, "
+        f"{_pair(before, after, 'max_sequences')} sequences of {_pair(before, after, 'context_tokens')} tokens"
+    )
+
+
+def _shown(action: Action) -> bool:
+    return action.restart or action.kind == "remove"
+
+
+def restarts_text(actions: list[Action]) -> str:
+    """Per restarting (or removed) host: why, each GPU's memory before -> after, the download ("" when none)."""
+    lines: list[str] = []
+    for action in (a for a in actions if _shown(a)):
+        why = action.restart_reason or action.reason
+        lines.append(f"{action.kind} {action.deployment} on {action.host}: {why}")
+        memory = action.memory
+        if memory is not None:
+            for label, gpu in _groups(memory.gpus):
+                lines.append(f"  {label}: {_memory_line(gpu)}")
+            if memory.note:
+                lines.append(f"  memory: {memory.note}")
+        if action.download is not None and action.restart:
+            lines.append(f"  download: {download_text(action.download)}")
+    if not lines:
+        return ""
+    return "\n".join(printable(line) for line in ["restarts:", *lines]) + "\n"
+
+
+def _cell(text: object) -> str:
+    """A markdown table cell: escaped, ``|`` (a new column) and ``<`` (HTML) made literal."""
+    return printable(str(text)).replace("|", "\\|").replace("<", "&lt;")
+
+
+def restarts_markdown(actions: list[Action]) -> str:
+    """The pull-request comment's section: one row per restarting host and GPU group ("" when none)."""
+    rows: list[tuple[Any, ...]] = []
+    for action in (a for a in actions if _shown(a)):
+        why = action.restart_reason or action.reason
+        fetched = download_text(action.download) if action.restart else "-"
+        memory = action.memory
+        groups = _groups(memory.gpus) if memory is not None else []
+        if not groups:
+            note = memory.note if memory is not None and memory.note else "-"
+            rows.append((action.deployment, action.host, action.kind, note, "-", "-", "-", "-", fetched, why))
+        for label, gpu in groups:
+            before, after = gpu.before, gpu.after
+            rows.append(
+                (
+                    action.deployment,
+                    action.host,
+                    action.kind,
+                    label,
+                    _pair(before, after, "weights_gib"),
+                    _pair(before, after, "kv_cache_gib"),
+                    _pair(before, after, "max_sequences"),
+                    _pair(before, after, "context_tokens"),
+                    fetched,
+                    why + (f" ({memory.note})" if memory is not None and memory.note else ""),
+                )
+            )
+    if not rows:
+        return ""
+    lines = [
+        "",
+        "#### Restarts: memory before -> after, downloads",
+        "",
+        "| deployment | host | action | GPU | weights GiB | KV cache GiB | sequences | context | download | why |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
