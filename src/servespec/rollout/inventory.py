@@ -75,6 +75,16 @@ class HostVars:
     """The spec's model.source."""
     served_names: tuple[str, ...] = ()
     """The names the model is served under (Ollama creates one model per name)."""
+    weights_repo: str = ""
+    """Hub repository to stage in the host's model cache before the old container stops; empty: none."""
+    weights_revision: str = ""
+    """Revision (commit or branch) to stage."""
+    weights_endpoint: str = ""
+    """Hub endpoint or mirror to stage from (the container's HF_ENDPOINT, else huggingface.co)."""
+    weights_cache: str = ""
+    """Host folder of the engine's Hub cache."""
+    weights_bytes: int = 0
+    """The weights' size from the lock file, for the disk room check when the Hub lists no sizes (0: unknown)."""
 
     ROLE_ONLY = ("servespec_state_root", "servespec_config_root")
     """Options of the entry point the controller never sets: the role's defaults hold (host paths)."""

@@ -24,7 +24,7 @@ from servespec.rollout.errors import RolloutError
 from servespec.rollout.inventory import Hosts, HostVars
 from servespec.rollout.local_files import archive_path, resolve_secrets, secret_values, write_secrets
 from servespec.rollout.runner import EventHandler, Report, RunResult
-from servespec.rollout.staging import secrets_folder, stage
+from servespec.rollout.staging import secrets_folder, stage, weights_plan, weights_progress, weights_vars
 from servespec.rollout.state import HostOutcome
 from servespec.rules.rollout import replica_count, unavailable
 from servespec.spec.fleet import DeploymentDoc, Fleet
@@ -98,11 +98,16 @@ def apply_deployment(
             break_lock=locks.get(action.host, ""),
             role=container.role,
             model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
+            **weights_vars(weights_plan(deployment, container)),
         )
         hosts[action.host] = (views[action.host], host_vars.to_vars())
     ordered = dict(sorted(hosts.items(), key=lambda item: _order(rendered, deployment.name, item[0])))
     result = inventory.run_on(
-        "apply.yml", ordered, _extravars_for(deployment, list(ordered)), options.on_event, tuple(secrets)
+        "apply.yml",
+        ordered,
+        _extravars_for(deployment, list(ordered)),
+        weights_progress(options.on_event),
+        tuple(secrets),
     )
     for action in changing:
         outcomes.append(_outcome(action, result))

@@ -80,6 +80,8 @@ class Report:
     """servespec_status: ``deployments``, one report per deployment name."""
     OUTPUTS = "host_outputs"
     """servespec_collect: ``outputs``, command outputs by file name."""
+    WEIGHTS = "weights_staged"
+    """servespec_weights: ``repo``, ``commit``, ``cached_bytes``, ``download_bytes``, ``downloaded_bytes``."""
 
 
 def _report(result: HostResult, res: dict[str, Any]) -> None:

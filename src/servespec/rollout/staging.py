@@ -1,15 +1,24 @@
-"""A new revision's files on the controller: the one JSON bundle uploaded per host, and its secrets.
+"""A new revision's files on the controller: the one JSON bundle uploaded per host, its secrets, and its weights.
 
 Secrets are resolved here, on the controller, only while applying; they reach hosts in a
 mode-0600 env file copied with ``no_log`` and appear in no plan, event or log.
+
+Weights (:func:`weights_plan`): a Hub model is fetched into each host's model cache by the role's
+``weights.yml`` before the running container stops (``servespec_weights``: resumable, verified,
+renamed into place), so an update costs restart + load, not download + load.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 from servespec.render import Rendered
+from servespec.render.container import ContainerSpec
 from servespec.rollout.local_files import resolve_secrets
 from servespec.spec.fleet import DeploymentDoc
 
@@ -42,3 +51,165 @@ def stage(
     if not container["secret_environment"]:
         return bundle, ""
     return bundle, resolve_secrets(container["secret_environment"], secrets_dir)
+
+
+# --- Staged weights (issue 13): each host fetches the new revision's model before its running revision stops.
+
+HUB_ENDPOINT = "https://huggingface.co"
+"""huggingface_hub's default endpoint (constants.py ``ENDPOINT``, v2.4.0), when the container sets no HF_ENDPOINT."""
+
+_HUB_ENGINES = ("vllm", "sglang", "tgi", "tensorrt-llm")
+"""Engines whose Hub download is huggingface_hub's snapshot of the repository (the cache layout staged).
+
+llama.cpp's ``--hf-repo`` picks one GGUF file of the repository itself (common/arg.cpp) and Ollama
+pulls from its own registry into the running server: both are left to the engine.
+"""
+
+
+@dataclass(frozen=True)
+class WeightsPlan:
+    """How one host gets the model of a new revision before its running revision stops.
+
+    ``kind``: ``hub`` (staged from the Hub or the mirror the container's HF_ENDPOINT names),
+    ``local`` (a host path, checked in preflight), or ``engine`` (left to the engine, see ``why``).
+    """
+
+    kind: Literal["hub", "local", "engine"]
+    source: str
+    revision: str = ""
+    endpoint: str = ""
+    cache: str = ""
+    """Host folder of the engine's Hub cache (the container's HF_HUB_CACHE, through its model-cache mount)."""
+    expected_bytes: int | None = None
+    """The weights' size from the lock file (models.lock.yaml ``weight_bytes``), when it has one."""
+    why: str = ""
+
+    def describe(self) -> str:
+        """One line for a plan or a progress view: what the host will fetch, or why nothing."""
+        if self.kind == "local":
+            return f"weights: {self.source} on the host (checked, nothing to download)"
+        if self.kind == "engine":
+            return f"weights: fetched by the engine at start ({self.why})"
+        size = f", {_gib(self.expected_bytes)} per the lock" if self.expected_bytes else ""
+        return f"weights: {self.source}@{self.revision} staged from {self.endpoint} into {self.cache}{size}"
+
+
+def _gib(count: int | None) -> str:
+    return f"{(count or 0) / (1 << 30):.2f} GiB"
+
+
+def container_hub_cache(deployment: DeploymentDoc, container: ContainerSpec) -> str:
+    """Where the engine's huggingface_hub keeps the Hub cache inside the container.
+
+    huggingface_hub constants.py (v2.4.0): ``HF_HUB_CACHE``, else ``HUGGINGFACE_HUB_CACHE``, else
+    ``HF_HOME``/hub, ``HF_HOME`` defaulting to ``XDG_CACHE_HOME``/huggingface, that to ~/.cache. A
+    ``download_dir`` (vLLM, SGLang: snapshot_download's ``cache_dir``) or TGI's ``huggingface_hub_cache``
+    comes first. The image's own store: TGI sets ``HF_HOME=/data`` from 2.1 and
+    ``HUGGINGFACE_HUB_CACHE=/data`` in 2.0 (its Dockerfile); the others keep the default under /root.
+    """
+    from servespec.engines.catalog import version_key
+    from servespec.knowledge import resolve
+
+    env = container.environment
+    for key in ("download_dir", "huggingface_hub_cache"):
+        setting = resolve.resolved(deployment).effective.get(key)
+        if setting is not None and isinstance(setting.value, str) and setting.value.startswith("/"):
+            return posixpath.normpath(setting.value)
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if env.get(name, "").startswith("/"):
+            return posixpath.normpath(env[name])
+    if env.get("HF_HOME", "").startswith("/"):
+        return posixpath.join(posixpath.normpath(env["HF_HOME"]), "hub")
+    if env.get("XDG_CACHE_HOME", "").startswith("/"):
+        return posixpath.join(posixpath.normpath(env["XDG_CACHE_HOME"]), "huggingface", "hub")
+    spec = deployment.spec.engine
+    if spec.name == "tgi":
+        return "/data" if version_key(spec.version)[:2] < (2, 1) else "/data/hub"
+    return "/root/.cache/huggingface/hub"
+
+
+def host_path(container: ContainerSpec, inside: str) -> str | None:
+    """The host folder a container path lies in, through the container's read-write model-cache mounts."""
+    from servespec.render.common import MODEL_CACHE
+
+    for volume in sorted(container.volumes, key=lambda v: len(v.container), reverse=True):
+        base = volume.container.rstrip("/")
+        if volume.host != MODEL_CACHE or volume.mode != "rw":
+            continue
+        if inside == base or inside.startswith(base + "/"):
+            return volume.host + inside[len(base) :]
+    return None
+
+
+def weights_plan(deployment: DeploymentDoc, container: ContainerSpec) -> WeightsPlan:
+    """How the host of ``container`` gets the deployment's model (a pure function: no host is asked).
+
+    The plan display can call it per host; what each host already has cached is known only on
+    the host, and comes back from the preflight check (``Report.WEIGHTS``).
+    """
+    from servespec.knowledge import resolve, sources
+
+    source = str(deployment.spec.model.source)
+    if resolve.is_local_path(source):
+        return WeightsPlan("local", source)
+    engine = deployment.spec.engine.name
+    if engine not in _HUB_ENGINES:
+        why = "Ollama pulls from its registry" if engine == "ollama" else f"{engine} chooses the file it downloads"
+        return WeightsPlan("engine", source, why=why)
+    cache = host_path(container, container_hub_cache(deployment, container))
+    if cache is None:
+        return WeightsPlan("engine", source, why="the engine's Hub cache is not the persisted model cache")
+    if container.environment.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return WeightsPlan("engine", source, why="HF_HUB_OFFLINE is set: the engine reads its cache only")
+    entry, _ = sources.lock_entry(deployment)
+    locked = entry.weight_bytes if entry is not None else None
+    endpoint = container.environment.get("HF_ENDPOINT", "").strip().rstrip("/") or HUB_ENDPOINT
+    revision = str(deployment.spec.model.revision or "main")
+    return WeightsPlan("hub", source, revision, endpoint, cache, locked)
+
+
+def weights_vars(plan: WeightsPlan) -> dict[str, Any]:
+    """The HostVars fields of a plan (``weights_*``; an empty repo means nothing to stage)."""
+    if plan.kind != "hub":
+        return {"weights_repo": ""}
+    return {
+        "weights_repo": plan.source,
+        "weights_revision": plan.revision,
+        "weights_endpoint": plan.endpoint,
+        "weights_cache": plan.cache,
+        "weights_bytes": plan.expected_bytes or 0,
+    }
+
+
+def weights_line(report: dict[str, Any]) -> str:
+    """What a host's weights check or fetch reported (``Report.WEIGHTS``), as one progress line."""
+    commit = str(report.get("commit", ""))[:12]
+    cached, files = report.get("cached_files", 0), report.get("files", 0)
+    where = f"weights {report.get('repo', '?')}@{commit}: {cached}/{files} files cached"
+    if report.get("action") == "fetch":
+        return f"{where} before, {_gib(report.get('downloaded_bytes', 0))} downloaded"
+    partial = report.get("partial_bytes", 0)
+    resumed = f" (resuming {_gib(partial)} already fetched)" if partial else ""
+    return (
+        f"{where} ({_gib(report.get('cached_bytes', 0))}), {_gib(report.get('download_bytes', 0))} to download{resumed}"
+    )
+
+
+def weights_progress(on_event: Callable[[dict[str, Any]], None] | None) -> Callable[[dict[str, Any]], None] | None:
+    """``on_event``, also handed one line per host saying what its weights check found and its fetch did.
+
+    The line arrives as a task event whose task name is the line (what the live view and the JSON
+    lines show per host), right after the event of the task that reported it.
+    """
+    if on_event is None:
+        return None
+    from servespec.rollout.runner import RESULT_KEY, Report
+
+    def handle(event: dict[str, Any]) -> None:
+        on_event(event)
+        data = event.get("event_data") or {}
+        report = (data.get("res") or {}).get(RESULT_KEY) if event.get("event") == "runner_on_ok" else None
+        if isinstance(report, dict) and report.get("kind") == Report.WEIGHTS:
+            on_event({"event": "runner_on_ok", "event_data": {"host": data.get("host"), "task": weights_line(report)}})
+
+    return handle

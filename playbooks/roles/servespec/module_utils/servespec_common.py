@@ -27,6 +27,7 @@ GOOD = "revision_good"
 FAILED = "revision_failed"
 STATUS = "deployments_status"
 OUTPUTS = "host_outputs"
+WEIGHTS = "weights_staged"
 
 
 def servespec_result(kind, **values):

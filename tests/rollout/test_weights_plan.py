@@ -1,0 +1,127 @@
+"""The controller's side of staged weights: what each host is told to fetch, where, and the role's order.
+
+:func:`servespec.rollout.staging.weights_plan` is pure (no host is asked): the Hub repository and
+revision, the endpoint the container's HF_ENDPOINT names, the host folder of the engine's Hub cache
+through its model-cache mount, and the lock file's size. apply passes it as the ``weights_*`` host
+variables; the role fetches before the service step stops the running container.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from servespec import rollout
+from servespec.render import render_fleet
+from servespec.rollout.runner import RESULT_KEY, Report, playbook_root
+from servespec.rollout.staging import WeightsPlan, weights_line, weights_plan, weights_progress
+from servespec.spec.fleet import load_fleet
+from tests.rollout.test_outcomes import FakeHosts, fake
+
+__all__ = ["fake"]
+
+ARCH = (
+    "{params_b: 3.1, layers: 36, hidden_size: 2048, attention_heads: 16, kv_heads: 2, max_position_embeddings: 32768}"
+)
+COMMIT = "3" * 40
+
+
+def _fleet(tmp_path: Path, engine: str, version: str, source: str, extra: str = "") -> Any:
+    (tmp_path / "inventory.yaml").write_text(
+        "apiVersion: servespec/v1\nkind: Inventory\ndefaults: {ssh_user: root, become: false}\nhosts:\n"
+        "  h1: {address: 10.0.0.1, hardware: {gpus: {model: NVIDIA H100 80GB HBM3, count: 8}, "
+        'driver_version: "580.95.05"}}\n'
+    )
+    gguf = "\n  quantization: gguf" if engine in ("llama.cpp", "ollama") else ""
+    (tmp_path / "d.yaml").write_text(
+        f"""apiVersion: servespec/v1
+kind: Deployment
+metadata: {{name: d}}
+inventory: inventory.yaml
+model:
+  source: {source}
+  revision: "{COMMIT}"
+  max_model_len: 4096
+  architecture: {ARCH}{gguf}
+engine:
+  name: {engine}
+  version: "{version}"{extra}
+placement: {{hosts: [h1]}}
+serving: {{port: 8000}}
+suppress:
+  - {{rule: SEC003, reason: test}}
+  - {{rule: NET002, reason: test}}
+"""
+    )
+    return load_fleet([tmp_path / "d.yaml"])
+
+
+def _plan(fleet: Any) -> WeightsPlan:
+    rendered = render_fleet(fleet)
+    deployment = fleet.deployments[0]
+    return weights_plan(deployment, rendered.containers[(deployment.name, "h1")])
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "cache"),
+    [
+        ("vllm", "0.11.0", "/var/lib/servespec/models/hub"),  # /root/.cache/huggingface mounted: HF_HOME/hub
+        ("sglang", "0.5.23", "/var/lib/servespec/models/hub"),
+        ("tgi", "3.3.7", "/var/lib/servespec/models/hub"),  # the image's HF_HOME=/data, mounted there
+        ("tensorrt-llm", "1.2.1", "/var/lib/servespec/models/hub"),
+    ],
+)
+def test_hub_models_are_staged_in_the_engines_own_cache(tmp_path: Path, engine: str, version: str, cache: str) -> None:
+    plan = _plan(_fleet(tmp_path, engine, version, "acme/tiny"))
+    assert (plan.kind, plan.source, plan.revision, plan.cache) == ("hub", "acme/tiny", COMMIT, cache)
+    assert plan.endpoint == "https://huggingface.co"
+    assert "acme/tiny@" in plan.describe()
+
+
+def test_the_containers_hub_settings_move_the_staged_cache_and_endpoint(tmp_path: Path) -> None:
+    extra = "\n  env: {HF_HUB_CACHE: /models/hub, HF_ENDPOINT: 'http://mirror.internal:8080/'}"
+    plan = _plan(_fleet(tmp_path, "vllm", "0.11.0", "acme/tiny", extra))
+    # /models gets the model cache mounted (knowledge.store.mounts): the host folder is the cache itself.
+    assert (plan.kind, plan.cache, plan.endpoint) == ("hub", "/var/lib/servespec/models", "http://mirror.internal:8080")
+    plan = _plan(_fleet(tmp_path, "vllm", "0.11.0", "acme/tiny", "\n  options: {download_dir: /weights}"))
+    assert plan.cache == "/var/lib/servespec/models"
+
+
+def test_what_is_not_staged_says_why(tmp_path: Path) -> None:
+    assert _plan(_fleet(tmp_path, "llama.cpp", "b11434", "/srv/models/demo.gguf")).kind == "local"
+    hub_gguf = _plan(_fleet(tmp_path, "llama.cpp", "b11434", "acme/tiny-GGUF"))
+    assert hub_gguf.kind == "engine" and "chooses the file" in hub_gguf.describe()
+    assert "Ollama pulls" in _plan(_fleet(tmp_path, "ollama", "0.32.15", "qwen2.5:3b")).describe()
+    offline = _plan(_fleet(tmp_path, "vllm", "0.11.0", "acme/tiny", "\n  env: {HF_HUB_OFFLINE: '1'}"))
+    assert offline.kind == "engine" and "HF_HUB_OFFLINE" in offline.why
+
+
+def test_apply_tells_each_host_what_to_stage(tmp_path: Path, fake: FakeHosts) -> None:
+    rollout.apply(_fleet(tmp_path, "vllm", "0.11.0", "acme/tiny"), rollout.ApplyOptions(), tmp_path / "work")
+    variables = fake.variables["h1"]
+    assert variables["servespec_weights_repo"] == "acme/tiny"
+    assert variables["servespec_weights_revision"] == COMMIT
+    assert variables["servespec_weights_cache"] == "/var/lib/servespec/models/hub"
+
+
+def test_weights_are_staged_before_the_service_step_stops_the_old_container() -> None:
+    tasks = playbook_root() / "roles" / "servespec" / "tasks"
+    block = YAML(typ="safe").load((tasks / "main.yml").read_text())[1]["block"]
+    order = [task["ansible.builtin.include_tasks"] for task in block]
+    assert order.index("weights.yml") < order.index("service.yml")
+    preflight = YAML(typ="safe").load((tasks / "preflight.yml").read_text())
+    assert [t["servespec_weights"]["action"] for t in preflight if "servespec_weights" in t] == ["check"]
+
+
+def test_progress_shows_each_hosts_cached_and_downloaded_bytes() -> None:
+    seen: list[dict[str, Any]] = []
+    handle = weights_progress(seen.append)
+    assert handle is not None
+    report = {"kind": Report.WEIGHTS, "repo": "acme/tiny", "commit": COMMIT, "files": 3, "cached_files": 1}
+    report |= {"cached_bytes": 1 << 30, "download_bytes": 3 << 30, "partial_bytes": 0, "action": "check"}
+    handle({"event": "runner_on_ok", "event_data": {"host": "h1", "task": "x", "res": {RESULT_KEY: report}}})
+    assert seen[-1]["event_data"] == {"host": "h1", "task": weights_line(report)}
+    assert "1/3 files cached (1.00 GiB), 3.00 GiB to download" in weights_line(report)
