@@ -261,6 +261,6 @@ def sized(
         same = action.kind == "unchanged" or (action.kind == "update" and not action.diffs)
         before, source, note = (after, "host", "") if same else _before(action, earlier)
         memory = memory_change(action.kind, after, before, source, note)
-        fetched = download(action.kind, same, after, before, action.image)
+        fetched = download(action.kind, same, after, before, action.image, note)
         out.append(replace(action, memory=memory, download=fetched))
     return out

@@ -158,8 +158,15 @@ def memory_change(
     return MemoryChange(gpus, before_from, note)
 
 
+def _revision(revision: str | None) -> str:
+    """A revision as the plan's text shows it: a commit sha cut to 12 characters, a branch or tag whole."""
+    if revision is None:
+        return "unpinned"
+    return revision[:12] if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision) else revision
+
+
 def _model(footprint: Footprint) -> str:
-    return footprint.model + (f"@{footprint.revision}" if footprint.revision else "")
+    return footprint.model + (f"@{_revision(footprint.revision)}" if footprint.revision else "")
 
 
 def _weights(after: Footprint, why: str, image: str | None) -> Download:
@@ -171,28 +178,34 @@ def _weights(after: Footprint, why: str, image: str | None) -> Download:
 
 
 def download(
-    kind: str, same_files: bool, after: Footprint | None, before: Footprint | None, image: str | None
+    kind: str,
+    same_files: bool,
+    after: Footprint | None,
+    before: Footprint | None,
+    image: str | None,
+    unknown: str = "before unknown",
 ) -> Download:
     """The weights (and image) a restart of this kind fetches.
 
-    ``before`` is the footprint the host runs when known; ``image`` the image the new
-    container.yaml names when it differs from the running one (or is new on the host).
+    ``before`` is the footprint the host runs when known (``unknown`` says why it is not);
+    ``image`` the image the new container.yaml names when it differs from the running one
+    (or is new on the host).
     """
     if kind in ("unchanged", "remove"):
         return Download(0, "no restart" if kind == "unchanged" else "removed: nothing is started")
     if same_files:
-        return Download(0, "the host already runs these files: the model is in its cache", image)
+        return Download(0, "the host already runs these files (the same model and revision)", image)
     if after is None:
         return Download(None, "no model facts for this host", image)
     if kind == "create":
-        return _weights(after, f"not deployed on this host: all of {_model(after)}", image)
+        return _weights(after, f"not deployed on this host: the weights of {_model(after)}", image)
     if before is None:
-        return Download(None, "unknown: give --previous with the specs the host runs to compare the model", image)
+        return Download(None, f"the running model is not known ({unknown})", image)
     if (before.model, before.revision) == (after.model, after.revision):
         return Download(0, "model and revision unchanged", image)
     what = (
-        f"revision {before.revision or 'unpinned'} -> {after.revision or 'unpinned'}"
+        f"revision {_revision(before.revision)} -> {_revision(after.revision)}"
         if before.model == after.model
         else f"model {_model(before)} -> {_model(after)}"
     )
-    return _weights(after, f"{what}: all of {_model(after)}", image)
+    return _weights(after, f"{what}: the weights of {_model(after)}", image)
