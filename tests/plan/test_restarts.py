@@ -145,7 +145,7 @@ def test_plan_previous_json(fleet: tuple[Path, Path]) -> None:
     assert h1["memory"]["before_from"] == "previous"
     assert (gpu["model"], gpu["before"]["context_tokens"], gpu["after"]["context_tokens"]) == ("CPU", 4096, 8192)
     assert gpu["delta"]["kv_cache_gib"] > 0 and gpu["delta"]["weights_gib"] == 0
-    assert h1["download"] == {"bytes": 0, "why": "model and revision unchanged", "image": None}
+    assert h1["download"] == {"bytes": 0, "estimated": False, "why": "model and revision unchanged", "image": None}
     assert h2["memory"]["before_from"] == "nothing" and h2["memory"]["gpus"][0]["before"] is None
     assert h2["download"]["bytes"] == 0 and "path on the host" in h2["download"]["why"]
     again = run_cli("plan", str(new), "--previous", str(old), "--format", "json")
@@ -172,3 +172,15 @@ def test_plan_without_previous_says_before_is_unknown(fleet: tuple[Path, Path]) 
     assert h1["download"]["bytes"] is None
     missing = run_cli("plan", str(new), "--previous", str(new.parent / "nowhere"))
     assert missing.exit_code == 2 and "Traceback" not in missing.output
+
+
+def test_weight_bytes_measured_or_estimated_from_the_model_facts() -> None:
+    from servespec.plan.footprint import footprints
+
+    found = footprints(load_fleet([Path(__file__).parents[2] / "specs" / "examples" / "vllm.yaml"]))
+    chat = found[("llama-chat", "gpu-nvs-01")]
+    # no lock entry: 8,030,261,248 parameters stored in bfloat16, the size of Meta's safetensors shards
+    assert (chat.weight_bytes, chat.weight_bytes_estimated) == (16_060_522_496, True)
+    (action,) = plan([Desired("llama-chat", "gpu-nvs-01", "b", {"container.yaml": "image: a\n"}, chat)], [])
+    assert action.download is not None and action.download.estimated
+    assert "estimated from the model's parameters" in action.download.why

@@ -2,14 +2,18 @@
 
 The only part of :mod:`servespec.plan` that reads specs: it takes ``deploy estimate``'s
 numbers (:func:`servespec.estimate.estimates`, the per-deployment ``Resolved``) and the
-model's weight bytes (lock file, safetensors headers, GGUF size, Hub: ``ModelFacts.weight_bytes``).
+model's weight bytes (lock file, safetensors headers, GGUF size, Hub: ``ModelFacts.weight_bytes``;
+else estimated from the model's facts as its checkpoint stores them).
 Nothing here reads a host.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from servespec.estimate import HostEstimate, estimates
 from servespec.knowledge import resolve
+from servespec.knowledge.memory import weight_bytes
 from servespec.plan import Desired
 from servespec.plan.sizing import GIB_DIGITS, Footprint, GpuMemory
 from servespec.render import render_fleet
@@ -34,20 +38,44 @@ def _gpus(row: HostEstimate) -> tuple[GpuMemory, ...]:
     )
 
 
-def _model(deployment: DeploymentDoc) -> tuple[str, str | None, int | None, bool]:
-    model = deployment.spec.model
-    facts = resolve.model_answer(deployment).facts
-    source = str(model.source)
-    return source, model.revision, facts.weight_bytes if facts else None, resolve.is_local_path(source)
+def stored_weight_bytes(deployment: DeploymentDoc) -> tuple[int | None, bool]:
+    """The checkpoint's weight bytes as stored (what a download fetches), and whether they are estimated.
+
+    Measured: ``ModelFacts.weight_bytes`` (lock file, safetensors headers, GGUF header, Hub).
+    Else estimated from the facts as the checkpoint stores them, not as the engine loads them
+    (no load-time quantization, the checkpoint's own dtype): :func:`servespec.knowledge.memory.weight_bytes`.
+    None without model facts.
+    """
+    known = resolve.resolved(deployment)
+    facts = known.model.facts
+    if facts is None:
+        return None, False
+    if facts.weight_bytes:
+        return facts.weight_bytes, False
+    inp = known.estimate_input(weights_only=True)
+    if inp is None:
+        return None, False
+    stored = "float32" if facts.torch_dtype == "float32" else "auto"
+    return round(weight_bytes(replace(inp, dtype=stored, quantization=None))), True
 
 
 def footprints(fleet: Fleet) -> dict[tuple[str, str], Footprint]:
     """(deployment, host) -> what the deployment takes there, for every placed host."""
     out = {}
+    sizes: dict[str, tuple[int | None, bool]] = {}
     for row in estimates(fleet, []):
-        source, revision, weight_bytes, local = _model(row.deployment)
-        out[(row.deployment.name, row.host.name)] = Footprint(
-            gpus=_gpus(row), model=source, revision=revision, weight_bytes=weight_bytes, local=local
+        deployment = row.deployment
+        if deployment.name not in sizes:
+            sizes[deployment.name] = stored_weight_bytes(deployment)
+        size, estimated = sizes[deployment.name]
+        source = str(deployment.spec.model.source)
+        out[(deployment.name, row.host.name)] = Footprint(
+            gpus=_gpus(row),
+            model=source,
+            revision=deployment.spec.model.revision,
+            weight_bytes=size,
+            weight_bytes_estimated=estimated,
+            local=resolve.is_local_path(source),
         )
     return out
 

@@ -57,6 +57,8 @@ class Footprint:
     """``model.revision`` as the spec pins it (None: unpinned)."""
     weight_bytes: int | None = None
     """Bytes of the checkpoint's weights (lock file, safetensors headers, GGUF size, Hub); None: unknown."""
+    weight_bytes_estimated: bool = False
+    """``weight_bytes`` is estimated from the model's facts (parameters and stored dtype), not measured."""
     local: bool = False
     """The model is a path on the host: it is never downloaded."""
 
@@ -121,10 +123,12 @@ class Download:
     why: str
     image: str | None = None
     """The engine image the new container runs, when it differs from the running one (its size is not known)."""
+    estimated: bool = False
+    """``size_bytes`` is estimated from the model's facts (no lock entry or header measured it)."""
 
     def to_json(self) -> dict[str, Any]:
-        """``{bytes, why, image}``."""
-        return {"bytes": self.size_bytes, "why": self.why, "image": self.image}
+        """``{bytes, estimated, why, image}``."""
+        return {"bytes": self.size_bytes, "estimated": self.estimated, "why": self.why, "image": self.image}
 
 
 def gpu_changes(before: Footprint | None, after: Footprint | None) -> tuple[GpuChange, ...]:
@@ -174,7 +178,9 @@ def _weights(after: Footprint, why: str, image: str | None) -> Download:
         return Download(0, f"{after.model} is a path on the host", image)
     if after.weight_bytes is None:
         return Download(None, f"{why}; the weight size is unknown (deploy lock records it)", image)
-    return Download(after.weight_bytes, why, image)
+    if after.weight_bytes_estimated:
+        why += " (estimated from the model's parameters and stored dtype; deploy lock records the exact size)"
+    return Download(after.weight_bytes, why, image, after.weight_bytes_estimated)
 
 
 def download(
