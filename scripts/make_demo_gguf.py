@@ -4,8 +4,9 @@
 
 The model is a RANDOM-WEIGHT DEMO: 2 layers, hidden size 64, a 300-token SentencePiece-
 style vocabulary (byte fallback tokens plus letters). It loads and serves in llama.cpp,
-but its output is noise; point a spec at a real GGUF to serve a real model. It is well
-under 1 MiB, so nothing large is ever committed or downloaded.
+but its output is noise: the tests and benchmarks serve it because it is well under 1 MiB
+and loads at once, so nothing large is ever committed or downloaded. The quick start
+(``scripts/demo``) serves a real model instead, Gemma 3 270M: see ``scripts/demo_model.py``.
 """
 
 from __future__ import annotations
