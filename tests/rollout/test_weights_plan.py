@@ -125,3 +125,15 @@ def test_progress_shows_each_hosts_cached_and_downloaded_bytes() -> None:
     handle({"event": "runner_on_ok", "event_data": {"host": "h1", "task": "x", "res": {RESULT_KEY: report}}})
     assert seen[-1]["event_data"] == {"host": "h1", "task": weights_line(report)}
     assert "1/3 files cached (1.00 GiB), 3.00 GiB to download" in weights_line(report)
+
+
+def test_the_stand_in_image_stages_only_from_a_named_endpoint(tmp_path: Path) -> None:
+    """Test-only: hosts running the stand-in reach no public Hub; a test names its Hub stand-in."""
+    fleet = _fleet(tmp_path, "vllm", "0.11.0", "acme/tiny")
+    deployment = fleet.deployments[0]
+    container = render_fleet(fleet).containers[(deployment.name, "h1")]
+    assert weights_plan(deployment, container, standin=True).kind == "engine"
+    fleet = _fleet(tmp_path, "vllm", "0.11.0", "acme/tiny", "\n  env: {HF_ENDPOINT: 'http://10.0.0.9:8080'}")
+    deployment = fleet.deployments[0]
+    container = render_fleet(fleet).containers[(deployment.name, "h1")]
+    assert weights_plan(deployment, container, standin=True).endpoint == "http://10.0.0.9:8080"

@@ -98,7 +98,7 @@ def apply_deployment(
             break_lock=locks.get(action.host, ""),
             role=container.role,
             model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
-            **weights_vars(weights_plan(deployment, container)),
+            **weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image))),
         )
         hosts[action.host] = (views[action.host], host_vars.to_vars())
     ordered = dict(sorted(hosts.items(), key=lambda item: _order(rendered, deployment.name, item[0])))

@@ -141,11 +141,13 @@ def host_path(container: ContainerSpec, inside: str) -> str | None:
     return None
 
 
-def weights_plan(deployment: DeploymentDoc, container: ContainerSpec) -> WeightsPlan:
+def weights_plan(deployment: DeploymentDoc, container: ContainerSpec, *, standin: bool = False) -> WeightsPlan:
     """How the host of ``container`` gets the deployment's model (a pure function: no host is asked).
 
     The plan display can call it per host; what each host already has cached is known only on
-    the host, and comes back from the preflight check (``Report.WEIGHTS``).
+    the host, and comes back from the preflight check (``Report.WEIGHTS``). ``standin``: the
+    test-only stand-in image runs on hosts that reach no public Hub, so a model is staged there
+    only from an endpoint the container names (HF_ENDPOINT: a test's Hub stand-in).
     """
     from servespec.knowledge import resolve, sources
 
@@ -163,7 +165,10 @@ def weights_plan(deployment: DeploymentDoc, container: ContainerSpec) -> Weights
         return WeightsPlan("engine", source, why="HF_HUB_OFFLINE is set: the engine reads its cache only")
     entry, _ = sources.lock_entry(deployment)
     locked = entry.weight_bytes if entry is not None else None
-    endpoint = container.environment.get("HF_ENDPOINT", "").strip().rstrip("/") or HUB_ENDPOINT
+    named = container.environment.get("HF_ENDPOINT", "").strip().rstrip("/")
+    if standin and not named:
+        return WeightsPlan("engine", source, why="test-only stand-in image without an HF_ENDPOINT to stage from")
+    endpoint = named or HUB_ENDPOINT
     revision = str(deployment.spec.model.revision or "main")
     return WeightsPlan("hub", source, revision, endpoint, cache, locked)
 
