@@ -71,6 +71,7 @@ def _plan(fleet: Any) -> WeightsPlan:
         ("vllm", "0.11.0", "/var/lib/servespec/models/hub"),  # /root/.cache/huggingface mounted: HF_HOME/hub
         ("sglang", "0.5.23", "/var/lib/servespec/models/hub"),
         ("tgi", "3.3.7", "/var/lib/servespec/models/hub"),  # the image's HF_HOME=/data, mounted there
+        ("tgi", "2.0.4", "/var/lib/servespec/models"),  # 2.0: HUGGINGFACE_HUB_CACHE=/data
         ("tensorrt-llm", "1.2.1", "/var/lib/servespec/models/hub"),
     ],
 )
@@ -93,8 +94,8 @@ def test_the_containers_hub_settings_move_the_staged_cache_and_endpoint(tmp_path
 def test_what_is_not_staged_says_why(tmp_path: Path) -> None:
     assert _plan(_fleet(tmp_path, "llama.cpp", "b11434", "/srv/models/demo.gguf")).kind == "local"
     hub_gguf = _plan(_fleet(tmp_path, "llama.cpp", "b11434", "acme/tiny-GGUF"))
-    assert hub_gguf.kind == "engine" and "chooses the file" in hub_gguf.describe()
-    assert "Ollama pulls" in _plan(_fleet(tmp_path, "ollama", "0.32.15", "qwen2.5:3b")).describe()
+    assert hub_gguf.kind == "engine" and "llama.cpp fetches its model itself" in hub_gguf.describe()
+    assert "ollama fetches its model itself" in _plan(_fleet(tmp_path, "ollama", "0.32.15", "qwen2.5:3b")).describe()
     offline = _plan(_fleet(tmp_path, "vllm", "0.11.0", "acme/tiny", "\n  env: {HF_HUB_OFFLINE: '1'}"))
     assert offline.kind == "engine" and "HF_HUB_OFFLINE" in offline.why
 

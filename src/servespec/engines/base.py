@@ -121,6 +121,12 @@ class ModelStore(_Strict):
     """Environment variables (``engine.env``) that name the store, or the folder above it."""
     options: tuple[str, ...] = ()
     """Catalog keys of options that name it (``engine.options`` or ``extra_args``): vLLM ``download_dir``."""
+    hub_cache: str | None = None
+    """The container folder where the image's huggingface_hub keeps the Hub cache (no setting moving it):
+    servespec stages a Hub model there before the old container stops. None: the engine fetches its
+    model itself (llama.cpp picks a GGUF file, Ollama pulls from its registry) and nothing is staged."""
+    hub_cache_before: dict[str, str] = {}
+    """Releases older than a key keep the Hub cache at its value instead (TGI 2.0: ``/data``)."""
     source: str
 
 

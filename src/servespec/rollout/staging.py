@@ -58,13 +58,6 @@ def stage(
 HUB_ENDPOINT = "https://huggingface.co"
 """huggingface_hub's default endpoint (constants.py ``ENDPOINT``, v2.4.0), when the container sets no HF_ENDPOINT."""
 
-_HUB_ENGINES = ("vllm", "sglang", "tgi", "tensorrt-llm")
-"""Engines whose Hub download is huggingface_hub's snapshot of the repository (the cache layout staged).
-
-llama.cpp's ``--hf-repo`` picks one GGUF file of the repository itself (common/arg.cpp) and Ollama
-pulls from its own registry into the running server: both are left to the engine.
-"""
-
 
 @dataclass(frozen=True)
 class WeightsPlan:
@@ -98,14 +91,15 @@ def _gib(count: int | None) -> str:
     return f"{(count or 0) / (1 << 30):.2f} GiB"
 
 
-def container_hub_cache(deployment: DeploymentDoc, container: ContainerSpec) -> str:
-    """Where the engine's huggingface_hub keeps the Hub cache inside the container.
+def container_hub_cache(deployment: DeploymentDoc, container: ContainerSpec) -> str | None:
+    """Where the engine's huggingface_hub keeps the Hub cache inside the container (None: not staged).
 
     huggingface_hub constants.py (v2.4.0): ``HF_HUB_CACHE``, else ``HUGGINGFACE_HUB_CACHE``, else
     ``HF_HOME``/hub, ``HF_HOME`` defaulting to ``XDG_CACHE_HOME``/huggingface, that to ~/.cache. A
     ``download_dir`` (vLLM, SGLang: snapshot_download's ``cache_dir``) or TGI's ``huggingface_hub_cache``
-    comes first. The image's own store: TGI sets ``HF_HOME=/data`` from 2.1 and
-    ``HUGGINGFACE_HUB_CACHE=/data`` in 2.0 (its Dockerfile); the others keep the default under /root.
+    comes first. Else the image's own store, the profile's ``model_store.hub_cache`` (TGI's image sets
+    ``HF_HOME=/data``); an engine whose profile names none fetches its model itself (llama.cpp's
+    ``--hf-repo`` picks one GGUF file, Ollama pulls from its registry), and nothing is staged.
     """
     from servespec.engines.catalog import version_key
     from servespec.knowledge import resolve
@@ -122,10 +116,15 @@ def container_hub_cache(deployment: DeploymentDoc, container: ContainerSpec) -> 
         return posixpath.join(posixpath.normpath(env["HF_HOME"]), "hub")
     if env.get("XDG_CACHE_HOME", "").startswith("/"):
         return posixpath.join(posixpath.normpath(env["XDG_CACHE_HOME"]), "huggingface", "hub")
-    spec = deployment.spec.engine
-    if spec.name == "tgi":
-        return "/data" if version_key(spec.version)[:2] < (2, 1) else "/data/hub"
-    return "/root/.cache/huggingface/hub"
+    store = resolve.profile(deployment).model_store
+    default = store.hub_cache if store is not None else None
+    if store is None or default is None:
+        return None
+    release = version_key(deployment.spec.engine.version)
+    for before, path in sorted(store.hub_cache_before.items(), key=lambda item: version_key(item[0])):
+        if release < version_key(before):
+            return path
+    return default
 
 
 def host_path(container: ContainerSpec, inside: str) -> str | None:
@@ -154,11 +153,10 @@ def weights_plan(deployment: DeploymentDoc, container: ContainerSpec, *, standin
     source = str(deployment.spec.model.source)
     if resolve.is_local_path(source):
         return WeightsPlan("local", source)
-    engine = deployment.spec.engine.name
-    if engine not in _HUB_ENGINES:
-        why = "Ollama pulls from its registry" if engine == "ollama" else f"{engine} chooses the file it downloads"
-        return WeightsPlan("engine", source, why=why)
-    cache = host_path(container, container_hub_cache(deployment, container))
+    inside = container_hub_cache(deployment, container)
+    if inside is None:
+        return WeightsPlan("engine", source, why=f"{deployment.spec.engine.name} fetches its model itself")
+    cache = host_path(container, inside)
     if cache is None:
         return WeightsPlan("engine", source, why="the engine's Hub cache is not the persisted model cache")
     if container.environment.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
