@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -28,31 +29,64 @@ import types
 from pathlib import Path
 
 
-def _vllm(argv: list[str]) -> argparse.Namespace:
-    import vllm.platforms
+def _unloadable_extensions() -> None:
+    """GPU STUB: vLLM's compiled CUDA extensions, which cannot load here, are made absent.
 
-    # GPU STUB: vllm._C (and vllm._C_stable_libtorch in newer releases) are vLLM's
-    # compiled CUDA extensions; they link libcudart and cannot load without the CUDA
-    # runtime. vllm.platforms.cuda imports them only to register custom ops, which
-    # parsing never calls; one that fails to load becomes an empty module. (vLLM's
-    # other extensions are imported under try/except by vLLM itself and left alone.)
-    for name in ("vllm._C", "vllm._C_stable_libtorch"):
-        if not (Path(vllm.__file__).parent / name.removeprefix("vllm.")).with_suffix(".abi3.so").exists():
-            continue
+    vllm._C, vllm._core_C, vllm._moe_C (and vllm._C_stable_libtorch in newer releases)
+    link libcudart and the exact torch the release was built against; neither is here.
+    They register custom ops, which parsing never calls. Each extension that fails to
+    load becomes an empty module, and ``importlib.util.find_spec`` answers "not
+    installed" for it, as on a platform vLLM builds without them (0.6's ``_core_ext``
+    then uses its own pure-Python ScalarType). This runs before ``import vllm``: old
+    releases (0.6) import the whole engine from ``vllm/__init__.py``.
+    """
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or spec.origin is None:
+        return
+    import torch  # noqa: F401 - the extensions need torch's libraries loaded first
+
+    unloadable: set[str] = set()
+    for path in sorted(Path(spec.origin).parent.glob("_*.abi3.so")):
+        name = "vllm." + path.name.split(".")[0]
         try:
-            importlib.import_module(name)
-        except ImportError:
+            ext_spec = importlib.util.spec_from_file_location(name, path)
+            assert ext_spec is not None and ext_spec.loader is not None
+            module = importlib.util.module_from_spec(ext_spec)
+            ext_spec.loader.exec_module(module)
+        except Exception:  # ImportError (libcudart, torch ABI) or a torch RuntimeError
             sys.modules[name] = types.ModuleType(name)
+            unloadable.add(name)
+        else:
+            sys.modules[name] = module
+    if not unloadable:
+        return
+    original = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None):  # type: ignore[no-untyped-def]
+        full = importlib.util.resolve_name(name, package) if name.startswith(".") else name
+        return None if full in unloadable else original(name, package)
+
+    importlib.util.find_spec = find_spec
+
+
+def _vllm(argv: list[str]) -> argparse.Namespace:
+    _unloadable_extensions()
+    import vllm.platforms
 
     # GPU STUB: platform detection asks NVML for a GPU and, finding none, picks a
     # platform with no device type, on which the parser cannot even be built
     # (DeviceConfig's "auto" fails). The image runs on CUDA, so resolve the CUDA
     # platform the way vLLM would on a GPU host; VLLM_TARGET_DEVICE=cuda alone does
     # not do it in 0.11. (NVML still fails here, so vLLM picks its non-NVML
-    # CudaPlatform variant; device queries are never made while parsing.)
+    # CudaPlatform variant; device queries are never made while parsing.) Releases
+    # before this function existed (0.6) pick their platform at import time and do
+    # not use it to build the parser.
     vllm.platforms.resolve_current_platform_cls_qualname = lambda: "vllm.platforms.cuda.CudaPlatform"
 
-    from vllm.entrypoints.cli.serve import ServeSubcommand
+    try:
+        from vllm.entrypoints.cli.serve import ServeSubcommand
+    except ModuleNotFoundError:  # releases before vllm.entrypoints.cli (0.6, 0.7)
+        return _vllm_scripts(argv)
 
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser  # newer vLLM
@@ -73,6 +107,42 @@ def _vllm(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def _vllm_scripts(argv: list[str]) -> argparse.Namespace:
+    """`vllm serve` of releases whose CLI is vllm/scripts.py: its parser, as main() builds it."""
+    import vllm.scripts as scripts
+
+    captured: list[argparse.ArgumentParser] = []
+
+    def capture(self: argparse.ArgumentParser, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        captured.append(self)
+        raise _CapturedError
+
+    # main() builds the parser and parses sys.argv at once; take the parser it built
+    # (nothing is parsed or run) and parse ARGV with it.
+    parse_args = argparse.ArgumentParser.parse_args
+    argparse.ArgumentParser.parse_args = capture  # type: ignore[method-assign]
+    try:
+        scripts.main()
+    except _CapturedError:
+        pass
+    finally:
+        argparse.ArgumentParser.parse_args = parse_args  # type: ignore[method-assign]
+    if not captured:
+        raise RuntimeError("vllm.scripts.main() built no parser")
+    parser = captured[0]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            action.dest = "subparser"
+    args = parser.parse_args(["serve", *argv])
+    if getattr(args, "model_tag", None) is not None:
+        args.model = args.model_tag
+    return args
+
+
+class _CapturedError(Exception):
+    """Raised in place of parse_args() to take the parser vllm.scripts.main() built."""
+
+
 def _sglang(argv: list[str]) -> argparse.Namespace:
     from sglang.srt.server_args import ServerArgs
 
@@ -81,9 +151,25 @@ def _sglang(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="sglang serve")
     ServerArgs.add_cli_args(parser)
     if "--config" in argv:
-        from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
-
-        argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
+        try:
+            from sglang.srt.utils.server_args_config_parser import ConfigArgumentMerger
+        except ModuleNotFoundError:
+            try:  # 0.5.x before the module moved under srt/utils, with its older constructor
+                older_merger = importlib.import_module("sglang.srt.server_args_config_parser").ConfigArgumentMerger
+            except ModuleNotFoundError:
+                older_merger = None  # no config files in this release (0.4): argparse rejects --config itself
+            if older_merger is not None:
+                # As that release's prepare_server_args() does it.
+                boolean_actions = [
+                    action.dest
+                    for action in parser._actions
+                    if hasattr(action, "dest")
+                    and hasattr(action, "action")
+                    and action.action in ["store_true", "store_false"]
+                ]
+                argv = older_merger(boolean_actions=boolean_actions).merge_config_with_args(argv)
+        else:
+            argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
     return parser.parse_args(argv)
 
 

@@ -1,13 +1,14 @@
 """Rendered vLLM and SGLang command lines, parsed by the engines' own argument parsers.
 
-Opt-in tier (``-m parsers``): each golden container of vLLM and SGLang has its engine
-argv (plus the rendered config.yaml, in place of /etc/servespec/config.yaml) parsed by
-``tests/parsers/parse_argv.py`` inside a virtualenv holding that exact engine release,
-made by ``scripts/parser-envs`` outside the repository. A case whose environment does
-not exist is skipped, so the quick run is unaffected::
+The ``parsers`` tier (also marked slow): each golden container of vLLM and SGLang has its
+engine argv (plus the rendered config.yaml, in place of /etc/servespec/config.yaml) parsed
+by ``tests/parsers/parse_argv.py`` inside a virtualenv holding that exact engine release,
+made by ``scripts/parser-envs`` outside the repository (``scripts/test`` builds them before
+pytest, so CI runs this tier). Where an environment is missing the case fails in CI
+(``CI`` set) and is skipped elsewhere::
 
     scripts/parser-envs
-    .venv/bin/python -m pytest -m parsers tests/render/test_engine_parsers.py
+    .venv/bin/python -m pytest -m parsers tests/render/test_engine_parsers.py tests/render/test_recipes.py
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ruamel.yaml import YAML
 
 from servespec.engines.sglang.render import KEY_LAUNCHER
 
-pytestmark = pytest.mark.parsers
+pytestmark = [pytest.mark.parsers, pytest.mark.slow]
 
 TESTS = Path(__file__).resolve().parents[1]
 GOLDEN = TESTS / "golden"
@@ -53,6 +54,8 @@ def _containers() -> list[Any]:
     for engine in LAUNCHERS:
         for path in sorted(GOLDEN.glob(f"{engine}/*/expected/*/*/container.yaml")):
             container = _yaml.load(path)
+            if engine_argv(engine, container) is None:
+                continue  # a Ray worker of a vLLM multi-node replica runs `ray start`, not the engine
             version = container["engine"]["version"]
             case = path.relative_to(GOLDEN / engine).parts
             params.append(
@@ -102,14 +105,19 @@ def engine_argv(engine: str, container: dict[str, Any]) -> list[str] | None:
     return argv[len(launcher) :]
 
 
-def _env_python(engine: str, version: str) -> Path:
+def env_python(engine: str, version: str) -> Path:
+    """The interpreter of the parser environment of one release (CI: fails where it is missing)."""
     env = ENVS / f"{engine}-{version}"
     if not (env / STAMP).is_file():
-        pytest.skip(f"no parser environment for {engine} {version} at {env} (create it with scripts/parser-envs)")
+        message = f"no parser environment for {engine} {version} at {env} (create it with scripts/parser-envs)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     return env / "bin" / "python"
 
 
-def _parse(python: Path, engine: str, argv: list[str], tmp_path: Path) -> dict[str, Any]:
+def parse(python: Path, engine: str, argv: list[str], tmp_path: Path) -> dict[str, Any]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     argv_file = tmp_path / "argv.json"
     argv_file.write_text(json.dumps(argv))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
@@ -126,7 +134,8 @@ def _parse(python: Path, engine: str, argv: list[str], tmp_path: Path) -> dict[s
         lines = done.stderr.strip().splitlines()
         tail = "\n".join([line for line in lines if "error" in line.lower()] or lines[-5:])
         pytest.fail(f"{engine}'s own parser rejected {shlex.join(argv)}\n(exit {done.returncode})\n{tail}")
-    return json.loads(done.stdout)
+    parsed: dict[str, Any] = json.loads(done.stdout)
+    return parsed
 
 
 def _given_on_cli(argv: list[str], key: str) -> bool:
@@ -138,9 +147,8 @@ def _given_on_cli(argv: list[str], key: str) -> bool:
 def test_engine_parser_accepts_rendered_command(engine: str, version: str, path: Path, tmp_path: Path) -> None:
     container = _yaml.load(path)
     argv = engine_argv(engine, container)
-    if argv is None:
-        pytest.skip("Ray worker: runs `ray start`, not the engine")
-    python = _env_python(engine, version)
+    assert argv is not None  # Ray workers are not collected
+    python = env_python(engine, version)
 
     config_path = path.with_name("config.yaml")
     assert argv.count("--config") == 1 and argv[argv.index("--config") + 1] == CONFIG_IN_CONTAINER, argv
@@ -148,7 +156,7 @@ def test_engine_parser_accepts_rendered_command(engine: str, version: str, path:
     argv[argv.index("--config") + 1] = str(config_path)
     config = {key.replace("-", "_"): value for key, value in _yaml.load(config_path).items()}
 
-    parsed = _parse(python, engine, argv, tmp_path)
+    parsed = parse(python, engine, argv, tmp_path)
     keys = KEYS[engine]
 
     # Every value of config.yaml reaches the option it names (unless the command line overrides it).
