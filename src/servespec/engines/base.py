@@ -165,6 +165,9 @@ class Profile(_Strict):
     quantization: dict[str, str | CheckpointQuantization] = {}
     """Spec quantization -> the engine's method name, or taken from the checkpoint."""
     quantization_source: str | None = None
+    quantization_kernels: dict[str, tuple[str, ...]] = {}
+    """An engine kernel (``engine.options.quantization``) -> the checkpoint formats it runs
+    (``moe_wna16``: awq, gptq): with one of them as ``model.quantization`` the two agree (ENG003)."""
     min_compute_capability: MinCapability | None
     auth: Auth | None
     health_path: str

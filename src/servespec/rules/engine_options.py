@@ -110,9 +110,11 @@ class UnknownEngineOption(Rule):
             if field == "model.source":
                 continue  # every engine takes its model (vLLM and trtllm-serve as a positional MODEL)
             section, _, name = field.partition(".")
-            value = getattr(getattr(deployment.spec, section), name, None)
-            if value in (None, "auto") or release.option(option) is not None:
-                continue
+            part = getattr(deployment.spec, section)
+            value = getattr(part, name, None)
+            unset = type(part).model_fields[name].default if name in type(part).model_fields else None
+            if value in (None, "auto", unset) or release.option(option) is not None:
+                continue  # at its default the field renders nothing the release must take (one pipeline stage)
             if not any(other.option(option) for other in engine.releases):
                 continue  # no release lists it (a positional argument such as trtllm-serve's MODEL)
             added = _added_in(engine, option, release)
@@ -413,9 +415,12 @@ class InconsistentEngineOptions(Rule):
         chosen = deployment.spec.model.quantization
         if chosen in (None, "auto"):
             return  # the engine's own choice, checked against the release's choices (ENG002)
-        method = resolve.profile(deployment).quantization.get(chosen)
+        profile = resolve.profile(deployment)
+        method = profile.quantization.get(chosen)
         if isinstance(method, str) and str(setting.value) == method:
             return
+        if chosen in profile.quantization_kernels.get(str(setting.value), ()):
+            return  # a kernel for that checkpoint format (moe_wna16 runs awq and gptq checkpoints)
         renders = f"renders {method}" if isinstance(method, str) else "renders no method"
         where = f"extra argument {bare(setting.name)}" if setting.from_extra_args else f"option {quoted(setting.name)}"
         yield self.report(

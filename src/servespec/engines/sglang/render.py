@@ -24,6 +24,7 @@ from servespec.render.common import (
     Target,
     api_key_ref,
     engine_host,
+    flags,
     hub_token_env,
     launch,
     launch_words,
@@ -62,9 +63,17 @@ def context(target: Target) -> EngineContainer:
             node_rank=target.rank,
             dist_init_addr=f"{target.leader.address}:{DIST_PORT}",
         )
+    if target.release is not None and target.option("pp_size") is None and spec.resources.pipeline_parallel == 1:
+        del options["pp_size"]  # before 0.4.6.post2 there is no --pp-size; one stage is what runs anyway
     options.update(target.options)
-    config, extra = split_config(target, options)
-    args = ["--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
+    files: dict[str, tuple[str, dict[str, Any]]] = {}
+    if target.release is not None and target.option("config") is None:
+        # a release without --config (0.4.0 to 0.5.2: srt/server_args.py has none): every option on the command line
+        args = [*flags(target, options), *target.extra_args]
+    else:
+        config, extra = split_config(target, options)
+        args = ["--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
+        files["config.yaml"] = ("sglang/config.yaml.j2", {"config": config})
     secrets = hub_token_env(target)
     key = api_key_ref(target)
     entrypoint, command = launch(target, LAUNCH, args)
@@ -76,6 +85,6 @@ def context(target: Target) -> EngineContainer:
         command=command,
         entrypoint=entrypoint,
         secret_env=secrets,
-        files={"config.yaml": ("sglang/config.yaml.j2", {"config": config})},
+        files=files,
         human_command=[*launch_words(target, [], LAUNCH), *args] + (["--api-key", f"${KEY_ENV}"] if key else []),
     )
