@@ -83,6 +83,11 @@ def _vllm(argv: list[str]) -> argparse.Namespace:
     # not use it to build the parser.
     vllm.platforms.resolve_current_platform_cls_qualname = lambda: "vllm.platforms.cuda.CudaPlatform"
 
+    if argv and argv[0].startswith("-"):
+        # No positional model: the arguments of `python3 -m vllm.entrypoints.openai.api_server`
+        # (an older image's or a vendor build's entrypoint), which takes the model as --model.
+        return _vllm_api_server(argv)
+
     try:
         from vllm.entrypoints.cli.serve import ServeSubcommand
     except ModuleNotFoundError:  # releases before vllm.entrypoints.cli (0.6, 0.7)
@@ -104,6 +109,22 @@ def _vllm(argv: list[str]) -> argparse.Namespace:
     # What ServeSubcommand.cmd does first: the positional model wins.
     if getattr(args, "model_tag", None) is not None:
         args.model = args.model_tag
+    return args
+
+
+def _vllm_api_server(argv: list[str]) -> argparse.Namespace:
+    """As vllm/entrypoints/openai/api_server.py's ``__main__`` builds, parses and validates it."""
+    from vllm.entrypoints.openai import cli_args
+
+    try:
+        from vllm.utils.argparse_utils import FlexibleArgumentParser  # newer vLLM
+    except ImportError:
+        from vllm.utils import FlexibleArgumentParser
+
+    parser = cli_args.make_arg_parser(FlexibleArgumentParser(description="vLLM OpenAI-Compatible RESTful API server."))
+    args = parser.parse_args(argv)
+    if hasattr(cli_args, "validate_parsed_serve_args"):
+        cli_args.validate_parsed_serve_args(args)
     return args
 
 
