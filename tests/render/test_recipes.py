@@ -48,29 +48,9 @@ PARSED = ("vllm", "sglang")  # compared through the release's own parser; the ot
 # Recipes that fail until a fix of issue 12 lands: (check, recipe id) -> the item it waits for.
 # Strict: an entry whose recipe passes fails the run, so it must be removed with the fix.
 XFAIL: dict[tuple[str, str], str] = {
-    ("validate", "tgi-2.4-falcon-40b-gptq-sharded"): (
-        "issue 12 item 2: unset max_model_len must mean TGI 2.4's own default; MEM002 sizes a 493408-token "
-        "sequence instead (a false error)"
-    ),
     ("validate", "sglang-0.5-deepseek-r1-awq-moe-wna16"): (
         "issue 12 item 7: the AWQ kernel chosen with engine.options.quantization (moe_wna16, model.quantization "
         "auto) is not taken as 4-bit weights; MEM001 sizes the 671B model in 16 bits (a false error)"
-    ),
-    ("validate", "sglang-0.4-llama3-8b-tp2"): (
-        "issue 12, a false error outside items 1-11: resources.pipeline_parallel left at 1 still renders pp_size, "
-        "which SGLang 0.4.0 lacks (added in 0.4.6.post2), so ENG001 errors on a spec that never set it"
-    ),
-    ("validate", "sglang-0.4-llama3.1-405b-fp8-tp8"): (
-        "issue 12, a false error outside items 1-11: resources.pipeline_parallel left at 1 still renders pp_size, "
-        "which SGLang 0.4.0 lacks (added in 0.4.6.post2), so ENG001 errors on a spec that never set it"
-    ),
-    ("parse", "sglang-0.4-llama3-8b-tp2"): (
-        "issue 12, outside items 1-11: SGLang 0.4.0 has no --config (config files came in 0.5), yet the render "
-        "puts the options in config.yaml and passes --config; 0.4.0's parser rejects the command"
-    ),
-    ("parse", "sglang-0.4-llama3.1-405b-fp8-tp8"): (
-        "issue 12, outside items 1-11: SGLang 0.4.0 has no --config (config files came in 0.5), yet the render "
-        "puts the options in config.yaml and passes --config; 0.4.0's parser rejects the command"
     ),
 }
 
