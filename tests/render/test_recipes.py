@@ -48,10 +48,6 @@ PARSED = ("vllm", "sglang")  # compared through the release's own parser; the ot
 # Recipes that fail until a fix of issue 12 lands: (check, recipe id) -> the item it waits for.
 # Strict: an entry whose recipe passes fails the run, so it must be removed with the fix.
 XFAIL: dict[tuple[str, str], str] = {
-    ("validate", "sglang-0.5-deepseek-r1-awq-moe-wna16"): (
-        "issue 12 item 7: the AWQ kernel chosen with engine.options.quantization (moe_wna16, model.quantization "
-        "auto) is not taken as 4-bit weights; MEM001 sizes the 671B model in 16 bits (a false error)"
-    ),
 }
 
 _yaml = YAML(typ="safe")

@@ -472,6 +472,12 @@ class Resolved:
         spec = self.deployment.spec
         release = self.release
         unset = not spec.model.max_model_len
+        quantization = spec.model.quantization
+        if quantization in (None, "auto") and facts.quant_method is None:
+            # a kernel for pre-quantized checkpoints (engine.options quantization: moe_wna16) says the
+            # weights are stored in its format even where the checkpoint's config is not at hand
+            formats = self.profile.quantization_kernels.get(str(self.options.get("quantization")), ())
+            quantization = formats[0] if formats else quantization
         return EstimateInput(
             engine=spec.engine.name,
             release=self.release,
@@ -480,7 +486,7 @@ class Resolved:
             tensor_parallel=spec.resources.tensor_parallel,
             pipeline_parallel=spec.resources.pipeline_parallel,
             dtype=spec.model.dtype,
-            quantization=spec.model.quantization,
+            quantization=quantization,
             gguf_type=spec.model.gguf_type or facts.file_type,
             max_model_len=length or 0,
             options=self.options,
