@@ -472,7 +472,7 @@ class Resolved:
         spec = self.deployment.spec
         release = self.release
         unset = not spec.model.max_model_len
-        quantization = spec.model.quantization
+        quantization: str | None = spec.model.quantization
         if quantization in (None, "auto") and facts.quant_method is None:
             # a kernel for pre-quantized checkpoints (engine.options quantization: moe_wna16) says the
             # weights are stored in its format even where the checkpoint's config is not at hand
