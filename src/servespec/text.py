@@ -42,3 +42,12 @@ def printable(text: str) -> str:
         return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
     return UNSAFE.sub(escape, text)
+
+
+def is_number(word: str) -> bool:
+    """Whether a command-line word is a number (``-1``, ``0.5``): a flag's value even with a leading ``-``."""
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True

@@ -13,9 +13,7 @@ who else reads it.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -35,17 +33,10 @@ from servespec.render.container import (
     docker_run,
 )
 from tests.conftest import REPO
+from tests.modules import role_module
 
 ROLE = REPO / "playbooks" / "roles" / "servespec"
 IMAGE_ENTRYPOINT = "<the image's entrypoint>"
-
-
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -53,9 +44,7 @@ def role(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The role's servespec_container module, imported by path (its module_utils as Ansible provides them)."""
     pytest.importorskip("docker", reason="the role's module needs the Docker SDK (the rollout extra)")
     pytest.importorskip("ansible.module_utils.basic", reason="the role's module needs ansible-core (the rollout extra)")
-    common = _load(ROLE / "module_utils" / "servespec_common.py", "ansible.module_utils.servespec_common")
-    monkeypatch.setitem(sys.modules, "ansible.module_utils.servespec_common", common)
-    return _load(ROLE / "library" / "servespec_container.py", "servespec_container_under_test")
+    return role_module(monkeypatch, "servespec_container", "servespec_container_under_test")
 
 
 @pytest.fixture

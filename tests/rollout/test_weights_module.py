@@ -11,9 +11,7 @@ byte is fetched. The slow tests on real hosts are in test_staged_weights.py.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +20,7 @@ from typing import Any
 import pytest
 
 from servespec.rollout.runner import playbook_root
+from tests.modules import role_module
 from tests.rollout.hub_standin import Hub, Repo, serve
 
 ROLE = playbook_root() / "roles" / "servespec"
@@ -38,21 +37,11 @@ FILES = {
 TOKEN = "hf_stagedweightstesttoken0123456789"
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def weights(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The role's servespec_weights module, imported by path (its module_utils as Ansible provides them)."""
     pytest.importorskip("ansible.module_utils.basic", reason="the role's module needs ansible-core (the rollout extra)")
-    common = _load(ROLE / "module_utils" / "servespec_common.py", "ansible.module_utils.servespec_common")
-    monkeypatch.setitem(sys.modules, "ansible.module_utils.servespec_common", common)
-    return _load(ROLE / "library" / "servespec_weights.py", "servespec_weights_under_test")
+    return role_module(monkeypatch, "servespec_weights", "servespec_weights_under_test")
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ through ``deploy discover --from-outputs`` and the loader into the rules.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import sys
@@ -16,6 +15,7 @@ from types import ModuleType
 
 import pytest
 from tests.conftest import REPO
+from tests.modules import load_file
 
 from servespec.discover.facts import facts_from_outputs, write_facts
 from servespec.discover.parsers import gpu_processes, parse_docker_ps, parse_pid_containers
@@ -122,20 +122,12 @@ def test_an_empty_docker_ps_is_an_answer(tmp_path: Path) -> None:
 ROLE = REPO / "playbooks" / "roles" / "servespec"
 
 
-def _load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _collect_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """The host module, with the role's module_utils importable as Ansible ships them to the host."""
     for utility in sorted((ROLE / "module_utils").glob("*.py")):
         name = f"ansible.module_utils.{utility.stem}"
-        monkeypatch.setitem(sys.modules, name, _load(name, utility))
-    return _load("servespec_collect", ROLE / "library" / "servespec_collect.py")
+        monkeypatch.setitem(sys.modules, name, load_file(utility, name))
+    return load_file(ROLE / "library" / "servespec_collect.py", "servespec_collect")
 
 
 def test_the_host_module_reads_each_process_container_from_its_cgroup(monkeypatch: pytest.MonkeyPatch) -> None:

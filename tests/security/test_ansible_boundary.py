@@ -8,7 +8,6 @@ playbook) and look for the marker files the payloads would create.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 from pathlib import Path
@@ -23,6 +22,7 @@ from servespec.rollout.runner import HostResult, Report, RunResult, _collect, ru
 from servespec.spec.fleet import HostView, InventoryDoc
 from servespec.spec.models import Host, HostDefaults, Inventory
 from tests.conftest import REPO, run_cli
+from tests.modules import load_file
 
 ROLE = REPO / "playbooks" / "roles" / "servespec"
 
@@ -55,14 +55,6 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def load_file(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture

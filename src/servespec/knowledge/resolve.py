@@ -25,7 +25,7 @@ from servespec.knowledge.models import ModelFacts
 from servespec.spec.fleet import DeploymentDoc, HostView
 from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
 from servespec.spec.source import quote_value
-from servespec.text import printable
+from servespec.text import is_number, printable
 
 
 @dataclass(frozen=True)
@@ -250,15 +250,6 @@ def _coerce(kind: str, value: Any) -> Any:
     return value
 
 
-def _is_number(word: str) -> bool:
-    """Whether a word is a number (``-1``, ``0.5``), which follows its flag as a value even with a leading ``-``."""
-    try:
-        float(word)
-    except ValueError:
-        return False
-    return True
-
-
 def extra_arg_settings(args: list[str]) -> Iterator[tuple[int, str, Any]]:
     """(index, flag, value) for each flag in ``extra_args``; a flag without a value is ``True``."""
     for index, arg in enumerate(args):
@@ -267,7 +258,7 @@ def extra_arg_settings(args: list[str]) -> Iterator[tuple[int, str, Any]]:
         flag, equals, inline = arg.partition("=")
         if equals:
             yield index, flag, inline
-        elif index + 1 < len(args) and (not args[index + 1].startswith("-") or _is_number(args[index + 1])):
+        elif index + 1 < len(args) and (not args[index + 1].startswith("-") or is_number(args[index + 1])):
             yield index, flag, args[index + 1]
         else:
             yield index, flag, True

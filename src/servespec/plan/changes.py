@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from servespec.text import is_number
+
 MAX_VALUE_CHARS = 120
 """A shown value longer than this is cut (with ``...``): the diffs hold the whole text."""
 _MAX_PARSED_CHARS = 256 << 10
@@ -98,7 +100,7 @@ def argv_fields(words: list[Any], prefix: str) -> dict[str, str]:
 
     for raw in words:
         word = _scalar(raw)
-        if word.startswith("-") and len(word) > 1 and not _is_number(word):
+        if word.startswith("-") and len(word) > 1 and not is_number(word):
             close()
             flag, _, inline = word.partition("=")
             values = [inline] if "=" in word else []
@@ -109,14 +111,6 @@ def argv_fields(words: list[Any], prefix: str) -> dict[str, str]:
             values.append(word)
     close()
     return out
-
-
-def _is_number(word: str) -> bool:
-    try:
-        float(word)
-    except ValueError:
-        return False
-    return True
 
 
 def _flatten(value: Any, prefix: str, out: dict[str, str], depth: int = 0) -> None:
