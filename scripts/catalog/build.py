@@ -1,6 +1,9 @@
 """``python scripts/catalog/build.py ENGINE [VERSION...]``: run ``scripts/catalog/<engine>.py``.
 
 ENGINE is an engine name (``tgi``, ``tensorrt-llm``, ``llama.cpp``) or its script's name.
+An engine's builder rewrites its own facts only; ``context_default`` and ``server_slots`` come
+from a second pass, so after rebuilding releases run ``build.py context_facts ENGINE`` too
+(rebuilding tgi 3.0.0 and ollama 0.20.0 that way rewrites the same bytes).
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from typing import Any
 
 from catalog_io import keeps_facts, read_pool, releases_dir, tagged_release, write_pool, write_release
 from gitsrc import commit, git, repo_dir, show, tags
+from tokens import group_end, split_commas
 
 ENGINE = "ollama"
 OWNER, NAME = "ollama", "ollama"
@@ -88,34 +89,6 @@ def lex(src: str) -> list[Tok]:
             text = text[1:-1]
         out.append(Tok(kind, text, line))
     return [t for t in out if t.kind != "comment"]
-
-
-def group_end(toks: list[Tok], i: int) -> int:
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    opener, close, depth = toks[i].text, pairs[toks[i].text], 0
-    for j in range(i, len(toks)):
-        if toks[j].kind == "punct" and toks[j].text == opener:
-            depth += 1
-        elif toks[j].kind == "punct" and toks[j].text == close:
-            depth -= 1
-            if depth == 0:
-                return j
-    raise ValueError(f"unbalanced {opener} at line {toks[i].line}")
-
-
-def split_commas(toks: list[Tok]) -> list[list[Tok]]:
-    parts: list[list[Tok]] = [[]]
-    depth = 0
-    for tok in toks:
-        if tok.kind == "punct" and tok.text in "([{":
-            depth += 1
-        elif tok.kind == "punct" and tok.text in ")]}":
-            depth -= 1
-        if depth == 0 and tok.text == "," and tok.kind == "punct":
-            parts.append([])
-        else:
-            parts[-1].append(tok)
-    return [p for p in parts if p]
 
 
 def functions(toks: list[Tok]) -> dict[str, tuple[list[Tok], list[Tok], int]]:

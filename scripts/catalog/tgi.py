@@ -39,6 +39,7 @@ from typing import Any
 
 from catalog_io import keeps_facts, read_pool, releases_dir, tagged_release, write_pool, write_release
 from gitsrc import commit, repo_dir, show, tags
+from tokens import group_end, split_commas
 
 ENGINE = "tgi"
 OWNER, NAME = "huggingface", "text-generation-inference"
@@ -143,41 +144,6 @@ def lex(src: str) -> list[Tok]:
     return out
 
 
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-
-
-def group_end(toks: list[Tok], i: int) -> int:
-    """Index of the bracket closing the one at ``toks[i]``."""
-    close, depth = _OPEN[toks[i].text], 0
-    opener = toks[i].text
-    for j in range(i, len(toks)):
-        if toks[j].kind != "punct":
-            continue
-        if toks[j].text == opener:
-            depth += 1
-        elif toks[j].text == close:
-            depth -= 1
-            if depth == 0:
-                return j
-    raise ValueError(f"unbalanced {opener} at line {toks[i].line}")
-
-
-def split_commas(toks: list[Tok]) -> list[list[Tok]]:
-    """Top-level comma-separated parts of a token list (angle brackets count as nesting)."""
-    parts: list[list[Tok]] = [[]]
-    depth = 0
-    for tok in toks:
-        if tok.kind == "punct" and tok.text in "([{<":
-            depth += 1
-        elif tok.kind == "punct" and tok.text in ")]}>":
-            depth -= 1
-        if depth == 0 and tok.kind == "punct" and tok.text == ",":
-            parts.append([])
-        else:
-            parts[-1].append(tok)
-    return [p for p in parts if p]
-
-
 @dataclass
 class Attr:
     name: str  # clap | arg | derive | value | serde ...
@@ -193,7 +159,7 @@ def parse_attr(toks: list[Tok], i: int) -> tuple[Attr, int]:
     args: dict[str, Any] = {}
     if len(body) > 1 and body[1].text == "(":
         inner = body[2 : group_end(body, 1)]
-        for part in split_commas(inner):
+        for part in split_commas(inner, angles=True):
             key = part[0].text
             if len(part) == 1:
                 args[key] = True
