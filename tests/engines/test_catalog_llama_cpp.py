@@ -13,20 +13,14 @@ from pathlib import Path
 
 from servespec import engines
 from servespec.findings import Finding
-from servespec.rules.runner import check_fleet
-from servespec.spec.fleet import load_fleet
+from tests.engines.one_option import eng001
 
 LLAMA = engines.get("llama.cpp")
 
 
 def _eng001(tmp_path: Path, version: str, option: str) -> list[Finding]:
-    path = tmp_path / f"llama-{version}-{option}.yaml"
-    path.write_text(
-        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
-        "model: {source: /srv/models/m.gguf, quantization: gguf, gguf_type: Q4_K_M}\n"
-        f"engine: {{name: llama.cpp, version: '{version}', options: {{{option}: greedy}}}}\n"
-    )
-    return [f for f in check_fleet(load_fleet([path])) if f.rule == "ENG001" and f"'{option}'" in f.message]
+    model = "{source: /srv/models/m.gguf, quantization: gguf, gguf_type: Q4_K_M}"
+    return [f for f in eng001(tmp_path, "llama.cpp", version, model, option, "greedy") if f"'{option}'" in f.message]
 
 
 def test_every_catalogued_build_resolves_exactly() -> None:

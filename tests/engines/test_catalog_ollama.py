@@ -13,8 +13,7 @@ import pytest
 
 from servespec import engines
 from servespec.findings import Finding
-from servespec.rules.runner import check_fleet
-from servespec.spec.fleet import load_fleet
+from tests.engines.one_option import eng001
 
 OLLAMA = engines.get("ollama")
 
@@ -43,13 +42,8 @@ def _key(version: str) -> tuple[int, ...]:
 
 
 def _eng001(tmp_path: Path, version: str, option: str) -> list[Finding]:
-    path = tmp_path / f"ollama-{version}-{option}.yaml"
-    path.write_text(
-        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
-        "model: {source: 'qwen2.5:7b', quantization: gguf, gguf_type: Q4_K_M}\n"
-        f"engine: {{name: ollama, version: '{version}', options: {{'{option}': 1}}}}\n"
-    )
-    return [f for f in check_fleet(load_fleet([path])) if f.rule == "ENG001" and f"'{option}'" in f.message]
+    found = eng001(tmp_path, "ollama", version, "{source: 'qwen2.5:7b', quantization: gguf, gguf_type: Q4_K_M}", option)
+    return [f for f in found if f"'{option}'" in f.message]
 
 
 def test_every_release_from_0_5_0_is_catalogued_and_resolves_exactly() -> None:

@@ -16,8 +16,7 @@ import pytest
 
 from servespec import engines
 from servespec.engines.catalog import version_key
-from servespec.rules.runner import check_fleet
-from servespec.spec.fleet import load_fleet
+from tests.engines.one_option import eng001
 
 SGLANG = engines.get("sglang")
 
@@ -38,20 +37,11 @@ SAMPLED = {
 # the newest of each minor line and the 0.5.x line at least.
 REQUIRED = ("0.4.0", "0.4.1.post7", "0.4.3.post4", "0.4.7.post1", "0.4.10.post2", "0.5.1", "0.5.9", "0.5.20", "0.5.23")
 
-
-def _spec(tmp_path: Path, version: str, key: str) -> Path:
-    path = tmp_path / f"spec-{version}-{key}.yaml"
-    path.write_text(
-        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
-        "model: {source: Qwen/Qwen2.5-7B-Instruct}\n"
-        f"engine: {{name: sglang, version: '{version}', options: {{{key}: 1}}}}\n"
-    )
-    return path
+QWEN = "{source: Qwen/Qwen2.5-7B-Instruct}"
 
 
 def _unknown(tmp_path: Path, version: str, key: str) -> list[str]:
-    fleet = load_fleet([_spec(tmp_path, version, key)])
-    return [f.message for f in check_fleet(fleet) if f.rule == "ENG001" and key in f.message]
+    return [f.message for f in eng001(tmp_path, "sglang", version, QWEN, key) if key in f.message]
 
 
 def test_the_required_releases_are_catalogued() -> None:

@@ -12,8 +12,7 @@ import pytest
 
 from servespec import engines
 from servespec.findings import Finding
-from servespec.rules.runner import check_fleet
-from servespec.spec.fleet import load_fleet
+from tests.engines.one_option import eng001
 
 TGI = engines.get("tgi")
 
@@ -35,19 +34,15 @@ HISTORY = {
     "max_input_tokens": (None, None),
 }
 
+QWEN = "{source: Qwen/Qwen2.5-7B-Instruct}"
+
 
 def _key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in version.split("."))
 
 
 def _eng001(tmp_path: Path, version: str, option: str) -> list[Finding]:
-    path = tmp_path / f"tgi-{version}-{option}.yaml"
-    path.write_text(
-        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
-        "model: {source: Qwen/Qwen2.5-7B-Instruct}\n"
-        f"engine: {{name: tgi, version: '{version}', options: {{{option}: 1}}}}\n"
-    )
-    return [f for f in check_fleet(load_fleet([path])) if f.rule == "ENG001" and f"'{option}'" in f.message]
+    return [f for f in eng001(tmp_path, "tgi", version, QWEN, option) if f"'{option}'" in f.message]
 
 
 def test_every_release_from_2_0_0_to_3_3_7_is_catalogued_and_resolves_exactly() -> None:

@@ -22,8 +22,7 @@ import pytest
 
 from servespec import engines
 from servespec.engines.catalog import version_key
-from servespec.rules.runner import check_fleet
-from servespec.spec.fleet import load_fleet
+from tests.engines.one_option import eng001
 
 VLLM = engines.get("vllm")
 VERSIONS = VLLM.catalog.versions
@@ -44,20 +43,11 @@ ADDED = {
     "kv_cache_memory_bytes": ("0.10.1.1", "0.10.2"),  # v0.10.2 arg_utils.py adds --kv-cache-memory-bytes
 }
 
-
-def _spec(tmp_path: Path, version: str, option: str) -> Path:
-    path = tmp_path / f"spec-{version}-{option}.yaml"
-    path.write_text(
-        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
-        "model: {source: Qwen/Qwen2.5-7B-Instruct}\n"
-        f"engine: {{name: vllm, version: '{version}', options: {{{option}: 1}}}}\n"
-    )
-    return path
+QWEN = "{source: Qwen/Qwen2.5-7B-Instruct}"
 
 
 def _eng001(tmp_path: Path, version: str, option: str) -> list[str]:
-    fleet = load_fleet([_spec(tmp_path, version, option)])
-    return [f.message for f in check_fleet(fleet) if f.rule == "ENG001" and f"'{option}'" in f.message]
+    return [f.message for f in eng001(tmp_path, "vllm", version, QWEN, option) if f"'{option}'" in f.message]
 
 
 def test_every_vllm_release_from_0_6_0_resolves_exactly() -> None:
