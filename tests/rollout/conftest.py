@@ -25,7 +25,8 @@ from tests.rollout.helpers import container_address, ssh_ready, write_inventory
 sys.path.insert(0, str(REPO / "tests" / "hosts"))
 import images
 
-PROJECT = "servespec-test"
+PROJECT = os.environ.get("SERVESPEC_TEST_PROJECT", "servespec-test")
+"""The compose project of the test hosts; set it to run two test sessions side by side."""
 HOSTS = ("host1", "host2", "host3")
 
 
