@@ -226,6 +226,7 @@ class EngineCheck:
     rule: Literal["ENG002", "ENG003"]
     path: tuple[str | int, ...]
     message: str
+    hint: str = ""
 
 
 class Engine:

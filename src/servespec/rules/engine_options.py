@@ -218,12 +218,15 @@ class InvalidEngineOptionValue(Rule):
     backends (FlashAttention, Triton) require a multiple of 16 ("Block size must be a
     multiple of 16."), so 1 and 8 are reported for vLLM on CUDA. A quantization kernel chosen
     in the options (``model.quantization: auto``) needs the compute capability the release
-    catalogues for it (``get_min_capability()``: vLLM ``gptq_marlin`` 8.0).
+    catalogues for it (``get_min_capability()``: vLLM ``gptq_marlin`` 8.0). SGLang from
+    0.5.5.post1 asserts at start-up that the served name (``serving.model_name``, else the
+    model path) has no ``:``, which it reserves for ``model:adapter`` LoRA requests.
 
     Fix: use a value the message allows.
 
     Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py ;
-    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/attention/backends/flash_attn.py
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/attention/backends/flash_attn.py ;
+    https://github.com/sgl-project/sglang/blob/v0.5.5.post1/python/sglang/srt/server_args.py
     """
 
     id = "ENG002"
@@ -251,7 +254,7 @@ class InvalidEngineOptionValue(Rule):
             yield from self._kernel_capability(deployment, release)
             for found in known.engine.checks(known):
                 if found.rule == self.id:
-                    yield self.report(deployment.document, found.message, found.path, hint="use 16 or 32")
+                    yield self.report(deployment.document, found.message, found.path, hint=found.hint)
 
     def _kernel_capability(self, deployment: DeploymentDoc, release: EngineRelease) -> Iterator[Finding]:
         """A quantization method chosen in the options needs the compute capability the release catalogues for it.
@@ -382,7 +385,7 @@ class InconsistentEngineOptions(Rule):
             yield from self._set_twice(deployment, known)
             for found in known.engine.checks(known):
                 if found.rule == self.id:
-                    yield self.report(deployment.document, found.message, found.path)
+                    yield self.report(deployment.document, found.message, found.path, hint=found.hint)
 
     def _set_twice(self, deployment: DeploymentDoc, known: resolve.Resolved) -> Iterator[Finding]:
         """One nested key set differently by its dotted and nested spellings, or by a flag that sets it.

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from servespec.engines.base import ClusterPorts, Engine
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from servespec.engines.base import ClusterPorts, Engine, EngineCheck
 from servespec.engines.catalog import EngineRelease
+
+if TYPE_CHECKING:
+    from servespec.knowledge.resolve import Resolved
 
 DIST_PORT = 20000
 """SGLang ``--dist-init-addr`` port: servespec's choice (SGLang has no default; any port free on the leader works)."""
@@ -12,6 +18,11 @@ DIST_PORT = 20000
 class Sglang(Engine):
     name = "sglang"
     package = __name__
+
+    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+        from servespec.engines.sglang.checks import checks
+
+        return checks(known)
 
     def cluster(self, release: EngineRelease | None) -> ClusterPorts:
         return ClusterPorts("torch", DIST_PORT, "--dist-init-addr")

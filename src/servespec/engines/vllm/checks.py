@@ -29,6 +29,7 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
             block.path,
             f"block_size {size} is accepted by the parser but not by vLLM's CUDA attention backends "
             f"(multiple of {multiple.value})",
+            hint=f"use a multiple of {multiple.value}, e.g. 16 or 32",
         )
     batched = known.effective.get("max_num_batched_tokens")
     chunked = known.effective.get("enable_chunked_prefill")
