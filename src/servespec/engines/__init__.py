@@ -9,6 +9,7 @@ and goldens.
 from __future__ import annotations
 
 from servespec.engines import llama_cpp, ollama, sglang, tensorrt_llm, tgi, vllm
+from servespec.engines import xinference
 from servespec.engines.base import Engine
 
 ENGINES: tuple[Engine, ...] = (
@@ -18,6 +19,7 @@ ENGINES: tuple[Engine, ...] = (
     tensorrt_llm.ENGINE,
     sglang.ENGINE,
     llama_cpp.ENGINE,
+    xinference.ENGINE,
 )
 """Every engine, in the order the contract lists them."""
 

@@ -1,0 +1,165 @@
+"""XInference (``xinference-local``, then a launch request): a model platform over vLLM, SGLang, llama.cpp, ...
+
+The server starts with no model; a model is started by ``POST /v1/models`` (what ``xinference
+launch`` sends), naming a model of XInference's built-in registry (``model_name``,
+``model_format``, ``model_size_in_billions``, ``quantization``), the engine that runs it
+(``model_engine``) and keyword options forwarded to that engine. In a spec the forwarded
+options are a block named after the engine (``engine.options.vllm``, ``engine.options.sglang``),
+checked against the catalog of the engine release the XInference image bundles (the
+release file's ``bundled``, read from the image's Dockerfile by scripts/catalog/xinference.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from servespec.engines.base import Engine, EngineCheck
+from servespec.engines.catalog import Catalog, EngineOption, EngineRelease, ExclusiveBounds
+
+if TYPE_CHECKING:
+    from servespec.knowledge.resolve import Resolved
+
+BLOCKS = {"vllm": "vllm", "sglang": "sglang"}
+"""Option block -> the servespec engine whose catalog checks it (XInference ``model_engine`` lower-cased)."""
+UNCHECKED = {
+    "llama_cpp": "llama.cpp: XInference passes these to xllamacpp's (or llama-cpp-python's) model parameters, not to "
+    "llama-server's command line, and servespec has no catalog of them",
+    "transformers": "Transformers: keyword arguments of XInference's own Transformers model class",
+    "mlx": "MLX: keyword arguments of XInference's own MLX model class",
+    "lmdeploy": "LMDeploy: keyword arguments of XInference's own LMDeploy model class",
+}
+"""Blocks of engines servespec has no catalog for: forwarded as given, unchecked."""
+ENGINE_BLOCK = {"vllm": "vllm", "sglang": "sglang", "llama.cpp": "llama_cpp", "transformers": "transformers",
+                "mlx": "mlx", "lmdeploy": "lmdeploy"}  # fmt: skip
+"""``model_engine`` lower-cased (XInference matches it case-insensitively: llm_family.py) -> its option block."""
+CONTEXT_OPTION = {"vllm": "max_model_len", "sglang": "context_length", "llama_cpp": "n_ctx"}
+"""The forwarded option ``model.max_model_len`` renders to, per block (vLLM EngineArgs, SGLang ServerArgs,
+xllamacpp / llama-cpp-python ``n_ctx``)."""
+DTYPE_OPTION = {"vllm": "dtype", "sglang": "dtype"}
+OWNED = {
+    "vllm": ("tensor_parallel_size", "max_model_len", "model"),
+    "sglang": ("tp_size", "context_length", "model_path"),
+}
+"""Forwarded options a spec field decides (``resources.tensor_parallel`` -> n_gpu -> the engine's tensor parallel
+size, set by XInference from the GPUs it gives the model: vllm/core.py ``setdefault("tensor_parallel_size", ...)``)."""
+
+
+@dataclass(frozen=True)
+class Bundled:
+    """The engine release an XInference image carries, and how servespec knows."""
+
+    engine: str
+    version: str
+    how: str
+    source: str
+    release: EngineRelease | None
+
+
+@dataclass(frozen=True)
+class XinferenceCatalog(Catalog):
+    """XInference's own options, plus each bundled engine's options under its block (``vllm.max_num_seqs``)."""
+
+    @functools.cache  # noqa: B019 - one Catalog per engine, kept for the process
+    def raw(self, version: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.folder.joinpath(f"{version}.json").read_text(encoding="utf-8"))
+        return data
+
+    @functools.cache  # noqa: B019
+    def bundled(self, version: str) -> dict[str, Bundled | None]:
+        """Block -> the engine release the image of ``version`` bundles (None: none, or not pinned)."""
+        from servespec import engines
+
+        out: dict[str, Bundled | None] = {}
+        for block, entry in (self.raw(version).get("bundled") or {}).items():
+            if not entry:
+                out[block] = None
+                continue
+            chosen = engines.get(BLOCKS[block]).select(str(entry["version"]))
+            release = chosen.release if chosen.relation == "exact" else None
+            out[block] = Bundled(BLOCKS[block], str(entry["version"]), str(entry["how"]), str(entry["source"]), release)
+        return out
+
+    def forwarded_defaults(self, version: str, block: str) -> dict[str, Any]:
+        """What XInference sets before calling the engine (``_sanitize_model_config``'s setdefault)."""
+        return dict((self.raw(version).get("forwarded_defaults") or {}).get(block) or {})
+
+    @functools.cache  # noqa: B019
+    def release(self, version: str) -> EngineRelease:
+        own = super().release(version)
+        options = dict(own.options)
+        bounds = dict(own.facts.option_bounds_exclusive)
+        for block, found in self.bundled(version).items():
+            if found is None or found.release is None:
+                why = "the image bundles no pinned release of it" if found is None else "its release is not catalogued"
+                options[block] = _unchecked(block, f"{BLOCKS[block]}: {why}; forwarded unchecked")
+                continue
+            defaults = self.forwarded_defaults(version, block)
+            for key, option in found.release.options.items():
+                name = f"{block}.{key}"
+                default = defaults[key] if key in defaults and defaults[key] is not None else option.default
+                options[name] = dataclasses.replace(
+                    option, key=name, flag=None, aliases=(), env=None, config_key=key, default=default
+                )
+            for key, bound in found.release.facts.option_bounds_exclusive.items():
+                bounds[f"{block}.{key}"] = ExclusiveBounds.model_validate(bound.model_dump())
+        for block, why in UNCHECKED.items():
+            options.setdefault(block, _unchecked(block, why))
+        update: dict[str, Any] = {"option_bounds_exclusive": bounds}
+        for found in self.bundled(version).values():
+            if found is not None and found.release is not None and found.release.facts.context_default is not None:
+                # the context served when the spec sets none: the bundled engine's (vLLM's first)
+                update.setdefault("context_default", found.release.facts.context_default)
+        facts = own.facts.model_copy(update=update)
+        return dataclasses.replace(own, options=options, facts=facts)
+
+
+def _unchecked(block: str, why: str) -> EngineOption:
+    return EngineOption(
+        key=block, flag=None, aliases=(), env=None, config_key=None, type="dict", choices=None, min=None, max=None,
+        default=None, bool_form=None, nargs=None, help=f"options forwarded to the engine as given ({why})",
+        deprecated=False,
+    )  # fmt: skip
+
+
+def engine_block(options: dict[str, Any]) -> str | None:
+    """The option block of the spec's ``model_engine`` (None when unset or not an engine XInference names)."""
+    value = options.get("model_engine")
+    return ENGINE_BLOCK.get(value.lower()) if isinstance(value, str) else None
+
+
+def forwarded(options: dict[str, Any], block: str) -> dict[str, Any]:
+    """The options of one block, keyed as the engine names them."""
+    prefix = block + "."
+    out = {key.removeprefix(prefix): value for key, value in options.items() if key.startswith(prefix)}
+    whole = options.get(block)
+    if isinstance(whole, dict):  # an unchecked block stays one mapping
+        out = {**{str(k): v for k, v in whole.items()}, **out}
+    return out
+
+
+class Xinference(Engine):
+    name = "xinference"
+    package = __name__
+
+    @functools.cached_property
+    def catalog(self) -> XinferenceCatalog:
+        return XinferenceCatalog(self.name, self.folder.joinpath("releases"))
+
+    def bundled(self, release: EngineRelease | None, block: str) -> Bundled | None:
+        """The bundled engine release of ``block`` in the image of ``release``."""
+        if release is None or release.version not in self.catalog.files:
+            return None
+        return self.catalog.bundled(release.version).get(block)
+
+    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+        from servespec.engines.xinference.checks import checks
+
+        return checks(known)
+
+
+ENGINE = Xinference()

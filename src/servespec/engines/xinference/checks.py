@@ -1,0 +1,94 @@
+"""XInference's launch request checked before it is sent (ENG003): what the server would refuse or ignore."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from servespec.engines.base import EngineCheck
+from servespec.engines.xinference import ENGINE_BLOCK, OWNED, engine_block
+from servespec.engines.xinference.registry import choose, lookup
+from servespec.knowledge.resolve import is_local_path
+
+if TYPE_CHECKING:
+    from servespec.knowledge.resolve import Resolved
+
+REST = "https://github.com/xorbitsai/inference/blob/v2.12.0/xinference/api/restful_api.py"
+FAMILY = "https://github.com/xorbitsai/inference/blob/v2.12.0/xinference/model/llm/llm_family.py"
+BLOCK_NAMES = frozenset(ENGINE_BLOCK.values())
+SPEC_FIELDS = {0: "resources.tensor_parallel (n_gpu)", 1: "model.max_model_len", 2: "model.source"}
+
+
+def checks(known: Resolved) -> Iterator[EngineCheck]:
+    """model_engine named and matching the option blocks; the model in the release's registry; no field twice."""
+    release = known.release
+    if release is None:
+        return
+    options = known.options
+    block = engine_block(options)
+    engine = options.get("model_engine")
+    if engine is None:
+        # restful_api.py launch_model: "Invalid input. Please specify the `model_engine` field." (HTTP 400)
+        yield EngineCheck(
+            "ENG003",
+            ("engine", "options", "model_engine"),
+            "XInference launches an LLM only with model_engine named (vLLM, SGLang, llama.cpp, Transformers, ...): "
+            "its launch request answers 400 'Please specify the `model_engine` field' without it",
+        )
+    seen: set[str] = set()
+    for key, setting in known.effective.items():
+        head = key.split(".", 1)[0]
+        if head in BLOCK_NAMES and head != block and head not in seen:
+            seen.add(head)
+            yield EngineCheck(
+                "ENG003",
+                setting.path[:3],
+                f"engine.options.{head} is for model_engine {head.replace('_', '.')}, but model_engine is "
+                f"{engine!r}: XInference passes the launch request's options to that one engine, so servespec "
+                f"renders only the {block or 'model_engine'} block",
+            )
+    if block is not None:
+        for index, name in enumerate(OWNED.get(block, ())):
+            owned = known.effective.get(f"{block}.{name}")
+            if owned is not None:
+                yield EngineCheck(
+                    "ENG003",
+                    owned.path,
+                    f"{block}.{name} duplicates {SPEC_FIELDS[index]}, which renders it through the launch request",
+                )
+    yield from _registry(known, release.version)
+
+
+def _registry(known: Resolved, version: str) -> Iterator[EngineCheck]:
+    spec = known.deployment.spec
+    options = known.options
+    source = str(spec.model.source)
+    if "model_name" in options or is_local_path(source):
+        if is_local_path(source) and "model_name" not in options:
+            yield EngineCheck(
+                "ENG003",
+                ("model", "source"),
+                "a local model directory is launched as model_path under a registered model_name: "
+                "set engine.options.model_name (and model_format, model_size_in_billions) to the family it is",
+            )
+        return
+    entries = lookup(source, version)
+    if not entries:
+        yield EngineCheck(
+            "ENG003",
+            ("model", "source"),
+            f"XInference {version}'s built-in registry (llm_family.json) has no Hugging Face model {source!r}: "
+            "a launch names a registered model_name, so set engine.options.model_name (with model_format, "
+            "model_size_in_billions, quantization) or serve a registered model",
+        )
+        return
+    fmt = options.get("model_format")
+    quant = options.get("quantization")
+    if choose(entries, str(fmt) if fmt else None, str(quant) if quant else None) is None:
+        have = ", ".join(sorted({f"{e.model_format}/{'|'.join(e.quantizations)}" for e in entries}))
+        yield EngineCheck(
+            "ENG003",
+            ("engine", "options", "model_format" if fmt else "quantization"),
+            f"XInference {version} registers {source!r} as {have}; the launch would match no model spec "
+            f"(llm_family.py match_llm: {FAMILY})",
+        )
