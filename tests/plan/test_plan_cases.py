@@ -20,7 +20,7 @@ def test_plan_case(path: Path) -> None:
     case: dict[str, Any] = json.loads(path.read_text())
     actions = plan(
         [Desired.from_json(d) for d in case["desired"]],
-        [Observed(**o) for o in case["observed"]],
+        [Observed.from_json(o) for o in case["observed"]],
         [Desired.from_json(d) for d in case.get("previous", [])],
     )
     got = []

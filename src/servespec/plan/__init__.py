@@ -22,6 +22,7 @@ from typing import Any
 
 from servespec.plan.changes import Change, changes, image_of
 from servespec.plan.sizing import Download, Footprint, MemoryChange, download, memory_change
+from servespec.plan.strategy import HostCapacity, Need, Strategy, decide
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,10 @@ class Desired:
     files: dict[str, str]
     footprint: Footprint | None = None
     """What it takes on the host (memory per GPU, model, weights, image); None: not computed."""
+    rollout: str = "rolling"
+    """``rollout.strategy`` of the deployment (``auto``: :mod:`servespec.plan.strategy` decides per host)."""
+    need: Need | None = None
+    """The GPUs and memory the revision allocates on the host (``auto`` only; None: unknown)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Desired:
@@ -41,6 +46,8 @@ class Desired:
         fields = dict(data)
         if fields.get("footprint") is not None:
             fields["footprint"] = Footprint.from_json(fields["footprint"])
+        if fields.get("need") is not None:
+            fields["need"] = Need.from_json(fields["need"])
         return cls(**fields)
 
 
@@ -58,6 +65,16 @@ class Observed:
     files: dict[str, str] = field(default_factory=dict)
     healthy: bool = False
     container: str | None = None
+    capacity: HostCapacity | None = None
+    """GPU and host memory free now, and whether the front proxy runs (``auto`` only; None: not reported)."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Observed:
+        """An observed state from a JSON plan case (``capacity`` as :meth:`HostCapacity.from_json` reads it)."""
+        fields = dict(data)
+        if fields.get("capacity") is not None:
+            fields["capacity"] = HostCapacity.from_json(fields["capacity"])
+        return cls(**fields)
 
 
 @dataclass(frozen=True)
@@ -85,6 +102,8 @@ class Action:
     """sha256 of the files the host runs (to match them with ``--previous``; not shown)."""
     image: str | None = field(default=None, repr=False)
     """The image the new container runs when the host does not run it yet (None: unchanged)."""
+    strategy: Strategy | None = None
+    """``rollout.strategy: auto``: surge or in place on this host, and why (None: another strategy)."""
 
     @property
     def restart(self) -> bool:
@@ -106,6 +125,7 @@ class Action:
             "changes": [c.to_json() for c in self.changes],
             "memory": self.memory.to_json() if self.memory else None,
             "download": self.download.to_json() if self.download else None,
+            "strategy": self.strategy.to_json() if self.strategy else None,
         }
 
 
@@ -209,7 +229,9 @@ def plan(desired: list[Desired], observed: list[Observed], previous: Sequence[De
     """
     seen = {(o.deployment, o.host): o for o in observed}
     wanted = {(d.deployment, d.host) for d in desired}
-    actions = [_action_for(want, seen.get((want.deployment, want.host))) for want in desired]
+    actions = [
+        _with_strategy(_action_for(want, seen.get((want.deployment, want.host))), want, seen) for want in desired
+    ]
     for (deployment, host), state in sorted(seen.items()):
         if (deployment, host) not in wanted and state.current is not None:
             actions.append(
@@ -229,6 +251,13 @@ def plan(desired: list[Desired], observed: list[Observed], previous: Sequence[De
     if footprints or previous:
         return sized(actions, footprints, previous)
     return actions
+
+
+def _with_strategy(action: Action, want: Desired, seen: Mapping[tuple[str, str], Observed]) -> Action:
+    """``action`` with its rollout strategy (``auto`` deployments' creates and updates only)."""
+    host = seen.get((want.deployment, want.host))
+    chosen = decide(want.rollout, action.kind, want.need, host.capacity if host else None)
+    return replace(action, strategy=chosen) if chosen else action
 
 
 UNKNOWN_BEFORE = "before unknown: give --previous with the specs the host runs"

@@ -92,6 +92,8 @@ def restarts_text(actions: list[Action]) -> str:
     for action in (a for a in actions if _shown(a)):
         why = action.restart_reason or action.reason
         lines.append(f"{action.kind} {action.deployment} on {action.host}: {why}")
+        if action.strategy is not None:
+            lines.append(f"  rollout: {action.strategy.describe()}")
         memory = action.memory
         if memory is not None:
             for label, gpu in _groups(memory.gpus):
@@ -147,4 +149,23 @@ def restarts_markdown(actions: list[Action]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n" + strategy_markdown(actions)
+
+
+def strategy_markdown(actions: list[Action]) -> str:
+    """``rollout.strategy: auto``: one row per restarting host, surge or in place and why ("" when none)."""
+    chosen = [(a, a.strategy) for a in actions if a.strategy is not None]
+    if not chosen:
+        return ""
+    lines = [
+        "",
+        "#### Rollout: surge or in place (strategy auto)",
+        "",
+        "| deployment | host | path | why |",
+        "|---|---|---|---|",
+    ]
+    for action, strategy in chosen:
+        path = "surge" if strategy.path == "surge" else "in place"
+        cells = (action.deployment, action.host, path, strategy.reason)
+        lines.append("| " + " | ".join(_cell(value) for value in cells) + " |")
     return "\n".join(lines) + "\n"

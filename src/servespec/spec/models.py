@@ -304,10 +304,20 @@ MaxUnavailable = Annotated[
 
 
 class Rollout(_Model):
-    strategy: Literal["rolling", "recreate"] = "rolling"
+    strategy: Literal["rolling", "recreate", "auto"] = Field(
+        default="rolling",
+        description="rolling | recreate | auto: per host, start the new revision beside the running one behind a "
+        "front proxy where its GPUs are free, else in place once the old one's GPU memory is released (docs/rollout.md)",
+    )
     max_unavailable: MaxUnavailable = 1
     health_timeout: Duration = "15m"
     smoke_test: bool = True
+    proxy_image: ImageReference | None = Field(
+        default=None, description="strategy auto: the front proxy's image (HAProxy); default haproxy:2.6"
+    )
+    proxy_image_archive: NonEmpty | None = Field(
+        default=None, description="strategy auto: a docker save archive of proxy_image, loaded instead of pulling"
+    )
 
 
 class Suppression(_Model):
