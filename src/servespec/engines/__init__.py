@@ -9,6 +9,7 @@ and goldens.
 from __future__ import annotations
 
 from servespec.engines import llama_cpp, ollama, sglang, tensorrt_llm, tgi, vllm
+from servespec.engines import openllm
 from servespec.engines import xinference
 from servespec.engines.base import Engine
 
@@ -20,6 +21,7 @@ ENGINES: tuple[Engine, ...] = (
     sglang.ENGINE,
     llama_cpp.ENGINE,
     xinference.ENGINE,
+    openllm.ENGINE,
 )
 """Every engine, in the order the contract lists them."""
 

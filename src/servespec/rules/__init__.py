@@ -12,6 +12,7 @@ from servespec.rules.hardware import (
     QuantizationNeedsNewerGpu,
 )
 from servespec.rules.launch import LaunchWords, ServedNameNotRendered
+from servespec.rules.maintenance import UnmaintainedEngine
 from servespec.rules.memory import (
     ContextBeyondModel,
     FewerSequencesThanBatch,
@@ -69,6 +70,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnknownEngineOption,
     InvalidEngineOptionValue,
     InconsistentEngineOptions,
+    UnmaintainedEngine,
     ServedNameNotRendered,
     LaunchWords,
     ModelStoreOutsideCache,
