@@ -32,6 +32,7 @@ UNITS = {
     "ollama": "ollama",
     "tensorrt-llm": "tensorrt_llm",
     "llama.cpp": "llama_cpp",
+    "lmstudio": "lmstudio",
 }
 """Engine name -> its unit's folder under src/servespec/engines/."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from servespec.engines import llama_cpp, ollama, sglang, tensorrt_llm, tgi, vllm
 from servespec.engines import openllm
 from servespec.engines import xinference
+from servespec.engines import lmstudio
 from servespec.engines.base import Engine
 
 ENGINES: tuple[Engine, ...] = (
@@ -21,6 +22,7 @@ ENGINES: tuple[Engine, ...] = (
     sglang.ENGINE,
     llama_cpp.ENGINE,
     xinference.ENGINE,
+    lmstudio.ENGINE,
     openllm.ENGINE,
 )
 """Every engine, in the order the contract lists them."""

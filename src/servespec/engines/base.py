@@ -97,7 +97,7 @@ class ServedName(_Strict):
 class Arguments(_Strict):
     """How the engine's own parser reads options: the forms servespec renders values in and reads ``extra_args`` by."""
 
-    parser: Literal["argparse", "clap", "click", "llama.cpp", "env"]
+    parser: Literal["argparse", "clap", "click", "llama.cpp", "env", "commander"]
     abbreviations: bool = False
     """A unique prefix of a long option is that option (argparse's default ``allow_abbrev=True``)."""
     underscores: bool = False
@@ -159,8 +159,9 @@ class Profile(_Strict):
     """Whether the memory fraction is a share of the GPU's total memory or of what is free after loading."""
     kv_cache_dtype_option: str | None
     """The option that sets the KV cache's element type (the estimator reads it)."""
-    model_format: Literal["hf", "gguf", "tag"]
-    """What ``model.source`` names: a Hugging Face repo or path, a GGUF file, an Ollama library ``name:tag``."""
+    model_format: Literal["hf", "gguf", "tag", "key"]
+    """What ``model.source`` names: a Hugging Face repo or path, a GGUF file, an Ollama library ``name:tag``,
+    or a model key of the engine's own store (LM Studio: ``lms load KEY``; GGUF arithmetic, nothing fetched)."""
     parallelism: Parallelism
     quantization: dict[str, str | CheckpointQuantization] = {}
     """Spec quantization -> the engine's method name, or taken from the checkpoint."""
@@ -172,7 +173,8 @@ class Profile(_Strict):
     auth: Auth | None
     health_path: str
     default_port: int
-    image: Image
+    image: Image | None
+    """None: a host-native engine (LM Studio's daemon): no container image, the unit's render says how it runs."""
     startup: Startup
     security: tuple[str, ...] = ()
     """How the engine receives its API key and which ports it opens, each note with its source (docs/engines)."""
@@ -206,7 +208,9 @@ class Profile(_Strict):
         return capability(minimum.value) if minimum else None
 
     def image_for(self, version: str) -> str:
-        """The engine's official image for ``version``."""
+        """The engine's official image for ``version`` ('' for a host-native engine, which has none)."""
+        if self.image is None:
+            return ""
         return f"{self.image.repository}:{self.image.tag.format(version=version)}"
 
 

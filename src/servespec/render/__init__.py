@@ -102,7 +102,13 @@ def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, ContainerSpec, 
         "api_key": spec.serving.api_key is not None,
         "memory": memory,
         "hosts": [
-            {"name": t.host.name, "role": t.role, "docker": docker_run(d), "command": e.human_command}
+            {
+                "name": t.host.name,
+                "role": t.role,
+                "docker": docker_run(d),
+                "command": e.human_command,
+                "native": d.native.to_json() if d.native else None,
+            }
             for t, d, e in hosts
         ],
         "secrets": sorted(hosts[0][2].secret_env),

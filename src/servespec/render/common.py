@@ -22,6 +22,7 @@ from servespec.knowledge.served import served_names
 from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port, Volume
 from servespec.render.container import host_and_port as host_and_port
 from servespec.render.environment import RenderError
+from servespec.render.native import NativeUnit
 from servespec.spec.fleet import DeploymentDoc, HostView
 from servespec.text import printable
 
@@ -116,6 +117,8 @@ class EngineContainer:
     """The command as a person would type it inside the image (for the README)."""
     environment: dict[str, str] = field(default_factory=dict)
     """Variables the engine module sets (never secrets); ``engine.env`` of the spec overrides them."""
+    native: NativeUnit | None = None
+    """A host-native engine's systemd unit instead of a container (LM Studio): render/native.py."""
 
 
 def targets(deployment: DeploymentDoc) -> list[Target]:
@@ -475,11 +478,13 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         ),
         gpus=Gpus(tuple(str(i) for i in gpu_ids)) if gpu_ids else None,
         ipc_mode="host" if multi_gpu else None,
-        shm_size=None if multi_gpu else "2g",
+        shm_size=None if multi_gpu or engine.native else "2g",
         network_mode="host" if target.multi_node else "bridge",
         # Host networking publishes nothing: the engine listens on serving.bind itself (engine_host).
         ports=() if target.multi_node else (Port(str(spec.serving.bind), spec.serving.port, spec.serving.port),),
-        volumes=(
+        volumes=()
+        if engine.native  # a host-native unit mounts nothing
+        else (
             *model_volumes(target, engine.container_model_cache),
             Volume(f"{HOST_CONFIG_ROOT}/{deployment}", CONFIG_DIR, "ro"),
         ),
@@ -501,6 +506,7 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
             "servespec.role": target.role,
         },
         files=tuple(sorted(engine.files)),
+        native=engine.native,
     )
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
+from servespec.render.native import NativeUnit
+
 DOCKER: Mapping[str, str] = MappingProxyType({"docker": "both"})
 """Field metadata: a Docker argument, translated by :func:`docker_run` and by the role's ``_run_args``."""
 
@@ -179,6 +181,8 @@ class ContainerSpec:
     restart_policy: Literal["no", "always", "unless-stopped", "on-failure"] = field(metadata=DOCKER)
     labels: Mapping[str, str] = field(metadata=DOCKER)
     files: tuple[str, ...] = field(metadata=read_by("informational: the host's rendered files beside container.yaml"))
+    native: NativeUnit | None = field(default=None, metadata=read_by("servespec_native: a host-native unit"))
+    """A host-native engine's systemd unit (render/native.py); None for a container (left out of the mapping)."""
 
     def __post_init__(self) -> None:
         if self.entrypoint is not None and not self.entrypoint:
@@ -233,6 +237,8 @@ class ContainerSpec:
                 "files": list(self.files),
             }
         )
+        if self.native is not None:
+            out["native"] = self.native.to_json()
         return out
 
 

@@ -11,6 +11,7 @@ from servespec.rules.hardware import (
     FormatNotSupported,
     QuantizationNeedsNewerGpu,
 )
+from servespec.rules.host_native import HostNativeField
 from servespec.rules.launch import LaunchWords, ServedNameNotRendered
 from servespec.rules.maintenance import UnmaintainedEngine
 from servespec.rules.memory import (
@@ -71,6 +72,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     InvalidEngineOptionValue,
     InconsistentEngineOptions,
     UnmaintainedEngine,
+    HostNativeField,
     ServedNameNotRendered,
     LaunchWords,
     ModelStoreOutsideCache,

@@ -241,7 +241,7 @@ class RevisionNotPinned(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
             model = deployment.spec.model
-            if resolve.profile(deployment).model_format == "tag" or is_local_path(model.source):
+            if resolve.profile(deployment).model_format in ("tag", "key") or is_local_path(model.source):
                 continue
             revision = model.revision
             if revision is not None and re.fullmatch(r"[0-9a-f]{40}", revision):

@@ -1,0 +1,80 @@
+"""ENG008: spec fields a host-native engine (no container: LM Studio's daemon) cannot honour."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from servespec.findings import Finding, Severity
+from servespec.knowledge import resolve
+from servespec.rules.base import Rule
+from servespec.spec.fleet import Fleet
+
+_LMS_SOURCE = "https://github.com/lmstudio-ai/lms/blob/07b7252d6de26a3a58c1bb80ed7e75a2b17f5eb6/src/subcommands/load.ts"
+
+
+class HostNativeField(Rule):
+    """A host-native engine runs no container, so the container fields of the spec mean nothing there.
+
+    LM Studio's headless daemon (``llmster``) has no official image: it is installed by
+    LM Studio's installer and started by its ``lms`` CLI, which servespec runs from a systemd
+    unit (``docs/engines/lmstudio.md``). Reported, because they would be silently ignored:
+
+    - ``engine.image`` and ``engine.image_archive``: there is no image to pull or load;
+    - ``engine.command``: the unit runs the ``lms`` commands servespec renders;
+    - ``engine.entrypoint`` other than one absolute path (the ``lms`` executable it names);
+    - ``model.revision`` (a warning): ``lms load KEY`` loads the downloaded model with that key,
+      with no revision to pin (src/subcommands/load.ts);
+    - a ``model.source`` that is a host path (``/srv/m.gguf``): ``lms load`` takes a model key of
+      LM Studio's own models folder (``lms ls``), not a file; ``lms import`` one first.
+
+    Fix: remove the field; name the model by its LM Studio key; or choose a container engine
+    (llama.cpp serves the same GGUF files).
+
+    Source: https://github.com/lmstudio-ai/lms/blob/07b7252d6de26a3a58c1bb80ed7e75a2b17f5eb6/src/subcommands/load.ts ;
+    https://github.com/lmstudio-ai/lms/blob/07b7252d6de26a3a58c1bb80ed7e75a2b17f5eb6/src/subcommands/daemon/up.ts
+    """
+
+    id = "ENG008"
+    name = "engine.host-native-field"
+    severity = Severity.ERROR
+    summary = "a field a host-native engine (no container, LM Studio) cannot honour"
+    hint = ""
+    sources = (_LMS_SOURCE,)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            profile = resolve.profile(deployment)
+            if profile.image is not None:
+                continue
+            spec, title = deployment.spec, profile.title
+            for field in ("image", "image_archive", "command"):
+                if getattr(spec.engine, field) is not None:
+                    yield self.report(
+                        deployment.document,
+                        f"{title} runs no container: engine.{field} is not used",
+                        ("engine", field),
+                        hint=f"remove engine.{field}",
+                    )
+            entrypoint = spec.engine.entrypoint
+            if entrypoint and (len(entrypoint) != 1 or not str(entrypoint[0]).startswith("/")):
+                yield self.report(
+                    deployment.document,
+                    f"{title}: engine.entrypoint names the lms executable, one absolute path",
+                    ("engine", "entrypoint"),
+                    hint="engine.entrypoint: [/absolute/path/to/lms], or remove it for /root/.lmstudio/bin/lms",
+                )
+            if spec.model.revision is not None:
+                yield self.report(
+                    deployment.document,
+                    f"{title} loads a downloaded model by its key: model.revision cannot be pinned",
+                    ("model", "revision"),
+                    hint="remove model.revision (lms get downloads the revision LM Studio offers)",
+                    severity=Severity.WARNING,
+                )
+            if resolve.is_local_path(str(spec.model.source)):
+                yield self.report(
+                    deployment.document,
+                    f"{title} loads a model by its key in LM Studio's models folder (lms load KEY), not a host path",
+                    ("model", "source"),
+                    hint="lms import the file on the host, then name the key lms ls lists (or use engine llama.cpp)",
+                )
