@@ -14,7 +14,9 @@ CASES = cases()
 
 def test_there_are_cases_for_every_engine() -> None:
     engines = {case.parent.name for case in CASES}
-    assert engines == {"vllm", "tgi", "ollama", "tensorrt-llm", "sglang", "llama.cpp"}
+    from servespec import engines as registry
+
+    assert engines == set(registry.names())
     kinds = {case.name for case in CASES}
     assert {"single-gpu", "tensor-parallel", "quantized", "multi-node"} & kinds == {
         "single-gpu",

@@ -56,6 +56,24 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
                     owned.path,
                     f"{block}.{name} duplicates {SPEC_FIELDS[index]}, which renders it through the launch request",
                 )
+    replica = known.effective.get("replica")
+    if replica is not None and isinstance(replica.value, int) and replica.value > 1:
+        yield EngineCheck(
+            "ENG003",
+            replica.path,
+            f"replica {replica.value} needs {replica.value} × n_gpu GPUs in the server's container "
+            "(restful_api.py: the allocated GPUs must be a multiple of replica), and servespec gives it the "
+            "replica's resources.tensor_parallel GPUs: scale with placement.hosts instead",
+        )
+    image = str(known.deployment.spec.engine.image or "")
+    if image.endswith("-cpu") and block in ("vllm", "sglang"):
+        # xinference/deploy/docker/Dockerfile.cpu installs xllamacpp and transformers, no vLLM or SGLang
+        yield EngineCheck(
+            "ENG003",
+            ("engine", "options", "model_engine"),
+            f"the CPU image {image} bundles no {engine} (xinference/deploy/docker/Dockerfile.cpu): "
+            "use model_engine llama.cpp or Transformers there, or the GPU image",
+        )
     yield from _registry(known, release.version)
 
 

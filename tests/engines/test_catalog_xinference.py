@@ -1,0 +1,152 @@
+"""XInference's catalogs: its own options per release, the engines each image bundles, forwarded options checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from servespec import engines
+from servespec.engines.xinference import ENGINE
+from servespec.rules.runner import check_fleet
+from servespec.spec.fleet import load_fleet
+from tests.engines.one_option import eng001
+
+FOLDER = Path(str(ENGINE.catalog.folder))
+MODEL = "{source: Qwen/Qwen2.5-7B-Instruct, max_model_len: 4096}"
+
+
+def _findings(tmp_path: Path, engine: str, extra: str = "", version: str = "2.12.0") -> list[tuple[str, str, str]]:
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        f"model: {MODEL}\nengine:\n  name: xinference\n  version: '{version}'\n{engine}{extra}"
+        "suppress: [{rule: SEC003, reason: test}, {rule: PAR002, reason: test}]\n"
+    )
+    return [(f.rule, f.path or "", f.message) for f in check_fleet(load_fleet([path]))]
+
+
+def test_every_release_says_where_it_came_from() -> None:
+    versions = ENGINE.catalog.versions
+    assert versions[0] == "1.1.0" and versions[-1] == "3.2.1" and len(versions) >= 50
+    for version in versions:
+        data = json.loads((FOLDER / f"{version}.json").read_text())
+        provenance = data["provenance"]
+        assert provenance["tag"] == f"v{version}" and len(provenance["commit"]) == 40
+        assert "xinference/deploy/cmdline.py" in provenance["files"]
+        assert data["notes"]["health"]["path"] == "/status"
+        assert data["notes"]["default_port"]["value"] == 9997
+
+
+@pytest.mark.parametrize("version", ["1.1.0", "2.12.0", "3.2.1"])
+def test_the_server_and_launch_options_are_the_releases_own(version: str) -> None:
+    release = ENGINE.select(version).release
+    assert release is not None
+    port, host = release.option("port"), release.option("host")
+    assert port is not None and port.flag == "--port" and port.aliases == ("-p",) and port.default == 9997
+    assert host is not None and host.aliases == ("-H",) and host.default == "127.0.0.1"  # constants.py
+    engine = release.option("model_engine")
+    assert engine is not None and engine.flag is None and engine.choices is not None
+    assert {"vLLM", "vllm", "SGLang", "llama.cpp", "Transformers"} <= set(engine.choices)
+    for field in ("model_name", "model_format", "model_size_in_billions", "quantization", "replica", "n_gpu"):
+        assert release.option(field) is not None, field
+
+
+@pytest.mark.parametrize(
+    ("version", "vllm", "sglang"),
+    [
+        ("1.1.0", "0.6.4.post1", None),  # requirements.txt vllm>=0.6.3.post1,<=0.6.4.post1; sglang unpinned
+        ("1.5.0", "0.8.4", None),  # requirements-ml.txt (not requirements.txt's 0.7.3: the Dockerfile reads -ml)
+        ("1.17.1", "0.9.2", "0.4.6.post5"),
+        ("2.12.0", "0.21.0", "0.5.6"),  # FROM vllm/vllm-openai:v0.21.0
+        ("3.2.1", None, None),  # the image ships no engine
+    ],
+)
+def test_the_bundled_engine_releases_are_read_from_the_image(
+    version: str, vllm: str | None, sglang: str | None
+) -> None:
+    release = ENGINE.select(version).release
+    found = {block: ENGINE.bundled(release, block) for block in ("vllm", "sglang")}
+    assert (found["vllm"] and found["vllm"].version, found["sglang"] and found["sglang"].version) == (vllm, sglang)
+    for bundled in found.values():
+        if bundled is not None:
+            assert bundled.release is not None and bundled.source.startswith("https://github.com/xorbitsai/")
+
+
+def test_forwarded_options_carry_the_bundled_engines_definitions_and_xinferences_defaults() -> None:
+    release = ENGINE.select("2.12.0").release
+    assert release is not None
+    vllm = engines.get("vllm").select("0.21.0").release
+    assert vllm is not None
+    ours, theirs = release.option("vllm.gpu_memory_utilization"), vllm.option("gpu_memory_utilization")
+    assert ours is not None and theirs is not None and (ours.max, ours.type) == (theirs.max, theirs.type)
+    seqs = release.option("vllm.max_num_seqs")
+    assert seqs is not None and seqs.default == 256  # vllm/core.py setdefault("max_num_seqs", 256)
+    assert release.option("vllm.no_such_option") is None
+    three = ENGINE.select("3.2.1").release
+    assert three is not None and three.option("vllm") is not None and three.option("vllm.max_num_seqs") is None
+
+
+def test_eng001_on_xinferences_own_options(tmp_path: Path) -> None:
+    found = eng001(tmp_path, "xinference", "2.12.0", MODEL, "n_gpus", "2")
+    assert len(found) == 1 and "has no option 'n_gpus'" in found[0].message and "n_gpu" in (found[0].hint or "")
+    assert not eng001(tmp_path, "xinference", "2.12.0", MODEL, "n_gpu", "2")
+
+
+def test_eng001_on_forwarded_options_uses_the_bundled_release(tmp_path: Path) -> None:
+    typo = _findings(tmp_path, "  options: {model_engine: vLLM, vllm: {max_num_seq: 8}}\n")
+    assert [(r, p) for r, p, _ in typo if r == "ENG001"] == [("ENG001", "engine.options.vllm.max_num_seq")]
+    # async_scheduling is in vLLM 0.21.0 (XInference 2.12.0's image), not in 0.9.2 (1.17.1's)
+    newer = "  options: {model_engine: vLLM, vllm: {async_scheduling: true}}\n"
+    assert not [f for f in _findings(tmp_path, newer) if f[0] == "ENG001"]
+    old = [m for r, _, m in _findings(tmp_path, newer, version="1.17.1") if r == "ENG001"]
+    assert len(old) == 1 and "vllm.async_scheduling" in old[0] and "added in 2.0.0" in old[0]
+
+
+def test_eng002_on_own_and_forwarded_values(tmp_path: Path) -> None:
+    found = _findings(
+        tmp_path,
+        "  options: {model_engine: vllmm, replica: 0, vllm: {gpu_memory_utilization: 1.5, max_num_seqs: x}}\n",
+    )
+    paths = sorted(p for r, p, _ in found if r == "ENG002")
+    assert paths == [
+        "engine.options.model_engine",
+        "engine.options.replica",
+        "engine.options.vllm.gpu_memory_utilization",
+        "engine.options.vllm.max_num_seqs",
+    ]
+    assert not [f for f in _findings(tmp_path, "  options: {model_engine: sglang}\n") if f[0] == "ENG002"]
+
+
+@pytest.mark.parametrize(
+    ("options", "path", "words"),
+    [
+        ("{}", "engine.options.model_engine", "model_engine"),
+        ("{model_engine: vLLM, sglang: {mem_fraction_static: 0.8}}", "engine.options.sglang", "only the vllm block"),
+        ("{model_engine: vLLM, vllm: {tensor_parallel_size: 2}}", "engine.options.vllm.tensor_parallel_size", "n_gpu"),
+        ("{model_engine: vLLM, vllm: {max_model_len: 2048}}", "engine.options.vllm.max_model_len", "max_model_len"),
+        ("{model_engine: vLLM, replica: 2}", "engine.options.replica", "replica 2"),
+        ("{model_engine: vLLM, model_format: ggufv2}", "engine.options.model_format", "registers"),
+    ],
+)
+def test_launch_requests_xinference_would_refuse_are_eng003(
+    tmp_path: Path, options: str, path: str, words: str
+) -> None:
+    found = [(p, m) for r, p, m in _findings(tmp_path, f"  options: {options}\n") if r == "ENG003"]
+    assert [p for p, _ in found] == [path], found
+    assert words in found[0][1]
+
+
+def test_a_model_outside_the_registry_and_the_cpu_image_are_eng003(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        "model: {source: meta-llama/Llama-3.1-8B-Instruct, max_model_len: 4096}\n"
+        "engine: {name: xinference, version: '2.12.0', image: 'xprobe/xinference:v2.12.0-cpu', "
+        "options: {model_engine: vLLM}}\n"
+    )
+    found = {(f.path, f.message.split(":")[0]) for f in check_fleet(load_fleet([path])) if f.rule == "ENG003"}
+    assert ("model.source", "XInference 2.12.0's built-in registry (llm_family.json) has no Hugging Face model "
+            "'meta-llama/Llama-3.1-8B-Instruct'") in found  # fmt: skip
+    assert any(p == "engine.options.model_engine" and "CPU image" in m for p, m in found)
