@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import catalog_io
-from catalog_io import read_pool, releases_dir, tagged_release, write_pool, write_release
+from catalog_io import prune_pool, read_pool, releases_dir, tagged_release, write_pool, write_release
 from gitsrc import CACHE, commit, git, repo_dir, show, tags
 
 ENGINE = "openllm"
@@ -312,6 +312,7 @@ def main() -> None:
         write_release(ENGINE, release, pool)
         print(version, len(options))
     write_pool(ENGINE, pool)
+    prune_pool(ENGINE)  # entries of an earlier build no release names any more
 
 
 if __name__ == "__main__":
