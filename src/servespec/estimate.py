@@ -58,6 +58,7 @@ class HostEstimate:
                     "host_gib": offload.host_gib,
                     "host_total_gib": offload.host_total_gib,
                     "reason": offload.reason,
+                    **({"unit": offload.unit} if offload.unit != "layers" else {}),
                 }
         return out
 
@@ -72,7 +73,7 @@ def context_line(row: HostEstimate) -> str | None:
         offload = plan.offload
         ram = f" of {offload.host_total_gib:g} GiB RAM" if offload.host_total_gib is not None else ""
         line += (
-            f"; {offload.gpu_layers} of {offload.layers} layers on the GPUs ({offload.reason}), "
+            f"; {offload.gpu_layers} of {offload.layers} {offload.unit} on the GPUs ({offload.reason}), "
             f"{offload.host_gib:.1f} GiB in host memory{ram}"
         )
     return line

@@ -12,6 +12,7 @@ from servespec.engines import llama_cpp, ollama, sglang, tensorrt_llm, tgi, vllm
 from servespec.engines import openllm
 from servespec.engines import xinference
 from servespec.engines import lmstudio
+from servespec.engines import ktransformers
 from servespec.engines.base import Engine
 
 ENGINES: tuple[Engine, ...] = (
@@ -22,6 +23,7 @@ ENGINES: tuple[Engine, ...] = (
     sglang.ENGINE,
     llama_cpp.ENGINE,
     xinference.ENGINE,
+    ktransformers.ENGINE,
     lmstudio.ENGINE,
     openllm.ENGINE,
 )

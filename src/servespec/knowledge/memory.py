@@ -162,6 +162,10 @@ class Offload:
     """The host's RAM (None: the inventory does not say)."""
     reason: str
     """``n_gpu_layers 20`` as the spec sets it, or how the engine chose it (``--fit``, Ollama's scheduler)."""
+    unit: str = "layers"
+    """What ``gpu_layers`` of ``layers`` counts: layers, or KTransformers' routed experts of one MoE layer."""
+    contents: str = "weights and KV cache"
+    """What lives in host memory (KTransformers: the CPU experts' weights only)."""
 
 
 def default_context(fact: ContextDefault | None, model: ModelFacts, vram_gib: float | None) -> tuple[int | None, str]:

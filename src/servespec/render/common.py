@@ -117,6 +117,8 @@ class EngineContainer:
     """The command as a person would type it inside the image (for the README)."""
     environment: dict[str, str] = field(default_factory=dict)
     """Variables the engine module sets (never secrets); ``engine.env`` of the spec overrides them."""
+    volumes: list[Volume] = field(default_factory=list)
+    """Host folders the engine module mounts besides the model's (KTransformers' ``--kt-weight-path``)."""
     native: NativeUnit | None = None
     """A host-native engine's systemd unit instead of a container (LM Studio): render/native.py."""
 
@@ -486,6 +488,7 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         if engine.native  # a host-native unit mounts nothing
         else (
             *model_volumes(target, engine.container_model_cache),
+            *engine.volumes,
             Volume(f"{HOST_CONFIG_ROOT}/{deployment}", CONFIG_DIR, "ro"),
         ),
         cpuset_mems=pinning.get("cpuset_mems"),

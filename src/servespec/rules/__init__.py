@@ -35,7 +35,7 @@ from servespec.rules.security import (
     RevisionNotPinned,
     TrustRemoteCode,
 )
-from servespec.rules.topology import AcsBlocksPeerToPeer, ReplicaAcrossNuma, TensorParallelOverPcie
+from servespec.rules.topology import AcsBlocksPeerToPeer, KtThreadsVsNuma, ReplicaAcrossNuma, TensorParallelOverPcie
 
 ALL_RULES: tuple[type[Rule], ...] = (
     YamlSyntax,
@@ -68,6 +68,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     ReplicaAcrossNuma,
     AcsBlocksPeerToPeer,
     TensorParallelOverPcie,
+    KtThreadsVsNuma,
     UnknownEngineOption,
     InvalidEngineOptionValue,
     InconsistentEngineOptions,

@@ -78,12 +78,14 @@ class WeightsDoNotFit(Rule):
             if offload is not None and offload.host_total_gib is not None and offload.host_gib > offload.host_total_gib:
                 yield self.report(
                     deployment.document,
-                    f"{offload.layers - offload.gpu_layers} of {offload.layers} layers stay in {host.name}'s host "
-                    f"memory ({offload.reason}) and need {offload.host_gib:.1f} GiB of weights and KV cache, but "
+                    f"{offload.layers - offload.gpu_layers} of {offload.layers} {offload.unit} stay in {host.name}'s "
+                    f"host memory ({offload.reason}) and need {offload.host_gib:.1f} GiB of {offload.contents}, but "
                     f"the host has {offload.host_total_gib:g} GiB of RAM",
                     _offload_path(deployment),
                     hint="put more layers on the GPUs, lower max_model_len, use a smaller quantization, or a host "
-                    "with more RAM or GPU memory",
+                    "with more RAM or GPU memory"
+                    if offload.unit == "layers"
+                    else f"keep more {offload.unit} on the GPUs, use a smaller format, or a host with more RAM",
                 )
                 continue
             budget = plan.total_gib - plan.overhead_gib

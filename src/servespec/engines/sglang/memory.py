@@ -36,14 +36,16 @@ def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
     return round((mib - reserved) / mib, 3)
 
 
-def estimate(inp: EstimateInput) -> GpuEstimate | None:
-    """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU."""
+def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | None:
+    """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU.
+
+    ``weights``: GiB per GPU when not the whole model's share (KTransformers keeps experts in host RAM)."""
     gpu = inp.gpu
     if gpu is None:
         return None
     total = cuda_total_gib(gpu)
     fraction = number(inp.options, "mem_fraction_static", 0) or _sglang_fraction(inp, gpu)
-    weights = weights_per_gpu(inp)
+    weights = weights_per_gpu(inp) if weights is None else weights
     before_load = total - CONTEXT_GIB
     kv = before_load * fraction - weights
     overhead = before_load * (1 - fraction) + CONTEXT_GIB

@@ -44,8 +44,8 @@ KEY_LAUNCHER = (
 """Runs ``sglang.launch_server`` with ``--api-key`` added to ``sys.argv`` in-process (never to argv of a process)."""
 
 
-def context(target: Target) -> EngineContainer:
-    """The SGLang container of one host."""
+def context(target: Target, python: str = "python3") -> EngineContainer:
+    """The SGLang container of one host (``python``: the image's interpreter with SGLang; KTransformers' differs)."""
     spec = target.spec
     model = spec.model
     options: dict[str, Any] = {
@@ -76,15 +76,16 @@ def context(target: Target) -> EngineContainer:
         files["config.yaml"] = ("sglang/config.yaml.j2", {"config": config})
     secrets = hub_token_env(target)
     key = api_key_ref(target)
-    entrypoint, command = launch(target, LAUNCH, args)
+    launcher = [python, *LAUNCH[1:]]
+    entrypoint, command = launch(target, launcher, args)
     if key is not None:  # engine.entrypoint / engine.command cannot run beside the key launcher: ENG005 says so
         secrets[KEY_ENV] = key
-        entrypoint = ["python3", "-c", KEY_LAUNCHER]
+        entrypoint = [python, "-c", KEY_LAUNCHER]
         command = args
     return EngineContainer(
         command=command,
         entrypoint=entrypoint,
         secret_env=secrets,
         files=files,
-        human_command=[*launch_words(target, [], LAUNCH), *args] + (["--api-key", f"${KEY_ENV}"] if key else []),
+        human_command=[*launch_words(target, [], launcher), *args] + (["--api-key", f"${KEY_ENV}"] if key else []),
     )
