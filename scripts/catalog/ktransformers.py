@@ -38,7 +38,7 @@ from catalog_io import prune_pool, read_pool, write_pool, write_release
 ENGINE = "ktransformers"
 catalog_io.UNITS.setdefault(ENGINE, "ktransformers")
 CACHE = Path.home() / ".cache" / "servespec" / "catalog-src" / "sglang-kt"
-VERSIONS = ("0.6.4", "0.7.2")
+VERSIONS = ("0.5.3", "0.6.4", "0.7.2")
 """The releases catalogued (each sglang-kt 0.7 wheel is ~100 MB: not every post-release is read)."""
 PYPI = "https://pypi.org/project/{name}/{version}/"
 KT_KERNEL_TAG = "cp311-cp311-manylinux_2_35_x86_64"
@@ -88,7 +88,18 @@ def inference_methods(kernel_wheel: Path) -> list[str]:
             call = node.value
             if isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.List | ast.Set):
                 return [e.value for e in call.args[0].elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-    raise SystemExit(f"{kernel_wheel.name}: no INFERENCE_METHODS literal in kt_kernel/experts.py")
+    # Before INFERENCE_METHODS (0.5.x): the methods KTMoEWrapper.__new__ dispatches on
+    # (`method in [...]` / `method == "..."`), anything else raising NotImplementedError.
+    found: list[str] = []
+    for cls in [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "KTMoEWrapper"]:
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "method":
+                right = node.comparators[0]
+                values = right.elts if isinstance(right, ast.List | ast.Tuple | ast.Set) else [right]
+                found += [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    if found:
+        return list(dict.fromkeys(found))
+    raise SystemExit(f"{kernel_wheel.name}: no INFERENCE_METHODS literal or method dispatch in kt_kernel/experts.py")
 
 
 def _where(version: str, wheel: str, path: str) -> str:
@@ -114,8 +125,9 @@ def build(version: str) -> dict[str, Any]:
         path = method["source"].split(f"/v{version}/python/", 1)[-1]
         method["source"] = _where(version, wheel, path)
     kt_method = (
-        f"--kt-method choices: INFERENCE_METHODS of kt_kernel/experts.py in {kernel['filename']} (AST), which "
-        "KTMoEWrapper enforces when the model loads (argparse takes any string)."
+        f"--kt-method choices: INFERENCE_METHODS of kt_kernel/experts.py in {kernel['filename']} (AST; before it "
+        "existed, the methods KTMoEWrapper.__new__ dispatches on), which KTMoEWrapper enforces when the model "
+        "loads (argparse takes any string)."
     )
     method = (
         release["extracted_by"].replace("the artefact's sglang/", "the sglang-kt wheel's sglang/") + " " + kt_method
