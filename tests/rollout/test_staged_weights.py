@@ -53,9 +53,11 @@ def hub(test_hosts: list[RemoteHost]) -> Iterator[Hub]:
         yield running
 
 
-def _spec(path: Path, hub: Hub, archive: str, *, revision: str, seqs: int) -> Path:
+def _spec(path: Path, hub: Hub | None, archive: str, *, revision: str, seqs: int, model: str = "") -> Path:
+    """The stand-in vLLM spec; without ``hub`` the container names no HF_ENDPOINT (an air-gapped host)."""
     arch = "{params_b: 0.5, layers: 24, hidden_size: 896, attention_heads: 14, kv_heads: 2, "
     arch += "max_position_embeddings: 32768}"
+    env = f'\n  env: {{HF_ENDPOINT: "{hub.url}"}}' if hub is not None else ""
     path.write_text(
         f"""apiVersion: servespec/v1
 kind: Deployment
@@ -65,13 +67,12 @@ model:
   source: acme/tiny
   revision: "{revision}"
   max_model_len: 4096
-  architecture: {arch}
+  architecture: {arch}{model}
 engine:
   name: vllm
   version: "0.11.0"
   image_archive: {archive}
-  options: {{max_num_seqs: {seqs}}}
-  env: {{HF_ENDPOINT: "{hub.url}"}}
+  options: {{max_num_seqs: {seqs}}}{env}
 resources: {{gpu_ids: [0]}}
 placement: {{hosts: [host1]}}
 serving: {{port: 8000, bind: 0.0.0.0, api_key: {{from_env: STAGED_KEY}}}}
@@ -176,3 +177,40 @@ def test_a_full_model_cache_is_refused_in_preflight(
         assert host.container_json("servespec-staged") is None  # nothing was started
     finally:
         host.sh("umount /var/lib/servespec/models", check=False)
+
+
+def test_an_air_gapped_host_gets_the_model_archive_once(
+    tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """model.archive: no Hub and no mirror; the files come from the controller, unpacked once per archive."""
+    import io
+    import tarfile
+
+    host = clean_hosts[2]
+    image_archive = _setup(tmp_path, host, ssh_key, monkeypatch)
+    (tmp_path / "weights").mkdir()
+    with tarfile.open(tmp_path / "weights" / "tiny.tar.gz", "w:gz") as tar:
+        for name, data in FILES.items():
+            info = tarfile.TarInfo(f"tiny/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+    def spec_for(seqs: int) -> Path:
+        archive = "\n  archive: weights/tiny.tar.gz"
+        spec = _spec(tmp_path / "gapped.yaml", None, image_archive, revision=OLD, seqs=seqs, model=archive)
+        spec.write_text(spec.read_text().replace("hosts: [host1]", "hosts: [host3]"))
+        return spec
+
+    code, output = _apply(spec_for(16))
+    assert code == 0, output
+    assert _staged(host, OLD) == hashlib.sha256(WEIGHTS).hexdigest()
+    assert "from the archive tiny.tar.gz" in output
+    marker = f"{CACHE}/snapshots/{OLD}/.servespec-archive.json"
+    unpacked_at = host.sh(f"stat -c %Y.%y {marker}").strip()
+    assert host.sh(f"ls -A {CACHE}/.servespec-incoming").strip() == ""  # the copy is gone once unpacked
+
+    code, output = _apply(spec_for(8))  # another revision, same archive: nothing copied, nothing unpacked
+    assert code == 0, output
+    assert _current(host) == 2
+    assert "already unpacked, nothing copied" in output
+    assert host.sh(f"stat -c %Y.%y {marker}").strip() == unpacked_at

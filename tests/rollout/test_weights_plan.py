@@ -138,3 +138,57 @@ def test_the_stand_in_image_stages_only_from_a_named_endpoint(tmp_path: Path) ->
     deployment = fleet.deployments[0]
     container = render_fleet(fleet).containers[(deployment.name, "h1")]
     assert weights_plan(deployment, container, standin=True).endpoint == "http://10.0.0.9:8080"
+
+
+ARCHIVE = "\n  archive: weights/tiny.tar"
+
+
+def _archive_fleet(tmp_path: Path, engine: str, version: str, source: str) -> Any:
+    (tmp_path / "weights").mkdir(exist_ok=True)
+    (tmp_path / "weights" / "tiny.tar").write_bytes(b"a tar archive stands here")
+    _fleet(tmp_path, engine, version, source)  # writes the inventory and the spec, given the archive below
+    text = (tmp_path / "d.yaml").read_text().replace(f'  revision: "{COMMIT}"', f'  revision: "{COMMIT}"{ARCHIVE}')
+    (tmp_path / "d.yaml").write_text(text)
+    return load_fleet([tmp_path / "d.yaml"])
+
+
+def test_apply_tells_each_host_to_unpack_the_model_archive(tmp_path: Path, fake: FakeHosts) -> None:
+    import hashlib
+
+    fleet = _archive_fleet(tmp_path, "vllm", "0.11.0", "acme/tiny")
+    plan = _plan(fleet)
+    assert (plan.kind, plan.archive, plan.cache) == ("archive", "weights/tiny.tar", "/var/lib/servespec/models/hub")
+    assert "unpacked from the archive weights/tiny.tar" in plan.describe()
+    rollout.apply(fleet, rollout.ApplyOptions(), tmp_path / "work")
+    variables = fake.variables["h1"]
+    archive = (tmp_path / "weights" / "tiny.tar").resolve()
+    assert variables["servespec_weights_repo"] == ""  # nothing fetched from a Hub
+    assert variables["servespec_weights_archive"] == str(archive)
+    assert variables["servespec_weights_archive_sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
+    assert variables["servespec_weights_archive_dest"] == (
+        "/var/lib/servespec/models/hub/models--acme--tiny/.servespec-incoming/tiny.tar"
+    )
+    assert variables["servespec_weights_archive_repo"] == "acme/tiny"
+    assert variables["servespec_weights_revision"] == COMMIT
+
+
+def test_a_model_archive_the_engine_cannot_read_stops_apply_before_any_host(tmp_path: Path, fake: FakeHosts) -> None:
+    fleet = _archive_fleet(tmp_path, "llama.cpp", "b11434", "acme/tiny-GGUF")
+    with pytest.raises(
+        rollout.RolloutError, match=r"model\.archive cannot be used: llama\.cpp fetches its model itself"
+    ):
+        rollout.apply(fleet, rollout.ApplyOptions(), tmp_path / "work")
+    assert fake.variables == {}
+
+
+def test_a_model_archive_needs_a_commit_and_an_existing_file(tmp_path: Path) -> None:
+    from servespec.rules.runner import check_fleet
+
+    _archive_fleet(tmp_path, "vllm", "0.11.0", "acme/tiny")
+    text = (tmp_path / "d.yaml").read_text()
+    (tmp_path / "d.yaml").write_text(text.replace(f'revision: "{COMMIT}"', "revision: main"))
+    findings = check_fleet(load_fleet([tmp_path / "d.yaml"]))
+    assert any(f.rule == "SS003" and "40-hex commit" in f.message for f in findings), findings
+    (tmp_path / "d.yaml").write_text(text.replace("weights/tiny.tar", "weights/missing.tar"))
+    findings = check_fleet(load_fleet([tmp_path / "d.yaml"]))
+    assert [(f.rule, f.line) for f in findings if f.rule == "REF002"] == [("REF002", 8)], findings

@@ -85,8 +85,8 @@ def secret_values(env_text: str) -> list[str]:
     return [line.partition("=")[2] for line in env_text.splitlines() if "=" in line]
 
 
-def archive_path(written: str, spec_file: Path, root: Path | None = None) -> Path:
-    """The real path of ``engine.image_archive``: a regular file inside the spec's root.
+def archive_path(written: str, spec_file: Path, root: Path | None = None, field: str = "engine.image_archive") -> Path:
+    """The real path of an archive the spec names (``field``): a regular file inside the spec's root.
 
     Resolved as every path a checkout file names (:func:`servespec.spec.paths.resolve_inside`):
     relative to the spec file's folder, inside ``root`` (the document's root, else
@@ -97,6 +97,6 @@ def archive_path(written: str, spec_file: Path, root: Path | None = None) -> Pat
         return resolve_inside(written, spec_file.parent, root or default_root(spec_file))
     except PathRefusedError as refused:
         raise RolloutError(
-            f"engine.image_archive {written!r} {refused.reason}; put the archive inside the checkout"
+            f"{field} {written!r} {refused.reason}; put the archive inside the checkout"
             " (or pass --root DIR) and name it relative to the spec"
         ) from None

@@ -98,7 +98,7 @@ def apply_deployment(
             break_lock=locks.get(action.host, ""),
             role=container.role,
             model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
-            **weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image))),
+            **weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image)), deployment),
         )
         hosts[action.host] = (views[action.host], host_vars.to_vars())
     ordered = dict(sorted(hosts.items(), key=lambda item: _order(rendered, deployment.name, item[0])))
@@ -218,6 +218,8 @@ def check_inputs(fleet: Fleet, rendered: Rendered, options: ApplyOptions) -> Non
             archive_path(written, document.path, document.root)
         allowed = secrets_dir(deployment, options)
         for (name, _), container in rendered.containers.items():
+            if name == deployment.name and deployment.spec.model.archive is not None:
+                weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image)), deployment)
             if name == deployment.name and container.secret_environment:
                 resolve_secrets(container.to_json()["secret_environment"], allowed)
 

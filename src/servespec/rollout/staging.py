@@ -5,11 +5,15 @@ mode-0600 env file copied with ``no_log`` and appear in no plan, event or log.
 
 Weights (:func:`weights_plan`): a Hub model is fetched into each host's model cache by the role's
 ``weights.yml`` before the running container stops (``servespec_weights``: resumable, verified,
-renamed into place), so an update costs restart + load, not download + load.
+renamed into place), so an update costs restart + load, not download + load. Air-gapped hosts get
+``model.archive`` instead: copied from the controller and unpacked into the same cache at the pinned
+commit (``servespec_weights_archive``), once per archive.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import posixpath
 from collections.abc import Callable
@@ -19,7 +23,8 @@ from typing import Any, Literal
 
 from servespec.render import Rendered
 from servespec.render.container import ContainerSpec
-from servespec.rollout.local_files import resolve_secrets
+from servespec.rollout.errors import RolloutError
+from servespec.rollout.local_files import archive_path, resolve_secrets
 from servespec.spec.fleet import DeploymentDoc
 
 
@@ -64,10 +69,11 @@ class WeightsPlan:
     """How one host gets the model of a new revision before its running revision stops.
 
     ``kind``: ``hub`` (staged from the Hub or the mirror the container's HF_ENDPOINT names),
+    ``archive`` (``model.archive`` copied from the controller and unpacked into the Hub cache),
     ``local`` (a host path, checked in preflight), or ``engine`` (left to the engine, see ``why``).
     """
 
-    kind: Literal["hub", "local", "engine"]
+    kind: Literal["hub", "archive", "local", "engine"]
     source: str
     revision: str = ""
     endpoint: str = ""
@@ -76,9 +82,13 @@ class WeightsPlan:
     expected_bytes: int | None = None
     """The weights' size from the lock file (models.lock.yaml ``weight_bytes``), when it has one."""
     why: str = ""
+    archive: str = ""
+    """``model.archive`` as written (kind ``archive``)."""
 
     def describe(self) -> str:
         """One line for a plan or a progress view: what the host will fetch, or why nothing."""
+        if self.kind == "archive":
+            return f"weights: {self.source}@{self.revision} unpacked from the archive {self.archive} into {self.cache}"
         if self.kind == "local":
             return f"weights: {self.source} on the host (checked, nothing to download)"
         if self.kind == "engine":
@@ -159,6 +169,9 @@ def weights_plan(deployment: DeploymentDoc, container: ContainerSpec, *, standin
     cache = host_path(container, inside)
     if cache is None:
         return WeightsPlan("engine", source, why="the engine's Hub cache is not the persisted model cache")
+    archive = deployment.spec.model.archive
+    if archive is not None:
+        return WeightsPlan("archive", source, str(deployment.spec.model.revision), cache=cache, archive=archive)
     if container.environment.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         return WeightsPlan("engine", source, why="HF_HUB_OFFLINE is set: the engine reads its cache only")
     entry, _ = sources.lock_entry(deployment)
@@ -171,8 +184,49 @@ def weights_plan(deployment: DeploymentDoc, container: ContainerSpec, *, standin
     return WeightsPlan("hub", source, revision, endpoint, cache, locked)
 
 
-def weights_vars(plan: WeightsPlan) -> dict[str, Any]:
-    """The HostVars fields of a plan (``weights_*``; an empty repo means nothing to stage)."""
+def file_sha256(path: Path) -> str:
+    """The sha256 of a controller file, read once per run however many hosts need it."""
+    stat = path.stat()
+    return _sha256(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def archive_refusal(deployment: DeploymentDoc, plan: WeightsPlan) -> str:
+    """Why ``model.archive`` cannot be used on a host with this plan ('' when it can or none is set)."""
+    if deployment.spec.model.archive is None or plan.kind == "archive":
+        return ""
+    if plan.kind == "local":
+        return "model.archive unpacks into the Hub cache, but model.source is a host path: drop one of them"
+    return f"model.archive cannot be used: {plan.why}; give the model as a host path instead"
+
+
+def weights_vars(plan: WeightsPlan, deployment: DeploymentDoc) -> dict[str, Any]:
+    """The HostVars fields of a plan (``weights_*``; an empty repo and archive mean nothing to stage)."""
+    refused = archive_refusal(deployment, plan)
+    if refused:
+        raise RolloutError(refused)
+    if plan.kind == "archive":
+        document = deployment.document
+        real = archive_path(plan.archive, document.path, document.root, "model.archive")
+        folder = posixpath.join(plan.cache, "models--" + plan.source.replace("/", "--"))
+        return {
+            "weights_repo": "",
+            "weights_archive": str(real),
+            "weights_archive_bytes": real.stat().st_size,
+            "weights_archive_sha256": file_sha256(real),
+            "weights_archive_dest": posixpath.join(folder, ".servespec-incoming", real.name),
+            "weights_revision": plan.revision,
+            "weights_cache": plan.cache,
+            "weights_archive_repo": plan.source,
+        }
     if plan.kind != "hub":
         return {"weights_repo": ""}
     return {
@@ -187,6 +241,13 @@ def weights_vars(plan: WeightsPlan) -> dict[str, Any]:
 def weights_line(report: dict[str, Any]) -> str:
     """What a host's weights check or fetch reported (``Report.WEIGHTS``), as one progress line."""
     commit = str(report.get("commit", ""))[:12]
+    if "archive" in report:
+        where = f"weights {report.get('repo', '?')}@{commit} from the archive {report.get('archive', '?')}"
+        if report.get("present"):
+            return f"{where}: already unpacked, nothing copied"
+        if report.get("action") == "unpack":
+            return f"{where}: {_gib(report.get('unpacked_bytes', 0))} unpacked"
+        return f"{where}: {_gib(report.get('archive_bytes', 0))} to copy and unpack"
     cached, files = report.get("cached_files", 0), report.get("files", 0)
     where = f"weights {report.get('repo', '?')}@{commit}: {cached}/{files} files cached"
     if report.get("action") == "fetch":

@@ -49,6 +49,7 @@ LOCAL_INVENTORY = "<built-in local inventory>"
 INVENTORY: KeyPath = ("inventory",)
 MODEL_CONFIG: KeyPath = ("model", "config")
 IMAGE_ARCHIVE: KeyPath = ("engine", "image_archive")
+MODEL_ARCHIVE: KeyPath = ("model", "archive")
 """The keys of a Deployment that name a file (REF002 reports the ones that fail)."""
 
 
@@ -221,17 +222,20 @@ class _Loader:
             return None
 
     def check_archive(self, spec: Deployment, document: Document) -> None:
-        """``engine.image_archive`` must be a readable regular file inside the root (REF002 otherwise).
+        """``engine.image_archive`` and ``model.archive`` must be readable regular files inside the root (REF002).
 
-        It is only looked at and opened, never read: an archive is a multi-gigabyte image
+        They are only looked at and opened, never read: an archive is a multi-gigabyte
         tarball that apply copies, so no size bound applies.
         """
-        archive = spec.engine.image_archive
-        if archive is None:
-            return
-        path = self.referenced(document, archive, IMAGE_ARCHIVE, "image archive", "fix the path, relative to this file")
-        if path is not None:
-            self.check_opens(document, IMAGE_ARCHIVE, f"image archive {_named(archive)}", path)
+        for key, archive, what in (
+            (IMAGE_ARCHIVE, spec.engine.image_archive, "image archive"),
+            (MODEL_ARCHIVE, spec.model.archive, "model archive"),
+        ):
+            if archive is None:
+                continue
+            path = self.referenced(document, archive, key, what, "fix the path, relative to this file")
+            if path is not None:
+                self.check_opens(document, key, f"{what} {_named(archive)}", path)
 
     def check_opens(self, document: Document, key: KeyPath, what: str, path: Path) -> None:
         """REF002 at ``key`` unless ``path`` (resolved inside the root) opens for reading."""

@@ -7,6 +7,7 @@ its own id, hint and source.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -208,6 +209,20 @@ class ModelSpec(_Model):
         default=None, description="Tokens of context per sequence (prompt + output); default: the model's maximum"
     )
     hub_token: SecretRef | None = Field(default=None, description="Hugging Face token for gated models")
+    archive: NonEmpty | None = Field(
+        default=None,
+        description="A tar archive of the model's files on the controller, relative to this file (air-gapped "
+        "hosts): copied to each host and unpacked into its Hub cache at model.revision, a commit",
+    )
+
+    @model_validator(mode="after")
+    def _archive_at_a_commit(self) -> ModelSpec:
+        if self.archive is not None and not re.fullmatch(r"[0-9a-f]{40}", str(self.revision or "")):
+            raise PydanticCustomError(
+                "archive_revision",
+                "model.archive needs model.revision set to the 40-hex commit the files are filed under",
+            )
+        return self
 
 
 class EngineSpec(_Model):

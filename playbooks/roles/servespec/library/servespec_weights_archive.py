@@ -1,0 +1,236 @@
+#!/usr/bin/python
+# servespec: unpack a model archive copied from the controller into the host's Hub cache (air-gapped hosts).
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: servespec_weights_archive
+short_description: Unpack a model archive into the host's Hub cache at a pinned commit
+description:
+  - For hosts that reach no Hub and no mirror, the model's files come as a tar archive (plain, gzip,
+    bzip2 or xz) copied from the controller. They are unpacked into huggingface_hub's cache layout,
+    C(<cache>/models--ORG--NAME/snapshots/<commit>/), where the engine's client finds a pinned commit
+    without asking the Hub (_snapshot_download.py, v2.4.0: an unreachable Hub with a commit revision
+    returns that snapshot folder).
+  - C(check) says whether that snapshot was already unpacked from the same archive (its sha256, taken on
+    the controller; then nothing is copied), and fails when the cache's file system has no room for the copy and
+    the unpacked files.
+  - C(unpack) extracts into a hidden folder beside the snapshot and renames it into place only when
+    every member is written, so the engine never sees a partial snapshot; the copied archive is removed.
+    Only regular files and folders are extracted; absolute names, C(..), links, devices and names
+    with control characters are refused. A single top folder holding everything is stripped
+    (C(tar cf model.tar my-model/) and C(tar cf model.tar -C my-model .) give the same snapshot).
+options:
+  action: {description: check or unpack, required: true, type: str, choices: [check, unpack]}
+  repo: {description: Hub repository id (org/name), required: true, type: str}
+  commit: {description: The commit the snapshot is filed under (model.revision), required: true, type: str}
+  cache: {description: Host folder of the engine's Hub cache (its HF_HUB_CACHE), required: true, type: str}
+  archive_name: {description: The archive's file name, required: true, type: str}
+  archive_bytes: {description: The archive's size on the controller, required: true, type: int}
+  archive_sha256: {description: The archive's sha256 on the controller, required: true, type: str}
+  path: {description: Where the archive was copied on the host (unpack), type: str, default: ""}
+author: servespec
+"""
+
+import json
+import os
+import re
+import shutil
+import tarfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.servespec_common import RESULT_KEY, WEIGHTS
+
+REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+MARKER = ".servespec-archive.json"
+"""Written last into an unpacked snapshot: the archive it came from (name, size and sha256)."""
+CHUNK = 1 << 20
+RESERVE = 64 << 20
+"""Bytes left free on the cache's file system while unpacking (other writers, metadata)."""
+
+
+class RefusedError(Exception):
+    """A problem the module reports as its failure message."""
+
+
+def repo_folder(cache, repo):
+    return os.path.join(cache, "models--" + repo.replace("/", "--"))
+
+
+def incoming(cache, repo):
+    """Where the controller copies the archive: inside the repository's cache folder (same file system)."""
+    return os.path.join(repo_folder(cache, repo), ".servespec-incoming")
+
+
+def _size(count):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
+def _free(path):
+    while not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return shutil.disk_usage(path).free
+
+
+def unpacked_from(snapshot):
+    """The marker of a snapshot unpacked from an archive ({} when there is none)."""
+    try:
+        with open(os.path.join(snapshot, MARKER), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def check(p):
+    snapshot = os.path.join(repo_folder(p["cache"], p["repo"]), "snapshots", p["commit"])
+    marker = unpacked_from(snapshot)
+    present = marker.get("sha256") == p["archive_sha256"] and marker.get("bytes") == p["archive_bytes"]
+    if present:
+        return {"present": True, "need_bytes": 0}
+    need, free = 2 * p["archive_bytes"], _free(p["cache"])
+    if need > free:
+        raise RefusedError(
+            f"not enough disk for the model archive {p['archive_name']} of {p['repo']}: "
+            f"{_size(p['archive_bytes'])} to copy and about as much unpacked into {p['cache']}, "
+            f"{_size(free)} free there; free space or grow the volume"
+        )
+    return {"present": False, "need_bytes": need}
+
+
+def _parts(name):
+    """The path components of a member name, or None when it may not be extracted."""
+    if not name or name.startswith("/") or "\\" in name or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return None
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    if any(part == ".." for part in parts):
+        return None
+    return parts
+
+
+def members(archive):
+    """Every member as (parts, TarInfo), refusing what may not be extracted; the single top folder stripped."""
+    out = []
+    for info in archive.getmembers():
+        parts = _parts(info.name)
+        if parts is None:
+            raise RefusedError(f"the archive names {info.name!r}: only relative names without '..' are unpacked")
+        if not (info.isfile() or info.isdir()):
+            raise RefusedError(f"the archive's {info.name!r} is a link or device: only files and folders are unpacked")
+        if parts:
+            out.append((parts, info))
+    tops = {parts[0] for parts, _ in out}
+    if len(tops) == 1 and all(len(parts) > 1 or info.isdir() for parts, info in out):
+        out = [(parts[1:], info) for parts, info in out if len(parts) > 1]
+    if not any(info.isfile() for _, info in out):
+        raise RefusedError("the archive holds no files")
+    return out
+
+
+def _extract(archive, todo, target):
+    for parts, info in todo:
+        path = os.path.join(target, *parts)
+        if info.isdir():
+            os.makedirs(path, exist_ok=True)
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if info.size + RESERVE > _free(target):
+            raise RefusedError(f"the disk filled while unpacking {'/'.join(parts)} ({_size(info.size)})")
+        source = archive.extractfile(info)
+        if source is None:
+            raise RefusedError(f"the archive's {info.name!r} cannot be read")
+        with source, open(path, "xb") as handle:
+            shutil.copyfileobj(source, handle, CHUNK)
+        os.chmod(path, 0o644)
+
+
+def unpack(p):
+    folder = repo_folder(p["cache"], p["repo"])
+    snapshot = os.path.join(folder, "snapshots", p["commit"])
+    path = p["path"]
+    if not path or os.path.dirname(path) != incoming(p["cache"], p["repo"]) or not os.path.isfile(path):
+        raise RefusedError(f"the copied archive {path!r} is not in {incoming(p['cache'], p['repo'])}")
+    work = os.path.join(folder, "snapshots", f".{p['commit']}.unpacking")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    written = 0
+    try:
+        try:
+            with tarfile.open(path, "r:*") as archive:
+                todo = members(archive)
+                _extract(archive, todo, work)
+                written = sum(info.size for _, info in todo if info.isfile())
+        except (tarfile.TarError, EOFError, OSError) as err:
+            raise RefusedError(f"the model archive {p['archive_name']} cannot be unpacked: {err}") from None
+        with open(os.path.join(work, MARKER), "w", encoding="utf-8") as handle:
+            json.dump(
+                {"archive": p["archive_name"], "bytes": p["archive_bytes"], "sha256": p["archive_sha256"]}, handle
+            )
+        old = snapshot + ".replaced"
+        shutil.rmtree(old, ignore_errors=True)
+        if os.path.lexists(snapshot):
+            os.rename(snapshot, old)
+        os.rename(work, snapshot)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        os.unlink(path)
+    return written
+
+
+def run(p):
+    """(result, failure message or '')."""
+    names = (REPO, p["repo"]), (COMMIT, p["commit"]), (NAME, p["archive_name"]), (SHA256, p["archive_sha256"])
+    if not all(pattern.match(value) for pattern, value in names):
+        return {}, "the model archive needs a Hub repository id, a 40-hex commit, a plain file name and a sha256"
+    try:
+        state = check(p)
+        written = unpack(p) if p["action"] == "unpack" and not state["present"] else 0
+    except RefusedError as err:
+        return {}, str(err)
+    report = {
+        "repo": p["repo"],
+        "commit": p["commit"],
+        "archive": p["archive_name"],
+        "archive_bytes": p["archive_bytes"],
+        "present": state["present"],
+        "unpacked_bytes": written,
+        "action": p["action"],
+    }
+    return {"changed": written > 0, "present": state["present"], RESULT_KEY: dict(report, kind=WEIGHTS)}, ""
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            action=dict(type="str", required=True, choices=["check", "unpack"]),
+            repo=dict(type="str", required=True),
+            commit=dict(type="str", required=True),
+            cache=dict(type="str", required=True),
+            archive_name=dict(type="str", required=True),
+            archive_bytes=dict(type="int", required=True),
+            archive_sha256=dict(type="str", required=True),
+            path=dict(type="str", default=""),
+        ),
+        supports_check_mode=True,
+    )
+    p = dict(module.params)
+    if module.check_mode:
+        p["action"] = "check"
+    result, problem = run(p)
+    if problem:
+        module.fail_json(msg=problem, stage="weights")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
