@@ -201,7 +201,7 @@ def _argument_options(models: dict[str, Any]) -> dict[str, Any]:
     """One option per bento argument any bento declares, typed by it, choices from vLLM's catalog."""
     vllm = json.loads((releases_dir("vllm") / f"{VLLM_PINNED}.json").read_text())
     pool = read_pool("vllm")
-    seen: dict[str, str] = {}
+    seen: dict[str, str] = {"openllm_model_id": "str"}  # every bento's; bentos.json keeps it as model_id
     for bento in models.values():
         for key, entry in bento["arguments"].items():
             seen.setdefault(key, entry["type"])
@@ -209,7 +209,9 @@ def _argument_options(models: dict[str, Any]) -> dict[str, Any]:
     for key, kind in sorted(seen.items()):
         ident = vllm["options"].get(key)
         vllm_option = pool[ident] if isinstance(ident, str) else None
-        if key.startswith("openllm_"):
+        if key == "openllm_model_id":
+            text = "The Hugging Face model the bento downloads and serves (model.source renders it)."
+        elif key.startswith("openllm_"):
             text = "A bento argument of OpenLLM's own (not a vLLM option)."
         elif vllm_option:
             text = f"vLLM {VLLM_PINNED} `{vllm_option['flag']}`: {vllm_option['help']}"
@@ -258,6 +260,12 @@ def main() -> None:
         + "\n"
     )
     arguments = _argument_options(models)
+    pinned = json.loads((releases_dir("vllm") / f"{VLLM_PINNED}.json").read_text())["facts"]["context_default"]
+    context_default = {
+        **pinned,
+        "source": f"{pinned['source']}; a bento's own BentoArgs max_model_len default wins "
+        "(src/servespec/engines/openllm/memory.py reads it from bentos.json)",
+    }
     pypi = _pypi()
     pool = read_pool(ENGINE)
     releases = sorted(
@@ -291,7 +299,7 @@ def main() -> None:
             ),
             kept=None,
             options=options,
-            facts={},
+            facts={"context_default": context_default},
             notes={
                 "pypi": {
                     "wheel": wheel["filename"],

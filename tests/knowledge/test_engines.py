@@ -23,7 +23,8 @@ def test_every_engine_has_a_profile_and_a_release(engine: str) -> None:
 @pytest.mark.parametrize(("engine", "release"), ALL_RELEASES, ids=[f"{e}-{r.version}" for e, r in ALL_RELEASES])
 def test_release_is_sourced_and_complete(engine: str, release: EngineRelease) -> None:
     assert release.source.startswith("https://github.com/")
-    assert len(release.options) >= 30
+    # openllm serve before 0.6.25 has three options, repo, port and verbose (src/openllm/__main__.py)
+    assert len(release.options) >= (3 if engine == "openllm" else 30)
     for option in release.options.values():
         assert option.type in {"int", "float", "str", "bool", "list", "dict"}, option.key
         if option.type == "bool" and option.flag:
@@ -41,7 +42,7 @@ def test_spec_fields_map_to_real_options(engine: str, release: EngineRelease) ->
             continue  # added later (TGI --api-key 2.3.0, OLLAMA_CONTEXT_LENGTH 0.5.13)
         assert release.option(option) is not None, f"{engine} {release.version}: {field} -> {option}"
     for option in (prof.batch_option, prof.memory_fraction_option):
-        if option:
+        if option and not (release.option(option) is None and any(r.option(option) for r in newer)):
             assert release.option(option) is not None, f"{engine} {release.version}: {option}"
 
 
