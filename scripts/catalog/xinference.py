@@ -48,6 +48,7 @@ CMDLINE = "xinference/deploy/cmdline.py"
 CONSTANTS = "xinference/constants.py"
 REST = "xinference/api/restful_api.py"
 DOCKERFILE = "xinference/deploy/docker/Dockerfile"
+WORKFLOW = ".github/workflows/docker-cd.yaml"
 DOCKERFILE_CPU = ("xinference/deploy/docker/Dockerfile.cpu", "xinference/deploy/docker/cpu.Dockerfile")
 ENGINES_INIT = "xinference/model/llm/__init__.py"
 FAMILY = "xinference/model/llm/llm_family.json"
@@ -389,7 +390,10 @@ def build(path: Path, tag: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             "images": {
                 "gpu": f"xprobe/xinference:v{version}",
                 "cpu": f"xprobe/xinference:v{version}-cpu" if cpu else None,
-                "source": BLOB.format(tag=tag, file=DOCKERFILE),
+                "how": "docker-cd.yaml builds $DOCKER_ORG/xinference:${IMAGE_TAG} (the git tag) from the Dockerfile, "
+                "...-cpu from the CPU Dockerfile; the org is a secret there, xprobe in "
+                "doc/source/getting_started/using_docker_image.rst",
+                "source": BLOB.format(tag=tag, file=WORKFLOW),
             },
         },
     )

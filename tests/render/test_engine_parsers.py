@@ -189,3 +189,39 @@ def test_engine_parser_accepts_rendered_command(engine: str, version: str, path:
         assert parsed[keys["model"]] == config[keys["model"]]
     if "--api-key" in argv:
         assert parsed["api_key"] == argv[argv.index("--api-key") + 1]
+
+
+# XInference: the server command (xinference-local, the click command `local` of
+# xinference/deploy/cmdline.py) parsed by the release's own click command, for the golden
+# cases whose release has a lock file (tests/parsers/requirements-xinference-<version>.txt).
+XINFERENCE_PARSE = (
+    "import json, sys; from xinference.deploy.cmdline import local; "
+    "ctx = local.make_context('xinference-local', json.load(open(sys.argv[1]))); print(json.dumps(ctx.params))"
+)
+
+
+def _xinference_containers() -> list[Any]:
+    params = []
+    for path in sorted(GOLDEN.glob("xinference/*/expected/*/*/container.yaml")):
+        container = _yaml.load(path)
+        version = container["engine"]["version"]
+        if (TESTS / "parsers" / f"requirements-xinference-{version}.txt").is_file():
+            params.append(pytest.param(version, path, id=f"xinference-{version}/{path.relative_to(GOLDEN).parts[1]}"))
+    return params
+
+
+@pytest.mark.parametrize(("version", "path"), _xinference_containers())
+def test_xinference_parser_accepts_rendered_command(version: str, path: Path, tmp_path: Path) -> None:
+    container = _yaml.load(path)
+    argv = [*(container["entrypoint"] or []), *container["command"]]
+    assert argv[0] == "xinference-local", argv  # the image's ENTRYPOINT is empty: the command names it
+    python = env_python("xinference", version)
+    argv_file = tmp_path / "argv.json"
+    argv_file.write_text(json.dumps(argv[1:]))
+    done = subprocess.run(
+        [str(python), "-c", XINFERENCE_PARSE, str(argv_file)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, f"xinference-local rejected {shlex.join(argv)}:\n{done.stderr[-2000:]}"
+    parsed = json.loads(done.stdout)
+    assert parsed["host"] == "0.0.0.0"
+    assert parsed["port"] == container["healthcheck"]["port"] == container["ports"][0]["container_port"]
