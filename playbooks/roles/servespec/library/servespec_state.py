@@ -19,6 +19,11 @@ options:
   number: {description: Revision number (activate, mark), type: int}
   digest: {description: Content hash of the rendered files (allocate), type: str}
   bundle: {description: Uploaded JSON bundle of rendered files to unpack (allocate), type: str}
+  bundle_content:
+    description:
+      - The JSON bundle of rendered files itself (allocate), read on the controller and sent with the module
+        (no separate upload); its text, or the mapping of relative file name to text. Never templated.
+    type: raw
   status: {description: New status (mark), type: str, choices: [good, failed]}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
   config_root: {description: Root of the active links, type: str, default: /etc/servespec}
@@ -58,10 +63,22 @@ def _point(link, target):
     os.replace(temporary, link)
 
 
-def _unpack(bundle, folder):
+def _bundle_files(p):
+    """The bundle's files by relative name: from bundle_content, else the uploaded bundle file (then removed)."""
+    content = p.get("bundle_content")
+    if content is None:
+        with open(p["bundle"], encoding="utf-8") as handle:
+            files = json.load(handle)
+        os.unlink(p["bundle"])
+    else:
+        files = json.loads(content) if isinstance(content, str) else content
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise ValueError("the bundle is not a mapping of file names to texts")
+    return files
+
+
+def _unpack(files, folder):
     """Write the bundle's files (relative names, no '..') into the revision folder."""
-    with open(bundle, encoding="utf-8") as handle:
-        files = json.load(handle)
     for relative, text in files.items():
         if relative.startswith("/") or ".." in relative.split("/"):
             raise ValueError(f"refusing file name {relative!r} in the bundle")
@@ -70,15 +87,14 @@ def _unpack(bundle, folder):
         with open(path, "w", encoding="utf-8") as out:
             out.write(text)
         os.chmod(path, 0o640)
-    os.unlink(bundle)
 
 
 def _allocate(p, state):
     name, root = p["deployment"], p["state_root"]
     number = max([entry["number"] for entry in state["revisions"]] or [0]) + 1
     os.makedirs(os.path.join(revision_dir(name, number, root), ".servespec"), mode=0o750, exist_ok=True)
-    if p["bundle"]:
-        _unpack(p["bundle"], revision_dir(name, number, root))
+    if p["bundle"] or p.get("bundle_content") is not None:
+        _unpack(_bundle_files(p), revision_dir(name, number, root))
     state["revisions"].append({"number": number, "digest": p["digest"], "status": "pending", "created": now()})
     write_state(state, root)
     out = {"changed": True, "number": number, "path": revision_dir(name, number, root), "state": state}
@@ -138,6 +154,7 @@ def main():
             number=dict(type="int"),
             digest=dict(type="str"),
             bundle=dict(type="str"),
+            bundle_content=dict(type="raw"),
             status=dict(type="str", choices=["good", "failed"]),
             state_root=dict(type="str", default=STATE_ROOT),
             config_root=dict(type="str", default=CONFIG_ROOT),
@@ -149,10 +166,15 @@ def main():
     state = read_state(p["deployment"], p["state_root"])
     if module.check_mode:
         module.exit_json(changed=True, state=state)
-    result = ACTIONS[p["action"]](p, state or empty_state(p["deployment"]))
+    try:
+        result = ACTIONS[p["action"]](p, state or empty_state(p["deployment"]))
+    except ValueError as err:  # a bundle that is not JSON, or names a file outside the revision
+        result = {"failed": True, "msg": f"bad bundle: {err}"}
+    # The result echoes the arguments; the bundle's texts are not sent back to the controller again.
+    shown = {**p, "bundle_content": None if p["bundle_content"] is None else "(bundle)"}
     if result.pop("failed", False):
-        module.fail_json(**result)
-    module.exit_json(**result)
+        module.fail_json(invocation={"module_args": shown}, **result)
+    module.exit_json(invocation={"module_args": shown}, **result)
 
 
 if __name__ == "__main__":
