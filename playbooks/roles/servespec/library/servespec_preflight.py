@@ -39,12 +39,12 @@ from ansible.module_utils.servespec_common import STATE_ROOT, check_deployment, 
 
 
 def _docker(errors):
+    """The engine's read-only API (module_utils/servespec_docker: no Docker SDK import), None when unreachable."""
     try:
-        import docker
+        from ansible.module_utils import servespec_docker as engine
 
-        client = docker.from_env()
-        client.ping()
-        return client
+        engine.ping()
+        return engine
     except Exception as err:  # any failure means the engine is unreachable
         errors.append(f"Docker engine not reachable: {err}")
         return None
@@ -60,7 +60,7 @@ def _own_pids(client, spec):
     pids = set()
     for name in (spec["name"], f"{spec['name']}-previous"):
         try:
-            top = client.containers.get(name).top()
+            top = client.top(name)
         except Exception:  # absent or stopped: it holds no GPU
             continue
         column = top["Titles"].index("PID")
@@ -105,7 +105,7 @@ def _driver(minimum, errors):
 
 def _port(client, spec, errors):
     ports = spec["ports"] or [{"host_ip": "0.0.0.0", "host_port": spec["healthcheck"]["port"]}]
-    ours = {c.name for c in client.containers.list(all=True)} if client else set()
+    ours = client.container_names() if client else set()
     for port in ports:
         probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -122,9 +122,8 @@ def _image_present(client, image):
     if client is None or not image:
         return False
     try:
-        client.images.get(image)
-        return True
-    except Exception:  # not found (or unreadable): the image step loads or pulls it
+        return client.image_present(image)
+    except Exception:  # unreadable: the image step loads or pulls it
         return False
 
 

@@ -52,12 +52,14 @@ def _api_key(spec):
 def _running(name):
     """False once the container has exited or crashed and restarted (it will not become healthy)."""
     try:
-        import docker
+        from ansible.module_utils.servespec_docker import container
 
-        container = docker.from_env().containers.get(name)
-        return container.status in ("running", "created") and not container.attrs.get("RestartCount")
-    except Exception:  # without the SDK, rely on the timeout
+        attrs = container(name)
+    except Exception:  # engine unreachable: rely on the timeout
         return True
+    if attrs is None:  # gone (as the SDK's NotFound was): rely on the timeout
+        return True
+    return attrs["State"]["Status"] in ("running", "created") and not attrs.get("RestartCount")
 
 
 def _wait_healthy(spec, timeout):

@@ -47,12 +47,14 @@ def _files(path):
 
 def _container(name):
     try:
-        import docker
+        from ansible.module_utils.servespec_docker import container
 
-        container = docker.from_env().containers.get(name)
-        return {"status": container.status, "started_at": container.attrs["State"].get("StartedAt")}
-    except Exception:  # absent container or no Docker: reported as missing
+        attrs = container(name)
+    except Exception:  # no Docker: reported as missing
+        attrs = None
+    if not attrs:
         return {"status": "missing", "started_at": None}
+    return {"status": attrs["State"]["Status"], "started_at": attrs["State"].get("StartedAt")}
 
 
 def _healthy(spec):
