@@ -106,8 +106,9 @@ def engine_page(engine: Engine) -> str:
     for release in releases:
         lines.append(f"- {release.version}: {len(release.options)} options, from {release.source}")
     lines += ["", "## Spec fields and the options they render to", "", "| spec field | option |", "|---|---|"]
+    bind = _BIND if profile.image else "{option}"  # a host-native unit listens on serving.bind itself
     lines += [
-        f"| `{field}` | {_BIND.format(option=f'`{option}`') if field == 'serving.bind' else f'`{option}`'} |"
+        f"| `{field}` | {bind.format(option=f'`{option}`') if field == 'serving.bind' else f'`{option}`'} |"
         for field, option in profile.spec_options.items()
     ]
     layouts = [
@@ -137,7 +138,9 @@ def engine_page(engine: Engine) -> str:
         "",
         f"- API key: {auth}",
         f"- health endpoint: `{profile.health_path}`",
-        f"- image: `{profile.image_for(releases[-1].version)}`",
+        f"- image: `{profile.image_for(releases[-1].version)}`"
+        if profile.image
+        else "- image: none (a host-native systemd unit, no container)",
         f"- minimum compute capability: {minimum}",
         f"- batch option checked by MEM003: `{profile.batch_option}`",
         f"- memory fraction option: `{profile.memory_fraction_option}`",

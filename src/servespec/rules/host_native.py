@@ -22,6 +22,7 @@ class HostNativeField(Rule):
     - ``engine.image`` and ``engine.image_archive``: there is no image to pull or load;
     - ``engine.command``: the unit runs the ``lms`` commands servespec renders;
     - ``engine.entrypoint`` other than one absolute path (the ``lms`` executable it names);
+    - ``resources.gpu_ids`` (a warning): LM Studio picks the GPUs; nothing renders the choice;
     - ``model.revision`` (a warning): ``lms load KEY`` loads the downloaded model with that key,
       with no revision to pin (src/subcommands/load.ts);
     - a ``model.source`` that is a host path (``/srv/m.gguf``): ``lms load`` takes a model key of
@@ -69,6 +70,14 @@ class HostNativeField(Rule):
                     f"{title} loads a downloaded model by its key: model.revision cannot be pinned",
                     ("model", "revision"),
                     hint="remove model.revision (lms get downloads the revision LM Studio offers)",
+                    severity=Severity.WARNING,
+                )
+            if spec.resources.gpu_ids != "auto":
+                yield self.report(
+                    deployment.document,
+                    f"{title} chooses its GPUs itself: resources.gpu_ids is not rendered",
+                    ("resources", "gpu_ids"),
+                    hint="remove resources.gpu_ids (engine.env CUDA_VISIBLE_DEVICES reaches the unit's lms commands)",
                     severity=Severity.WARNING,
                 )
             if resolve.is_local_path(str(spec.model.source)):
