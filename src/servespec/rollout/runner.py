@@ -133,6 +133,34 @@ def _collect(hosts: dict[str, HostResult], event: dict[str, Any], secrets: tuple
         result.stage = "connect"
 
 
+PERSIST = "-o ControlMaster=auto -o ControlPersist=60s"
+"""One SSH connection per host for a whole apply: the status run's master serves the apply run too."""
+
+
+def ssh_args(user: str | None) -> str:
+    """ANSIBLE_SSH_ARGS: the user's own (a jump host, ...) first, then connection sharing.
+
+    ssh keeps the first value it reads for an option, so an option the user sets wins; before,
+    any ANSIBLE_SSH_ARGS of the user's replaced ControlMaster/ControlPersist, and every module run
+    opened its own connection. Ansible adds ControlPath itself when the arguments name ControlPersist.
+    """
+    return f"{user.strip()} {PERSIST}" if user and user.strip() else PERSIST
+
+
+def forks_for(forks: int, hosts: int, serial: object) -> int:
+    """One fork per host of a batch (``servespec_serial``), never more than the run's hosts.
+
+    Ansible starts min(forks, batch) workers for a batch anyway; this says so where the run is set up.
+    """
+    batch = serial if isinstance(serial, int) and not isinstance(serial, bool) and serial > 0 else hosts
+    return max(1, min(forks, batch, hosts or forks))
+
+
+def _host_count(inventory: dict[str, Any]) -> int:
+    groups = inventory.get("all", {}).get("children", {})
+    return sum(len(group.get("hosts") or {}) for group in groups.values() if isinstance(group, dict))
+
+
 def run_playbook(
     playbook: str,
     inventory: dict[str, Any],
@@ -165,7 +193,7 @@ def run_playbook(
         "ANSIBLE_HOST_KEY_CHECKING": os.environ.get("ANSIBLE_HOST_KEY_CHECKING", "True"),
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_PIPELINING": "True",
-        "ANSIBLE_SSH_ARGS": os.environ.get("ANSIBLE_SSH_ARGS", "-o ControlMaster=auto -o ControlPersist=60s"),
+        "ANSIBLE_SSH_ARGS": ssh_args(os.environ.get("ANSIBLE_SSH_ARGS")),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     with tempfile.TemporaryDirectory(prefix="servespec-runner-") as private:
@@ -175,7 +203,7 @@ def run_playbook(
             playbook=str(root / playbook),
             inventory=str(hosts_file),
             envvars=env,
-            forks=max(1, forks),
+            forks=forks_for(forks, _host_count(inventory), extravars.get("servespec_serial")),
             quiet=True,
             event_handler=handle,
         )
