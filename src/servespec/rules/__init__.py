@@ -25,7 +25,7 @@ from servespec.rules.model_store import ModelStoreOutsideCache
 from servespec.rules.network import ExposedWithoutAuth, PortConflict
 from servespec.rules.parallel import HeadsNotDivisible, KvHeadsReplicated, LayoutNotSupported, NotEnoughGpus
 from servespec.rules.references import FactsMissing, MissingFile, ModelLockMismatch, StaleFacts, UnknownHost
-from servespec.rules.rollout import AllHostsDownAtOnce, HealthTimeoutTooShort
+from servespec.rules.rollout import AllHostsDownAtOnce, HealthTimeoutTooShort, ProxyImageNotAtHand
 from servespec.rules.runtime import GpusBusy, ModelCacheTooSmall, NoGpuContainerRuntime
 from servespec.rules.schema import MissingField, Suppressions, UnknownField, WrongType, YamlSyntax
 from servespec.rules.security import (
@@ -86,6 +86,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     TrustRemoteCode,
     AllHostsDownAtOnce,
     HealthTimeoutTooShort,
+    ProxyImageNotAtHand,
 )
 
 RULES_BY_ID: dict[str, type[Rule]] = {rule.id: rule for rule in ALL_RULES}

@@ -52,7 +52,7 @@ class AllHostsDownAtOnce(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            if deployment.spec.rollout.strategy != "rolling":
+            if deployment.spec.rollout.strategy not in ("rolling", "auto"):  # auto: in-place hosts go by batch
                 continue
             replicas = replica_count(deployment)
             if replicas > 1 and unavailable(deployment, replicas) >= replicas:
@@ -104,3 +104,45 @@ class HealthTimeoutTooShort(Rule):
                     ("rollout", "health_timeout"),
                     hint=f"set health_timeout ≥ {math.ceil(needed / 60)}m",
                 )
+
+
+class ProxyImageNotAtHand(Rule):
+    """``rollout.strategy: auto`` needs its front proxy's image on every host.
+
+    With ``auto`` each host runs a front proxy (HAProxy, ``rollout.proxy_image``, default
+    ``haproxy:2.6``) that owns ``serving.port``. A deployment whose engine comes from a
+    ``docker save`` archive (``engine.image_archive``) is one whose hosts load images instead of
+    pulling them, typically because they reach no registry: without ``rollout.proxy_image_archive``
+    the first ``auto`` apply fails on each host when it pulls the proxy image (after the weights
+    were staged, before anything stopped).
+
+    Fix: set ``rollout.proxy_image_archive`` to a ``docker save`` archive of the proxy image
+    (inside the checkout, like the engine's), or keep ``strategy: rolling``.
+
+    Source: Docker, docker image load (images from a tar archive, no registry):
+    https://docs.docker.com/reference/cli/docker/image/load/ ; HAProxy's official image:
+    https://hub.docker.com/_/haproxy
+    """
+
+    id = "ROL003"
+    name = "rollout.proxy-image"
+    severity = Severity.WARNING
+    summary = "strategy auto on hosts that load the engine from an archive, without an archive of the proxy image"
+    sources = ("https://docs.docker.com/reference/cli/docker/image/load/", "https://hub.docker.com/_/haproxy")
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            spec = deployment.spec
+            if spec.rollout.strategy != "auto" or not spec.engine.image_archive or spec.rollout.proxy_image_archive:
+                continue
+            if spec.placement.hosts_per_replica > 1:
+                continue  # a multi-node replica runs no proxy
+            image = spec.rollout.proxy_image or "haproxy:2.6"
+            yield self.report(
+                deployment.document,
+                f"strategy auto runs the front proxy {image} on every host, but the engine is loaded from "
+                "engine.image_archive: hosts without a registry cannot pull the proxy",
+                ("rollout", "strategy"),
+                hint="set rollout.proxy_image_archive to a docker save archive of the proxy image, "
+                "or use strategy rolling",
+            )
