@@ -225,3 +225,47 @@ def test_xinference_parser_accepts_rendered_command(version: str, path: Path, tm
     parsed = json.loads(done.stdout)
     assert parsed["host"] == "0.0.0.0"
     assert parsed["port"] == container["healthcheck"]["port"] == container["ports"][0]["container_port"]
+
+
+# OpenLLM: `openllm serve BENTO ...` parsed by the release's own typer app (openllm.__main__,
+# built into its click command by typer.main.get_command), for the golden cases whose release
+# has a lock file (tests/parsers/requirements-openllm-<version>.txt). Importing OpenLLM creates
+# ~/.openllm, so HOME is a temporary folder.
+OPENLLM_PARSE = (
+    "import json, sys, typer.main, openllm.__main__ as m; "
+    "serve = typer.main.get_command(m.app).commands['serve']; "
+    "ctx = serve.make_context('serve', json.load(open(sys.argv[1]))); print(json.dumps(ctx.params))"
+)
+
+
+def _openllm_containers() -> list[Any]:
+    params = []
+    for path in sorted(GOLDEN.glob("openllm/*/expected/*/*/container.yaml")):
+        container = _yaml.load(path)
+        version = container["engine"]["version"]
+        if (TESTS / "parsers" / f"requirements-openllm-{version}.txt").is_file():
+            params.append(pytest.param(version, path, id=f"openllm-{version}/{path.relative_to(GOLDEN).parts[1]}"))
+    return params
+
+
+@pytest.mark.parametrize(("version", "path"), _openllm_containers())
+def test_openllm_parser_accepts_rendered_command(version: str, path: Path, tmp_path: Path) -> None:
+    container = _yaml.load(path)
+    argv = [*(container["entrypoint"] or []), *container["command"]]
+    assert argv[:2] == ["openllm", "serve"], argv
+    python = env_python("openllm", version)
+    argv_file = tmp_path / "argv.json"
+    argv_file.write_text(json.dumps(argv[2:]))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(HOME=str(tmp_path), BENTOML_DO_NOT_TRACK="true")
+    done = subprocess.run(
+        [str(python), "-c", OPENLLM_PARSE, str(argv_file)], capture_output=True, text=True, env=env, timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, f"openllm serve rejected {shlex.join(argv)}:\n{done.stderr[-2000:]}"
+    parsed = json.loads(done.stdout)
+    assert parsed["model"] == argv[2] and ":" in parsed["model"]  # a bento name:version, not a Hub id
+    assert parsed["port"] == container["healthcheck"]["port"] == container["ports"][0]["container_port"]
+    arguments = dict(pair.split("=", 1) for pair in parsed["arg"])
+    assert all("," not in value for value in arguments.values())  # bentoml splits --arg on ','
+    assert (container["command"].count("--arg"), len(arguments)) == (len(parsed["arg"]), len(parsed["arg"]))
