@@ -30,7 +30,7 @@ QWEN = ("Qwen/Qwen2.5-7B-Instruct", "a09a35458c702b33eeacc393d103063234e8bc28")
 
 def _fleet(tmp_path: Path, *, engine: str = "openllm", version: str = "0.6.30", options: str = "", **kw: str):  # type: ignore[no-untyped-def]
     source, revision = kw.get("source", QWEN[0]), kw.get("revision", QWEN[1])
-    image = kw.get("image", ", image: registry.example.com/openllm:0.6.30" if engine == "openllm" else "")
+    image = kw.get("image", ", image: 'registry.example.com/openllm:0.6.30'" if engine == "openllm" else "")
     length = kw.get("length", ", max_model_len: 8192")
     text = SPEC.format(
         source=source, revision=revision, length=length, engine=engine, version=version, image=image,
@@ -143,3 +143,17 @@ def test_memory_is_vllm_0_8_5_with_the_bento_context(tmp_path: Path) -> None:
                   revision="2069b3fae1114555f3c020c81410e51fa0f656f2")  # fmt: skip
     same = resolve.estimate_on(vllm.deployments[0], resolve.placed_hosts(vllm.deployments[0])[0])
     assert same is not None and round(plan.kv_cache_gib, 2) == round(same.kv_cache_gib, 2)
+
+
+def test_what_the_bento_fixes_is_reported(tmp_path: Path) -> None:
+    errors = _errors(tmp_path, options="{openllm_model_id: Qwen/Qwen2.5-14B-Instruct}")
+    assert [(f.rule, "duplicates the spec field model.source" in f.message) for f in errors] == [("ENG003", True)]
+    path = tmp_path / "named.yaml"
+    text = (
+        (tmp_path / "switch.yaml")
+        .read_text()
+        .replace("rollout:", "serving: {model_name: qwen, api_key: {from_env: K}}\nrollout:")
+    )
+    path.write_text(text)
+    found = check_fleet(load_fleet([path], GOLDEN / "inventory.yaml"))
+    assert {f.rule for f in found if f.severity is not Severity.INFO} >= {"ENG004", "NET002"}
