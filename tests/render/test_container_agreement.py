@@ -32,11 +32,13 @@ from servespec.render.container import (
     docker_fields,
     docker_run,
 )
+from servespec.render.native import NativeUnit
 from tests.conftest import REPO
 from tests.modules import role_module
 
 ROLE = REPO / "playbooks" / "roles" / "servespec"
 IMAGE_ENTRYPOINT = "<the image's entrypoint>"
+LMS = "/root/.lmstudio/bin/lms"
 
 
 @pytest.fixture
@@ -260,6 +262,9 @@ def test_fields_that_are_not_docker_arguments_change_neither_side(role: ModuleTy
         healthcheck=Healthcheck(path="/v1/models", port=9000, timeout_s=1, start_period_s=1, host="10.0.0.5"),
         smoke_test=False,
         files=(),
+        native=NativeUnit(
+            "systemd", "servespec-other.service", "servespec-other.service", LMS, ((LMS, "daemon", "up"),), ()
+        ),
     )
     informational = {item.name for item in fields(ContainerSpec) if not item.metadata.get("docker")}
     assert {name for name in informational if getattr(changed, name) == getattr(spec, name)} == set()

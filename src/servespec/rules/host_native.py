@@ -22,6 +22,8 @@ class HostNativeField(Rule):
     - ``engine.image`` and ``engine.image_archive``: there is no image to pull or load;
     - ``engine.command``: the unit runs the ``lms`` commands servespec renders;
     - ``engine.entrypoint`` other than one absolute path (the ``lms`` executable it names);
+    - ``rollout.strategy: auto``: its surge starts a second container beside the running one; a host-native
+      unit is one systemd service per host, restarted in place;
     - ``resources.gpu_ids`` (a warning): LM Studio picks the GPUs; nothing renders the choice;
     - ``model.revision`` (a warning): ``lms load KEY`` loads the downloaded model with that key,
       with no revision to pin (src/subcommands/load.ts);
@@ -71,6 +73,13 @@ class HostNativeField(Rule):
                     ("model", "revision"),
                     hint="remove model.revision (lms get downloads the revision LM Studio offers)",
                     severity=Severity.WARNING,
+                )
+            if spec.rollout.strategy == "auto":
+                yield self.report(
+                    deployment.document,
+                    f"{title} runs one systemd unit per host, restarted in place: rollout.strategy auto cannot surge",
+                    ("rollout", "strategy"),
+                    hint="use rollout.strategy rolling or recreate",
                 )
             if spec.resources.gpu_ids != "auto":
                 yield self.report(
