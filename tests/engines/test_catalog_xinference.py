@@ -84,8 +84,15 @@ def test_forwarded_options_carry_the_bundled_engines_definitions_and_xinferences
     seqs = release.option("vllm.max_num_seqs")
     assert seqs is not None and seqs.default == 256  # vllm/core.py setdefault("max_num_seqs", 256)
     assert release.option("vllm.no_such_option") is None
+    # 3.x ships no engine: only what XInference itself sets is typed, and the catalog is partial
     three = ENGINE.select("3.2.1").release
-    assert three is not None and three.option("vllm") is not None and three.option("vllm.max_num_seqs") is None
+    assert three is not None and three.partial
+    only = three.option("vllm.max_num_seqs")
+    assert only is not None and only.default == 256 and three.option("vllm.enable_prefix_caching") is None
+    # before 1.7.1 the Dockerfile installs SGLang unpinned: its block is one mapping, forwarded unchecked
+    old = ENGINE.select("1.5.0").release
+    assert old is not None and not old.partial and old.option("sglang") is not None
+    assert old.option("sglang.mem_fraction_static") is None
 
 
 def test_eng001_on_xinferences_own_options(tmp_path: Path) -> None:
@@ -117,6 +124,16 @@ def test_eng002_on_own_and_forwarded_values(tmp_path: Path) -> None:
         "engine.options.vllm.max_num_seqs",
     ]
     assert not [f for f in _findings(tmp_path, "  options: {model_engine: sglang}\n") if f[0] == "ENG002"]
+
+
+def test_on_releases_without_an_engine_in_the_image_unknown_forwarded_options_are_warnings(tmp_path: Path) -> None:
+    found = _findings(tmp_path, "  options: {model_engine: vLLM, vllm: {enable_prefix_caching: true}}\n", "", "3.2.1")
+    assert [(r, p) for r, p, _ in found if r.startswith("ENG")] == [
+        ("ENG001", "engine.options.vllm.enable_prefix_caching")
+    ]
+    path = tmp_path / "spec.yaml"
+    fleet = load_fleet([path])
+    assert [f.severity.value for f in check_fleet(fleet) if f.rule == "ENG001"] == ["warning"]
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from servespec.engines.base import Engine, EngineCheck
-from servespec.engines.catalog import Catalog, EngineOption, EngineRelease, ExclusiveBounds
+from servespec.engines.catalog import Catalog, ContextDefault, EngineOption, EngineRelease, ExclusiveBounds
 
 if TYPE_CHECKING:
     from servespec.knowledge.resolve import Resolved
@@ -47,6 +47,9 @@ OWNED = {
 }
 """Forwarded options a spec field decides (``resources.tensor_parallel`` -> n_gpu -> the engine's tensor parallel
 size, set by XInference from the GPUs it gives the model: vllm/core.py ``setdefault("tensor_parallel_size", ...)``)."""
+
+
+CORE_SOURCE = "https://github.com/xorbitsai/inference/blob/{tag}/xinference/model/llm/vllm/core.py"
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,16 @@ class XinferenceCatalog(Catalog):
         own = super().release(version)
         options = dict(own.options)
         bounds = dict(own.facts.option_bounds_exclusive)
-        for block, found in self.bundled(version).items():
+        bundled = self.bundled(version)
+        partial = own.partial
+        for block, found in bundled.items():
+            if found is None and not any(bundled.values()):
+                # an image with no engine at all (3.0 on: installed per model): only what XInference itself
+                # sets is known, so the catalog is partial (an option it lacks may exist: ENG001 warns)
+                partial = True
+                for key, value in self.forwarded_defaults(version, block).items():
+                    options[f"{block}.{key}"] = _set_by_xinference(f"{block}.{key}", key, value)
+                continue
             if found is None or found.release is None:
                 why = "the image bundles no pinned release of it" if found is None else "its release is not catalogued"
                 options[block] = _unchecked(block, f"{BLOCKS[block]}: {why}; forwarded unchecked")
@@ -114,8 +126,22 @@ class XinferenceCatalog(Catalog):
             if found is not None and found.release is not None and found.release.facts.context_default is not None:
                 # the context served when the spec sets none: the bundled engine's (vLLM's first)
                 update.setdefault("context_default", found.release.facts.context_default)
+        # nothing bundled: the engine derives the context from the model (XInference passes max_model_len None:
+        # vllm/core.py _sanitize_model_config), as vLLM and SGLang do
+        update.setdefault("context_default", ContextDefault(source=CORE_SOURCE.format(tag=f"v{version}")))
         facts = own.facts.model_copy(update=update)
-        return dataclasses.replace(own, options=options, facts=facts)
+        return dataclasses.replace(own, options=options, facts=facts, partial=partial)
+
+
+def _set_by_xinference(name: str, key: str, value: Any) -> EngineOption:
+    """An engine option XInference itself sets (its setdefault), where the engine's release is not known."""
+    kind = {bool: "bool", int: "int", float: "float"}.get(type(value), "str")
+    return EngineOption(
+        key=name, flag=None, aliases=(), env=None, config_key=key, type=kind, choices=None, min=None, max=None,
+        default=value, bool_form=None, nargs=None, help="set by XInference before it calls the engine "
+        "(_sanitize_model_config); the engine release is installed per model, so nothing else is known",
+        deprecated=False,
+    )  # fmt: skip
 
 
 def _unchecked(block: str, why: str) -> EngineOption:
