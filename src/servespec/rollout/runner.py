@@ -82,6 +82,8 @@ class Report:
     """servespec_collect: ``outputs``, command outputs by file name."""
     WEIGHTS = "weights_staged"
     """servespec_weights: ``repo``, ``commit``, ``cached_bytes``, ``download_bytes``, ``downloaded_bytes``."""
+    CAPACITY = "host_capacity"
+    """servespec_capacity: ``gpus`` (index, total_mib, used_mib), ``mem_available_mib``, ``proxies`` (rollout auto)."""
 
 
 def _report(result: HostResult, res: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from servespec.knowledge import resolve
@@ -63,11 +63,17 @@ class Status:
 
 def desired_state(rendered: Rendered, deployment: DeploymentDoc) -> list[Desired]:
     """What the specs render for each host of one deployment (deployment-level files excluded)."""
+    from servespec.rollout import surge
+
     out = []
+    views = {view.name: view for view in resolve.placed_hosts(deployment)} if surge.auto(deployment) else {}
     for (name, host), container in rendered.containers.items():
         if name != deployment.name:
             continue
-        out.append(Desired(name, host, container.revision, rendered.host_files(name, host)))
+        # rollout.strategy auto: the plan decides surge or in place per host from what the revision needs.
+        need = surge.need_on(deployment, views[host]) if host in views else None
+        strategy = deployment.spec.rollout.strategy
+        out.append(Desired(name, host, container.revision, rendered.host_files(name, host), None, strategy, need))
     return out
 
 
@@ -117,14 +123,21 @@ def gather(
     deployment: DeploymentDoc, *, on_event: EventHandler | None = None
 ) -> tuple[list[Observed], dict[str, HostResult]]:
     """Read every placed host's state of ``deployment``."""
+    from servespec.rollout import surge
+
+    # rollout.strategy auto: each host also reports its free GPU and host memory (servespec_capacity).
+    asked: dict[str, Any] = {"servespec_capacity": True} if surge.auto(deployment) else {}
     hosts = {
-        view.name: (view, {"servespec_deployments": [deployment.name]}) for view in resolve.placed_hosts(deployment)
+        view.name: (view, {"servespec_deployments": [deployment.name], **asked})
+        for view in resolve.placed_hosts(deployment)
     }
     if not hosts:
         return [], {}
     result = inventory.run_on("status.yml", hosts, {}, on_event)
     _check_reports(result.hosts, deployment.name)
     observed = [_observed(deployment.name, name, host_report(result.hosts, name, deployment.name)) for name in hosts]
+    if asked:
+        observed = [replace(o, capacity=surge.capacity_of(result.hosts.get(o.host), deployment.name)) for o in observed]
     return observed, result.hosts
 
 

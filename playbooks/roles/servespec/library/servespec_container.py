@@ -12,13 +12,16 @@ description:
   - C(promote) removes the kept previous container once the new one is healthy.
   - C(restore) removes the new container and starts the kept previous one again.
   - C(remove) removes the deployment's containers; C(logs) returns the last log lines.
+  - C(beside) starts the revision's container as C(<name>-next) while the running one keeps
+    serving (rollout.strategy auto, surge); C(swap) then stops the running one, keeps it as
+    C(<name>-previous) and renames C(<name>-next) to C(<name>): the state C(start) leaves.
 options:
   deployment: {description: Deployment name, required: true, type: str}
   action:
     description: What to do.
     required: true
     type: str
-    choices: [start, promote, restore, remove, logs, exec]
+    choices: [start, promote, restore, remove, logs, exec, beside, swap]
   number: {description: Revision whose container.json to start, type: int}
   command: {description: Command to run inside the container (exec), type: list, elements: str}
   standin_image: {description: Test-only stand-in image (GPU requests and NUMA pinning dropped), type: str}
@@ -178,14 +181,45 @@ def _exec(client, p, name, previous, current):
     return {"changed": True, "output": output}
 
 
-ACTIONS = {"start": _start, "promote": _promote, "restore": _restore, "remove": _remove, "exec": _exec}
+def _beside(client, p, name, previous, current):
+    spec = load_container(p["deployment"], p["number"], p["state_root"])
+    stale = _get(client, f"{name}-next")
+    if stale is not None:
+        stale.remove(force=True)
+    container = client.containers.run(**dict(_run_args(spec, p), name=f"{name}-next"))
+    return {"changed": True, "id": container.id}
+
+
+def _swap(client, p, name, previous, current):
+    new = _get(client, f"{name}-next")
+    if new is None:
+        return {"failed": True, "msg": f"{name}-next is not running"}
+    old = _get(client, previous)
+    if old is not None:
+        old.remove(force=True)
+    if current is not None:
+        current.stop(timeout=30)
+        current.rename(previous)
+    new.rename(name)
+    return {"changed": True, "kept_previous": current is not None}
+
+
+ACTIONS = {
+    "start": _start,
+    "promote": _promote,
+    "restore": _restore,
+    "remove": _remove,
+    "exec": _exec,
+    "beside": _beside,
+    "swap": _swap,
+}
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             deployment=dict(type="str", required=True),
-            action=dict(type="str", required=True, choices=["start", "promote", "restore", "remove", "logs", "exec"]),
+            action=dict(type="str", required=True, choices=["logs", *ACTIONS]),
             number=dict(type="int"),
             command=dict(type="list", elements="str"),
             standin_image=dict(type="str"),

@@ -28,6 +28,7 @@ FAILED = "revision_failed"
 STATUS = "deployments_status"
 OUTPUTS = "host_outputs"
 WEIGHTS = "weights_staged"
+CAPACITY = "host_capacity"
 
 
 def servespec_result(kind, **values):
