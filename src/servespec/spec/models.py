@@ -322,7 +322,7 @@ class Rollout(_Model):
     strategy: Literal["rolling", "recreate", "auto"] = Field(
         default="rolling",
         description="rolling | recreate | auto: per host, start the new revision beside the running one behind a "
-        "front proxy where its GPUs are free, else in place once the old one's GPU memory is released (docs/rollout.md)",
+        "front proxy where its GPUs are free, else in place once the old one's GPU memory is freed (docs/rollout.md)",
     )
     max_unavailable: MaxUnavailable = 1
     health_timeout: Duration = "15m"
