@@ -167,3 +167,6 @@ def test_a_model_outside_the_registry_and_the_cpu_image_are_eng003(tmp_path: Pat
     assert ("model.source", "XInference 2.12.0's built-in registry (llm_family.json) has no Hugging Face model "
             "'meta-llama/Llama-3.1-8B-Instruct'") in found  # fmt: skip
     assert any(p == "engine.options.model_engine" and "CPU image" in m for p, m in found)
+    hints = {f.path: f.hint for f in check_fleet(load_fleet([path])) if f.rule == "ENG003"}
+    assert "did you mean model.source 'meta-llama/Meta-Llama-3.1-8B-Instruct'?" in (hints["model.source"] or "")
+    assert all(hints.values()), "every finding says how to fix it"

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 from servespec.engines.base import EngineCheck
 from servespec.engines.xinference import ENGINE_BLOCK, OWNED, engine_block
-from servespec.engines.xinference.registry import choose, lookup
+from servespec.engines.xinference.registry import choose, lookup, nearest
 from servespec.knowledge.resolve import is_local_path
+from servespec.spec.source import quote_value
 
 if TYPE_CHECKING:
     from servespec.knowledge.resolve import Resolved
@@ -32,8 +33,9 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
         yield EngineCheck(
             "ENG003",
             ("engine", "options", "model_engine"),
-            "XInference launches an LLM only with model_engine named (vLLM, SGLang, llama.cpp, Transformers, ...): "
-            "its launch request answers 400 'Please specify the `model_engine` field' without it",
+            "XInference launches an LLM only with model_engine named: its launch request answers 400 "
+            "'Please specify the `model_engine` field' without it",
+            hint="set engine.options.model_engine: vLLM (or SGLang, llama.cpp, Transformers)",
         )
     seen: set[str] = set()
     for key, setting in known.effective.items():
@@ -44,8 +46,9 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
                 "ENG003",
                 setting.path[:3],
                 f"engine.options.{head} is for model_engine {head.replace('_', '.')}, but model_engine is "
-                f"{engine!r}: XInference passes the launch request's options to that one engine, so servespec "
-                f"renders only the {block or 'model_engine'} block",
+                f"{quote_value(engine)}: XInference passes the launch request's options to that one engine, so "
+                f"servespec renders only the {block or 'model_engine'} block",
+                hint=f"remove engine.options.{head}, or set model_engine to its engine",
             )
     if block is not None:
         for index, name in enumerate(OWNED.get(block, ())):
@@ -55,6 +58,7 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
                     "ENG003",
                     owned.path,
                     f"{block}.{name} duplicates {SPEC_FIELDS[index]}, which renders it through the launch request",
+                    hint=f"remove it and set {SPEC_FIELDS[index].split(' ')[0]}",
                 )
     replica = known.effective.get("replica")
     if replica is not None and isinstance(replica.value, int) and replica.value > 1:
@@ -63,7 +67,8 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
             replica.path,
             f"replica {replica.value} needs {replica.value} × n_gpu GPUs in the server's container "
             "(restful_api.py: the allocated GPUs must be a multiple of replica), and servespec gives it the "
-            "replica's resources.tensor_parallel GPUs: scale with placement.hosts instead",
+            "replica's resources.tensor_parallel GPUs",
+            hint="remove replica and scale with placement.hosts (one replica per host)",
         )
     image = str(known.deployment.spec.engine.image or "")
     if image.endswith("-cpu") and block in ("vllm", "sglang"):
@@ -71,8 +76,9 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
         yield EngineCheck(
             "ENG003",
             ("engine", "options", "model_engine"),
-            f"the CPU image {image} bundles no {engine} (xinference/deploy/docker/Dockerfile.cpu): "
-            "use model_engine llama.cpp or Transformers there, or the GPU image",
+            f"the CPU image {quote_value(image)} bundles no {quote_value(engine)} "
+            "(xinference/deploy/docker/Dockerfile.cpu installs xllamacpp and Transformers only)",
+            hint="use model_engine llama.cpp or Transformers there, or the GPU image",
         )
     yield from _registry(known, release.version)
 
@@ -86,18 +92,25 @@ def _registry(known: Resolved, version: str) -> Iterator[EngineCheck]:
             yield EngineCheck(
                 "ENG003",
                 ("model", "source"),
-                "a local model directory is launched as model_path under a registered model_name: "
-                "set engine.options.model_name (and model_format, model_size_in_billions) to the family it is",
+                "a local model directory is launched as model_path under a registered model_name, "
+                "which servespec cannot read from the directory",
+                hint="set engine.options.model_name (and model_format, model_size_in_billions) to the family it is",
             )
         return
     entries = lookup(source, version)
     if not entries:
+        close = nearest(source, version)
         yield EngineCheck(
             "ENG003",
             ("model", "source"),
-            f"XInference {version}'s built-in registry (llm_family.json) has no Hugging Face model {source!r}: "
-            "a launch names a registered model_name, so set engine.options.model_name (with model_format, "
-            "model_size_in_billions, quantization) or serve a registered model",
+            f"XInference {version}'s built-in registry (llm_family.json) has no Hugging Face model "
+            f"{quote_value(source)}: a launch names a registered model_name",
+            hint=(
+                f"did you mean model.source {quote_value(close)}? Otherwise "
+                if close
+                else "serve a registered model or "
+            )
+            + "set engine.options.model_name (with model_format, model_size_in_billions, quantization)",
         )
         return
     fmt = options.get("model_format")
@@ -107,6 +120,7 @@ def _registry(known: Resolved, version: str) -> Iterator[EngineCheck]:
         yield EngineCheck(
             "ENG003",
             ("engine", "options", "model_format" if fmt else "quantization"),
-            f"XInference {version} registers {source!r} as {have}; the launch would match no model spec "
-            f"(llm_family.py match_llm: {FAMILY})",
+            f"XInference {version} registers {quote_value(source)} as {have}; the launch would match no model "
+            f"spec (llm_family.py match_llm: {FAMILY})",
+            hint="use one of the registered formats and quantizations, or leave them to servespec",
         )

@@ -68,3 +68,13 @@ def choose(entries: list[RegistryEntry], model_format: str | None, quantization:
     if quantization is not None:
         wanted = [e for e in wanted if quantization.lower() in (q.lower() for q in e.quantizations)]
     return wanted[0] if wanted else None
+
+
+def nearest(source: str, version: str) -> str | None:
+    """The registered Hugging Face id of ``version`` closest to ``source`` (a renamed repository), or None."""
+    import difflib
+
+    models: dict[str, list[dict[str, Any]]] = _data()["models"]
+    known = [k for k, v in models.items() if any(_within(version, e["releases"]) for e in v)]
+    found = difflib.get_close_matches(source, known, n=1, cutoff=0.85)
+    return found[0] if found else None
