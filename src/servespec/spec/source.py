@@ -6,6 +6,15 @@ validate and, beside it, the source map that locates findings. Walking the nodes
 ourselves (instead of constructing round-trip objects) lets the same pass reject what a
 spec never needs and an attacker might send: duplicate keys, custom tags, alias bombs
 and absurd nesting, each located at the node that offends.
+
+Composing is most of a validate run's time, so a file is first composed by ruamel.yaml's C
+parser (``ruamel.yaml.clib``, libyaml: the same node tree and marks, about six times faster)
+when :func:`_c_parsable` allows it. The pure-Python parser stays the authority: libyaml reads
+YAML 1.1, which refuses some YAML 1.2 a spec may hold (``{source: qwen2.5:7b}``: a ``:`` in a
+flow plain scalar) and breaks lines at NEL/LS/PS, so any error of the C parser, and any file
+holding those characters, is composed again (or only) by the pure parser, which decides. The C
+composer also recurses without a depth check and crashes the process on nesting in the hundred
+thousands, so a file goes to it only when its nesting provably stays shallow.
 """
 
 from __future__ import annotations
@@ -271,12 +280,27 @@ def load_text(
     ``usage`` receives what the file spent of the YAML budgets (the loader sums them over
     a run). For a ``referenced`` file, messages leave out the pieces of it the parser quotes.
     """
-    yaml = YAML(typ="safe", pure=True)
     usage = usage if usage is not None else Usage()
     documents: list[Document] = []
     findings: list[Finding] = []
+    if _c_parsable(text):
+        before = replace(usage)
+        try:
+            _compose(YAML(typ="safe"), text, file, path, usage, documents, findings)
+            fast = True
+        except (YAMLError, RecursionError, ValueError, TypeError, OverflowError):
+            fast = False
+        if fast:
+            return _finish(documents, findings, referenced)
+        usage.documents, usage.aliased_nodes, usage.aliased_chars = (
+            before.documents,
+            before.aliased_nodes,
+            before.aliased_chars,
+        )
+        documents.clear()
+        findings.clear()
     try:
-        _compose(yaml, text, file, path, usage, documents, findings)
+        _compose(YAML(typ="safe", pure=True), text, file, path, usage, documents, findings)
     except YAMLError as err:
         findings.append(_yaml_error_finding(file, err, text))
     except RecursionError:
@@ -284,9 +308,41 @@ def load_text(
     except (ValueError, TypeError, OverflowError) as err:
         # ruamel's scalar constructors raise these for values like a malformed timestamp.
         findings.append(_syntax_finding(file, f"cannot read a value: {err}".splitlines()[0], Position(1, 1)))
+    return _finish(documents, findings, referenced)
+
+
+def _finish(
+    documents: list[Document], findings: list[Finding], referenced: bool
+) -> tuple[list[Document], list[Finding]]:
     for document in documents:
         document.referenced = referenced
     return documents, [_safe_message(f, referenced) for f in findings]
+
+
+_HAVE_C = YAML(typ="safe").Parser is not YAML(typ="safe", pure=True).Parser
+"""Whether ruamel.yaml.clib is installed (ruamel.yaml falls back to its pure parser without it)."""
+C_NESTING_BOUND = 1_000
+"""Nesting below which the C composer runs; it crashed between 10,000 and 100,000 levels (ruamel.yaml.clib 0.2.14)."""
+_YAML11_BREAKS = ("\x85", "\u2028", "\u2029")
+"""Line breaks in YAML 1.1 (libyaml) but not in 1.2: lines would be counted differently."""
+
+
+def _c_parsable(text: str) -> bool:
+    """Whether the C parser may compose ``text``: it is installed, the text ends with a line break (libyaml
+    puts the end of a last line without one on the next line), no 1.1-only line break, nesting provably shallow.
+
+    The nesting bound is an upper bound, never an estimate: flow nesting needs one ``[`` or
+    ``{`` per level; block nesting one more column of indent, or a ``-``/``?``/``:``
+    indicator, per level, two levels (a mapping and its compact sequence) sharing a column at
+    most, so twice the longest line bounds it.
+    """
+    if not _HAVE_C or not text.endswith("\n") or any(mark in text for mark in _YAML11_BREAKS):
+        return False
+    if len(text) < C_NESTING_BOUND:
+        return True
+    flow = text.count("[") + text.count("{")
+    longest = max(map(len, text.splitlines()), default=0)
+    return flow + 2 * longest + 2 < C_NESTING_BOUND
 
 
 def _safe_message(finding: Finding, referenced: bool) -> Finding:
