@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
@@ -67,9 +68,10 @@ suppress:
     )
 
 
-def _record(host: RemoteHost) -> dict[str, object]:
+def _record(host: RemoteHost) -> dict[str, Any]:
     with urllib.request.urlopen(f"http://{host.address}:{PORT}/servespec-standin/record", timeout=5) as response:
-        return json.loads(response.read())
+        data: dict[str, Any] = json.loads(response.read())
+    return data
 
 
 def test_the_launch_request_arrives_as_rendered_and_is_sent_once(
