@@ -83,6 +83,14 @@ def test_host_image() -> str:
         return _build("servespec-testhost", HERE / "Dockerfile.host", context)
 
 
+def test_host_systemd_image() -> str:
+    """The test-host image with systemd as PID 1 (sshd, python3; no Docker), for host-native units."""
+    with tempfile.TemporaryDirectory() as tmp:
+        context = Path(tmp)
+        shutil.copy(HERE / "host-systemd-entrypoint.sh", context)
+        return _build("servespec-testhost-systemd", HERE / "Dockerfile.host-systemd", context)
+
+
 def standin_image() -> str:
     """The STAND-IN engine image (records argv/env, answers health; no inference)."""
     return _build("servespec-standin", HERE / "standin" / "Dockerfile", HERE / "standin")

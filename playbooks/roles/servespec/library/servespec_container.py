@@ -215,6 +215,15 @@ ACTIONS = {
 }
 
 
+def _native(p):
+    """Whether the revision (the given one, else the current) is a host-native unit: no container to manage."""
+    state = read_state(p["deployment"], p["state_root"]) or {}
+    try:
+        return bool(load_container(p["deployment"], p["number"] or state.get("current"), p["state_root"]).get("native"))
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -227,6 +236,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    check_deployment(module, module.params["deployment"])
+    if module.params["action"] != "exec" and _native(module.params):
+        module.exit_json(changed=False, native=True, logs=[])  # servespec_native runs the unit (tasks/native.yml)
     if not HAS_DOCKER:
         module.fail_json(msg="the Docker SDK for Python is missing on this host: install python3-docker")
     p = module.params

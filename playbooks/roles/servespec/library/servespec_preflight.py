@@ -127,6 +127,23 @@ def _image_present(client, image):
         return False
 
 
+def _native(spec, errors):
+    """A host-native unit (LM Studio's lms): systemd running, its executable there, the port free or its own."""
+    native = spec["native"]
+    systemctl = shutil.which("systemctl")
+    if not systemctl or not os.path.isdir("/run/systemd/system"):
+        errors.append("systemd is not running on this host: a host-native engine unit needs it")
+    executable = native.get("executable", "")
+    if not (os.path.isfile(executable) and os.access(executable, os.X_OK)):
+        errors.append(
+            f"{os.path.basename(executable)} not found at {executable}: install the engine on this host (LM Studio's "
+            "installer puts lms in ~/.lmstudio/bin) or name its path with engine.entrypoint"
+        )
+    own = systemctl and subprocess.run([systemctl, "is-active", "--quiet", native["unit"]], check=False).returncode == 0
+    if not own:  # a running unit of this deployment holds the port itself
+        _port(None, spec, errors)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -146,7 +163,10 @@ def main():
     check_deployment(module, p["deployment"])
     spec = load_container(p["deployment"], p["number"], p["state_root"])
     errors = []
-    client = _docker(errors)
+    native = bool(spec.get("native"))  # a host-native unit: no Docker engine, no image
+    client = None if native else _docker(errors)
+    if native:
+        _native(spec, errors)
     if client is not None and spec["gpus"] and not p["standin"]:
         _gpu_checks(client, spec, errors)
         _driver(p["driver_min"], errors)
@@ -162,7 +182,8 @@ def main():
     if errors:
         module.fail_json(msg="; ".join(errors), stage="preflight", problems=errors)
     image = p["image"] or spec["image"]
-    module.exit_json(changed=False, image=image, image_present=_image_present(client, image))
+    present = native or _image_present(client, image)
+    module.exit_json(changed=False, image=image, image_present=present, native=native)
 
 
 if __name__ == "__main__":

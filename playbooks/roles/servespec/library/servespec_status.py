@@ -16,6 +16,8 @@ author: servespec
 """
 
 import os
+import re
+import subprocess
 import urllib.error
 import urllib.request
 
@@ -55,6 +57,28 @@ def _container(name):
     if not attrs:
         return {"status": "missing", "started_at": None}
     return {"status": attrs["State"]["Status"], "started_at": attrs["State"].get("StartedAt")}
+
+
+def _unit(spec):
+    """A host-native unit's state in a container's terms: systemd's ActiveState and when it entered it (UTC)."""
+    argv = [
+        "systemctl",
+        "show",
+        "--timestamp=utc",
+        "--property=ActiveState,ActiveEnterTimestamp",
+        spec["native"]["unit"],
+    ]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except OSError:  # no systemd: reported as missing
+        return {"status": "missing", "started_at": None}
+    values = dict(line.partition("=")[::2] for line in done.stdout.splitlines())
+    status = {"active": "running", "activating": "restarting", "deactivating": "removing", "failed": "exited"}
+    when = re.search(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) UTC", values.get("ActiveEnterTimestamp", ""))
+    return {
+        "status": status.get(values.get("ActiveState"), "exited" if values.get("ActiveState") else "missing"),
+        "started_at": f"{when.group(1)}T{when.group(2)}Z" if when else None,
+    }
 
 
 def _healthy(spec):
@@ -99,7 +123,7 @@ def main():
             except (OSError, ValueError):
                 report[name] = entry
                 continue
-            entry["container"] = _container(spec["name"])
+            entry["container"] = _unit(spec) if spec.get("native") else _container(spec["name"])
             entry["healthy"] = entry["container"]["status"] == "running" and _healthy(spec)
             entry["endpoint_port"] = spec["healthcheck"]["port"]
         report[name] = entry
