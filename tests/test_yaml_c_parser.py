@@ -76,6 +76,7 @@ def test_both_parsers_read_every_file_alike(name: str, text: str, monkeypatch: p
     "text",
     [
         "model: {source: qwen2.5:7b}\n",  # YAML 1.2 only: ':' inside a flow plain scalar (libyaml refuses it)
+        "engine: {name: openllm, image: registry.local/openllm:0.6.30}\n" + "# a comment\n" * 200,
         "a: 1\x85b: 2\n",  # NEL is a line break in YAML 1.1 only
         "a: 1\nb: [1, 2\n",  # an error both ways: the pure parser's message and position
         "%YAML 1.2\n---\na: 1\n",
