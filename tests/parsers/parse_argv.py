@@ -5,6 +5,7 @@ servespec venv)::
 
     python parse_argv.py vllm   ARGV.json   # ARGV: the arguments after `vllm serve`
     python parse_argv.py sglang ARGV.json   # ARGV: the arguments after `python3 -m sglang.launch_server`
+    python parse_argv.py ktransformers ARGV.json   # sglang-kt: the arguments after `python -m sglang.launch_server`
 
 ``ARGV.json`` holds a JSON list of strings. A ``--config FILE`` in it must already
 point at a readable file (the caller rewrites the in-container path). On success
@@ -194,7 +195,44 @@ def _sglang(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-ENGINES = {"vllm": _vllm, "sglang": _sglang}
+def _torchvision_ops() -> None:
+    """GPU STUB: the schemas of torchvision's nms/qnms ops, when its compiled ops cannot load.
+
+    The only torchvision 0.28 wheel at hand is PyPI's CUDA build; its _C extension links
+    libtorch_cuda and does not load beside the CPU torch (torchvision then has no ops, as it
+    allows), but _meta_registrations.py still registers fake kernels for ``torchvision::nms``
+    and ``qnms`` unconditionally, which fails on an undefined op. Defining the two schemas
+    (as torchvision's C++ does) lets ``import torchvision`` finish; nothing calls them while
+    parsing. sglang-kt imports torchvision from server_args.py (srt/configs, srt/multimodal).
+    """
+    import torch
+
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or spec.origin is None:
+        return
+    library = Path(spec.origin).parent / "_C.so"
+    try:
+        torch.ops.load_library(str(library))
+    except (ImportError, OSError):
+        for op in ("nms", "qnms"):
+            torch.library.define(f"torchvision::{op}", "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+
+
+def _ktransformers(argv: list[str]) -> argparse.Namespace:
+    """sglang-kt (KTransformers) as its prepare_server_args() parses, up to parse_args."""
+    _torchvision_ops()
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    if "--config" in argv:
+        from sglang.srt.server_args_config_parser import ConfigArgumentMerger  # sglang-kt 0.7.2's place
+
+        argv = ConfigArgumentMerger(parser).merge_config_with_args(argv)
+    return parser.parse_args(argv)
+
+
+ENGINES = {"vllm": _vllm, "sglang": _sglang, "ktransformers": _ktransformers}
 
 
 def _jsonable(value):

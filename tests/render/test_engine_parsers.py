@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from servespec.engines.ktransformers.render import PYTHON as KT_PYTHON
 from servespec.engines.sglang.render import KEY_LAUNCHER
 
 pytestmark = [pytest.mark.parsers, pytest.mark.slow]
@@ -37,13 +38,18 @@ CONFIG_IN_CONTAINER = "/etc/servespec/config.yaml"
 
 # What runs the engine in each image: vllm/vllm-openai's ENTRYPOINT is `vllm serve`;
 # SGLang's command names the module itself.
-LAUNCHERS = {"vllm": ["vllm", "serve"], "sglang": ["python3", "-m", "sglang.launch_server"]}
-DEFAULT_ENTRYPOINT = {"vllm": ["vllm", "serve"], "sglang": []}
+LAUNCHERS = {
+    "vllm": ["vllm", "serve"],
+    "sglang": ["python3", "-m", "sglang.launch_server"],
+    "ktransformers": [KT_PYTHON, "-m", "sglang.launch_server"],  # sglang-kt in the image's serve environment
+}
+DEFAULT_ENTRYPOINT = {"vllm": ["vllm", "serve"], "sglang": [], "ktransformers": []}
 API_SERVER = ["python3", "-m", "vllm.entrypoints.openai.api_server"]
 # Option names of the values checked by name: port, parallelism, context, served name, model.
 KEYS = {
     "vllm": {"tp": "tensor_parallel_size", "context": "max_model_len", "model": "model"},
     "sglang": {"tp": "tp_size", "context": "context_length", "model": "model_path"},
+    "ktransformers": {"tp": "tensor_parallel_size", "context": "context_length", "model": "model_path"},
 }
 
 _yaml = YAML(typ="safe")
@@ -92,9 +98,9 @@ def engine_argv(engine: str, container: dict[str, Any]) -> list[str] | None:
     argv = [*(DEFAULT_ENTRYPOINT[engine] if entrypoint is None else entrypoint), *container["command"]]
     if argv[0] == "ray":  # a Ray worker of a vLLM multi-node replica
         return None
-    if argv[:3] == ["python3", "-c", KEY_LAUNCHER]:
-        # SGLang's key launcher: runs sglang.launch_server with --api-key appended in-process.
-        argv = [*LAUNCHERS["sglang"], *argv[3:], "--api-key", "KEY"]
+    if argv[1:3] == ["-c", KEY_LAUNCHER] and argv[0] == LAUNCHERS[engine][0]:
+        # SGLang's key launcher (also KTransformers'): runs sglang.launch_server with --api-key appended in-process.
+        argv = [*LAUNCHERS[engine], *argv[3:], "--api-key", "KEY"]
     if Path(argv[0]).name in ("bash", "sh") and argv[1] == "-c":
         # bash -c SCRIPT [$0 [$1 ...]]
         argv = _expand(argv[2], argv[4:], container.get("environment") or {})
