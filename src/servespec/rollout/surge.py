@@ -32,8 +32,9 @@ GIB_MIB = 1024
 
 
 def auto(deployment: DeploymentDoc) -> bool:
-    """Whether the deployment rolls out with ``rollout.strategy: auto``."""
-    return deployment.spec.rollout.strategy == "auto"
+    """Whether the deployment rolls out with ``rollout.strategy: auto`` (False for a stand-in without a spec)."""
+    spec = getattr(deployment, "spec", None)
+    return spec is not None and spec.rollout.strategy == "auto"
 
 
 def slot_ports(port: int) -> tuple[int, int]:

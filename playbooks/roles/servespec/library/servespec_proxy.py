@@ -48,7 +48,13 @@ import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import STATE_ROOT, check_deployment, load_container, revision_dir
+from ansible.module_utils.servespec_common import (
+    STATE_ROOT,
+    check_deployment,
+    load_container,
+    read_state,
+    revision_dir,
+)
 
 try:
     import docker
@@ -323,7 +329,9 @@ def _sync(client, p):
     ports = [port for port in _published(_get(client, name)) if port in p["ports"]]
     if not ports or _get(client, proxy) is None:
         return {"changed": False}
-    return _switch(client, dict(p, timeout=0), _live(p).get("revision"), ports[0])
+    # The engine that serves again is the last good revision (restore.yml points the state back at it).
+    state = read_state(p["deployment"], p["state_root"]) or {}
+    return _switch(client, dict(p, timeout=0), state.get("good"), ports[0])
 
 
 def _remove(client, p):
