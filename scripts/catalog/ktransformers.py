@@ -41,6 +41,7 @@ CACHE = Path.home() / ".cache" / "servespec" / "catalog-src" / "sglang-kt"
 VERSIONS = ("0.5.3", "0.6.4", "0.7.2")
 """The releases catalogued (each sglang-kt 0.7 wheel is ~100 MB: not every post-release is read)."""
 PYPI = "https://pypi.org/project/{name}/{version}/"
+REPO = "https://github.com/kvcache-ai/sglang"
 KT_KERNEL_TAG = "cp311-cp311-manylinux_2_35_x86_64"
 
 
@@ -132,8 +133,17 @@ def build(version: str) -> dict[str, Any]:
     method = (
         release["extracted_by"].replace("the artefact's sglang/", "the sglang-kt wheel's sglang/") + " " + kt_method
     )
+    with zipfile.ZipFile(CACHE / wheel) as archive:
+        model_config = archive.read("sglang/srt/configs/model_config.py").decode()
+    if not re.search(r"self\.context_len = derived_context_len", model_config):
+        raise SystemExit(f"sglang-kt {version}: the derived context default is not in model_config.py")
+    release["facts"]["context_default"] = {  # as SGLang's (scripts/catalog/context_facts.py sglang)
+        "source": _where(version, wheel, "sglang/srt/configs/model_config.py")
+        + " context_length None = get_context_length(hf_text_config)"
+    }
     release.update(
-        source=_where(version, wheel, "sglang/srt/server_args.py"),
+        # the repository sglang-kt is built from (ktransformers' third_party/sglang); its wheel is what was read
+        source=f"{REPO} ({_where(version, wheel, 'sglang/srt/server_args.py')})",
         sources=[
             _where(version, wheel, "sglang/srt/layers/moe/kt_ep_wrapper.py"),
             f"{PYPI.format(name='kt-kernel', version=version)} ({kernel['filename']}: kt_kernel/experts.py)",
