@@ -29,6 +29,11 @@ pytestmark = pytest.mark.slow
 KEY = "surge-key"
 NAME = "surge"
 STANDIN = "/usr/local/share/servespec-standin"
+GPU_HOST = """hardware:  # STAND-IN facts: the test host has no GPU; --standin-image drops GPU requests
+      gpus: {model: NVIDIA H100 80GB HBM3, count: 1}
+      driver_version: "580.95.05"
+      cpus: 2
+      memory_gib: 8"""
 
 
 @dataclass
@@ -71,7 +76,8 @@ def load_loop(url: str, limit_s: float = 300) -> Iterator[Load]:
         thread.join(10)
 
 
-def _inventory(path: Path, host: RemoteHost, key: Path) -> None:
+def _inventory(path: Path, host: RemoteHost, key: Path, *, gpu: bool) -> None:
+    hardware = GPU_HOST if gpu else "hardware: {gpus: {count: 0}, cpus: 2, memory_gib: 8}"
     path.write_text(
         f"""apiVersion: servespec/v1
 kind: Inventory
@@ -79,16 +85,13 @@ defaults: {{ssh_user: root, ssh_key: {key}, become: false}}
 hosts:
   {host.name}:
     address: {host.address}
-    hardware:  # STAND-IN facts: the test host has no GPU; --standin-image drops GPU requests
-      gpus: {{model: NVIDIA H100 80GB HBM3, count: 1}}
-      driver_version: "580.95.05"
-      cpus: 2
-      memory_gib: 8
+    {hardware}
 """
     )
 
 
-def _spec(path: Path, host: str, archive: str, proxy: str, env: str, timeout: str = "1m") -> Path:
+def _spec(path: Path, host: str, archive: str, proxy: str, env: str, timeout: str = "1m", gpu: bool = True) -> Path:
+    gpus = "resources: {gpu_ids: [0]}\n" if gpu else ""
     path.write_text(
         f"""apiVersion: servespec/v1
 kind: Deployment
@@ -105,8 +108,7 @@ engine:
   image: servespec-standin:latest
   image_archive: {archive}
   env: {env}
-resources: {{gpu_ids: [0]}}
-placement: {{hosts: [{host}]}}
+{gpus}placement: {{hosts: [{host}]}}
 serving: {{port: 8080, bind: 0.0.0.0, api_key: {{from_env: SURGE_KEY}}}}
 rollout:
   strategy: auto
@@ -131,7 +133,7 @@ def setup(tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path, monkeypa
     images.standin_image()
     images.proxy_image()
     host = clean_hosts[0]
-    _inventory(tmp_path / "inventory.yaml", host, ssh_key)
+    _inventory(tmp_path / "inventory.yaml", host, ssh_key, gpu=True)
     monkeypatch.setenv("SURGE_KEY", KEY)
     monkeypatch.chdir(tmp_path)
     engine = in_checkout(images.archive("servespec-standin:latest"), tmp_path)
@@ -166,12 +168,14 @@ def _started(host: RemoteHost, name: str = f"servespec-{NAME}") -> str:
     return str(data["State"]["StartedAt"]) if data and data["State"]["Running"] else ""
 
 
-def test_surge_serves_every_request_and_a_failed_surge_never_switches(setup: Any) -> None:
+def test_surge_serves_every_request_and_a_failed_surge_never_switches(setup: Any, ssh_key: Path) -> None:
+    """A CPU-only host: surge where the host's real MemAvailable holds the new revision (it does here)."""
     host, engine, proxy, spec = setup
-    _standin_gpu(host, engine_mib=2000, release_delay_s=0)
+    _inventory(spec.parent / "inventory.yaml", host, ssh_key, gpu=False)
+    host.sh("mkdir -p /srv/models && echo stand-in > /srv/models/demo.gguf")
     url = f"http://{host.address}:8080/v1/completions"
 
-    _spec(spec, host.name, engine, proxy, "{GENERATION: one}")
+    _spec(spec, host.name, engine, proxy, "{GENERATION: one}", gpu=False)
     code, output = _apply(spec)
     assert code == 0, output
     assert _generation(host) == "one"
@@ -179,9 +183,9 @@ def test_surge_serves_every_request_and_a_failed_surge_never_switches(setup: Any
     first = _live(host)
     assert first["port"] in (18080, 28080)
 
-    _spec(spec, host.name, engine, proxy, "{GENERATION: two, STANDIN_HEALTH_DELAY: '3'}")
+    _spec(spec, host.name, engine, proxy, "{GENERATION: two, STANDIN_HEALTH_DELAY: '3'}", gpu=False)
     chosen = _plan(spec)
-    assert chosen["path"] == "surge", chosen
+    assert chosen["path"] == "surge" and "CPU-only host" in chosen["reason"], chosen
     with load_loop(url) as load:
         code, output = _apply(spec)
     assert code == 0, output
@@ -194,7 +198,7 @@ def test_surge_serves_every_request_and_a_failed_surge_never_switches(setup: Any
     serving = _started(host)
 
     # A new revision that never becomes healthy: the old one keeps serving, the proxy is never switched.
-    _spec(spec, host.name, engine, proxy, "{GENERATION: three, STANDIN_UNHEALTHY: '1'}", timeout="10s")
+    _spec(spec, host.name, engine, proxy, "{GENERATION: three, STANDIN_UNHEALTHY: '1'}", timeout="10s", gpu=False)
     with load_loop(url) as load:
         code, output = _apply(spec)
     assert code == 1, output
