@@ -160,6 +160,10 @@ def test_unit_applied_verified_unchanged_and_restored(tmp_path: Path, systemd_ho
     models = json.loads(host.sh("curl -sf http://127.0.0.1:1234/v1/models"))
     assert [m["id"] for m in models["data"]] == ["gemma-3-270m"]
 
+    status = run_cli("status", str(spec), "--format", "json")
+    assert status.exit_code == 0, status.output
+    assert json.loads(status.output)["hosts"][0]["healthy"] is True  # the unit is active and /v1/models answers
+
     # The same spec again: nothing restarts.
     before = _active(host)
     again = run_cli("apply", str(spec), "--yes", "--format", "json")
@@ -182,3 +186,11 @@ def test_unit_applied_verified_unchanged_and_restored(tmp_path: Path, systemd_ho
     assert [r["status"] for r in state["revisions"]] == ["failed", "good", "failed"]
     recorded = _recorded(host)
     assert recorded[: len(commands)] == commands and recorded[-len(commands) :] == commands  # restored revision
+
+    # deploy destroy stops and removes the unit.
+    destroyed = run_cli("destroy", str(spec), "--yes")
+    assert destroyed.exit_code == 0, destroyed.output
+    assert host.sh(f"test -e /etc/systemd/system/{UNIT} && echo yes || echo no").strip() == "no"
+    assert (
+        host.sh("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:1234/v1/models || true", check=False) == "000"
+    )
