@@ -46,6 +46,15 @@ FILES = (
     "src/subcommands/version.ts",
 )
 
+CONTEXT_DEFAULT = {
+    "tokens": 4096,
+    "within_model": True,
+    "source": "https://github.com/zed-industries/zed/issues/33938 (observed, not read from source: a model loaded "
+    "with no context length reports loaded_context_length 4096; llmster is closed source, and LM Studio 0.4.20 also "
+    "fits the context to memory: https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/2212)",
+}
+"""--context-length unset: what llmster loads with. Not in lms (it passes contextLength undefined to the SDK)."""
+
 _OPTION = re.compile(
     r"(?:new Option\(|\.option\()\s*\"(?P<flags>[^\"]+)\",\s*(?:text`(?P<text>[^`]*)`|\"(?P<plain>[^\"]*)\")\s*,?\s*\)"
     r"(?P<chain>(?:\s*\.(?:argParser|hideHelp|default)\((?:[^()]|\([^()]*(?:\([^()]*\))?[^()]*\))*\))*)"
@@ -170,7 +179,7 @@ def build(short: str) -> dict[str, Any]:
         },
         "partial": False,
         "options": dict(sorted(options.items())),
-        "facts": {},
+        "facts": {"context_default": CONTEXT_DEFAULT},
         "notes": _notes(blob, commit),
     }
 
