@@ -111,7 +111,7 @@ def test_apply_tells_each_host_what_to_stage(tmp_path: Path, fake: FakeHosts) ->
 def test_weights_are_staged_before_the_service_step_stops_the_old_container() -> None:
     tasks = playbook_root() / "roles" / "servespec" / "tasks"
     block = YAML(typ="safe").load((tasks / "main.yml").read_text())[1]["block"]
-    order = [task["ansible.builtin.include_tasks"] for task in block]
+    order = [task.get("ansible.builtin.import_tasks") or task["ansible.builtin.include_tasks"] for task in block]
     assert order.index("weights.yml") < order.index("service.yml")
     preflight = YAML(typ="safe").load((tasks / "preflight.yml").read_text())
     assert [t["servespec_weights"]["action"] for t in preflight if "servespec_weights" in t] == ["check"]
