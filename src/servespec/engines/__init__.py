@@ -8,11 +8,18 @@ and goldens.
 
 from __future__ import annotations
 
-from servespec.engines import llama_cpp, ollama, sglang, tensorrt_llm, tgi, vllm
-from servespec.engines import openllm
-from servespec.engines import xinference
-from servespec.engines import lmstudio
-from servespec.engines import ktransformers
+from servespec.engines import (
+    ktransformers,
+    llama_cpp,
+    lmstudio,
+    ollama,
+    openllm,
+    sglang,
+    tensorrt_llm,
+    tgi,
+    vllm,
+    xinference,
+)
 from servespec.engines.base import Engine
 
 ENGINES: tuple[Engine, ...] = (

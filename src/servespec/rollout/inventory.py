@@ -85,6 +85,16 @@ class HostVars:
     """Host folder of the engine's Hub cache."""
     weights_bytes: int = 0
     """The weights' size from the lock file, for the disk room check when the Hub lists no sizes (0: unknown)."""
+    weights_archive: str = ""
+    """Controller path of ``model.archive``, unpacked into the Hub cache at weights_revision; empty: none."""
+    weights_archive_bytes: int = 0
+    """The model archive's size, for the disk room check."""
+    weights_archive_sha256: str = ""
+    """The model archive's sha256 (a snapshot unpacked from it is not unpacked again)."""
+    weights_archive_dest: str = ""
+    """Host path the model archive is copied to (inside the repository's cache folder)."""
+    weights_archive_repo: str = ""
+    """The Hub repository id the archive's snapshot is filed under."""
     rollout_path: Literal["", "surge", "in_place"] = ""
     """rollout.strategy auto: start the new revision beside the old one (surge) or in place; empty: stop, then start."""
     gpu_wait: tuple[int, ...] = ()
@@ -101,16 +111,6 @@ class HostVars:
     """The port the proxy owns (serving.port)."""
     proxy_ports: tuple[int, ...] = ()
     """The engine's two internal ports on 127.0.0.1 (one per revision slot)."""
-    weights_archive: str = ""
-    """Controller path of ``model.archive``, unpacked into the Hub cache at weights_revision; empty: none."""
-    weights_archive_bytes: int = 0
-    """The model archive's size, for the disk room check."""
-    weights_archive_sha256: str = ""
-    """The model archive's sha256 (a snapshot unpacked from it is not unpacked again)."""
-    weights_archive_dest: str = ""
-    """Host path the model archive is copied to (inside the repository's cache folder)."""
-    weights_archive_repo: str = ""
-    """The Hub repository id the archive's snapshot is filed under."""
 
     ROLE_ONLY = ("servespec_state_root", "servespec_config_root")
     """Options of the entry point the controller never sets: the role's defaults hold (host paths)."""
