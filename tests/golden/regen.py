@@ -19,6 +19,10 @@ ENGINE_VERSIONS = {
     "tensorrt-llm": '"1.2.1"',
     "llama.cpp": "b11312",
     "ollama": '"0.32.15"',
+    "xinference": '"2.12.0"',
+    "ktransformers": '"0.7.2"',
+    "lmstudio": '"07b7252"',
+    "openllm": '"0.6.30"',
 }
 """One catalogued release per engine, written as it goes into a spec's YAML (the render tests' specs)."""
 

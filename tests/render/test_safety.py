@@ -34,6 +34,7 @@ def _spec(engine: str, version: str) -> str:
     source = {
         "llama.cpp": "/srv/models/$(id);`x`.gguf",
         "ollama": "evil:latest",
+        "openllm": "Qwen/Qwen3-8B",  # OpenLLM serves only the models its bentos name
     }.get(engine, "org/model")
     quant = "  quantization: gguf\n" if engine in ("llama.cpp", "ollama") else ""
     option = {"ollama": "modelfile.stop", "tgi": "revision", "tensorrt-llm": "backend"}.get(engine, "chat_template")
@@ -64,7 +65,16 @@ def test_hostile_values_render_as_inert_literals(engine: str, version: str, tmp_
     assert fleet.deployments, [f.to_text() for f in fleet.findings]
     rendered = render_fleet(fleet)
     container = _yaml.load(rendered.files["evil/l4-a/container.yaml"])
-    command = [str(word) for word in (container["entrypoint"] or []) + container["command"]]
+    native = container.get("native")
+    if native:  # a host-native unit (LM Studio): the lms commands, and the unit's Exec lines as systemd splits them
+        from tests.engines.test_lmstudio import _systemd_split
+
+        command = max(native["commands"], key=len)
+        unit = rendered.files[f"evil/l4-a/{native['unit_file']}"]
+        execs = [_systemd_split(line.split("=", 1)[1]) for line in unit.splitlines() if line.startswith("Exec")]
+        assert command in execs, (command, execs)
+    else:
+        command = [str(word) for word in (container["entrypoint"] or []) + container["command"]]
     for value in EVIL:
         assert value in command, f"{value!r} is not one argv element of {command}"
     assert container["environment"]["EVIL_VAR"] == "$(id); `z` {{ w }}"
@@ -81,6 +91,10 @@ def test_hostile_values_render_as_inert_literals(engine: str, version: str, tmp_
                     or line.split()[0] in ("FROM", "PARAMETER")
                 )
     readme = rendered.files["evil/README.md"]
+    if native:
+        shown = [shlex.split(line) for line in readme.splitlines() if line.startswith(native["executable"])]
+        assert shown == native["commands"]
+        return
     docker = next(line for line in readme.splitlines() if line.startswith("docker run"))
     words = shlex.split(docker)
     assert words[words.index(container["image"]) + 1 :] == [str(w) for w in (container["entrypoint"] or [])[1:]] + [
@@ -145,7 +159,9 @@ def _with_file_name(fleet: Fleet, name: str) -> Fleet:
 def _hostile_fleet(tmp_path: Path, engine: str) -> Fleet:
     path = tmp_path / "spec.yaml"
     gguf = engine in ("llama.cpp", "ollama")
-    source = {"llama.cpp": "/srv/models/tiny.gguf", "ollama": "qwen2.5:0.5b"}.get(engine, "org/model")
+    source = {"llama.cpp": "/srv/models/tiny.gguf", "ollama": "qwen2.5:0.5b", "openllm": "Qwen/Qwen3-8B"}.get(
+        engine, "org/model"
+    )
     path.write_text(
         f"""apiVersion: servespec/v1
 kind: Deployment
