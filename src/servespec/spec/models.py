@@ -227,9 +227,9 @@ class ModelSpec(_Model):
 
 class EngineSpec(_Model):
     name: EngineName
-    version: Annotated[str, StringConstraints(pattern=r"^v?\d+(\.\d+)*([.-]?[A-Za-z0-9.+-]*)?$|^b\d+$|^[0-9a-f]{7,40}$")] = Field(
-        description='The engine release the options are checked against (quote it: "0.11.0")'
-    )
+    version: Annotated[
+        str, StringConstraints(pattern=r"^v?\d+(\.\d+)*([.-]?[A-Za-z0-9.+-]*)?$|^b\d+$|^[0-9a-f]{7,40}$")
+    ] = Field(description='The engine release the options are checked against (quote it: "0.11.0")')
     image: ImageReference | None = None
     image_archive: NonEmpty | None = None
     options: dict[str, Scalar | list[Scalar] | dict[str, Any] | None] = Field(default_factory=dict)
