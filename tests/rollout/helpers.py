@@ -132,3 +132,10 @@ def post(url: str, body: dict[str, Any], key: str | None = None, timeout: float 
         return err.code, None
     except (urllib.error.URLError, OSError, ValueError):
         return 0, None
+
+
+def standin_record(address: str, port: int) -> dict[str, Any]:
+    """What the STAND-IN engine at ``address:port`` recorded: its argv, environment and requests."""
+    with urllib.request.urlopen(f"http://{address}:{port}/servespec-standin/record", timeout=5) as response:
+        data: dict[str, Any] = json.loads(response.read())
+    return data

@@ -11,7 +11,6 @@ inference or the CPU experts themselves.
 
 from __future__ import annotations
 
-import json
 import urllib.request
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from ruamel.yaml import YAML
 from servespec.engines.ktransformers.render import PYTHON
 from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import in_checkout
+from tests.rollout.helpers import in_checkout, standin_record
 
 pytestmark = pytest.mark.slow
 
@@ -73,12 +72,6 @@ suppress:
     )
 
 
-def _record(host: RemoteHost) -> dict[str, object]:
-    with urllib.request.urlopen(f"http://{host.address}:{PORT}/servespec-standin/record", timeout=5) as response:
-        data: dict[str, object] = json.loads(response.read())
-    return data
-
-
 def test_ktransformers_container_starts_as_rendered(
     tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,7 +92,7 @@ def test_ktransformers_container_starts_as_rendered(
     container = YAML(typ="safe").load((rendered / "standin-kt" / host.name / "container.yaml").read_text())
     assert container["entrypoint"][0] == PYTHON and "--kt-numa-nodes" in container["command"]
 
-    record = _record(host)
+    record = standin_record(host.address, PORT)
     assert record["standin"] is True
     assert record["argv"] == container["entrypoint"] + container["command"]
     env = record["env"]

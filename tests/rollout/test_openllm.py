@@ -8,17 +8,14 @@ apply reached a healthy container started exactly as rendered (``openllm serve B
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
 
 from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import in_checkout
+from tests.rollout.helpers import in_checkout, standin_record
 
 pytestmark = pytest.mark.slow
 
@@ -60,12 +57,6 @@ suppress:
 """
 
 
-def _record(host: RemoteHost) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://{host.address}:{PORT}/servespec-standin/record", timeout=5) as response:
-        data: dict[str, Any] = json.loads(response.read())
-    return data
-
-
 def test_openllm_container_starts_as_rendered(
     tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -81,7 +72,7 @@ def test_openllm_container_starts_as_rendered(
     assert run_cli("render", ".", "-o", str(rendered)).exit_code == 0
     container = YAML(typ="safe").load((rendered / "standin-openllm" / "host1" / "container.yaml").read_text())
     assert container["healthcheck"]["path"] == "/readyz"
-    record = _record(host)
+    record = standin_record(host.address, PORT)
     assert record["argv"] == (container["entrypoint"] or []) + container["command"]
     assert record["argv"][:3] == ["openllm", "serve", "llama3.2:1b-instruct-c665"]
     assert "max_log_len=500" in record["argv"] and "max_model_len=4096" in record["argv"]

@@ -9,8 +9,6 @@ llama.cpp end-to-end test covers a real engine.
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ from ruamel.yaml import YAML
 
 from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import in_checkout
+from tests.rollout.helpers import in_checkout, standin_record
 
 pytestmark = pytest.mark.slow
 
@@ -91,11 +89,6 @@ suppress:
 """
 
 
-def _record(host: RemoteHost, port: int) -> dict[str, object]:
-    with urllib.request.urlopen(f"http://{host.address}:{port}/servespec-standin/record", timeout=5) as response:
-        return json.loads(response.read())
-
-
 def test_rendered_containers_start_exactly_as_rendered(
     tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -116,7 +109,7 @@ def test_rendered_containers_start_exactly_as_rendered(
     for engine, (_, _, port, _, _) in SPECS.items():
         name = f"standin-{engine.replace('.', '')}"
         container = YAML(typ="safe").load((rendered / name / "host1" / "container.yaml").read_text())
-        record = _record(host, port)
+        record = standin_record(host.address, port)
         assert record["standin"] is True
         assert record["argv"] == (container["entrypoint"] or []) + container["command"], engine
         env = record["env"]

@@ -9,16 +9,15 @@ launch.json, that verify's smoke test ran after it, and that a second apply laun
 from __future__ import annotations
 
 import json
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
 
 from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import in_checkout
+from tests.rollout.helpers import in_checkout, standin_record
+from tests.rollout.test_standin_engines import _inventory
 
 pytestmark = pytest.mark.slow
 
@@ -26,20 +25,7 @@ PORT = 9997
 
 
 def _files(tmp_path: Path, host: RemoteHost, key: Path, archive: str) -> None:
-    (tmp_path / "inventory.yaml").write_text(
-        f"""apiVersion: servespec/v1
-kind: Inventory
-defaults: {{ssh_user: root, ssh_key: {key}, become: false}}
-hosts:
-  {host.name}:
-    address: {host.address}
-    hardware:  # STAND-IN facts: the test host has no GPUs; --standin-image drops GPU requests
-      gpus: {{model: NVIDIA H100 80GB HBM3, count: 8}}
-      interconnect: nvswitch
-      gpu_numa_nodes: [0, 0, 0, 0, 1, 1, 1, 1]
-      driver_version: "580.95.05"
-"""
-    )
+    _inventory(tmp_path / "inventory.yaml", host, key)
     (tmp_path / "xinference.yaml").write_text(
         f"""apiVersion: servespec/v1
 kind: Deployment
@@ -68,12 +54,6 @@ suppress:
     )
 
 
-def _record(host: RemoteHost) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://{host.address}:{PORT}/servespec-standin/record", timeout=5) as response:
-        data: dict[str, Any] = json.loads(response.read())
-    return data
-
-
 def test_the_launch_request_arrives_as_rendered_and_is_sent_once(
     tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -91,7 +71,7 @@ def test_the_launch_request_arrives_as_rendered_and_is_sent_once(
     folder = rendered / "standin-xinference" / "host1"
     container = YAML(typ="safe").load((folder / "container.yaml").read_text())
     launch = json.loads((folder / "launch.json").read_text())
-    record = _record(host)
+    record = standin_record(host.address, PORT)
     assert record["standin"] is True
     assert record["argv"] == container["command"]  # xinference-local --host 0.0.0.0 --port 9997
     assert record["launches"] == [launch]
@@ -105,4 +85,6 @@ def test_the_launch_request_arrives_as_rendered_and_is_sent_once(
     )
     assert again.exit_code == 0, again.output
     assert '"result": "unchanged"' in again.output
-    assert _record(host)["launches"] == [launch]  # the same request into the same container: not sent again
+    assert standin_record(host.address, PORT)["launches"] == [
+        launch
+    ]  # the same request into the same container: not sent again
