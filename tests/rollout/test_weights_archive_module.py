@@ -146,7 +146,7 @@ def test_no_room_is_refused_before_the_copy(
 ) -> None:
     cache = tmp_path / "hub"
     archive = make_archive(tmp_path / "tiny.tar", FILES, mode="w")
-    monkeypatch.setattr(module, "_free", lambda path: archive.stat().st_size)  # room for the copy only
+    monkeypatch.setattr(module, "free_bytes", lambda path: archive.stat().st_size)  # room for the copy only
     _, problem = module.run(params(cache, archive, "check"))
     assert problem.startswith("not enough disk for the model archive tiny.tar of acme/tiny")
 

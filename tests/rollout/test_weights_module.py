@@ -165,7 +165,7 @@ def test_a_cache_without_room_is_refused_before_any_download(
     weights: ModuleType, hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A STAND-IN for the file system's free space (the slow test fills a real tmpfs).
-    monkeypatch.setattr(weights, "_free", lambda path: 1 << 20)
+    monkeypatch.setattr(weights, "free_bytes", lambda path: 1 << 20)
     params = _params(tmp_path, hub)
     result, problem = weights.run(params | {"action": "check"})
     assert result.get("stage") == "preflight"

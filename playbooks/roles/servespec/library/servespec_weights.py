@@ -39,7 +39,6 @@ import http.client
 import json
 import os
 import re
-import shutil
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -50,6 +49,8 @@ from ansible.module_utils.servespec_common import (
     STATE_ROOT,
     WEIGHTS,
     check_deployment,
+    free_bytes,
+    human_size,
     read_env_file,
     revision_dir,
 )
@@ -185,16 +186,6 @@ def _have(folder, entry):
         return False, 0
 
 
-def _free(path):
-    """Free bytes of the file system that will hold ``path`` (its nearest existing folder)."""
-    while not os.path.isdir(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    return shutil.disk_usage(path).free
-
-
 def plan(cache, repo, commit, files, expected_bytes):
     """What is cached and what remains: the files with their state, and the byte counts."""
     folder = repo_folder(cache, repo)
@@ -217,20 +208,14 @@ def plan(cache, repo, commit, files, expected_bytes):
 
 
 def room_problem(cache, repo, commit, staged):
-    need, free = staged["download_bytes"], _free(cache)
+    need, free = staged["download_bytes"], free_bytes(cache)
     if need <= free:
         return ""
     return (
-        f"not enough disk for the weights of {repo} at {commit[:12]}: {_size(need)} to download into {cache} "
-        f"({_size(staged['cached_bytes'])} already cached), {_size(free)} free there; free space or grow the volume"
+        f"not enough disk for the weights of {repo} at {commit[:12]}: {human_size(need)} to download into {cache} "
+        f"({human_size(staged['cached_bytes'])} already cached), {human_size(free)} free there; "
+        "free space or grow the volume"
     )
-
-
-def _size(count):
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count >= scale:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count} B"
 
 
 def _git_sha1(path, size):

@@ -39,7 +39,7 @@ import shutil
 import tarfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import RESULT_KEY, WEIGHTS
+from ansible.module_utils.servespec_common import RESULT_KEY, WEIGHTS, free_bytes, human_size
 
 REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -65,22 +65,6 @@ def incoming(cache, repo):
     return os.path.join(repo_folder(cache, repo), ".servespec-incoming")
 
 
-def _size(count):
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if count >= scale:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count} B"
-
-
-def _free(path):
-    while not os.path.isdir(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            break
-        path = parent
-    return shutil.disk_usage(path).free
-
-
 def unpacked_from(snapshot):
     """The marker of a snapshot unpacked from an archive ({} when there is none)."""
     try:
@@ -97,12 +81,12 @@ def check(p):
     present = marker.get("sha256") == p["archive_sha256"] and marker.get("bytes") == p["archive_bytes"]
     if present:
         return {"present": True, "need_bytes": 0}
-    need, free = 2 * p["archive_bytes"], _free(p["cache"])
+    need, free = 2 * p["archive_bytes"], free_bytes(p["cache"])
     if need > free:
         raise RefusedError(
             f"not enough disk for the model archive {p['archive_name']} of {p['repo']}: "
-            f"{_size(p['archive_bytes'])} to copy and about as much unpacked into {p['cache']}, "
-            f"{_size(free)} free there; free space or grow the volume"
+            f"{human_size(p['archive_bytes'])} to copy and about as much unpacked into {p['cache']}, "
+            f"{human_size(free)} free there; free space or grow the volume"
         )
     return {"present": False, "need_bytes": need}
 
@@ -143,8 +127,8 @@ def _extract(archive, todo, target):
             os.makedirs(path, exist_ok=True)
             continue
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        if info.size + RESERVE > _free(target):
-            raise RefusedError(f"the disk filled while unpacking {'/'.join(parts)} ({_size(info.size)})")
+        if info.size + RESERVE > free_bytes(target):
+            raise RefusedError(f"the disk filled while unpacking {'/'.join(parts)} ({human_size(info.size)})")
         source = archive.extractfile(info)
         if source is None:
             raise RefusedError(f"the archive's {info.name!r} cannot be read")

@@ -8,6 +8,7 @@ import ipaddress
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 
@@ -197,3 +198,21 @@ def read_env_file(path):
             key, _, value = line.partition("=")
             values[key] = value
     return values
+
+
+def free_bytes(path):
+    """Free bytes of the file system that will hold ``path`` (its nearest existing folder)."""
+    while not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return shutil.disk_usage(path).free
+
+
+def human_size(count):
+    """``count`` bytes as a person reads them (1.5 GiB, 3.0 MiB, 12 B)."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
