@@ -11,6 +11,7 @@ HAProxy from Debian's package (tests/hosts/Dockerfile.proxy), loaded from a dock
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -138,6 +139,11 @@ def setup(tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path, monkeypa
     monkeypatch.chdir(tmp_path)
     engine = in_checkout(images.archive("servespec-standin:latest"), tmp_path)
     proxy = in_checkout(images.archive("servespec-proxy:latest"), tmp_path)
+    # The engine image already on the host, as after any earlier rollout there: the proxy's archive
+    # must then find its folder made by its own tasks (the engine's archive tasks are skipped).
+    archive = images.archive("servespec-standin:latest")
+    subprocess.run(["docker", "cp", str(archive), f"{host.container}:/root/engine.tar"], check=True)
+    host.sh("docker load -i /root/engine.tar >/dev/null && rm /root/engine.tar")
     return host, engine, proxy, tmp_path / "surge.yaml"
 
 
