@@ -13,6 +13,7 @@ from servespec.rules.hardware import (
 )
 from servespec.rules.host_native import HostNativeField
 from servespec.rules.launch import LaunchWords, ServedNameNotRendered
+from servespec.rules.launch_code import InstallAtLaunch, TrustRemoteCode
 from servespec.rules.maintenance import UnmaintainedEngine
 from servespec.rules.memory import (
     ContextBeyondModel,
@@ -33,7 +34,6 @@ from servespec.rules.security import (
     InlineSecret,
     ModelPathOutsideRoots,
     RevisionNotPinned,
-    TrustRemoteCode,
 )
 from servespec.rules.topology import AcsBlocksPeerToPeer, KtThreadsVsNuma, ReplicaAcrossNuma, TensorParallelOverPcie
 
@@ -84,6 +84,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     RevisionNotPinned,
     ModelPathOutsideRoots,
     TrustRemoteCode,
+    InstallAtLaunch,
     AllHostsDownAtOnce,
     HealthTimeoutTooShort,
     ProxyImageNotAtHand,

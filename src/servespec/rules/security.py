@@ -13,13 +13,12 @@ from servespec.knowledge.resolve import extra_arg_settings, is_local_path, local
 from servespec.redact import SECRET_NAME, has_token, scrub
 from servespec.redact import looks_secret as _looks_secret
 from servespec.rules.base import Rule, bare, quoted
-from servespec.spec.fleet import DeploymentDoc, Fleet
+from servespec.spec.fleet import Fleet
 from servespec.spec.loader_rules import INLINE_SECRET
 from servespec.spec.source import Document
 
 _AUTHTOKEN = re.compile(r"authtoken", re.IGNORECASE)  # TGI's ngrok_authtoken: no separator before TOKEN
 _LOADER_CHECKED = {("serving", "api_key"), ("model", "hub_token")}
-_REMOTE_CODE = "trust_remote_code"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _HINT_REF = "use serving.api_key / model.hub_token with from_env/from_file"
 _FLOATING_TAGS = {"latest", "nightly", "main", "master", "edge", "dev"}
@@ -299,83 +298,3 @@ class ModelPathOutsideRoots(Rule):
             problem = local_source_problem(source, model_roots(deployment))
             if problem:
                 yield self.report(deployment.document, f"model.source {problem}", ("model", "source"))
-
-
-_OFF = ("", "0", "false", "f", "no", "n", "off")
-"""Spellings that turn a boolean off: clap's FalseyValueParser (TGI's ``TRUST_REMOTE_CODE``) and YAML's."""
-
-
-def _enabled(value: Any) -> bool:
-    """Whether a ``trust_remote_code`` value turns it on: ``false``, ``0``, ``"no"``, ``"off"`` and null do not."""
-    if value is None or isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int | float):
-        return value != 0
-    return not (isinstance(value, str) and value.strip().lower() in _OFF)
-
-
-def _remote_code_paths(deployment: DeploymentDoc) -> Iterator[tuple[str | int, ...]]:
-    """Where a deployment turns trust_remote_code on: options, extra_args or env, in any spelling."""
-    engine = deployment.spec.engine
-    chosen = resolve.release(deployment)
-    for name, value in engine.options.items():
-        if canonical_option(name, chosen) == _REMOTE_CODE and _enabled(value):
-            yield ("engine", "options", name)
-    for index, flag, value in extra_arg_settings(engine.extra_args):
-        if canonical_option(flag, chosen) == _REMOTE_CODE and _enabled(value):
-            yield ("engine", "extra_args", index)
-    for name, value in engine.env.items():
-        # TGI reads TRUST_REMOTE_CODE (clap env); any engine's env spelling counts the same.
-        if name.lower().replace("-", "_").endswith(_REMOTE_CODE) and _enabled(value):
-            yield ("engine", "env", name)
-
-
-class TrustRemoteCode(Rule):
-    """``trust_remote_code`` runs Python from the model repository inside the engine, with its GPUs and mounts.
-
-    With it, Transformers imports the repository's own modelling and tokenizer code
-    (``auto_map`` in config.json) instead of refusing it; whoever can push to that
-    repository runs code on every host that pulls it. vLLM and SGLang (``--trust-remote-code``),
-    TGI (``--trust-remote-code`` / ``TRUST_REMOTE_CODE``, whose launcher itself warns
-    "Trusting that model ... do not contain malicious code") and TensorRT-LLM
-    (``--trust_remote_code``, the LLM API's ``trust_remote_code``) all default it to off.
-    It is found in ``engine.options``, ``extra_args`` and ``engine.env`` in every spelling
-    the engine's parser accepts (``--trust_remote_code``, ``--trust-remote``, ``true``/``1``);
-    ``false``, ``0``, ``no``, ``off`` and empty are off, as clap's FalseyValueParser reads them.
-
-    A warning when the model is pinned to a commit (``model.revision`` is a 40-character
-    sha) or is a local path; an error for a hub model without a pinned commit, where the
-    code that runs can change under the fleet.
-
-    Fix: drop it (most architectures are built into the engines), or pin ``model.revision``
-    to a commit whose code you reviewed.
-
-    Source: Transformers, custom models (trust_remote_code):
-    https://huggingface.co/docs/transformers/en/custom_models ;
-    https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs ;
-    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py
-    """
-
-    id = "SEC005"
-    name = "security.trust-remote-code"
-    severity = Severity.WARNING
-    summary = "trust_remote_code runs the model repository's Python (error when the revision is not a commit)"
-    hint = "remove it, or pin model.revision to a commit whose code you reviewed"
-    sources = (
-        "https://huggingface.co/docs/transformers/en/custom_models",
-        "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",
-    )
-
-    def check(self, fleet: Fleet) -> Iterator[Finding]:
-        for deployment in fleet.deployments:
-            model = deployment.spec.model
-            pinned = model.revision is not None and bool(_COMMIT.fullmatch(model.revision))
-            local = is_local_path(str(model.source))
-            for path in _remote_code_paths(deployment):
-                yield self.report(
-                    deployment.document,
-                    "trust_remote_code runs Python from the model repository"
-                    + ("" if pinned or local else " at a revision that is not a pinned commit"),
-                    path,
-                    severity=self.severity if pinned or local else Severity.ERROR,
-                )
