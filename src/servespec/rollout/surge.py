@@ -22,12 +22,9 @@ from servespec.plan.strategy import HostCapacity, Need, Strategy, checked_capaci
 from servespec.rollout.errors import RolloutError
 from servespec.rollout.runner import HostResult, Report
 from servespec.spec.fleet import DeploymentDoc, HostView
+from servespec.spec.front_proxy import DEFAULT_PROXY_IMAGE, slot_ports
 from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
 
-DEFAULT_PROXY_IMAGE = "haproxy:2.6"
-"""HAProxy's official image at the LTS branch Debian bookworm ships (haproxy 2.6.12): https://hub.docker.com/_/haproxy"""
-SLOT_OFFSETS = (10000, 20000)
-"""The engine's internal ports are ``serving.port`` plus these (minus them when that passes 65535)."""
 GIB_MIB = 1024
 
 
@@ -35,12 +32,6 @@ def auto(deployment: DeploymentDoc) -> bool:
     """Whether the deployment rolls out with ``rollout.strategy: auto`` (False for a stand-in without a spec)."""
     spec = getattr(deployment, "spec", None)
     return spec is not None and spec.rollout.strategy == "auto"
-
-
-def slot_ports(port: int) -> tuple[int, int]:
-    """The two internal ports the engine alternates between behind the proxy."""
-    low, high = SLOT_OFFSETS
-    return (port + low, port + high) if port + high <= 65535 else (port - high, port - low)
 
 
 def need_on(deployment: DeploymentDoc, host: HostView) -> Need:

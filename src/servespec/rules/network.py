@@ -10,10 +10,20 @@ from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.rules.base import Rule, bare, placements
 from servespec.spec.fleet import DeploymentDoc, Fleet
+from servespec.spec.front_proxy import slot_ports
 
 _OLLAMA_AUTH = "https://github.com/ollama/ollama/blob/v0.32.15/server/routes.go"
 _TRTLLM_SERVE = "https://github.com/NVIDIA/TensorRT-LLM/blob/v1.2.1/tensorrt_llm/commands/serve.py"
 _VLLM_AUTH = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/entrypoints/openai/api_server.py"
+
+
+def _claims(deployment: DeploymentDoc) -> Iterator[tuple[int, str]]:
+    """The ports a deployment takes on each of its hosts, with what takes them."""
+    port = deployment.spec.serving.port
+    yield port, "serving.port"
+    if deployment.spec.rollout.strategy == "auto" and deployment.spec.placement.hosts_per_replica == 1:
+        for slot in slot_ports(port):  # a multi-node replica runs no proxy: its engine owns serving.port
+            yield slot, f"strategy auto's slot port for serving.port {port}"
 
 
 class PortConflict(Rule):
@@ -23,30 +33,44 @@ class PortConflict(Rule):
     rollout would take the first one's traffic. Deployments are compared across every
     file of the run, so put all of a fleet's specs in one ``deploy validate`` call.
 
+    A deployment claims ``serving.port``; with ``rollout.strategy: auto`` (one host per
+    replica) its front proxy owns that port and the engine publishes on ``127.0.0.1`` at one
+    of two internal slot ports, ``serving.port`` + 10000 and + 20000 (both minus when that
+    passes 65535: ``servespec.spec.front_proxy.slot_ports``), which it alternates between, so
+    both are claimed too.
+
     Fix: give one of them another ``serving.port``, or place them on different hosts.
 
-    Source: servespec contract v1, §1.1 (serving.port): docs/contract.md
+    Source: servespec contract v1, §1.1 (serving.port): docs/contract.md ; docs/rollout.md
+    (strategy auto's front proxy and slot ports)
     """
 
     id = "NET001"
     name = "network.port-conflict"
     severity = Severity.ERROR
-    summary = "two deployments claim the same port on one host"
-    sources = ("docs/contract.md",)
+    summary = "two deployments claim the same port on one host (strategy auto's slot ports too)"
+    sources = ("docs/contract.md", "docs/rollout.md")
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
-        claims: dict[tuple[str, str, int], list[DeploymentDoc]] = defaultdict(list)
+        claims: dict[tuple[str, str, int], list[tuple[DeploymentDoc, str]]] = defaultdict(list)
         for deployment, host in placements(fleet):
-            claims[(host.inventory.file, host.name, deployment.spec.serving.port)].append(deployment)
+            for port, why in _claims(deployment):
+                users = claims[(host.inventory.file, host.name, port)]
+                if all(other is not deployment for other, _ in users):
+                    users.append((deployment, why))
         for (_, host_name, port), users in claims.items():
-            if len(users) < 2:
-                continue
-            for deployment in users[1:]:
-                others = ", ".join(d.name for d in users if d is not deployment)
-                default = "" if "port" in deployment.spec.serving.model_fields_set else " (the default)"
+            for deployment, why in users[1:]:
+                others = ", ".join(
+                    d.name + ("" if other_why == "serving.port" else f" ({other_why})")
+                    for d, other_why in users
+                    if d is not deployment
+                )
+                own = deployment.spec.serving
+                default = "" if "port" in own.model_fields_set else " (the default)"
+                mine = f"port {port}{default}" if why == "serving.port" else f"port {port}, {why},"
                 yield self.report(
                     deployment.document,
-                    f"port {port}{default} on {host_name} is already claimed by {others}",
+                    f"{mine} on {host_name} is already claimed by {others}",
                     ("serving", "port"),
                     hint="choose another serving.port",
                 )

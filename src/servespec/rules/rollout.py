@@ -10,6 +10,7 @@ from servespec.knowledge import resolve
 from servespec.knowledge.memory import GIB, weight_bytes
 from servespec.rules.base import Rule
 from servespec.spec.fleet import DeploymentDoc, Fleet
+from servespec.spec.front_proxy import DEFAULT_PROXY_IMAGE
 from servespec.spec.models import duration_seconds
 
 LOAD_GIB_PER_SECOND = 1.0
@@ -137,7 +138,7 @@ class ProxyImageNotAtHand(Rule):
                 continue
             if spec.placement.hosts_per_replica > 1:
                 continue  # a multi-node replica runs no proxy
-            image = spec.rollout.proxy_image or "haproxy:2.6"
+            image = spec.rollout.proxy_image or DEFAULT_PROXY_IMAGE
             yield self.report(
                 deployment.document,
                 f"strategy auto runs the front proxy {image} on every host, but the engine is loaded from "

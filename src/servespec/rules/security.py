@@ -187,7 +187,9 @@ class ImageNotPinned(Rule):
     ``latest`` (or no tag, which means latest), ``nightly`` and branch tags move: two hosts
     pulling at different times run different engines, and a rollback cannot restore the
     old one. The default image (``engine.image`` unset) is the engine's official image
-    tagged with ``engine.version``. Pin ``repo@sha256:…`` for immutability.
+    tagged with ``engine.version``. ``rollout.proxy_image`` (the front proxy of
+    ``rollout.strategy: auto``, which owns ``serving.port`` on every host) is held to the same
+    policy. Pin ``repo@sha256:…`` for immutability.
 
     Fix: use a release tag matching ``engine.version``, or a digest.
 
@@ -198,23 +200,35 @@ class ImageNotPinned(Rule):
     id = "SEC002"
     name = "security.image-pin"
     severity = Severity.WARNING
-    summary = "image not pinned (latest, no tag); digest pin recommended"
+    summary = "engine or front proxy image not pinned (latest, no tag); digest pin recommended"
     sources = (_DOCKER_PIN,)
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            image = deployment.spec.engine.image
-            if image is None or "@sha256:" in image:
-                continue
-            name = image.rsplit("/", 1)[-1]
-            tag = name.split(":", 1)[1] if ":" in name else None
-            if tag is None or tag.lower() in _FLOATING_TAGS:
-                yield self.report(
-                    deployment.document,
-                    scrub(f"image {quoted(image)} is not pinned ({'no tag' if tag is None else tag + ' moves'})"),
-                    ("engine", "image"),
-                    hint="pin a release tag or a digest (repo@sha256:...)",
-                )
+            images = (
+                ("image", deployment.spec.engine.image, ("engine", "image")),
+                ("front proxy image", deployment.spec.rollout.proxy_image, ("rollout", "proxy_image")),
+            )
+            for what, image, path in images:
+                moving = _unpinned(image)
+                if moving:
+                    yield self.report(
+                        deployment.document,
+                        scrub(f"{what} {quoted(image)} is not pinned ({moving})"),
+                        path,
+                        hint="pin a release tag or a digest (repo@sha256:...)",
+                    )
+
+
+def _unpinned(image: str | None) -> str:
+    """Why ``image`` is not pinned (no tag, a tag that moves); empty when it is pinned or unset."""
+    if image is None or "@sha256:" in image:
+        return ""
+    name = image.rsplit("/", 1)[-1]
+    tag = name.split(":", 1)[1] if ":" in name else None
+    if tag is None:
+        return "no tag"
+    return f"{tag} moves" if tag.lower() in _FLOATING_TAGS else ""
 
 
 class RevisionNotPinned(Rule):
