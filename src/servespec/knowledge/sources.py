@@ -283,7 +283,7 @@ def from_hub(deployment: DeploymentDoc) -> Found:
     token = hub_token(deployment)
     key = (model.source, model.revision, token)
     if key not in session.answers:
-        session.answers[key] = hub.fetch(model.source, model.revision, token, cache_root())
+        session.answers[key] = hub.fetch(model.source, model.revision, token)
     answer = session.answers[key]
     if answer.config is None:
         return Found(None, problem=answer.problem)

@@ -142,6 +142,17 @@ def is_image_reference(value: str) -> bool:
     return match is not None and len(match.group("name")) <= IMAGE_NAME_MAX
 
 
+def is_hf_repo_id(value: str) -> bool:
+    """A Hugging Face repo id (HF_REPO_ID, at most 96 characters, no '..' or '--', not ending in '.git')."""
+    return (
+        bool(HF_REPO_ID.match(value))
+        and len(value) <= HF_REPO_ID_MAX
+        and ".." not in value
+        and "--" not in value
+        and not value.endswith(".git")
+    )
+
+
 def is_model_source(value: str) -> bool:
     """A Hugging Face repo id, a local path, or an Ollama model name."""
     if LOCAL_PATH.match(value):
