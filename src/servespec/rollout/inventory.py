@@ -214,6 +214,42 @@ def inventory_for(hosts: Hosts) -> dict[str, Any]:
     }
 
 
+CONTROLLER_FILES = ("staging", "secrets", "image_archive", "weights_archive", "proxy_image_archive")
+"""The HostVars fields naming controller files the role reads (``lookup('file')``, ``copy src:``)."""
+
+WORK = "servespec_work"
+"""The extra var naming the run's work folder: every controller file the role reads lies inside it."""
+
+FILES = "servespec_controller_files"
+"""The extra var holding each host's :data:`CONTROLLER_FILES`, by host name (the role's vars/main.yml reads it)."""
+
+
+def inside(work: str, path: str) -> bool:
+    """Whether ``path`` names a file below the absolute folder ``work`` (no ``.`` or ``..`` step, no ``//``)."""
+    if not work.startswith("/") or work.endswith("/") or not path.startswith(work + "/"):
+        return False
+    return all(part not in ("", ".", "..") for part in path[len(work) + 1 :].split("/"))
+
+
+def controller_files(hosts: Hosts, work: str) -> tuple[Hosts, dict[str, dict[str, str]]]:
+    """``hosts`` without their controller file paths, and those paths by host (an extra var).
+
+    Extra vars outrank every other variable Ansible has (inventory, facts, ``set_fact``), so a
+    value a host sends back can never rename a file the controller reads for it. Each path must
+    lie in the run's work folder ``work`` (RolloutError otherwise); the role checks it again.
+    """
+    kept: Hosts = {}
+    files: dict[str, dict[str, str]] = {}
+    for name, (view, variables) in hosts.items():
+        mine = {key: str(variables.get(f"servespec_{key}") or "") for key in CONTROLLER_FILES}
+        for key, path in mine.items():
+            if path and not inside(work, path):
+                raise RolloutError(f"host {name}: servespec_{key} is not inside the run's work folder")
+        kept[name] = (view, {k: v for k, v in variables.items() if k.removeprefix("servespec_") not in CONTROLLER_FILES})
+        files[name] = mine
+    return kept, files
+
+
 def run_on(
     playbook: str,
     hosts: Hosts,
@@ -223,9 +259,13 @@ def run_on(
 ) -> RunResult:
     """Run ``playbook`` on ``hosts`` (in their order), all of them at once; ``secrets`` are masked in results.
 
-    Every rollout module calls it as ``inventory.run_on`` (tests replace it here).
+    The controller files each host gets travel as the extra var :data:`FILES`, checked to lie in
+    ``extravars[WORK]`` (:func:`controller_files`). Every rollout module calls it as
+    ``inventory.run_on`` (tests replace it here).
     """
-    return run_playbook(playbook, inventory_for(hosts), extravars, on_event=on_event, forks=len(hosts), secrets=secrets)
+    kept, files = controller_files(hosts, str(extravars.get(WORK) or ""))
+    extra = {**extravars, FILES: files, WORK: str(extravars.get(WORK) or "")}
+    return run_playbook(playbook, inventory_for(kept), extra, on_event=on_event, forks=len(hosts), secrets=secrets)
 
 
 def check_inventories(fleet: Fleet) -> None:

@@ -10,6 +10,7 @@ reads are bounded, and messages never quote a file's content.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -100,3 +101,20 @@ def archive_path(written: str, spec_file: Path, root: Path | None = None, field:
             f"{field} {written!r} {refused.reason}; put the archive inside the checkout"
             " (or pass --root DIR) and name it relative to the spec"
         ) from None
+
+
+def link_into(workdir: Path, real: Path) -> Path:
+    """A link to the checked archive ``real`` in the run's work folder, under the archive's own name.
+
+    The role reads controller files only inside the work folder (it checks every path before it
+    reads); an archive stays in the checkout and the run reads it through this link, made by the
+    controller after :func:`archive_path` confined it. One folder per archive, so two archives of
+    the same name never meet.
+    """
+    folder = workdir / "archives" / hashlib.sha256(str(real).encode()).hexdigest()[:16]
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    link = folder / real.name
+    if not link.is_symlink() or os.readlink(link) != str(real):
+        link.unlink(missing_ok=True)
+        link.symlink_to(real)
+    return link

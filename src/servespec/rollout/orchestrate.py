@@ -22,7 +22,7 @@ from servespec.render import Rendered, render_fleet
 from servespec.rollout import inventory, state, surge
 from servespec.rollout.errors import RolloutError
 from servespec.rollout.inventory import Hosts, HostVars
-from servespec.rollout.local_files import archive_path, resolve_secrets, secret_values, write_secrets
+from servespec.rollout.local_files import archive_path, link_into, resolve_secrets, secret_values, write_secrets
 from servespec.rollout.runner import EventHandler, Report, RunResult
 from servespec.rollout.staging import secrets_folder, stage, weights_plan, weights_progress, weights_vars
 from servespec.rollout.state import HostOutcome
@@ -65,6 +65,7 @@ def apply_deployment(
     deployment: DeploymentDoc, rendered: Rendered, options: ApplyOptions, workdir: Path
 ) -> tuple[list[Action], list[HostOutcome]]:
     """Plan and execute one deployment's rollout; returns the plan and the per-host outcome."""
+    workdir = workdir.resolve()  # the role compares each controller path with it, string for string
     observed, results = state.gather(deployment, on_event=options.on_event)
     actions, unreachable = state.plan_reachable(deployment, rendered, observed, results)
     changing = [a for a in actions if a.kind in ("create", "update")]
@@ -101,18 +102,28 @@ def apply_deployment(
             **weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image)), deployment),
             **surge.proxy_vars(deployment, action.strategy),
         )
-        hosts[action.host] = (views[action.host], host_vars.to_vars())
+        hosts[action.host] = (views[action.host], _archives_linked(host_vars, workdir).to_vars())
     ordered = dict(sorted(hosts.items(), key=lambda item: _order(rendered, deployment.name, item[0])))
     result = inventory.run_on(
         "apply.yml",
         ordered,
-        _extravars_for(deployment, list(ordered)),
+        {**_extravars_for(deployment, list(ordered)), inventory.WORK: str(workdir)},
         weights_progress(options.on_event),
         tuple(secrets),
     )
     for action in changing:
         outcomes.append(_outcome(action, result))
     return actions, outcomes
+
+
+def _archives_linked(host_vars: HostVars, workdir: Path) -> HostVars:
+    """``host_vars`` with each archive read through a link in the run's work folder (:func:`link_into`)."""
+    linked = {
+        key: str(link_into(workdir, Path(path)))
+        for key in ("image_archive", "weights_archive", "proxy_image_archive")
+        if (path := getattr(host_vars, key))
+    }
+    return replace(host_vars, **linked)
 
 
 def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> HostVars:

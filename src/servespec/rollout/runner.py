@@ -5,7 +5,9 @@ wheel carries them as ``servespec/rollout/playbooks`` (pyproject's force-include
 :func:`playbook_root` prefers (tests/rollout/test_packaging.py applies from an installed wheel).
 The inventory and the extra vars are written as YAML files in which every string is tagged ``!unsafe``
 (:mod:`servespec.rollout.ansible_vars`), so no spec, inventory or host value is ever
-templated; only numbers and booleans stay plain. Failure messages and log tails coming back
+templated; only numbers and booleans stay plain. Fact injection is off for every run
+(``ANSIBLE_INJECT_FACT_VARS``): what a module returns under ``ansible_facts`` never becomes a
+variable, so no host can rename what the role reads on the controller. Failure messages and log tails coming back
 from hosts are scrubbed of the run's secret values and of token-shaped strings before they
 are kept.
 """
@@ -195,6 +197,9 @@ def run_playbook(
         "ANSIBLE_HOST_KEY_CHECKING": os.environ.get("ANSIBLE_HOST_KEY_CHECKING", "True"),
         "ANSIBLE_RETRY_FILES_ENABLED": "False",
         "ANSIBLE_PIPELINING": "True",
+        # A module result's ansible_facts stay under ansible_facts: injected as top-level variables they
+        # would outrank the inventory's, and a host could rename a controller file the role reads.
+        "ANSIBLE_INJECT_FACT_VARS": "False",
         "ANSIBLE_SSH_ARGS": ssh_args(os.environ.get("ANSIBLE_SSH_ARGS")),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
