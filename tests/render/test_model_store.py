@@ -37,6 +37,8 @@ DEFAULT_STORE = {
     # --hf-repo downloads go to the Hugging Face cache layout (common/hf-cache.cpp), not ~/.cache/llama.cpp
     "llama.cpp": "/root/.cache/huggingface",
 }
+CACHE_MODE = {"vllm": "ro", "sglang": "ro", "tgi": "ro", "tensorrt-llm": "ro", "ollama": "rw", "llama.cpp": "rw"}
+"""Read-only where servespec stages the weights (issue 20: the engine cannot plant links for the role's modules)."""
 STORE_VARIABLE = {
     "vllm": "HF_HOME",
     "sglang": "HF_HUB_CACHE",
@@ -90,7 +92,7 @@ def test_the_mount_follows_the_store_variable(engine: str, tmp_path: Path) -> No
     assert _store_findings(path) == []
     assert _cache_mounts(path) == [DEFAULT_STORE[engine], "/srv/models"]
     volume = next(v for v in _volumes(path) if v["container"] == "/srv/models")
-    assert volume["mode"] == "rw"
+    assert volume["mode"] == CACHE_MODE[engine]
 
 
 def test_ollama_models_option_renders_the_variable_and_the_mount(tmp_path: Path) -> None:

@@ -60,6 +60,7 @@ def params(cache: Path, archive: Path, action: str, path: Path | None = None) ->
         "repo": REPO,
         "commit": COMMIT,
         "cache": str(cache),
+        "cache_root": str(cache.parent),
         "archive_name": archive.name,
         "archive_bytes": archive.stat().st_size,
         "archive_sha256": hashlib.sha256(archive.read_bytes()).hexdigest(),

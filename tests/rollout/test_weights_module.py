@@ -65,6 +65,7 @@ def _params(tmp_path: Path, hub: Hub, **changes: Any) -> dict[str, Any]:
         "revision": OLD,
         "endpoint": hub.url,
         "cache": str(tmp_path / "models" / "hub"),
+        "cache_root": str(tmp_path / "models"),
         "expected_bytes": 0,
         "timeout": 10,
         "state_root": str(state),
@@ -178,7 +179,7 @@ def test_a_cache_without_room_is_refused_before_any_download(
 
 def test_the_lock_size_is_checked_when_the_hub_lists_no_sizes(weights: ModuleType, tmp_path: Path) -> None:
     files = [{"rfilename": "model.safetensors", "etag": "a" * 64, "size": None, "lfs": True}]
-    staged = weights.plan(str(tmp_path), "acme/tiny", OLD, files, 5 << 30)
+    staged = weights.plan(None, OLD, files, 5 << 30)
     assert staged["download_bytes"] == 5 << 30 and not staged["sizes_known"]
 
 

@@ -245,6 +245,22 @@ def local_model_folder(source: str, roots: list[str]) -> str:
     return resolve.mounted_folder(source)
 
 
+def cache_mode(target: Target) -> Literal["ro", "rw"]:
+    """How the engine mounts the host's model cache: read-only when servespec stages its weights.
+
+    The role's weights modules write the cache as root on the host; an engine container that could
+    write it too could plant links for them (issue 20). An engine that reads a Hub model from its
+    profile's Hub cache (``model_store.hub_cache``) gets it staged (rollout/staging.py stages only
+    through a read-only cache mount), and huggingface_hub reads a fully cached model from a
+    read-only cache (file_download.py, v2.4.0: "the cache may be mounted read-only"). An engine that
+    fetches its model itself (llama.cpp's GGUF, Ollama's registry), or serves a host path, keeps
+    the cache read-write: the modules walk it without following links either way.
+    """
+    model_store = resolve.profile(target.deployment).model_store
+    staged = model_store is not None and model_store.hub_cache is not None
+    return "ro" if staged and not resolve.is_local_path(str(target.spec.model.source)) else "rw"
+
+
 def model_volumes(target: Target, container_cache: str) -> list[Volume]:
     """The host model cache, and a local model path (under a model root) mounted read-only at the same path.
 
@@ -254,8 +270,9 @@ def model_volumes(target: Target, container_cache: str) -> list[Volume]:
     """
     from servespec.knowledge import store
 
-    volumes = [Volume(MODEL_CACHE, container_cache, "rw")]
-    volumes += [Volume(MODEL_CACHE, path, "rw") for path in store.mounts(target.deployment, container_cache)]
+    mode = cache_mode(target)
+    volumes = [Volume(MODEL_CACHE, container_cache, mode)]
+    volumes += [Volume(MODEL_CACHE, path, mode) for path in store.mounts(target.deployment, container_cache)]
     source = str(target.spec.model.source)
     if resolve.is_local_path(source):
         folder = local_model_folder(source, resolve.model_roots(target.deployment))

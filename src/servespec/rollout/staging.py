@@ -138,12 +138,16 @@ def container_hub_cache(deployment: DeploymentDoc, container: ContainerSpec) -> 
 
 
 def host_path(container: ContainerSpec, inside: str) -> str | None:
-    """The host folder a container path lies in, through the container's read-write model-cache mounts."""
+    """The host folder a container path lies in, through the container's read-only model-cache mounts.
+
+    Only a cache the engine cannot write is staged into (render.common.cache_mode): root on the host
+    writes it, and a container that could write it too could plant links there (issue 20).
+    """
     from servespec.render.common import MODEL_CACHE
 
     for volume in sorted(container.volumes, key=lambda v: len(v.container), reverse=True):
         base = volume.container.rstrip("/")
-        if volume.host != MODEL_CACHE or volume.mode != "rw":
+        if volume.host != MODEL_CACHE or volume.mode != "ro":
             continue
         if inside == base or inside.startswith(base + "/"):
             return volume.host + inside[len(base) :]
@@ -267,13 +271,17 @@ def weights_progress(on_event: Callable[[dict[str, Any]], None] | None) -> Calla
     """
     if on_event is None:
         return None
-    from servespec.rollout.runner import RESULT_KEY, Report
+    from servespec.rollout.runner import RESULT_KEY, Report, weights_problem
 
     def handle(event: dict[str, Any]) -> None:
         on_event(event)
         data = event.get("event_data") or {}
-        report = (data.get("res") or {}).get(RESULT_KEY) if event.get("event") == "runner_on_ok" else None
+        res = data.get("res") if event.get("event") == "runner_on_ok" else None
+        report = res.get(RESULT_KEY) if isinstance(res, dict) else None
         if isinstance(report, dict) and report.get("kind") == Report.WEIGHTS:
-            on_event({"event": "runner_on_ok", "event_data": {"host": data.get("host"), "task": weights_line(report)}})
+            # A host's report is checked before any of it is shown: a wrong-typed one is that host's failure.
+            problem = weights_problem(report)
+            kind, line = ("runner_on_failed", problem) if problem else ("runner_on_ok", weights_line(report))
+            on_event({"event": kind, "event_data": {"host": data.get("host"), "task": line}})
 
     return handle

@@ -29,15 +29,21 @@ options:
   expected_bytes: {description: Weight size from the lock file (when the Hub lists no sizes), type: int, default: 0}
   timeout: {description: Seconds a read may stall before the download fails (then resumed), type: int, default: 60}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
+  cache_root:
+    description: The host's model cache (trusted); C(cache) lies in it, and no link below it is followed
+    type: str
+    default: /var/lib/servespec/models
 author: servespec
 """
 
+import contextlib
 import errno
 import fcntl
 import hashlib
 import http.client
 import json
 import os
+import posixpath
 import re
 import urllib.error
 import urllib.parse
@@ -45,14 +51,18 @@ import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.servespec_common import (
+    MODEL_CACHE,
     RESULT_KEY,
     STATE_ROOT,
     WEIGHTS,
+    UnsafeCacheEntryError,
     check_deployment,
     free_bytes,
     human_size,
+    open_cache,
     read_env_file,
     revision_dir,
+    shown,
 )
 
 REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -71,6 +81,10 @@ PREFERRED = (".safetensors", ".bin", ".pt")
 
 class RefusedError(Exception):
     """A problem to report as the module's failure message (never holding the token)."""
+
+
+class NoRoomError(RefusedError):
+    """The cache's file system has no room for what remains to download (found before any byte is fetched)."""
 
 
 def _is_weight(name):
@@ -169,26 +183,65 @@ def listing(endpoint, repo, revision, token, timeout):
 
 
 def repo_folder(cache, repo):
-    return os.path.join(cache, "models--" + repo.replace("/", "--"))
+    """The repository's folder name in the Hub cache (huggingface_hub's ``models--ORG--NAME``)."""
+    return "models--" + repo.replace("/", "--")
+
+
+def _pointer_cached(folder, commit, name):
+    """Whether snapshots/<commit>/<name> is there: a file, or a link to a file of the repository's blobs.
+
+    The pointer's own link is read, never followed: it must name ``../../blobs/<blob>`` (as huggingface_hub
+    links it), and that blob must be a regular file.
+    """
+    parts = name.split("/")
+    snapshot = folder.walk(["snapshots", commit, *parts[:-1]])
+    if snapshot is None:
+        return False
+    with snapshot:
+        kind = snapshot.kind(parts[-1])
+        if kind != "link":
+            return kind == "file"
+        link = os.readlink(parts[-1], dir_fd=snapshot.fd)
+        target = posixpath.normpath(posixpath.join("snapshots", commit, *parts[:-1], link))
+    blob = target[len("blobs/") :] if target.startswith("blobs/") else ""
+    if not blob or "/" in blob:
+        raise snapshot.refuse(parts[-1], "a link out of the repository's blobs")
+    blobs = folder.folder("blobs")
+    with blobs or contextlib.nullcontext():
+        return blobs is not None and _blob_kind(blobs, blob) == "file"
+
+
+def _blob_kind(blobs, name):
+    """'file' or '' for a blob or its .incomplete part; anything else (a planted link) is refused."""
+    kind = blobs.kind(name)
+    if kind not in ("", "file"):
+        raise blobs.refuse(name, "a link" if kind == "link" else "not a regular file")
+    return kind
 
 
 def _have(folder, entry):
     """(complete, bytes on disk) of one file in the cache: its blob, else its .incomplete part."""
-    pointer = os.path.join(folder, "snapshots", entry["commit"], entry["rfilename"])
-    if entry["etag"] is None:
-        return os.path.exists(pointer), 0
-    blob = os.path.join(folder, "blobs", entry["etag"])
-    if os.path.isfile(blob) and (entry["size"] is None or os.path.getsize(blob) == entry["size"]):
-        return True, entry["size"] or os.path.getsize(blob)
-    try:
-        return False, os.path.getsize(blob + ".incomplete")
-    except OSError:
+    if folder is None:
         return False, 0
+    if entry["etag"] is None:
+        return _pointer_cached(folder, entry["commit"], entry["rfilename"]), 0
+    blobs = folder.folder("blobs")
+    if blobs is None:
+        return False, 0
+    with blobs:
+        blob, part = entry["etag"], entry["etag"] + ".incomplete"
+        if _blob_kind(blobs, blob):
+            size = blobs.lstat(blob).st_size
+            if entry["size"] is None or size == entry["size"]:
+                return True, entry["size"] or size
+        return False, blobs.lstat(part).st_size if _blob_kind(blobs, part) else 0
 
 
-def plan(cache, repo, commit, files, expected_bytes):
-    """What is cached and what remains: the files with their state, and the byte counts."""
-    folder = repo_folder(cache, repo)
+def plan(folder, commit, files, expected_bytes):
+    """What is cached and what remains: the files with their state, and the byte counts.
+
+    ``folder``: the repository's folder of the cache (a CacheDir), None when there is none yet.
+    """
     out = {"files": [], "cached_bytes": 0, "download_bytes": 0, "partial_bytes": 0, "sizes_known": True}
     for entry in files:
         entry = dict(entry, commit=commit)
@@ -218,116 +271,121 @@ def room_problem(cache, repo, commit, staged):
     )
 
 
-def _git_sha1(path, size):
-    digest = hashlib.sha1(f"blob {size}\0".encode())  # the git object id, not a security hash
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(chunk)
+def _digest(handle, digest):
+    handle.seek(0)
+    for chunk in iter(lambda: handle.read(CHUNK), b""):
+        digest.update(chunk)
     return digest.hexdigest()
 
 
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _verify(path, entry):
-    size = os.path.getsize(path)
+def _verify(handle, entry):
+    """Why the open part ``handle`` is not the Hub's file ('' when its size and checksum match)."""
+    size = os.fstat(handle.fileno()).st_size
     if entry["size"] is not None and size != entry["size"]:
         return f"{entry['rfilename']}: {size} bytes received, the Hub lists {entry['size']}"
     if entry["etag"] is None:
         return ""
-    actual = _sha256(path) if len(entry["etag"]) == 64 else _git_sha1(path, size)
+    if len(entry["etag"]) == 64:
+        actual = _digest(handle, hashlib.sha256())
+    else:
+        actual = _digest(handle, hashlib.sha1(f"blob {size}\0".encode()))  # the git object id, not a security hash
     if actual != entry["etag"]:
         return f"{entry['rfilename']}: checksum {actual[:12]} does not match the Hub's {entry['etag'][:12]}"
     return ""
 
 
-def _download(url, target, entry, token, timeout):
-    """Fetch ``url`` into ``target``.incomplete, resuming from its length; verified, then renamed to ``target``."""
-    part = target + ".incomplete"
-    have = os.path.getsize(part) if os.path.exists(part) else 0
-    if entry["size"] is not None and have > entry["size"]:
-        have = 0
-    if entry["size"] is not None and have == entry["size"] and not _verify(part, entry):
-        os.replace(part, target)
-        return 0
-    headers = {"Range": f"bytes={have}-"} if have else {}
-    received = 0
-    try:
-        with _opener().open(_request(url, token, headers), timeout=timeout) as response:
-            mode = "ab" if have and response.status == 206 else "wb"  # 200: the server ignored the range
-            with open(part, mode) as handle:
+def _publish(blobs, handle, name):
+    """Rename the verified part to its blob; the renamed entry must be the very file verified (no swap)."""
+    verified = os.fstat(handle.fileno())
+    blobs.rename(name + ".incomplete", name)
+    now = blobs.lstat(name)
+    if now is None or (now.st_dev, now.st_ino) != (verified.st_dev, verified.st_ino):
+        blobs.remove(name)
+        raise blobs.refuse(name + ".incomplete", "not the file verified (it was replaced meanwhile)")
+
+
+def _download(url, blobs, entry, token, timeout):
+    """Fetch ``url`` into blobs/<etag>.incomplete, resuming from its length; verified, then renamed to the blob.
+
+    The part is opened by descriptor (never through a link) and written only through that descriptor.
+    """
+    name = entry["etag"]
+    part = name + ".incomplete"
+    with os.fdopen(blobs.open_file(part, os.O_RDWR | os.O_CREAT), "r+b") as handle:
+        have = os.fstat(handle.fileno()).st_size
+        if entry["size"] is not None and have > entry["size"]:
+            have = 0
+        if entry["size"] is not None and have == entry["size"] and not _verify(handle, entry):
+            _publish(blobs, handle, name)
+            return 0
+        headers = {"Range": f"bytes={have}-"} if have else {}
+        received = 0
+        try:
+            with _opener().open(_request(url, token, headers), timeout=timeout) as response:
+                resumed = have and response.status == 206  # 200: the server ignored the range
+                handle.seek(have if resumed else 0)
+                handle.truncate()
                 for chunk in iter(lambda: response.read(CHUNK), b""):
                     handle.write(chunk)
                     received += len(chunk)
                 handle.flush()
                 os.fsync(handle.fileno())
-    except urllib.error.HTTPError as err:
-        if err.code != 416:  # 416: nothing left past what we have
-            raise
-    problem = _verify(part, entry)
-    if problem:
-        if entry["size"] is not None and os.path.getsize(part) < entry["size"]:
-            raise RefusedError(f"{problem} (the transfer ended early; the next apply resumes it)")
-        os.remove(part)  # wrong content: never kept, never served
-        raise RefusedError(problem)
-    os.replace(part, target)
+        except urllib.error.HTTPError as err:
+            if err.code != 416:  # 416: nothing left past what we have
+                raise
+        problem = _verify(handle, entry)
+        if problem:
+            if entry["size"] is not None and os.fstat(handle.fileno()).st_size < entry["size"]:
+                raise RefusedError(f"{problem} (the transfer ended early; the next apply resumes it)")
+            blobs.remove(part)  # wrong content: never kept, never served
+            raise RefusedError(problem)
+        _publish(blobs, handle, name)
     return received
 
 
 def _link(folder, commit, entry):
     """snapshots/<commit>/<file> -> ../../blobs/<etag>, as huggingface_hub links it (created atomically)."""
-    pointer = os.path.join(folder, "snapshots", commit, entry["rfilename"])
-    os.makedirs(os.path.dirname(pointer), exist_ok=True)
-    relative = os.path.relpath(os.path.join(folder, "blobs", entry["etag"]), os.path.dirname(pointer))
-    temporary = pointer + ".servespec-link"
-    if os.path.lexists(temporary):
-        os.remove(temporary)
-    os.symlink(relative, temporary)
-    os.replace(temporary, pointer)
+    parts = entry["rfilename"].split("/")
+    relative = posixpath.join(*([os.pardir] * (len(parts) + 1)), "blobs", entry["etag"])
+    with folder.walk(["snapshots", commit, *parts[:-1]], create=True) as snapshot:
+        temporary = parts[-1] + ".servespec-link"
+        snapshot.remove(temporary, links=True)  # a link left by an interrupted run
+        os.symlink(relative, temporary, dir_fd=snapshot.fd)
+        snapshot.rename(temporary, parts[-1])
 
 
 def _write_ref(folder, revision, commit):
     if revision == commit:
         return
-    ref = os.path.join(folder, "refs", revision)
-    os.makedirs(os.path.dirname(ref), exist_ok=True)
-    with open(ref + ".servespec", "w") as handle:
-        handle.write(commit)
-    os.replace(ref + ".servespec", ref)
+    parts = revision.split("/")
+    with folder.walk(["refs", *parts[:-1]], create=True) as refs:
+        refs.write_atomic(parts[-1], commit.encode())
 
 
-def _fetch_one(url, folder, cache, entry, token, timeout):
+def _fetch_one(url, cache, folder, entry, token, timeout):
     """Download one blob under huggingface_hub's own lock file for it; returns the bytes received.
 
     huggingface_hub's filelock uses fcntl.flock on Unix: a download the engine or another
     deployment runs meanwhile waits for this one and never writes beside it.
     """
-    os.makedirs(os.path.join(folder, "blobs"), exist_ok=True)
-    locks = os.path.join(cache, ".locks", os.path.basename(folder))
-    os.makedirs(locks, exist_ok=True)
-    with open(os.path.join(locks, entry["etag"] + ".lock"), "w") as lock:
+    blobs = folder.walk(["blobs"], create=True)
+    locks = cache.walk([".locks", folder.name], create=True)
+    with blobs, locks, os.fdopen(locks.open_file(entry["etag"] + ".lock", os.O_WRONLY | os.O_CREAT), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        target = os.path.join(folder, "blobs", entry["etag"])
-        if os.path.isfile(target):
+        if _blob_kind(blobs, entry["etag"]):
             return 0
         try:
-            return _download(url, target, entry, token, timeout)
+            return _download(url, blobs, entry, token, timeout)
         except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
             name = entry["rfilename"]
             if isinstance(err, OSError) and err.errno == errno.ENOSPC:
-                raise RefusedError(f"the disk under {cache} filled while downloading {name}") from None
+                raise RefusedError(f"the disk under {cache.where} filled while downloading {name}") from None
             problem = _http_problem(err, "", "", f"downloading {name}")
             raise RefusedError(f"{problem} (the next apply resumes it)") from None
 
 
-def fetch(endpoint, repo, revision, cache, staged, commit, token, timeout):
-    """Download every file of ``staged`` that is not cached; returns the bytes received."""
-    folder = repo_folder(cache, repo)
+def fetch(endpoint, repo, revision, cache, folder, staged, commit, token, timeout):
+    """Download every file of ``staged`` that is not cached into the repository's ``folder``; the bytes received."""
     received = 0
     for entry in staged["files"]:
         if entry["etag"] is None:
@@ -336,10 +394,47 @@ def fetch(endpoint, repo, revision, cache, staged, commit, token, timeout):
             raise RefusedError(f"{endpoint} listed {entry['rfilename']} of {repo} without a blob id")
         if not entry["cached"]:
             url = f"{endpoint}/{repo}/resolve/{commit}/{urllib.parse.quote(entry['rfilename'])}"
-            received += _fetch_one(url, folder, cache, entry, token, timeout)
+            received += _fetch_one(url, cache, folder, entry, token, timeout)
         _link(folder, commit, entry)
     _write_ref(folder, revision, commit)
     return received
+
+
+def stage(p, endpoint, repo, revision, token):
+    """List the repository, check the cache and its room, and fetch what is missing: the report.
+
+    The cache is walked from its root by descriptor (``open_cache``): a link anywhere below the root is refused.
+    """
+    commit, files = listing(endpoint, repo, revision, token, p["timeout"])
+    fetching = p["action"] == "fetch"
+    with contextlib.ExitStack() as held:
+        cache = open_cache(p.get("cache_root") or MODEL_CACHE, p["cache"], create=fetching)
+        folder = None
+        if cache is not None:
+            held.enter_context(cache)
+            folder = cache.folder(repo_folder(p["cache"], repo), create=fetching)
+        if folder is not None:
+            held.enter_context(folder)
+        staged = plan(folder, commit, wanted_files(files), p["expected_bytes"])
+        problem = room_problem(p["cache"], repo, commit, staged)
+        if problem:
+            raise NoRoomError(problem)
+        received = 0
+        if fetching:
+            received = fetch(endpoint, repo, revision, cache, folder, staged, commit, token, p["timeout"])
+    report = {
+        "repo": repo,
+        "revision": revision,
+        "commit": commit,
+        "files": len(staged["files"]),
+        "cached_files": sum(1 for f in staged["files"] if f["cached"]),
+        "cached_bytes": staged["cached_bytes"],
+        "download_bytes": staged["download_bytes"],
+        "partial_bytes": staged["partial_bytes"],
+        "downloaded_bytes": received,
+        "action": p["action"],
+    }
+    return report
 
 
 def _token(p):
@@ -359,30 +454,20 @@ def run(p):
     if urllib.parse.urlsplit(endpoint).scheme not in ("http", "https"):
         return {}, "the Hub endpoint is not an http(s) URL"
     token = _token(p)
+    failed = {}
     try:
-        commit, files = listing(endpoint, repo, revision, token, p["timeout"])
-        staged = plan(p["cache"], repo, commit, wanted_files(files), p["expected_bytes"])
-        problem = room_problem(p["cache"], repo, commit, staged)
-        if problem:
-            return {"stage": "preflight"}, problem
-        received = 0
-        if p["action"] == "fetch":
-            received = fetch(endpoint, repo, revision, p["cache"], staged, commit, token, p["timeout"])
-    except RefusedError as err:
-        return {}, str(err).replace(token, "***") if token else str(err)
-    report = {
-        "repo": repo,
-        "revision": revision,
-        "commit": commit,
-        "files": len(staged["files"]),
-        "cached_files": sum(1 for f in staged["files"] if f["cached"]),
-        "cached_bytes": staged["cached_bytes"],
-        "download_bytes": staged["download_bytes"],
-        "partial_bytes": staged["partial_bytes"],
-        "downloaded_bytes": received,
-        "action": p["action"],
-    }
-    return {"changed": received > 0, RESULT_KEY: dict(report, kind=WEIGHTS)}, ""
+        report = stage(p, endpoint, repo, revision, token)
+    except NoRoomError as err:
+        failed, problem = {"stage": "preflight"}, str(err)
+    except (RefusedError, UnsafeCacheEntryError) as err:
+        problem = str(err)
+    except OSError as err:  # the cache's file system itself (permissions, a full disk while linking)
+        problem = f"the model cache {shown(p['cache'])}: {err.strerror or err}"
+    else:
+        problem = ""
+    if problem:
+        return failed, problem.replace(token, "***") if token else problem
+    return {"changed": report["downloaded_bytes"] > 0, RESULT_KEY: dict(report, kind=WEIGHTS)}, ""
 
 
 def main():
@@ -398,6 +483,7 @@ def main():
             expected_bytes=dict(type="int", default=0),
             timeout=dict(type="int", default=60),
             state_root=dict(type="str", default=STATE_ROOT),
+            cache_root=dict(type="str", default=MODEL_CACHE),
         ),
         supports_check_mode=True,
     )

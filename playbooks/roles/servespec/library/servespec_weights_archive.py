@@ -29,9 +29,14 @@ options:
   archive_bytes: {description: The archive's size on the controller, required: true, type: int}
   archive_sha256: {description: The archive's sha256 on the controller, required: true, type: str}
   path: {description: Where the archive was copied on the host (unpack), type: str, default: ""}
+  cache_root:
+    description: The host's model cache (trusted); C(cache) lies in it, and no link below it is followed
+    type: str
+    default: /var/lib/servespec/models
 author: servespec
 """
 
+import contextlib
 import json
 import os
 import re
@@ -39,12 +44,23 @@ import shutil
 import tarfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import RESULT_KEY, WEIGHTS, free_bytes, human_size
+from ansible.module_utils.servespec_common import (
+    MODEL_CACHE,
+    RESULT_KEY,
+    WEIGHTS,
+    UnsafeCacheEntryError,
+    free_bytes,
+    human_size,
+    open_cache,
+    shown,
+)
 
 REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+INCOMING = ".servespec-incoming"
+"""The repository folder's sub-folder the role copies the archive into."""
 MARKER = ".servespec-archive.json"
 """Written last into an unpacked snapshot: the archive it came from (name, size and sha256)."""
 CHUNK = 1 << 20
@@ -62,32 +78,56 @@ def repo_folder(cache, repo):
 
 def incoming(cache, repo):
     """Where the controller copies the archive: inside the repository's cache folder (same file system)."""
-    return os.path.join(repo_folder(cache, repo), ".servespec-incoming")
+    return os.path.join(repo_folder(cache, repo), INCOMING)
 
 
-def unpacked_from(snapshot):
-    """The marker of a snapshot unpacked from an archive ({} when there is none)."""
+def _repository(p, create):
+    """The repository's folder of the cache (a CacheDir to close), walked from the cache's root; None if absent.
+
+    Nothing below the root is followed if a link (``open_cache``): engine containers may write the cache.
+    """
+    cache = open_cache(p.get("cache_root") or MODEL_CACHE, p["cache"], create=create)
+    if cache is None:
+        return None
+    with cache:
+        return cache.folder(os.path.basename(repo_folder(p["cache"], p["repo"])), create=create)
+
+
+def unpacked_from(folder, commit):
+    """The marker of the snapshot at ``commit`` unpacked from an archive ({} when there is none)."""
+    snapshot = folder.walk(["snapshots", commit]) if folder is not None else None
+    if snapshot is None:
+        return {}
+    with snapshot:
+        text = snapshot.read_text(MARKER)
     try:
-        with open(os.path.join(snapshot, MARKER), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        data = json.loads(text) if text is not None else {}
+    except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def check(p):
-    snapshot = os.path.join(repo_folder(p["cache"], p["repo"]), "snapshots", p["commit"])
-    marker = unpacked_from(snapshot)
-    present = marker.get("sha256") == p["archive_sha256"] and marker.get("bytes") == p["archive_bytes"]
-    if present:
-        return {"present": True, "need_bytes": 0}
-    need, free = 2 * p["archive_bytes"], free_bytes(p["cache"])
-    if need > free:
-        raise RefusedError(
-            f"not enough disk for the model archive {p['archive_name']} of {p['repo']}: "
-            f"{human_size(p['archive_bytes'])} to copy and about as much unpacked into {p['cache']}, "
-            f"{human_size(free)} free there; free space or grow the volume"
-        )
+    """Whether the snapshot was unpacked from this archive; if not, the room check, and the incoming folder made.
+
+    The incoming folder is made here, by descriptor (never through a link), for the copy that follows.
+    """
+    prepare = p["action"] == "check" and p.get("prepare", True)
+    folder = _repository(p, create=prepare)
+    with folder or contextlib.nullcontext():
+        marker = unpacked_from(folder, p["commit"])
+        present = marker.get("sha256") == p["archive_sha256"] and marker.get("bytes") == p["archive_bytes"]
+        if present:
+            return {"present": True, "need_bytes": 0}
+        need, free = 2 * p["archive_bytes"], free_bytes(p["cache"])
+        if need > free:
+            raise RefusedError(
+                f"not enough disk for the model archive {p['archive_name']} of {p['repo']}: "
+                f"{human_size(p['archive_bytes'])} to copy and about as much unpacked into {p['cache']}, "
+                f"{human_size(free)} free there; free space or grow the volume"
+            )
+        if prepare:
+            folder.folder(INCOMING, create=True).close()
     return {"present": False, "need_bytes": need}
 
 
@@ -121,54 +161,79 @@ def members(archive):
 
 
 def _extract(archive, todo, target):
+    """Write every member below the folder ``target`` (a CacheDir): new files only, nothing through a link."""
     for parts, info in todo:
-        path = os.path.join(target, *parts)
         if info.isdir():
-            os.makedirs(path, exist_ok=True)
+            target.walk(parts, create=True).close()
             continue
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if info.size + RESERVE > free_bytes(target):
+        free = os.statvfs(target.fd)
+        if info.size + RESERVE > free.f_bavail * free.f_frsize:
             raise RefusedError(f"the disk filled while unpacking {'/'.join(parts)} ({human_size(info.size)})")
         source = archive.extractfile(info)
         if source is None:
             raise RefusedError(f"the archive's {info.name!r} cannot be read")
-        with source, open(path, "xb") as handle:
-            shutil.copyfileobj(source, handle, CHUNK)
-        os.chmod(path, 0o644)
+        with target.walk(parts[:-1], create=True) as folder:
+            written = folder.open_file(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            with source, os.fdopen(written, "wb") as handle:
+                shutil.copyfileobj(source, handle, CHUNK)
+                os.fchmod(handle.fileno(), 0o644)
+
+
+def _copied(folder, p):
+    """The copied archive, opened by descriptor in the incoming folder (never through a link), or refused."""
+    expected = incoming(p["cache"], p["repo"])
+    path = p["path"]
+    name = os.path.basename(path)
+    inbox = folder.folder(INCOMING) if path and os.path.dirname(path) == expected else None
+    if inbox is None:
+        raise RefusedError(f"the copied archive {path!r} is not in {expected}")
+    with inbox:
+        if inbox.kind(name) != "file":
+            if inbox.kind(name):
+                raise inbox.refuse(name, "not a regular file")
+            raise RefusedError(f"the copied archive {path!r} is not in {expected}")
+        return inbox.open_file(name, os.O_RDONLY)
 
 
 def unpack(p):
-    folder = repo_folder(p["cache"], p["repo"])
-    snapshot = os.path.join(folder, "snapshots", p["commit"])
-    path = p["path"]
-    if not path or os.path.dirname(path) != incoming(p["cache"], p["repo"]) or not os.path.isfile(path):
-        raise RefusedError(f"the copied archive {path!r} is not in {incoming(p['cache'], p['repo'])}")
-    work = os.path.join(folder, "snapshots", f".{p['commit']}.unpacking")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    written = 0
+    """Unpack the copied archive into snapshots/<commit>/ (hidden until complete); the bytes written."""
+    with _repository(p, create=True) as folder:
+        fd = _copied(folder, p)
+        with os.fdopen(fd, "rb") as copy, folder.walk(["snapshots"], create=True) as snapshots:
+            try:
+                return _unpack(p, copy, snapshots)
+            finally:
+                inbox = folder.folder(INCOMING)
+                with inbox or contextlib.nullcontext():
+                    if inbox is not None:
+                        inbox.remove(os.path.basename(p["path"]))
+
+
+def _unpack(p, copy, snapshots):
+    commit = p["commit"]
+    work = f".{commit}.unpacking"
+    snapshots.remove(work)
     try:
-        try:
-            with tarfile.open(path, "r:*") as archive:
-                todo = members(archive)
-                _extract(archive, todo, work)
-                written = sum(info.size for _, info in todo if info.isfile())
-        except (tarfile.TarError, EOFError, OSError) as err:
-            raise RefusedError(f"the model archive {p['archive_name']} cannot be unpacked: {err}") from None
-        with open(os.path.join(work, MARKER), "w", encoding="utf-8") as handle:
-            json.dump(
-                {"archive": p["archive_name"], "bytes": p["archive_bytes"], "sha256": p["archive_sha256"]}, handle
-            )
-        old = snapshot + ".replaced"
-        shutil.rmtree(old, ignore_errors=True)
-        if os.path.lexists(snapshot):
-            os.rename(snapshot, old)
-        os.rename(work, snapshot)
-        shutil.rmtree(old, ignore_errors=True)
+        with snapshots.folder(work, create=True) as target:
+            try:
+                with tarfile.open(fileobj=copy, mode="r:*") as archive:
+                    todo = members(archive)
+                    _extract(archive, todo, target)
+            except (tarfile.TarError, EOFError, OSError) as err:
+                raise RefusedError(f"the model archive {p['archive_name']} cannot be unpacked: {err}") from None
+            marker = {"archive": p["archive_name"], "bytes": p["archive_bytes"], "sha256": p["archive_sha256"]}
+            target.write_atomic(MARKER, json.dumps(marker).encode())
+        old = commit + ".replaced"
+        snapshots.remove(old)
+        if snapshots.kind(commit) == "link":
+            raise snapshots.refuse(commit, "a link")
+        if snapshots.kind(commit):
+            snapshots.rename(commit, old)
+        snapshots.rename(work, commit)
+        snapshots.remove(old)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-        os.unlink(path)
-    return written
+        snapshots.remove(work)
+    return sum(info.size for _, info in todo if info.isfile())
 
 
 def run(p):
@@ -179,8 +244,10 @@ def run(p):
     try:
         state = check(p)
         written = unpack(p) if p["action"] == "unpack" and not state["present"] else 0
-    except RefusedError as err:
+    except (RefusedError, UnsafeCacheEntryError) as err:
         return {}, str(err)
+    except OSError as err:  # the cache's file system itself (permissions, a full disk)
+        return {}, f"the model cache {shown(p['cache'])}: {err.strerror or err}"
     report = {
         "repo": p["repo"],
         "commit": p["commit"],
@@ -204,12 +271,14 @@ def main():
             archive_bytes=dict(type="int", required=True),
             archive_sha256=dict(type="str", required=True),
             path=dict(type="str", default=""),
+            cache_root=dict(type="str", default=MODEL_CACHE),
         ),
         supports_check_mode=True,
     )
     p = dict(module.params)
     if module.check_mode:
         p["action"] = "check"
+    p["prepare"] = not module.check_mode
     result, problem = run(p)
     if problem:
         module.fail_json(msg=problem, stage="weights")

@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import ipaddress
 import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 
@@ -216,3 +219,189 @@ def human_size(count):
         if count >= scale:
             return f"{count / scale:.1f} {unit}"
     return f"{count} B"
+
+
+# --- The model cache, walked by directory descriptor (issue 20). Engine containers that fetch their own
+# models mount it read-write, and their root is the host's root: any name below the cache's root may be
+# a link a container planted (blobs/x.incomplete -> /root/.ssh/authorized_keys). The modules that write
+# the cache run as root, so every name below the root is opened relative to its folder's descriptor with
+# O_NOFOLLOW: a link is refused where it is met, never followed, and nothing is truncated, chmod-ed,
+# renamed or removed through one. The root itself (MODEL_CACHE, the mounts' source) is the operator's.
+
+MODEL_CACHE = os.path.join(STATE_ROOT, "models")
+"""The host's model cache, mounted into engine containers (servespec.render.common.MODEL_CACHE)."""
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_FILE = os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC  # O_NONBLOCK: a planted FIFO fails the open instead of hanging
+
+
+class UnsafeCacheEntryError(Exception):
+    """An entry below the model cache's root that root will not use: a link, or not the kind of entry expected."""
+
+
+def shown(path):
+    """A cache path as a message quotes it: escaped (no control character or newline reaches a log)."""
+    return ascii(path)
+
+
+class CacheDir:
+    """A folder below the model cache's root, held by descriptor; names below it never resolve through a link.
+
+    ``where`` is the folder's path, for messages only: nothing is ever opened by it.
+    """
+
+    def __init__(self, fd, where):
+        self.fd = fd
+        self.where = where
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    @property
+    def name(self):
+        return os.path.basename(self.where)
+
+    def path(self, name):
+        return os.path.join(self.where, name)
+
+    def refuse(self, name, what):
+        return UnsafeCacheEntryError(
+            f"{shown(self.path(name))} in the model cache is {what}: refused without following it "
+            "(an engine container that mounts the cache may have planted it; remove it, and check those containers)"
+        )
+
+    def lstat(self, name):
+        """The entry ``name`` itself (a link is not followed), or None when there is none."""
+        try:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def kind(self, name):
+        """'file', 'folder', 'link', 'other', or '' when ``name`` does not exist."""
+        info = self.lstat(name)
+        if info is None:
+            return ""
+        for test, kind in ((stat.S_ISREG, "file"), (stat.S_ISDIR, "folder"), (stat.S_ISLNK, "link")):
+            if test(info.st_mode):
+                return kind
+        return "other"
+
+    def folder(self, name, create=False):
+        """The sub-folder ``name`` (one component), made when ``create``; None when it does not exist."""
+        if name in ("", ".", "..") or "/" in name:
+            raise self.refuse(name, "not a plain name")
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o755, dir_fd=self.fd)
+        try:
+            fd = os.open(name, _FOLDER, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise self.refuse(name, "a link" if self.kind(name) == "link" else "not a folder") from None
+            raise
+        return CacheDir(fd, self.path(name))
+
+    def walk(self, parts, create=False):
+        """The folder at ``parts`` below this one (a new CacheDir to close), or None when one is missing."""
+        current = CacheDir(os.dup(self.fd), self.where)
+        for part in parts:
+            with current:
+                nested = current.folder(part, create)
+            if nested is None:
+                return None
+            current = nested
+        return current
+
+    def open_file(self, name, flags, mode=0o644):
+        """A descriptor of the regular file ``name`` (never a link, FIFO or device; written only when it has one name).
+
+        Nothing is truncated at open: the caller truncates with os.ftruncate once the file is checked.
+        """
+        try:
+            fd = os.open(name, flags | _FILE, mode, dir_fd=self.fd)
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.ENOTDIR):
+                raise self.refuse(name, "a link" if self.kind(name) == "link" else "not a regular file") from None
+            raise
+        info = os.fstat(fd)
+        writes = flags & (os.O_WRONLY | os.O_RDWR)
+        if not stat.S_ISREG(info.st_mode) or (writes and info.st_nlink != 1):
+            os.close(fd)
+            raise self.refuse(name, "not a regular file with one name")
+        return fd
+
+    def read_text(self, name, limit=1 << 20):
+        """The text of the regular file ``name`` (at most ``limit`` bytes), or None when there is none."""
+        try:
+            fd = self.open_file(name, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+
+    def write_atomic(self, name, data):
+        """Write the file ``name`` through a temporary file renamed over it; a link or folder there is refused."""
+        if self.kind(name) not in ("", "file"):
+            raise self.refuse(name, "a link" if self.kind(name) == "link" else "not a regular file")
+        temporary = name + ".servespec"
+        self.remove(temporary)
+        fd = self.open_file(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.rename(temporary, name)
+
+    def rename(self, source, target, into=None):
+        """Rename the entry ``source`` (itself, never what a link names) to ``target`` in ``into`` (default: here)."""
+        os.rename(source, target, src_dir_fd=self.fd, dst_dir_fd=(into or self).fd)
+
+    def remove(self, name, links=False):
+        """Remove the entry ``name`` if there is one: a file, or a folder and what it holds.
+
+        A link is refused (evidence of a planted entry) unless ``links``: then the link itself is removed.
+        Nothing below is ever reached through a link.
+        """
+        kind = self.kind(name)
+        if kind == "link" and not links:
+            raise self.refuse(name, "a link")
+        if kind == "folder":
+            with self.folder(name) as sub:
+                for entry in os.listdir(sub.fd):
+                    sub.remove(entry, links)
+            os.rmdir(name, dir_fd=self.fd)
+        elif kind:
+            os.unlink(name, dir_fd=self.fd)
+
+
+def open_cache(root, cache, create=False):
+    """The cache folder ``cache`` (a CacheDir to close), walked from ``root`` without following any link below it.
+
+    ``root`` is trusted (the operator's model cache; it may itself be a link to a larger disk); ``cache`` must be
+    it or a folder below it. None when a folder on the way does not exist and ``create`` is false.
+    """
+    base = os.path.normpath(os.path.abspath(root))
+    target = os.path.normpath(os.path.abspath(cache))
+    relative = os.path.relpath(target, base)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        raise UnsafeCacheEntryError(f"the cache {shown(cache)} is not inside the model cache {shown(root)}")
+    if create:
+        os.makedirs(base, mode=0o755, exist_ok=True)
+    try:
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with CacheDir(fd, base) as top:
+        parts = [] if relative == os.curdir else relative.split(os.sep)
+        return top.walk(parts, create)
