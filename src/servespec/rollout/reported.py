@@ -147,3 +147,50 @@ def checked_report(report: Any) -> tuple[dict[str, Any], str]:
         return empty, "status report on the host is not what servespec writes: healthy is not a boolean"
     out["healthy"] = healthy
     return out, ""
+
+
+MAX_BYTES = 1 << 60
+"""Largest byte or file count a weights report may hold (an exbibyte: more is no real model cache)."""
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$")
+REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,254}$")
+ARCHIVE_NAME = re.compile(r"^[^/\x00-\x1f\x7f]{1,255}$")
+"""The model archive's file name as the controller sent it (one path step, no control character)."""
+WEIGHTS_ACTIONS = ("check", "fetch", "unpack")
+HUB_COUNTS = ("files", "cached_files", "cached_bytes", "download_bytes", "partial_bytes")
+"""What servespec_weights always reports (``downloaded_bytes`` too, after a fetch)."""
+ARCHIVE_COUNTS = ("archive_bytes", "unpacked_bytes")
+"""What servespec_weights_archive always reports, with the archive's file name and ``present``."""
+
+
+def _count(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_BYTES:
+        raise ReportError(f"{field} is not a count")
+    return value
+
+
+def checked_weights(report: Any) -> dict[str, Any]:
+    """A weights report (``Report.WEIGHTS``) rebuilt from its checked fields; ReportError names the first bad one.
+
+    Counts are integers in ``[0, MAX_BYTES)`` (never a string, a bool, a float or NaN), names
+    follow their grammars, and a missing field is as wrong as a wrong-typed one.
+    """
+    if not isinstance(report, dict):
+        raise ReportError("it is not an object")
+    out: dict[str, Any] = {"kind": report.get("kind")}
+    out["repo"] = _optional(report.get("repo"), REPO_ID, "repo")
+    out["commit"] = _optional(report.get("commit"), REVISION, "commit")
+    if out["repo"] is None or out["commit"] is None:
+        raise ReportError("repo or commit is missing")
+    if report.get("action") not in WEIGHTS_ACTIONS:
+        raise ReportError("action is not one of " + ", ".join(WEIGHTS_ACTIONS))
+    out["action"] = report["action"]
+    if "archive" in report:
+        out["archive"] = _optional(report.get("archive"), ARCHIVE_NAME, "archive")
+        if not isinstance(report.get("present"), bool):
+            raise ReportError("present is not a boolean")
+        out["present"] = report["present"]
+        counts: tuple[str, ...] = ARCHIVE_COUNTS
+    else:
+        counts = HUB_COUNTS + (("downloaded_bytes",) if "downloaded_bytes" in report else ())
+    out |= {key: _count(report.get(key), key) for key in counts}
+    return out

@@ -25,6 +25,7 @@ from typing import Any
 
 from servespec.redact import scrub
 from servespec.rollout.ansible_vars import write_inputs
+from servespec.rollout.reported import ReportError, checked_weights
 
 PLAYBOOKS = Path(__file__).resolve().parents[3] / "playbooks"
 
@@ -88,11 +89,30 @@ class Report:
     """servespec_capacity: ``gpus`` (index, total_mib, used_mib), ``mem_available_mib``, ``proxies`` (rollout auto)."""
 
 
-def _report(result: HostResult, res: dict[str, Any]) -> None:
-    """Keep ``res``'s servespec result under its kind (anything else under the key is ignored)."""
+def _report(result: HostResult, res: dict[str, Any], task: str) -> None:
+    """Keep ``res``'s servespec result under its kind (anything else under the key is ignored).
+
+    A weights report is type-checked here (:func:`~servespec.rollout.reported.checked_weights`): one
+    that fails fails its host, with the field it got wrong, and is not kept.
+    """
     report = res.get(RESULT_KEY)
-    if isinstance(report, dict) and isinstance(report.get("kind"), str):
-        result.reports[report["kind"]] = report
+    if not isinstance(report, dict) or not isinstance(report.get("kind"), str):
+        return
+    if report["kind"] == Report.WEIGHTS:
+        problem = weights_problem(report)
+        if problem:
+            result.ok, result.error, result.stage = False, problem, task
+            return
+    result.reports[report["kind"]] = report
+
+
+def weights_problem(report: dict[str, Any]) -> str:
+    """Why a host's weights report cannot be used ('' when it checks): what the controller says for that host."""
+    try:
+        checked_weights(report)
+    except ReportError as err:
+        return f"weights report from the host is not what servespec writes: {err}"
+    return ""
 
 
 def _failure(result: HostResult, res: dict[str, Any], task: str, secrets: tuple[str, ...]) -> None:
@@ -125,7 +145,7 @@ def _collect(hosts: dict[str, HostResult], event: dict[str, Any], secrets: tuple
     if kind == "runner_on_ok":
         result.touched = True
         result.results[task] = res
-        _report(result, res)
+        _report(result, res, task)
     elif kind == "runner_on_failed" and not data.get("ignore_errors"):
         result.touched = True
         _failure(result, res, task, secrets)
