@@ -113,15 +113,16 @@ def test_unit_runs_the_lms_commands_in_order(tmp_path: Path) -> None:
     unit = files["servespec-lms.service"]
     lines = [line for line in unit.splitlines() if line.startswith("Exec")]
     assert lines == [
-        "ExecStart=/root/.lmstudio/bin/lms daemon up",
-        "ExecStartPost=/root/.lmstudio/bin/lms load google/gemma-3-270m --yes --identifier gemma-3-270m "
+        "ExecStart=/home/lmstudio/.lmstudio/bin/lms daemon up",
+        "ExecStartPost=/home/lmstudio/.lmstudio/bin/lms load google/gemma-3-270m --yes --identifier gemma-3-270m "
         "--context-length 8192 --gpu 0.5 --parallel 2",
-        "ExecStartPost=/root/.lmstudio/bin/lms server start --port 1234 --bind 127.0.0.1 --cors",
-        "ExecStop=/root/.lmstudio/bin/lms daemon down",
+        "ExecStartPost=/home/lmstudio/.lmstudio/bin/lms server start --port 1234 --bind 127.0.0.1 --cors",
+        "ExecStop=/home/lmstudio/.lmstudio/bin/lms daemon down",
     ]
     assert "Type=oneshot" in unit and "RemainAfterExit=yes" in unit
     native = rendered.containers[("lms", "l4-a")].native
-    assert native is not None and native.commands[1][:3] == ("/root/.lmstudio/bin/lms", "load", "google/gemma-3-270m")
+    lms = "/home/lmstudio/.lmstudio/bin/lms"
+    assert native is not None and native.commands[1][:3] == (lms, "load", "google/gemma-3-270m")
     assert json.loads(files["lms-commands.json"])["commands"][2][-1] == "--cors"
     container = files["container.yaml"]
     assert "image: ''" in container and "volumes: []" in container and "native:" in container
@@ -164,8 +165,8 @@ HOSTILE = ["a b", 'say "hi"', "back\\slash", "%n%h", "$HOME ${PATH}", ";", "-", 
 
 @pytest.mark.parametrize("word", HOSTILE)
 def test_unit_words_read_back_as_written(word: str) -> None:
-    line = command_line(["/root/.lmstudio/bin/lms", "load", word, "--identifier", word])
-    assert _systemd_split(line) == ["/root/.lmstudio/bin/lms", "load", word, "--identifier", word]
+    line = command_line(["/home/lmstudio/.lmstudio/bin/lms", "load", word, "--identifier", word])
+    assert _systemd_split(line) == ["/home/lmstudio/.lmstudio/bin/lms", "load", word, "--identifier", word]
 
 
 def test_unit_refuses_control_characters_and_a_relative_executable() -> None:
@@ -249,3 +250,62 @@ def test_container_fields_are_eng008(tmp_path: Path) -> None:
     extra = "\n  image: example.org/lms:1\n  image_archive: lms.tar\n  command: [x]"
     found = {f.path for f in _findings(_spec(tmp_path, extra=extra)) if f.rule == "ENG008"}
     assert {"engine.image", "engine.image_archive", "engine.command"} <= found
+
+
+def test_unit_runs_as_the_dedicated_user_not_root(tmp_path: Path) -> None:
+    unit = render_fleet(load_fleet([_spec(tmp_path)], GOLDEN / "inventory.yaml")).host_files("lms", "l4-a")[
+        "servespec-lms.service"
+    ]
+    service = unit.split("[Service]", 1)[1].split("[Install]", 1)[0].splitlines()
+    assert "User=lmstudio" in service and "Group=lmstudio" in service and "NoNewPrivileges=yes" in service
+    assert all(line.split(" ", 1)[0].endswith("/home/lmstudio/.lmstudio/bin/lms") for line in service if "Exec" in line)
+
+
+@pytest.mark.parametrize("entrypoint", ["/bin/sh", "/tmp/lms.sh", "/usr/bin/lmsx", "/opt/lms/"])
+def test_only_an_lms_executable_is_accepted(tmp_path: Path, entrypoint: str) -> None:
+    spec = _spec(tmp_path, extra=f"\n  entrypoint: [{entrypoint}]")
+    found = [f for f in _findings(spec) if f.rule == "ENG008" and f.path == "engine.entrypoint"]
+    assert len(found) == 1 and found[0].severity is Severity.ERROR and found[0].line == 14, found
+    with pytest.raises(RenderError, match="only an executable named lms"):
+        render_fleet(load_fleet([spec], GOLDEN / "inventory.yaml"))
+
+
+@pytest.mark.parametrize(
+    "name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "NODE_OPTIONS", "PATH", "PYTHONPATH", "HOME", "BASH_ENV"]
+)
+def test_code_loading_environment_is_refused(tmp_path: Path, name: str) -> None:
+    spec = _spec(tmp_path, extra=f"\n  env: {{{name}: /tmp/x, CUDA_VISIBLE_DEVICES: '0'}}")
+    found = [(f.path, f.line, f.severity) for f in _findings(spec) if f.rule == "ENG008"]
+    assert found == [(f"engine.env.{name}", 14, Severity.ERROR)]
+    with pytest.raises(RenderError, match=f"engine.env.{name}"):
+        render_fleet(load_fleet([spec], GOLDEN / "inventory.yaml"))
+
+
+def test_ordinary_environment_and_an_lms_path_pass(tmp_path: Path) -> None:
+    extra = "\n  entrypoint: [/opt/lmstudio/bin/lms]\n  env: {CUDA_VISIBLE_DEVICES: '0', LMS_SERVER_HOST: 127.0.0.1}"
+    spec = _spec(tmp_path, extra=extra)
+    assert [f for f in _findings(spec) if f.rule == "ENG008"] == []
+    files = render_fleet(load_fleet([spec], GOLDEN / "inventory.yaml")).host_files("lms", "l4-a")
+    unit = files["servespec-lms.service"]
+    assert "ExecStart=/opt/lmstudio/bin/lms daemon up" in unit and 'Environment="CUDA_VISIBLE_DEVICES=0"' in unit
+
+
+def test_role_module_refuses_a_root_unit_or_another_executable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tests.modules import role_module
+
+    module = role_module(monkeypatch, "servespec_native", "servespec_native_under_test")
+    spec = _spec(tmp_path)
+    rendered = render_fleet(load_fleet([spec], GOLDEN / "inventory.yaml"))
+    unit = rendered.host_files("lms", "l4-a")["servespec-lms.service"]
+    native = rendered.containers[("lms", "l4-a")].native
+    assert native is not None
+    record = native.to_json()
+    module._check_unit(unit, record)  # what servespec renders is installed
+    for text, changed in (
+        (unit.replace("User=lmstudio\n", ""), record),
+        (unit.replace("User=lmstudio", "User=root"), record),
+        (unit, {**record, "executable": "/bin/sh"}),
+        (unit.replace("ExecStop=/home/lmstudio/.lmstudio/bin/lms", "ExecStop=/bin/sh -c"), record),
+    ):
+        with pytest.raises(ValueError, match="refusing"):
+            module._check_unit(text, changed)

@@ -38,7 +38,7 @@ from tests.modules import role_module
 
 ROLE = REPO / "playbooks" / "roles" / "servespec"
 IMAGE_ENTRYPOINT = "<the image's entrypoint>"
-LMS = "/root/.lmstudio/bin/lms"
+LMS = "/home/lmstudio/.lmstudio/bin/lms"
 
 
 @pytest.fixture

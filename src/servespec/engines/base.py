@@ -244,6 +244,8 @@ class Engine:
     name: str
     package: str
     """The Python package holding profile.yaml, releases/ and templates/."""
+    native_executable: str | None = None
+    """A host-native engine's one executable name (its unit runs nothing else: ENG008); None for container engines."""
 
     def __repr__(self) -> str:
         return f"<engine {self.name}>"

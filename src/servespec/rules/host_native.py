@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from servespec.engines.native import injects_code
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.rules.base import Rule
-from servespec.spec.fleet import Fleet
+from servespec.spec.fleet import DeploymentDoc, Fleet
 
 _LMS_SOURCE = "https://github.com/lmstudio-ai/lms/blob/07b7252d6de26a3a58c1bb80ed7e75a2b17f5eb6/src/subcommands/load.ts"
 
@@ -21,7 +22,15 @@ class HostNativeField(Rule):
 
     - ``engine.image`` and ``engine.image_archive``: there is no image to pull or load;
     - ``engine.command``: the unit runs the ``lms`` commands servespec renders;
-    - ``engine.entrypoint`` other than one absolute path (the ``lms`` executable it names);
+    - ``engine.entrypoint`` other than one absolute path to the engine's own executable (its base
+      name ``lms``): the unit runs as a dedicated user with the host's GPUs, and nothing else may run there;
+    - ``engine.env`` variables that choose the code a process loads (``LD_PRELOAD``,
+      ``LD_LIBRARY_PATH``, any ``LD_*``/``DYLD_*``, ``NODE_OPTIONS``, ``NODE_*``, ``PYTHONPATH``,
+      ``PYTHON*``, ``PATH``, ``HOME``, ``BASH_ENV``, ``PERL5LIB``, ``GCONV_PATH``, ``OPENSSL_CONF``,
+      ``XDG_*_HOME``, ...: ``servespec.engines.native``): a container's environment stays in its
+      container, a host-native unit's reaches the host, so these would run any program there.
+      Security policy (docs/security.md: a spec runs only the engine it names on a host); the
+      renderer refuses them too;
     - ``rollout.strategy: auto``: its surge starts a second container beside the running one; a host-native
       unit is one systemd service per host, restarted in place;
     - ``resources.gpu_ids`` (a warning): LM Studio picks the GPUs; nothing renders the choice;
@@ -58,14 +67,7 @@ class HostNativeField(Rule):
                         ("engine", field),
                         hint=f"remove engine.{field}",
                     )
-            entrypoint = spec.engine.entrypoint
-            if entrypoint and (len(entrypoint) != 1 or not str(entrypoint[0]).startswith("/")):
-                yield self.report(
-                    deployment.document,
-                    f"{title}: engine.entrypoint names the lms executable, one absolute path",
-                    ("engine", "entrypoint"),
-                    hint="engine.entrypoint: [/absolute/path/to/lms], or remove it for /root/.lmstudio/bin/lms",
-                )
+            yield from self._unit(deployment, title)
             if spec.model.revision is not None:
                 yield self.report(
                     deployment.document,
@@ -95,4 +97,29 @@ class HostNativeField(Rule):
                     f"{title} loads a model by its key in LM Studio's models folder (lms load KEY), not a host path",
                     ("model", "source"),
                     hint="lms import the file on the host, then name the key lms ls lists (or use engine llama.cpp)",
+                )
+
+    def _unit(self, deployment: DeploymentDoc, title: str) -> Iterator[Finding]:
+        """What the unit runs: one absolute path to the engine's own executable, no code-loading variables."""
+        spec = deployment.spec
+        name = resolve.resolved(deployment).engine.native_executable or ""
+        entrypoint = spec.engine.entrypoint
+        if entrypoint and (
+            len(entrypoint) != 1
+            or not str(entrypoint[0]).startswith("/")
+            or str(entrypoint[0]).rsplit("/", 1)[-1] != name
+        ):
+            yield self.report(
+                deployment.document,
+                f"{title}: engine.entrypoint names the {name} executable, one absolute path ending in /{name}",
+                ("engine", "entrypoint"),
+                hint=f"engine.entrypoint: [/absolute/path/to/{name}], or remove it for the default",
+            )
+        for variable in spec.engine.env:
+            if injects_code(variable):
+                yield self.report(
+                    deployment.document,
+                    f"{title} runs on the host itself: engine.env.{variable} would choose the code its unit loads",
+                    ("engine", "env", variable),
+                    hint=f"remove engine.env.{variable}",
                 )

@@ -63,12 +63,27 @@ def _native(deployment, number, root):
     return native
 
 
+def _check_unit(text, native):
+    """Refuse a unit that would run as root or run anything but the engine's own executable (lms)."""
+    lines = [line.strip() for line in text.splitlines()]
+    users = [line.partition("=")[2].strip() for line in lines if line.startswith("User=")]
+    if not users or users[-1] in ("", "root", "0"):
+        raise ValueError("refusing a host-native unit that runs as root (no User= or User=root)")
+    executable = native.get("executable")
+    if not isinstance(executable, str) or not executable.startswith("/") or os.path.basename(executable) != "lms":
+        raise ValueError(f"refusing host-native executable {executable!r}: only an absolute path to lms runs")
+    for line in lines:
+        if line.startswith("Exec") and line.partition("=")[2].split(" ", 1)[0] != executable:
+            raise ValueError(f"refusing a unit line that runs something other than {executable}")
+
+
 def _install(p, number):
     """Write the revision's unit file into unit_root atomically; True when its content changed."""
     native = _native(p["deployment"], number, p["state_root"])
     source = os.path.join(revision_dir(p["deployment"], number, p["state_root"]), native["unit_file"])
     with open(source, encoding="utf-8") as handle:
         text = handle.read()
+    _check_unit(text, native)
     target = os.path.join(p["unit_root"], native["unit"])
     try:
         with open(target, encoding="utf-8") as handle:

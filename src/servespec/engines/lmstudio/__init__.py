@@ -45,6 +45,7 @@ def gpu_ratio(value: object) -> float | None:
 class LmStudio(GgufEngine):
     name = "lmstudio"
     package = __name__
+    native_executable = "lms"
 
     def checks(self, known: Resolved) -> Iterator[EngineCheck]:
         """``--gpu`` values gpuOptionParser refuses; options servespec sets itself or that serve nothing."""

@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from servespec.engines.lmstudio import ENGINE
+from servespec.engines.native import injects_code
 from servespec.render.common import (
     EngineContainer,
     Target,
@@ -30,8 +32,10 @@ from servespec.render.environment import RenderError
 from servespec.render.native import NativeUnit
 from servespec.text import unsafe_character
 
-LMS = "/root/.lmstudio/bin/lms"
-"""Where LM Studio's installer puts ``lms`` for root (``~/.lmstudio/bin/lms``: https://lmstudio.ai/docs/cli)."""
+USER = "lmstudio"
+"""The dedicated user the unit runs as (``User=``/``Group=``): LM Studio installs per user, into ``~/.lmstudio``."""
+LMS = f"/home/{USER}/.lmstudio/bin/lms"
+"""Where LM Studio's installer puts ``lms`` for that user (``~/.lmstudio/bin/lms``: https://lmstudio.ai/docs/cli)."""
 SERVER = "server."
 _PLAIN = re.compile(r"^[A-Za-z0-9_./:=,+@-]+$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -60,6 +64,8 @@ def environment_line(name: str, value: str) -> str:
     """An ``Environment=`` value (``"NAME=value"``, specifiers escaped); the name must be a variable name."""
     if not _ENV_NAME.match(name):
         raise RenderError(f"engine.env name {name[:40]!r} is not a variable name")
+    if injects_code(name):
+        raise RenderError(f"engine.env.{name} would choose the code the host-native unit loads; it is never rendered")
     bad = unsafe_character(value)
     if bad is not None:
         raise RenderError(f"engine.env.{name} carries {bad}, which is never rendered")
@@ -68,9 +74,12 @@ def environment_line(name: str, value: str) -> str:
 
 
 def executable(target: Target) -> str:
-    """``engine.entrypoint``'s one absolute path where the spec names one (ENG008 checks it), else LMS."""
+    """``engine.entrypoint``'s one absolute path to an ``lms`` where the spec names one (ENG008 checks it), else LMS."""
     entrypoint = target.spec.engine.entrypoint
-    return str(entrypoint[0]) if entrypoint else LMS
+    chosen = str(entrypoint[0]) if entrypoint else LMS
+    if chosen.rsplit("/", 1)[-1] != ENGINE.native_executable:
+        raise RenderError(f"the unit runs only an executable named {ENGINE.native_executable} (engine.entrypoint)")
+    return chosen
 
 
 def commands(target: Target) -> list[list[str]]:
@@ -102,6 +111,7 @@ def context(target: Target) -> EngineContainer:
     }
     unit_context = {
         "deployment": deployment,
+        "user": USER,
         "environment": [environment_line(name, value) for name, value in sorted(env.items())],
         "start": command_line(argvs[0]),
         "post": [command_line(argv) for argv in argvs[1:]],
