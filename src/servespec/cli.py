@@ -19,7 +19,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 def _paths_argument(func: F) -> F:
-    func = _root_option(func)
+    func = _model_roots_option(_root_option(func))
     return click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, exists=False))(func)
 
 
@@ -37,6 +37,27 @@ def _root_option(func: F) -> F:
         help="Directory that files referenced by specs and inventories, and every PATH itself, must stay inside "
         "(default: the checkout holding each PATH as named, symlinks not followed: the nearest folder with .git; "
         "else the current directory when PATH lies inside it; else PATH's folder).",
+    )(func)
+
+
+def _model_roots_option(func: F) -> F:
+    # In effect for the whole command (the click context closes the block when it ends): the
+    # controller reads local model folders under these only (knowledge.controller_roots).
+    def remember(ctx: click.Context, _: click.Parameter, value: tuple[str, ...]) -> None:
+        from servespec.knowledge.controller_roots import operator_roots
+
+        ctx.with_resource(operator_roots(tuple(str(Path(root).absolute()) for root in value) or None))
+
+    return click.option(
+        "--model-roots",
+        multiple=True,
+        metavar="DIR",
+        type=click.Path(file_okay=False),
+        expose_value=False,
+        callback=remember,
+        help="Folder on this machine whose local model sources (config.json, weight headers) may be read; "
+        "repeatable (default: the inventory's defaults.model_roots, but only those inside the checkout when the "
+        "inventory is the checkout's own file).",
     )(func)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -87,7 +88,9 @@ def local_source_problem(source: str, roots: list[str]) -> str:
     The source must be an absolute path without ``..`` components whose mounted folder
     (the file's folder for a ``.gguf``) is one of ``roots`` or lies below one, compared
     after normalisation (``//``, ``/./`` and trailing slashes collapse). A root of ``/``
-    is never honoured: it would allow ``/var/run`` (docker.sock) and ``/etc``.
+    is never honoured: it would allow ``/var/run`` (docker.sock) and ``/etc``. The system
+    folders are compared with the folder as written and with where its symlinks lead on
+    this machine (``os.path.realpath``), so a link to ``/etc`` is refused like ``/etc``.
     """
     if not source.startswith("/"):
         return f"{quote_value(source)} is not an absolute path (relative and ~ paths have no fixed meaning on a host)"
@@ -97,6 +100,9 @@ def local_source_problem(source: str, roots: list[str]) -> str:
     exposed = _system_path(folder)
     if exposed:
         return f"{_plain(folder)} would expose {exposed} to the engine (never mounted, whatever the model roots say)"
+    exposed = _system_path(os.path.realpath(folder))  # a link here to /etc or /root is judged where it leads
+    if exposed:
+        return f"{_plain(folder)} leads through a symlink on this machine to {exposed} (never mounted nor read)"
     for root in roots:
         clean = _normalise(root) if root.startswith("/") else ""
         if clean in ("", "/") or ".." in root.split("/"):

@@ -3,8 +3,10 @@
 :func:`find` walks the chain after ``model.config`` (which :mod:`servespec.knowledge.resolve`
 reads itself); the first source that has the model wins:
 
-1. a local model directory: ``model.source`` an absolute path under the inventory's model
-   roots, read *on the machine deploy runs on* (the controller): ``config.json``,
+1. a local model directory: ``model.source`` an absolute path under the model roots the
+   controller reads (:mod:`servespec.knowledge.controller_roots`: ``--model-roots``, else the
+   inventory's, never widened by the checkout), read *on the machine deploy runs on* (the
+   controller): ``config.json``,
    ``hf_quant_config.json`` (ModelOpt) and the safetensors headers. That is the host itself
    with a local inventory, or any machine holding a copy of the model at the same path;
    elsewhere the folder is simply not there and the chain goes on;
@@ -181,11 +183,16 @@ def gguf_facts(path: Path, name: str) -> Found:
 
 def _local(deployment: DeploymentDoc) -> Found | None:
     """Steps 1-2: the model directory or GGUF file at ``model.source``, when it is here; None to go on."""
-    from servespec.knowledge.resolve import local_source_problem, model_roots
+    from servespec.knowledge.controller_roots import read_problem
 
     source = deployment.spec.model.source
-    if not source.startswith("/") or local_source_problem(source, model_roots(deployment)):
+    if not source.startswith("/"):
+        return None  # SEC004 reports a relative path; it is never read
+    refused = read_problem(source, deployment)
+    if refused is None:
         return None  # SEC004 reports a path outside the model roots; it is never read
+    if refused:
+        return Found(None, problem=refused)
     path = Path(source)
     if source.endswith(".gguf"):
         return gguf_facts(path, source) if path.is_file() else None
