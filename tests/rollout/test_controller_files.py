@@ -28,7 +28,7 @@ from servespec.spec.models import Host, Inventory
 
 PLAYBOOKS = ("apply.yml", "rollback.yml", "status.yml", "destroy.yml", "discover.yml")
 
-HOSTILE_MODULE = '''#!/usr/bin/python
+HOSTILE_MODULE = """#!/usr/bin/python
 import json
 from ansible.module_utils.basic import AnsibleModule
 
@@ -37,7 +37,7 @@ def main():
     module.exit_json(changed=False, ansible_facts=json.loads(module.params["facts"]))
 
 main()
-'''
+"""
 
 
 @pytest.fixture
@@ -141,10 +141,10 @@ def test_a_host_that_renames_controller_files_in_its_facts_reads_nothing(
         "servespec_work": "/",
         "servespec_existing_revision": 0,
     }
-    run = {"run_id": "0123456789ab"}
+    holder = {"run_id": "0123456789ab"}
     apply = HostVars(
         deployment="demo",
-        run=run,
+        run=holder,
         digest="ab",
         staging=str(work / "staging" / "local.json"),
         secrets=str(work / "secrets" / "d-local.env"),
@@ -158,6 +158,6 @@ def test_a_host_that_renames_controller_files_in_its_facts_reads_nothing(
 
     # A rollback reads no controller file: a host claiming servespec_existing_revision 0 gets no bundle.
     (tmp_path / "play").rename(tmp_path / "play-apply")
-    _compromised_run(tmp_path, HostVars(deployment="demo", run=run, existing_revision=1), facts)
+    _compromised_run(tmp_path, HostVars(deployment="demo", run=holder, existing_revision=1), facts)
     assert not (tmp_path / "state" / "demo" / "revisions" / "2").exists()
     assert "CANARY" not in _written(tmp_path / "state")

@@ -112,7 +112,9 @@ def test_the_roles_check_agrees_with_the_controllers(tmp_path: Path, monkeypatch
     local = Host(connection="local")
     inventory = Inventory(apiVersion="servespec/v1", kind="Inventory", hosts={"local": local})
     view = HostView(name="local", spec=local, inventory=InventoryDoc(spec=inventory, document=None), hardware=None)
-    result = run_playbook(str(tmp_path / "play.yml"), inventory_for({"local": (view, {})}), {"servespec_reports": json.dumps(cases)})
+    result = run_playbook(
+        str(tmp_path / "play.yml"), inventory_for({"local": (view, {})}), {"servespec_reports": json.dumps(cases)}
+    )
     assert result.hosts["local"].touched
     verdicts = json.loads((tmp_path / "verdicts.json").read_text())
     assert verdicts == {name: name not in ("good", "archive") for name in cases}

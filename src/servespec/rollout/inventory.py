@@ -245,7 +245,10 @@ def controller_files(hosts: Hosts, work: str) -> tuple[Hosts, dict[str, dict[str
         for key, path in mine.items():
             if path and not inside(work, path):
                 raise RolloutError(f"host {name}: servespec_{key} is not inside the run's work folder")
-        kept[name] = (view, {k: v for k, v in variables.items() if k.removeprefix("servespec_") not in CONTROLLER_FILES})
+        kept[name] = (
+            view,
+            {k: v for k, v in variables.items() if k.removeprefix("servespec_") not in CONTROLLER_FILES},
+        )
         files[name] = mine
     return kept, files
 

@@ -114,7 +114,7 @@ def link_into(workdir: Path, real: Path) -> Path:
     folder = workdir / "archives" / hashlib.sha256(str(real).encode()).hexdigest()[:16]
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     link = folder / real.name
-    if not link.is_symlink() or os.readlink(link) != str(real):
+    if not link.is_symlink() or link.readlink() != real:
         link.unlink(missing_ok=True)
         link.symlink_to(real)
     return link

@@ -118,12 +118,15 @@ def apply_deployment(
 
 def _archives_linked(host_vars: HostVars, workdir: Path) -> HostVars:
     """``host_vars`` with each archive read through a link in the run's work folder (:func:`link_into`)."""
-    linked = {
-        key: str(link_into(workdir, Path(path)))
-        for key in ("image_archive", "weights_archive", "proxy_image_archive")
-        if (path := getattr(host_vars, key))
-    }
-    return replace(host_vars, **linked)
+    def linked(path: str) -> str:
+        return str(link_into(workdir, Path(path))) if path else ""
+
+    return replace(
+        host_vars,
+        image_archive=linked(host_vars.image_archive),
+        weights_archive=linked(host_vars.weights_archive),
+        proxy_image_archive=linked(host_vars.proxy_image_archive),
+    )
 
 
 def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> HostVars:
