@@ -193,3 +193,35 @@ def test_a_model_archive_needs_a_commit_and_an_existing_file(tmp_path: Path) -> 
     (tmp_path / "d.yaml").write_text(text.replace("weights/tiny.tar", "weights/missing.tar"))
     findings = check_fleet(load_fleet([tmp_path / "d.yaml"]))
     assert [(f.rule, f.line) for f in findings if f.rule == "REF002"] == [("REF002", 8)], findings
+
+
+@pytest.mark.parametrize(
+    ("engine", "version", "source", "extra", "staged"),
+    [
+        ("vllm", "0.11.0", "acme/tiny", "", True),
+        ("vllm", "0.11.0", "acme/tiny", "\n  env: {HF_HOME: /srv/hf}", True),  # the mount follows the store, still ro
+        ("sglang", "0.5.23", "acme/tiny", "", True),
+        ("tgi", "3.3.7", "acme/tiny", "", True),
+        ("tgi", "2.0.4", "acme/tiny", "", True),
+        ("tensorrt-llm", "1.2.1", "acme/tiny", "", True),
+        ("llama.cpp", "b11434", "acme/tiny-GGUF", "", False),  # fetches its GGUF itself: it writes the cache
+        ("llama.cpp", "b11434", "acme/tiny-GGUF", "\n  env: {HF_HUB_CACHE: /root/.cache/huggingface/hub}", False),
+        ("ollama", "0.32.15", "qwen2.5:3b", "", False),
+    ],
+)
+def test_the_cache_is_read_only_in_engines_whose_weights_are_staged(
+    tmp_path: Path, engine: str, version: str, source: str, extra: str, staged: bool
+) -> None:
+    """Issue 20 item 3: root writes the cache it stages into, so the engine may only read it.
+
+    servespec stages weights only through a read-only cache mount, and every engine it stages for
+    gets the cache read-only at each of its mounts; an engine that fetches its model itself keeps it
+    read-write (and is never staged for, even when its environment names a Hub cache).
+    """
+    fleet = _fleet(tmp_path, engine, version, source, extra)
+    rendered = render_fleet(fleet)
+    deployment = fleet.deployments[0]
+    container = rendered.containers[(deployment.name, "h1")]
+    modes = {volume.mode for volume in container.volumes if volume.host == "/var/lib/servespec/models"}
+    assert modes == ({"ro"} if staged else {"rw"})
+    assert (weights_plan(deployment, container).kind == "hub") is staged

@@ -190,7 +190,7 @@ def _copied(folder, p):
     with inbox:
         if inbox.kind(name) != "file":
             if inbox.kind(name):
-                raise inbox.refuse(name, "not a regular file")
+                raise inbox.refuse(name, "a link" if inbox.kind(name) == "link" else "not a regular file")
             raise RefusedError(f"the copied archive {path!r} is not in {expected}")
         return inbox.open_file(name, os.O_RDONLY)
 
