@@ -29,7 +29,8 @@ import images  # type: ignore[import-not-found]  # tests/hosts/images.py builds 
 pytestmark = pytest.mark.slow
 
 STANDIN = REPO / "tests" / "hosts" / "standin" / "lms"
-LMS = "/root/.lmstudio/bin/lms"
+USER = "lmstudio"
+LMS = f"/home/{USER}/.lmstudio/bin/lms"
 NAME = "lms-chat"
 UNIT = f"servespec-{NAME}.service"
 
@@ -79,9 +80,11 @@ def _wait(check: Callable[[], bool], timeout: float) -> None:
 
 
 def _install_standin(host: RemoteHost) -> None:
-    host.sh("mkdir -p /root/.lmstudio/bin")
+    """The user LM Studio is installed for, and the stand-in where its installer puts lms (its state folder theirs)."""
+    host.sh(f"useradd --create-home --shell /usr/sbin/nologin {USER}")
+    host.sh(f"mkdir -p /home/{USER}/.lmstudio/bin /var/lib/servespec-standin")
     subprocess.run(["docker", "cp", str(STANDIN), f"{host.container}:{LMS}"], check=True, capture_output=True)
-    host.sh(f"chmod 755 {LMS}")
+    host.sh(f"chmod 755 {LMS} && chown -R {USER}:{USER} /home/{USER}/.lmstudio /var/lib/servespec-standin")
 
 
 def _write(tmp_path: Path, host: RemoteHost, key: Path, env: str = "{}", timeout: str = "2m") -> Path:
@@ -156,6 +159,10 @@ def test_unit_applied_verified_unchanged_and_restored(tmp_path: Path, systemd_ho
     assert "ActiveState=active" in _active(host)
     commands = [argv[1:] for argv in native["commands"]]
     assert _recorded(host) == commands  # daemon up, load with its options, server start: as rendered
+    # every lms command and the daemon ran as the dedicated user, none as root
+    assert host.sh("stat -c %U /var/lib/servespec-standin/lms.jsonl").strip() == USER
+    owners = host.sh("ps -eo user:32=,args= | grep '[.]lmstudio/bin/lms' | cut -d' ' -f1", check=False).split()
+    assert owners and set(owners) == {USER}, owners
     assert commands[1][:2] == ["load", "google/gemma-3-270m"] and "--gpu" in commands[1]
     models = json.loads(host.sh("curl -sf http://127.0.0.1:1234/v1/models"))
     assert [m["id"] for m in models["data"]] == ["gemma-3-270m"]
