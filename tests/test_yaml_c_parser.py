@@ -108,3 +108,63 @@ def test_block_nesting_counts_against_the_bound() -> None:
     deep = "".join(" " * i + f"k{i}:\n" for i in range(600)) + " " * 600 + "v: 1\n"
     assert not source._c_parsable(deep)
     assert source._c_parsable("a:\n  b:\n    c: 1\n" * 200)
+
+
+DIRECTIVES = [
+    "%YAML 1.1\n---\nport: 010000\n",  # 1.1: octal 4096; 1.2 (libyaml ignores the directive): 10000
+    "%YAML 1.1\n---\non: yes\n",  # 1.1 booleans
+    "%TAG !! tag:example.com,2000:\n---\nport: !!int 1\n",
+    "%TAG !x! tag:yaml.org,2002:\n---\nport: !x!bool abc\n",
+    "a: 1\n...\n%YAML 1.1\n---\nport: 010000\n",  # a directive before a later document
+    "%FOO bar\n---\na: 1\n",  # a reserved directive
+]
+
+
+@pytest.mark.parametrize("text", DIRECTIVES)
+def test_a_directive_gives_one_meaning_whichever_parser_reads_it(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20, item 10: the pure parser honoured %YAML 1.1, libyaml ignored it: the last newline chose."""
+    read = [
+        _composed(variant, pure=pure, monkeypatch=monkeypatch)
+        for variant in (text, text.rstrip("\n"))
+        for pure in (False, True)
+    ]
+    assert all(one == read[0] for one in read), read
+    documents, findings = read[0]
+    line = text[: text.index("%")].count("\n") + 1
+    assert documents == [] and [(rule, at) for rule, at, _, _ in findings] == [("SS001", line)]
+    assert "directive" in findings[0][3]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: |\n  %YAML 1.1 is text here\n",  # a '%' inside a block scalar is no directive
+        "--- |\n%YAML in a top-level literal\n",
+        "a: '%YAML'\n",
+    ],
+)
+def test_a_percent_that_is_no_directive_is_read_alike(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, pure = (_composed(text, pure=p, monkeypatch=monkeypatch) for p in (False, True))
+    assert fast == pure and fast[0] and not fast[1]
+
+
+def test_a_directive_in_a_spec_is_a_located_finding(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    spec = tmp_path / "app.yaml"
+    spec.write_text("%YAML 1.1\n---\napiVersion: servespec/v1\nkind: Inventory\nhosts: {a: {ssh_port: 010000}}")
+    result = run_cli("validate", "--root", str(tmp_path), str(spec))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"{spec}:1:1: SS001" in result.output or "app.yaml:1:1: SS001" in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a: !!bool abc\n", "a: !!int x\n", "a: !!float y\n", "a: !!null x\n", "a: !!int [1]\n", "a: " + "9" * 5000 + "\n"],
+)
+def test_a_tag_mismatch_is_the_same_located_finding_both_ways(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20, item 8: the C path let KeyError escape (!!bool abc: exit 2); the pure one said 1:1."""
+    fast = _composed(text, pure=False, monkeypatch=monkeypatch)
+    pure = _composed(text, pure=True, monkeypatch=monkeypatch)
+    assert fast == pure
+    assert [(rule, line, column) for rule, line, column, _ in fast[1]] == [("SS001", 1, 4)]

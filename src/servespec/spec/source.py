@@ -15,11 +15,16 @@ flow plain scalar) and breaks lines at NEL/LS/PS, so any error of the C parser, 
 holding those characters, is composed again (or only) by the pure parser, which decides. The C
 composer also recurses without a depth check and crashes the process on nesting in the hundred
 thousands, so a file goes to it only when its nesting provably stays shallow.
+
+Every file has one meaning whichever parser reads it. YAML directives are refused: the pure
+parser honours ``%YAML 1.1`` (``010000`` is then octal 4096) where libyaml ignores it (10000),
+so a file's meaning would hang on its last newline. A tag must fit its node and its value
+(``!!bool abc``, ``!!int [1]`` are findings, never exceptions), and a scalar the constructor
+cannot turn into its type (a 5,000-digit integer) is a finding located at that scalar.
 """
 
 from __future__ import annotations
 
-import datetime
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +34,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
+from ruamel.yaml.tokens import DirectiveToken
 
 from servespec import redact
 from servespec.findings import Finding
@@ -66,16 +72,23 @@ would otherwise make every rendered file that repeats it hundreds of megabytes."
 MAX_DEPTH = 32
 """Nesting a document may reach; the deepest real spec field is five levels down."""
 
-_PLAIN_TAGS = {
-    "tag:yaml.org,2002:null",
-    "tag:yaml.org,2002:bool",
-    "tag:yaml.org,2002:int",
-    "tag:yaml.org,2002:float",
-    "tag:yaml.org,2002:str",
-    "tag:yaml.org,2002:timestamp",
-    "tag:yaml.org,2002:map",
-    "tag:yaml.org,2002:seq",
+_TAG = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _TIMESTAMP = _TAG + "str", _TAG + "int", _TAG + "float", _TAG + "timestamp"
+_MAP, _SEQ = _TAG + "map", _TAG + "seq"
+_SCALAR_TAGS = {_TAG + "null", _TAG + "bool", _INT, _FLOAT, _STR, _TIMESTAMP}
+_PLAIN_TAGS = {*_SCALAR_TAGS, _MAP, _SEQ}
+_SCALAR_KINDS = {
+    _TAG + "null": "a null",
+    _TAG + "bool": "a boolean",
+    _INT: "an integer",
+    _FLOAT: "a number",
+    _TIMESTAMP: "a timestamp",
 }
+"""What each tag of a non-string scalar means, in a finding's words."""
+
+
+def _shown_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix(_TAG) if tag.startswith(_TAG) else tag
 
 
 class _RefusedError(Exception):
@@ -98,6 +111,7 @@ class _Walker:
 
     def __init__(self, yaml: YAML, source_map: SourceMap, usage: Usage) -> None:
         self._constructor = yaml.constructor
+        self._resolver = yaml.resolver
         self._map = source_map
         self._nodes = 0
         self._usage = usage
@@ -145,12 +159,17 @@ class _Walker:
         self._count(node)
         if depth > MAX_DEPTH:
             raise _RefusedError(node, f"nesting deeper than {MAX_DEPTH} levels")
-        if node.tag not in _PLAIN_TAGS:
+        tag = node.tag or ""
+        if tag not in _PLAIN_TAGS:
             raise _RefusedError(
                 node,
-                f"YAML tag {quote_value(node.tag)} is not allowed in a servespec file",
+                f"YAML tag {quote_value(_shown_tag(tag))} is not allowed in a servespec file",
                 "remove the tag; specs hold plain mappings, lists and scalars",
             )
+        expected = _MAP if isinstance(node, MappingNode) else _SEQ if isinstance(node, SequenceNode) else None
+        if tag != expected and (expected is not None or tag in (_MAP, _SEQ)):
+            shape = {_MAP: "a mapping", _SEQ: "a list"}.get(expected or "", "a scalar")
+            raise _RefusedError(node, f"YAML tag {_shown_tag(tag)} does not fit {shape}", "remove the tag")
         self._map.values[path] = _pos(node)
         if isinstance(node, MappingNode):
             return self._mapping(node, path, depth)
@@ -180,10 +199,29 @@ class _Walker:
         return out
 
     def _scalar(self, node: Node) -> Any:
-        value = self._constructor.construct_object(node, deep=True)
-        if isinstance(value, (datetime.date, datetime.datetime)):
+        """The scalar's value; a tag its text does not fit, or a value its type cannot hold, is refused here."""
+        assert isinstance(node, ScalarNode)  # _walk and _mapping send only scalars
+        tag = node.tag or ""
+        if tag == _STR:
+            return node.value
+        # The tag the value would get untagged: an explicit tag must agree with it (!!float on an integer widens).
+        implicit = _STR if node.style else self._resolver.resolve(ScalarNode, node.value, (True, False))
+        kind = _SCALAR_KINDS.get(tag, "a scalar")
+        if tag != implicit and not (tag == _FLOAT and implicit == _INT):
+            raise _RefusedError(
+                node,
+                f"{quote_value(node.value)} is not {kind} ({_shown_tag(tag)})",
+                f"remove the tag, or write {kind}",
+            )
+        if tag == _TIMESTAMP:
             return node.value  # dates are never meant as dates in a spec; keep the text
-        return value
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except (ValueError, TypeError, KeyError, ArithmeticError):
+            # ruamel's constructors raise these for a value of the right shape they cannot build
+            # (an integer beyond Python's 4,300-digit limit).
+            message = f"{quote_value(node.value)} cannot be read as {kind}"
+            raise _RefusedError(node, message, "write a smaller value") from None
 
 
 def _decode(raw: bytes) -> tuple[str | None, str, Position]:
@@ -217,7 +255,8 @@ def _syntax_finding(file: str, message: str, pos: Position, hint: str = "", rule
     return rule.in_file(file, message, pos, hint=hint)
 
 
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|'[^']*\.\.\.|\"[^\"]*\.\.\.")
+"""A quoted piece of a message; the last two forms are a value quote_value cut short (no closing quote)."""
 
 
 def _unquoted(message: str) -> str:
@@ -239,6 +278,27 @@ def _yaml_error_finding(file: str, err: YAMLError, text: str) -> Finding:
         hint = "indent with spaces; YAML forbids tabs there" if "\\t" in problem else ""
         return _syntax_finding(file, message, Position(mark.line + 1, mark.column + 1), hint)
     return _syntax_finding(file, f"YAML error: {err}".splitlines()[0], Position(1, 1))
+
+
+_DIRECTIVE_LINE = re.compile(r"^%", re.MULTILINE)
+"""A line that may start a directive (a scanner makes a ``%`` at column 0 one wherever a token may start)."""
+
+
+def _directive(text: str) -> Position | None:
+    """Where ``text``'s first YAML directive (``%YAML``, ``%TAG``) is, if it has one.
+
+    Only files with a line starting with ``%`` are scanned (the pure scanner: the C one would
+    give the same tokens); a scanner error leaves the verdict to the parse, which reports it.
+    """
+    if not _DIRECTIVE_LINE.search(text):
+        return None
+    try:
+        for token in YAML(typ="safe", pure=True).scan(text):
+            if isinstance(token, DirectiveToken):
+                return Position(token.start_mark.line + 1, token.start_mark.column + 1)
+    except (YAMLError, RecursionError):
+        return None
+    return None
 
 
 def _too_many_documents(file: str, node: Node | None) -> Finding:
@@ -283,12 +343,16 @@ def load_text(
     usage = usage if usage is not None else Usage()
     documents: list[Document] = []
     findings: list[Finding] = []
+    directive = _directive(text)
+    if directive is not None:
+        message = "YAML directives (%YAML, %TAG) are not allowed: servespec reads every file as YAML 1.2"
+        return _finish([], [_syntax_finding(file, message, directive, "remove the directive line")], referenced)
     if _c_parsable(text):
         before = replace(usage)
         try:
             _compose(YAML(typ="safe"), text, file, path, usage, documents, findings)
             fast = True
-        except (YAMLError, RecursionError, ValueError, TypeError, OverflowError):
+        except (YAMLError, RecursionError, ValueError, TypeError, ArithmeticError):
             fast = False
         if fast:
             return _finish(documents, findings, referenced)
@@ -305,9 +369,9 @@ def load_text(
         findings.append(_yaml_error_finding(file, err, text))
     except RecursionError:
         findings.append(_syntax_finding(file, f"nesting deeper than {MAX_DEPTH} levels", Position(1, 1)))
-    except (ValueError, TypeError, OverflowError) as err:
-        # ruamel's scalar constructors raise these for values like a malformed timestamp.
-        findings.append(_syntax_finding(file, f"cannot read a value: {err}".splitlines()[0], Position(1, 1)))
+    except (ValueError, TypeError, ArithmeticError):
+        # The walk locates every value it constructs; this is the parser itself failing unlocated.
+        findings.append(_syntax_finding(file, "cannot read a value of this file", Position(1, 1)))
     return _finish(documents, findings, referenced)
 
 
@@ -329,7 +393,8 @@ _YAML11_BREAKS = ("\x85", "\u2028", "\u2029")
 
 def _c_parsable(text: str) -> bool:
     """Whether the C parser may compose ``text``: it is installed, the text ends with a line break (libyaml
-    puts the end of a last line without one on the next line), no 1.1-only line break, nesting provably shallow.
+    puts the end of a last line without one on the next line), no 1.1-only line break, no line that could be a
+    directive (load_text refuses directives; the pure parser decides what such a line is), nesting provably shallow.
 
     The nesting bound is an upper bound, never an estimate: flow nesting needs one ``[`` or
     ``{`` per level; block nesting one more column of indent, or a ``-``/``?``/``:``
@@ -337,6 +402,8 @@ def _c_parsable(text: str) -> bool:
     most, so twice the longest line bounds it.
     """
     if not _HAVE_C or not text.endswith("\n") or any(mark in text for mark in _YAML11_BREAKS):
+        return False
+    if _DIRECTIVE_LINE.search(text):
         return False
     if len(text) < C_NESTING_BOUND:
         return True
