@@ -76,9 +76,19 @@ class _Header:
         self.file, self.size = file, size
 
     def take(self, count: int) -> bytes:
+        self._within(count)
+        return self.file.read(count)
+
+    def skip(self, count: int) -> None:
+        """Move ``count`` bytes on; a length the file cannot hold (2**63 and more included) is refused first."""
+        self._within(count)
+        self.file.seek(count, 1)
+
+    def _within(self, count: int) -> None:
+        # Every length is a uint64 of the file: checked against the file before any seek or read,
+        # which would raise OverflowError (not a GgufError) from 2**63 on.
         if count < 0 or self.file.tell() + count > self.size:
             raise GgufError("has a header that runs past the end of the file")
-        return self.file.read(count)
 
     def number(self, fmt: str) -> Any:
         return struct.unpack("<" + fmt, self.take(struct.calcsize(fmt)))[0]
@@ -103,17 +113,13 @@ class _Header:
         inner, length = int(self.number("I")), int(self.number("Q"))
         if inner == _STRING:  # the vocabulary: its length is what is wanted
             for _ in range(length):
-                self.file.seek(int(self.number("Q")), 1)
-            if self.file.tell() > self.size:
-                raise GgufError("has a header that runs past the end of the file")
+                self.skip(int(self.number("Q")))
             return length
         if inner not in _SCALARS:
             raise GgufError("has an array of an unknown type")
         width = struct.calcsize(_SCALARS[inner])
         if not wanted:
-            self.file.seek(width * length, 1)
-            if self.file.tell() > self.size:
-                raise GgufError("has a header that runs past the end of the file")
+            self.skip(width * length)
             return length
         values = struct.unpack(f"<{length}{_SCALARS[inner]}", self.take(width * length))
         return max(values) if values else None  # a per-layer array (head counts): its largest
@@ -131,6 +137,25 @@ def _tensor_bytes(kind: int, dims: list[int]) -> int:
     for dim in dims:
         elements *= dim
     return elements // block * size
+
+
+def _tensor_table(reader: _Header, tensors: int) -> tuple[set[str], int]:
+    """The tensors' names and the bytes their data takes, read from the tensor table."""
+    names: set[str] = set()
+    weight_bytes = 0
+    for _ in range(tensors):
+        name = reader.string()
+        rank = int(reader.number("I"))
+        if rank > 8:
+            raise GgufError("has a tensor of more dimensions than GGML has")
+        dims = [int(reader.number("Q")) for _ in range(rank)]
+        weight_bytes += _tensor_bytes(int(reader.number("I")), dims)
+        reader.number("Q")  # the tensor's offset in the data section
+        names.add(name)
+        if weight_bytes > reader.size:
+            # The tensors' data lies in the file: more bytes than it holds is a crafted header.
+            raise GgufError("declares tensors larger than the file")
+    return names, weight_bytes
 
 
 def read_gguf(path: Path) -> GgufHeader:
@@ -152,17 +177,7 @@ def read_gguf(path: Path) -> GgufHeader:
             key = reader.string()
             kind = int(reader.number("I"))
             fields[key] = reader.value(kind, wanted=not key.startswith("tokenizer."))
-        names: set[str] = set()
-        weight_bytes = 0
-        for _ in range(tensors):
-            name = reader.string()
-            rank = int(reader.number("I"))
-            if rank > 8:
-                raise GgufError("has a tensor of more dimensions than GGML has")
-            dims = [int(reader.number("Q")) for _ in range(rank)]
-            weight_bytes += _tensor_bytes(int(reader.number("I")), dims)
-            reader.number("Q")  # the tensor's offset in the data section
-            names.add(name)
+        names, weight_bytes = _tensor_table(reader, tensors)
     arch = fields.get("general.architecture")
     if not isinstance(arch, str) or not arch:
         raise GgufError("has no general.architecture")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from servespec.knowledge import config_fields as fields
 from servespec.knowledge.datafile import load_yaml_data
 from servespec.spec.grammars import MAX_FLOAT, oversized_number
 from servespec.spec.models import Architecture
@@ -115,16 +116,9 @@ class ModelFacts:
         return count_parameters(self)[1]
 
 
-def _first(config: dict[str, Any], *keys: str) -> Any:
-    for key in keys:
-        if config.get(key) is not None:
-            return config[key]
-    return None
-
-
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
-    text = config.get("text_config")
-    if isinstance(text, dict):
+    text = fields.mapping(config, "text_config")
+    if text is not None:
         merged = {**config, **text}
         merged.setdefault("model_type", text.get("model_type", config.get("model_type")))
         return merged
@@ -132,54 +126,55 @@ def _flatten(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sliding_layers(config: dict[str, Any], layers: int, model_type: str) -> tuple[int | None, int]:
-    window = config.get("sliding_window")
-    layer_types = config.get("layer_types")
-    chunk = config.get("attention_chunk_size")
+    window = fields.count(config, "sliding_window")
+    layer_types = fields.items(config, "layer_types")
+    chunk = fields.count(config, "attention_chunk_size")
     if chunk and not window:
         # Llama 4: layers with RoPE attend within chunks; every nope_layer_interval-th (4) is global
         # (transformers Llama4TextConfig: no_rope_layers, 1 = RoPE + chunked attention).
-        flags = config.get("no_rope_layers")
-        chunked = sum(1 for flag in flags if flag) if isinstance(flags, list) and len(flags) == layers else None
-        return int(chunk), layers - layers // 4 if chunked is None else chunked
-    if isinstance(layer_types, list) and window:
-        return int(window), sum(1 for kind in layer_types if kind == "sliding_attention")
+        flags = fields.items(config, "no_rope_layers")
+        chunked = sum(1 for flag in flags if flag) if flags is not None and len(flags) == layers else None
+        return chunk, layers - layers // 4 if chunked is None else chunked
+    if layer_types is not None and window:
+        return window, sum(1 for kind in layer_types if kind == "sliding_attention")
     if not window:
         return None, 0
-    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not config.get("use_sliding_window"):
+    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not fields.flag(config, "use_sliding_window"):
         return None, 0
     if model_type == "gemma2":
-        return int(window), layers // 2  # modeling_gemma2: every other layer is local
-    pattern = config.get("sliding_window_pattern")
+        return window, layers // 2  # modeling_gemma2: every other layer is local
+    pattern = fields.count(config, "sliding_window_pattern")
     if model_type.startswith("gemma3") and pattern:
-        return int(window), layers - layers // int(pattern)
-    return int(window), layers
+        return window, layers - layers // pattern
+    return window, layers
 
 
-def _rope(rope: Any) -> dict[str, Any]:
-    if not isinstance(rope, dict):
+def _rope(config: dict[str, Any]) -> dict[str, Any]:
+    rope = fields.mapping(config, "rope_scaling")
+    if rope is None:
         return {"rope_scaling": False}
-    original = rope.get("original_max_position_embeddings")
     return {
         "rope_scaling": True,
-        "rope_type": str(rope.get("rope_type") or rope.get("type") or "") or None,
-        "rope_factor": float(rope["factor"]) if rope.get("factor") is not None else None,
-        "original_max_position_embeddings": int(original) if original else None,
+        "rope_type": fields.first_text(rope, "rope_type", "type") or None,
+        "rope_factor": fields.number(rope, "factor"),
+        "original_max_position_embeddings": fields.count(rope, "original_max_position_embeddings") or None,
     }
 
 
 def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
-    experts = _first(config, "num_local_experts", "num_experts", "n_routed_experts")
-    if not experts or int(experts) <= 1:
+    experts = fields.first_count(config, "num_local_experts", "num_experts", "n_routed_experts")
+    if not experts or experts <= 1:
         return {}
-    moe_size = int(_first(config, "moe_intermediate_size", "intermediate_size") or 0)
-    shared = int(config.get("shared_expert_intermediate_size") or 0)
-    if config.get("n_shared_experts"):
-        shared = int(config["n_shared_experts"]) * moe_size
-    dense = int(config.get("first_k_dense_replace") or 0)
-    dense += len(config.get("mlp_only_layers") or [])
+    moe_size = fields.first_count(config, "moe_intermediate_size", "intermediate_size") or 0
+    shared = fields.count(config, "shared_expert_intermediate_size") or 0
+    shared_experts = fields.count(config, "n_shared_experts")
+    if shared_experts:
+        shared = shared_experts * moe_size
+    dense = fields.count(config, "first_k_dense_replace") or 0
+    dense += len(fields.items(config, "mlp_only_layers") or [])
     return {
-        "experts": int(experts),
-        "active_experts": int(_first(config, "num_experts_per_tok", "experts_per_token") or 1),
+        "experts": experts,
+        "active_experts": fields.first_count(config, "num_experts_per_tok", "experts_per_token", minimum=1) or 1,
         "moe_intermediate_size": moe_size,
         "shared_intermediate_size": shared,
         "dense_layers": min(dense, layers),
@@ -189,19 +184,22 @@ def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
 def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:
     """Qwen3-Next's Gated DeltaNet layers: ``layer_types`` ``linear_attention``, else all but every
     ``full_attention_interval``-th layer (transformers Qwen3NextConfig)."""
-    layer_types = config.get("layer_types")
-    if isinstance(layer_types, list):
+    layer_types = fields.items(config, "layer_types")
+    interval = fields.count(config, "full_attention_interval")
+    if layer_types is not None:
         linear = sum(1 for kind in layer_types if kind == "linear_attention")
-    elif config.get("full_attention_interval") and config.get("linear_num_value_heads"):
-        linear = layers - layers // int(config["full_attention_interval"])
+    elif interval and fields.count(config, "linear_num_value_heads"):
+        linear = layers - layers // interval
     else:
         linear = 0
     if not linear:
         return {}
-    k_heads, v_heads = int(config.get("linear_num_key_heads") or 0), int(config.get("linear_num_value_heads") or 0)
-    k_dim, v_dim = int(config.get("linear_key_head_dim") or 0), int(config.get("linear_value_head_dim") or 0)
+    k_heads = fields.count(config, "linear_num_key_heads") or 0
+    v_heads = fields.count(config, "linear_num_value_heads") or 0
+    k_dim = fields.count(config, "linear_key_head_dim") or 0
+    v_dim = fields.count(config, "linear_value_head_dim") or 0
     conv = k_dim * k_heads * 2 + v_dim * v_heads
-    kernel = int(config.get("linear_conv_kernel_dim") or 4)
+    kernel = fields.count(config, "linear_conv_kernel_dim") or 4
     return {"linear_layers": linear, "linear_state": (conv, kernel, v_heads, k_dim, v_dim)}
 
 
@@ -214,13 +212,13 @@ def _group_bits(bits: float, group: Any) -> float:
 
 def _compressed_tensors(quant: dict[str, Any]) -> tuple[str | None, float | None]:
     """compressed-tensors (llm-compressor): the weights scheme of its first config group."""
-    groups = quant.get("config_groups")
-    first = next(iter(groups.values()), None) if isinstance(groups, dict) and groups else None
-    weights = first.get("weights") if isinstance(first, dict) else None
-    if not isinstance(weights, dict):
+    groups = fields.mapping(quant, "config_groups")
+    first = next(iter(groups.values()), None) if groups else None
+    weights = fields.mapping(first, "weights") if isinstance(first, dict) else None
+    if weights is None:
         return "compressed-tensors", None
-    bits = float(weights.get("num_bits") or 8)
-    kind = str(weights.get("type") or "int")
+    bits = fields.number(weights, "num_bits", maximum=64) or 8.0
+    kind = fields.text(weights, "type") or "int"
     if kind == "float" and bits >= 8:
         return "fp8", 8.0
     if kind == "float":
@@ -232,7 +230,7 @@ def _compressed_tensors(quant: dict[str, Any]) -> tuple[str | None, float | None
 
 def _modelopt(quant: dict[str, Any]) -> tuple[str | None, float | None]:
     """NVIDIA ModelOpt (hf_quant_config.json ``quantization.quant_algo``, or a config's quant_algo)."""
-    algo = str(quant.get("quant_algo") or "").upper()
+    algo = (fields.text(quant, "quant_algo") or "").upper()
     if "NVFP4" in algo:
         return "nvfp4", 4.5
     if "FP8" in algo:
@@ -244,13 +242,13 @@ def _modelopt(quant: dict[str, Any]) -> tuple[str | None, float | None]:
 
 def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None) -> dict[str, Any]:
     """The checkpoint's quantization as (method, bits per quantized weight)."""
-    quant = config.get("quantization_config")
-    if not isinstance(quant, dict):
-        inner = hf_quant.get("quantization") if isinstance(hf_quant, dict) else None
-        quant = {"quant_method": "modelopt", **inner} if isinstance(inner, dict) else None
-    if not isinstance(quant, dict):
+    quant = fields.mapping(config, "quantization_config")
+    if quant is None:
+        inner = fields.mapping(hf_quant, "quantization") if isinstance(hf_quant, dict) else None
+        quant = {"quant_method": "modelopt", **inner} if inner is not None else None
+    if quant is None:
         return {}
-    method: str | None = str(quant.get("quant_method", "")).lower() or None
+    method: str | None = (fields.text(quant, "quant_method") or "").lower() or None
     bits: float | None
     if method == "compressed-tensors":
         method, bits = _compressed_tensors(quant)
@@ -262,30 +260,34 @@ def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None
         bits = 4.25  # OCP MX: an 8-bit scale per 32 FP4 weights
     elif method == "bitsandbytes":
         # NF4 with an 8-bit absmax per 64 weights (bnb_4bit_use_double_quant), or LLM.int8().
-        bits = 4 + 8 / 64 if quant.get("load_in_4bit") else 8.0
+        bits = 4 + 8 / 64 if fields.flag(quant, "load_in_4bit") else 8.0
     else:
-        raw = quant.get("bits") or quant.get("w_bit")
-        number = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+        number = fields.number(quant, "bits", maximum=64) or fields.number(quant, "w_bit", maximum=64)
         group = quant.get("group_size") or quant.get("q_group_size")
         bits = _group_bits(number, group) if number and method in ("awq", "gptq", "auto-round") else number
     return {"quant_method": method, "quant_bits": bits}
 
 
 def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any] | None = None) -> ModelFacts:
-    """Build facts from a config.json dict; raises KeyError/ValueError when essentials are missing.
+    """Build facts from a config.json dict, every field typed and bounded (:mod:`config_fields`).
 
-    ``hf_quant`` is the repo's ``hf_quant_config.json`` (ModelOpt), read when config.json has
-    no ``quantization_config``.
+    Raises KeyError (an essential field missing) or :class:`~servespec.knowledge.config_fields.ConfigFieldError`
+    (a ValueError naming a field that breaks its type or bounds); never anything else, and no
+    message quotes a value of the file. ``hf_quant`` is the repo's ``hf_quant_config.json``
+    (ModelOpt), read when config.json has no ``quantization_config``.
     """
     config = _flatten(config)
-    model_type = str(config.get("model_type", "unknown"))
-    layers = int(config["num_hidden_layers"])
-    hidden = int(config["hidden_size"])
-    heads = int(config["num_attention_heads"])
-    kv_heads = int(config.get("num_key_value_heads") or heads)
-    head_dim = int(config.get("head_dim") or hidden // heads)
+    model_type = fields.text(config, "model_type") or "unknown"
+    layers = _required(config, "num_hidden_layers")
+    hidden = _required(config, "hidden_size")
+    heads = _required(config, "num_attention_heads")
+    kv_heads = fields.count(config, "num_key_value_heads") or heads
+    head_dim = fields.count(config, "head_dim") or hidden // heads
+    if not head_dim:
+        raise fields.ConfigFieldError("hidden_size", "at least num_attention_heads")
     window, sliding = _sliding_layers(config, layers, model_type)
-    tied = config.get("tie_word_embeddings")
+    chunked = bool(fields.count(config, "attention_chunk_size")) and not fields.count(config, "sliding_window")
+    tied = fields.flag(config, "tie_word_embeddings")
     return ModelFacts(
         name=name,
         model_type=model_type,
@@ -294,24 +296,31 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         attention_heads=heads,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate_size=config.get("intermediate_size"),
-        vocab_size=config.get("vocab_size"),
-        max_position_embeddings=config.get("max_position_embeddings"),
-        tie_word_embeddings=bool(tied) if tied is not None else model_type in _TIED_BY_DEFAULT,
-        torch_dtype=_first(config, "torch_dtype", "dtype"),
-        **_rope(config.get("rope_scaling")),
+        intermediate_size=fields.count(config, "intermediate_size"),
+        vocab_size=fields.count(config, "vocab_size"),
+        max_position_embeddings=fields.count(config, "max_position_embeddings"),
+        tie_word_embeddings=tied if tied is not None else model_type in _TIED_BY_DEFAULT,
+        torch_dtype=fields.first_text(config, "torch_dtype", "dtype"),
+        **_rope(config),
         sliding_window=window,
         sliding_layers=sliding,
-        kv_lora_rank=config.get("kv_lora_rank"),
-        q_lora_rank=config.get("q_lora_rank"),
-        qk_rope_head_dim=config.get("qk_rope_head_dim"),
-        qk_nope_head_dim=config.get("qk_nope_head_dim"),
-        v_head_dim=config.get("v_head_dim"),
+        kv_lora_rank=fields.count(config, "kv_lora_rank"),
+        q_lora_rank=fields.count(config, "q_lora_rank"),
+        qk_rope_head_dim=fields.count(config, "qk_rope_head_dim"),
+        qk_nope_head_dim=fields.count(config, "qk_nope_head_dim"),
+        v_head_dim=fields.count(config, "v_head_dim"),
         **_moe(config, layers),
         **_quantization(config, hf_quant),
         **_linear_attention(config, layers),
-        window_kind="chunked" if config.get("attention_chunk_size") and not config.get("sliding_window") else "sliding",
+        window_kind="chunked" if chunked else "sliding",
     )
+
+
+def _required(config: dict[str, Any], key: str) -> int:
+    """An essential count: present, whole, at least 1."""
+    value = fields.count(config, key, minimum=1, required=True)
+    assert value is not None  # required: absent raised KeyError
+    return value
 
 
 def _attention_params(m: ModelFacts) -> float:

@@ -24,6 +24,7 @@ from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import EstimateInput, GpuEstimate, default_context
 from servespec.knowledge.models import ModelFacts
 from servespec.spec.fleet import DeploymentDoc, HostView
+from servespec.spec.grammars import MAX_FLOAT, MAX_INT
 from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
 from servespec.spec.source import quote_value
 from servespec.text import is_number, printable
@@ -250,9 +251,15 @@ def _coerce(kind: str, value: Any) -> Any:
             return str(value).lower() == "true"
         raise ValueError(value)
     if kind == "int" and not isinstance(value, bool):
-        return int(str(value), 10)
+        whole = int(str(value), 10)
+        if abs(whole) > MAX_INT:
+            raise ValueError(value)
+        return whole
     if kind == "float" and not isinstance(value, bool):
-        return float(str(value))
+        number = float(str(value))
+        if not abs(number) <= MAX_FLOAT:  # "inf", "nan" and "1e309" parse as floats; no option means them
+            raise ValueError(value)
+        return number
     return value
 
 

@@ -25,6 +25,10 @@ MAX_HEADER_BYTES = 100 * 1024 * 1024
 MAX_SHARDS = 4096
 """More shards than any published checkpoint has (DeepSeek-V3 has 163)."""
 INDEX = "model.safetensors.index.json"
+MAX_RANK = 16
+"""More dimensions than any tensor has (safetensors itself sets no limit; a header could list millions)."""
+MAX_ELEMENTS = 2**53
+"""Largest size one dimension may give (a header's JSON integers are otherwise unbounded)."""
 
 BITS = {
     "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
@@ -63,8 +67,9 @@ def _read_exactly(descriptor: int, count: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_header(path: Path) -> dict[str, object]:
-    """The JSON header of one safetensors file; raises OSError or :class:`HeaderError`."""
+def read_header(path: Path) -> tuple[dict[str, object], int]:
+    """The JSON header of one safetensors file and the bytes of its data section; raises OSError or
+    :class:`HeaderError`."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     descriptor = os.open(path, flags)  # a FIFO must not hang the run: opened non-blocking, then checked
     try:
@@ -86,27 +91,45 @@ def read_header(path: Path) -> dict[str, object]:
         raise HeaderError("has a header that is not JSON") from None
     if not isinstance(header, dict):
         raise HeaderError("has a header that is not a JSON object")
-    return header
+    return header, info.st_size - 8 - length
 
 
-def _add(weights: dict[str, int], header: dict[str, object]) -> int:
-    """Count one header's tensors into ``weights``; returns the bytes they take."""
+def _elements(shape: object) -> int:
+    """Elements of a tensor ``shape``: a list of whole sizes, at most :data:`MAX_RANK` of them."""
+    if not isinstance(shape, list) or len(shape) > MAX_RANK:
+        raise HeaderError("has a tensor shape that is not a list of sizes")
+    if not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_ELEMENTS for d in shape):
+        raise HeaderError("has a tensor shape that is not a list of sizes")
+    return math.prod(shape)
+
+
+def _add(weights: dict[str, int], header: dict[str, object], data_bytes: int) -> int:
+    """Count one header's tensors into ``weights``; returns the bytes they take.
+
+    Every tensor's data lies in the file (safetensors validates ``data_offsets`` against the
+    data section and the shape against the offsets): a header that claims more is refused, so
+    no count exceeds what the file can hold.
+    """
     total = 0
     for name, tensor in header.items():
         if name == "__metadata__":
             continue
         if not isinstance(tensor, dict):
             raise HeaderError("has a tensor entry that is not an object")
-        dtype, shape, offsets = tensor.get("dtype"), tensor.get("shape"), tensor.get("data_offsets")
+        dtype, offsets = tensor.get("dtype"), tensor.get("data_offsets")
         if not isinstance(dtype, str) or dtype not in BITS:
             raise HeaderError("has a tensor of an unknown dtype")
-        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
-            raise HeaderError("has a tensor shape that is not a list of sizes")
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)) or not (
-            0 <= offsets[0] <= offsets[1]
+        elements = _elements(tensor.get("shape"))
+        if not (
+            isinstance(offsets, list)
+            and len(offsets) == 2
+            and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+            and 0 <= offsets[0] <= offsets[1] <= data_bytes
         ):
-            raise HeaderError("has tensor data offsets that are not [begin, end]")
-        weights[dtype] = weights.get(dtype, 0) + math.prod(shape)
+            raise HeaderError("has tensor data offsets that are not [begin, end] inside the file")
+        if elements * BITS[dtype] > 8 * (offsets[1] - offsets[0]):
+            raise HeaderError("has a tensor shape larger than its data")
+        weights[dtype] = weights.get(dtype, 0) + elements
         total += offsets[1] - offsets[0]
     return total
 
@@ -146,7 +169,7 @@ def checkpoint_weights(folder: Path) -> Weights | None:
     total = 0
     for name in names:
         try:
-            total += _add(counts, read_header(folder / name))
+            total += _add(counts, *read_header(folder / name))
         except HeaderError as err:
             raise HeaderError(f"shard {printable(name[:80])} {err}") from None
     return Weights(dict(sorted(counts.items())), total, len(names))
