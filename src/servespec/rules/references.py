@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.rules.base import Rule
-from servespec.spec.fleet import MODEL_CONFIG, Fleet
+from servespec.spec.fleet import MODEL_CONFIG, DeploymentDoc, Fleet
 from servespec.spec.loader_rules import MISSING_FILE
 from servespec.spec.source import quote_value
 
@@ -202,6 +202,16 @@ class StaleFacts(Rule):
                     )
 
 
+def _lock_file_findings(deployment: DeploymentDoc) -> tuple[Finding, ...]:
+    """The problems inside the lock file beside ``deployment``'s spec, located in it (each said once: findings are
+    deduplicated, however many specs share the file)."""
+    from servespec.knowledge.lock import file_findings
+    from servespec.spec.paths import default_root
+
+    document = deployment.document
+    return file_findings(document.path.parent, document.root or default_root(document.path))
+
+
 class ModelLockMismatch(Rule):
     """``models.lock.yaml`` beside a spec must agree with it, and be readable.
 
@@ -212,7 +222,9 @@ class ModelLockMismatch(Rule):
     this error says so at ``model.revision``. A branch or tag name is never a disagreement (the
     lock records the commit it resolved to). A lock file that cannot be read, is refused (a
     symlink out of the root) or does not follow the format is reported at ``model.source`` of
-    each spec beside it; nothing in it is used then.
+    each spec beside it; nothing in it is used then. What is wrong inside it is said once more,
+    located in the lock file: SS001 for its YAML (it is read with the specs' budgets), SS002-SS004
+    for a value that does not follow the lock format.
 
     Fix: run ``deploy lock`` on the specs again and commit ``models.lock.yaml``, or pin
     ``model.revision`` to the commit the lock names.
@@ -235,6 +247,7 @@ class ModelLockMismatch(Rule):
             entry, problem = sources.lock_entry(deployment)
             if problem:
                 yield self.report(deployment.document, problem, ("model", "source"))
+                yield from _lock_file_findings(deployment)
             elif entry is not None and sources.revision_conflict(model.revision, entry.revision):
                 yield self.report(
                     deployment.document,
