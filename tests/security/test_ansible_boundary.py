@@ -144,12 +144,13 @@ def test_the_runner_checks_connection_values_with_the_loaders_grammars() -> None
         assert _accepted({}, name=name) == valid, name
 
 
-def test_unsafe_yaml_marks_every_string_and_refuses_template_keys() -> None:
+def test_unsafe_yaml_marks_every_string_that_could_be_a_template_and_refuses_template_keys() -> None:
     from servespec.rollout.ansible_vars import UnsafeInputError, unsafe_yaml
 
-    text = unsafe_yaml({"a": "x", "b": [1, True, None, {"c": '\u2028\U0001f600"\\'}], "d": {}})
+    text = unsafe_yaml({"a": "{x", "b": [1, True, None, {"c": '{\u2028\U0001f600"\\'}], "d": {}, "e": "010"})
     assert text.count("!unsafe") == 2
-    assert '"\\u2028\\U0001f600\\"\\\\"' in text
+    assert '"{\\u2028\\U0001f600\\"\\\\"' in text
+    assert 'e: "010"' in text
     with pytest.raises(UnsafeInputError):
         unsafe_yaml({"{{ x }}": 1})
     with pytest.raises(UnsafeInputError):
@@ -168,13 +169,15 @@ def test_extravars_reach_ansible_unsafe_and_intact(tmp_path: Path) -> None:
         "servespec_labels": {"team": "{# comment #}{{ 7 * 7 }}"},
         "servespec_odd": "tab\there \u202e bidi \U0001f600",
         "servespec_empty": "",
+        # Strings Ansible's loader would retype if tagged (ansible-core 2.19: !unsafe "010" is 8).
+        "servespec_typed": ["010", "0x1f", "true", "null", "1e3", "2001-12-14", "~", "1_000", ".inf"],
     }
     playbook = tmp_path / "show.yml"
     playbook.write_text(
         "- hosts: servespec_targets\n  gather_facts: false\n  tasks:\n"
         "    - name: Show\n      ansible.builtin.debug:\n"
         "        msg: '{{ [servespec_image, servespec_model_paths, servespec_run, servespec_labels,"
-        " servespec_odd, servespec_empty | length] }}'\n"
+        " servespec_odd, servespec_empty | length, servespec_typed] }}'\n"
     )
     local = view("local", {"connection": "local"})
     result = run_playbook(str(playbook), inventory_for({"local": (local, {})}), values)
@@ -184,6 +187,7 @@ def test_extravars_reach_ansible_unsafe_and_intact(tmp_path: Path) -> None:
         values["servespec_labels"],
         values["servespec_odd"],
         0,  # an empty string stays a string (Ansible reads an empty !unsafe scalar as None)
+        values["servespec_typed"],
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["show.yml"]
 

@@ -3,10 +3,14 @@
 Ansible templates every string of an inventory and of ``-e`` extra vars it reads: a spec's
 ``engine.image`` of ``{{ lookup('pipe', 'id') }}`` would run on the controller. Ansible
 never templates a scalar tagged ``!unsafe`` (its own mark for data that is not code), so
-:func:`unsafe_yaml` writes every string value with that tag; only numbers, booleans and
-null stay plain. Mapping keys cannot carry the tag, so they must be plain names
-(:data:`SAFE_KEY`) and anything else is refused. ansible-runner is given these files
-instead of dicts (it would write dicts as plain JSON, which Ansible templates).
+:func:`unsafe_yaml` writes every string that could hold a template (one with a ``{``: every
+Jinja delimiter starts with one) with that tag. A string without one cannot be templated and
+is written double-quoted and untagged, because Ansible's loader types a tagged scalar by its
+text: ansible-core 2.19 reads ``!unsafe "010"`` as the integer 8 and ``!unsafe "true"`` as a
+boolean, while ``"010"`` stays the string it is. Numbers, booleans and null stay plain.
+Mapping keys cannot carry the tag, so they must be plain names (:data:`SAFE_KEY`) and
+anything else is refused. ansible-runner is given these files instead of dicts (it would
+write dicts as plain JSON, which Ansible templates).
 """
 
 from __future__ import annotations
@@ -52,8 +56,9 @@ def _scalar(value: Any) -> str:
     if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
         return repr(value)
     if isinstance(value, str):
-        # Ansible loads `!unsafe ""` as None; an empty string holds no template anyway.
-        return "!unsafe " + _quoted(value) if value else '""'
+        # Only a string with a "{" can be a template; untagged, every other one keeps its type
+        # (Ansible loads `!unsafe "010"` as 8 and `!unsafe ""` as None).
+        return "!unsafe " + _quoted(value) if "{" in value else _quoted(value)
     raise UnsafeInputError(f"cannot pass a {type(value).__name__} to Ansible")
 
 
@@ -84,7 +89,7 @@ def _entry(head: str, item: Any, indent: str) -> list[str]:
 
 
 def unsafe_yaml(data: Mapping[str, Any]) -> str:
-    """YAML text of ``data`` with every string value tagged ``!unsafe`` (never templated by Ansible)."""
+    """YAML text of ``data`` with every string that could be a template tagged ``!unsafe`` (never templated)."""
     return "\n".join(["---", *_lines(data, "")]) + "\n"
 
 
