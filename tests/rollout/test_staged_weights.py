@@ -207,7 +207,8 @@ def test_an_air_gapped_host_gets_the_model_archive_once(
     assert "from the archive tiny.tar.gz" in output
     marker = f"{CACHE}/snapshots/{OLD}/.servespec-archive.json"
     unpacked_at = host.sh(f"stat -c %Y.%y {marker}").strip()
-    assert host.sh(f"ls -A {CACHE}/.servespec-incoming").strip() == ""  # the copy is gone once unpacked
+    assert host.sh("ls -A /var/lib/servespec/incoming/models--acme--tiny").strip() == ""  # gone once unpacked
+    assert ".servespec-incoming" not in host.sh(f"ls -A {CACHE}")  # nothing copied into the cache engines mount
 
     code, output = _apply(spec_for(8))  # another revision, same archive: nothing copied, nothing unpacked
     assert code == 0, output

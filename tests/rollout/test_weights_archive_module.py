@@ -48,7 +48,7 @@ def make_archive(path: Path, files: dict[str, bytes], *, top: str = "", mode: st
 
 def copied(module: ModuleType, cache: Path, archive: Path) -> Path:
     """The archive where the role's copy task puts it on the host."""
-    target = Path(module.incoming(str(cache), REPO)) / archive.name
+    target = Path(module.incoming(str(cache.parent / "incoming"), REPO)) / archive.name
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(archive.read_bytes())
     return target
@@ -61,6 +61,7 @@ def params(cache: Path, archive: Path, action: str, path: Path | None = None) ->
         "commit": COMMIT,
         "cache": str(cache),
         "cache_root": str(cache.parent),
+        "incoming_root": str(cache.parent / "incoming"),
         "archive_name": archive.name,
         "archive_bytes": archive.stat().st_size,
         "archive_sha256": hashlib.sha256(archive.read_bytes()).hexdigest(),

@@ -219,14 +219,17 @@ def weights_vars(plan: WeightsPlan, deployment: DeploymentDoc) -> dict[str, Any]
         raise RolloutError(refused)
     if plan.kind == "archive":
         document = deployment.document
+        from servespec.render.common import HOST_STATE_ROOT
+
         real = archive_path(plan.archive, document.path, document.root, "model.archive")
-        folder = posixpath.join(plan.cache, "models--" + plan.source.replace("/", "--"))
+        # Root's own folder, mounted into no container (servespec_weights_archive INCOMING_ROOT).
+        folder = posixpath.join(HOST_STATE_ROOT, "incoming", "models--" + plan.source.replace("/", "--"))
         return {
             "weights_repo": "",
             "weights_archive": str(real),
             "weights_archive_bytes": real.stat().st_size,
             "weights_archive_sha256": file_sha256(real),
-            "weights_archive_dest": posixpath.join(folder, ".servespec-incoming", real.name),
+            "weights_archive_dest": posixpath.join(folder, real.name),
             "weights_revision": plan.revision,
             "weights_cache": plan.cache,
             "weights_archive_repo": plan.source,

@@ -93,10 +93,11 @@ number and as a float, so no later arithmetic overflows (issue 9: huge numbers c
 _DURATION = re.compile(r"^(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$")
 MAX_DURATION_S = 30 * 24 * 3600
 
-RESERVED_DEPLOYMENT_NAMES = ("models", "images")
+RESERVED_DEPLOYMENT_NAMES = ("models", "images", "incoming")
 """Folders of /var/lib/servespec that every deployment shares (the model cache of
-render/common.MODEL_CACHE and the image archives of the role's tasks/image.yml): a
-deployment of that name would keep its state and secrets in them."""
+render/common.MODEL_CACHE, the image archives of the role's tasks/image_fetch.yml and the
+model archives of tasks/weights_archive.yml): a deployment of that name would keep its
+state and secrets in them."""
 
 
 def _check(kind: str, message: str, valid: Callable[[str], bool]) -> AfterValidator:

@@ -33,6 +33,12 @@ options:
     description: The host's model cache (trusted); C(cache) lies in it, and no link below it is followed
     type: str
     default: /var/lib/servespec/models
+  incoming_root:
+    description: >-
+      Root's folder the controller copies archives into, C(<incoming_root>/models--ORG--NAME/); mounted into
+      no container, unlike the model cache
+    type: str
+    default: /var/lib/servespec/incoming
 author: servespec
 """
 
@@ -47,6 +53,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.servespec_common import (
     MODEL_CACHE,
     RESULT_KEY,
+    STATE_ROOT,
     WEIGHTS,
     UnsafeCacheEntryError,
     free_bytes,
@@ -59,8 +66,10 @@ REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
-INCOMING = ".servespec-incoming"
-"""The repository folder's sub-folder the role copies the archive into."""
+INCOMING_ROOT = os.path.join(STATE_ROOT, "incoming")
+"""Where the role copies archives: root's own folder, mounted into no container. Not inside the model
+cache: engines that fetch their own models mount that read-write, so a folder there could be swapped for
+a link between this module's check and Ansible's copy, which follows links."""
 MARKER = ".servespec-archive.json"
 """Written last into an unpacked snapshot: the archive it came from (name, size and sha256)."""
 CHUNK = 1 << 20
@@ -76,9 +85,17 @@ def repo_folder(cache, repo):
     return os.path.join(cache, "models--" + repo.replace("/", "--"))
 
 
-def incoming(cache, repo):
-    """Where the controller copies the archive: inside the repository's cache folder (same file system)."""
-    return os.path.join(repo_folder(cache, repo), INCOMING)
+def incoming(root, repo):
+    """The folder the controller copies the repository's archive into, below ``root`` (INCOMING_ROOT)."""
+    return repo_folder(root, repo)
+
+
+def _inbox(p, create):
+    """The repository's incoming folder (a CacheDir to close), walked without following links; None if absent."""
+    root = p.get("incoming_root") or INCOMING_ROOT
+    if create and not os.path.isdir(root):
+        os.makedirs(root, mode=0o700)
+    return open_cache(root, incoming(root, p["repo"]), create=create)
 
 
 def _repository(p, create):
@@ -110,7 +127,7 @@ def unpacked_from(folder, commit):
 def check(p):
     """Whether the snapshot was unpacked from this archive; if not, the room check, and the incoming folder made.
 
-    The incoming folder is made here, by descriptor (never through a link), for the copy that follows.
+    The incoming folder is made here (outside the model cache, never through a link) for the copy that follows.
     """
     prepare = p["action"] == "check" and p.get("prepare", True)
     folder = _repository(p, create=prepare)
@@ -127,7 +144,7 @@ def check(p):
                 f"{human_size(free)} free there; free space or grow the volume"
             )
         if prepare:
-            folder.folder(INCOMING, create=True).close()
+            _inbox(p, create=True).close()
     return {"present": False, "need_bytes": need}
 
 
@@ -179,12 +196,12 @@ def _extract(archive, todo, target):
                 os.fchmod(handle.fileno(), 0o644)
 
 
-def _copied(folder, p):
+def _copied(p):
     """The copied archive, opened by descriptor in the incoming folder (never through a link), or refused."""
-    expected = incoming(p["cache"], p["repo"])
+    expected = incoming(p.get("incoming_root") or INCOMING_ROOT, p["repo"])
     path = p["path"]
     name = os.path.basename(path)
-    inbox = folder.folder(INCOMING) if path and os.path.dirname(path) == expected else None
+    inbox = _inbox(p, create=False) if path and os.path.dirname(path) == expected else None
     if inbox is None:
         raise RefusedError(f"the copied archive {path!r} is not in {expected}")
     with inbox:
@@ -197,13 +214,13 @@ def _copied(folder, p):
 
 def unpack(p):
     """Unpack the copied archive into snapshots/<commit>/ (hidden until complete); the bytes written."""
-    with _repository(p, create=True) as folder:
-        fd = _copied(folder, p)
-        with os.fdopen(fd, "rb") as copy, folder.walk(["snapshots"], create=True) as snapshots:
+    fd = _copied(p)
+    with os.fdopen(fd, "rb") as copy, _repository(p, create=True) as folder:
+        with folder.walk(["snapshots"], create=True) as snapshots:
             try:
                 return _unpack(p, copy, snapshots)
             finally:
-                inbox = folder.folder(INCOMING)
+                inbox = _inbox(p, create=False)
                 with inbox or contextlib.nullcontext():
                     if inbox is not None:
                         inbox.remove(os.path.basename(p["path"]))
@@ -272,6 +289,7 @@ def main():
             archive_sha256=dict(type="str", required=True),
             path=dict(type="str", default=""),
             cache_root=dict(type="str", default=MODEL_CACHE),
+            incoming_root=dict(type="str", default=INCOMING_ROOT),
         ),
         supports_check_mode=True,
     )

@@ -17,8 +17,8 @@ import time
 
 STATE_ROOT = "/var/lib/servespec"
 CONFIG_ROOT = "/etc/servespec"
-RESERVED = ("models", "images")
-"""Folders of STATE_ROOT shared by every deployment (model cache, image archives): never a deployment."""
+RESERVED = ("models", "images", "incoming")
+"""Folders of STATE_ROOT shared by every deployment (model cache, image and model archives): never a deployment."""
 DEPLOYMENT_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 RESULT_KEY = "servespec_result"
