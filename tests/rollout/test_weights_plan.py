@@ -166,9 +166,8 @@ def test_apply_tells_each_host_to_unpack_the_model_archive(tmp_path: Path, fake:
     linked = Path(variables["servespec_weights_archive"])  # read through a link in the run's work folder
     assert linked.is_relative_to((tmp_path / "work").resolve()) and linked.resolve() == archive
     assert variables["servespec_weights_archive_sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
-    assert variables["servespec_weights_archive_dest"] == (
-        "/var/lib/servespec/models/hub/models--acme--tiny/.servespec-incoming/tiny.tar"
-    )
+    # Root's incoming folder, outside the cache that engines fetching their own models mount read-write.
+    assert variables["servespec_weights_archive_dest"] == "/var/lib/servespec/incoming/models--acme--tiny/tiny.tar"
     assert variables["servespec_weights_archive_repo"] == "acme/tiny"
     assert variables["servespec_weights_revision"] == COMMIT
 
@@ -225,3 +224,7 @@ def test_the_cache_is_read_only_in_engines_whose_weights_are_staged(
     modes = {volume.mode for volume in container.volumes if volume.host == "/var/lib/servespec/models"}
     assert modes == ({"ro"} if staged else {"rw"})
     assert (weights_plan(deployment, container).kind == "hub") is staged
+    # transformers writes remote code under $HF_HOME/modules: out of the read-only mount, into the container.
+    modules = container.environment.get("HF_MODULES_CACHE")
+    assert modules == ("/tmp/servespec-hf-modules" if staged else None)
+    assert all(not modules.startswith(v.container) for v in container.volumes) if modules else True

@@ -554,10 +554,20 @@ def health_host(target: Target) -> str | None:
     return None if reached else address
 
 
+MODULES_CACHE = "/tmp/servespec-hf-modules"  # inside the engine container, not on the host
+"""Where transformers writes a model's remote code (``HF_MODULES_CACHE``) when the cache is read-only.
+
+Its default is ``$HF_HOME/modules`` (transformers ``utils/hub.py``), inside the read-only cache
+mount, so a ``trust_remote_code`` model could not load; the container's own file system takes it."""
+
+
 def _environment(target: Target, engine: EngineContainer) -> dict[str, str]:
     """The engine module's variables overridden by the spec's ``engine.env``, sorted by name."""
+    own = dict(engine.environment)
+    if not engine.native and cache_mode(target) == "ro":
+        own.setdefault("HF_MODULES_CACHE", MODULES_CACHE)
     spec_env = {name: _env_text(value) for name, value in target.spec.engine.env.items()}
-    return dict(sorted({**engine.environment, **spec_env}.items()))
+    return dict(sorted({**own, **spec_env}.items()))
 
 
 def _env_text(value: Any) -> str:
