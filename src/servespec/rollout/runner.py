@@ -3,9 +3,9 @@
 The playbooks and the role's modules live in ``playbooks/`` at the top of the repository; the
 wheel carries them as ``servespec/rollout/playbooks`` (pyproject's force-include), which
 :func:`playbook_root` prefers (tests/rollout/test_packaging.py applies from an installed wheel).
-The inventory and the extra vars are written as YAML files in which every string is tagged ``!unsafe``
-(:mod:`servespec.rollout.ansible_vars`), so no spec, inventory or host value is ever
-templated; only numbers and booleans stay plain. Fact injection is off for every run
+The inventory and the extra vars are written as YAML files in which every string that could be a
+template is tagged ``!unsafe`` and every other one is quoted (:mod:`servespec.rollout.ansible_vars`),
+so no spec, inventory or host value is ever templated or retyped. Fact injection is off for every run
 (``ANSIBLE_INJECT_FACT_VARS``): what a module returns under ``ansible_facts`` never becomes a
 variable, so no host can rename what the role reads on the controller. Failure messages and log tails coming back
 from hosts are scrubbed of the run's secret values and of token-shaped strings before they

@@ -215,15 +215,17 @@ def _copied(p):
 def unpack(p):
     """Unpack the copied archive into snapshots/<commit>/ (hidden until complete); the bytes written."""
     fd = _copied(p)
-    with os.fdopen(fd, "rb") as copy, _repository(p, create=True) as folder:
-        with folder.walk(["snapshots"], create=True) as snapshots:
-            try:
-                return _unpack(p, copy, snapshots)
-            finally:
-                inbox = _inbox(p, create=False)
-                with inbox or contextlib.nullcontext():
-                    if inbox is not None:
-                        inbox.remove(os.path.basename(p["path"]))
+    try:
+        with contextlib.ExitStack() as stack:  # not a parenthesized with: hosts may run Python before 3.10
+            copy = stack.enter_context(os.fdopen(fd, "rb"))
+            folder = stack.enter_context(_repository(p, create=True))
+            snapshots = stack.enter_context(folder.walk(["snapshots"], create=True))
+            return _unpack(p, copy, snapshots)
+    finally:  # the copy goes, whether or not it unpacked
+        inbox = _inbox(p, create=False)
+        with inbox or contextlib.nullcontext():
+            if inbox is not None:
+                inbox.remove(os.path.basename(p["path"]))
 
 
 def _unpack(p, copy, snapshots):
