@@ -192,7 +192,7 @@ def test_renderer_refuses_to_mount_outside_the_model_roots(tmp_path: Path, sourc
 
 
 def test_a_root_of_slash_is_never_honoured(tmp_path: Path) -> None:
-    from servespec.knowledge.resolve import local_source_problem
+    from servespec.hostpaths import local_source_problem
 
     assert local_source_problem("/var/run", ["/"])
     assert not local_source_problem("//srv/./m.gguf", ["/srv/"])
@@ -407,13 +407,13 @@ def test_net002_does_not_invent_cluster_facts_for_other_engines(tmp_path: Path) 
 
 @pytest.mark.parametrize("source", ["/var/run/models", "/var", "/etc/models", "/home", "/var/lib/servespec/x.gguf"])
 def test_system_folders_are_never_mounted_even_when_a_root_allows_them(source: str) -> None:
-    from servespec.knowledge.resolve import local_source_problem
+    from servespec.hostpaths import local_source_problem
 
     assert "would expose" in local_source_problem(source, ["/var", "/etc", "/home", "/var/lib/servespec"])
 
 
 def test_model_roots_still_allow_their_own_folders() -> None:
-    from servespec.knowledge.resolve import local_source_problem
+    from servespec.hostpaths import local_source_problem
 
     roots = ["/var/lib/servespec/models", "/home/alice/models", "/srv"]
     for source in ("/var/lib/servespec/models/m.gguf", "/home/alice/models/q", "/srv/models/x.gguf"):

@@ -81,7 +81,7 @@ def read_problem(source: str, deployment: DeploymentDoc) -> str | None:
     Checked twice: as written, against the roots (as SEC004 does), then resolved, against the
     resolved roots, so that a symlink cannot lead the read out of them or into a system folder.
     """
-    from servespec.knowledge.resolve import local_source_problem, mounted_folder
+    from servespec.hostpaths import local_source_problem, mounted_folder
     from servespec.spec.source import quote_value
 
     roots, left_out = readable_roots(deployment)

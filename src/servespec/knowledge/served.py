@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from servespec import hostpaths
 from servespec.knowledge import resolve
 from servespec.spec.fleet import DeploymentDoc
 
@@ -16,7 +17,7 @@ def default_served_name(deployment: DeploymentDoc) -> str:
     trtllm-serve a local directory is served by its last path component.
     """
     source = str(deployment.spec.model.source)
-    if resolve.profile(deployment).served_name.default == "directory_name" and resolve.is_local_path(source):
+    if resolve.profile(deployment).served_name.default == "directory_name" and hostpaths.is_local_path(source):
         return PurePosixPath(source).name or source
     return source
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+from servespec import hostpaths
 from servespec.knowledge import resolve
 from servespec.spec.fleet import DeploymentDoc
 
@@ -85,8 +86,8 @@ def problem(deployment: DeploymentDoc, value: str) -> str:
         if path == "/" or _overlaps(path, system):
             return f"would hide or lie in the image's {system}"
     source = str(deployment.spec.model.source)
-    if resolve.is_local_path(source) and source.startswith("/"):
-        folder = resolve.mounted_folder(source)
+    if hostpaths.is_local_path(source) and source.startswith("/"):
+        folder = hostpaths.mounted_folder(source)
         if _overlaps(path, folder):
             return "overlaps the read-only model folder servespec mounts"
     return ""

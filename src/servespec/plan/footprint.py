@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from servespec import hostpaths
 from servespec.estimate import HostEstimate, estimates
 from servespec.knowledge import resolve
 from servespec.knowledge.memory import weight_bytes
@@ -75,7 +76,7 @@ def footprints(fleet: Fleet) -> dict[tuple[str, str], Footprint]:
             revision=deployment.spec.model.revision,
             weight_bytes=size,
             weight_bytes_estimated=estimated,
-            local=resolve.is_local_path(source),
+            local=hostpaths.is_local_path(source),
         )
     return out
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
+from servespec import hostpaths
 from servespec.engines.base import Arguments
 from servespec.engines.catalog import EngineOption, EngineRelease
 from servespec.knowledge import resolve
@@ -239,10 +240,10 @@ def local_model_folder(source: str, roots: list[str]) -> str:
     SEC004 reports such specs; this is the renderer's own check, so that nothing that
     skips validation can mount ``/var/run`` (docker.sock) or ``/etc`` into an engine.
     """
-    problem = resolve.local_source_problem(source, roots)
+    problem = hostpaths.local_source_problem(source, roots)
     if problem:
         raise UnsafeModelPathError(f"model.source: {problem}")
-    return resolve.mounted_folder(source)
+    return hostpaths.mounted_folder(source)
 
 
 def cache_mode(target: Target) -> Literal["ro", "rw"]:
@@ -258,7 +259,7 @@ def cache_mode(target: Target) -> Literal["ro", "rw"]:
     """
     model_store = resolve.profile(target.deployment).model_store
     staged = model_store is not None and model_store.hub_cache is not None
-    return "ro" if staged and not resolve.is_local_path(str(target.spec.model.source)) else "rw"
+    return "ro" if staged and not hostpaths.is_local_path(str(target.spec.model.source)) else "rw"
 
 
 def model_volumes(target: Target, container_cache: str) -> list[Volume]:
@@ -274,7 +275,7 @@ def model_volumes(target: Target, container_cache: str) -> list[Volume]:
     volumes = [Volume(MODEL_CACHE, container_cache, mode)]
     volumes += [Volume(MODEL_CACHE, path, mode) for path in store.mounts(target.deployment, container_cache)]
     source = str(target.spec.model.source)
-    if resolve.is_local_path(source):
+    if hostpaths.is_local_path(source):
         folder = local_model_folder(source, resolve.model_roots(target.deployment))
         volumes.append(Volume(folder, folder, "ro"))
     return volumes

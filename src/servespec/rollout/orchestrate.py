@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from servespec import hostpaths
 from servespec.knowledge import resolve
 from servespec.knowledge.served import served_names
 from servespec.plan import Action
@@ -140,7 +141,7 @@ def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> HostVars:
         run=_run_info(),
         image_archive=str(archive) if archive else "",
         image_archive_bytes=archive.stat().st_size if archive else 0,
-        model_paths=(source,) if resolve.is_local_path(source) else (),
+        model_paths=(source,) if hostpaths.is_local_path(source) else (),
         driver_min=_driver_min(deployment),
         smoke_test=bool(spec.rollout.smoke_test),
         standin_image=options.standin_image or "",

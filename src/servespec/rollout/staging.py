@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from servespec import hostpaths
 from servespec.render import Rendered
 from servespec.render.container import ContainerSpec
 from servespec.rollout.errors import RolloutError
@@ -162,10 +163,10 @@ def weights_plan(deployment: DeploymentDoc, container: ContainerSpec, *, standin
     test-only stand-in image runs on hosts that reach no public Hub, so a model is staged there
     only from an endpoint the container names (HF_ENDPOINT: a test's Hub stand-in).
     """
-    from servespec.knowledge import resolve, sources
+    from servespec.knowledge import sources
 
     source = str(deployment.spec.model.source)
-    if resolve.is_local_path(source):
+    if hostpaths.is_local_path(source):
         return WeightsPlan("local", source)
     inside = container_hub_cache(deployment, container)
     if inside is None:

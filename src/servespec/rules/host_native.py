@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from servespec import hostpaths
 from servespec.engines.native import injects_code
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
@@ -91,7 +92,7 @@ class HostNativeField(Rule):
                     hint="remove resources.gpu_ids (engine.env CUDA_VISIBLE_DEVICES reaches the unit's lms commands)",
                     severity=Severity.WARNING,
                 )
-            if resolve.is_local_path(str(spec.model.source)):
+            if hostpaths.is_local_path(str(spec.model.source)):
                 yield self.report(
                     deployment.document,
                     f"{title} loads a model by its key in LM Studio's models folder (lms load KEY), not a host path",

@@ -17,8 +17,9 @@ from typing import Any
 
 from servespec.engines.catalog import EngineRelease
 from servespec.findings import Finding, Severity
+from servespec.hostpaths import is_local_path
 from servespec.knowledge import resolve
-from servespec.knowledge.resolve import extra_arg_settings, is_local_path
+from servespec.knowledge.resolve import extra_arg_settings
 from servespec.rules.base import Rule, bare
 from servespec.rules.security import canonical_option
 from servespec.spec.fleet import DeploymentDoc, Fleet

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from servespec import hostpaths
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.memory import GIB, EstimateInput, weight_bytes
@@ -59,7 +60,7 @@ def download_gib(deployment: DeploymentDoc) -> float | None:
     A local model source is mounted from its folder, never downloaded: None.
     """
     spec = deployment.spec
-    if resolve.is_local_path(str(spec.model.source)):
+    if hostpaths.is_local_path(str(spec.model.source)):
         return None
     facts = resolve.model_answer(deployment).facts
     if facts is None:

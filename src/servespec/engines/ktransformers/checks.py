@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from servespec import hostpaths
 from servespec.engines.base import EngineCheck
 from servespec.engines.ktransformers import kt
 from servespec.knowledge.served import default_served_name
@@ -93,7 +94,7 @@ def _split(known: Resolved, settings: kt.Kt) -> Iterator[EngineCheck]:
     from servespec.knowledge import resolve
 
     assert settings.weight_path is not None
-    problem = resolve.local_source_problem(settings.weight_path, resolve.model_roots(known.deployment))
+    problem = hostpaths.local_source_problem(settings.weight_path, resolve.model_roots(known.deployment))
     if problem:
         yield EngineCheck(
             "ENG003",

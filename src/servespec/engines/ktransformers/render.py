@@ -11,6 +11,7 @@ mounted read-only at the same path.
 
 from __future__ import annotations
 
+from servespec import hostpaths
 from servespec.engines.ktransformers import kt
 from servespec.engines.sglang import render as sglang_render
 from servespec.knowledge import resolve
@@ -28,9 +29,9 @@ def context(target: Target) -> EngineContainer:
         _, values = container.files["config.yaml"]
         container.files["config.yaml"] = ("ktransformers/config.yaml.j2", values)
     path = kt.read(resolve.effective_options(target.deployment), target.release).weight_path
-    if path is not None and not resolve.local_source_problem(path, resolve.model_roots(target.deployment)):
-        folder = resolve.mounted_folder(path)
+    if path is not None and not hostpaths.local_source_problem(path, resolve.model_roots(target.deployment)):
+        folder = hostpaths.mounted_folder(path)
         source = str(target.spec.model.source)
-        if not (resolve.is_local_path(source) and resolve.mounted_folder(source) == folder):  # mounted already
+        if not (hostpaths.is_local_path(source) and hostpaths.mounted_folder(source) == folder):  # mounted already
             container.volumes.append(Volume(folder, folder, "ro"))
     return container

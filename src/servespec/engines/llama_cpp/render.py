@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from servespec.engines.llama_cpp.memory import ctx_size, slots
-from servespec.knowledge.resolve import effective_options, is_local_path
+from servespec.hostpaths import is_local_path
+from servespec.knowledge.resolve import effective_options
 from servespec.render.common import (
     EngineContainer,
     Target,

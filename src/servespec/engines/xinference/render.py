@@ -17,7 +17,7 @@ from typing import Any
 
 from servespec.engines.xinference import CONTEXT_OPTION, DTYPE_OPTION, ENGINE_BLOCK, engine_block, forwarded
 from servespec.engines.xinference.registry import RegistryEntry, choose, lookup
-from servespec.knowledge.resolve import is_local_path
+from servespec.hostpaths import is_local_path
 from servespec.render.common import EngineContainer, Target, engine_host, flags, launch, launch_words
 
 LAUNCHER = ["xinference-local"]
