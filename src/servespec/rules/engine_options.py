@@ -8,9 +8,9 @@ from typing import Any
 
 from servespec.engines.base import Engine
 from servespec.engines.catalog import EngineOption, EngineRelease, capability, normalize_option, version_key
+from servespec.engines.options import Setting
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.knowledge.resolve import Setting
 from servespec.redact import scrub
 from servespec.rules.base import Rule, bare, quoted
 from servespec.spec.fleet import DeploymentDoc, Fleet

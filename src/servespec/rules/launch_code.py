@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from servespec.engines.catalog import EngineRelease
+from servespec.engines.options import extra_arg_settings
 from servespec.findings import Finding, Severity
 from servespec.hostpaths import is_local_path
 from servespec.knowledge import resolve
-from servespec.knowledge.resolve import extra_arg_settings
 from servespec.rules.base import Rule, bare
 from servespec.rules.security import canonical_option
 from servespec.spec.fleet import DeploymentDoc, Fleet

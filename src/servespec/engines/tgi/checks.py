@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from servespec.engines.base import EngineCheck
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved, Setting
+    from servespec.engines.options import Setting
+    from servespec.knowledge.resolve import Resolved
 
 
 def _int(setting: Setting | None) -> int | None:
