@@ -22,17 +22,16 @@ from typing import Any
 
 import pytest
 
+from servespec.engines.kit import NativeUnit, Volume
 from servespec.render.container import (
     ContainerSpec,
     EngineRef,
     Gpus,
     Healthcheck,
     Port,
-    Volume,
     docker_fields,
     docker_run,
 )
-from servespec.render.native import NativeUnit
 from tests.conftest import REPO
 from tests.modules import role_module
 

@@ -17,10 +17,11 @@ from ruamel.yaml import YAML
 
 from servespec import engines
 from servespec.engines.catalog import EngineRelease
+from servespec.engines.kit import Target
 from servespec.engines.tensorrt_llm import render as trt_render
 from servespec.findings import Finding, Severity
 from servespec.render import render_fleet
-from servespec.render.common import Target, targets
+from servespec.render.common import targets
 from servespec.rules.runner import check_fleet
 from servespec.spec.fleet import load_fleet
 from tests.golden.regen import GOLDEN

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,9 +23,11 @@ from servespec.engines.catalog import Catalog, EngineRelease, Selection, capabil
 from servespec.knowledge.datafile import load_yaml_resource
 
 if TYPE_CHECKING:
+    from servespec.engines.kit import EngineContainer, Target
+    from servespec.engines.options import Setting
     from servespec.knowledge.memory import EstimateInput, GpuEstimate
-    from servespec.knowledge.resolve import Resolved
-    from servespec.render.common import EngineContainer, Target
+    from servespec.knowledge.models import ModelFacts
+    from servespec.spec.fleet import DeploymentDoc
 
 
 class _Strict(BaseModel):
@@ -184,6 +186,10 @@ class Profile(_Strict):
     rendering: dict[str, str] = {}
     """How servespec renders what the engine would otherwise decide itself, by topic (served names, context
     length, slots, offload, ...), each note with its source: docs/engines' "How servespec renders it"."""
+    after_start: tuple[Literal["modelfile", "launch_request"], ...] = ()
+    """What the role does once the engine's container is up, before verify's smoke test (tasks/model.yml):
+    ``modelfile`` pulls ``model.source`` and creates one model per served name from the rendered Modelfile
+    (Ollama); ``launch_request`` sends the rendered launch.json to the healthy server (XInference)."""
 
     @property
     def tensor_parallel(self) -> bool:
@@ -221,6 +227,45 @@ class ClusterPorts:
     kind: Literal["ray", "torch"]
     port: int
     flag: str
+
+
+class ModelKnown(Protocol):
+    """The model's facts as a unit reads them (None: no source had them)."""
+
+    @property
+    def facts(self) -> ModelFacts | None: ...
+
+
+class Known(Protocol):
+    """What an engine unit reads about one deployment, resolved once by the stage that drives it.
+
+    ``knowledge/resolve.py``'s ``Resolved`` is the one implementation; units name only this, so
+    they never import the resolver.
+    """
+
+    @property
+    def deployment(self) -> DeploymentDoc: ...
+    @property
+    def engine(self) -> Engine: ...
+    @property
+    def profile(self) -> Profile: ...
+    @property
+    def release(self) -> EngineRelease | None: ...
+    @property
+    def model(self) -> ModelKnown: ...
+    @property
+    def settings(self) -> tuple[Setting, ...]: ...
+    @property
+    def options(self) -> dict[str, Any]:
+        """The effective engine options, by catalog key (valid values only, ``engine.options`` winning)."""
+
+    @property
+    def effective(self) -> dict[str, Setting]:
+        """The setting behind each effective option."""
+
+    @property
+    def model_roots(self) -> list[str]:
+        """The inventory's ``defaults.model_roots``: host folders a local path may name."""
 
 
 @dataclass(frozen=True)
@@ -299,7 +344,7 @@ class Engine:
             return False, None
         return True, capability(method.min_capability)
 
-    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+    def checks(self, known: Known) -> Iterator[EngineCheck]:
         """Engine-specific option problems, read from the effective options (``known.effective``)."""
         return iter(())
 

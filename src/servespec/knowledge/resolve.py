@@ -212,6 +212,11 @@ class Resolved:
         return {s.key: s for s in self.settings if s.valid}
 
     @property
+    def model_roots(self) -> list[str]:
+        """The inventory's ``defaults.model_roots``: host folders a local path may name."""
+        return model_roots(self.deployment)
+
+    @property
     def max_model_len(self) -> int | None:
         """The context length the spec sets (None: the engine's default, which :meth:`context` finds)."""
         return self.deployment.spec.model.max_model_len

@@ -17,17 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from servespec import outdir
+from servespec.engines.kit import EngineContainer, RenderError, Target, host_and_port
 from servespec.knowledge import resolve
-from servespec.render.common import (
-    EngineContainer,
-    Target,
-    container_description,
-    content_hash,
-    header,
-    targets,
-)
-from servespec.render.container import ContainerSpec, docker_run, host_and_port
-from servespec.render.environment import RenderError, render_template
+from servespec.render.common import container_description, content_hash, header, targets
+from servespec.render.container import ContainerSpec, docker_run
+from servespec.render.environment import render_template
 from servespec.spec.document import KeyPath
 from servespec.spec.fleet import DeploymentDoc, Fleet
 from servespec.text import printable

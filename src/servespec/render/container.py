@@ -17,13 +17,12 @@ else reads it (:func:`read_by`).
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal
 
-from servespec.render.native import NativeUnit
+from servespec.engines.kit import NativeUnit, Volume, host_and_port
 
 DOCKER: Mapping[str, str] = MappingProxyType({"docker": "both"})
 """Field metadata: a Docker argument, translated by :func:`docker_run` and by the role's ``_run_args``."""
@@ -36,15 +35,6 @@ otherwise (docker/cli ``opts/gpus.go``), and the role passes the same to ``Devic
 def read_by(reader: str) -> Mapping[str, str]:
     """Field metadata: not a Docker argument; ``reader`` says who reads it (or that it is informational)."""
     return MappingProxyType({"read_by": reader})
-
-
-def host_and_port(host: str, port: int) -> str:
-    """``host:port`` with an IPv6 literal in brackets (``[::1]:8000``), as URLs and Docker write it."""
-    try:
-        literal = ipaddress.ip_address(host).version == 6
-    except ValueError:
-        literal = False
-    return f"[{host}]:{port}" if literal else f"{host}:{port}"
 
 
 @dataclass(frozen=True)
@@ -75,24 +65,6 @@ class Port:
     def mapping(self) -> str:
         """The port as ``docker run -p`` writes it (``[::1]:8000:8000`` for IPv6)."""
         return f"{host_and_port(self.host_ip, self.host_port)}:{self.container_port}"
-
-
-@dataclass(frozen=True)
-class Volume:
-    """A bind mount of a host folder."""
-
-    host: str
-    container: str
-    mode: Literal["ro", "rw"]
-
-    def to_json(self) -> dict[str, Any]:
-        """One entry of container.yaml's ``volumes``."""
-        return {"host": self.host, "container": self.container, "mode": self.mode}
-
-    @property
-    def bind(self) -> str:
-        """``HOST:CONTAINER:MODE``, as ``docker run -v`` and the SDK's list of binds write it."""
-        return f"{self.host}:{self.container}:{self.mode}"
 
 
 @dataclass(frozen=True)
@@ -182,7 +154,7 @@ class ContainerSpec:
     labels: Mapping[str, str] = field(metadata=DOCKER)
     files: tuple[str, ...] = field(metadata=read_by("informational: the host's rendered files beside container.yaml"))
     native: NativeUnit | None = field(default=None, metadata=read_by("servespec_native: a host-native unit"))
-    """A host-native engine's systemd unit (render/native.py); None for a container (left out of the mapping)."""
+    """A host-native engine's systemd unit (engines/kit.py); None for a container (left out of the mapping)."""
 
     def __post_init__(self) -> None:
         if self.entrypoint is not None and not self.entrypoint:

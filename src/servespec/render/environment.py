@@ -12,20 +12,17 @@ import functools
 import io
 import json
 import re
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from servespec.engines.kit import RenderError as RenderError
+from servespec.engines.kit import shell_join as shell_join
 from servespec.spec.document import quote_value
 from servespec.text import UNSAFE, unsafe_character
 
 RENDERERS = Path(__file__).resolve().parents[3] / "renderers"
 """``_common``: the templates every engine shares (each engine's own are in its unit's ``templates/``)."""
-
-
-class RenderError(ValueError):
-    """A value that cannot be written safely into its target syntax."""
 
 
 _HIDDEN = re.compile(r"(?![\n\t])" + UNSAFE.pattern)
@@ -82,26 +79,6 @@ def to_json(value: Any) -> str:
     """
     text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
     return _HIDDEN.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-
-
-def _ansi_c_quote(word: str) -> str:
-    """``$'...'`` (bash's ANSI-C quoting) with every unsafe character written as an escape."""
-
-    def escape(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        return "\\n" if code == 10 else f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
-
-    body = word.replace("\\", "\\\\").replace("'", "\\'")
-    return "$'" + UNSAFE.sub(escape, body) + "'"
-
-
-def shell_join(words: list[Any]) -> str:
-    """One shell command line; every word quoted so nothing in it is interpreted.
-
-    A word holding a line break, control or bidi character is written in bash's ``$'...'``
-    quoting with that character escaped, so the line stays one line and reads as it runs.
-    """
-    return " ".join(_ansi_c_quote(str(word)) if UNSAFE.search(str(word)) else shlex.quote(str(word)) for word in words)
 
 
 def env_value(value: Any) -> str:

@@ -11,10 +11,10 @@ import socket
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from servespec.engines.kit import host_and_port
 from servespec.knowledge import resolve
 from servespec.plan import Action, Desired, Observed, plan
 from servespec.render import Rendered
-from servespec.render.common import host_and_port
 from servespec.rollout import inventory
 from servespec.rollout.reported import RUN_ID, checked_report
 from servespec.rollout.runner import EventHandler, HostResult, Report

@@ -9,7 +9,7 @@ from servespec.engines.base import EngineCheck
 from servespec.engines.sglang import Sglang
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 
 class Ktransformers(Sglang):
@@ -18,7 +18,7 @@ class Ktransformers(Sglang):
     name = "ktransformers"
     package = __name__
 
-    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+    def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.ktransformers.checks import checks
 
         return checks(known)

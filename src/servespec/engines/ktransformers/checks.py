@@ -27,15 +27,15 @@ from servespec.engines.ktransformers import kt
 from servespec.knowledge.served import default_served_name
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 
-def _path(known: Resolved, key: str) -> tuple[str | int, ...]:
+def _path(known: Known, key: str) -> tuple[str | int, ...]:
     setting = known.effective.get(key)
     return setting.path if setting is not None else ("engine", "options")
 
 
-def _served_name(known: Resolved) -> Iterator[EngineCheck]:
+def _served_name(known: Known) -> Iterator[EngineCheck]:
     spec = known.deployment.spec
     option = known.effective.get("served_model_name")
     path: tuple[str | int, ...]
@@ -55,7 +55,7 @@ def _served_name(known: Resolved) -> Iterator[EngineCheck]:
         )
 
 
-def checks(known: Resolved) -> Iterator[EngineCheck]:
+def checks(known: Known) -> Iterator[EngineCheck]:
     yield from _served_name(known)
     if known.release is None:
         return
@@ -66,7 +66,7 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
         yield from _split(known, settings)
 
 
-def _without_weights(known: Resolved) -> Iterator[EngineCheck]:
+def _without_weights(known: Known) -> Iterator[EngineCheck]:
     """``--kt-*`` options without ``--kt-weight-path``: nothing they ask for happens (LoRA ones are refused)."""
     given = sorted(k for k in known.effective if k.startswith("kt_") and k != "kt_weight_path")
     for key in ("kt_lora_path", "kt_expert_lora_path"):
@@ -89,12 +89,10 @@ def _without_weights(known: Resolved) -> Iterator[EngineCheck]:
         )
 
 
-def _split(known: Resolved, settings: kt.Kt) -> Iterator[EngineCheck]:
+def _split(known: Known, settings: kt.Kt) -> Iterator[EngineCheck]:
     """The CPU/GPU expert split: a mountable weight path, a GPU-expert count, threads and pools that fit."""
-    from servespec.knowledge import resolve
-
     assert settings.weight_path is not None
-    problem = hostpaths.local_source_problem(settings.weight_path, resolve.model_roots(known.deployment))
+    problem = hostpaths.local_source_problem(settings.weight_path, known.model_roots)
     if problem:
         yield EngineCheck(
             "ENG003",

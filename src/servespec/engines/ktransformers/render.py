@@ -12,11 +12,9 @@ mounted read-only at the same path.
 from __future__ import annotations
 
 from servespec import hostpaths
+from servespec.engines.kit import EngineContainer, Target, Volume
 from servespec.engines.ktransformers import kt
 from servespec.engines.sglang import render as sglang_render
-from servespec.knowledge import resolve
-from servespec.render.common import EngineContainer, Target
-from servespec.render.container import Volume
 
 PYTHON = "/opt/miniconda3/envs/serve/bin/python"
 """The ``serve`` environment's interpreter (docker/Dockerfile: ``conda create -n serve python=3.12``)."""
@@ -28,8 +26,8 @@ def context(target: Target) -> EngineContainer:
     if "config.yaml" in container.files:
         _, values = container.files["config.yaml"]
         container.files["config.yaml"] = ("ktransformers/config.yaml.j2", values)
-    path = kt.read(resolve.effective_options(target.deployment), target.release).weight_path
-    if path is not None and not hostpaths.local_source_problem(path, resolve.model_roots(target.deployment)):
+    path = kt.read(target.known.options, target.release).weight_path
+    if path is not None and not hostpaths.local_source_problem(path, target.model_roots):
         folder = hostpaths.mounted_folder(path)
         source = str(target.spec.model.source)
         if not (hostpaths.is_local_path(source) and hostpaths.mounted_folder(source) == folder):  # mounted already

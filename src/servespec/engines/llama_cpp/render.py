@@ -13,10 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.engines.llama_cpp.memory import ctx_size, slots
-from servespec.hostpaths import is_local_path
-from servespec.knowledge.resolve import effective_options
-from servespec.render.common import (
+from servespec.engines.kit import (
     EngineContainer,
     Target,
     engine_host,
@@ -26,6 +23,8 @@ from servespec.render.common import (
     launch_words,
     served_name_options,
 )
+from servespec.engines.llama_cpp.memory import ctx_size, slots
+from servespec.hostpaths import is_local_path
 
 
 def context(target: Target) -> EngineContainer:
@@ -33,7 +32,7 @@ def context(target: Target) -> EngineContainer:
     spec = target.spec
     user = target.options
     # slots as the engine will run them: engine.options and extra_args alike (-np 8 in extra_args splits too)
-    layout = slots(effective_options(target.deployment), target.release)
+    layout = slots(target.known.options, target.release)
     source = str(spec.model.source)
     options: dict[str, Any] = {
         "model" if is_local_path(source) else "hf_repo": source,

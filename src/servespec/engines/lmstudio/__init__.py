@@ -14,7 +14,7 @@ from servespec.engines.base import EngineCheck
 from servespec.engines.gguf import GgufEngine
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 RENDERED = {
     "exact": "--exact matches a model path, but model.source is a model key (lms load KEY)",
@@ -47,7 +47,7 @@ class LmStudio(GgufEngine):
     package = __name__
     native_executable = "lms"
 
-    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+    def checks(self, known: Known) -> Iterator[EngineCheck]:
         """``--gpu`` values gpuOptionParser refuses; options servespec sets itself or that serve nothing."""
         for key, setting in known.effective.items():
             if key == "gpu" and gpu_ratio(setting.value) is None:

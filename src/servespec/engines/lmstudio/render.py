@@ -18,18 +18,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from servespec.engines.lmstudio import ENGINE
-from servespec.engines.native import injects_code
-from servespec.render.common import (
+from servespec.engines.kit import (
     EngineContainer,
+    NativeUnit,
+    RenderError,
     Target,
     flags,
     positional_model,
     resolve_timeout,
     served_name_options,
 )
-from servespec.render.environment import RenderError
-from servespec.render.native import NativeUnit
+from servespec.engines.lmstudio import ENGINE
+from servespec.engines.native import injects_code
 from servespec.text import unsafe_character
 
 USER = "lmstudio"

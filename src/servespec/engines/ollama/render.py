@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import CONFIG_DIR, EngineContainer, Target, engine_host, env_text, host_and_port, launch
+from servespec.engines.kit import CONFIG_DIR, EngineContainer, Target, engine_host, env_text, host_and_port, launch
 
 PARAMETER_PREFIX = "modelfile."
 

@@ -9,7 +9,7 @@ from servespec.engines.base import Engine, EngineCheck
 from servespec.engines.lifecycle import Unmaintained
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 PYPI = "https://pypi.org/pypi/openllm/json"
 REPOSITORY = "https://github.com/bentoml/OpenLLM"
@@ -32,7 +32,7 @@ class OpenLlm(Engine):
     package = __name__
     unmaintained = UNMAINTAINED
 
-    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+    def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.openllm.checks import checks
 
         return checks(known)

@@ -9,7 +9,7 @@ from servespec.engines.base import EngineCheck
 from servespec.engines.openllm.forward import forwarded
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 NO_IMAGE = (
     "OpenLLM publishes no serving image (the repository has no Dockerfile; `bentoml containerize` builds an image of "
@@ -18,7 +18,7 @@ NO_IMAGE = (
 )
 
 
-def checks(known: Resolved) -> Iterator[EngineCheck]:
+def checks(known: Known) -> Iterator[EngineCheck]:
     spec = known.deployment.spec
     if spec.engine.image is None:
         yield EngineCheck(
@@ -27,5 +27,5 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
             NO_IMAGE.format(version=spec.engine.version),
             hint="build one (docs/engines/openllm.md) and name it in engine.image",
         )
-    for problem in forwarded(known.deployment).problems:
+    for problem in forwarded(known).problems:
         yield EngineCheck(problem.rule, problem.path, problem.message, hint=problem.hint)

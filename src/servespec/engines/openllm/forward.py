@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from servespec.engines.base import Known
 from servespec.engines.catalog import EngineRelease
 from servespec.engines.openllm.bentos import Bento, bento_for, repository
-from servespec.knowledge import resolve
 from servespec.spec.fleet import DeploymentDoc
 
 SET_BUILD_ARGS = "https://github.com/bentoml/BentoML/blob/v1.4.8/src/bentoml_cli/utils.py"
@@ -62,8 +62,9 @@ def _spec_values(deployment: DeploymentDoc) -> list[tuple[str, str, tuple[str, .
     return [(key, name, path, values[key]) for key, name, path in SPEC_FIELDS if values[key] is not None]
 
 
-def forwarded(deployment: DeploymentDoc) -> Forwarded:
+def forwarded(known: Known) -> Forwarded:
     """The chosen bento and the bento arguments the deployment renders, with what cannot be rendered."""
+    deployment = known.deployment
     source = str(deployment.spec.model.source)
     bento = bento_for(source)
     out = Forwarded(bento)
@@ -78,8 +79,8 @@ def forwarded(deployment: DeploymentDoc) -> Forwarded:
             )
         )
         return out
-    _spec_fields(deployment, bento, out)
-    _options(deployment, bento, out)
+    _spec_fields(known, bento, out)
+    _options(known, bento, out)
     revision = deployment.spec.model.revision
     if revision and bento.revision and not bento.revision.startswith(str(revision)):
         out.problems.append(
@@ -94,9 +95,10 @@ def forwarded(deployment: DeploymentDoc) -> Forwarded:
     return out
 
 
-def _spec_fields(deployment: DeploymentDoc, bento: Bento, out: Forwarded) -> None:
+def _spec_fields(known: Known, bento: Bento, out: Forwarded) -> None:
     """Context length, tensor parallelism and dtype, where the bento declares them and the release passes them."""
-    release = resolve.resolved(deployment).release
+    deployment = known.deployment
+    release = known.release
     passes = takes_arguments(release)
     version = release.version if release else deployment.spec.engine.version
     for key, name, path, value in _spec_values(deployment):
@@ -126,9 +128,8 @@ def _spec_fields(deployment: DeploymentDoc, bento: Bento, out: Forwarded) -> Non
             )
 
 
-def _options(deployment: DeploymentDoc, bento: Bento, out: Forwarded) -> None:
+def _options(known: Known, bento: Bento, out: Forwarded) -> None:
     """``engine.options`` bento arguments: declared by the bento, and one text word each."""
-    known = resolve.resolved(deployment)
     passes = takes_arguments(known.release)
     spec_keys = set(known.profile.spec_options.values())
     for setting in known.settings:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from servespec.engines.kit import EngineContainer, RenderError, Target, engine_secrets, flags, launch, launch_words
 from servespec.engines.openllm.forward import forwarded, takes_arguments, word
-from servespec.render.common import EngineContainer, Target, engine_secrets, flags, launch, launch_words
-from servespec.render.environment import RenderError
 
 LAUNCHER = ["openllm"]
 """The ``openllm`` console script (pyproject.toml ``[project.scripts]``); the image's own entrypoint is unknown."""
@@ -22,7 +21,7 @@ TRACKING = "BENTOML_DO_NOT_TRACK"
 
 def bento_tag(target: Target) -> str:
     """The bento ``openllm serve`` takes: ``name:version`` of the model repository's bento for ``model.source``."""
-    found = forwarded(target.deployment).bento
+    found = forwarded(target.known).bento
     if found is None:
         raise RenderError(f"model.source: no OpenLLM bento serves {str(target.spec.model.source)!r}")
     return found.tag
@@ -37,7 +36,7 @@ def arguments(target: Target) -> list[str]:
             serve[key] = value
     words = flags(target, serve)
     if takes_arguments(target.release):
-        for key, value in forwarded(target.deployment).arguments.items():
+        for key, value in forwarded(target.known).arguments.items():
             words += ["--arg", f"{key}={word(value)}"]
     return words
 

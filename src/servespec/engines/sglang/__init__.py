@@ -9,7 +9,7 @@ from servespec.engines.base import ClusterPorts, Engine, EngineCheck
 from servespec.engines.catalog import EngineRelease
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 DIST_PORT = 20000
 """SGLang ``--dist-init-addr`` port: servespec's choice (SGLang has no default; any port free on the leader works)."""
@@ -19,7 +19,7 @@ class Sglang(Engine):
     name = "sglang"
     package = __name__
 
-    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+    def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.sglang.checks import checks
 
         return checks(known)

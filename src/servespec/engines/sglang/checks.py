@@ -11,7 +11,7 @@ from servespec.engines.base import EngineCheck
 from servespec.knowledge.served import default_served_name
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 COLON_FROM = Version("0.5.5.post1")
 """First release whose ServerArgs asserts ``":" not in served_model_name`` (server_args.py,
@@ -29,7 +29,7 @@ def _version(text: str) -> Version | None:
         return None
 
 
-def served_names(known: Resolved) -> Iterator[tuple[tuple[str | int, ...], str]]:
+def served_names(known: Known) -> Iterator[tuple[tuple[str | int, ...], str]]:
     """The name SGLang serves and where the spec sets it: serving.model_name, the option, else the model path."""
     spec = known.deployment.spec
     option = known.effective.get("served_model_name")
@@ -41,7 +41,7 @@ def served_names(known: Resolved) -> Iterator[tuple[tuple[str | int, ...], str]]
         yield ("model", "source"), default_served_name(known.deployment)
 
 
-def checks(known: Resolved) -> Iterator[EngineCheck]:
+def checks(known: Known) -> Iterator[EngineCheck]:
     """A served name with ``:``, which SGLang reserves for ``model:adapter`` (LoRA) and refuses at start-up."""
     version = _version(known.release.version) if known.release else None
     if version is None or version < COLON_FROM:

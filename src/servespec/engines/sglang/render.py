@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.engines.sglang import DIST_PORT
-from servespec.render.common import (
+from servespec.engines.kit import (
     CONFIG_DIR,
     EngineContainer,
     Target,
@@ -32,6 +31,7 @@ from servespec.render.common import (
     served_name_options,
     split_config,
 )
+from servespec.engines.sglang import DIST_PORT
 
 LAUNCH = ["python3", "-m", "sglang.launch_server"]
 KEY_ENV = "SERVESPEC_API_KEY"

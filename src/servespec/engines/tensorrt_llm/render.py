@@ -12,8 +12,7 @@ import copy
 from typing import Any
 
 from servespec.engines.catalog import EngineOption, version_key
-from servespec.knowledge import resolve
-from servespec.render.common import (
+from servespec.engines.kit import (
     CONFIG_DIR,
     EngineContainer,
     Target,
@@ -61,7 +60,7 @@ def _merged(old: Any, new: Any) -> Any:
 
 def _elsewhere(target: Target, key: str) -> EngineOption | None:
     """The newest other catalogued release's entry (pre-releases too) for a key this release lacks."""
-    catalog = resolve.resolved(target.deployment).engine.catalog
+    catalog = target.known.engine.catalog
     for version in sorted(catalog.files, key=version_key, reverse=True):
         option = catalog.release(version).options.get(key)
         if option is not None:

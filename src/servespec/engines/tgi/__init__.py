@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 from servespec.engines.base import Engine, EngineCheck
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 
 class Tgi(Engine):
     name = "tgi"
     package = __name__
 
-    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+    def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.tgi.checks import checks
 
         return checks(known)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from servespec.engines.base import EngineCheck
 
 if TYPE_CHECKING:
+    from servespec.engines.base import Known
     from servespec.engines.options import Setting
-    from servespec.knowledge.resolve import Resolved
 
 
 def _int(setting: Setting | None) -> int | None:
@@ -22,7 +22,7 @@ def _int(setting: Setting | None) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def checks(known: Resolved) -> Iterator[EngineCheck]:
+def checks(known: Known) -> Iterator[EngineCheck]:
     """The launcher's token-limit relations, ``max_total_tokens`` being ``model.max_model_len``."""
     found = known.effective
     total = known.deployment.spec.model.max_model_len

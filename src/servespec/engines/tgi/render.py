@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servespec.render.common import (
+from servespec.engines.kit import (
     EngineContainer,
     Target,
     api_key_ref,

@@ -9,7 +9,7 @@ from servespec.engines.base import ClusterPorts, Engine, EngineCheck
 from servespec.engines.catalog import EngineRelease
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 RAY_PORT = 6379
 """Ray's own default head port, passed explicitly to vLLM's Ray cluster (``ray start --head --port``:
@@ -28,7 +28,7 @@ class Vllm(Engine):
     name = "vllm"
     package = __name__
 
-    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+    def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.vllm.checks import checks
 
         return checks(known)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from servespec.engines.base import EngineCheck
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 SCHEDULER = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/scheduler.py"
 
@@ -17,7 +17,7 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def checks(known: Resolved) -> Iterator[EngineCheck]:
+def checks(known: Known) -> Iterator[EngineCheck]:
     """Block sizes the CUDA attention backends refuse; a batch budget below the context without chunked prefill."""
     block = known.effective.get("block_size")
     size = _int(block.value) if block else None

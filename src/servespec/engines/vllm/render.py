@@ -13,8 +13,7 @@ from itertools import pairwise
 from pathlib import PurePosixPath
 from typing import Any
 
-from servespec.engines.vllm import MASTER_PORT, RAY_PORT, native_multinode
-from servespec.render.common import (
+from servespec.engines.kit import (
     CONFIG_DIR,
     EngineContainer,
     Target,
@@ -26,9 +25,10 @@ from servespec.render.common import (
     model_options,
     positional_model,
     served_name_options,
+    shell_join,
     split_config,
 )
-from servespec.render.environment import shell_join
+from servespec.engines.vllm import MASTER_PORT, RAY_PORT, native_multinode
 
 
 def _portable(target: Target) -> dict[str, Any]:

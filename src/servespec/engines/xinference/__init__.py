@@ -22,7 +22,7 @@ from servespec.engines.base import Engine, EngineCheck
 from servespec.engines.catalog import Catalog, ContextDefault, EngineOption, EngineRelease, ExclusiveBounds
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 BLOCKS = {"vllm": "vllm", "sglang": "sglang"}
 """Option block -> the servespec engine whose catalog checks it (XInference ``model_engine`` lower-cased)."""
@@ -182,7 +182,7 @@ class Xinference(Engine):
             return None
         return self.catalog.bundled(release.version).get(block)
 
-    def checks(self, known: Resolved) -> Iterator[EngineCheck]:
+    def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.xinference.checks import checks
 
         return checks(known)

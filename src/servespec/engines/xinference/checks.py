@@ -12,7 +12,7 @@ from servespec.hostpaths import is_local_path
 from servespec.spec.source import quote_value
 
 if TYPE_CHECKING:
-    from servespec.knowledge.resolve import Resolved
+    from servespec.engines.base import Known
 
 REST = "https://github.com/xorbitsai/inference/blob/v2.12.0/xinference/api/restful_api.py"
 FAMILY = "https://github.com/xorbitsai/inference/blob/v2.12.0/xinference/model/llm/llm_family.py"
@@ -20,7 +20,7 @@ BLOCK_NAMES = frozenset(ENGINE_BLOCK.values())
 SPEC_FIELDS = {0: "resources.tensor_parallel (n_gpu)", 1: "model.max_model_len", 2: "model.source"}
 
 
-def checks(known: Resolved) -> Iterator[EngineCheck]:
+def checks(known: Known) -> Iterator[EngineCheck]:
     """model_engine named and matching the option blocks; the model in the release's registry; no field twice."""
     release = known.release
     if release is None:
@@ -83,7 +83,7 @@ def checks(known: Resolved) -> Iterator[EngineCheck]:
     yield from _registry(known, release.version)
 
 
-def _registry(known: Resolved, version: str) -> Iterator[EngineCheck]:
+def _registry(known: Known, version: str) -> Iterator[EngineCheck]:
     spec = known.deployment.spec
     options = known.options
     source = str(spec.model.source)
