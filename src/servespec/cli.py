@@ -1,7 +1,12 @@
-"""The `deploy` command line. Thin: every command is a library call plus printing.
+"""The `deploy` command line: each command parses its arguments, calls its stage and its report, and exits.
 
-Imports of the pipeline stages are made inside the commands, so `deploy validate` never
-loads Ansible, docker or jinja2 and starts fast.
+The work is in the stages (``spec`` → ``knowledge`` → ``rules`` → ``render`` → ``plan`` →
+``rollout``), the printing in the reports (:mod:`servespec.report`,
+:mod:`servespec.estimate_report`, :mod:`servespec.plan.report`,
+:mod:`servespec.rollout.progress`, :mod:`servespec.discover.report`); here are the options,
+the exit codes and the one line an unexpected error becomes. Imports of the stages are made
+inside the commands, so `deploy validate` never loads Ansible, docker, jinja2 or rich and
+starts fast.
 """
 
 from __future__ import annotations
@@ -175,16 +180,14 @@ def validate(paths: tuple[Path, ...], inventory: Path | None, strict: bool, hub:
     PATHS are files or directories (searched for *.yaml and *.yml). All documents are
     checked together as one fleet. Exit 0: clean or warnings only; 1: errors; 2: usage.
     """
-    from servespec.report import render, text_summary
+    from servespec.report import print_findings
     from servespec.rules.runner import check_fleet, summarize
 
     fleet = _load(paths, inventory)
     with _hub(hub):
         findings = check_fleet(fleet, strict=strict)
     summary = summarize(findings, len(fleet.files))
-    sys.stdout.write(render(fmt, findings, summary))
-    if fmt == "text":
-        click.echo(text_summary(summary), err=True)
+    print_findings(fmt, findings, summary)
     sys.exit(EXIT_FINDINGS if summary["errors"] else EXIT_OK)
 
 
@@ -201,83 +204,16 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, hub: bool, fmt: st
     llama.cpp/Ollama context allocation). The findings shown (memory, layout, references,
     schema) are the same in text and JSON; exit 1 when one of them is an error.
     """
-    import json
-
-    from servespec.estimate import estimates, shown
-    from servespec.findings import Severity
+    from servespec.estimate import estimates
+    from servespec.estimate_report import errors_shown, print_estimates
     from servespec.rules.runner import check_fleet
 
     fleet = _load(paths, inventory)
     with _hub(hub):
         findings = check_fleet(fleet)
         rows = estimates(fleet, findings)
-    if fmt == "json":
-        body = {
-            "version": 1,
-            "estimates": [row.to_json() for row in rows],
-            "findings": [f.to_json() for f in shown(findings)],
-        }
-        click.echo(json.dumps(body, indent=2))
-    else:
-        _print_estimates(rows)
-        for finding in shown(findings):
-            click.echo(finding.to_text(), err=True)
-    failed = any(f.severity is Severity.ERROR for f in shown(findings))
-    sys.exit(EXIT_FINDINGS if failed or not fleet.deployments else EXIT_OK)
-
-
-def _cell(text: object) -> Any:
-    """A table cell shown as the literal text (`servespec.report.cell`, shared with the rollout's tables)."""
-    from servespec.report import cell
-
-    return cell(text)
-
-
-def _print_estimates(rows: list[Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from servespec.text import printable
-
-    table = Table(title="Memory plan per GPU (GiB)", show_lines=False)
-    for column in (
-        "deployment",
-        "host",
-        "engine",
-        "GPU",
-        "total",
-        "weights",
-        "overhead",
-        "KV cache",
-        "KV tokens",
-        "max seqs",
-    ):
-        table.add_column(column, justify="right" if column not in ("deployment", "host", "engine", "GPU") else "left")
-    for row in rows:
-        spec = row.deployment.spec
-        engine = f"{spec.engine.name} {spec.engine.version}"
-        gpu = f"{row.gpu_name} {row.gpu_indices}" if row.gpu_indices else row.gpu_name
-        plan = row.plan
-        if plan is None:
-            table.add_row(_cell(row.deployment.name), _cell(row.host.name), _cell(engine), _cell(gpu), *["?"] * 6)
-            continue
-        values = (plan.total_gib, plan.weights_gib, plan.overhead_gib, plan.kv_cache_gib)
-        table.add_row(
-            _cell(row.deployment.name),
-            _cell(row.host.name),
-            _cell(engine),
-            _cell(gpu),
-            *(f"{v:.1f}" for v in values),
-            f"{plan.kv_tokens:,}",
-            f"{plan.max_sequences:.1f}",
-        )
-    Console(width=140).print(table)
-    from servespec.estimate import context_line
-
-    for row in rows:  # the context each plan assumes, and why (the spec's, or the engine's default)
-        line = context_line(row)
-        if line:
-            click.echo(printable(line))
+    print_estimates(fmt, rows, findings)
+    sys.exit(EXIT_FINDINGS if errors_shown(findings) or not fleet.deployments else EXIT_OK)
 
 
 @main.command()
@@ -302,21 +238,14 @@ def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check:
 
     fleet, _ = _checked(paths, inventory, stopped=lambda n: f"not rendered: {n} error(s); fix them first")
     rendered = render_fleet(fleet)
-    shown = printable(str(output))
     if check:
+        from servespec.report import print_stale
+
         stale = stale_files(rendered, output)
-        for name in stale:
-            click.echo(f"stale: {printable(str(output / name))}")
-        if stale:
-            click.echo(
-                f"{len(stale)} file(s) differ from what the specs render; run deploy render -o {shown}",
-                err=True,
-            )
-            sys.exit(EXIT_FINDINGS)
-        click.echo(f"{shown}: up to date ({len(rendered.files)} files)", err=True)
-        return
+        print_stale(stale, output, len(rendered.files))
+        sys.exit(EXIT_FINDINGS if stale else EXIT_OK)
     written = write(rendered, output)
-    click.echo(f"rendered {len(written)} file(s) into {shown}", err=True)
+    click.echo(f"rendered {len(written)} file(s) into {printable(str(output))}", err=True)
 
 
 def _load(paths: tuple[Path, ...] | list[Path], inventory: Path | None = None) -> Any:
@@ -331,13 +260,11 @@ def _load(paths: tuple[Path, ...] | list[Path], inventory: Path | None = None) -
 
 def _stop_on_errors(findings: list[Any], stopped: Callable[[int], str]) -> None:
     """Print the error findings and exit 1 when there are any, ending with ``stopped(count)``."""
-    from servespec.findings import Severity
+    from servespec.report import print_errors
 
-    errors = [f for f in findings if f.severity is Severity.ERROR]
-    if errors:
-        for finding in errors:
-            click.echo(finding.to_text(), err=True)
-        click.echo(stopped(len(errors)), err=True)
+    count = print_errors(findings)
+    if count:
+        click.echo(stopped(count), err=True)
         sys.exit(EXIT_FINDINGS)
 
 
@@ -368,10 +295,10 @@ def _stopped_after_changes(err: Exception, changed: list[str]) -> NoReturn:
     sys.exit(EXIT_FINDINGS)
 
 
-def _events(fmt: str) -> Any:
-    from servespec.rollout.progress import json_events
-
-    return json_events() if fmt == "json" else None
+def _refused(err: Exception, nothing: str) -> NoReturn:
+    """Exit 1 after a rollout error that came before any host was touched (``nothing``: "nothing was ...")."""
+    click.echo(f"error: {err}; {nothing}", err=True)
+    sys.exit(EXIT_FINDINGS)
 
 
 @main.command()
@@ -400,56 +327,22 @@ def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str, previous: tu
     Each restart says why (the rendered fields that changed), what it does to memory per
     GPU (weights, KV cache, sequences, context: before -> after) and what it downloads.
     """
-    import json
-
-    from servespec.plan import sized
-    from servespec.plan.footprint import footprints
-    from servespec.plan.report import restarts_markdown, restarts_text
-    from servespec.rollout import RolloutError, plan_fleet
-    from servespec.rollout.progress import plan_markdown, plan_text
-    from servespec.text import printable
+    from servespec.estimate import estimates
+    from servespec.plan.report import plan_output
+    from servespec.rollout import RolloutError
+    from servespec.rollout.planned import previous_desired, sized_plan
+    from servespec.rollout.progress import print_unread
 
     fleet, findings = _checked(paths, inventory)
-    earlier = _previous_desired(previous, inventory) if previous else []
+    earlier = previous_desired(_load(previous, inventory)) if previous else []
     try:
-        planned = plan_fleet(fleet)
+        planned = sized_plan(fleet, earlier)
     except RolloutError as err:
-        click.echo(f"error: {err}; nothing was read", err=True)
-        sys.exit(EXIT_FINDINGS)
-    actions = sized(planned.actions, footprints(fleet), earlier)
-    if fmt == "json":
-        click.echo(json.dumps({"version": 1, "actions": [a.to_json() for a in actions]}, indent=2))
-    elif fmt == "markdown":
-        from servespec.estimate import estimates
-
-        click.echo(plan_markdown(actions, estimates(fleet, findings)) + restarts_markdown(actions), nl=False)
-    else:
-        # The restarts go between the one line per host and the diffs.
-        head, whole = plan_text(actions, diffs=False), plan_text(actions)
-        click.echo(head + restarts_text(actions) + whole[len(head) :], nl=False)
-    # A host that could not be read has no action: the plan is incomplete, not "nothing to do".
-    for row in planned.unread:
-        click.echo(f"{row.deployment} on {row.host}: {row.result}, not planned ({printable(row.error)})", err=True)
+        _refused(err, "nothing was read")
+    click.echo(plan_output(planned.actions, fmt, lambda: estimates(fleet, findings)), nl=False)
+    print_unread(planned.unread)
     if planned.unread:
-        click.echo(f"plan incomplete: {len(planned.unread)} host(s) could not be read", err=True)
         sys.exit(EXIT_FINDINGS)
-
-
-def _previous_desired(paths: tuple[Path, ...], inventory: Path | None) -> list[Any]:
-    """What the ``--previous`` specs render for each host, with footprints (read before any host is)."""
-    from servespec.findings import Severity
-    from servespec.plan.footprint import desired
-    from servespec.rules.runner import check_fleet
-
-    fleet = _load(paths, inventory)
-    errors = [f for f in check_fleet(fleet) if f.severity is Severity.ERROR]
-    if errors:
-        click.echo(
-            f"warning: the --previous specs have {len(errors)} error(s) (deploy validate lists them); "
-            "their estimates may be missing",
-            err=True,
-        )
-    return desired(fleet)
 
 
 @main.command()
@@ -482,54 +375,24 @@ def apply(
 
     from servespec.rollout import ApplyOptions, RolloutError, StoppedAfterChangesError
     from servespec.rollout import apply as run_apply
-    from servespec.rollout.progress import LiveView, outcome_table, plan_text
+    from servespec.rollout.progress import confirm_plan, print_outcomes, shown_events
 
     fleet = _load_valid(paths, inventory)
-
-    def confirm(actions: list[Any]) -> bool:
-        if fmt == "text":
-            click.echo(plan_text(actions), nl=False, err=True)
-        if check:
-            click.echo("check mode: nothing was changed", err=True)
-            return False
-        changes = [a for a in actions if a.kind in ("create", "update")]
-        if not changes:
-            return False
-        return yes or click.confirm(f"apply {len(changes)} change(s)?", err=True)
-
-    def report(outcomes: list[Any]) -> None:
-        if fmt == "json":
-            import json
-
-            click.echo(json.dumps({"version": 1, "hosts": [o.__dict__ for o in outcomes]}))
-        else:
-            outcome_table(outcomes)
-
-    options = ApplyOptions(
-        confirm=confirm,
-        on_event=_events(fmt),
-        standin_image=standin_image,
-        secrets_dir=secrets_dir,
-        check_only=check,
-    )
+    confirm = confirm_plan(fmt, check=check, yes=yes)
+    options = ApplyOptions(confirm=confirm, standin_image=standin_image, secrets_dir=secrets_dir, check_only=check)
     with tempfile.TemporaryDirectory(prefix="servespec-apply-") as workdir:
         try:
-            if fmt == "text" and sys.stderr.isatty():
-                with LiveView() as view:
-                    options.on_event = view
-                    _, outcomes = run_apply(fleet, options, Path(workdir))
-            else:
+            with shown_events(fmt) as on_event:
+                options.on_event = on_event
                 _, outcomes = run_apply(fleet, options, Path(workdir))
         except StoppedAfterChangesError as err:
             # Earlier deployments rolled out before this one could not: show what they did.
-            report(err.outcomes)
+            print_outcomes(err.outcomes, fmt)
             _stopped_after_changes(err, err.changed)
         except RolloutError as err:
-            click.echo(f"error: {err}; nothing was changed", err=True)
-            sys.exit(EXIT_FINDINGS)
-    report(outcomes)
-    failed = [o for o in outcomes if o.result not in ("ok", "unchanged")]
-    sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
+            _refused(err, "nothing was changed")
+    print_outcomes(outcomes, fmt)
+    sys.exit(EXIT_FINDINGS if any(o.result not in ("ok", "unchanged") for o in outcomes) else EXIT_OK)
 
 
 @main.command()
@@ -538,35 +401,16 @@ def apply(
 @_format_option
 def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     """Per host: the running revision, whether it is healthy, and since when."""
-    import json
-
     from servespec.rollout import RolloutError
     from servespec.rollout import status as read_status
-    from servespec.text import printable
+    from servespec.rollout.progress import print_status
 
     fleet = _load_valid(paths, inventory)
     try:
         rows = read_status(fleet)
     except RolloutError as err:
-        click.echo(f"error: {err}; nothing was read", err=True)
-        sys.exit(EXIT_FINDINGS)
-    if fmt == "json":
-        click.echo(json.dumps({"version": 1, "hosts": [row.to_json() for row in rows]}, indent=2))
-    else:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title="status")
-        for column in ("deployment", "host", "revision", "healthy", "since", "endpoint"):
-            table.add_column(column)
-        for row in rows:
-            health = "unreachable" if not row.reachable else "error" if row.error else "yes" if row.healthy else "no"
-            cells = (row.deployment, row.host, row.revision or "-", health, row.since or "-", row.endpoint)
-            table.add_row(*(_cell(value) for value in cells))
-        Console(width=160).print(table)
-    for row in rows:
-        if row.error:
-            click.echo(f"{row.deployment} on {row.host}: {printable(row.error)}", err=True)
+        _refused(err, "nothing was read")
+    print_status(rows, fmt)
     sys.exit(EXIT_OK if all(r.reachable and not r.error for r in rows) else EXIT_FINDINGS)
 
 
@@ -589,8 +433,7 @@ def rollback(paths: tuple[Path, ...], inventory: Path | None, to: int | None, ye
         outcome_table(err.outcomes, "rollback")
         _stopped_after_changes(err, err.changed)
     except RolloutError as err:
-        click.echo(f"error: {err}; nothing was changed", err=True)
-        sys.exit(EXIT_FINDINGS)
+        _refused(err, "nothing was changed")
     outcome_table(outcomes, "rollback")
     sys.exit(EXIT_FINDINGS if any(o.result not in ("ok", "unchanged") for o in outcomes) else EXIT_OK)
 
@@ -612,8 +455,7 @@ def destroy(paths: tuple[Path, ...], inventory: Path | None, yes: bool) -> None:
         outcome_table(err.outcomes, "destroy")
         _stopped_after_changes(err, err.changed)
     except RolloutError as err:
-        click.echo(f"error: {err}; nothing was changed", err=True)
-        sys.exit(EXIT_FINDINGS)
+        _refused(err, "nothing was changed")
     outcome_table(outcomes, "destroy")
     sys.exit(EXIT_FINDINGS if any(o.result != "ok" for o in outcomes) else EXIT_OK)
 
@@ -641,42 +483,45 @@ def discover(inventory: Path | None, outputs: Path | None, output: Path | None) 
     Read-only on the hosts. Reference the files from the inventory (`facts: facts/<host>.json`)
     so `deploy validate` checks specs against them without reaching any host.
     """
-    from servespec.discover.facts import write_facts
-    from servespec.text import printable
-
     if (inventory is None) == (outputs is None):
         raise click.UsageError("give exactly one of -i/--inventory and --from-outputs")
     if outputs is not None:
-        if not outputs.is_dir() or not any(p.is_dir() for p in outputs.iterdir()):
-            raise click.UsageError(f"{printable(str(outputs))}: expected one sub-folder of saved outputs per host")
-        for path in write_facts(outputs, output or Path("facts")):
-            click.echo(f"wrote {printable(str(path))}", err=True)
-        return
-    assert inventory is not None
+        _discover_saved(outputs, output or Path("facts"))
+    else:
+        assert inventory is not None
+        _discover_hosts(inventory, output or inventory.parent / "facts")
+
+
+def _discover_saved(outputs: Path, destination: Path) -> None:
+    """`discover --from-outputs`: the facts files of the saved outputs (a folder not holding them is a usage error)."""
+    from servespec.discover import outputs_problem
+    from servespec.discover.facts import write_facts
+    from servespec.discover.report import print_written
+
+    problem = outputs_problem(outputs)
+    if problem:
+        raise click.UsageError(problem)
+    print_written(write_facts(outputs, destination))
+
+
+def _discover_hosts(inventory: Path, destination: Path) -> NoReturn:
+    """`discover -i`: read the inventory's hosts; exit 1 when one was not collected or the inventory is invalid."""
+    from servespec.discover import inventory_errors
+    from servespec.discover.report import print_collected
     from servespec.rollout import RolloutError
     from servespec.rollout import discover as collect
 
     fleet = _load([inventory])
-    # A missing facts file (REF002) or errors inside one are what discover is for; any
-    # other error in the inventory itself stops it.
     stopped = f"stopped: {inventory} is not a valid inventory; nothing was collected"
-    _stop_on_errors([f for f in fleet.findings if f.rule != "REF002" and f.file == fleet.files[0]], lambda _: stopped)
+    _stop_on_errors(inventory_errors(fleet), lambda _: stopped)
     if not fleet.inventories:
         click.echo(stopped, err=True)
         sys.exit(EXIT_FINDINGS)
-    destination = output or inventory.parent / "facts"
     try:
-        failed = collect(fleet.inventories[0], destination, on_event=_events("text"))
+        failed = collect(fleet.inventories[0], destination, on_event=None)
     except RolloutError as err:
-        click.echo(f"error: {err}; nothing was collected", err=True)
-        sys.exit(EXIT_FINDINGS)
-    for name in fleet.inventories[0].hosts:
-        if name in failed:
-            click.echo(
-                f"{name}: not collected ({printable(failed[name])}); its facts file was left as it was", err=True
-            )
-        else:
-            click.echo(f"wrote {printable(str(destination / (name + '.json')))}", err=True)
+        _refused(err, "nothing was collected")
+    print_collected(fleet.inventories[0].hosts, failed, destination)
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
@@ -695,18 +540,12 @@ def lock(paths: tuple[Path, ...], inventory: Path | None) -> None:
     """
     from servespec.findings import Severity
     from servespec.knowledge.lock import lock_fleet
-    from servespec.text import printable
+    from servespec.report import print_lock
 
     fleet = _load(paths, inventory)
     outcome = lock_fleet(fleet)
-    findings = [f for f in fleet.findings if f.severity is Severity.ERROR] + list(outcome.findings)
-    for finding in findings:
-        click.echo(finding.to_text(), err=True)
-    for name in outcome.written:
-        click.echo(f"wrote {printable(name)}", err=True)
-    skipped = f", {outcome.skipped} skipped (model.config given)" if outcome.skipped else ""
-    click.echo(f"locked {outcome.locked} model(s){skipped}", err=True)
-    sys.exit(EXIT_FINDINGS if any(f.severity is Severity.ERROR for f in findings) else EXIT_OK)
+    failed = print_lock([f for f in fleet.findings if f.severity is Severity.ERROR], outcome)
+    sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
 @main.command()
@@ -725,20 +564,10 @@ def docs(output: Path) -> None:
 @click.argument("rule_id", required=False)
 def explain(rule_id: str | None) -> None:
     """Show what RULE checks, why, how to fix it and its upstream source. No RULE: list all."""
-    from servespec.rules import ALL_RULES, RULES_BY_ID
+    from servespec.report import print_explanation
 
-    if rule_id is None:
-        for rule in ALL_RULES:
-            click.echo(f"{rule.id:8} {rule.severity.value:8} {rule.summary}")
-        return
-    found = RULES_BY_ID.get(rule_id.upper())
-    if found is None:
+    if not print_explanation(rule_id):
         raise click.UsageError(f"unknown rule {rule_id!r}; `deploy explain` lists them all")
-    click.echo(f"{found.id} ({found.name}), default severity: {found.severity.value}\n")
-    click.echo(found.explain())
-    click.echo("\nSources:")
-    for source in found.sources:
-        click.echo(f"  {source}")
 
 
 @main.command()

@@ -1,15 +1,28 @@
-"""Print findings in the formats `deploy validate --format` offers (contract §2), and table cells."""
+"""Print what the commands report: findings in `deploy validate`'s formats (contract §2), table cells, the lines
+of render, lock and explain.
+
+``deploy estimate`` prints with :mod:`servespec.estimate_report`, ``deploy plan`` with
+:mod:`servespec.plan.report`, and the rollout's commands (apply, status, rollback, destroy,
+discover) with :mod:`servespec.rollout.progress`.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
 
 from servespec import __version__
 from servespec.findings import Finding, Severity
-from servespec.rules import ALL_RULES
+from servespec.rules import ALL_RULES, RULES_BY_ID
 from servespec.text import printable
+
+if TYPE_CHECKING:
+    from servespec.knowledge.lock import LockOutcome
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -38,6 +51,64 @@ def render(fmt: str, findings: Sequence[Finding], summary: dict[str, int]) -> st
     if fmt == "github":
         return "".join(github_annotation(f) + "\n" for f in findings)
     return "".join(f.to_text() + "\n" for f in findings)
+
+
+def print_findings(fmt: str, findings: Sequence[Finding], summary: dict[str, int]) -> None:
+    """`deploy validate`'s report: :func:`render` on stdout and, in text, :func:`text_summary` on stderr."""
+    sys.stdout.write(render(fmt, findings, summary))
+    if fmt == "text":
+        click.echo(text_summary(summary), err=True)
+
+
+def print_errors(findings: Sequence[Finding]) -> int:
+    """Print the error findings on stderr; how many there were."""
+    errors = [f for f in findings if f.severity is Severity.ERROR]
+    for finding in errors:
+        click.echo(finding.to_text(), err=True)
+    return len(errors)
+
+
+def print_stale(stale: Sequence[str], output: Path, total: int) -> None:
+    """`deploy render --check`: each stale file, then what to run; or that ``output``'s ``total`` files are current."""
+    shown = printable(str(output))
+    for name in stale:
+        click.echo(f"stale: {printable(str(output / name))}")
+    if stale:
+        click.echo(f"{len(stale)} file(s) differ from what the specs render; run deploy render -o {shown}", err=True)
+    else:
+        click.echo(f"{shown}: up to date ({total} files)", err=True)
+
+
+def print_lock(errors: Sequence[Finding], outcome: LockOutcome) -> bool:
+    """`deploy lock`: the findings (the fleet's errors, then the lock's own), the files written and the count.
+
+    Returns whether one of those findings is an error.
+    """
+    findings = [*errors, *outcome.findings]
+    for finding in findings:
+        click.echo(finding.to_text(), err=True)
+    for name in outcome.written:
+        click.echo(f"wrote {printable(name)}", err=True)
+    skipped = f", {outcome.skipped} skipped (model.config given)" if outcome.skipped else ""
+    click.echo(f"locked {outcome.locked} model(s){skipped}", err=True)
+    return any(f.severity is Severity.ERROR for f in findings)
+
+
+def print_explanation(rule_id: str | None) -> bool:
+    """`deploy explain`: every rule in one line each, or one rule's page; False when ``rule_id`` names none."""
+    if rule_id is None:
+        for rule in ALL_RULES:
+            click.echo(f"{rule.id:8} {rule.severity.value:8} {rule.summary}")
+        return True
+    found = RULES_BY_ID.get(rule_id.upper())
+    if found is None:
+        return False
+    click.echo(f"{found.id} ({found.name}), default severity: {found.severity.value}\n")
+    click.echo(found.explain())
+    click.echo("\nSources:")
+    for source in found.sources:
+        click.echo(f"  {source}")
+    return True
 
 
 def text_summary(summary: dict[str, int]) -> str:

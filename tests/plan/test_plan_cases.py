@@ -40,7 +40,7 @@ def test_update_diff_is_a_unified_diff() -> None:
 
 
 def test_markdown_summary_is_short_and_has_the_memory_table() -> None:
-    from servespec.rollout.progress import plan_markdown
+    from servespec.plan.report import plan_markdown
 
     desired = [
         Desired("d", "h1", "b", {"config.yaml": "port: 2\n"}),

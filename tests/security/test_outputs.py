@@ -21,9 +21,9 @@ import pytest
 from servespec.findings import Finding, Severity
 from servespec.outdir import MANIFEST, OutputError
 from servespec.plan import Action
+from servespec.plan.report import plan_markdown, plan_text
 from servespec.render import Rendered, stale_files, write
 from servespec.report import render
-from servespec.rollout.progress import plan_markdown, plan_text
 from servespec.spec.schemas import write_schemas
 from servespec.text import UNSAFE, printable
 from tests.conftest import REPO, run_cli
@@ -318,14 +318,14 @@ def test_status_table_prints_names_literally(in_tmp: Path, monkeypatch: pytest.M
 
 
 def test_estimate_table_prints_names_literally(capsys: pytest.CaptureFixture[str]) -> None:
-    from servespec.cli import _print_estimates
+    from servespec.estimate_report import print_estimate_table
 
     spec = SimpleNamespace(engine=SimpleNamespace(name="vllm", version=HOSTILE))
     row = SimpleNamespace(
         deployment=SimpleNamespace(spec=spec, name=HOSTILE), host=SimpleNamespace(name="[red]h[/red]"),
         gpu_name=HOSTILE, gpu_indices=[0], plan=None,
     )  # fmt: skip
-    _print_estimates([row])
+    print_estimate_table([row])
     out = capsys.readouterr().out
     assert not UNSAFE.search(out.replace("\n", "")), out
     assert "[red]h[/red]" in out

@@ -1,14 +1,16 @@
-"""The restarts of a plan as a person reads them: why, memory before -> after per GPU, downloads.
+"""The text `deploy plan` prints: one line per host, the restarts (why, memory before -> after per GPU), diffs.
 
-``deploy plan`` prints :func:`restarts_text` after the plan's one line per host (and before
-the diffs), and appends :func:`restarts_markdown` to the pull-request comment. Every value
-shown is escaped (:func:`servespec.text.printable`; ``|`` and ``<`` in markdown cells): host
-names and the values of changed fields come from the hosts.
+:func:`plan_output` is the whole of what ``deploy plan`` prints on stdout in each format:
+:func:`plan_text` (one line per host), :func:`restarts_text` between it and the diffs; or
+:func:`plan_markdown` then :func:`restarts_markdown` for a pull-request comment; or JSON.
+Every value shown is escaped (:func:`servespec.text.printable`; ``|`` and ``<`` in markdown
+cells): host names and the values of changed fields come from the hosts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from servespec.plan import Action
@@ -169,3 +171,96 @@ def strategy_markdown(actions: list[Action]) -> str:
         cells = (action.deployment, action.host, path, strategy.reason)
         lines.append("| " + " | ".join(_cell(value) for value in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _line(text: str) -> str:
+    """One printed line, escaped; a line GitHub would run as a workflow command (``::`` after
+    leading spaces, as a diff's context line can be) has its first colon written as ``\\x3a``."""
+    text = printable(text)
+    stripped = text.lstrip()
+    if stripped.startswith("::"):
+        return text[: len(text) - len(stripped)] + "\\x3a" + stripped[1:]
+    return text
+
+
+def _diff_lines(diff: str) -> list[str]:
+    """A unified diff's lines, escaped; a line break inside a file name the host reported is escaped too.
+
+    Every line of a diff starts with its marker (`` ``, ``+``, ``-``, ``@``, ``\\``); a piece
+    that does not was cut from the line before by a line break in a name, so it is joined back.
+    """
+    lines: list[str] = []
+    for piece in diff.rstrip("\n").split("\n"):
+        if lines and not piece.startswith((" ", "+", "-", "@", "\\")):
+            lines[-1] += "\\n" + printable(piece)
+        else:
+            lines.append(_line(piece))
+    return lines
+
+
+def plan_text(actions: list[Action], *, diffs: bool = True) -> str:
+    """The plan as a person reads it: one line per host, then the diffs."""
+    lines = []
+    for action in actions:
+        revision = f"revision {action.current}" if action.current is not None else "nothing deployed"
+        restart = ", restarts the engine" if action.restart else ""
+        lines.append(
+            printable(f"{action.kind:9} {action.deployment} on {action.host} ({revision}): {action.reason}{restart}")
+        )
+    if diffs:
+        for action in actions:
+            for text in action.diffs.values():
+                lines += _diff_lines(text)
+    return "\n".join(lines) + "\n"
+
+
+def plan_markdown(actions: list[Action], estimates: list[Any]) -> str:
+    """A short pull-request comment: one row per host, then the memory plan per GPU."""
+    counts: dict[str, int] = {}
+    for action in actions:
+        counts[action.kind] = counts.get(action.kind, 0) + 1
+    summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing to do"
+    lines = [
+        "### servespec plan",
+        "",
+        f"**{summary}**",
+        "",
+        "| deployment | host | action | revision | why |",
+        "|---|---|---|---|---|",
+    ]
+    for action in actions:
+        revision = str(action.current) if action.current is not None else "-"
+        files = f" ({', '.join(sorted(action.diffs))})" if action.diffs else ""
+        cells = (action.deployment, action.host, action.kind, revision, action.reason + files)
+        lines.append("| " + " | ".join(_cell(value) for value in cells) + " |")
+    rows = [row for row in estimates if row.plan is not None]
+    if rows:
+        lines += [
+            "",
+            "#### Memory per GPU",
+            "",
+            "| deployment | host | GPU | weights GiB | KV cache GiB | KV tokens | full-length sequences |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for row in rows:
+            plan = row.plan
+            lines.append(
+                f"| {_cell(row.deployment.name)} | {_cell(row.host.name)} | {_cell(row.gpu_name)} | "
+                f"{plan.weights_gib:.1f} | {plan.kv_cache_gib:.1f} | {plan.kv_tokens:,} | {plan.max_sequences:.1f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plan_output(actions: list[Action], fmt: str, estimates: Callable[[], list[Any]]) -> str:
+    """What `deploy plan` prints on stdout in ``fmt`` (text, json, markdown), ending with a newline.
+
+    ``estimates`` gives the memory plan per GPU (:func:`servespec.estimate.estimates`), which
+    only the markdown comment shows.
+    """
+    if fmt == "json":
+        return json.dumps({"version": 1, "actions": [a.to_json() for a in actions]}, indent=2) + "\n"
+    if fmt == "markdown":
+        return plan_markdown(actions, estimates()) + restarts_markdown(actions)
+    # The restarts go between the one line per host and the diffs.
+    head, whole = plan_text(actions, diffs=False), plan_text(actions)
+    return head + restarts_text(actions) + whole[len(head) :]

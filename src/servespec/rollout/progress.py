@@ -1,21 +1,25 @@
-"""Show a rollout as it happens (a live per-host view, or JSON lines) and report its outcome."""
+"""Print the rollout's commands: a rollout as it happens (a live per-host view, or JSON lines), its outcome, status.
+
+Also the confirmation before apply and the hosts a plan could not read.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
-from servespec.plan import Action
+import click
+
+from servespec.plan.report import plan_text
 from servespec.report import cell
 from servespec.text import printable
 
-
-def _markdown(text: object) -> str:
-    """A markdown table cell: escaped, with ``|`` (a new column) and ``<`` (HTML) made literal."""
-    return printable(str(text)).replace("|", "\\|").replace("<", "&lt;")
-
+if TYPE_CHECKING:
+    from servespec.plan import Action
+    from servespec.rollout.state import HostOutcome, Status
 
 _INTERESTING = {"runner_on_start", "runner_on_ok", "runner_on_failed", "runner_on_unreachable", "runner_on_skipped"}
 
@@ -81,47 +85,6 @@ class LiveView:
         self._live.update(self._table())
 
 
-def _line(text: str) -> str:
-    """One printed line, escaped; a line GitHub would run as a workflow command (``::`` after
-    leading spaces, as a diff's context line can be) has its first colon written as ``\\x3a``."""
-    text = printable(text)
-    stripped = text.lstrip()
-    if stripped.startswith("::"):
-        return text[: len(text) - len(stripped)] + "\\x3a" + stripped[1:]
-    return text
-
-
-def _diff_lines(diff: str) -> list[str]:
-    """A unified diff's lines, escaped; a line break inside a file name the host reported is escaped too.
-
-    Every line of a diff starts with its marker (`` ``, ``+``, ``-``, ``@``, ``\\``); a piece
-    that does not was cut from the line before by a line break in a name, so it is joined back.
-    """
-    lines: list[str] = []
-    for piece in diff.rstrip("\n").split("\n"):
-        if lines and not piece.startswith((" ", "+", "-", "@", "\\")):
-            lines[-1] += "\\n" + printable(piece)
-        else:
-            lines.append(_line(piece))
-    return lines
-
-
-def plan_text(actions: list[Action], *, diffs: bool = True) -> str:
-    """The plan as a person reads it: one line per host, then the diffs."""
-    lines = []
-    for action in actions:
-        revision = f"revision {action.current}" if action.current is not None else "nothing deployed"
-        restart = ", restarts the engine" if action.restart else ""
-        lines.append(
-            printable(f"{action.kind:9} {action.deployment} on {action.host} ({revision}): {action.reason}{restart}")
-        )
-    if diffs:
-        for action in actions:
-            for text in action.diffs.values():
-                lines += _diff_lines(text)
-    return "\n".join(lines) + "\n"
-
-
 def outcome_table(outcomes: list[Any], title: str = "apply") -> None:
     """Print the per-host result table (host, old -> new revision, result, last engine log lines)."""
     from rich.console import Console
@@ -150,38 +113,65 @@ def _detail(text: str) -> Any:
     return Text("\n").join(cell(line) for line in text.split("\n"))
 
 
-def plan_markdown(actions: list[Action], estimates: list[Any]) -> str:
-    """A short pull-request comment: one row per host, then the memory plan per GPU."""
-    counts: dict[str, int] = {}
-    for action in actions:
-        counts[action.kind] = counts.get(action.kind, 0) + 1
-    summary = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())) or "nothing to do"
-    lines = [
-        "### servespec plan",
-        "",
-        f"**{summary}**",
-        "",
-        "| deployment | host | action | revision | why |",
-        "|---|---|---|---|---|",
-    ]
-    for action in actions:
-        revision = str(action.current) if action.current is not None else "-"
-        files = f" ({', '.join(sorted(action.diffs))})" if action.diffs else ""
-        cells = (action.deployment, action.host, action.kind, revision, action.reason + files)
-        lines.append("| " + " | ".join(_markdown(value) for value in cells) + " |")
-    rows = [row for row in estimates if row.plan is not None]
-    if rows:
-        lines += [
-            "",
-            "#### Memory per GPU",
-            "",
-            "| deployment | host | GPU | weights GiB | KV cache GiB | KV tokens | full-length sequences |",
-            "|---|---|---|---|---|---|---|",
-        ]
+@contextmanager
+def shown_events(fmt: str) -> Iterator[Callable[[dict[str, Any]], None] | None]:
+    """The rollout's event handler while it runs: a live view (text on a terminal), JSON lines (json), else none."""
+    if fmt == "text" and sys.stderr.isatty():
+        with LiveView() as view:
+            yield view
+    else:
+        yield json_events() if fmt == "json" else None
+
+
+def confirm_plan(fmt: str, *, check: bool, yes: bool) -> Callable[[list[Action]], bool]:
+    """Apply's confirmation: show the plan (text), then ask before changing hosts (unless ``yes``; never ``check``)."""
+
+    def confirm(actions: list[Action]) -> bool:
+        if fmt == "text":
+            click.echo(plan_text(actions), nl=False, err=True)
+        if check:
+            click.echo("check mode: nothing was changed", err=True)
+            return False
+        changes = [a for a in actions if a.kind in ("create", "update")]
+        if not changes:
+            return False
+        return yes or click.confirm(f"apply {len(changes)} change(s)?", err=True)
+
+    return confirm
+
+
+def print_outcomes(outcomes: list[Any], fmt: str) -> None:
+    """Apply's per-host results: one JSON object (json), else :func:`outcome_table`."""
+    if fmt == "json":
+        click.echo(json.dumps({"version": 1, "hosts": [o.__dict__ for o in outcomes]}))
+    else:
+        outcome_table(outcomes)
+
+
+def print_status(rows: list[Status], fmt: str) -> None:
+    """`deploy status`: the rows as JSON or a table on stdout, then each row's error on stderr."""
+    if fmt == "json":
+        click.echo(json.dumps({"version": 1, "hosts": [row.to_json() for row in rows]}, indent=2))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="status")
+        for column in ("deployment", "host", "revision", "healthy", "since", "endpoint"):
+            table.add_column(column)
         for row in rows:
-            plan = row.plan
-            lines.append(
-                f"| {_markdown(row.deployment.name)} | {_markdown(row.host.name)} | {_markdown(row.gpu_name)} | "
-                f"{plan.weights_gib:.1f} | {plan.kv_cache_gib:.1f} | {plan.kv_tokens:,} | {plan.max_sequences:.1f} |"
-            )
-    return "\n".join(lines) + "\n"
+            health = "unreachable" if not row.reachable else "error" if row.error else "yes" if row.healthy else "no"
+            cells = (row.deployment, row.host, row.revision or "-", health, row.since or "-", row.endpoint)
+            table.add_row(*(cell(value) for value in cells))
+        Console(width=160).print(table)
+    for row in rows:
+        if row.error:
+            click.echo(f"{row.deployment} on {row.host}: {printable(row.error)}", err=True)
+
+
+def print_unread(unread: list[HostOutcome]) -> None:
+    """The hosts a plan could not read (it has no action for them: incomplete, not "nothing to do")."""
+    for row in unread:
+        click.echo(f"{row.deployment} on {row.host}: {row.result}, not planned ({printable(row.error)})", err=True)
+    if unread:
+        click.echo(f"plan incomplete: {len(unread)} host(s) could not be read", err=True)
