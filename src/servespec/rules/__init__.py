@@ -1,4 +1,4 @@
-"""Every rule, in one explicit tuple, and the function that runs them over a fleet."""
+"""Every rule, in one explicit tuple (``ALL_RULES``) and by id; :mod:`servespec.rules.runner` runs them over a fleet."""
 
 from __future__ import annotations
 
