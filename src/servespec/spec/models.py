@@ -1,8 +1,11 @@
-"""The file formats users write (contract §1), as pydantic models.
+"""The file formats users write (contract §1), as pydantic models: shape, types and ranges.
 
-Models check shape, types and ranges only. Everything that needs knowledge of hardware,
-engines or other documents is a rule (``servespec.rules``), so that it is reported with
-its own id, hint and source.
+Two things here know about engines, because every spec needs them before any rule runs:
+``engine.name`` is one of the engine names the registry lists, and strings that
+reach a command line refuse what any engine would misread (a served name starting with
+``-``, a comma llama.cpp's ``--alias`` splits on). Everything that needs a host's hardware,
+an engine release's options or other documents is a rule (``servespec.rules``), so that it
+is reported with its own id, hint and source.
 """
 
 from __future__ import annotations
