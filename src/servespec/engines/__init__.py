@@ -1,49 +1,58 @@
 """The engines servespec deploys, one unit (package) each, and the explicit registry of them.
 
 Adding an engine: a package here with ``profile.yaml``, ``releases/``, ``templates/`` and an
-:class:`~servespec.engines.base.Engine` subclass, one line in :data:`ENGINES` (the spec's
-``engine.name`` accepts exactly the registry's names), and the regenerated schemas, docs
-and goldens.
+:class:`~servespec.engines.base.Engine` subclass, one line in :data:`UNITS` (the spec's
+``engine.name`` accepts exactly the registry's names, a test checks), and the regenerated
+schemas, docs and goldens.
+
+A unit is imported on first use (:func:`get`), so a command loads only the engines its
+specs name; :data:`ENGINES` imports them all (docs, tests, the render environment).
 """
 
 from __future__ import annotations
 
-from servespec.engines import (
-    ktransformers,
-    llama_cpp,
-    lmstudio,
-    ollama,
-    openllm,
-    sglang,
-    tensorrt_llm,
-    tgi,
-    vllm,
-    xinference,
-)
-from servespec.engines.base import Engine
+import importlib
+from typing import TYPE_CHECKING, Any
 
-ENGINES: tuple[Engine, ...] = (
-    vllm.ENGINE,
-    tgi.ENGINE,
-    ollama.ENGINE,
-    tensorrt_llm.ENGINE,
-    sglang.ENGINE,
-    llama_cpp.ENGINE,
-    xinference.ENGINE,
-    ktransformers.ENGINE,
-    lmstudio.ENGINE,
-    openllm.ENGINE,
-)
-"""Every engine, in the order the contract lists them."""
+if TYPE_CHECKING:
+    from servespec.engines.base import Engine
 
-_BY_NAME = {engine.name: engine for engine in ENGINES}
+    ENGINES: tuple[Engine, ...]
+    """Every engine, in registry order (imports every unit)."""
+
+UNITS: dict[str, str] = {
+    "vllm": "vllm",
+    "tgi": "tgi",
+    "ollama": "ollama",
+    "tensorrt-llm": "tensorrt_llm",
+    "sglang": "sglang",
+    "llama.cpp": "llama_cpp",
+    "xinference": "xinference",
+    "ktransformers": "ktransformers",
+    "lmstudio": "lmstudio",
+    "openllm": "openllm",
+}
+"""Every engine's name -> its unit's package under ``servespec.engines``, in the order the contract lists them."""
+
+_LOADED: dict[str, Engine] = {}
 
 
 def get(name: str) -> Engine:
-    """The engine called ``name`` (a spec's ``engine.name``, validated by the loader)."""
-    return _BY_NAME[name]
+    """The engine called ``name`` (a spec's ``engine.name``, validated by the loader); imports its unit once."""
+    engine = _LOADED.get(name)
+    if engine is None:
+        module = importlib.import_module(f"{__name__}.{UNITS[name]}")
+        engine = _LOADED[name] = module.ENGINE
+    return engine
 
 
 def names() -> tuple[str, ...]:
-    """The engines' names, in registry order."""
-    return tuple(_BY_NAME)
+    """The engines' names, in registry order (no unit is imported)."""
+    return tuple(UNITS)
+
+
+def __getattr__(attribute: str) -> Any:
+    # ENGINES: every engine, in registry order (imports every unit; docs, tests, the render environment).
+    if attribute == "ENGINES":
+        return tuple(get(name) for name in UNITS)
+    raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")

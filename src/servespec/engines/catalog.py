@@ -417,12 +417,16 @@ class Catalog:
     def spellings(self, key: str) -> tuple[str, ...]:
         """The long flags the releases that key an option ``key`` spell it with (its renames across releases).
 
-        Short forms (``-q``) are left out: builds reuse them for other options. Reads every
-        release, so only a release that lacks ``key`` asks.
+        Short forms (``-q``) are left out: builds reuse them for other options. Parses every
+        release whose file names ``key`` at all (another engine's key names none), so only a
+        release that lacks ``key`` asks.
         """
         found: list[str] = []
-        for release in self.all():
-            option = release.options.get(key)
+        needle = json.dumps(key)
+        for version in self.versions:
+            if needle not in self.folder.joinpath(f"{version}.json").read_text(encoding="utf-8"):
+                continue
+            option = self.release(version).options.get(key)
             if option is not None:
                 found += [s for s in (option.flag, *option.aliases) if s and s.startswith("--") and s not in found]
         return tuple(found)
