@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import json
+import re
+import typing
 from pathlib import Path
 
 import pytest
@@ -88,15 +90,60 @@ def _engine_name_branches(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
+PLAYBOOKS = ROOT / "playbooks"
+ROLE_ENGINE_VARIABLE = re.compile(r"\bservespec_engine\b")
+
+
+def _yaml_name_branches(text: str) -> list[tuple[int, str]]:
+    """Lines of a playbook that read the engine's name, or quote one in a condition."""
+    found = []
+    quoted = re.compile(r"(['\"])(" + "|".join(re.escape(name) for name in sorted(NAMES)) + r")\1")
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("#", 1)[0] if not line.lstrip().startswith("#") else ""
+        if ROLE_ENGINE_VARIABLE.search(code):
+            found.append((number, "servespec_engine"))
+        if ("when:" in code or "{{" in code or "{%" in code) and (match := quoted.search(code)):
+            found.append((number, match.group(2)))
+    return found
+
+
 def test_no_engine_name_branches_outside_engines() -> None:
     offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE)
-        if relative.parts[0] == "engines":
+    for path in sorted([*PACKAGE.rglob("*.py"), *PLAYBOOKS.rglob("*.py")]):
+        relative = path.relative_to(ROOT)
+        if path.is_relative_to(PACKAGE / "engines"):
             continue
         for line, name in _engine_name_branches(ast.parse(path.read_text(), str(path))):
             offenders.append(f"{relative}:{line}: {name!r}")
+    for path in sorted([*PLAYBOOKS.rglob("*.yml"), *PLAYBOOKS.rglob("*.yaml")]):
+        relative = path.relative_to(ROOT)
+        if relative.parts[-2:] in {("meta", "argument_specs.yml"), ("defaults", "main.yml")}:
+            continue  # where the role declares its variables, servespec_engine among them
+        for line, name in _yaml_name_branches(path.read_text()):
+            offenders.append(f"{relative}:{line}: {name!r}")
     assert not offenders, "engine-specific behaviour belongs in its unit (profile or Engine): " + ", ".join(offenders)
+
+
+def test_the_playbook_branch_finder_finds_branches() -> None:
+    text = (
+        "- name: x\n  when: servespec_engine == 'ollama'\n"
+        "- name: y\n  when: \"servespec_model in ['vllm']\"\n"
+        "  # servespec_engine in a comment is no branch\n"
+        "- name: z\n  command: [ollama, pull]\n"
+    )
+    assert _yaml_name_branches(text) == [(2, "servespec_engine"), (2, "ollama"), (4, "vllm")]
+
+
+def test_the_roles_host_steps_are_the_profiles() -> None:
+    # What the role runs once a container is up is declared by the unit (profile after_start), and every
+    # step a profile may declare is one tasks/model.yml runs and the role's argument spec accepts.
+    tasks = (PLAYBOOKS / "roles" / "servespec" / "tasks" / "model.yml").read_text()
+    spec = (PLAYBOOKS / "roles" / "servespec" / "meta" / "argument_specs.yml").read_text()
+    steps = typing.get_args(typing.get_args(Profile.model_fields["after_start"].annotation)[0])
+    assert steps
+    for step in steps:
+        assert f"'{step}' in servespec_after_start" in tasks, step
+    assert re.search(r"servespec_after_start:\n(?: {8}.*\n)*? {8}choices: \[" + ", ".join(steps) + r"\]", spec)
 
 
 def test_the_branch_finder_finds_branches() -> None:

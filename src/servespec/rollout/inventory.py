@@ -75,6 +75,8 @@ class HostVars:
     """The spec's model.source."""
     served_names: tuple[str, ...] = ()
     """The names the model is served under (Ollama creates one model per name)."""
+    after_start: tuple[str, ...] = ()
+    """The steps the role runs once the container is up, as the engine's profile declares them (``after_start``)."""
     weights_repo: str = ""
     """Hub repository to stage in the host's model cache before the old container stops; empty: none."""
     weights_revision: str = ""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from servespec import hostpaths
+from servespec import engines, hostpaths
 from servespec.knowledge import resolve
 from servespec.knowledge.served import served_names
 from servespec.plan import Action
@@ -148,6 +148,7 @@ def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> HostVars:
         engine=spec.engine.name,
         model_source=source,
         served_names=tuple(served_names(deployment)),
+        after_start=engines.get(spec.engine.name).profile.after_start,
     )
 
 
