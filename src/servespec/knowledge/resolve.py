@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from servespec import engines
-from servespec.engines.base import Engine, Profile
+from servespec.engines.base import Engine, EngineCheck, Profile
 from servespec.engines.catalog import EngineRelease, Selection, normalize_option
 from servespec.engines.options import Setting, coerce, extra_arg_settings, nested, spelled
 from servespec.knowledge import gpus, models
@@ -210,6 +210,11 @@ class Resolved:
     def effective(self) -> dict[str, Setting]:
         """The setting behind each effective option (where a finding about it points)."""
         return {s.key: s for s in self.settings if s.valid}
+
+    @functools.cached_property
+    def engine_checks(self) -> tuple[EngineCheck, ...]:
+        """The engine unit's own checks, run once per deployment (ENG002 and ENG003 each report theirs)."""
+        return tuple(self.engine.checks(self))
 
     @property
     def model_roots(self) -> list[str]:

@@ -252,7 +252,7 @@ class InvalidEngineOptionValue(Rule):
                         hint=option.help[:120] if option.help else "",
                     )
             yield from self._kernel_capability(deployment, release)
-            for found in known.engine.checks(known):
+            for found in known.engine_checks:
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path, hint=found.hint)
 
@@ -383,7 +383,7 @@ class InconsistentEngineOptions(Rule):
                         at_key=setting.at_key,
                     )
             yield from self._set_twice(deployment, known)
-            for found in known.engine.checks(known):
+            for found in known.engine_checks:
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path, hint=found.hint)
 
