@@ -7,24 +7,46 @@ JSON, which has no comments). tests/render/test_golden.py fails on any drift.
 
 from __future__ import annotations
 
+import collections
+import json
 import shutil
 import sys
 from pathlib import Path
 
+from ruamel.yaml import YAML
+
+from servespec import engines
+
 GOLDEN = Path(__file__).resolve().parent
-ENGINE_VERSIONS = {
-    "vllm": '"0.11.0"',
-    "tgi": '"3.3.7"',
-    "sglang": '"0.5.23"',
-    "tensorrt-llm": '"1.2.1"',
-    "llama.cpp": "b11312",
-    "ollama": '"0.32.15"',
-    "xinference": '"2.12.0"',
-    "ktransformers": '"0.7.2"',
-    "lmstudio": '"07b7252"',
-    "openllm": '"0.6.30"',
-}
-"""One catalogued release per engine, written as it goes into a spec's YAML (the render tests' specs)."""
+
+
+class _Versions(dict[str, str]):
+    def __missing__(self, engine: str) -> str:
+        raise AssertionError(
+            f"engine {engine!r} has no golden case: add tests/golden/{engine}/<case>/spec.yaml (its release is the "
+            "one every per-engine render test uses)"
+        )
+
+
+def _example_version(engine: str) -> str | None:
+    """The release most of the engine's golden cases name (the newest on a tie), as a spec's YAML writes it."""
+    from servespec.engines.catalog import version_key
+
+    yaml = YAML(typ="safe")
+    named = [str(yaml.load(path.read_text())["engine"]["version"]) for path in (GOLDEN / engine).glob("*/spec.yaml")]
+    if not named:
+        return None
+    counts = collections.Counter(named)
+    best = max(counts, key=lambda version: (counts[version], version_key(version)))
+    return json.dumps(best)
+
+
+ENGINE_VERSIONS: dict[str, str] = _Versions(
+    (name, version) for name in engines.names() if (version := _example_version(name)) is not None
+)
+"""One catalogued release per registered engine, read from its golden cases and written as it goes into a spec's
+YAML (the render tests' specs). Tests iterate ``engines.names()`` and look their engine up here: an engine without
+a golden case fails them instead of being skipped."""
 
 
 def cases() -> list[Path]:

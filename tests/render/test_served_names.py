@@ -13,6 +13,7 @@ import importlib.util
 import json
 import sys
 import threading
+import typing
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,46 +23,54 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
+from servespec import engines
+from servespec.engines import get
+from servespec.engines.base import Profile
 from servespec.findings import Finding, Severity
 from servespec.render import Rendered, render_fleet
 from servespec.rollout.orchestrate import ApplyOptions, _common_vars
 from servespec.rules.runner import check_fleet
 from servespec.spec.fleet import Fleet, load_fleet
 from tests.conftest import REPO
-from tests.golden.regen import GOLDEN
+from tests.golden.regen import ENGINE_VERSIONS, GOLDEN
 
-VERSIONS = {
-    "vllm": '"0.11.0"',
-    "tgi": '"3.3.7"',
-    "sglang": '"0.5.23"',
-    "tensorrt-llm": '"1.3.0rc24"',
-    "llama.cpp": "b11312",
-    "ollama": '"0.32.15"',
-}
+NAMING_RELEASES = {"tensorrt-llm": '"1.3.0rc24"'}
+"""Engines whose golden release cannot name the served model: a later one that can (trtllm-serve 1.3)."""
 SOURCES = {
-    "vllm": "Qwen/Qwen2.5-7B-Instruct",
-    "tgi": "Qwen/Qwen2.5-7B-Instruct",
-    "sglang": "Qwen/Qwen2.5-7B-Instruct",
-    "tensorrt-llm": "Qwen/Qwen2.5-7B-Instruct",
-    "llama.cpp": "Qwen/Qwen2.5-7B-Instruct-GGUF",
-    "ollama": "qwen2.5:7b",
+    "hf": "Qwen/Qwen2.5-7B-Instruct",
+    "gguf": "Qwen/Qwen2.5-7B-Instruct-GGUF",
+    "tag": "qwen2.5:7b",
+    "key": "qwen2.5-7b-instruct",
 }
+"""One model per kind of ``model.source`` a profile may declare (``Profile.model_format``)."""
+
+
+def _version(engine: str) -> str:
+    return NAMING_RELEASES.get(engine) or ENGINE_VERSIONS[engine]
+
+
+def _source(engine: str) -> str:
+    return SOURCES[get(engine).profile.model_format]
+
+
+def test_every_model_format_has_a_source() -> None:
+    assert set(SOURCES) == set(typing.get_args(Profile.model_fields["model_format"].annotation))
 
 
 def _fleet(
     tmp_path: Path, engine: str, serving: str = "", extra: str = "", source: str = "", version: str = ""
 ) -> Fleet:
-    gguf = "\n  quantization: gguf\n  gguf_type: Q4_K_M" if engine in ("llama.cpp", "ollama") else ""
+    gguf = "\n  quantization: gguf\n  gguf_type: Q4_K_M" if get(engine).profile.loads_gguf else ""
     path = tmp_path / "chat.yaml"
     path.write_text(
         f"""apiVersion: servespec/v1
 kind: Deployment
 metadata: {{name: chat}}
 model:
-  source: {source or SOURCES[engine]}
+  source: {source or _source(engine)}
   revision: 0123456789abcdef0123456789abcdef01234567
   max_model_len: 4096{gguf}
-engine: {{name: {engine}, version: {version or VERSIONS[engine]}{extra}}}
+engine: {{name: {engine}, version: {version or _version(engine)}{extra}}}
 placement: {{hosts: [h100-a]}}
 serving: {{port: 9000{serving}}}
 """
@@ -92,7 +101,7 @@ def _found(fleet: Fleet, rule: str) -> list[Finding]:
 # Unset: the engine's own name ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine", sorted(VERSIONS))
+@pytest.mark.parametrize("engine", engines.names())
 def test_unset_renders_no_name_and_the_smoke_test_asks_the_engine(tmp_path: Path, engine: str) -> None:
     rendered = _render(_fleet(tmp_path, engine))
     text = "\n".join(rendered.files.values())
@@ -100,7 +109,7 @@ def test_unset_renders_no_name_and_the_smoke_test_asks_the_engine(tmp_path: Path
     assert "--alias" not in _argv(rendered)
     assert rendered.containers[("chat", "h100-a")].model_name is None  # the probe asks /v1/models
     readme = rendered.files["chat/README.md"]
-    assert f'"model": "{SOURCES[engine]}"' in readme  # the name the engine serves, not "chat"
+    assert f'"model": "{_source(engine)}"' in readme  # the name the engine serves, not "chat"
 
 
 def test_ollama_serves_the_pulled_tag_unless_named(tmp_path: Path) -> None:

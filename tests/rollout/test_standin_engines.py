@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from servespec import engines
 from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
 from tests.rollout.helpers import in_checkout, standin_record
-
-pytestmark = pytest.mark.slow
 
 SPECS = {
     "vllm": ('"0.11.0"', "Qwen/Qwen2.5-3B-Instruct", 8000, "{max_num_seqs: 16}", "[0]"),
@@ -34,6 +33,19 @@ SPECS = {
     "ollama": ('"0.32.15"', "qwen2.5:3b", 11434, "{num_parallel: 2}", "[4]"),
     "llama.cpp": ("b11434", "/srv/models/demo.gguf", 8082, "{parallel: 1}", "[5]"),
 }
+NOT_STARTED = {
+    "lmstudio": "host-native (a systemd unit running lms): no container for the stand-in image to replace",
+    "xinference": "its server starts empty and the role then sends launch.json (after_start), which the stand-in "
+    "does not answer",
+    "ktransformers": "not yet run through the stand-in path: add a row once its run is checked",
+    "openllm": "not yet run through the stand-in path: add a row once its run is checked",
+}
+"""Registered engines this test does not start, each with the reason (a new engine needs a row or a reason)."""
+
+
+def test_every_engine_has_a_row_or_a_reason() -> None:
+    assert not set(SPECS) & set(NOT_STARTED)
+    assert set(SPECS) | set(NOT_STARTED) == set(engines.names())
 
 
 def _inventory(path: Path, host: RemoteHost, key: Path) -> Path:
@@ -58,8 +70,9 @@ def _spec(engine: str, archive: str) -> str:
     version, source, port, options, gpus = SPECS[engine]
     arch = "{params_b: 3.1, layers: 36, hidden_size: 2048, attention_heads: 16, kv_heads: 2, "
     arch += "max_position_embeddings: 32768}"
-    gguf = f"\n  quantization: gguf\n  architecture: {arch}" if engine in ("ollama", "llama.cpp") else ""
-    key = "\n  api_key: {from_env: STANDIN_KEY}" if engine not in ("ollama", "tensorrt-llm") else ""
+    profile = engines.get(engine).profile
+    gguf = f"\n  quantization: gguf\n  architecture: {arch}" if profile.loads_gguf else ""
+    key = "\n  api_key: {from_env: STANDIN_KEY}" if profile.auth is not None else ""
     noauth = (
         '\n  - {rule: NET002, reason: "the test controller reaches the stand-in over the test network"}'
         if not key
@@ -89,6 +102,7 @@ suppress:
 """
 
 
+@pytest.mark.slow
 def test_rendered_containers_start_exactly_as_rendered(
     tmp_path: Path, clean_hosts: list[RemoteHost], ssh_key: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
