@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import posixpath
+from typing import TYPE_CHECKING
 
 from servespec.spec.source import quote_value
+
+if TYPE_CHECKING:
+    from servespec.spec.fleet import DeploymentDoc
 
 
 def is_local_path(source: str) -> bool:
@@ -90,3 +94,11 @@ def mounted_folder(source: str) -> str:
     """The normalised host folder an absolute local source mounts (the file's folder for a ``.gguf``)."""
     path = _normalise(source)
     return posixpath.dirname(path) if path.endswith(".gguf") else path
+
+
+def model_roots(deployment: DeploymentDoc) -> list[str]:
+    """The inventory's ``defaults.model_roots``: host folders a local model source may name."""
+    from servespec.spec.models import DEFAULT_MODEL_ROOTS
+
+    inventory = deployment.inventory
+    return list(inventory.spec.defaults.model_roots) if inventory is not None else list(DEFAULT_MODEL_ROOTS)

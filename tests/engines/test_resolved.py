@@ -10,7 +10,7 @@ import pytest
 from servespec import engines
 from servespec.engines.images import image_policy
 from servespec.estimate import estimates
-from servespec.knowledge import resolve
+from servespec.knowledge import resolve, sources
 from servespec.render import render_fleet
 from servespec.rules.runner import check_fleet
 from servespec.spec.fleet import load_fleet
@@ -21,13 +21,13 @@ EXAMPLES = Path(__file__).parents[2] / "specs" / "examples"
 
 def test_model_facts_are_resolved_once_per_deployment(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = resolve._model_answer
+    real = sources.answer
 
-    def counting(deployment: resolve.DeploymentDoc) -> resolve.ModelAnswer:
+    def counting(deployment: resolve.DeploymentDoc) -> sources.ModelAnswer:
         calls.append(deployment.name)
         return real(deployment)
 
-    monkeypatch.setattr(resolve, "_model_answer", counting)
+    monkeypatch.setattr(sources, "answer", counting)
     fleet = load_fleet([EXAMPLES])
     findings = check_fleet(fleet)
     estimates(fleet, findings)

@@ -62,7 +62,7 @@ def _found(spec: Path) -> sources.Found:
     return sources.find(load_fleet([spec]).deployments[0])
 
 
-def _answer(spec: Path) -> resolve.ModelAnswer:
+def _answer(spec: Path) -> sources.ModelAnswer:
     return resolve.model_answer(load_fleet([spec]).deployments[0])
 
 

@@ -57,7 +57,7 @@ def _inside(path: str, folder: Path) -> bool:
 
 def readable_roots(deployment: DeploymentDoc) -> tuple[list[str], list[str]]:
     """(roots the controller reads local models under, the checkout inventory's entries left out)."""
-    from servespec.knowledge.resolve import model_roots
+    from servespec.hostpaths import model_roots
 
     operator = _OPERATOR.get()
     if operator is not None:

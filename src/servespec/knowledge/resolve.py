@@ -9,30 +9,19 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from servespec import engines
+from servespec import engines, hostpaths
 from servespec.engines.base import Engine, EngineCheck, Profile
 from servespec.engines.catalog import EngineRelease, Selection, normalize_option
 from servespec.engines.options import Setting, coerce, extra_arg_settings, nested, spelled
-from servespec.knowledge import gpus, models
+from servespec.knowledge import gpus, sources
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import EstimateInput, GpuEstimate, default_context
 from servespec.knowledge.models import ModelFacts
+from servespec.knowledge.sources import ModelAnswer
 from servespec.spec.fleet import DeploymentDoc, HostView
-from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
-from servespec.spec.source import quote_value
-from servespec.text import printable
-
-
-@dataclass(frozen=True)
-class ModelAnswer:
-    """The model's facts, or why there are none."""
-
-    facts: ModelFacts | None
-    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -47,81 +36,6 @@ class HostGpus:
     def known(self) -> bool:
         """Whether the GPU model resolved against the catalog."""
         return self.model is not None
-
-
-def model_roots(deployment: DeploymentDoc) -> list[str]:
-    """The inventory's ``defaults.model_roots``: host folders a local model source may name."""
-    from servespec.spec.models import DEFAULT_MODEL_ROOTS
-
-    inventory = deployment.inventory
-    return list(inventory.spec.defaults.model_roots) if inventory is not None else list(DEFAULT_MODEL_ROOTS)
-
-
-@functools.cache
-def _config_facts(path: Path) -> ModelAnswer:
-    name = printable(path.name)
-    try:
-        return ModelAnswer(models.read_config(path))
-    except OSError:
-        # The operating system's text names the absolute path: say only that it failed.
-        return ModelAnswer(None, f"cannot read model config {name}")
-    except KeyError as err:
-        return ModelAnswer(None, f"cannot read model config {name}: field {quote_value(err.args[0])} is missing")
-    except (ValueError, TypeError, OverflowError) as err:
-        return ModelAnswer(None, f"cannot read model config {name}: {quote_value(str(err), limit=120)[1:-1]}")
-
-
-def config_path(deployment: DeploymentDoc) -> Path:
-    """The deployment's ``model.config`` resolved inside its root; raises :class:`PathRefusedError`."""
-    document = deployment.document
-    root = document.root or default_root(document.path)
-    return resolve_inside(str(deployment.spec.model.config), document.path.parent, root)
-
-
-def _model_answer(deployment: DeploymentDoc) -> ModelAnswer:
-    """Facts from model.config, else the first source of :func:`sources.find` that has them, overlaid with
-    model.architecture."""
-    from servespec.knowledge import sources
-
-    spec = deployment.spec.model
-    facts: ModelFacts | None = None
-    problem = ""
-    if spec.config:
-        try:
-            answer = _config_facts(config_path(deployment))
-        except PathRefusedError as refused:  # REF002 reports it at model.config
-            answer = ModelAnswer(None, f"model config {'not found' if refused.missing else 'refused'}")
-        facts, problem = answer.facts, answer.problem
-        if facts is not None:  # messages quote facts.name: the model as the spec names it, not the config's real path
-            facts = replace(facts, name=spec.source)
-    if facts is None:
-        found = sources.find(deployment)
-        facts, problem = found.facts, problem or found.problem
-    facts = models.apply_inline(facts, spec.architecture, spec.source)
-    if facts is None and not problem:
-        problem = _no_facts(deployment)
-    return ModelAnswer(facts, problem)
-
-
-def _no_facts(deployment: DeploymentDoc) -> str:
-    """Why no source had the model's facts, and what to do."""
-    spec = deployment.spec.model
-    if spec.architecture is not None:
-        return (
-            f"model.architecture of {quote_value(spec.source)} is incomplete: it needs at least "
-            "layers, hidden_size and attention_heads"
-        )
-    if spec.source.startswith("/"):
-        return (
-            f"model {quote_value(spec.source)} is not readable on this machine (a model directory or GGUF file is "
-            "read where deploy runs: on the host, or where a copy lies at the same path); run deploy lock there and "
-            "commit models.lock.yaml, or give model.config or model.architecture"
-        )
-    return (
-        f"model {quote_value(spec.source)} is not in model.config, the local Hugging Face cache, models.lock.yaml "
-        "or the built-in catalog; run deploy lock (or deploy validate --hub), or give model.config or "
-        "model.architecture"
-    )
 
 
 def host_gpus(host: HostView) -> HostGpus:
@@ -219,7 +133,7 @@ class Resolved:
     @property
     def model_roots(self) -> list[str]:
         """The inventory's ``defaults.model_roots``: host folders a local path may name."""
-        return model_roots(self.deployment)
+        return hostpaths.model_roots(self.deployment)
 
     @property
     def max_model_len(self) -> int | None:
@@ -321,7 +235,7 @@ def resolved(deployment: DeploymentDoc) -> Resolved:
             deployment=deployment,
             engine=engine,
             selection=chosen,
-            model=_model_answer(deployment),
+            model=sources.answer(deployment),
             settings=_settings(deployment, chosen.release),
             hosts=tuple(_placed_hosts(deployment)),
         )

@@ -1,7 +1,7 @@
 """Where a model's facts come from: the model itself first, the Hub last and only when asked.
 
-:func:`find` walks the chain after ``model.config`` (which :mod:`servespec.knowledge.resolve`
-reads itself); the first source that has the model wins:
+:func:`answer` reads ``model.config`` first; :func:`find` walks the chain after it (the first
+source that has the model wins):
 
 1. a local model directory: ``model.source`` an absolute path under the model roots the
    controller reads (:mod:`servespec.knowledge.controller_roots`: ``--model-roots``, else the
@@ -28,6 +28,7 @@ error text.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from servespec.knowledge import models
 from servespec.knowledge.models import ModelFacts
+from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
 from servespec.spec.source import quote_value
 from servespec.text import printable
 
@@ -349,3 +351,76 @@ def for_lock(deployment: DeploymentDoc) -> Found:
         return Found(None, problem=problem)
     found = from_hub(deployment)
     return found if found.facts is not None else Found(None, problem=first_problem or found.problem)
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """The model's facts, or why there are none."""
+
+    facts: ModelFacts | None
+    problem: str = ""
+
+
+@functools.cache
+def _config_facts(path: Path) -> ModelAnswer:
+    name = printable(path.name)
+    try:
+        return ModelAnswer(models.read_config(path))
+    except OSError:
+        # The operating system's text names the absolute path: say only that it failed.
+        return ModelAnswer(None, f"cannot read model config {name}")
+    except KeyError as err:
+        return ModelAnswer(None, f"cannot read model config {name}: field {quote_value(err.args[0])} is missing")
+    except (ValueError, TypeError, OverflowError) as err:
+        return ModelAnswer(None, f"cannot read model config {name}: {quote_value(str(err), limit=120)[1:-1]}")
+
+
+def config_path(deployment: DeploymentDoc) -> Path:
+    """The deployment's ``model.config`` resolved inside its root; raises :class:`PathRefusedError`."""
+    document = deployment.document
+    root = document.root or default_root(document.path)
+    return resolve_inside(str(deployment.spec.model.config), document.path.parent, root)
+
+
+def answer(deployment: DeploymentDoc) -> ModelAnswer:
+    """Facts from model.config, else the first source of :func:`find` that has them, overlaid with
+    model.architecture."""
+    spec = deployment.spec.model
+    facts: ModelFacts | None = None
+    problem = ""
+    if spec.config:
+        try:
+            answer = _config_facts(config_path(deployment))
+        except PathRefusedError as refused:  # REF002 reports it at model.config
+            answer = ModelAnswer(None, f"model config {'not found' if refused.missing else 'refused'}")
+        facts, problem = answer.facts, answer.problem
+        if facts is not None:  # messages quote facts.name: the model as the spec names it, not the config's real path
+            facts = replace(facts, name=spec.source)
+    if facts is None:
+        found = find(deployment)
+        facts, problem = found.facts, problem or found.problem
+    facts = models.apply_inline(facts, spec.architecture, spec.source)
+    if facts is None and not problem:
+        problem = _no_facts(deployment)
+    return ModelAnswer(facts, problem)
+
+
+def _no_facts(deployment: DeploymentDoc) -> str:
+    """Why no source had the model's facts, and what to do."""
+    spec = deployment.spec.model
+    if spec.architecture is not None:
+        return (
+            f"model.architecture of {quote_value(spec.source)} is incomplete: it needs at least "
+            "layers, hidden_size and attention_heads"
+        )
+    if spec.source.startswith("/"):
+        return (
+            f"model {quote_value(spec.source)} is not readable on this machine (a model directory or GGUF file is "
+            "read where deploy runs: on the host, or where a copy lies at the same path); run deploy lock there and "
+            "commit models.lock.yaml, or give model.config or model.architecture"
+        )
+    return (
+        f"model {quote_value(spec.source)} is not in model.config, the local Hugging Face cache, models.lock.yaml "
+        "or the built-in catalog; run deploy lock (or deploy validate --hub), or give model.config or "
+        "model.architecture"
+    )

@@ -37,7 +37,7 @@ def targets(deployment: DeploymentDoc) -> list[Target]:
     group = deployment.spec.placement.hosts_per_replica
     options = {s.key: s.value for s in known.settings if s.valid and not s.from_extra_args}
     names = served_names(deployment)
-    roots = resolve.model_roots(deployment)
+    roots = hostpaths.model_roots(deployment)
     ids = resolve.gpu_ids(deployment)
     out = []
     for index, host in enumerate(hosts):

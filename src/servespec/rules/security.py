@@ -9,9 +9,8 @@ from typing import Any
 from servespec.engines.catalog import EngineRelease
 from servespec.engines.options import extra_arg_settings
 from servespec.findings import Finding, Severity
-from servespec.hostpaths import is_local_path, local_source_problem
+from servespec.hostpaths import is_local_path, local_source_problem, model_roots
 from servespec.knowledge import resolve
-from servespec.knowledge.resolve import model_roots
 from servespec.redact import SECRET_NAME, has_token, scrub
 from servespec.redact import looks_secret as _looks_secret
 from servespec.rules.base import Rule, bare, quoted
