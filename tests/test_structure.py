@@ -138,12 +138,6 @@ IN_CYCLES_TODAY: frozenset[str] = frozenset(
     }
 )
 
-# A ceiling too, that only shrinks: modules outside engines/ that still import a unit (importer, unit).
-# rules/topology.py checks KTransformers' NUMA pools, which belong in the unit's Engine.checks.
-UNIT_IMPORTS_TODAY: frozenset[tuple[str, str]] = frozenset(
-    {("servespec.rules.topology", "servespec.engines.ktransformers")}
-)
-
 
 def test_no_module_joins_an_import_cycle() -> None:
     tangled = set().union(*cycles()) if cycles() else set()
@@ -159,7 +153,7 @@ def test_only_the_registry_imports_engine_units() -> None:
             unit = _unit_of(imported)
             if unit is not None:
                 found.add((module, unit))
-    assert found <= UNIT_IMPORTS_TODAY, f"new imports of an engine unit: {sorted(found - UNIT_IMPORTS_TODAY)}"
+    assert found == set(), f"modules outside engines/ import a unit: {sorted(found)}"
 
 
 def test_units_import_neither_the_resolver_nor_the_render_stage() -> None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from servespec.engines.options import Setting
     from servespec.knowledge.memory import EstimateInput, GpuEstimate
     from servespec.knowledge.models import ModelFacts
-    from servespec.spec.fleet import DeploymentDoc
+    from servespec.spec.fleet import DeploymentDoc, HostView
 
 
 class _Strict(BaseModel):
@@ -267,12 +267,16 @@ class Known(Protocol):
     def model_roots(self) -> list[str]:
         """The inventory's ``defaults.model_roots``: host folders a local path may name."""
 
+    @property
+    def gpu_ids(self) -> list[int]:
+        """The device indices the deployment uses on each host."""
+
 
 @dataclass(frozen=True)
 class EngineCheck:
     """A problem one engine's own rules find (reported by the generic rule ``rule``)."""
 
-    rule: Literal["ENG002", "ENG003"]
+    rule: Literal["ENG002", "ENG003", "TOPO004"]
     path: tuple[str | int, ...]
     message: str
     hint: str = ""
@@ -283,7 +287,7 @@ class Engine:
 
     Subclasses set ``name`` and ``package``. The unit's ``render.py`` has ``context(target)``
     and its ``memory.py`` ``estimate(inp)`` (both imported on first use, so that validate
-    loads no renderer); :meth:`checks` and :meth:`cluster` default to nothing.
+    loads no renderer); :meth:`checks`, :meth:`host_checks` and :meth:`cluster` default to nothing.
     """
 
     name: str
@@ -346,6 +350,10 @@ class Engine:
 
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         """Engine-specific option problems, read from the effective options (``known.effective``)."""
+        return iter(())
+
+    def host_checks(self, known: Known, host: HostView) -> Iterator[EngineCheck]:
+        """Engine-specific problems of the deployment on one host it is placed on (TOPO004: thread pools vs NUMA)."""
         return iter(())
 
     def cluster(self, release: EngineRelease | None) -> ClusterPorts | None:

@@ -136,6 +136,11 @@ class Resolved:
         return hostpaths.model_roots(self.deployment)
 
     @property
+    def gpu_ids(self) -> list[int]:
+        """The device indices the deployment uses on each host."""
+        return gpu_ids(self.deployment)
+
+    @property
     def max_model_len(self) -> int | None:
         """The context length the spec sets (None: the engine's default, which :meth:`context` finds)."""
         return self.deployment.spec.model.max_model_len

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.rules.base import Rule, placements
-from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
+from servespec.spec.fleet import Fleet, HostView
 
 _NCCL_ACS = (
     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs"
@@ -160,18 +159,6 @@ class TensorParallelOverPcie(Rule):
 _KT_POOLS = "https://pypi.org/project/kt-kernel/0.7.2/ (kt_kernel/experts_base.py, BaseMoEWrapper._get_cpu_infer)"
 
 
-def _pinned_node(deployment: DeploymentDoc, host: HostView) -> int | None:
-    """The NUMA node the container is pinned to (render/common.py numa_pinning), or None when it is not."""
-    chosen = deployment.spec.resources.numa
-    hardware = host.hardware
-    if chosen == "off" or hardware is None or not hardware.gpu_numa_nodes:
-        return None
-    if isinstance(chosen, int):
-        return chosen
-    nodes = {hardware.gpu_numa_nodes[i] for i in resolve.gpu_ids(deployment) if i < len(hardware.gpu_numa_nodes)}
-    return next(iter(nodes)) if len(nodes) == 1 and -1 not in nodes else None
-
-
 class KtThreadsVsNuma(Rule):
     """KTransformers' CPU-expert threads must fit the NUMA nodes they are bound to.
 
@@ -204,86 +191,8 @@ class KtThreadsVsNuma(Rule):
     sources = (_KT_POOLS,)
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
-        from servespec.engines.ktransformers import kt
-
         for deployment, host in placements(fleet):
             known = resolve.resolved(deployment)
-            release = known.release
-            if release is None or release.option("kt_cpuinfer") is None or host.hardware is None:
-                continue
-            settings = kt.read(known.options, release)
-            if not settings.split or settings.cpuinfer is None or settings.threadpool_count < 1:
-                continue  # the split is off, or ENG003 says what is missing
-            yield from self._check(deployment, host, known, settings)
-
-    def _check(
-        self, deployment: DeploymentDoc, host: HostView, known: resolve.Resolved, settings: Any
-    ) -> Iterator[Finding]:
-        from servespec.engines.ktransformers.kt import cpu_count
-
-        hardware = host.hardware
-        assert hardware is not None
-        where = {key: known.effective[key].path for key in known.effective if key.startswith("kt_")}
-        threads_path = where.get("kt_cpuinfer", ("engine", "options"))
-        pools_path = where.get("kt_numa_nodes") or where.get("kt_threadpool_count") or threads_path
-        node_cpus = {node: cpu_count(cpus) for node, cpus in (hardware.numa_cpus or {}).items()}
-        pools = list(zip(settings.pool_nodes, settings.pool_threads(), strict=False))
-        pinned = _pinned_node(deployment, host)
-        if pinned is not None:
-            away = sorted({node for node, _ in pools if node != pinned})
-            if away:
-                yield self.report(
-                    deployment.document,
-                    f"KTransformers binds its CPU-expert thread pools to NUMA nodes {sorted({n for n, _ in pools})} "
-                    f"(kt_threadpool_count {settings.threadpool_count}), but the container on {host.name} is pinned to "
-                    f"node {pinned}, its GPUs' node: the pools on {away} cannot use their node",
-                    pools_path,
-                    hint=f"set kt_threadpool_count: 1 and kt_numa_nodes: [{pinned}], or resources.numa: off",
-                )
-            if pinned in node_cpus and settings.cpuinfer > node_cpus[pinned]:
-                yield self.report(
-                    deployment.document,
-                    f"kt_cpuinfer {settings.cpuinfer} threads on {host.name}, whose container is pinned to NUMA node "
-                    f"{pinned} (its GPUs' node) with {node_cpus[pinned]} CPUs",
-                    threads_path,
-                    hint=f"set kt_cpuinfer ≤ {node_cpus[pinned]}, or resources.numa: off to use every node",
-                )
-            return
-        if node_cpus:
-            for index, (node, threads) in enumerate(pools):
-                if node not in node_cpus:
-                    yield self.report(
-                        deployment.document,
-                        f"KTransformers thread pool {index} is bound to NUMA node {node}, which {host.name} does not "
-                        f"have (nodes {sorted(node_cpus)})",
-                        pools_path,
-                        hint=f"set kt_threadpool_count to {len(node_cpus)} or fewer, or list existing kt_numa_nodes",
-                    )
-                elif threads > node_cpus[node]:
-                    yield self.report(
-                        deployment.document,
-                        f"KTransformers thread pool {index} runs {threads} of kt_cpuinfer {settings.cpuinfer} "
-                        f"threads on NUMA node {node} of {host.name}, which has {node_cpus[node]} CPUs",
-                        threads_path,
-                        hint=f"set kt_cpuinfer ≤ {node_cpus[node] * len(pools)} for {len(pools)} pool(s)",
-                    )
-        elif hardware.cpus is not None and settings.cpuinfer > hardware.cpus:
-            yield self.report(
-                deployment.document,
-                f"kt_cpuinfer {settings.cpuinfer} threads on {host.name}, which has {hardware.cpus} CPUs",
-                threads_path,
-                hint=f"set kt_cpuinfer ≤ {hardware.cpus}",
-            )
-        gpu_nodes = {
-            hardware.gpu_numa_nodes[i]
-            for i in resolve.gpu_ids(deployment)
-            if hardware.gpu_numa_nodes and i < len(hardware.gpu_numa_nodes)
-        } - {-1}
-        if gpu_nodes and not gpu_nodes & {node for node, _ in pools}:
-            yield self.report(
-                deployment.document,
-                f"KTransformers' CPU experts run on NUMA nodes {sorted({n for n, _ in pools})} of {host.name}, none of "
-                f"them the GPUs' node{'s' if len(gpu_nodes) > 1 else ''} {sorted(gpu_nodes)}",
-                pools_path,
-                hint=f"include node {min(gpu_nodes)} in kt_numa_nodes",
-            )
+            for found in known.engine.host_checks(known, host):
+                if found.rule == self.id:
+                    yield self.report(deployment.document, found.message, found.path, hint=found.hint)

@@ -10,6 +10,7 @@ from servespec.engines.catalog import EngineRelease
 
 if TYPE_CHECKING:
     from servespec.engines.base import Known
+    from servespec.spec.fleet import HostView
 
 DIST_PORT = 20000
 """SGLang ``--dist-init-addr`` port: servespec's choice (SGLang has no default; any port free on the leader works)."""
@@ -23,6 +24,14 @@ class Sglang(Engine):
         from servespec.engines.sglang.checks import checks
 
         return checks(known)
+
+    def host_checks(self, known: Known, host: HostView) -> Iterator[EngineCheck]:
+        """Upstream SGLang has kt-kernel's ``--kt-*`` options too: their thread pools are checked as KTransformers'."""
+        if known.release is None or known.release.option("kt_cpuinfer") is None:
+            return iter(())
+        from servespec.engines.ktransformers.checks import host_checks
+
+        return host_checks(known, host)
 
     def cluster(self, release: EngineRelease | None) -> ClusterPorts:
         return ClusterPorts("torch", DIST_PORT, "--dist-init-addr")
