@@ -24,6 +24,7 @@ from servespec.knowledge.datafile import load_yaml_resource
 
 if TYPE_CHECKING:
     from servespec.engines.kit import EngineContainer, Target
+    from servespec.engines.lifecycle import Unmaintained
     from servespec.engines.options import Setting
     from servespec.knowledge.memory import EstimateInput, GpuEstimate
     from servespec.knowledge.models import ModelFacts
@@ -295,6 +296,8 @@ class Engine:
     """The Python package holding profile.yaml, releases/ and templates/."""
     native_executable: str | None = None
     """A host-native engine's one executable name (its unit runs nothing else: ENG008); None for container engines."""
+    unmaintained: Unmaintained | None = None
+    """Set by a unit whose upstream publishes no more releases (ENG007 reports it); None while it is maintained."""
 
     def __repr__(self) -> str:
         return f"<engine {self.name}>"

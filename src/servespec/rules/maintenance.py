@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from servespec import engines
-from servespec.engines.lifecycle import Unmaintained
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.rules.base import Rule
@@ -43,8 +42,8 @@ class UnmaintainedEngine(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
             engine = resolve.resolved(deployment).engine
-            record = getattr(engine, "unmaintained", None)
-            if not isinstance(record, Unmaintained):
+            record = engine.unmaintained
+            if record is None:
                 continue
             title = engine.profile.title
             other = engines.get(record.replacement).profile.title
