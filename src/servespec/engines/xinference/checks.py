@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from servespec.engines.base import EngineCheck
-from servespec.engines.xinference import ENGINE_BLOCK, OWNED, engine_block
+from servespec.engines.xinference.blocks import ENGINE_BLOCK, OWNED, engine_block
 from servespec.engines.xinference.registry import choose, lookup, nearest
 from servespec.hostpaths import is_local_path
 from servespec.spec.source import quote_value

@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 
 from servespec import engines
-from servespec.engines.xinference import BLOCKS, ENGINE, engine_block, forwarded
+from servespec.engines.xinference import ENGINE
+from servespec.engines.xinference.blocks import BLOCKS, engine_block, forwarded
 from servespec.knowledge.memory import EstimateInput, GpuEstimate
 
 

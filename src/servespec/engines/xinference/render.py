@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from servespec.engines.kit import EngineContainer, Target, engine_host, flags, launch, launch_words
-from servespec.engines.xinference import CONTEXT_OPTION, DTYPE_OPTION, ENGINE_BLOCK, engine_block, forwarded
+from servespec.engines.xinference.blocks import CONTEXT_OPTION, DTYPE_OPTION, ENGINE_BLOCK, engine_block, forwarded
 from servespec.engines.xinference.registry import RegistryEntry, choose, lookup
 from servespec.hostpaths import is_local_path
 
