@@ -33,8 +33,6 @@ CASE_DRIVEN = {
 engine gets them with its own cases."""
 
 CASE_LISTS = {
-    "tests/rollout/test_weights_plan.py::test_hub_models_are_staged_in_the_engines_own_cache",
-    "tests/rollout/test_weights_plan.py::test_the_cache_is_read_only_in_engines_whose_weights_are_staged",
     "tests/knowledge/test_context_defaults.py::test_unset_context_renders_nothing",
     "tests/rules/test_extra_args_spellings.py::test_spellings_the_parser_refuses_stay_unknown",
     "tests/render/test_served_names.py::test_a_name_the_engine_cannot_take_is_a_located_warning",

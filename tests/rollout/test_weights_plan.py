@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from servespec import rollout
+from servespec import engines, rollout
 from servespec.render import render_fleet
 from servespec.rollout.runner import RESULT_KEY, Report, playbook_root
 from servespec.rollout.staging import WeightsPlan, weights_line, weights_plan, weights_progress
@@ -65,21 +65,35 @@ def _plan(fleet: Any) -> WeightsPlan:
     return weights_plan(deployment, rendered.containers[(deployment.name, "h1")])
 
 
-@pytest.mark.parametrize(
-    ("engine", "version", "cache"),
-    [
-        ("vllm", "0.11.0", "/var/lib/servespec/models/hub"),  # /root/.cache/huggingface mounted: HF_HOME/hub
-        ("sglang", "0.5.23", "/var/lib/servespec/models/hub"),
-        ("tgi", "3.3.7", "/var/lib/servespec/models/hub"),  # the image's HF_HOME=/data, mounted there
-        ("tgi", "2.0.4", "/var/lib/servespec/models"),  # 2.0: HUGGINGFACE_HUB_CACHE=/data
-        ("tensorrt-llm", "1.2.1", "/var/lib/servespec/models/hub"),
+HUB_CACHE: dict[str, list[tuple[str, str, str]]] = {
+    "vllm": [("0.11.0", "acme/tiny", "/var/lib/servespec/models/hub")],  # /root/.cache/huggingface: HF_HOME/hub
+    "sglang": [("0.5.23", "acme/tiny", "/var/lib/servespec/models/hub")],
+    "tgi": [
+        ("3.3.7", "acme/tiny", "/var/lib/servespec/models/hub"),  # the image's HF_HOME=/data, mounted there
+        ("2.0.4", "acme/tiny", "/var/lib/servespec/models"),  # 2.0: HUGGINGFACE_HUB_CACHE=/data
     ],
-)
-def test_hub_models_are_staged_in_the_engines_own_cache(tmp_path: Path, engine: str, version: str, cache: str) -> None:
-    plan = _plan(_fleet(tmp_path, engine, version, "acme/tiny"))
-    assert (plan.kind, plan.source, plan.revision, plan.cache) == ("hub", "acme/tiny", COMMIT, cache)
-    assert plan.endpoint == "https://huggingface.co"
-    assert "acme/tiny@" in plan.describe()
+    "tensorrt-llm": [("1.2.1", "acme/tiny", "/var/lib/servespec/models/hub")],
+    "ktransformers": [("0.7.2", "acme/tiny", "/var/lib/servespec/models/hub")],
+    "openllm": [("0.6.30", "Qwen/Qwen3-8B", "/var/lib/servespec/models/hub")],  # a model one of its bentos serves
+    # Engines that fetch their model themselves: nothing is staged (their profile names no Hub cache).
+    "llama.cpp": [],
+    "ollama": [],
+    "xinference": [],
+    "lmstudio": [],
+}
+"""Every registered engine: the releases and host folder a Hub model is staged into (a test fails without a row)."""
+
+
+@pytest.mark.parametrize("engine", engines.names())
+def test_hub_models_are_staged_in_the_engines_own_cache(tmp_path: Path, engine: str) -> None:
+    assert engine in HUB_CACHE, f"no row for {engine} in HUB_CACHE"
+    store = engines.get(engine).profile.model_store
+    assert bool(HUB_CACHE[engine]) == (store is not None and store.hub_cache is not None)
+    for version, source, cache in HUB_CACHE[engine]:
+        plan = _plan(_fleet(tmp_path, engine, version, source))
+        assert (plan.kind, plan.source, plan.revision, plan.cache) == ("hub", source, COMMIT, cache), version
+        assert plan.endpoint == "https://huggingface.co"
+        assert f"{source}@" in plan.describe()
 
 
 def test_the_containers_hub_settings_move_the_staged_cache_and_endpoint(tmp_path: Path) -> None:
@@ -194,37 +208,46 @@ def test_a_model_archive_needs_a_commit_and_an_existing_file(tmp_path: Path) -> 
     assert [(f.rule, f.line) for f in findings if f.rule == "REF002"] == [("REF002", 8)], findings
 
 
-@pytest.mark.parametrize(
-    ("engine", "version", "source", "extra", "staged"),
-    [
-        ("vllm", "0.11.0", "acme/tiny", "", True),
-        ("vllm", "0.11.0", "acme/tiny", "\n  env: {HF_HOME: /srv/hf}", True),  # the mount follows the store, still ro
-        ("sglang", "0.5.23", "acme/tiny", "", True),
-        ("tgi", "3.3.7", "acme/tiny", "", True),
-        ("tgi", "2.0.4", "acme/tiny", "", True),
-        ("tensorrt-llm", "1.2.1", "acme/tiny", "", True),
-        ("llama.cpp", "b11434", "acme/tiny-GGUF", "", False),  # fetches its GGUF itself: it writes the cache
-        ("llama.cpp", "b11434", "acme/tiny-GGUF", "\n  env: {HF_HUB_CACHE: /root/.cache/huggingface/hub}", False),
-        ("ollama", "0.32.15", "qwen2.5:3b", "", False),
+CACHE_MODES: dict[str, list[tuple[str, str, str, str | None]]] = {
+    "vllm": [
+        ("0.11.0", "acme/tiny", "", "ro"),
+        ("0.11.0", "acme/tiny", "\n  env: {HF_HOME: /srv/hf}", "ro"),  # the mount follows the store, still ro
     ],
-)
-def test_the_cache_is_read_only_in_engines_whose_weights_are_staged(
-    tmp_path: Path, engine: str, version: str, source: str, extra: str, staged: bool
-) -> None:
+    "sglang": [("0.5.23", "acme/tiny", "", "ro")],
+    "tgi": [("3.3.7", "acme/tiny", "", "ro"), ("2.0.4", "acme/tiny", "", "ro")],
+    "tensorrt-llm": [("1.2.1", "acme/tiny", "", "ro")],
+    "ktransformers": [("0.7.2", "acme/tiny", "", "ro")],
+    "openllm": [("0.6.30", "Qwen/Qwen3-8B", "", "ro")],
+    "llama.cpp": [
+        ("b11434", "acme/tiny-GGUF", "", "rw"),  # fetches its GGUF itself: it writes the cache
+        ("b11434", "acme/tiny-GGUF", "\n  env: {HF_HUB_CACHE: /root/.cache/huggingface/hub}", "rw"),
+    ],
+    "ollama": [("0.32.15", "qwen2.5:3b", "", "rw")],
+    "xinference": [("2.12.0", "Qwen/Qwen2.5-7B-Instruct", "", "rw")],  # downloads into XINFERENCE_HOME itself
+    "lmstudio": [("07b7252", "qwen2.5-7b-instruct", "", None)],  # host-native: no container mounts the cache
+}
+"""Every registered engine: the model cache's mode in its container ("ro": staged; None: not mounted)."""
+
+
+@pytest.mark.parametrize("engine", engines.names())
+def test_the_cache_is_read_only_in_engines_whose_weights_are_staged(tmp_path: Path, engine: str) -> None:
     """Issue 20 item 3: root writes the cache it stages into, so the engine may only read it.
 
     servespec stages weights only through a read-only cache mount, and every engine it stages for
     gets the cache read-only at each of its mounts; an engine that fetches its model itself keeps it
     read-write (and is never staged for, even when its environment names a Hub cache).
     """
-    fleet = _fleet(tmp_path, engine, version, source, extra)
-    rendered = render_fleet(fleet)
-    deployment = fleet.deployments[0]
-    container = rendered.containers[(deployment.name, "h1")]
-    modes = {volume.mode for volume in container.volumes if volume.host == "/var/lib/servespec/models"}
-    assert modes == ({"ro"} if staged else {"rw"})
-    assert (weights_plan(deployment, container).kind == "hub") is staged
-    # transformers writes remote code under $HF_HOME/modules: out of the read-only mount, into the container.
-    modules = container.environment.get("HF_MODULES_CACHE")
-    assert modules == ("/tmp/servespec-hf-modules" if staged else None)
-    assert all(not modules.startswith(v.container) for v in container.volumes) if modules else True
+    assert engine in CACHE_MODES, f"no row for {engine} in CACHE_MODES"
+    for version, source, extra, mode in CACHE_MODES[engine]:
+        fleet = _fleet(tmp_path, engine, version, source, extra)
+        rendered = render_fleet(fleet)
+        deployment = fleet.deployments[0]
+        container = rendered.containers[(deployment.name, "h1")]
+        modes = {volume.mode for volume in container.volumes if volume.host == "/var/lib/servespec/models"}
+        assert modes == ({mode} if mode else set()), (version, extra)
+        staged = mode == "ro"
+        assert (weights_plan(deployment, container).kind == "hub") is staged
+        # transformers writes remote code under $HF_HOME/modules: out of the read-only mount, into the container.
+        modules = container.environment.get("HF_MODULES_CACHE")
+        assert modules == ("/tmp/servespec-hf-modules" if staged else None)
+        assert all(not modules.startswith(v.container) for v in container.volumes) if modules else True
