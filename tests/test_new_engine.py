@@ -40,9 +40,9 @@ CASE_LISTS = {
     "tests/render/test_model_store.py::test_a_store_that_cannot_be_mounted_is_eng006_at_the_setting",
     "tests/render/test_entrypoint.py::test_command_replaces_servespecs_launcher_words",
 }
-"""Hand-written lists of cases that name an engine's particular releases, options or launcher words (TGI 2.0's
-cache folder, its option without a served name): one engine's facts, not a table of every engine. The list only
-shrinks: a test turned into a registry table leaves it."""
+"""Hand-written lists of cases that name an engine's particular releases, options or launcher words (TGI's
+option without a served name, its hub-cache option): one engine's facts, not a table of every engine. The list
+only shrinks: a test turned into a registry table leaves it."""
 
 
 def _copy_checkout(target: Path) -> None:
