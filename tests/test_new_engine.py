@@ -33,7 +33,6 @@ CASE_DRIVEN = {
 engine gets them with its own cases."""
 
 CASE_LISTS = {
-    "tests/knowledge/test_context_defaults.py::test_unset_context_renders_nothing",
     "tests/rules/test_extra_args_spellings.py::test_spellings_the_parser_refuses_stay_unknown",
     "tests/render/test_served_names.py::test_a_name_the_engine_cannot_take_is_a_located_warning",
     "tests/render/test_model_store.py::test_the_mount_follows_the_store_option",

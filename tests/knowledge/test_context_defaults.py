@@ -46,37 +46,45 @@ def _rendered(fleet: Fleet) -> str:
 HF = "{source: meta-llama/Llama-3.1-8B-Instruct, architecture: " + LLAMA_8B + "}"
 
 
-@pytest.mark.parametrize(
-    ("engine", "version", "model", "words"),
-    [
-        ("vllm", "0.11.0", HF, ("max-model-len", "max_model_len")),
-        ("sglang", "0.5.23", HF, ("context-length", "context_length")),
-        ("tgi", "2.0.4", HF, ("MAX_TOTAL_TOKENS", "max-total-tokens")),
-        ("tgi", "3.3.7", HF, ("MAX_TOTAL_TOKENS", "max-total-tokens")),
-        ("tensorrt-llm", "1.2.1", HF, ("max_seq_len",)),
+GGUF_8B = "quantization: gguf, gguf_type: Q4_K_M, architecture: " + LLAMA_8B + "}"
+UNSET_CONTEXT: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
+    "vllm": [("0.11.0", HF, ("max-model-len", "max_model_len"))],
+    "sglang": [("0.5.23", HF, ("context-length", "context_length"))],
+    "tgi": [
+        ("2.0.4", HF, ("MAX_TOTAL_TOKENS", "max-total-tokens")),
+        ("3.3.7", HF, ("MAX_TOTAL_TOKENS", "max-total-tokens")),
+    ],
+    "tensorrt-llm": [("1.2.1", HF, ("max_seq_len",))],
+    "ollama": [
         (
-            "ollama",
             "0.32.15",
             "{source: 'llama3.1:8b', quantization: gguf, architecture: " + LLAMA_8B + "}",
             ("OLLAMA_CONTEXT_LENGTH", "num_ctx"),
-        ),
-        (
-            "llama.cpp",
-            "b11434",
-            "{source: /srv/models/m.gguf, quantization: gguf, gguf_type: Q4_K_M, architecture: " + LLAMA_8B + "}",
-            ("--ctx-size",),
-        ),
+        )
     ],
-)
-def test_unset_context_renders_nothing(
-    tmp_path: Path, engine: str, version: str, model: str, words: tuple[str, ...]
-) -> None:
+    "llama.cpp": [("b11434", "{source: /srv/models/m.gguf, " + GGUF_8B, ("--ctx-size",))],
+    "xinference": [
+        ("2.12.0", "{source: Qwen/Qwen2.5-7B-Instruct, architecture: " + LLAMA_8B + "}", ("max_model_len", "context"))
+    ],
+    "ktransformers": [("0.7.2", HF, ("context-length", "context_length"))],
+    "lmstudio": [("07b7252", "{source: qwen2.5-7b-instruct, " + GGUF_8B, ("context-length", "contextLength"))],
+    "openllm": [
+        ("0.6.30", "{source: Qwen/Qwen3-8B, architecture: " + LLAMA_8B + "}", ("max-model-len", "max_model_len"))
+    ],
+}
+"""Every registered engine: releases whose rendered files must not name a context length when the spec sets none."""
+
+
+@pytest.mark.parametrize("engine", engines.names())
+def test_unset_context_renders_nothing(tmp_path: Path, engine: str) -> None:
     # before: the model's maximum (131072) was written, overriding the engine's own default
-    text = _rendered(_fleet(tmp_path, engine, version, model))
-    assert text
-    for word in words:
-        assert word not in text, word
-    assert "131072" not in text
+    assert engine in UNSET_CONTEXT, f"no row for {engine} in UNSET_CONTEXT"
+    for number, (version, model, words) in enumerate(UNSET_CONTEXT[engine]):
+        text = _rendered(_fleet(tmp_path / str(number), engine, version, model))
+        assert text
+        for word in words:
+            assert word not in text, (version, word)
+        assert "131072" not in text
 
 
 def test_tgi_2_caps_the_default_at_4096_and_says_so(tmp_path: Path) -> None:
