@@ -35,12 +35,11 @@ engine gets them with its own cases."""
 CASE_LISTS = {
     "tests/rules/test_extra_args_spellings.py::test_spellings_the_parser_refuses_stay_unknown",
     "tests/render/test_served_names.py::test_a_name_the_engine_cannot_take_is_a_located_warning",
-    "tests/render/test_model_store.py::test_the_mount_follows_the_store_option",
     "tests/render/test_model_store.py::test_a_store_that_cannot_be_mounted_is_eng006_at_the_setting",
     "tests/render/test_entrypoint.py::test_command_replaces_servespecs_launcher_words",
 }
 """Hand-written lists of cases that name an engine's particular releases, options or launcher words (TGI's
-option without a served name, its hub-cache option): one engine's facts, not a table of every engine. The list
+option without a served name, its launcher words): one engine's facts, not a table of every engine. The list
 only shrinks: a test turned into a registry table leaves it."""
 
 

@@ -141,20 +141,23 @@ def test_ollama_models_option_renders_the_variable_and_the_mount(tmp_path: Path)
     assert _cache_mounts(path) == ["/root/.ollama", "/models"]
 
 
+@pytest.mark.parametrize("engine", engines.names())
+def test_the_mount_follows_the_store_option(engine: str, tmp_path: Path) -> None:
+    # Each option the profile says moves the store (vLLM/SGLang download_dir, TGI huggingface_hub_cache, ...).
+    store = get(engine).profile.model_store
+    for option in store.options if store else ():
+        path = _spec(tmp_path, engine, f"  options: {{{option}: /weights}}\n")
+        assert _store_findings(path) == [], option
+        assert _cache_mounts(path) == [_row(DEFAULT_STORE, engine), "/weights"], option
+
+
 @pytest.mark.parametrize(
-    ("engine", "extra"),
-    [
-        ("vllm", "  options: {download_dir: /weights}\n"),
-        ("vllm", '  extra_args: ["--download-dir", "/weights"]\n'),
-        ("vllm", '  extra_args: ["--download-dir=/weights"]\n'),
-        ("sglang", "  options: {download_dir: /weights}\n"),
-        ("tgi", "  options: {huggingface_hub_cache: /weights}\n"),
-    ],
+    "extra", ['  extra_args: ["--download-dir", "/weights"]\n', '  extra_args: ["--download-dir=/weights"]\n']
 )
-def test_the_mount_follows_the_store_option(engine: str, extra: str, tmp_path: Path) -> None:
-    path = _spec(tmp_path, engine, extra)
+def test_the_mount_follows_the_store_option_in_extra_args(extra: str, tmp_path: Path) -> None:
+    path = _spec(tmp_path, "vllm", extra)
     assert _store_findings(path) == []
-    assert _cache_mounts(path) == [DEFAULT_STORE[engine], "/weights"]
+    assert _cache_mounts(path) == [DEFAULT_STORE["vllm"], "/weights"]
 
 
 def test_a_store_inside_the_default_mount_needs_no_other_mount(tmp_path: Path) -> None:
