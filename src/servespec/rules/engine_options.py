@@ -86,10 +86,10 @@ class UnknownEngineOption(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
             yield from self._version_notice(deployment)
-            release = resolve.release(deployment)
+            known = resolve.resolved(deployment)
+            release = known.release
             if release is None:
                 continue
-            known = resolve.resolved(deployment)
             for setting in _in_spec_order(known.settings):
                 if _option(release, setting) is None:
                     message, hint = _unknown_message(known.engine, release, setting.name)
@@ -237,10 +237,10 @@ class InvalidEngineOptionValue(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            release = resolve.release(deployment)
+            known = resolve.resolved(deployment)
+            release = known.release
             if release is None:
                 continue
-            known = resolve.resolved(deployment)
             for setting in known.settings:
                 option = _option(release, setting)
                 problem = _setting_problem(release, option, setting) if option else ""
@@ -263,8 +263,9 @@ class InvalidEngineOptionValue(Rule):
         here the method is the option's (vLLM ``gptq_marlin`` 8.0 where ``gptq`` is 6.0).
         """
         field = "model.quantization"
-        option = resolve.profile(deployment).spec_options.get(field)
-        setting = resolve.resolved(deployment).effective.get(normalize_option(option)) if option else None
+        known = resolve.resolved(deployment)
+        option = known.profile.spec_options.get(field)
+        setting = known.effective.get(normalize_option(option)) if option else None
         if setting is None or deployment.spec.model.quantization not in (None, "auto"):
             return  # an explicit model.quantization is HW002's (and ENG003 says when the option disagrees)
         method = release.facts.quantization_methods.get(str(setting.value))

@@ -105,10 +105,11 @@ class QuantizationNeedsNewerGpu(Rule):
         for deployment, host in placements(fleet):
             cc = _cc(host)
             method = _method(deployment)
-            release = resolve.release(deployment)
+            known = resolve.resolved(deployment)
+            release = known.release
             if cc is None or method is None or release is None:
                 continue
-            supported, minimum = resolve.resolved(deployment).engine.quantization_support(release, method)
+            supported, minimum = known.engine.quantization_support(release, method)
             if not supported or minimum is None or cc >= minimum:
                 continue
             yield self.report(
@@ -145,7 +146,8 @@ class FormatNotSupported(Rule):
         for deployment in fleet.deployments:
             yield from self._source_format(deployment)
             spec = deployment.spec
-            release = resolve.release(deployment)
+            known = resolve.resolved(deployment)
+            release = known.release
             method = _method(deployment)
             gguf_file = spec.model.source.endswith(".gguf")
             if gguf_file and method != "gguf":
@@ -157,10 +159,10 @@ class FormatNotSupported(Rule):
                 )
             if method is None or release is None:
                 continue
-            supported, _ = resolve.resolved(deployment).engine.quantization_support(release, method)
+            supported, _ = known.engine.quantization_support(release, method)
             if not supported:
-                title = resolve.profile(deployment).title
-                loads = ", ".join(sorted(resolve.profile(deployment).quantization)) or "none"
+                title = known.profile.title
+                loads = ", ".join(sorted(known.profile.quantization)) or "none"
                 yield self.report(
                     deployment.document,
                     f"{title} {release.version} cannot load {method} models",
@@ -261,12 +263,13 @@ class DriverTooOld(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
-            release = resolve.release(deployment)
+            known = resolve.resolved(deployment)
+            release = known.release
             driver = host.hardware.driver_version if host.hardware else None
             if release is None or driver is None or not resolve.host_gpus(host).count:
                 continue
             engine = deployment.spec.engine
-            policy = image_policy(resolve.resolved(deployment).engine, engine.version, engine.image, release)
+            policy = image_policy(known.engine, engine.version, engine.image, release)
             cuda, minimum, source = policy.cuda, policy.min_driver, policy.cuda_source
             have = tuple(int(part) for part in driver.split("."))
             if cuda is None or minimum is None or have >= minimum:
