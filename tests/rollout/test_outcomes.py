@@ -83,6 +83,8 @@ class FakeHosts:
         if self.refusal:
             raise rollout.RolloutError(self.refusal)
         rollout.inventory_for(hosts)  # what the real one writes first
+        # ... and what it refuses: a controller file outside the run's work folder
+        rollout.inventory.controller_files(hosts, str(extravars.get(rollout.inventory.WORK) or ""))
         self.passed.append((playbook, {name: extra for name, (_, extra) in hosts.items()}))
         if playbook == "status.yml":
             (name,) = {extra["servespec_deployments"][0] for _, extra in hosts.values()}

@@ -70,11 +70,18 @@ def test_rolling_asks_no_capacity_and_passes_no_path(tmp_path: Path, fake: FakeH
 def test_a_rollback_of_auto_restores_in_place_behind_the_proxy(tmp_path: Path, fake: FakeHosts) -> None:
     paths = _write(tmp_path, {"d": (["h1"], "")})
     _auto(paths)
+    archive = tmp_path / "haproxy.tar"
+    archive.write_bytes(b"an image archive")
+    auto = "{strategy: auto, proxy_image_archive: haproxy.tar}"
+    paths[0].write_text(paths[0].read_text().replace("{strategy: auto}", auto))
     fake.reports = {"h1": _report(2, (1, 2))}
     rollout.rollback(_fleet(paths), None, rollout.ApplyOptions())
     told = fake.variables["h1"]
     assert told["servespec_existing_revision"] == 1
     assert told["servespec_rollout_path"] == "in_place" and told["servespec_proxy_port"] == 8080
+    # The proxy's archive is read through a link in the rollback's own work folder (the role reads nothing else).
+    linked = Path(told["servespec_proxy_image_archive"])  # the folder is gone once rollback returns
+    assert linked.name == "haproxy.tar" and linked.parents[2].name.startswith("servespec-rollback-")
 
 
 def test_slot_ports_stay_in_range() -> None:

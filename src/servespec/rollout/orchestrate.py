@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -119,6 +120,7 @@ def apply_deployment(
 
 def _archives_linked(host_vars: HostVars, workdir: Path) -> HostVars:
     """``host_vars`` with each archive read through a link in the run's work folder (:func:`link_into`)."""
+
     def linked(path: str) -> str:
         return str(link_into(workdir, Path(path))) if path else ""
 
@@ -320,11 +322,13 @@ def rollback(fleet: Fleet, to: int | None, options: ApplyOptions) -> list[HostOu
     is reported as such, never as unchanged.
     """
     inventory.check_inventories(fleet)
-    return _each(fleet, lambda deployment: _rollback_deployment(deployment, to, options))
+    with tempfile.TemporaryDirectory(prefix="servespec-rollback-") as folder:
+        workdir = Path(folder).resolve()  # the role reads controller files only from here (the proxy's archive)
+        return _each(fleet, lambda deployment: _rollback_deployment(deployment, to, options, workdir))
 
 
 def _rollback_deployment(
-    deployment: DeploymentDoc, to: int | None, options: ApplyOptions
+    deployment: DeploymentDoc, to: int | None, options: ApplyOptions, workdir: Path
 ) -> tuple[list[HostOutcome], bool]:
     observed, results = state.gather(deployment, on_event=options.on_event)
     views = {view.name: view for view in resolve.placed_hosts(deployment)}
@@ -354,10 +358,11 @@ def _rollback_deployment(
             smoke_test=bool(deployment.spec.rollout.smoke_test),
             **surge.proxy_vars(deployment, surge.rollback_strategy(deployment)),
         )
-        hosts[seen.host] = (views[seen.host], restore.to_vars())
+        hosts[seen.host] = (views[seen.host], _archives_linked(restore, workdir).to_vars())
     if not hosts or not options.confirm([]):
         return outcomes, False
-    result = inventory.run_on("rollback.yml", hosts, _extravars_for(deployment, list(hosts)), options.on_event)
+    extravars = {**_extravars_for(deployment, list(hosts)), inventory.WORK: str(workdir)}
+    result = inventory.run_on("rollback.yml", hosts, extravars, options.on_event)
     for name, (_, extra) in hosts.items():
         host = result.hosts.get(name)
         ok = host is not None and host.ok and host.touched
