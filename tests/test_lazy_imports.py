@@ -39,11 +39,6 @@ print(result.exit_code, ",".join(after_models) or "-", ",".join(units), Catalog.
 
 KIT = {"base", "catalog", "images", "lifecycle", "native", "options", "kit", "gguf"}
 """The engine kit: what every unit uses, below them."""
-TOPOLOGY = {"ktransformers", "sglang"}
-"""rules/topology.py's TOPO004 imports KTransformers' kt.py (and so its base, SGLang) for every spec: the one
-exception left until its check moves into the unit (issue 21 item 3)."""
-
-
 def test_validate_imports_the_specs_engine_and_one_release_only() -> None:
     # The registry imports a unit on first get(name), the spec grammar takes the registry's names without
     # importing any, and a release catalog is parsed when a spec names it.
@@ -52,5 +47,5 @@ def test_validate_imports_the_specs_engine_and_one_release_only() -> None:
     code, after_models, units, releases = out.stdout.split()
     assert code == "0"
     assert after_models == "-", "importing the spec models imports no unit and no catalog"
-    assert set(units.split(",")) - KIT - TOPOLOGY == {"vllm"}
+    assert set(units.split(",")) - KIT == {"vllm"}
     assert releases == "1", "one vLLM release parsed (the one the spec names)"

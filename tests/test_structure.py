@@ -125,16 +125,8 @@ def _unit_of(module: str) -> str | None:
     return None
 
 
-# A ceiling, not the goal (issue 21): the modules still inside an import cycle, held up by lazy
-# imports. The test fails when any other module joins a cycle; take a module off this list when it
-# leaves one (the list only shrinks). The lock file and the model-facts chain: sources reads the
-# lock, and lock_fleet (deploy lock) walks the chain. The goal is an empty set.
-IN_CYCLES_TODAY: frozenset[str] = frozenset({"servespec.knowledge.lock", "servespec.knowledge.sources"})
-
-
 def test_no_module_joins_an_import_cycle() -> None:
-    tangled = set().union(*cycles()) if cycles() else set()
-    assert tangled <= IN_CYCLES_TODAY, f"new modules in an import cycle: {sorted(tangled - IN_CYCLES_TODAY)}"
+    assert cycles() == [], f"import cycles (lazy imports counted): {cycles()}"
 
 
 def test_only_the_registry_imports_engine_units() -> None:

@@ -539,7 +539,7 @@ def lock(paths: tuple[Path, ...], inventory: Path | None) -> None:
     Exit 0: every model locked; 1: some could not be (their old entries are kept); 2: usage.
     """
     from servespec.findings import Severity
-    from servespec.knowledge.lock import lock_fleet
+    from servespec.knowledge.locking import lock_fleet
     from servespec.report import print_lock
 
     fleet = _load(paths, inventory)

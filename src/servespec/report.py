@@ -22,7 +22,7 @@ from servespec.rules import ALL_RULES, RULES_BY_ID
 from servespec.text import printable
 
 if TYPE_CHECKING:
-    from servespec.knowledge.lock import LockOutcome
+    from servespec.knowledge.locking import LockOutcome
 
 _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
