@@ -136,9 +136,18 @@ class Resolved:
         return hostpaths.model_roots(self.deployment)
 
     @property
+    def gpus_per_host(self) -> int:
+        """GPUs each host of a replica contributes (a multi-node replica splits them evenly)."""
+        spec = self.deployment.spec
+        return math.ceil(spec.gpus_per_replica / spec.placement.hosts_per_replica)
+
+    @property
     def gpu_ids(self) -> list[int]:
         """The device indices the deployment uses on each host."""
-        return gpu_ids(self.deployment)
+        chosen = self.deployment.spec.resources.gpu_ids
+        if chosen == "auto":
+            return list(range(self.gpus_per_host))
+        return list(chosen)
 
     @property
     def max_model_len(self) -> int | None:
@@ -223,7 +232,7 @@ class Resolved:
         if not hardware.known and not (self.profile.model_format != "hf" and hardware.count == 0):
             return None
         memory = host.hardware.memory_gib if host.hardware else None
-        seen = len(gpu_ids(self.deployment)) if hardware.count else 0
+        seen = len(self.gpu_ids) if hardware.count else 0
         inp = self.estimate_input(
             hardware.model if hardware.count else None, memory, gpu_count=seen, host_ram_gib=memory
         )

@@ -15,10 +15,10 @@ from servespec.spec.source import Document, KeyPath
 
 def placements(fleet: Fleet) -> Iterator[tuple[DeploymentDoc, HostView]]:
     """Every (deployment, host) pair the fleet places, in file order."""
-    from servespec.knowledge.resolve import placed_hosts
+    from servespec.knowledge.resolve import resolved
 
     for deployment in fleet.deployments:
-        for host in placed_hosts(deployment):
+        for host in resolved(deployment).hosts:
             yield deployment, host
 
 

@@ -251,19 +251,19 @@ class InvalidEngineOptionValue(Rule):
                         setting.path,
                         hint=option.help[:120] if option.help else "",
                     )
-            yield from self._kernel_capability(deployment, release)
+            yield from self._kernel_capability(known, release)
             for found in known.engine_checks:
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path, hint=found.hint)
 
-    def _kernel_capability(self, deployment: DeploymentDoc, release: EngineRelease) -> Iterator[Finding]:
+    def _kernel_capability(self, known: resolve.Resolved, release: EngineRelease) -> Iterator[Finding]:
         """A quantization method chosen in the options needs the compute capability the release catalogues for it.
 
         The same minimum HW002 applies to ``model.quantization`` (``get_min_capability()``);
         here the method is the option's (vLLM ``gptq_marlin`` 8.0 where ``gptq`` is 6.0).
         """
         field = "model.quantization"
-        known = resolve.resolved(deployment)
+        deployment = known.deployment
         option = known.profile.spec_options.get(field)
         setting = known.effective.get(normalize_option(option)) if option else None
         if setting is None or deployment.spec.model.quantization not in (None, "auto"):
@@ -272,7 +272,7 @@ class InvalidEngineOptionValue(Rule):
         minimum = capability(method.min_capability) if method and method.min_capability else None
         if minimum is None or minimum <= (0, 0):
             return
-        for host in resolve.placed_hosts(deployment):
+        for host in known.hosts:
             gpu = resolve.host_gpus(host)
             cc = gpu.model.compute_capability if gpu.count and gpu.model else None
             if cc is not None and cc < minimum:
@@ -286,8 +286,8 @@ class InvalidEngineOptionValue(Rule):
                 return
 
 
-def _spec_field_for(deployment: DeploymentDoc, option: str) -> str | None:
-    for field, engine_option in resolve.profile(deployment).spec_options.items():
+def _spec_field_for(known: resolve.Resolved, option: str) -> str | None:
+    for field, engine_option in known.profile.spec_options.items():
         if engine_option == normalize_option(option):
             return field
     return None
@@ -366,9 +366,9 @@ class InconsistentEngineOptions(Rule):
         for deployment in fleet.deployments:
             known = resolve.resolved(deployment)
             for setting in _in_spec_order(known.settings):
-                field = _spec_field_for(deployment, setting.key)
+                field = _spec_field_for(known, setting.key)
                 if field == "model.quantization":
-                    yield from self._quantization(deployment, setting)
+                    yield from self._quantization(known, setting)
                     continue
                 if field:
                     what = (
@@ -410,16 +410,17 @@ class InconsistentEngineOptions(Rule):
                 at_key=at_key,
             )
 
-    def _quantization(self, deployment: DeploymentDoc, setting: Setting) -> Iterator[Finding]:
+    def _quantization(self, known: resolve.Resolved, setting: Setting) -> Iterator[Finding]:
         """An engine kernel (``awq_marlin``, ``moe_wna16``) may be chosen while ``model.quantization`` is auto.
 
         With an explicit ``model.quantization`` the option must name the same method the
         field renders; otherwise two places decide and the option silently wins.
         """
+        deployment = known.deployment
         chosen = deployment.spec.model.quantization
         if chosen in (None, "auto"):
             return  # the engine's own choice, checked against the release's choices (ENG002)
-        profile = resolve.profile(deployment)
+        profile = known.profile
         method = profile.quantization.get(chosen)
         if isinstance(method, str) and str(setting.value) == method:
             return

@@ -9,7 +9,7 @@ from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.gpus import CUDA_GPUS_URL
 from servespec.rules.base import Rule, placements, quoted
-from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
+from servespec.spec.fleet import Fleet, HostView
 
 _VLLM_BF16 = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/cuda.py"
 
@@ -62,18 +62,18 @@ class DtypeNotSupported(Rule):
             )
 
 
-def _method(deployment: DeploymentDoc) -> str | None:
+def _method(known: resolve.Resolved) -> str | None:
     """The quantization the engine must run: the spec's explicit one, else (``auto``) the checkpoint's.
 
     A checkpoint's method is judged only where the spec names none and the engine's profile
     maps it (``fp8``, ``awq``, ``nvfp4``, ``mxfp4`` ...); formats the profile does not name pass.
     """
-    chosen = deployment.spec.model.quantization
+    chosen = known.deployment.spec.model.quantization
     if chosen not in (None, "auto"):
         return chosen
-    facts = resolve.model_answer(deployment).facts
+    facts = known.model.facts
     stored = facts.quant_method if facts else None
-    return stored if stored in resolve.profile(deployment).quantization else None
+    return stored if stored in known.profile.quantization else None
 
 
 class QuantizationNeedsNewerGpu(Rule):
@@ -104,8 +104,8 @@ class QuantizationNeedsNewerGpu(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             cc = _cc(host)
-            method = _method(deployment)
             known = resolve.resolved(deployment)
+            method = _method(known)
             release = known.release
             if cc is None or method is None or release is None:
                 continue
@@ -144,11 +144,11 @@ class FormatNotSupported(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            yield from self._source_format(deployment)
-            spec = deployment.spec
             known = resolve.resolved(deployment)
+            yield from self._source_format(known)
+            spec = deployment.spec
             release = known.release
-            method = _method(deployment)
+            method = _method(known)
             gguf_file = spec.model.source.endswith(".gguf")
             if gguf_file and method != "gguf":
                 yield self.report(
@@ -170,12 +170,13 @@ class FormatNotSupported(Rule):
                     hint=f"{title} loads: {loads}; or choose another engine",
                 )
 
-    def _source_format(self, deployment: DeploymentDoc) -> Iterator[Finding]:
+    def _source_format(self, known: resolve.Resolved) -> Iterator[Finding]:
+        deployment = known.deployment
         spec = deployment.spec
         source = str(spec.model.source)
-        profile = resolve.profile(deployment)
+        profile = known.profile
         ollama_tag = ":" in source and "/" not in source and not source.startswith((".", "~"))
-        if profile.model_format == "gguf" and _method(deployment) is None and not source.endswith(".gguf"):
+        if profile.model_format == "gguf" and _method(known) is None and not source.endswith(".gguf"):
             # A set quantization or a .gguf path is judged by the checks below.
             yield self.report(
                 deployment.document,
@@ -229,7 +230,7 @@ class EngineNeedsNewerGpu(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             cc = _cc(host)
-            prof = resolve.profile(deployment)
+            prof = resolve.resolved(deployment).profile
             stated = prof.min_compute_capability
             if cc is None or stated is None or prof.min_capability is None or cc >= prof.min_capability:
                 continue

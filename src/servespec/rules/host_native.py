@@ -56,7 +56,7 @@ class HostNativeField(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            profile = resolve.profile(deployment)
+            profile = resolve.resolved(deployment).profile
             if profile.image is not None:
                 continue
             spec, title = deployment.spec, profile.title

@@ -68,9 +68,10 @@ class LaunchWords(Rule):
             engine = deployment.spec.engine
             if engine.entrypoint is None and engine.command is None:
                 continue
-            yield from self._options(deployment)
+            known = resolve.resolved(deployment)
+            yield from self._options(known)
             yield from self._shell(deployment)
-            profile = resolve.profile(deployment)
+            profile = known.profile
             if profile.auth and profile.auth.own_launcher and deployment.spec.serving.api_key is not None:
                 where = "entrypoint" if engine.entrypoint is not None else "command"
                 yield self.report(
@@ -81,8 +82,8 @@ class LaunchWords(Rule):
                     hint="drop engine.entrypoint and engine.command, or the API key",
                 )
 
-    def _options(self, deployment: DeploymentDoc) -> Iterator[Finding]:
-        release = resolve.release(deployment)
+    def _options(self, known: resolve.Resolved) -> Iterator[Finding]:
+        deployment, release = known.deployment, known.release
         if release is None:
             return
         for field, index, word in _words(deployment):
@@ -94,7 +95,7 @@ class LaunchWords(Rule):
                     deployment.document,
                     scrub(
                         f"engine.{field}[{index}] {bare(word.partition('=')[0])} is a "
-                        f"{resolve.profile(deployment).title} {release.version} option: in the launch words it "
+                        f"{known.profile.title} {release.version} option: in the launch words it "
                         "escapes servespec's checks"
                     ),
                     ("engine", field, index),
@@ -152,9 +153,10 @@ class ServedNameNotRendered(Rule):
             serving = deployment.spec.serving
             if serving.model_name is None and not serving.model_aliases:
                 continue
-            profile = resolve.profile(deployment)
+            known = resolve.resolved(deployment)
+            profile = known.profile
             served = profile.served_name
-            release = resolve.release(deployment)
+            release = known.release
             default = default_served_name(deployment)
             if served.option is None and not served.several:
                 missing = f"{profile.title} has no option naming the served model"

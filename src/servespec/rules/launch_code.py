@@ -105,10 +105,10 @@ def _option_paths(
             yield ("engine", "extra_args", index + 1), True
 
 
-def remote_code_paths(deployment: DeploymentDoc) -> Iterator[Path]:
+def remote_code_paths(known: resolve.Resolved) -> Iterator[Path]:
     """Where a deployment turns trust_remote_code on: options at any depth, extra_args or env, in any spelling."""
+    deployment, chosen = known.deployment, known.release
     engine = deployment.spec.engine
-    chosen = resolve.release(deployment)
     for path, value in _option_paths(deployment, (_REMOTE_CODE,), chosen):
         if _enabled(value):
             yield path
@@ -167,7 +167,7 @@ class TrustRemoteCode(Rule):
             model = deployment.spec.model
             pinned = model.revision is not None and bool(_COMMIT.fullmatch(model.revision))
             local = is_local_path(str(model.source))
-            for path in remote_code_paths(deployment):
+            for path in remote_code_paths(resolve.resolved(deployment)):
                 yield self.report(
                     deployment.document,
                     "trust_remote_code runs Python from the model repository"
@@ -233,7 +233,7 @@ class InstallAtLaunch(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            chosen = resolve.release(deployment)
+            chosen = resolve.resolved(deployment).release
             for path, value in _option_paths(deployment, _PACKAGES, chosen):
                 wanted = [] if value is True else _requirements(value)
                 if value is not True and not wanted:

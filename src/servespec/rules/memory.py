@@ -21,9 +21,9 @@ _TGI_MEMORY = (
 )
 
 
-def _offload_path(deployment: DeploymentDoc) -> tuple[str | int, ...]:
+def _offload_path(known: resolve.Resolved) -> tuple[str | int, ...]:
     """Where a finding about layers in host memory points: the layer-count option as set, else the model."""
-    effective = resolve.resolved(deployment).effective
+    effective = known.effective
     for key in ("n_gpu_layers", "modelfile.num_gpu", "num_gpu"):
         if key in effective:
             return effective[key].path
@@ -35,11 +35,12 @@ def _gpu_label(host: HostView) -> str:
     return hardware.model.display_name if hardware.model else "CPU memory"
 
 
-def _estimates(fleet: Fleet) -> Iterator[tuple[DeploymentDoc, HostView, GpuEstimate]]:
+def _estimates(fleet: Fleet) -> Iterator[tuple[resolve.Resolved, HostView, GpuEstimate]]:
     for deployment, host in placements(fleet):
-        plan = resolve.estimate_on(deployment, host)
+        known = resolve.resolved(deployment)
+        plan = known.estimate_on(host)
         if plan is not None:
-            yield deployment, host, plan
+            yield known, host, plan
 
 
 class WeightsDoNotFit(Rule):
@@ -73,7 +74,8 @@ class WeightsDoNotFit(Rule):
     sources = (_VLLM_MEMORY, "https://github.com/ggml-org/llama.cpp/blob/b11312/tools/quantize/quantize.cpp")
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
-        for deployment, host, plan in _estimates(fleet):
+        for known, host, plan in _estimates(fleet):
+            deployment = known.deployment
             offload = plan.offload
             if offload is not None and offload.host_total_gib is not None and offload.host_gib > offload.host_total_gib:
                 yield self.report(
@@ -81,7 +83,7 @@ class WeightsDoNotFit(Rule):
                     f"{offload.layers - offload.gpu_layers} of {offload.layers} {offload.unit} stay in {host.name}'s "
                     f"host memory ({offload.reason}) and need {offload.host_gib:.1f} GiB of {offload.contents}, but "
                     f"the host has {offload.host_total_gib:g} GiB of RAM",
-                    _offload_path(deployment),
+                    _offload_path(known),
                     hint="put more layers on the GPUs, lower max_model_len, use a smaller quantization, or a host "
                     "with more RAM or GPU memory"
                     if offload.unit == "layers"
@@ -100,7 +102,7 @@ class WeightsDoNotFit(Rule):
             advice = f"use tensor_parallel ≥ {need}" if need else "use more GPUs per replica"
             if need and on_host is not None and need > on_host:
                 advice = f"use a bigger GPU or a host with ≥ {need} GPUs ({host.name} has {on_host})"
-            if resolve.profile(deployment).loads_gguf:
+            if known.profile.loads_gguf:
                 advice += ", or keep some layers in host memory (the engine's GPU-layer count)"
             quant = "" if spec.model.quantization not in (None, "auto") else " or a 4-bit quantization"
             yield self.report(
@@ -135,10 +137,11 @@ class NoRoomForKvCache(Rule):
     sources = (_VLLM_KV_CHECK, _SGLANG_MEMORY, _TGI_MEMORY)
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
-        for deployment, host, plan in _estimates(fleet):
+        for known, host, plan in _estimates(fleet):
+            deployment = known.deployment
             if plan.weights_gib > plan.total_gib - plan.overhead_gib:
                 continue  # MEM001 already says the weights do not fit
-            gguf = resolve.profile(deployment).loads_gguf
+            gguf = known.profile.loads_gguf
             free = plan.total_gib - plan.weights_gib - plan.overhead_gib if gguf else plan.kv_cache_gib
             need = plan.kv_cache_gib if gguf else plan.one_sequence_gib
             if free >= need - 0.005:  # the plan's GiB are rounded to 0.01: a context the KV cache was sized to fits
@@ -181,8 +184,8 @@ class FewerSequencesThanBatch(Rule):
     sources = (_VLLM_KV_CHECK,)
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
-        for deployment, host, plan in _estimates(fleet):
-            known = resolve.resolved(deployment)
+        for known, host, plan in _estimates(fleet):
+            deployment = known.deployment
             option = known.profile.batch_option
             setting = known.effective.get(option) if option else None
             value = setting.value if setting else None
@@ -203,9 +206,8 @@ class FewerSequencesThanBatch(Rule):
             )
 
 
-def _claimed_share(deployment: DeploymentDoc, host: HostView) -> float | None:
+def _claimed_share(known: resolve.Resolved, host: HostView) -> float | None:
     """The share of each GPU a deployment claims; engines with a fraction option need no model facts."""
-    known = resolve.resolved(deployment)
     profile = known.profile
     option = profile.memory_fraction_option if profile.memory_fraction_of == "total" else None
     value = known.options.get(option) if option else None
@@ -244,10 +246,11 @@ class SharedGpuOversubscribed(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         claims: dict[tuple[str, str, int], list[tuple[DeploymentDoc, float]]] = defaultdict(list)
         for deployment, host in placements(fleet):
-            share = _claimed_share(deployment, host)
+            known = resolve.resolved(deployment)
+            share = _claimed_share(known, host)
             if not resolve.host_gpus(host).count or share is None:
                 continue
-            for index in resolve.gpu_ids(deployment):
+            for index in known.gpu_ids:
                 claims[(host.inventory.file, host.name, index)].append((deployment, share))
         reported: set[tuple[str, str]] = set()
         for (_, host_name, index), users in sorted(claims.items(), key=lambda item: item[0]):
@@ -292,7 +295,7 @@ class ContextBeyondModel(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            facts = resolve.model_answer(deployment).facts
+            facts = resolve.resolved(deployment).model.facts
             wanted = deployment.spec.model.max_model_len
             limit = facts.derived_max_len if facts else None
             if facts is None or wanted is None or limit is None or wanted <= limit:

@@ -170,14 +170,16 @@ class ExposedWithoutAuth(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            yield from self._serving(deployment)
-            yield from self._cluster(deployment)
+            known = resolve.resolved(deployment)
+            yield from self._serving(known)
+            yield from self._cluster(known)
 
-    def _cluster(self, deployment: DeploymentDoc) -> Iterator[Finding]:
+    def _cluster(self, known: resolve.Resolved) -> Iterator[Finding]:
         """Multi-node replicas: the ports members use to reach each other."""
+        deployment = known.deployment
         if deployment.spec.placement.hosts_per_replica < 2:
             return
-        hosts = resolve.placed_hosts(deployment)
+        hosts = known.hosts
         exposed = [bare(host.address) for host in hosts if not _loopback(host.address)]
         if not hosts or not exposed:
             return
@@ -188,10 +190,11 @@ class ExposedWithoutAuth(Rule):
             hint="allow these ports only between the replica's hosts (host firewall or a private network)",
         )
 
-    def _serving(self, deployment: DeploymentDoc) -> Iterator[Finding]:
+    def _serving(self, known: resolve.Resolved) -> Iterator[Finding]:
         """The serving port: bound where serving.bind says, on one host or on every member of a replica."""
+        deployment = known.deployment
         serving = deployment.spec.serving
-        prof = resolve.profile(deployment)
+        prof = known.profile
         if prof.auth is None and serving.api_key is not None:
             yield self._unenforceable(deployment, prof.title)
         if _loopback(serving.bind):

@@ -37,7 +37,7 @@ class HeadsNotDivisible(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            facts = resolve.model_answer(deployment).facts
+            facts = resolve.resolved(deployment).model.facts
             tp = deployment.spec.resources.tensor_parallel
             if facts is None or tp == 1 or (facts.is_mla and facts.attention_heads % tp == 0):
                 continue
@@ -79,11 +79,12 @@ class NotEnoughGpus(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
+            known = resolve.resolved(deployment)
             count = resolve.host_gpus(host).count
-            if count is None or (resolve.profile(deployment).loads_gguf and count == 0):
+            if count is None or (known.profile.loads_gguf and count == 0):
                 continue
-            need = resolve.gpus_per_host(deployment)
-            ids = resolve.gpu_ids(deployment)
+            need = known.gpus_per_host
+            ids = known.gpu_ids
             explicit = deployment.spec.resources.gpu_ids != "auto"
             if explicit and len(ids) != need:
                 yield self.report(
@@ -137,7 +138,7 @@ class LayoutNotSupported(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            prof = resolve.profile(deployment)
+            prof = resolve.resolved(deployment).profile
             spec = deployment.spec
             tp, pp = spec.resources.tensor_parallel, spec.resources.pipeline_parallel
             problems = []
@@ -181,7 +182,7 @@ class KvHeadsReplicated(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            facts = resolve.model_answer(deployment).facts
+            facts = resolve.resolved(deployment).model.facts
             tp = deployment.spec.resources.tensor_parallel
             if facts is None or facts.is_mla or facts.kv_heads >= tp or tp % facts.kv_heads:
                 continue

@@ -122,7 +122,7 @@ class FactsMissing(Rule):
         for deployment in fleet.deployments:
             if MODEL_CONFIG in deployment.broken_references:
                 continue  # REF002 reported the model.config file; saying "no facts" again adds nothing
-            answer = resolve.model_answer(deployment)
+            answer = resolve.resolved(deployment).model
             if answer.facts is None:
                 model = deployment.spec.model
                 where = "config" if model.config else "architecture" if model.architecture else "source"
@@ -132,7 +132,7 @@ class FactsMissing(Rule):
                     ("model", where),
                     hint="run `deploy lock` (it writes models.lock.yaml), or add model.config or model.architecture",
                 )
-        placed = {(id(h.inventory), h.name) for d in fleet.deployments for h in resolve.placed_hosts(d)}
+        placed = {(id(h.inventory), h.name) for d in fleet.deployments for h in resolve.resolved(d).hosts}
         for inventory in fleet.inventories:
             for host in inventory.hosts.values():
                 if fleet.deployments and (id(inventory), host.name) not in placed:

@@ -20,7 +20,7 @@ _ANSIBLE_SERIAL = "https://docs.ansible.com/ansible/latest/playbook_guide/playbo
 
 def replica_count(deployment: DeploymentDoc) -> int:
     """Replicas the deployment runs (hosts divided by hosts per replica)."""
-    hosts = len(resolve.placed_hosts(deployment))
+    hosts = len(resolve.resolved(deployment).hosts)
     return max(1, hosts // deployment.spec.placement.hosts_per_replica)
 
 

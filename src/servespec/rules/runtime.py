@@ -52,23 +52,23 @@ def _host_key(deployment: DeploymentDoc, host: HostView) -> KeyPath:
     return ("placement",)
 
 
-def download_gib(deployment: DeploymentDoc) -> float | None:
+def download_gib(known: resolve.Resolved) -> float | None:
     """GiB the model's weights take in the host's model cache, at least; None when unknown.
 
     The checkpoint as stored (``dtype: auto``) and the spec's quantization: a model quantized
     at load is downloaded at its full size, so this is a lower bound of what is fetched.
     A local model source is mounted from its folder, never downloaded: None.
     """
-    spec = deployment.spec
+    spec = known.deployment.spec
     if hostpaths.is_local_path(str(spec.model.source)):
         return None
-    facts = resolve.model_answer(deployment).facts
+    facts = known.model.facts
     if facts is None:
         return None
     size = weight_bytes(
         EstimateInput(
             engine=spec.engine.name,
-            release=resolve.release(deployment),
+            release=known.release,
             model=facts,
             gpu=None,
             dtype="auto",
@@ -115,7 +115,7 @@ class ModelCacheTooSmall(Rule):
         needed: dict[int, dict[tuple[str, str], float]] = {}  # per host: GiB of each distinct (source, revision)
         for deployment, host in placements(fleet):
             free = host.runtime.model_cache_free_gib if host.runtime else None
-            size = download_gib(deployment) if free is not None else None
+            size = download_gib(resolve.resolved(deployment)) if free is not None else None
             if free is None or size is None:
                 continue
             models = needed.setdefault(id(host), {})
@@ -186,7 +186,7 @@ class GpusBusy(Rule):
                 caveat = " (this facts file cannot tell the deployment's own engine from others)"
             else:
                 continue
-            ids = resolve.gpu_ids(deployment)
+            ids = resolve.resolved(deployment).gpu_ids
             busy = [gpu for gpu in ids if gpu in holders]
             if not busy:
                 continue

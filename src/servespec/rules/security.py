@@ -128,7 +128,7 @@ class InlineSecret(Rule):
         seen: set[int] = set()
         for deployment in fleet.deployments:
             seen.add(id(deployment.document))
-            chosen = resolve.release(deployment)
+            chosen = resolve.resolved(deployment).release
             yield from self._document(deployment.document, chosen)
             yield from self._extra_args(deployment.document, deployment.spec.engine.extra_args, chosen)
         referenced = [
@@ -255,7 +255,7 @@ class RevisionNotPinned(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
             model = deployment.spec.model
-            if resolve.profile(deployment).model_format in ("tag", "key") or is_local_path(model.source):
+            if resolve.resolved(deployment).profile.model_format in ("tag", "key") or is_local_path(model.source):
                 continue
             revision = model.revision
             if revision is not None and re.fullmatch(r"[0-9a-f]{40}", revision):

@@ -52,7 +52,7 @@ class ReplicaAcrossNuma(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             nodes_of = host.hardware.gpu_numa_nodes if host.hardware else None
-            group = resolve.gpu_ids(deployment)
+            group = resolve.resolved(deployment).gpu_ids
             if not nodes_of or any(i >= len(nodes_of) for i in group):
                 continue
             nodes = sorted({nodes_of[i] for i in group})
@@ -100,7 +100,7 @@ class AcsBlocksPeerToPeer(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             hardware = host.hardware
-            group = resolve.gpu_ids(deployment)
+            group = resolve.resolved(deployment).gpu_ids
             if hardware is None or len(group) < 2 or _over_pcie(host, group) is False:  # unknown: assume PCIe
                 continue
             causes = []
@@ -147,7 +147,7 @@ class TensorParallelOverPcie(Rule):
             tp = deployment.spec.resources.tensor_parallel
             if tp <= 2 or host.hardware is None or not resolve.host_gpus(host).count:
                 continue
-            if _over_pcie(host, resolve.gpu_ids(deployment)):  # only when known to be PCIe
+            if _over_pcie(host, resolve.resolved(deployment).gpu_ids):  # only when known to be PCIe
                 yield self.report(
                     deployment.document,
                     f"tensor_parallel {tp} on {host.name} all-reduces over PCIe between some of its GPUs (no NVLink)",
