@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -260,7 +260,7 @@ def test_gather_turns_a_hostile_report_into_an_error_for_that_host(monkeypatch: 
     hostile = {"state": {"current": "{{ x }}", "revisions": []}, "files": {}, "lock": None, "container": None}
     result = HostResult(host="h", touched=True, reports={Report.STATUS: {"deployments": {"d": hostile}}})
     monkeypatch.setattr(rollout.inventory, "run_on", lambda *a, **k: RunResult("successful", {"h": result}))
-    monkeypatch.setattr(rollout.state.resolve, "placed_hosts", lambda deployment: [view("h", {})])
+    monkeypatch.setattr(rollout.state.resolve, "resolved", lambda deployment: SimpleNamespace(hosts=(view("h", {}),)))
 
     class Doc:
         name = "d"

@@ -276,4 +276,4 @@ def run_on(
 def check_inventories(fleet: Fleet) -> None:
     """Refuse (RolloutError) a host of any deployment that ssh would not read as plain names."""
     for deployment in fleet.deployments:
-        inventory_for({view.name: (view, {}) for view in resolve.placed_hosts(deployment)})
+        inventory_for({view.name: (view, {}) for view in resolve.resolved(deployment).hosts})

@@ -83,7 +83,7 @@ def apply_deployment(
         o.host: state.stale_lock(state.host_report(results, o.host, deployment.name).get("lock")) for o in observed
     }
     common = _common_vars(deployment, options)
-    views = {view.name: view for view in resolve.placed_hosts(deployment)}
+    views = {view.name: view for view in resolve.resolved(deployment).hosts}
     hosts: Hosts = {}
     secrets: list[str] = []
     allowed = secrets_dir(deployment, options)
@@ -331,7 +331,7 @@ def _rollback_deployment(
     deployment: DeploymentDoc, to: int | None, options: ApplyOptions, workdir: Path
 ) -> tuple[list[HostOutcome], bool]:
     observed, results = state.gather(deployment, on_event=options.on_event)
-    views = {view.name: view for view in resolve.placed_hosts(deployment)}
+    views = {view.name: view for view in resolve.resolved(deployment).hosts}
     hosts: Hosts = {}
     run = _run_info()
     # A host whose state could not be read has nothing known to restore: it failed, never "unchanged".
@@ -383,7 +383,7 @@ def destroy(fleet: Fleet, options: ApplyOptions) -> list[HostOutcome]:
 def _destroy_deployment(deployment: DeploymentDoc, options: ApplyOptions) -> tuple[list[HostOutcome], bool]:
     hosts = {
         view.name: (view, {"servespec_deployment": deployment.name, "servespec_run": _run_info()})
-        for view in resolve.placed_hosts(deployment)
+        for view in resolve.resolved(deployment).hosts
     }
     if not hosts or not options.confirm([]):
         return [], False

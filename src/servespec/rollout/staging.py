@@ -115,9 +115,10 @@ def container_hub_cache(deployment: DeploymentDoc, container: ContainerSpec) -> 
     from servespec.engines.catalog import version_key
     from servespec.knowledge import resolve
 
+    known = resolve.resolved(deployment)
     env = container.environment
     for key in ("download_dir", "huggingface_hub_cache"):
-        setting = resolve.resolved(deployment).effective.get(key)
+        setting = known.effective.get(key)
         if setting is not None and isinstance(setting.value, str) and setting.value.startswith("/"):
             return posixpath.normpath(setting.value)
     for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
@@ -127,7 +128,7 @@ def container_hub_cache(deployment: DeploymentDoc, container: ContainerSpec) -> 
         return posixpath.join(posixpath.normpath(env["HF_HOME"]), "hub")
     if env.get("XDG_CACHE_HOME", "").startswith("/"):
         return posixpath.join(posixpath.normpath(env["XDG_CACHE_HOME"]), "huggingface", "hub")
-    store = resolve.profile(deployment).model_store
+    store = known.profile.model_store
     default = store.hub_cache if store is not None else None
     if store is None or default is None:
         return None

@@ -66,12 +66,13 @@ def desired_state(rendered: Rendered, deployment: DeploymentDoc) -> list[Desired
     from servespec.rollout import surge
 
     out = []
-    views = {view.name: view for view in resolve.placed_hosts(deployment)} if surge.auto(deployment) else {}
+    known = resolve.resolved(deployment) if surge.auto(deployment) else None
+    views = {view.name: view for view in known.hosts} if known is not None else {}
     for (name, host), container in rendered.containers.items():
         if name != deployment.name:
             continue
         # rollout.strategy auto: the plan decides surge or in place per host from what the revision needs.
-        need = surge.need_on(deployment, views[host]) if host in views else None
+        need = surge.need_on(known, views[host]) if known is not None and host in views else None
         strategy = deployment.spec.rollout.strategy
         out.append(Desired(name, host, container.revision, rendered.host_files(name, host), None, strategy, need))
     return out
@@ -129,7 +130,7 @@ def gather(
     asked: dict[str, Any] = {"servespec_capacity": True} if surge.auto(deployment) else {}
     hosts = {
         view.name: (view, {"servespec_deployments": [deployment.name], **asked})
-        for view in resolve.placed_hosts(deployment)
+        for view in resolve.resolved(deployment).hosts
     }
     if not hosts:
         return [], {}

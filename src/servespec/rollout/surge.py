@@ -34,13 +34,13 @@ def auto(deployment: DeploymentDoc) -> bool:
     return spec is not None and spec.rollout.strategy == "auto"
 
 
-def need_on(deployment: DeploymentDoc, host: HostView) -> Need:
+def need_on(known: resolve.Resolved, host: HostView) -> Need:
     """What the new revision allocates on ``host``: its GPUs and MiB per GPU, or host MiB on a CPU-only host."""
-    multi_node = deployment.spec.placement.hosts_per_replica > 1
-    plan = resolve.estimate_on(deployment, host)
+    multi_node = known.deployment.spec.placement.hosts_per_replica > 1
+    plan = known.estimate_on(host)
     mib = round((plan.weights_gib + plan.overhead_gib + plan.kv_cache_gib) * GIB_MIB) if plan is not None else None
     if resolve.host_gpus(host).count:
-        return Need(tuple(resolve.gpu_ids(deployment)), mib, None, multi_node)
+        return Need(tuple(known.gpu_ids), mib, None, multi_node)
     return Need((), None, mib, multi_node)
 
 
