@@ -97,9 +97,10 @@ def estimates(fleet: Fleet, findings: list[Finding]) -> list[HostEstimate]:
     out = []
     for deployment in fleet.deployments:
         related = sorted({f.rule for f in shown(findings) if deployment.document.contains(f)})
-        for host in resolve.placed_hosts(deployment):
+        known = resolve.resolved(deployment)
+        for host in known.hosts:
             hardware = resolve.host_gpus(host)
             name = hardware.model.display_name if hardware.model else ("CPU" if hardware.count == 0 else "unknown")
-            indices = resolve.gpu_ids(deployment) if hardware.count else []
-            out.append(HostEstimate(deployment, host, resolve.estimate_on(deployment, host), indices, name, related))
+            indices = known.gpu_ids if hardware.count else []
+            out.append(HostEstimate(deployment, host, known.estimate_on(host), indices, name, related))
     return out

@@ -1,8 +1,9 @@
 """Join a deployment with what servespec knows: its model, engine release, and each host's GPUs.
 
 :func:`resolved` builds one :class:`Resolved` per deployment, once, and rules, ``deploy
-estimate`` and ``deploy render`` read it (the helpers below that take a deployment are views
-of it).
+estimate``, ``deploy render`` and the rollout read it. The few helpers at the end that take a
+deployment (``model_answer``, ``placed_hosts``, ``effective_options``, ``max_model_len``,
+``estimate_on``) are views of it that only tests call.
 """
 
 from __future__ import annotations
@@ -53,20 +54,6 @@ def _placed_hosts(deployment: DeploymentDoc) -> list[HostView]:
         return []
     names = deployment.spec.placement.hosts or list(inventory.hosts)
     return [inventory.hosts[name] for name in names if name in inventory.hosts]
-
-
-def gpus_per_host(deployment: DeploymentDoc) -> int:
-    """GPUs each host of a replica contributes (a multi-node replica splits them evenly)."""
-    spec = deployment.spec
-    return math.ceil(spec.gpus_per_replica / spec.placement.hosts_per_replica)
-
-
-def gpu_ids(deployment: DeploymentDoc) -> list[int]:
-    """The device indices the deployment uses on each host."""
-    chosen = deployment.spec.resources.gpu_ids
-    if chosen == "auto":
-        return list(range(gpus_per_host(deployment)))
-    return list(chosen)
 
 
 def _settings(deployment: DeploymentDoc, chosen: EngineRelease | None) -> tuple[Setting, ...]:
@@ -262,35 +249,18 @@ def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
     return resolved(deployment).model
 
 
-def selection(deployment: DeploymentDoc) -> Selection:
-    """The catalogued engine release the deployment is checked against."""
-    return resolved(deployment).selection
-
-
-def release(deployment: DeploymentDoc) -> EngineRelease | None:
-    """The selected release, or None outside the catalogued range."""
-    return resolved(deployment).release
-
-
-def profile(deployment: DeploymentDoc) -> Profile:
-    """The engine's profile."""
-    return resolved(deployment).profile
-
-
 def placed_hosts(deployment: DeploymentDoc) -> list[HostView]:
     """The inventory hosts the deployment is placed on (unknown names skipped: REF001 reports them)."""
     return list(resolved(deployment).hosts)
 
 
-def effective_options(deployment: DeploymentDoc, *, extra_args: bool = True) -> dict[str, Any]:
-    """``engine.options`` plus (by default) the flags of ``extra_args``, keyed and typed by the release's catalog.
+def effective_options(deployment: DeploymentDoc) -> dict[str, Any]:
+    """``engine.options`` plus the flags of ``extra_args``, keyed and typed by the catalog (:attr:`Resolved.options`).
 
     Values that do not parse as their option's type are left out: ENG002 reports them, and
     the estimator falls back to the engine's default instead of failing.
     """
-    if extra_args:
-        return resolved(deployment).options
-    return {s.key: s.value for s in resolved(deployment).settings if s.valid and not s.from_extra_args}
+    return resolved(deployment).options
 
 
 def max_model_len(deployment: DeploymentDoc, model: ModelFacts | None = None) -> int | None:

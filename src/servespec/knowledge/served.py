@@ -17,7 +17,7 @@ def default_served_name(deployment: DeploymentDoc) -> str:
     trtllm-serve a local directory is served by its last path component.
     """
     source = str(deployment.spec.model.source)
-    if resolve.profile(deployment).served_name.default == "directory_name" and hostpaths.is_local_path(source):
+    if resolve.resolved(deployment).profile.served_name.default == "directory_name" and hostpaths.is_local_path(source):
         return PurePosixPath(source).name or source
     return source
 

@@ -47,7 +47,8 @@ class StoreSetting:
 
 def settings(deployment: DeploymentDoc) -> list[StoreSetting]:
     """The spec's settings that name the model store, in the profile's order."""
-    store = resolve.profile(deployment).model_store
+    known = resolve.resolved(deployment)
+    store = known.profile.model_store
     if store is None:
         return []
     engine = deployment.spec.engine
@@ -56,7 +57,7 @@ def settings(deployment: DeploymentDoc) -> list[StoreSetting]:
         for name in store.env
         if name in engine.env
     ]
-    effective = resolve.resolved(deployment).effective
+    effective = known.effective
     for key in store.options:
         setting = effective.get(key)
         if setting is None or not isinstance(setting.value, str):

@@ -57,9 +57,10 @@ def render_target(target: Target) -> tuple[dict[str, str], ContainerSpec, Engine
 
 
 def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, ContainerSpec, EngineContainer]]) -> str:
+    known = resolve.resolved(deployment)
     memory = []
     for target, _, _ in hosts:
-        plan = resolve.estimate_on(deployment, target.host)
+        plan = known.estimate_on(target.host)
         hardware = resolve.host_gpus(target.host)
         gpu = hardware.model.display_name if hardware.model else ("CPU" if hardware.count == 0 else "unknown")
         if plan is None:
@@ -88,7 +89,7 @@ def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, ContainerSpec, 
     context = {
         "header": header(first, content_hash(first), per_host=False),
         "name": deployment.name,
-        "engine_title": resolve.profile(deployment).title,
+        "engine_title": known.profile.title,
         "engine_version": spec.engine.version,
         "model": spec.model.source,
         "served_names": first.served_names,

@@ -38,7 +38,7 @@ def targets(deployment: DeploymentDoc) -> list[Target]:
     options = {s.key: s.value for s in known.settings if s.valid and not s.from_extra_args}
     names = served_names(deployment)
     roots = hostpaths.model_roots(deployment)
-    ids = resolve.gpu_ids(deployment)
+    ids = known.gpu_ids
     out = []
     for index, host in enumerate(hosts):
         replica, rank = divmod(index, group)
