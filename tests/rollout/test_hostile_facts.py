@@ -18,7 +18,7 @@ import pytest
 from servespec import rollout
 from servespec.spec.fleet import load_fleet
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import standin_spec
+from tests.rollout.helpers import standin_spec, write_inventory
 
 pytestmark = pytest.mark.slow
 NAME = "facts"
@@ -113,12 +113,7 @@ def test_facts_naming_servespec_variables_change_nothing(
     hostile: tuple[RemoteHost, Path], tmp_path: Path, ssh_key: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     host, _ = hostile
-    (tmp_path / "inventory.yaml").write_text(
-        "apiVersion: servespec/v1\nkind: Inventory\n"
-        f"defaults: {{ssh_user: root, ssh_key: {ssh_key}, become: false}}\n"
-        f"hosts:\n  {host.name}:\n    address: {host.address}\n"
-        "    hardware: {gpus: {count: 0}, cpus: 2, memory_gib: 8}\n"
-    )
+    write_inventory(tmp_path / "inventory.yaml", [(host.name, host.address)], ssh_key)
     spec = standin_spec(tmp_path / "spec.yaml", NAME, [host.name], images.archive("servespec-standin:latest"))
     monkeypatch.setenv("E2E_KEY", "facts-secret-value")
     monkeypatch.chdir(tmp_path)
