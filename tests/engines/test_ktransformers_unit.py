@@ -118,7 +118,7 @@ def test_a_complete_split_has_no_engine_findings(tmp_path: Path) -> None:
 def _estimate(path: Path) -> Any:
     fleet = load_fleet([path])
     deployment = fleet.deployments[0]
-    return resolve.estimate_on(deployment, resolve.placed_hosts(deployment)[0])
+    return resolve.resolved(deployment).estimate_on(resolve.resolved(deployment).hosts[0])
 
 
 def test_routed_experts_off_the_gpu_go_to_host_ram(tmp_path: Path) -> None:

@@ -219,7 +219,7 @@ def test_memory_maps_gpu_to_layers_and_shares_one_kv_cache(tmp_path: Path) -> No
     def plan(options: str):  # type: ignore[no-untyped-def]
         fleet = load_fleet([_spec(tmp_path, options=options)], GOLDEN / "inventory.yaml")
         deployment = fleet.deployments[0]
-        return resolve.estimate_on(deployment, resolve.placed_hosts(deployment)[0])
+        return resolve.resolved(deployment).estimate_on(resolve.resolved(deployment).hosts[0])
 
     full, half, off = plan("{gpu: max, parallel: 4}"), plan("{gpu: 0.5}"), plan("{gpu: 'off'}")
     one = plan("{gpu: max, parallel: 1}")

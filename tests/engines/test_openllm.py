@@ -137,11 +137,11 @@ def test_switching_a_model_no_bento_serves_says_why(tmp_path: Path) -> None:
 def test_memory_is_vllm_0_8_5_with_the_bento_context(tmp_path: Path) -> None:
     fleet = _fleet(tmp_path, length="", source="Qwen/Qwen3-8B", revision="2069b3fae1114555f3c020c81410e51fa0f656f2")
     deployment = fleet.deployments[0]
-    plan = resolve.estimate_on(deployment, resolve.placed_hosts(deployment)[0])
+    plan = resolve.resolved(deployment).estimate_on(resolve.resolved(deployment).hosts[0])
     assert plan is not None and plan.context_tokens == 4096  # qwen3:8b-2033's BentoArgs max_model_len
     vllm = _fleet(tmp_path, engine="vllm", version="0.8.5", length=", max_model_len: 4096", source="Qwen/Qwen3-8B",
                   revision="2069b3fae1114555f3c020c81410e51fa0f656f2")  # fmt: skip
-    same = resolve.estimate_on(vllm.deployments[0], resolve.placed_hosts(vllm.deployments[0])[0])
+    same = resolve.resolved(vllm.deployments[0]).estimate_on(resolve.resolved(vllm.deployments[0]).hosts[0])
     assert same is not None and round(plan.kv_cache_gib, 2) == round(same.kv_cache_gib, 2)
 
 

@@ -79,7 +79,7 @@ def test_extra_args_values_are_checked_against_the_catalog(tmp_path: Path) -> No
 
 def test_a_negative_number_is_a_flags_value(tmp_path: Path) -> None:
     fleet = load_fleet([_spec(tmp_path, "vllm", "0.11.0", "  extra_args: [--seed, '-1']\n")])
-    assert resolve.effective_options(fleet.deployments[0])["seed"] == -1
+    assert resolve.resolved(fleet.deployments[0]).options["seed"] == -1
     assert not [f for f in check_fleet(fleet) if f.rule == "ENG002"]
 
 

@@ -12,7 +12,6 @@ import pytest
 
 from servespec import engines
 from servespec.estimate import estimates
-from servespec.knowledge import resolve
 from servespec.knowledge.memory import default_context
 from servespec.knowledge.models import ModelFacts
 from servespec.render import render_fleet
@@ -166,7 +165,7 @@ def test_spec_context_is_used_as_given(tmp_path: Path) -> None:
     fleet = _fleet(tmp_path, "tgi", "2.0.4", model)
     plan = estimates(fleet, check_fleet(fleet))[0].plan
     assert plan is not None and (plan.context_tokens, plan.context_basis) == (8192, "model.max_model_len")
-    assert resolve.max_model_len(fleet.deployments[0]) == 8192
+    assert fleet.deployments[0].spec.model.max_model_len == 8192
     assert "8192" in _rendered(fleet)
 
 

@@ -50,7 +50,7 @@ def _checkout(tmp_path: Path, roots: list[Path], source: Path | str) -> Path:
 
 
 def _layers(spec: Path) -> int | None:
-    answer = resolve.model_answer(load_fleet([spec]).deployments[0])
+    answer = resolve.resolved(load_fleet([spec]).deployments[0]).model
     return answer.facts.layers if answer.facts else None
 
 

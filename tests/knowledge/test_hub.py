@@ -273,7 +273,7 @@ def test_lock_from_the_hub_then_validate_offline(hub: str, tmp_path: Path, monke
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     _Hub.requests.clear()
     fleet = load_fleet([spec])
-    answer = resolve.model_answer(fleet.deployments[0])
+    answer = resolve.resolved(fleet.deployments[0]).model
     assert answer.facts is not None and answer.facts.layers == 20 and answer.facts.weight_bytes == 2_000_004_000
     assert _Hub.requests == []
 

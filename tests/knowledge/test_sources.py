@@ -63,7 +63,7 @@ def _found(spec: Path) -> sources.Found:
 
 
 def _answer(spec: Path) -> sources.ModelAnswer:
-    return resolve.model_answer(load_fleet([spec]).deployments[0])
+    return resolve.resolved(load_fleet([spec]).deployments[0]).model
 
 
 def _safetensors(path: Path, tensors: dict[str, tuple[str, list[int], int]]) -> None:

@@ -37,7 +37,7 @@ def _check(tmp_path: Path, engine: str, version: str, args: list[str]) -> tuple[
     path.write_text(SPEC.format(engine=engine, version=version, args=json.dumps(args)))
     fleet = load_fleet([path], GOLDEN / "inventory.yaml")
     findings = [f for f in check_fleet(fleet) if f.rule in ("ENG001", "ENG002", "ENG003")]
-    return findings, resolve.effective_options(fleet.deployments[0])
+    return findings, resolve.resolved(fleet.deployments[0]).options
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,8 @@
 """Join a deployment with what servespec knows: its model, engine release, and each host's GPUs.
 
 :func:`resolved` builds one :class:`Resolved` per deployment, once, and rules, ``deploy
-estimate``, ``deploy render`` and the rollout read it. The few helpers at the end that take a
-deployment (``model_answer``, ``placed_hosts``, ``effective_options``, ``max_model_len``,
-``estimate_on``) are views of it that only tests call.
+estimate``, ``deploy render`` and the rollout read it; no other public function here takes a deployment.
+:func:`host_gpus` reads one host's GPUs from the inventory.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from servespec.engines.options import Setting, coerce, extra_arg_settings, neste
 from servespec.knowledge import gpus, sources
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import EstimateInput, GpuEstimate, default_context
-from servespec.knowledge.models import ModelFacts
 from servespec.knowledge.sources import ModelAnswer
 from servespec.spec.fleet import DeploymentDoc, HostView
 
@@ -242,36 +240,3 @@ def resolved(deployment: DeploymentDoc) -> Resolved:
         )
         deployment.resolved = found
     return found
-
-
-def model_answer(deployment: DeploymentDoc) -> ModelAnswer:
-    """The model's facts, or why there are none (:attr:`Resolved.model`)."""
-    return resolved(deployment).model
-
-
-def placed_hosts(deployment: DeploymentDoc) -> list[HostView]:
-    """The inventory hosts the deployment is placed on (unknown names skipped: REF001 reports them)."""
-    return list(resolved(deployment).hosts)
-
-
-def effective_options(deployment: DeploymentDoc) -> dict[str, Any]:
-    """``engine.options`` plus the flags of ``extra_args``, keyed and typed by the catalog (:attr:`Resolved.options`).
-
-    Values that do not parse as their option's type are left out: ENG002 reports them, and
-    the estimator falls back to the engine's default instead of failing.
-    """
-    return resolved(deployment).options
-
-
-def max_model_len(deployment: DeploymentDoc, model: ModelFacts | None = None) -> int | None:
-    """The context length the spec sets; None leaves it to the engine (nothing is rendered).
-
-    ``model`` is not read: an unset context is the engine's default for the release, which
-    :meth:`Resolved.context` finds per host and the estimates record (``GpuEstimate.context_tokens``).
-    """
-    return deployment.spec.model.max_model_len
-
-
-def estimate_on(deployment: DeploymentDoc, host: HostView) -> GpuEstimate | None:
-    """The memory plan of one GPU of this deployment on ``host``, or None when facts are missing."""
-    return resolved(deployment).estimate_on(host)
