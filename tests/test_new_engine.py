@@ -67,7 +67,7 @@ def _add_engine(root: Path) -> list[Path]:
         path.write_text(text.replace(f'name = "{ORIGINAL}"', f'name = "{COPY}"'))
     profile = units / COPY / "profile.yaml"
     profile.write_text(re.sub(rf"(?m)^engine: {ORIGINAL}$", f"engine: {COPY}", profile.read_text(), count=1))
-    registry = units / "__init__.py"
+    registry = units / "registry.py"
     line = f'    "{ORIGINAL}": "{ORIGINAL}",\n'
     text = registry.read_text()
     assert line in text, "the registry's line for the unit copied"
@@ -86,7 +86,7 @@ def test_a_copied_unit_gets_every_test_of_the_original(tmp_path: Path) -> None:
     root = tmp_path / "checkout"
     _copy_checkout(root)
     edited = _add_engine(root)
-    assert edited == [root / "src" / "servespec" / "engines" / "__init__.py"]
+    assert edited == [root / "src" / "servespec" / "engines" / "registry.py"]
     env = {**os.environ, "PYTHONPATH": str(root / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
     check = subprocess.run(
         [

@@ -1,7 +1,7 @@
 """The engines servespec deploys, one unit (package) each, and the explicit registry of them.
 
 Adding an engine: a package here with ``profile.yaml``, ``releases/``, ``templates/`` and an
-:class:`~servespec.engines.base.Engine` subclass, one line in :data:`UNITS` (the spec's
+:class:`~servespec.engines.base.Engine` subclass, one line in :data:`~servespec.engines.registry.UNITS` (the spec's
 ``engine.name`` accepts exactly the registry's names, a test checks), and the regenerated
 schemas, docs and goldens.
 
@@ -14,25 +14,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from servespec.engines.registry import UNITS
+from servespec.engines.registry import names as names  # re-exported: the registry's names, no unit imported
+
 if TYPE_CHECKING:
     from servespec.engines.base import Engine
 
     ENGINES: tuple[Engine, ...]
     """Every engine, in registry order (imports every unit)."""
-
-UNITS: dict[str, str] = {
-    "vllm": "vllm",
-    "tgi": "tgi",
-    "ollama": "ollama",
-    "tensorrt-llm": "tensorrt_llm",
-    "sglang": "sglang",
-    "llama.cpp": "llama_cpp",
-    "xinference": "xinference",
-    "ktransformers": "ktransformers",
-    "lmstudio": "lmstudio",
-    "openllm": "openllm",
-}
-"""Every engine's name -> its unit's package under ``servespec.engines``, in the order the contract lists them."""
 
 _LOADED: dict[str, Engine] = {}
 
@@ -44,11 +33,6 @@ def get(name: str) -> Engine:
         module = importlib.import_module(f"{__name__}.{UNITS[name]}")
         engine = _LOADED[name] = module.ENGINE
     return engine
-
-
-def names() -> tuple[str, ...]:
-    """The engines' names, in registry order (no unit is imported)."""
-    return tuple(UNITS)
 
 
 def __getattr__(attribute: str) -> Any:

@@ -28,7 +28,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from servespec.engines import names as engine_names
+from servespec.engines.registry import names as engine_names
 from servespec.spec.grammars import (
     MAX_FLOAT,
     MAX_INT,
@@ -48,7 +48,7 @@ from servespec.text import UNSAFE
 
 API_VERSION = "servespec/v1"
 ENGINE_NAMES: tuple[str, ...] = engine_names()
-"""The engine names a spec may use: the registry's (servespec.engines.ENGINES)."""
+"""The engine names a spec may use: the registry's table (servespec.engines.registry)."""
 if TYPE_CHECKING:
     EngineName = str
 else:
