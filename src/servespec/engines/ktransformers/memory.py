@@ -1,11 +1,11 @@
 """KTransformers' memory: SGLang's KV pool on the GPUs, the routed experts not on them in host RAM.
 
-With the CPU/GPU expert split on (:mod:`servespec.engines.ktransformers.kt`), each GPU holds
+With the CPU/GPU expert split on (:mod:`servespec.engines.sglang.kt`), each GPU holds
 the attention, dense and shared-expert weights and ``--kt-num-gpu-experts`` routed experts
 of every MoE layer, in the checkpoint's format, split over the tensor-parallel ranks; SGLang's
 KV pool is then ``mem_fraction_static × memory before loading − those weights`` (the SGLang
 unit's arithmetic). The other routed experts live in host RAM in the ``--kt-method`` format of
-``--kt-weight-path`` (:data:`~servespec.engines.ktransformers.kt.METHOD_BITS`); with
+``--kt-weight-path`` (:data:`~servespec.engines.sglang.kt.METHOD_BITS`); with
 ``--kt-enable-dynamic-expert-update`` the host keeps every expert (the GPU set is refreshed
 from it). Without the split it is SGLang's estimate, unchanged.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from servespec.engines.ktransformers import kt
+from servespec.engines.sglang import kt
 from servespec.engines.sglang import memory as sglang_memory
 from servespec.knowledge.memory import GIB, EstimateInput, GpuEstimate, Offload, weight_bytes
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from servespec import hostpaths
 from servespec.engines.kit import EngineContainer, Target, Volume
-from servespec.engines.ktransformers import kt
+from servespec.engines.sglang import kt
 from servespec.engines.sglang import render as sglang_render
 
 PYTHON = "/opt/miniconda3/envs/serve/bin/python"

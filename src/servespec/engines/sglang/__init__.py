@@ -29,7 +29,7 @@ class Sglang(Engine):
         """Upstream SGLang has kt-kernel's ``--kt-*`` options too: their thread pools are checked as KTransformers'."""
         if known.release is None or known.release.option("kt_cpuinfer") is None:
             return iter(())
-        from servespec.engines.ktransformers.checks import host_checks
+        from servespec.engines.sglang.kt_pools import host_checks
 
         return host_checks(known, host)
 
