@@ -68,33 +68,34 @@ def number(config: dict[str, Any], key: str, *, maximum: float = MAX_FACTOR) -> 
     return result
 
 
-def text(config: dict[str, Any], key: str) -> str | None:
-    """A string of at most :data:`MAX_TEXT` characters; None when absent or null."""
+def _of_type(config: dict[str, Any], key: str, kind: type[Any], what: str) -> Any:
+    """``config[key]`` when it is a ``kind``; None when absent or null; else ConfigFieldError naming ``what``."""
     value = config.get(key)
     if value is None:
         return None
-    if not isinstance(value, str) or len(value) > MAX_TEXT:
-        raise ConfigFieldError(key, f"a string of at most {MAX_TEXT} characters")
+    if not isinstance(value, kind):
+        raise ConfigFieldError(key, what)
+    return value
+
+
+def text(config: dict[str, Any], key: str) -> str | None:
+    """A string of at most :data:`MAX_TEXT` characters; None when absent or null."""
+    what = f"a string of at most {MAX_TEXT} characters"
+    value: str | None = _of_type(config, key, str, what)
+    if value is not None and len(value) > MAX_TEXT:
+        raise ConfigFieldError(key, what)
     return value
 
 
 def flag(config: dict[str, Any], key: str) -> bool | None:
     """true or false; None when absent or null."""
-    value = config.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, bool):
-        raise ConfigFieldError(key, "true or false")
+    value: bool | None = _of_type(config, key, bool, "true or false")
     return value
 
 
 def mapping(config: dict[str, Any], key: str) -> dict[str, Any] | None:
     """A JSON object; None when absent or null."""
-    value = config.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise ConfigFieldError(key, "an object")
+    value: dict[str, Any] | None = _of_type(config, key, dict, "an object")
     return value
 
 
