@@ -21,3 +21,23 @@ def test_every_log_left_out_of_calibration_says_why() -> None:
         calibration = YAML(typ="safe").load(path.read_text()).get("calibration") or {}
         if calibration.get("use") is False:
             assert str(calibration.get("why", "")).strip(), path.name
+
+
+def test_every_startup_log_of_other_engines_names_its_source_and_quotes_its_log() -> None:
+    """Each startup_logs/<engine>/*.yaml links its source, names engine, version, model and GPU, quotes the log."""
+    from ruamel.yaml import YAML
+
+    from tests.conftest import REPO
+
+    paths = sorted((REPO / "tests" / "data" / "startup_logs").glob("*/*.yaml"))
+    assert paths
+    for path in paths:
+        data = YAML(typ="safe").load(path.read_text())
+        assert data.get("engine") == path.parent.name, path.name
+        for field in ("url", "engine_version", "model", "gpu", "log"):
+            assert str(data.get(field) or "").strip(), (path.name, field)
+        assert str(data["url"]).startswith("https://"), path.name
+        assert isinstance(data.get("observed"), dict), path.name
+        calibration = data.get("calibration") or {}
+        if calibration.get("use") is False:
+            assert str(calibration.get("why", "")).strip(), path.name
