@@ -17,12 +17,13 @@ from tests.conftest import run_cli
 REAL_NAMES = [
     ("NVIDIA L20", "L20", (8, 9), 46068),  # vllm-project/vllm#14011
     ("NVIDIA H20", "H20", (9, 0), 97871),
-    ("NVIDIA H20-3e", "H20-3e", (9, 0), None),
+    ("NVIDIA H20-3e", "H20-3e", (9, 0), 143771),  # sgl-project/sglang#6418
     ("NVIDIA H800", "H800-SXM5-80GB", (9, 0), 81559),
     ("NVIDIA H800 PCIe", "H800-PCIE-80GB", (9, 0), None),
     ("NVIDIA A800-SXM4-80GB", "A800-SXM4-80GB", (8, 0), 81920),  # dexmal/dexbotic#41
     ("NVIDIA A800 80GB PCIe", "A800-PCIE-80GB", (8, 0), 81920),  # vllm-project/vllm#41519
-    ("NVIDIA L40", "L40", (8, 9), None),
+    ("NVIDIA L40", "L40", (8, 9), 46068),
+    ("NVIDIA RTX A6000", "RTX-A6000", (8, 6), 49140),  # noonghunna/club-3090#1047
     ("NVIDIA GB200", "GB200", (10, 0), 189471),
     ("NVIDIA GB300", "GB300", (10, 3), 284208),
     ("NVIDIA B300 SXM6 AC", "B300", (10, 3), 275040),
@@ -94,7 +95,7 @@ def test_ambiguous_names_resolve_to_nothing() -> None:
     assert resolve("H100") is None
     assert resolve("NVIDIA H100") is None
     # the 141 GB H20 prints its own name; the 96 GB name never picks it
-    assert resolve("NVIDIA H20").memory_mib < resolve("NVIDIA H20-3e").memory_mib  # type: ignore[union-attr]
+    assert (resolve("NVIDIA H20").memory_mib, resolve("NVIDIA H20-3e").memory_mib) == (97871, 143771)  # type: ignore[union-attr]
 
 
 def test_truncated_table_name_is_told_apart_by_memory() -> None:
