@@ -36,6 +36,11 @@ REAL_NAMES = [
     ("Quadro RTX 8000", "Quadro-RTX-8000", (7, 5), None),
     ("Tesla P100-SXM2-16GB", "P100-SXM2-16GB", (6, 0), None),
     ("Tesla V100S-PCIE-32GB", "V100S-PCIE-32GB", (7, 0), None),
+    ("Tesla V100-SXM3-32GB", "V100-SXM3-32GB", (7, 0), None),
+    ("Quadro P6000", "Quadro-P6000", (6, 1), 24576),
+    ("Quadro GV100", "Quadro-GV100", (7, 0), 32508),
+    ("TITAN V", "TITAN-V", (7, 0), 12066),
+    ("NVIDIA GH200 480GB", "GH200-96GB", (9, 0), 97871),
 ]
 
 
@@ -194,3 +199,11 @@ def test_discover_names_a_truncated_table_gpu_by_its_memory(tmp_path: Path) -> N
     gpus = facts_from_outputs(folder, "old")["hardware"]["gpus"]
     assert gpus == {"model": "Tesla V100-PCIE-32GB", "count": 4}
     assert resolve(gpus["model"]).id == "V100-PCIE-32GB"  # type: ignore[union-attr]
+
+
+def test_memory_rules_run_on_a_new_card(in_tmp: Path) -> None:
+    """A 7B model in bf16 (about 15 GB of weights) does not fit a 6 GB RTX A2000: the memory rule says so
+    (before the card was catalogued, REF003 was all validate could say and the memory rules skipped the host)."""
+    rules = _rules("NVIDIA RTX A2000")
+    assert "MEM001" in rules and "REF003" not in rules, rules
+    assert "MEM001" not in _rules("NVIDIA L20"), "48 GB holds it"
