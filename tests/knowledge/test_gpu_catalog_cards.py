@@ -207,3 +207,20 @@ def test_memory_rules_run_on_a_new_card(in_tmp: Path) -> None:
     rules = _rules("NVIDIA RTX A2000")
     assert "MEM001" in rules and "REF003" not in rules, rules
     assert "MEM001" not in _rules("NVIDIA L20"), "48 GB holds it"
+
+
+@pytest.mark.parametrize(
+    ("gpu", "engine", "version", "expected"),
+    [
+        ("Tesla P100-SXM2-16GB", "vllm", "0.11.0", ["HW004"]),  # Pascal 6.0: vLLM needs 7.0
+        ("Quadro P6000", "vllm", "0.11.0", ["HW004"]),  # 6.1
+        ("Quadro GV100", "vllm", "0.11.0", []),  # Volta 7.0 meets it
+        ("Quadro RTX 8000", "tensorrt-llm", "1.2.1", ["HW004"]),  # Turing 7.5: TensorRT-LLM needs Ampere
+        ("NVIDIA RTX A2000 12GB", "tensorrt-llm", "1.2.1", []),  # Ampere 8.6
+    ],
+)
+def test_engine_minimum_capability_on_old_cards(
+    in_tmp: Path, gpu: str, engine: str, version: str, expected: list[str]
+) -> None:
+    rules = _rules(gpu, dtype="float16", engine=engine, version=version)
+    assert [r for r in rules if r.startswith("HW")] == expected
