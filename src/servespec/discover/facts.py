@@ -26,6 +26,7 @@ from servespec.discover.parsers import (
     parse_smi_table,
     parse_topo,
 )
+from servespec.knowledge import gpus as gpu_catalog
 from servespec.spec.models import FactsFile
 
 OUTPUT_FILES = {
@@ -69,10 +70,20 @@ def _gpus(folder: Path) -> dict[str, Any]:
     table = _read(folder, "nvidia-smi.txt")
     parsed = parse_smi_table(table) if table else {}
     if parsed.get("gpus"):
-        hardware["gpus"] = {"model": parsed["gpus"][0]["name"], "count": len(parsed["gpus"])}
+        hardware["gpus"] = {"model": _table_name(parsed["gpus"][0]), "count": len(parsed["gpus"])}
     if parsed.get("driver_version"):
         hardware["driver_version"] = parsed["driver_version"]
     return hardware
+
+
+def _table_name(gpu: dict[str, Any]) -> str:
+    """The GPU's name from the plain table; one it truncated ("NVIDIA A100-SXM...") becomes the catalogued
+    name its memory.total picks out, so the facts name a model the rules know (left as printed otherwise)."""
+    name = str(gpu["name"])
+    if not name.endswith("..."):
+        return name
+    model = gpu_catalog.resolve(name, gpu.get("memory_mib"))
+    return model.display_name if model is not None else name
 
 
 def _parse(folder: Path, name: str, parser: Callable[[str], Any]) -> Any:

@@ -16,9 +16,9 @@ from typing import Any
 from servespec.knowledge.datafile import load_yaml_data
 
 CUDA_GPUS_URL = "https://developer.nvidia.com/cuda-gpus"
-FACTS = frozenset({"id", "names", "memory_mib", "compute_capability"})
+FACTS = frozenset({"id", "names", "memory_mib", "memory_mib_other", "compute_capability"})
 """The keys of a catalog entry that code reads (as :class:`GpuModel`)."""
-PROVENANCE = frozenset({"source", "memory_source", "memory_verified", "memory_mib_other", "notes"})
+PROVENANCE = frozenset({"source", "name_source", "memory_source", "memory_verified", "notes"})
 """The keys that say where an entry's facts come from, for the people who check them; never loaded."""
 
 
@@ -30,6 +30,8 @@ class GpuModel:
     names: tuple[str, ...]
     memory_mib: int
     compute_capability: tuple[int, int]
+    memory_mib_other: tuple[int, ...] = ()
+    """Other memory.total values real outputs showed for this model (older drivers, board variants)."""
 
     @property
     def display_name(self) -> str:
@@ -44,7 +46,8 @@ class GpuModel:
 
 def _normalize(name: str) -> str:
     text = name.strip().lower()
-    text = re.sub(r"^(nvidia\s+)?(tesla\s+|geforce\s+)?", "", text)
+    # "NVIDIA-L20" is how Kubernetes GPU feature discovery labels the same card
+    text = re.sub(r"^(nvidia[\s_\-]+)?((tesla|geforce)[\s_\-]+)?", "", text)
     return re.sub(r"[\s_\-]+", "", text)
 
 
@@ -55,6 +58,7 @@ def _from_entry(entry: dict[str, Any]) -> GpuModel:
         names=tuple(str(n) for n in entry.get("names", [])),
         memory_mib=int(entry["memory_mib"]),
         compute_capability=(major, minor),
+        memory_mib_other=tuple(int(m) for m in entry.get("memory_mib_other", [])),
     )
 
 
@@ -66,23 +70,40 @@ def catalog() -> tuple[GpuModel, ...]:
 
 
 @functools.cache
-def _index() -> dict[str, GpuModel]:
-    index: dict[str, GpuModel] = {}
+def _index() -> dict[str, tuple[GpuModel, ...]]:
+    index: dict[str, tuple[GpuModel, ...]] = {}
     for gpu in catalog():
         for spelling in (gpu.id, *gpu.names):
-            index.setdefault(_normalize(spelling), gpu)
+            key = _normalize(spelling)
+            if gpu not in index.get(key, ()):
+                index[key] = (*index.get(key, ()), gpu)
     return index
 
 
-def resolve(name: str) -> GpuModel | None:
-    """Find a GPU by catalog id or any spelling nvidia-smi prints; None when unknown.
+MEMORY_TOLERANCE = 0.01
+"""How far a reported memory.total may sit from a catalogued value and still pick that model (1%)."""
 
-    The old nvidia-smi table truncates long names with "..."; such a prefix resolves
-    when exactly one catalogued model starts with it.
+
+def _reports(gpu: GpuModel, memory_mib: int) -> bool:
+    return any(abs(memory_mib - m) <= m * MEMORY_TOLERANCE for m in (gpu.memory_mib, *gpu.memory_mib_other))
+
+
+def resolve(name: str, memory_mib: int | None = None) -> GpuModel | None:
+    """Find a GPU by catalog id or any spelling nvidia-smi prints; None when unknown or ambiguous.
+
+    Case, spaces, hyphens and underscores do not matter, nor a leading "NVIDIA", "Tesla" or
+    "GeForce". The old nvidia-smi table truncates long names with "..."; such a prefix
+    resolves when exactly one catalogued model starts with it, or, given the memory.total
+    nvidia-smi printed beside it (``memory_mib``), exactly one of those reports that memory.
+    A name that would fit several models (a bare "H100") resolves to nothing rather than a guess.
     """
     key = _normalize(name)
     if key.endswith("..."):
         prefix = key.rstrip(".")
-        matches = {gpu.id: gpu for spelling, gpu in _index().items() if spelling.startswith(prefix)}
-        return next(iter(matches.values())) if len(matches) == 1 else None
-    return _index().get(key)
+        found = {gpu.id: gpu for spelling, gpus in _index().items() if spelling.startswith(prefix) for gpu in gpus}
+        candidates = tuple(found.values())
+    else:
+        candidates = _index().get(key, ())
+    if len(candidates) > 1 and memory_mib is not None:
+        candidates = tuple(gpu for gpu in candidates if _reports(gpu, memory_mib))
+    return candidates[0] if len(candidates) == 1 else None
