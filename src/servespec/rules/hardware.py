@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 from servespec.engines.images import CUDA_COMPAT_URL, image_policy
 from servespec.findings import Finding, Severity
+from servespec.hostpaths import is_local_path
 from servespec.knowledge import resolve
 from servespec.knowledge.gpus import CUDA_GPUS_URL
-from servespec.rules.base import Rule, placements, quoted
+from servespec.rules.base import Rule, placements, quoted, refusal
 from servespec.spec.fleet import Fleet, HostView
 
 _VLLM_BF16 = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/cuda.py"
@@ -44,6 +45,7 @@ class DtypeNotSupported(Rule):
     id = "HW001"
     name = "hardware.dtype"
     severity = Severity.ERROR
+    evidence = (refusal(_VLLM_BF16, note="check_if_supports_dtype raises on bfloat16 below 8.0."),)
     summary = "dtype not supported by the GPU (bfloat16 needs compute capability 8.0+)"
     sources = (_VLLM_BF16, CUDA_GPUS_URL)
 
@@ -95,6 +97,12 @@ class QuantizationNeedsNewerGpu(Rule):
     id = "HW002"
     name = "hardware.quantization"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/__init__.py",
+            note="verify_quantization refuses below get_min_capability().",
+        ),
+    )
     summary = "quantization not supported by the GPU for this engine"
     sources = (
         "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/__init__.py",
@@ -139,6 +147,12 @@ class FormatNotSupported(Rule):
     id = "HW003"
     name = "hardware.format"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",
+            note="The release's quantization choices (clap value_enum, argparse choices) do not hold the method.",
+        ),
+    )
     summary = "quantization or model format not supported by the engine"
     sources = ("https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",)
 
@@ -184,13 +198,13 @@ class FormatNotSupported(Rule):
                 ("model", "source"),
                 hint="point model.source at a .gguf file and set quantization: gguf",
             )
-        elif profile.model_format == "tag" and not ollama_tag and not source.startswith("hf.co/") and "/" in source:
+        elif profile.model_format == "tag" and not _ollama_source(source, ollama_tag):
             yield self.report(
                 deployment.document,
                 f"{profile.title} pulls models by name:tag from its library or hf.co/<repo> GGUF repos, "
-                f"not {quoted(source)}",
+                f"or builds them FROM a local .gguf file, not {quoted(source)}",
                 ("model", "source"),
-                hint="use an Ollama tag such as qwen2.5:7b, or hf.co/<org>/<repo>-GGUF",
+                hint="use an Ollama tag such as qwen2.5:7b, hf.co/<org>/<repo>-GGUF, or an absolute path to a .gguf",
             )
         elif profile.model_format != "tag" and ollama_tag:
             yield self.report(
@@ -199,6 +213,18 @@ class FormatNotSupported(Rule):
                 ("model", "source"),
                 hint="use the model's Hugging Face repo id, or engine ollama",
             )
+
+
+def _ollama_source(source: str, tag: bool) -> bool:
+    """What an Ollama Modelfile's ``FROM`` loads: a ``name:tag``, an ``hf.co/`` repo, or a local GGUF file.
+
+    ``FROM /path/model.gguf`` imports the file (docs/import.mdx, "Importing a GGUF based model":
+    https://github.com/ollama/ollama/blob/v0.32.15/docs/import.mdx); the renderer mounts its
+    folder read-only at the same path and writes that ``FROM`` line.
+    """
+    return (
+        tag or source.startswith("hf.co/") or "/" not in source or (is_local_path(source) and source.endswith(".gguf"))
+    )
 
 
 class EngineNeedsNewerGpu(Rule):
@@ -220,6 +246,13 @@ class EngineNeedsNewerGpu(Rule):
     id = "HW004"
     name = "hardware.engine-kernels"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/Dockerfile",
+            "https://docs.vllm.ai/en/v0.11.0/getting_started/installation/gpu.html",
+            note="Kernels not built for the GPU fail to launch (no kernel image).",
+        ),
+    )
     summary = "the engine's kernels need a newer GPU than the host has"
     sources = (
         "https://docs.vllm.ai/en/v0.11.0/getting_started/installation/gpu.html",
@@ -259,6 +292,7 @@ class DriverTooOld(Rule):
     id = "HW005"
     name = "hardware.driver"
     severity = Severity.ERROR
+    evidence = (refusal(CUDA_COMPAT_URL, note="The CUDA runtime refuses a driver below its family's minimum."),)
     summary = "host driver too old for the image's CUDA version"
     sources = (CUDA_COMPAT_URL,)
 
