@@ -173,7 +173,10 @@ class InlineSecret(Rule):
             auth = known.profile.auth
             names = tuple(secret_key(n) for n in (auth.option, auth.env) if n) if auth else ()
             yield from self._document(deployment.document, chosen, auth=names)
-            yield from self._extra_args(deployment.document, deployment.spec.engine.extra_args, chosen, names)
+            engine = deployment.spec.engine
+            for field in _WORDS:
+                words = [str(word) for word in getattr(engine, field) or []]
+                yield from self._extra_args(deployment.document, words, chosen, names, field)
         referenced = [
             document
             for inventory in fleet.inventories
@@ -189,7 +192,7 @@ class InlineSecret(Rule):
         self, document: Document, chosen: EngineRelease | None, *, loaded: bool = True, auth: tuple[str, ...] = ()
     ) -> Iterator[Finding]:
         for path, value, is_key in walk_scalars(document.data):
-            if loaded and path[:2] == ("engine", "extra_args"):
+            if loaded and path[:1] == ("engine",) and path[1:2] and path[1] in _WORDS:
                 continue  # flag-aware below
             if not loaded and path[:2] in _LOADER_CHECKED:
                 continue  # a literal there fails validation as SEC001 already
@@ -209,8 +212,14 @@ class InlineSecret(Rule):
                 )
 
     def _extra_args(
-        self, document: Document, args: list[str], chosen: EngineRelease | None, auth: tuple[str, ...] = ()
+        self,
+        document: Document,
+        args: list[str],
+        chosen: EngineRelease | None,
+        auth: tuple[str, ...] = (),
+        field: str = "extra_args",
     ) -> Iterator[Finding]:
+        """Words the engine's parser reads (``extra_args``, and the launch words of ``entrypoint``/``command``)."""
         # Messages name the flag, never the value: findings end up in CI logs and SARIF.
         reported: set[int] = set()
         for index, flag, value in extra_arg_settings(args):
@@ -222,18 +231,20 @@ class InlineSecret(Rule):
                 reported.update({index, index + 1})
                 yield self.report(
                     document,
-                    f"extra_args passes {_WHAT_FLAG[severity]} with {bare(flag)}",
-                    ("engine", "extra_args", index),
+                    f"{field} passes {_WHAT_FLAG[severity]} with {bare(flag)}",
+                    ("engine", field, index),
                     hint=_HINT_REF,
                     severity=severity,
                 )
         for index, arg in enumerate(args):
-            if isinstance(arg, str) and has_token(arg) and index not in reported:
+            if has_token(arg) and index not in reported:
                 yield self.report(
-                    document, "extra_args holds a token-shaped literal", ("engine", "extra_args", index), hint=_HINT_REF
+                    document, f"{field} holds a token-shaped literal", ("engine", field, index), hint=_HINT_REF
                 )
 
 
+_WORDS = ("extra_args", "entrypoint", "command")
+"""The engine's word lists: judged as its parser reads them (``--api-key=VALUE``, ``--api-key VALUE``)."""
 _WHAT = {
     Severity.ERROR: "holds a literal secret",
     Severity.WARNING: "is named like a secret and holds a literal word (if it is one, reference it instead)",
