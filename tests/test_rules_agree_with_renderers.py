@@ -26,7 +26,7 @@ from tests.golden.regen import ENGINE_VERSIONS, GOLDEN
 
 LOADS = {
     "hf": ("Qwen/Qwen2.5-7B-Instruct",),
-    "gguf": ("/srv/models/qwen2.5-7b-instruct-q4_k_m.gguf",),
+    "gguf": ("/srv/models/qwen2.5-7b-instruct-q4_k_m.gguf", "Qwen/Qwen2.5-7B-Instruct-GGUF"),
     "tag": ("qwen2.5:7b", "hf.co/Qwen/Qwen2.5-7B-Instruct-GGUF", "/srv/models/qwen2.5-7b-instruct-q4_k_m.gguf"),
     "key": ("qwen2.5-7b-instruct",),
 }
@@ -39,6 +39,7 @@ SUPPORTED = [(name, source) for name in engines.names() for source in LOADS[engi
 
 def _fleet(tmp: Path, engine: str, source: str, tp: int, numa: Any, name: str | None, timeout: str | None) -> Fleet:
     gguf = ", quantization: gguf, gguf_type: Q4_K_M" if source.endswith(".gguf") else ""
+    # a GGUF repo is written as users write it for llama-server -hf: no quantization (HW003 cannot know it)
     lines = [
         "apiVersion: servespec/v1",
         "kind: Deployment",

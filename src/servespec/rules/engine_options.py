@@ -399,7 +399,8 @@ class InconsistentEngineOptions(Rule):
     severity = Severity.ERROR
     evidence = (
         refusal(
-            _TGI_LIMITS,
+            _TGI_LIMITS + "#L2160",
+            _TGI_LIMITS + "#L2203",
             "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/scheduler.py",
             note="The relations the engines enforce at start-up.",
         ),

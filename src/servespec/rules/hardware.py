@@ -136,7 +136,10 @@ class FormatNotSupported(Rule):
     separate llama.cpp backend image); llama.cpp loads GGUF only and Ollama pulls GGUF
     models by ``name:tag`` (or ``hf.co/<repo>``), which no other engine can load; TensorRT-LLM
     takes quantization from ModelOpt checkpoints and has no GGUF; the newest vLLM release
-    catalogued dropped GGUF. A ``.gguf`` model file needs ``quantization: gguf``.
+    catalogued dropped GGUF. A ``.gguf`` model file needs ``quantization: gguf``. A Hugging Face
+    repository for llama.cpp (``--hf-repo``, which picks a GGUF file of the repo) without
+    ``quantization: gguf`` is a warning only: whether the repo holds a GGUF file is not known
+    to servespec, so refusing it would be a guess.
 
     Fix: pick an engine that loads the format, or a checkpoint in a format the engine loads.
 
@@ -149,7 +152,7 @@ class FormatNotSupported(Rule):
     severity = Severity.ERROR
     evidence = (
         refusal(
-            "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",
+            "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs#L407",
             note="The release's quantization choices (clap value_enum, argparse choices) do not hold the method.",
         ),
     )
@@ -191,12 +194,18 @@ class FormatNotSupported(Rule):
         profile = known.profile
         ollama_tag = ":" in source and "/" not in source and not source.startswith((".", "~"))
         if profile.model_format == "gguf" and _method(known) is None and not source.endswith(".gguf"):
-            # A set quantization or a .gguf path is judged by the checks below.
+            # A set quantization or a .gguf path is judged by the checks below. A Hub repository is fetched
+            # with --hf-repo, which takes a GGUF repo: whether this one holds a GGUF file is not known here.
+            hub = not is_local_path(source)
             yield self.report(
                 deployment.document,
-                f"{profile.title} loads GGUF models only",
+                f"{profile.title} loads GGUF models only"
+                + (f": servespec cannot tell whether {quoted(source)} holds a GGUF file" if hub else ""),
                 ("model", "source"),
-                hint="point model.source at a .gguf file and set quantization: gguf",
+                hint="set model.quantization: gguf for a GGUF repo"
+                if hub
+                else "point model.source at a .gguf file and set quantization: gguf",
+                severity=Severity.WARNING if hub else None,
             )
         elif profile.model_format == "tag" and not _ollama_source(source, ollama_tag):
             yield self.report(
