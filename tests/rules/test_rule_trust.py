@@ -155,3 +155,18 @@ def test_acs_is_a_warning_not_a_proof(tmp_path: Path) -> None:
     from servespec.rules import RULES_BY_ID
 
     assert RULES_BY_ID["TOPO002"].severity is Severity.WARNING
+
+
+def test_the_role_pulls_no_local_gguf() -> None:
+    """`ollama pull /srv/models/x.gguf` fails: a local file is imported by `ollama create` FROM the file."""
+    import jinja2
+    from ruamel.yaml import YAML
+    from tests.conftest import REPO
+
+    tasks = YAML(typ="safe").load((REPO / "playbooks/roles/servespec/tasks/model.yml").read_text())
+    (pull,) = [t for t in tasks if "pull" in t.get("servespec_container", {}).get("command", [])]
+    when = jinja2.Environment().compile_expression(pull["when"])
+    known = {"servespec_after_start": ["modelfile"], "servespec_standin_image": ""}
+    assert when(**known, servespec_model_source="qwen2.5:7b")
+    assert when(**known, servespec_model_source="hf.co/Qwen/Qwen2.5-7B-Instruct-GGUF")
+    assert not when(**known, servespec_model_source="/srv/models/qwen.gguf")
