@@ -170,3 +170,13 @@ def test_the_role_pulls_no_local_gguf() -> None:
     assert when(**known, servespec_model_source="qwen2.5:7b")
     assert when(**known, servespec_model_source="hf.co/Qwen/Qwen2.5-7B-Instruct-GGUF")
     assert not when(**known, servespec_model_source="/srv/models/qwen.gguf")
+
+
+def test_an_unknown_ollama_variable_is_ignored_not_refused(tmp_path: Path) -> None:
+    """Ollama reads OLLAMA_* variables (envconfig); one it does not know is ignored: no refusal to cite."""
+    fleet = _fleet(
+        tmp_path,
+        "model: {source: 'qwen2.5:7b', max_model_len: 4096}\n"
+        "engine: {name: ollama, version: '0.32.15', options: {no_such_setting: 1}}\nplacement: {hosts: [l4]}\n",
+    )
+    assert [f.severity for f in _findings(fleet, "ENG001")] == [Severity.WARNING]
