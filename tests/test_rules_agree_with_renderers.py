@@ -37,8 +37,19 @@ server image (ENG003 refuses none: the user builds one)."""
 SUPPORTED = [(name, source) for name in engines.names() for source in LOADS[engines.get(name).profile.model_format]]
 
 
-def _fleet(tmp: Path, engine: str, source: str, tp: int, numa: Any, name: str | None, timeout: str | None) -> Fleet:
-    gguf = ", quantization: gguf, gguf_type: Q4_K_M" if source.endswith(".gguf") else ""
+def _fleet(
+    tmp: Path,
+    engine: str,
+    source: str,
+    tp: int,
+    numa: Any,
+    name: str | None,
+    timeout: str | None,
+    quantization: str | None = "gguf",
+) -> Fleet:
+    # a .gguf file with quantization gguf or unset (auto: the file's own format)
+    gguf = ", gguf_type: Q4_K_M" + (f", quantization: {quantization}" if quantization else "")
+    gguf = gguf if source.endswith(".gguf") else ""
     # a GGUF repo is written as users write it for llama-server -hf: no quantization (HW003 cannot know it)
     lines = [
         "apiVersion: servespec/v1",
@@ -58,19 +69,27 @@ def _fleet(tmp: Path, engine: str, source: str, tp: int, numa: Any, name: str | 
 
 
 @pytest.mark.parametrize(("engine", "source"), SUPPORTED, ids=[f"{e}-{s}" for e, s in SUPPORTED])
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     tp=st.sampled_from([1, 2]),
     numa=st.sampled_from(["auto", "off", False, 0]),
     name=st.sampled_from([None, "chat"]),
     timeout=st.sampled_from([None, "30m"]),
+    quantization=st.sampled_from([None, "auto", "gguf"]),
 )
 def test_what_a_renderer_emits_is_not_refused(
-    tmp_path: Path, engine: str, source: str, tp: int, numa: Any, name: str | None, timeout: str | None
+    tmp_path: Path,
+    engine: str,
+    source: str,
+    tp: int,
+    numa: Any,
+    name: str | None,
+    timeout: str | None,
+    quantization: str | None,
 ) -> None:
     profile = engines.get(engine).profile
     tp = tp if profile.tensor_parallel else 1
-    fleet = _fleet(tmp_path, engine, source, tp, numa, name, timeout)
+    fleet = _fleet(tmp_path, engine, source, tp, numa, name, timeout, quantization)
     assert fleet.deployments, [f.to_text() for f in fleet.findings]
     rendered = render_fleet(fleet)
     assert rendered.files

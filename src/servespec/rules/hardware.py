@@ -69,10 +69,14 @@ def _method(known: resolve.Resolved) -> str | None:
 
     A checkpoint's method is judged only where the spec names none and the engine's profile
     maps it (``fp8``, ``awq``, ``nvfp4``, ``mxfp4`` ...); formats the profile does not name pass.
+    A ``.gguf`` file is a GGUF checkpoint: ``auto`` means gguf there (vLLM detects it the same way,
+    ``check_gguf_file``; llama.cpp and Ollama load nothing else).
     """
     chosen = known.deployment.spec.model.quantization
     if chosen not in (None, "auto"):
         return chosen
+    if str(known.deployment.spec.model.source).endswith(".gguf"):
+        return "gguf"
     facts = known.model.facts
     stored = facts.quant_method if facts else None
     return stored if stored in known.profile.quantization else None
@@ -136,7 +140,8 @@ class FormatNotSupported(Rule):
     separate llama.cpp backend image); llama.cpp loads GGUF only and Ollama pulls GGUF
     models by ``name:tag`` (or ``hf.co/<repo>``), which no other engine can load; TensorRT-LLM
     takes quantization from ModelOpt checkpoints and has no GGUF; the newest vLLM release
-    catalogued dropped GGUF. A ``.gguf`` model file needs ``quantization: gguf``. A Hugging Face
+    catalogued dropped GGUF. A ``.gguf`` model file is a GGUF checkpoint (``quantization`` unset or
+    ``auto`` reads it so); another method named for it is an error. A Hugging Face
     repository for llama.cpp (``--hf-repo``, which picks a GGUF file of the repo) without
     ``quantization: gguf`` is a warning only: whether the repo holds a GGUF file is not known
     to servespec, so refusing it would be a guess.
@@ -170,9 +175,9 @@ class FormatNotSupported(Rule):
             if gguf_file and method != "gguf":
                 yield self.report(
                     deployment.document,
-                    "the model is a .gguf file but quantization is not gguf",
-                    ("model", "quantization") if method else ("model", "source"),
-                    hint="set model.quantization: gguf and model.gguf_type",
+                    f"the model is a .gguf file but quantization is {method}",
+                    ("model", "quantization"),
+                    hint="set model.quantization: gguf (or auto)",
                 )
             if method is None or release is None:
                 continue
