@@ -143,8 +143,9 @@ class FormatNotSupported(Rule):
     catalogued dropped GGUF. A ``.gguf`` model file is a GGUF checkpoint (``quantization`` unset or
     ``auto`` reads it so); another method named for it is an error. A Hugging Face
     repository for llama.cpp (``--hf-repo``, which picks a GGUF file of the repo) without
-    ``quantization: gguf`` is a warning only: whether the repo holds a GGUF file is not known
-    to servespec, so refusing it would be a guess.
+    ``quantization: gguf`` is an error where servespec knows the checkpoint and it is not GGUF
+    (its facts: a safetensors ``config.json``), and a warning where it knows nothing of the repo:
+    whether it holds a GGUF file is not known, so refusing it would be a guess.
 
     Fix: pick an engine that loads the format, or a checkpoint in a format the engine loads.
 
@@ -200,8 +201,12 @@ class FormatNotSupported(Rule):
         ollama_tag = ":" in source and "/" not in source and not source.startswith((".", "~"))
         if profile.model_format == "gguf" and _method(known) is None and not source.endswith(".gguf"):
             # A set quantization or a .gguf path is judged by the checks below. A Hub repository is fetched
-            # with --hf-repo, which takes a GGUF repo: whether this one holds a GGUF file is not known here.
-            hub = not is_local_path(source)
+            # with --hf-repo, which takes a GGUF repo: one servespec knows (its facts) is judged by them; of
+            # one it does not know, whether it holds a GGUF file is not known here.
+            facts = known.model.facts
+            if facts is not None and facts.file_type is not None:
+                return  # a GGUF checkpoint
+            hub = not is_local_path(source) and facts is None
             yield self.report(
                 deployment.document,
                 f"{profile.title} loads GGUF models only"
