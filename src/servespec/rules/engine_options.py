@@ -100,7 +100,8 @@ class UnknownEngineOption(Rule):
     severity = Severity.ERROR
     evidence = (
         refusal(
-            _VLLM_ARGS,
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/utils/__init__.py#L1848",
+            "https://github.com/python/cpython/blob/v3.11.7/Lib/argparse.py#L1871",
             note="The release's parser refuses an unrecognized argument. Unknown to a partial catalog is only "
             "info, and an engine that reads environment variables (Ollama) ignores unknown ones: a warning there.",
         ),
@@ -266,7 +267,8 @@ class InvalidEngineOptionValue(Rule):
     evidence = (
         refusal(
             _VLLM_ARGS,
-            _VLLM_FLASH_ATTN,
+            _VLLM_FLASH_ATTN + "#L85-L86",
+            "https://github.com/python/cpython/blob/v3.11.7/Lib/argparse.py#L2548-L2554",
             note="argparse choices, clap value_enum, pydantic bounds and the attention backends refuse the value.",
         ),
     )

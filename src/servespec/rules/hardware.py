@@ -45,7 +45,7 @@ class DtypeNotSupported(Rule):
     id = "HW001"
     name = "hardware.dtype"
     severity = Severity.ERROR
-    evidence = (refusal(_VLLM_BF16, note="check_if_supports_dtype raises on bfloat16 below 8.0."),)
+    evidence = (refusal(_VLLM_BF16 + "#L509-L514", note="check_if_supports_dtype raises on bfloat16 below 8.0."),)
     summary = "dtype not supported by the GPU (bfloat16 needs compute capability 8.0+)"
     sources = (_VLLM_BF16, CUDA_GPUS_URL)
 
@@ -103,7 +103,7 @@ class QuantizationNeedsNewerGpu(Rule):
     severity = Severity.ERROR
     evidence = (
         refusal(
-            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/__init__.py",
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/__init__.py#L261-L266",
             note="verify_quantization refuses below get_min_capability().",
         ),
     )

@@ -295,7 +295,7 @@ class ContextBeyondModel(Rule):
     severity = Severity.ERROR
     evidence = (
         refusal(
-            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/model.py",
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/model.py#L1908-L1911",
             note="vLLM refuses a max_model_len above the derived maximum.",
         ),
     )

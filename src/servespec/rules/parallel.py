@@ -32,7 +32,9 @@ class HeadsNotDivisible(Rule):
     id = "PAR001"
     name = "parallel.head-divisibility"
     severity = Severity.ERROR
-    evidence = (refusal(_VLLM_VERIFY, note="vLLM's verify_with_parallel_config asserts the divisibility."),)
+    evidence = (
+        refusal(_VLLM_VERIFY + "#L1048-L1052", note="vLLM's verify_with_parallel_config asserts the divisibility."),
+    )
     summary = "tensor_parallel does not divide the attention heads, or KV heads and tensor_parallel do not divide"
     sources = (_VLLM_VERIFY, _VLLM_KV_HEADS)
 
