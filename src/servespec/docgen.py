@@ -84,10 +84,23 @@ def rule_page(rule: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _evidence(rule: Any) -> str:
+    """The evidence kinds behind a rule's error level ("none": it never errors)."""
+    return ", ".join(dict.fromkeys(e.kind.value for e in rule.evidence)) or "none (never an error)"
+
+
 def rules_index() -> str:
     """The table of every rule."""
-    lines = [HEADER, "# Rules", "", "| id | name | severity | checks |", "|---|---|---|---|"]
-    lines += [f"| [{r.id}]({r.id}.md) | `{r.name}` | {r.severity.value} | {r.summary} |" for r in ALL_RULES]
+    lines = [
+        HEADER,
+        "# Rules",
+        "",
+        "| id | name | severity | evidence for an error | checks |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| [{r.id}]({r.id}.md) | `{r.name}` | {r.severity.value} | {_evidence(r)} | {r.summary} |" for r in ALL_RULES
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -13,7 +13,41 @@ from typing import Any
 SECRET_NAME = re.compile(
     r"(^|[_.-])(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)($|[_.-])", re.IGNORECASE
 )
-"""Names of variables, options and labels that hold secrets (HF_TOKEN, api_key, admin-api-key)."""
+"""Names of variables, options and labels that may hold secrets (HF_TOKEN, api_key, admin-api-key).
+
+A name pattern: it masks values in messages, and SEC001 warns on it (a guess, never an error:
+``long_prefill_token_threshold`` matches it too)."""
+
+KNOWN_SECRETS = frozenset(
+    {
+        # options (catalog keys) that carry a credential in the engines' own parsers
+        "api_key",  # vLLM/SGLang/TGI/llama.cpp --api-key
+        "admin_api_key",  # SGLang --admin-api-key
+        "hf_token",  # vLLM --hf-token, llama.cpp -hft/--hf-token
+        "hub_token",
+        "ngrok_authtoken",  # TGI --ngrok-authtoken
+        # variables credential libraries read (huggingface_hub constants.py, the engines' env readers)
+        "hugging_face_hub_token",
+        "huggingfacehub_api_token",
+        "vllm_api_key",
+        "llama_api_key",
+        "openai_api_key",
+        "ngc_api_key",
+        "nvidia_api_key",
+        "aws_secret_access_key",
+        "aws_session_token",
+        "github_token",
+        "gh_token",
+    }
+)
+"""Setting names known to carry a credential, compared after :func:`secret_key` (case, ``-`` and
+leading dashes ignored): a literal under one is a secret by what reads it, not by its spelling."""
+
+
+def secret_key(name: str) -> str:
+    """``name`` as :data:`KNOWN_SECRETS` lists it: ``--API-Key`` -> ``api_key``."""
+    return name.lstrip("-").replace("-", "_").lower()
+
 
 _TOKEN = (
     r"hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"

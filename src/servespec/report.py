@@ -98,12 +98,14 @@ def print_explanation(rule_id: str | None) -> bool:
     """`deploy explain`: every rule in one line each, or one rule's page; False when ``rule_id`` names none."""
     if rule_id is None:
         for rule in ALL_RULES:
-            click.echo(f"{rule.id:8} {rule.severity.value:8} {rule.summary}")
+            kinds = ",".join(dict.fromkeys(e.kind.value for e in rule.evidence)) or "-"
+            click.echo(f"{rule.id:8} {rule.severity.value:8} {kinds:32} {rule.summary}")
         return True
     found = RULES_BY_ID.get(rule_id.upper())
     if found is None:
         return False
-    click.echo(f"{found.id} ({found.name}), default severity: {found.severity.value}\n")
+    kinds = ", ".join(dict.fromkeys(e.kind.value for e in found.evidence)) or "none (never an error)"
+    click.echo(f"{found.id} ({found.name}), default severity: {found.severity.value}; evidence: {kinds}\n")
     click.echo(found.explain())
     click.echo("\nSources:")
     for source in found.sources:

@@ -126,14 +126,14 @@ def test_eng002_on_own_and_forwarded_values(tmp_path: Path) -> None:
     assert not [f for f in _findings(tmp_path, "  options: {model_engine: sglang}\n") if f[0] == "ENG002"]
 
 
-def test_on_releases_without_an_engine_in_the_image_unknown_forwarded_options_are_warnings(tmp_path: Path) -> None:
+def test_on_releases_without_an_engine_in_the_image_unknown_forwarded_options_are_only_noted(tmp_path: Path) -> None:
     found = _findings(tmp_path, "  options: {model_engine: vLLM, vllm: {enable_prefix_caching: true}}\n", "", "3.2.1")
     assert [(r, p) for r, p, _ in found if r.startswith("ENG")] == [
         ("ENG001", "engine.options.vllm.enable_prefix_caching")
     ]
     path = tmp_path / "spec.yaml"
     fleet = load_fleet([path])
-    assert [f.severity.value for f in check_fleet(fleet) if f.rule == "ENG001"] == ["warning"]
+    assert [f.severity.value for f in check_fleet(fleet) if f.rule == "ENG001"] == ["info"]
 
 
 @pytest.mark.parametrize(

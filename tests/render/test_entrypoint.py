@@ -139,6 +139,21 @@ def test_the_readme_and_the_role_run_the_same_argv(tmp_path: Path, role: ModuleT
     [
         ("  command: [vllm, serve, --max-model-len, '999999']", "engine.command[2]", "is a vLLM 0.11.0 option"),
         ("  entrypoint: [python3, -m, vllm.entrypoints.openai.api_server, --api-key=abc]", "engine.entrypoint[3]", ""),
+    ],
+)
+def test_an_option_in_the_launch_words_is_a_warning(tmp_path: Path, launch: str, path: str, says: str) -> None:
+    """It escapes the checks but the engine runs it: no refusal to cite, so not an error (issue 22)."""
+    fleet = _fleet(tmp_path, "vllm", "0.11.0", launch)
+    (found,) = [f for f in check_fleet(fleet) if f.rule == "ENG005"]
+    assert found.severity is Severity.WARNING and found.path == path and says in found.message
+    assert "abc" not in found.message  # a value is never echoed
+    secrets = [f for f in _errors(fleet) if f.rule == "SEC001"]
+    assert [f.path for f in secrets] == ([path] if "api-key" in launch else [])  # a literal key is a secret
+
+
+@pytest.mark.parametrize(
+    ("launch", "path", "says"),
+    [
         ("  entrypoint: [/bin/bash, -lc]\n  command: ['vllm serve']", "engine.entrypoint[1]", "runs a shell script"),
         ("  entrypoint: [sh]\n  command: [-c, 'exec vllm serve']", "engine.command[0]", "$0, $1"),
     ],

@@ -109,7 +109,10 @@ def test_unset_renders_no_name_and_the_smoke_test_asks_the_engine(tmp_path: Path
     assert "--alias" not in _argv(rendered)
     assert rendered.containers[("chat", "h100-a")].model_name is None  # the probe asks /v1/models
     readme = rendered.files["chat/README.md"]
-    assert f'"model": "{_source(engine)}"' in readme  # the name the engine serves, not "chat"
+    # the name the engine serves, not "chat"; XInference's model UID is the registry name it launches
+    # (supervisor.py launch_builtin_model: model_uid = model_name when the request names none)
+    served = "qwen2.5-instruct" if engine == "xinference" else _source(engine)
+    assert f'"model": "{served}"' in readme
 
 
 def test_ollama_serves_the_pulled_tag_unless_named(tmp_path: Path) -> None:

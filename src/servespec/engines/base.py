@@ -272,6 +272,11 @@ class Known(Protocol):
     def gpu_ids(self) -> list[int]:
         """The device indices the deployment uses on each host."""
 
+    @property
+    def health_timeout_s(self) -> int:
+        """Seconds the rollout waits for a healthy server (``rollout.health_timeout``, or the default raised
+        to the estimated load time)."""
+
 
 @dataclass(frozen=True)
 class EngineCheck:
@@ -354,6 +359,11 @@ class Engine:
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         """Engine-specific option problems, read from the effective options (``known.effective``)."""
         return iter(())
+
+    def default_served_name(self, known: Known) -> str | None:
+        """The name the engine serves when the spec names none, where the unit knows it better than the
+        profile's ``served_name.default`` (XInference: the registry name it launches); None: the profile's."""
+        return None
 
     def host_checks(self, known: Known, host: HostView) -> Iterator[EngineCheck]:
         """Engine-specific problems of the deployment on one host it is placed on (TOPO004: thread pools vs NUMA)."""

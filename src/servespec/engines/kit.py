@@ -440,7 +440,5 @@ def flags(target: Target, options: dict[str, Any]) -> list[str]:
 
 
 def resolve_timeout(target: Target) -> int:
-    """rollout.health_timeout in seconds."""
-    from servespec.spec.models import duration_seconds
-
-    return duration_seconds(target.spec.rollout.health_timeout)
+    """rollout.health_timeout in seconds (unset: the default raised to the estimated load time)."""
+    return target.known.health_timeout_s

@@ -18,9 +18,13 @@ from servespec.engines.catalog import EngineRelease, Selection, normalize_option
 from servespec.engines.options import Setting, coerce, extra_arg_settings, nested, spelled
 from servespec.knowledge import gpus, sources
 from servespec.knowledge.gpus import GpuModel
-from servespec.knowledge.memory import EstimateInput, GpuEstimate, default_context
+from servespec.knowledge.memory import GIB, EstimateInput, GpuEstimate, default_context, weight_bytes
 from servespec.knowledge.sources import ModelAnswer
 from servespec.spec.fleet import DeploymentDoc, HostView
+from servespec.spec.models import duration_seconds
+
+LOAD_GIB_PER_SECOND = 1.0
+"""Assumed read rate of weights from a host's local model cache (a conservative NVMe/SATA figure)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,32 @@ class Resolved:
     def max_model_len(self) -> int | None:
         """The context length the spec sets (None: the engine's default, which :meth:`context` finds)."""
         return self.deployment.spec.model.max_model_len
+
+    @functools.cached_property
+    def load_seconds(self) -> float | None:
+        """Estimated seconds from container start to a healthy server (None without model facts).
+
+        The weights one host loads, read at :data:`LOAD_GIB_PER_SECOND`, plus the engine's fixed
+        start-up work (profile ``startup``); the first download of the weights is not counted.
+        """
+        inp = self.estimate_input(weights_only=True)
+        if inp is None:
+            return None
+        per_host = weight_bytes(inp) / GIB / self.deployment.spec.placement.hosts_per_replica
+        return per_host / LOAD_GIB_PER_SECOND + self.profile.startup.seconds
+
+    @property
+    def health_timeout_s(self) -> int:
+        """How long the rollout waits for a healthy server: ``rollout.health_timeout`` as written.
+
+        Unset, servespec's default (15m) is raised to the estimated load time, rounded up to the
+        minute, for a model that loads slower than that: the default never rolls back a healthy host.
+        """
+        rollout = self.deployment.spec.rollout
+        chosen = duration_seconds(rollout.health_timeout)
+        if "health_timeout" in rollout.model_fields_set or self.load_seconds is None:
+            return chosen
+        return max(chosen, 60 * math.ceil(self.load_seconds / 60))
 
     def context(self, vram_gib: float | None = None) -> tuple[int | None, str]:
         """The context per sequence served, and why: the spec's, else the release's default for the model.

@@ -14,10 +14,15 @@ def default_served_name(deployment: DeploymentDoc) -> str:
 
     ``model.source`` as written (vLLM's model argument, SGLang's ``model_path``, TGI's
     ``model_id``, llama.cpp's ``-hf`` repo or ``-m`` path, an Ollama ``name:tag``); for
-    trtllm-serve a local directory is served by its last path component.
+    trtllm-serve a local directory is served by its last path component; where the engine
+    unit names it (XInference: the registry's ``model_name``), the unit's.
     """
+    known = resolve.resolved(deployment)
     source = str(deployment.spec.model.source)
-    if resolve.resolved(deployment).profile.served_name.default == "directory_name" and hostpaths.is_local_path(source):
+    own = known.engine.default_served_name(known)
+    if own:
+        return own
+    if known.profile.served_name.default == "directory_name" and hostpaths.is_local_path(source):
         return PurePosixPath(source).name or source
     return source
 

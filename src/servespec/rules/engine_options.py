@@ -6,13 +6,13 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
-from servespec.engines.base import Engine
+from servespec.engines.base import Engine, Profile
 from servespec.engines.catalog import EngineOption, EngineRelease, capability, normalize_option, version_key
 from servespec.engines.options import Setting
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.redact import scrub
-from servespec.rules.base import Rule, bare, quoted
+from servespec.rules.base import Rule, bare, contract, quoted, refusal
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
 _VLLM_ARGS = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py"
@@ -54,6 +54,23 @@ def _unknown_message(engine: Engine, release: EngineRelease, name: str) -> tuple
     return scrub(message), scrub(hint)
 
 
+def _unread_severity(profile: Profile) -> Severity | None:
+    """An unknown setting of an engine configured by environment variables is ignored, not refused: a warning."""
+    return Severity.WARNING if profile.arguments.parser == "env" else None
+
+
+def _unchecked_message(engine: Engine, release: EngineRelease, name: str) -> tuple[str, str]:
+    """An option a partial catalog does not list: not known to be missing, only not checked."""
+    key = normalize_option(name)
+    message = (
+        f"{quoted(name)} is not in servespec's partial catalog of {engine.profile.title} {release.version}: "
+        "it is passed on unchecked"
+    )
+    close = difflib.get_close_matches(key, list(release.options), n=1, cutoff=0.85)
+    hint = f"if you meant '{close[0]}', use that spelling" if close else "check the spelling against the release's docs"
+    return scrub(message), scrub(hint)
+
+
 class UnknownEngineOption(Rule):
     """Every engine option must exist in that engine release.
 
@@ -66,8 +83,9 @@ class UnknownEngineOption(Rule):
     A version that is not a catalogued release (a typo, or a release newer than the
     catalogs) gets one warning naming the nearest catalogued releases; its options are
     checked against the nearest earlier one, or not at all when it is older than every
-    catalogued release. A catalog built from incomplete sources is marked ``partial``: an
-    option it does not list is a warning there, not an error.
+    catalogued release. A catalog built from incomplete sources is marked ``partial``
+    (TensorRT-LLM's, read from its versioned docs): an option it does not list is not known to
+    be missing, so it is only noted (info) as passed on unchecked, never said to be unknown.
 
     Fix: use the suggested name, drop the removed option, or pin a release that has it;
     for a release newer than the catalogs, regenerate them (``scripts/catalog/build.py``).
@@ -80,6 +98,14 @@ class UnknownEngineOption(Rule):
     id = "ENG001"
     name = "engine.unknown-option"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/utils/__init__.py#L1848",
+            "https://github.com/python/cpython/blob/v3.11.7/Lib/argparse.py#L1871",
+            note="The release's parser refuses an unrecognized argument. Unknown to a partial catalog is only "
+            "info, and an engine that reads environment variables (Ollama) ignores unknown ones: a warning there.",
+        ),
+    )
     summary = "engine option unknown for that engine version"
     sources = (_VLLM_ARGS,)
 
@@ -92,12 +118,18 @@ class UnknownEngineOption(Rule):
                 continue
             for setting in _in_spec_order(known.settings):
                 if _option(release, setting) is None:
-                    message, hint = _unknown_message(known.engine, release, setting.name)
-                    severity = Severity.WARNING if release.partial else None
-                    if release.partial:
-                        message += " (its catalog is partial: the option may exist)"
+                    message, hint = (
+                        _unchecked_message(known.engine, release, setting.name)
+                        if release.partial
+                        else _unknown_message(known.engine, release, setting.name)
+                    )
                     yield self.report(
-                        deployment.document, message, setting.path, hint=hint, at_key=setting.at_key, severity=severity
+                        deployment.document,
+                        message,
+                        setting.path,
+                        hint=hint,
+                        at_key=setting.at_key,
+                        severity=Severity.INFO if release.partial else _unread_severity(known.profile),
                     )
             yield from self._spec_fields(deployment, release)
 
@@ -232,6 +264,14 @@ class InvalidEngineOptionValue(Rule):
     id = "ENG002"
     name = "engine.option-value"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            _VLLM_ARGS,
+            _VLLM_FLASH_ATTN + "#L85-L86",
+            "https://github.com/python/cpython/blob/v3.11.7/Lib/argparse.py#L2548-L2554",
+            note="argparse choices, clap value_enum, pydantic bounds and the attention backends refuse the value.",
+        ),
+    )
     summary = "engine option value invalid (choices, range, block size allowed on CUDA)"
     sources = (_VLLM_ARGS, _VLLM_FLASH_ATTN)
 
@@ -359,6 +399,17 @@ class InconsistentEngineOptions(Rule):
     id = "ENG003"
     name = "engine.option-consistency"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            _TGI_LIMITS + "#L2160",
+            _TGI_LIMITS + "#L2203",
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/scheduler.py",
+            note="The relations the engines enforce at start-up.",
+        ),
+        contract(
+            "11-deployment", note="An option that duplicates a spec field, or a key set twice: one place decides."
+        ),
+    )
     summary = "engine options inconsistent with each other or with the spec"
     sources = (_TGI_LIMITS, "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/scheduler.py")
 

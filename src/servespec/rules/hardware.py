@@ -6,9 +6,10 @@ from collections.abc import Iterator
 
 from servespec.engines.images import CUDA_COMPAT_URL, image_policy
 from servespec.findings import Finding, Severity
+from servespec.hostpaths import is_local_path
 from servespec.knowledge import resolve
 from servespec.knowledge.gpus import CUDA_GPUS_URL
-from servespec.rules.base import Rule, placements, quoted
+from servespec.rules.base import Rule, placements, quoted, refusal
 from servespec.spec.fleet import Fleet, HostView
 
 _VLLM_BF16 = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/cuda.py"
@@ -44,6 +45,7 @@ class DtypeNotSupported(Rule):
     id = "HW001"
     name = "hardware.dtype"
     severity = Severity.ERROR
+    evidence = (refusal(_VLLM_BF16 + "#L509-L514", note="check_if_supports_dtype raises on bfloat16 below 8.0."),)
     summary = "dtype not supported by the GPU (bfloat16 needs compute capability 8.0+)"
     sources = (_VLLM_BF16, CUDA_GPUS_URL)
 
@@ -67,10 +69,14 @@ def _method(known: resolve.Resolved) -> str | None:
 
     A checkpoint's method is judged only where the spec names none and the engine's profile
     maps it (``fp8``, ``awq``, ``nvfp4``, ``mxfp4`` ...); formats the profile does not name pass.
+    A ``.gguf`` file is a GGUF checkpoint: ``auto`` means gguf there (vLLM detects it the same way,
+    ``check_gguf_file``; llama.cpp and Ollama load nothing else).
     """
     chosen = known.deployment.spec.model.quantization
     if chosen not in (None, "auto"):
         return chosen
+    if str(known.deployment.spec.model.source).endswith(".gguf"):
+        return "gguf"
     facts = known.model.facts
     stored = facts.quant_method if facts else None
     return stored if stored in known.profile.quantization else None
@@ -95,6 +101,12 @@ class QuantizationNeedsNewerGpu(Rule):
     id = "HW002"
     name = "hardware.quantization"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/__init__.py#L261-L266",
+            note="verify_quantization refuses below get_min_capability().",
+        ),
+    )
     summary = "quantization not supported by the GPU for this engine"
     sources = (
         "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/__init__.py",
@@ -128,7 +140,12 @@ class FormatNotSupported(Rule):
     separate llama.cpp backend image); llama.cpp loads GGUF only and Ollama pulls GGUF
     models by ``name:tag`` (or ``hf.co/<repo>``), which no other engine can load; TensorRT-LLM
     takes quantization from ModelOpt checkpoints and has no GGUF; the newest vLLM release
-    catalogued dropped GGUF. A ``.gguf`` model file needs ``quantization: gguf``.
+    catalogued dropped GGUF. A ``.gguf`` model file is a GGUF checkpoint (``quantization`` unset or
+    ``auto`` reads it so); another method named for it is an error. A Hugging Face
+    repository for llama.cpp (``--hf-repo``, which picks a GGUF file of the repo) without
+    ``quantization: gguf`` is an error where servespec knows the checkpoint and it is not GGUF
+    (its facts: a safetensors ``config.json``), and a warning where it knows nothing of the repo:
+    whether it holds a GGUF file is not known, so refusing it would be a guess.
 
     Fix: pick an engine that loads the format, or a checkpoint in a format the engine loads.
 
@@ -139,6 +156,12 @@ class FormatNotSupported(Rule):
     id = "HW003"
     name = "hardware.format"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs#L407",
+            note="The release's quantization choices (clap value_enum, argparse choices) do not hold the method.",
+        ),
+    )
     summary = "quantization or model format not supported by the engine"
     sources = ("https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",)
 
@@ -153,9 +176,9 @@ class FormatNotSupported(Rule):
             if gguf_file and method != "gguf":
                 yield self.report(
                     deployment.document,
-                    "the model is a .gguf file but quantization is not gguf",
-                    ("model", "quantization") if method else ("model", "source"),
-                    hint="set model.quantization: gguf and model.gguf_type",
+                    f"the model is a .gguf file but quantization is {method}",
+                    ("model", "quantization"),
+                    hint="set model.quantization: gguf (or auto)",
                 )
             if method is None or release is None:
                 continue
@@ -177,20 +200,30 @@ class FormatNotSupported(Rule):
         profile = known.profile
         ollama_tag = ":" in source and "/" not in source and not source.startswith((".", "~"))
         if profile.model_format == "gguf" and _method(known) is None and not source.endswith(".gguf"):
-            # A set quantization or a .gguf path is judged by the checks below.
+            # A set quantization or a .gguf path is judged by the checks below. A Hub repository is fetched
+            # with --hf-repo, which takes a GGUF repo: one servespec knows (its facts) is judged by them; of
+            # one it does not know, whether it holds a GGUF file is not known here.
+            facts = known.model.facts
+            if facts is not None and facts.file_type is not None:
+                return  # a GGUF checkpoint
+            hub = not is_local_path(source) and facts is None
             yield self.report(
                 deployment.document,
-                f"{profile.title} loads GGUF models only",
+                f"{profile.title} loads GGUF models only"
+                + (f": servespec cannot tell whether {quoted(source)} holds a GGUF file" if hub else ""),
                 ("model", "source"),
-                hint="point model.source at a .gguf file and set quantization: gguf",
+                hint="set model.quantization: gguf for a GGUF repo"
+                if hub
+                else "point model.source at a .gguf file and set quantization: gguf",
+                severity=Severity.WARNING if hub else None,
             )
-        elif profile.model_format == "tag" and not ollama_tag and not source.startswith("hf.co/") and "/" in source:
+        elif profile.model_format == "tag" and not _ollama_source(source, ollama_tag):
             yield self.report(
                 deployment.document,
                 f"{profile.title} pulls models by name:tag from its library or hf.co/<repo> GGUF repos, "
-                f"not {quoted(source)}",
+                f"or builds them FROM a local .gguf file, not {quoted(source)}",
                 ("model", "source"),
-                hint="use an Ollama tag such as qwen2.5:7b, or hf.co/<org>/<repo>-GGUF",
+                hint="use an Ollama tag such as qwen2.5:7b, hf.co/<org>/<repo>-GGUF, or an absolute path to a .gguf",
             )
         elif profile.model_format != "tag" and ollama_tag:
             yield self.report(
@@ -199,6 +232,18 @@ class FormatNotSupported(Rule):
                 ("model", "source"),
                 hint="use the model's Hugging Face repo id, or engine ollama",
             )
+
+
+def _ollama_source(source: str, tag: bool) -> bool:
+    """What an Ollama Modelfile's ``FROM`` loads: a ``name:tag``, an ``hf.co/`` repo, or a local GGUF file.
+
+    ``FROM /path/model.gguf`` imports the file (docs/import.mdx, "Importing a GGUF based model":
+    https://github.com/ollama/ollama/blob/v0.32.15/docs/import.mdx); the renderer mounts its
+    folder read-only at the same path and writes that ``FROM`` line.
+    """
+    return (
+        tag or source.startswith("hf.co/") or "/" not in source or (is_local_path(source) and source.endswith(".gguf"))
+    )
 
 
 class EngineNeedsNewerGpu(Rule):
@@ -220,6 +265,13 @@ class EngineNeedsNewerGpu(Rule):
     id = "HW004"
     name = "hardware.engine-kernels"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/Dockerfile",
+            "https://docs.vllm.ai/en/v0.11.0/getting_started/installation/gpu.html",
+            note="Kernels not built for the GPU fail to launch (no kernel image).",
+        ),
+    )
     summary = "the engine's kernels need a newer GPU than the host has"
     sources = (
         "https://docs.vllm.ai/en/v0.11.0/getting_started/installation/gpu.html",
@@ -259,6 +311,7 @@ class DriverTooOld(Rule):
     id = "HW005"
     name = "hardware.driver"
     severity = Severity.ERROR
+    evidence = (refusal(CUDA_COMPAT_URL, note="The CUDA runtime refuses a driver below its family's minimum."),)
     summary = "host driver too old for the image's CUDA version"
     sources = (CUDA_COMPAT_URL,)
 

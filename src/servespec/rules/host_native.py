@@ -8,7 +8,7 @@ from servespec import hostpaths
 from servespec.engines.native import injects_code
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.rules.base import Rule
+from servespec.rules.base import Rule, contract, policy
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
 _LMS_SOURCE = "https://github.com/lmstudio-ai/lms/blob/07b7252d6de26a3a58c1bb80ed7e75a2b17f5eb6/src/subcommands/load.ts"
@@ -50,6 +50,10 @@ class HostNativeField(Rule):
     id = "ENG008"
     name = "engine.host-native-field"
     severity = Severity.ERROR
+    evidence = (
+        policy("container--host", note="Environment that chooses the code a host-native unit loads."),
+        contract("11-deployment", note="Fields a host-native unit cannot render (no image, no command)."),
+    )
     summary = "a field a host-native engine (no container, LM Studio) cannot honour"
     hint = ""
     sources = (_LMS_SOURCE,)

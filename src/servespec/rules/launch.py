@@ -11,7 +11,7 @@ from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.served import default_served_name
 from servespec.redact import scrub
-from servespec.rules.base import Rule, bare
+from servespec.rules.base import Rule, bare, contract
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "busybox"})
@@ -60,6 +60,13 @@ class LaunchWords(Rule):
     id = "ENG005"
     name = "engine.launch-words"
     severity = Severity.ERROR
+    evidence = (
+        contract(
+            "11-deployment",
+            note="The rendered arguments are appended to the launch words (§5): a shell script or a replaced "
+            "launcher would lose them. An engine option in the launch words only escapes the checks: a warning.",
+        ),
+    )
     summary = "engine.entrypoint / engine.command carries an engine option, a shell script, or cannot be used"
     sources = (_DOCKER_ENTRYPOINT, _BASH_C)
 
@@ -100,6 +107,7 @@ class LaunchWords(Rule):
                     ),
                     ("engine", field, index),
                     hint=f"set it under engine.options ({option.key}) instead",
+                    severity=Severity.WARNING,
                 )
 
     def _shell(self, deployment: DeploymentDoc) -> Iterator[Finding]:

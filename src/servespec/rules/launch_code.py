@@ -20,7 +20,7 @@ from servespec.engines.options import extra_arg_settings
 from servespec.findings import Finding, Severity
 from servespec.hostpaths import is_local_path
 from servespec.knowledge import resolve
-from servespec.rules.base import Rule, bare
+from servespec.rules.base import Rule, bare, policy
 from servespec.rules.security import canonical_option
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
@@ -154,6 +154,7 @@ class TrustRemoteCode(Rule):
     id = "SEC005"
     name = "security.trust-remote-code"
     severity = Severity.WARNING
+    evidence = (policy("exposure-on-the-hosts", note="trust_remote_code at a revision that is not a commit."),)
     summary = "trust_remote_code runs the model repository's Python (error when the revision is not a commit)"
     hint = "remove it, or pin model.revision to a commit whose code you reviewed"
     sources = (
@@ -223,6 +224,7 @@ class InstallAtLaunch(Rule):
     id = "SEC006"
     name = "security.install-at-launch"
     severity = Severity.WARNING
+    evidence = (policy("exposure-on-the-hosts", note="A launch-time requirement not pinned with ==."),)
     summary = "packages pip-installed when the engine starts (error when a requirement is not pinned with ==)"
     hint = "build an image with the packages (engine.image); at the least pin each as name==version"
     sources = (

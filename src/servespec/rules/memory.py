@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.memory import GpuEstimate
-from servespec.rules.base import Rule, bare, placements
+from servespec.rules.base import Rule, arithmetic, bare, placements, refusal
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 
 _VLLM_MEMORY = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_worker.py"
@@ -70,6 +70,7 @@ class WeightsDoNotFit(Rule):
     id = "MEM001"
     name = "memory.weights-fit"
     severity = Severity.ERROR
+    evidence = (arithmetic("The weights alone exceed the GPU (the memory band of the estimator decides inside it)."),)
     summary = "model weights (after quantization and parallel split) do not fit a GPU"
     sources = (_VLLM_MEMORY, "https://github.com/ggml-org/llama.cpp/blob/b11312/tools/quantize/quantize.cpp")
 
@@ -133,6 +134,7 @@ class NoRoomForKvCache(Rule):
     id = "MEM002"
     name = "memory.kv-cache-room"
     severity = Severity.ERROR
+    evidence = (arithmetic("No KV cache room for one sequence after weights and overheads."),)
     summary = "no room left for the KV cache of one max_model_len sequence"
     sources = (_VLLM_KV_CHECK, _SGLANG_MEMORY, _TGI_MEMORY)
 
@@ -240,6 +242,7 @@ class SharedGpuOversubscribed(Rule):
     id = "MEM004"
     name = "memory.shared-gpu"
     severity = Severity.ERROR
+    evidence = (arithmetic("Fractions of one GPU summed above its memory."),)
     summary = "deployments sharing a GPU ask for more memory than it has"
     sources = (_VLLM_MEMORY,)
 
@@ -290,6 +293,12 @@ class ContextBeyondModel(Rule):
     id = "MEM005"
     name = "memory.context-length"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/model.py#L1908-L1911",
+            note="vLLM refuses a max_model_len above the derived maximum.",
+        ),
+    )
     summary = "max_model_len above the model's max_position_embeddings without rope scaling"
     sources = ("https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/model.py",)
 

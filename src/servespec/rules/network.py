@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.rules.base import Rule, bare, placements
+from servespec.rules.base import Rule, bare, placements, policy, refusal
 from servespec.spec.fleet import DeploymentDoc, Fleet
 from servespec.spec.front_proxy import slot_ports
 
@@ -48,6 +48,12 @@ class PortConflict(Rule):
     id = "NET001"
     name = "network.port-conflict"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "https://man7.org/linux/man-pages/man2/bind.2.html",
+            note="A second bind of one address and port fails with EADDRINUSE.",
+        ),
+    )
     summary = "two deployments claim the same port on one host (strategy auto's slot ports too)"
     sources = ("docs/contract.md", "docs/rollout.md")
 
@@ -158,6 +164,7 @@ class ExposedWithoutAuth(Rule):
     id = "NET002"
     name = "network.exposed-without-auth"
     severity = Severity.WARNING
+    evidence = (policy("exposure-on-the-hosts", note="An engine without authentication on a non-loopback address."),)
     summary = "bound to a non-loopback address without an API key (error for engines without any auth)"
     sources = (
         _VLLM_AUTH,

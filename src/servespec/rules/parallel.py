@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.rules.base import Rule, bare, placements
+from servespec.rules.base import Rule, arithmetic, bare, placements, refusal
 from servespec.spec.fleet import Fleet
 
 _VLLM_VERIFY = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/model.py"
@@ -32,6 +32,9 @@ class HeadsNotDivisible(Rule):
     id = "PAR001"
     name = "parallel.head-divisibility"
     severity = Severity.ERROR
+    evidence = (
+        refusal(_VLLM_VERIFY + "#L1048-L1052", note="vLLM's verify_with_parallel_config asserts the divisibility."),
+    )
     summary = "tensor_parallel does not divide the attention heads, or KV heads and tensor_parallel do not divide"
     sources = (_VLLM_VERIFY, _VLLM_KV_HEADS)
 
@@ -74,6 +77,12 @@ class NotEnoughGpus(Rule):
     id = "PAR002"
     name = "parallel.gpu-count"
     severity = Severity.ERROR
+    evidence = (
+        arithmetic(
+            "An exact count: GPUs asked for against GPUs the host has.",
+            "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/parallel.py",
+        ),
+    )
     summary = "a replica needs more GPUs than its host has, or gpu_ids names missing devices"
     sources = ("https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/parallel.py",)
 
@@ -130,6 +139,12 @@ class LayoutNotSupported(Rule):
     id = "PAR003"
     name = "parallel.engine-layout"
     severity = Severity.ERROR
+    evidence = (
+        refusal(
+            "src/servespec/engines/<name>/profile.yaml (parallelism.source)",
+            note="The engine has no such parallel mode; each profile cites the release source of its modes.",
+        ),
+    )
     summary = "the engine cannot run this parallel layout"
     sources = (
         "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",

@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
-from servespec.rules.base import Rule
+from servespec.rules.base import Rule, contract
 from servespec.spec.fleet import MODEL_CONFIG, DeploymentDoc, Fleet
 from servespec.spec.loader_rules import MISSING_FILE
 from servespec.spec.source import quote_value
@@ -26,6 +26,7 @@ class UnknownHost(Rule):
     id = "REF001"
     name = "ref.unknown-host"
     severity = Severity.ERROR
+    evidence = (contract("12-inventory", note="placement.hosts names inventory hosts."),)
     summary = "host named in placement.hosts not in the inventory"
     hint = "add the host to the inventory or fix the name"
     sources = (_CONTRACT,)
@@ -79,6 +80,7 @@ class MissingFile(Rule):
     id = MISSING_FILE.id
     name = MISSING_FILE.name
     severity = MISSING_FILE.severity
+    evidence = (contract("1-files-a-user-writes", note="A file the spec references cannot be read."),)
     summary = MISSING_FILE.summary
     hint = MISSING_FILE.hint
     sources = (_CONTRACT,)
@@ -235,6 +237,7 @@ class ModelLockMismatch(Rule):
     id = "REF005"
     name = "ref.model-lock"
     severity = Severity.ERROR
+    evidence = (contract("2-command-line", note="models.lock.yaml is the spec's pinned record (deploy lock)."),)
     summary = "models.lock.yaml disagrees with the spec's pinned model.revision, or cannot be used"
     hint = "run deploy lock again and commit models.lock.yaml"
     sources = (_CONTRACT,)

@@ -7,14 +7,11 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
-from servespec.knowledge.memory import GIB, weight_bytes
 from servespec.rules.base import Rule
 from servespec.spec.fleet import DeploymentDoc, Fleet
 from servespec.spec.front_proxy import DEFAULT_PROXY_IMAGE
 from servespec.spec.models import duration_seconds
 
-LOAD_GIB_PER_SECOND = 1.0
-"""Assumed read rate of weights from a host's local model cache (a conservative NVMe/SATA figure)."""
 _ANSIBLE_SERIAL = "https://docs.ansible.com/ansible/latest/playbook_guide/playbooks_strategies.html#setting-the-batch-size-with-serial"
 
 
@@ -68,14 +65,19 @@ class AllHostsDownAtOnce(Rule):
 class HealthTimeoutTooShort(Rule):
     """``rollout.health_timeout`` must cover the model's load time, or healthy hosts get rolled back.
 
-    The estimate reads the weights each GPU loads at 1 GiB/s from the host's model cache
+    The estimate reads the weights each host loads at 1 GiB/s from the host's model cache
     (a conservative figure for local SSDs) and adds the engine's fixed start-up work
     (CUDA-graph capture and compilation: 2 minutes for vLLM/SGLang, 3 for TensorRT-LLM,
     1.5 for TGI, 15 s for llama.cpp/Ollama). It excludes the first download of weights.
     Both figures are assumptions, not measurements: raise the timeout if your storage is
     slower.
 
-    Fix: raise ``rollout.health_timeout`` to at least the estimate.
+    Only a ``health_timeout`` the spec sets is reported. Unset, servespec's default (15m) is
+    raised to the estimate, rounded up to the minute, for a model that loads slower than
+    that (the rendered health check's start period and the rollout's wait use it), so the
+    default never warns.
+
+    Fix: raise ``rollout.health_timeout`` to at least the estimate, or unset it.
 
     Source: servespec's load-time estimate (this rule); vLLM start-up steps:
     https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/engine/core.py
@@ -84,27 +86,26 @@ class HealthTimeoutTooShort(Rule):
     id = "ROL002"
     name = "rollout.health-timeout"
     severity = Severity.WARNING
-    summary = "health_timeout shorter than the estimated model load time"
+    summary = "health_timeout set shorter than the estimated model load time"
     sources = ("https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/engine/core.py",)
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
+            rollout = deployment.spec.rollout
+            if "health_timeout" not in rollout.model_fields_set:
+                continue  # the default follows the estimate (Resolved.health_timeout_s)
             known = resolve.resolved(deployment)
-            inp = known.estimate_input(weights_only=True)
-            if inp is None:
+            needed = known.load_seconds
+            if needed is None or duration_seconds(rollout.health_timeout) >= needed:
                 continue
-            spec = deployment.spec
-            per_host = weight_bytes(inp) / GIB / spec.placement.hosts_per_replica
-            needed = per_host / LOAD_GIB_PER_SECOND + known.profile.startup.seconds
-            timeout = duration_seconds(spec.rollout.health_timeout)
-            if timeout < needed:
-                yield self.report(
-                    deployment.document,
-                    f"health_timeout {spec.rollout.health_timeout} is shorter than the estimated load time "
-                    f"of {math.ceil(needed)} s ({per_host:.0f} GiB of weights per host)",
-                    ("rollout", "health_timeout"),
-                    hint=f"set health_timeout ≥ {math.ceil(needed / 60)}m",
-                )
+            per_host = (needed - known.profile.startup.seconds) * resolve.LOAD_GIB_PER_SECOND
+            yield self.report(
+                deployment.document,
+                f"health_timeout {rollout.health_timeout} is shorter than the estimated load time "
+                f"of {math.ceil(needed)} s ({per_host:.0f} GiB of weights per host)",
+                ("rollout", "health_timeout"),
+                hint=f"set health_timeout ≥ {math.ceil(needed / 60)}m, or unset it (the default follows the estimate)",
+            )
 
 
 class ProxyImageNotAtHand(Rule):

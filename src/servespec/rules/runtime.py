@@ -14,7 +14,7 @@ from servespec import hostpaths
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.memory import GIB, EstimateInput, weight_bytes
-from servespec.rules.base import Rule, placements
+from servespec.rules.base import Rule, placements, refusal
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 from servespec.spec.source import KeyPath
 
@@ -240,6 +240,9 @@ class NoGpuContainerRuntime(Rule):
     id = "HW006"
     name = "hardware.container-runtime"
     severity = Severity.ERROR
+    evidence = (
+        refusal(_TOOLKIT, note="docker run --gpus fails: could not select device driver with capabilities [[gpu]]."),
+    )
     summary = "a GPU engine on a host whose Docker has no NVIDIA runtime or CDI (or predates --gpus)"
     sources = (_TOOLKIT, _CDI, _DEVICE_REQUESTS)
 

@@ -8,7 +8,7 @@ their explain pages.
 from __future__ import annotations
 
 from servespec.findings import Severity
-from servespec.rules.base import Rule
+from servespec.rules.base import Rule, contract
 from servespec.spec.loader_rules import MISSING_FIELD, UNKNOWN_FIELD, WRONG_TYPE, YAML_SYNTAX
 
 _YAML_SPEC = "https://yaml.org/spec/1.2.2/"
@@ -54,6 +54,7 @@ class YamlSyntax(Rule):
     id = YAML_SYNTAX.id
     name = YAML_SYNTAX.name
     severity = YAML_SYNTAX.severity
+    evidence = (contract("1-files-a-user-writes", note="The file is not YAML a loader can read."),)
     summary = YAML_SYNTAX.summary
     sources = (_YAML_SPEC,)
 
@@ -74,6 +75,7 @@ class UnknownField(Rule):
     id = UNKNOWN_FIELD.id
     name = UNKNOWN_FIELD.name
     severity = UNKNOWN_FIELD.severity
+    evidence = (contract("11-deployment", note="A field the grammar does not have."),)
     summary = UNKNOWN_FIELD.summary
     sources = (_CONTRACT,)
 
@@ -110,6 +112,7 @@ class WrongType(Rule):
     id = WRONG_TYPE.id
     name = WRONG_TYPE.name
     severity = WRONG_TYPE.severity
+    evidence = (contract("11-deployment", note="A value outside the grammar's type or set."),)
     summary = WRONG_TYPE.summary
     sources = (_CONTRACT, *_GRAMMARS)
 
@@ -128,6 +131,7 @@ class MissingField(Rule):
     id = MISSING_FIELD.id
     name = MISSING_FIELD.name
     severity = MISSING_FIELD.severity
+    evidence = (contract("11-deployment", note="A field the grammar requires."),)
     summary = MISSING_FIELD.summary
     sources = (_CONTRACT,)
 

@@ -11,9 +11,9 @@ from servespec.engines.options import extra_arg_settings
 from servespec.findings import Finding, Severity
 from servespec.hostpaths import is_local_path, local_source_problem, model_roots
 from servespec.knowledge import resolve
-from servespec.redact import SECRET_NAME, has_token, scrub
+from servespec.redact import KNOWN_SECRETS, SECRET_NAME, has_token, scrub, secret_key
 from servespec.redact import looks_secret as _looks_secret
-from servespec.rules.base import Rule, bare, quoted
+from servespec.rules.base import Rule, bare, policy, quoted
 from servespec.spec.fleet import Fleet
 from servespec.spec.loader_rules import INLINE_SECRET
 from servespec.spec.source import Document
@@ -58,11 +58,40 @@ def _literal(value: Any) -> bool:
     return _looks_secret("SECRET", value)
 
 
-def _literal_secret(name: str, value: Any) -> bool:
-    """A secret-named setting with a literal value, or a value holding a token-shaped string."""
-    if isinstance(value, str) and has_token(value):
+def _numeric(value: Any) -> bool:
+    """A number, or a word that reads as one (``extra_args`` values are words): a threshold, not a credential."""
+    if isinstance(value, int | float):
         return True
-    return _secret_named(name) and _literal(value)
+    try:
+        float(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _known_secret(name: str, auth: tuple[str, ...]) -> bool:
+    """A setting that carries a credential by what reads it: the engine's API-key option or variable, HF_TOKEN ..."""
+    key = secret_key(name)
+    return key in KNOWN_SECRETS or key in auth
+
+
+def _secret_severity(name: str, value: Any, auth: tuple[str, ...] = ()) -> Severity | None:
+    """How SEC001 judges ``name: value``: an error where the value is proven a secret, a warning for a guess.
+
+    Proven: a token-shaped value, or a literal under a setting known to carry a credential
+    (:data:`servespec.redact.KNOWN_SECRETS`, the engine profile's ``auth`` option and variable).
+    A guess: a name that merely looks secret (``*TOKEN*``, ``*SECRET*``) holding a word; a
+    number or a boolean under such a name is a setting (``long_prefill_token_threshold: 2048``).
+    """
+    if isinstance(value, str) and has_token(value):
+        return Severity.ERROR
+    if not _literal(value):
+        return None
+    if _known_secret(name, auth):
+        return Severity.ERROR
+    if _secret_named(name) and not _numeric(value):
+        return Severity.WARNING
+    return None
 
 
 def walk_scalars(data: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any, bool]]:
@@ -95,13 +124,17 @@ class InlineSecret(Rule):
     ``{from_file: /path}`` (reported while loading). Every other string of every document
     read (specs, inventories, facts files, one that fails validation too) is scanned, keys
     included (``metadata.labels``, host ``labels``,
-    ``engine.env``, ``engine.options``, ``extra_args``, anything else): a setting named
-    like a secret (``*TOKEN*``, ``*API_KEY*``, ``*SECRET*``, ``*PASSWORD*``, ``*authtoken``)
-    with a literal value of any type (a number too, and ``$VAR`` or ``{...}``, which no
-    shell expands in ``extra_args`` or container environment values; not a boolean, null,
-    empty string, or a switch such as ``1``/``true``), or a value containing a string
-    shaped like a known token
-    (``hf_…``, ``sk-…``, ``AKIA…``, ``ghp_…``, ``nvapi-…``). Options and ``extra_args``
+    ``engine.env``, ``engine.options``, ``extra_args``, anything else). It is an error
+    where the value is proven a secret: a value containing a string shaped like a known token
+    (``hf_…``, ``sk-…``, ``AKIA…``, ``ghp_…``, ``nvapi-…``), or a literal (a word or number,
+    also ``$VAR`` or ``{...}``, which no shell expands in ``extra_args`` or container
+    environment values; not a boolean, null, empty string or switch such as ``1``/``true``)
+    under a setting known to carry a credential: the engine's API-key option and variable
+    (its profile's ``auth``), ``hf_token``, ``HF_TOKEN``, ``HUGGING_FACE_HUB_TOKEN``,
+    ``ngrok_authtoken`` and the other names of ``servespec.redact.KNOWN_SECRETS``. A setting
+    only *named* like a secret (``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*authtoken``)
+    is a guess: a word there is a warning, and a number or boolean is nothing at all
+    (``long_prefill_token_threshold: 2048``, ``kt_gpu_prefill_token_threshold``). Options and ``extra_args``
     flags are matched in every spelling the engine's parser accepts: ``--api-key VALUE``,
     ``--api-key=VALUE``, ``--api_key``, an unambiguous argparse prefix (``--api-k``), the
     catalog's aliases (llama.cpp ``-hft``) and option keys in any case or separator.
@@ -120,6 +153,13 @@ class InlineSecret(Rule):
     id = INLINE_SECRET.id
     name = INLINE_SECRET.name
     severity = INLINE_SECRET.severity
+    evidence = (
+        policy(
+            "secrets",
+            note="A token-shaped value, or a literal under a setting known to carry a credential; "
+            "a name that only looks secret warns.",
+        ),
+    )
     summary = INLINE_SECRET.summary
     hint = INLINE_SECRET.hint
     sources = (_OWASP_SECRETS, "https://docs.python.org/3/library/argparse.html#prefix-matching")
@@ -128,9 +168,15 @@ class InlineSecret(Rule):
         seen: set[int] = set()
         for deployment in fleet.deployments:
             seen.add(id(deployment.document))
-            chosen = resolve.resolved(deployment).release
-            yield from self._document(deployment.document, chosen)
-            yield from self._extra_args(deployment.document, deployment.spec.engine.extra_args, chosen)
+            known = resolve.resolved(deployment)
+            chosen = known.release
+            auth = known.profile.auth
+            names = tuple(secret_key(n) for n in (auth.option, auth.env) if n) if auth else ()
+            yield from self._document(deployment.document, chosen, auth=names)
+            engine = deployment.spec.engine
+            for field in _WORDS:
+                words = [str(word) for word in getattr(engine, field) or []]
+                yield from self._extra_args(deployment.document, words, chosen, names, field)
         referenced = [
             document
             for inventory in fleet.inventories
@@ -142,9 +188,11 @@ class InlineSecret(Rule):
                 seen.add(id(document))
                 yield from self._document(document, None, loaded=False)
 
-    def _document(self, document: Document, chosen: EngineRelease | None, *, loaded: bool = True) -> Iterator[Finding]:
+    def _document(
+        self, document: Document, chosen: EngineRelease | None, *, loaded: bool = True, auth: tuple[str, ...] = ()
+    ) -> Iterator[Finding]:
         for path, value, is_key in walk_scalars(document.data):
-            if loaded and path[:2] == ("engine", "extra_args"):
+            if loaded and path[:1] == ("engine",) and path[1:2] and path[1] in _WORDS:
                 continue  # flag-aware below
             if not loaded and path[:2] in _LOADER_CHECKED:
                 continue  # a literal there fails validation as SEC001 already
@@ -152,34 +200,59 @@ class InlineSecret(Rule):
                 if isinstance(value, str) and has_token(value):
                     yield self.report(document, "a key holds a token-shaped literal", path, at_key=True)
                 continue
-            if _literal_secret(_setting_name(path, chosen), value):
+            severity = _secret_severity(_setting_name(path, chosen), value, auth)
+            if severity is not None:
                 where = ".".join(str(part) for part in path)
                 yield self.report(
                     document,
-                    f"{bare(where)} holds a literal secret",
+                    f"{bare(where)} {_WHAT[severity]}",
                     path,
                     hint=_HINT_REF if path[:1] == ("engine",) else self.hint,
+                    severity=severity,
                 )
 
-    def _extra_args(self, document: Document, args: list[str], chosen: EngineRelease | None) -> Iterator[Finding]:
+    def _extra_args(
+        self,
+        document: Document,
+        args: list[str],
+        chosen: EngineRelease | None,
+        auth: tuple[str, ...] = (),
+        field: str = "extra_args",
+    ) -> Iterator[Finding]:
+        """Words the engine's parser reads (``extra_args``, and the launch words of ``entrypoint``/``command``)."""
         # Messages name the flag, never the value: findings end up in CI logs and SARIF.
         reported: set[int] = set()
         for index, flag, value in extra_arg_settings(args):
             if value is True:
                 continue
-            if _literal_secret(canonical_option(flag, chosen), value) or _literal_secret(flag, value):
+            judged = [_secret_severity(name, value, auth) for name in (canonical_option(flag, chosen), flag)]
+            severity = Severity.ERROR if Severity.ERROR in judged else Severity.WARNING if any(judged) else None
+            if severity is not None:
                 reported.update({index, index + 1})
                 yield self.report(
                     document,
-                    f"extra_args passes a literal secret with {bare(flag)}",
-                    ("engine", "extra_args", index),
+                    f"{field} passes {_WHAT_FLAG[severity]} with {bare(flag)}",
+                    ("engine", field, index),
                     hint=_HINT_REF,
+                    severity=severity,
                 )
         for index, arg in enumerate(args):
-            if isinstance(arg, str) and has_token(arg) and index not in reported:
+            if has_token(arg) and index not in reported:
                 yield self.report(
-                    document, "extra_args holds a token-shaped literal", ("engine", "extra_args", index), hint=_HINT_REF
+                    document, f"{field} holds a token-shaped literal", ("engine", field, index), hint=_HINT_REF
                 )
+
+
+_WORDS = ("extra_args", "entrypoint", "command")
+"""The engine's word lists: judged as its parser reads them (``--api-key=VALUE``, ``--api-key VALUE``)."""
+_WHAT = {
+    Severity.ERROR: "holds a literal secret",
+    Severity.WARNING: "is named like a secret and holds a literal word (if it is one, reference it instead)",
+}
+_WHAT_FLAG = {
+    Severity.ERROR: "a literal secret",
+    Severity.WARNING: "a literal word to an option named like a secret (if it is one, reference it instead)",
+}
 
 
 class ImageNotPinned(Rule):
@@ -301,6 +374,7 @@ class ModelPathOutsideRoots(Rule):
     id = "SEC004"
     name = "security.model-path"
     severity = Severity.ERROR
+    evidence = (policy("exposure-on-the-hosts"),)
     summary = "local model.source outside the inventory's model roots (or relative, ~, ..)"
     hint = "use an absolute path under one of defaults.model_roots"
     sources = ("https://docs.docker.com/engine/storage/bind-mounts/",)

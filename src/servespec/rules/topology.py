@@ -83,7 +83,9 @@ class AcsBlocksPeerToPeer(Rule):
     (NCCL troubleshooting, "PCI Access Control Services (ACS)"). Folklore sometimes says
     the opposite; NVIDIA's documentation is the source here. The check applies when the
     replica's GPUs exchange data over PCIe (no NVLink between them) on a host whose facts
-    say ``pcie_acs: enabled`` or ``iommu: on`` (``passthrough`` does not translate).
+    say ``pcie_acs: enabled`` or ``iommu: on`` (``passthrough`` does not translate). It is a
+    warning: NCCL still starts, and the guide promises a slowdown or a possible hang, not a
+    refusal (an error must be a proof).
 
     Fix: disable ACS on the PCIe switches/bridges above the GPUs (setpci, or the BIOS),
     boot with ``iommu=pt`` or IOMMU off, then rerun ``deploy discover``.
@@ -93,7 +95,7 @@ class AcsBlocksPeerToPeer(Rule):
 
     id = "TOPO002"
     name = "topology.pcie-acs"
-    severity = Severity.ERROR
+    severity = Severity.WARNING
     summary = "PCIe ACS or IOMMU translation enabled between GPUs of one tensor-parallel group"
     sources = (_NCCL_ACS,)
 

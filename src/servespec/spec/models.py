@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    Strict,
     StringConstraints,
     ValidationError,
     ValidationInfo,
@@ -257,12 +259,23 @@ class EngineSpec(_Model):
 
 
 GpuIds = Annotated[
-    Literal["auto"] | list[Annotated[int, Field(ge=0, le=1023)]],
+    Literal["auto"] | list[Annotated[int, Strict(), Field(ge=0, le=1023)]],
     _one_message("gpu_ids", "expected 'auto' or a list of GPU indices such as [0, 1]"),
 ]
+
+
+def _numa_false_is_off(value: Any) -> Any:
+    """``numa: false`` (YAML 1.1 reads ``off`` so too) means off; ``True`` stays a bool and is refused.
+
+    A bool is an int to Python, so without this ``false`` would pin NUMA node 0 (and ``true`` node 1).
+    """
+    return "off" if value is False else value
+
+
 Numa = Annotated[
-    Literal["auto", "off"] | Annotated[int, Field(ge=0, le=1023)],
-    _one_message("numa", "expected 'auto', 'off' or a NUMA node number"),
+    Literal["auto", "off"] | Annotated[int, Strict(), Field(ge=0, le=1023)],
+    _one_message("numa", "expected 'auto', 'off' (or false) or a NUMA node number"),
+    BeforeValidator(_numa_false_is_off),
 ]
 
 

@@ -147,5 +147,13 @@ class Xinference(Engine):
 
         return checks(known)
 
+    def default_served_name(self, known: Known) -> str | None:
+        """XInference's own model UID when the launch request names none: the registry ``model_name`` it launches."""
+        from servespec.engines.xinference.registry import launched_name
+
+        release = known.release
+        source = str(known.deployment.spec.model.source)
+        return launched_name(source, release.version if release else None, known.options)
+
 
 ENGINE = Xinference()

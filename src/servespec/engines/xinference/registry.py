@@ -70,6 +70,36 @@ def choose(entries: list[RegistryEntry], model_format: str | None, quantization:
     return wanted[0] if wanted else None
 
 
+def launched(source: str, version: str, options: dict[str, Any]) -> RegistryEntry | None:
+    """The registry entry a launch of ``source`` on release ``version`` names (None: a local path, or not registered).
+
+    ``engine.options`` ``model_format`` and ``quantization`` narrow it, as the launch request does.
+    """
+    from servespec.hostpaths import is_local_path
+
+    if is_local_path(source):
+        return None
+    fmt, quant = options.get("model_format"), options.get("quantization")
+    return choose(lookup(source, version), fmt and str(fmt), quant and str(quant))
+
+
+def launched_name(source: str, version: str | None, options: dict[str, Any]) -> str | None:
+    """The ``model_name`` a launch request sends: ``engine.options.model_name``, else the registry's name.
+
+    It is also the model UID XInference serves when the request gives none: the supervisor's
+    ``launch_builtin_model`` sets ``model_uid = self._gen_model_uid(model_name)``, which is
+    ``model_name`` itself while no model of that name runs (checked at every catalogued tag,
+    v1.1.0-v3.2.1, e.g.
+    https://github.com/xorbitsai/inference/blob/v3.2.1/xinference/core/supervisor.py#L2336-L2337
+    and #L1940-L1942).
+    """
+    named = options.get("model_name")
+    if isinstance(named, str) and named:
+        return named
+    entry = launched(source, version, options) if version is not None else None
+    return entry.model_name if entry is not None else None
+
+
 def nearest(source: str, version: str) -> str | None:
     """The registered Hugging Face id of ``version`` closest to ``source`` (a renamed repository), or None."""
     import difflib

@@ -17,7 +17,7 @@ from typing import Any
 
 from servespec.engines.kit import EngineContainer, Target, engine_host, flags, launch, launch_words
 from servespec.engines.xinference.blocks import CONTEXT_OPTION, DTYPE_OPTION, ENGINE_BLOCK, engine_block, forwarded
-from servespec.engines.xinference.registry import RegistryEntry, choose, lookup
+from servespec.engines.xinference.registry import RegistryEntry, launched
 from servespec.hostpaths import is_local_path
 
 LAUNCHER = ["xinference-local"]
@@ -27,11 +27,9 @@ BLOCKS = frozenset(ENGINE_BLOCK.values())
 
 
 def _entry(target: Target) -> RegistryEntry | None:
-    source = str(target.spec.model.source)
-    if is_local_path(source) or target.release is None:
+    if target.release is None:
         return None
-    fmt, quant = target.options.get("model_format"), target.options.get("quantization")
-    return choose(lookup(source, target.release.version), fmt and str(fmt), quant and str(quant))
+    return launched(str(target.spec.model.source), target.release.version, target.options)
 
 
 def request(target: Target) -> dict[str, Any]:
