@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from servespec.engines.catalog import ContextDefault, EngineRelease
 from servespec.knowledge.gpus import GpuModel
-from servespec.knowledge.models import ModelFacts
+from servespec.knowledge.models import ModelFacts, part_params
 
 GIB = 1024**3
 CUDA_VISIBLE_SHARE = 0.993
@@ -256,16 +256,34 @@ def weight_bytes(inp: EstimateInput) -> float:
     if explicit is None and model.weight_bytes and inp.dtype == "auto":
         return float(model.weight_bytes)  # the checkpoint's tensors as stored
     if method == "mxfp4" and model.is_moe:
-        experts = _expert_params(model)
+        experts = part_params(model)["experts"]
         return experts * (bits or _QUANT_BITS["mxfp4"]) / 8 + (params - experts) * element
+    if explicit is None and model.quant_parts:
+        return _by_part(model, bits, element)
     if bits is None or bits >= element * 8:
         return params * element
     return linear * bits / 8 + embed * element
 
 
-def _expert_params(model: ModelFacts) -> float:
-    moe_layers = model.layers - model.dense_layers
-    return moe_layers * (model.experts or 0) * 3 * model.hidden_size * (model.moe_intermediate_size or 0)
+def _by_part(model: ModelFacts, bits: float | None, element: float) -> float:
+    """Bytes of a checkpoint whose parts are stored differently (ModelOpt excluded modules, MIXED_PRECISION).
+
+    Each part (attention, routed experts, other MLPs, the LM head) is stored as ``quant_parts``
+    says for its share of layers and in ``bits`` for the rest (the model's dtype when a
+    MIXED_PRECISION map, ``bits`` None, leaves it unnamed); the input embedding stays in the dtype.
+    """
+    default = bits / 8 if bits is not None and bits < element * 8 else element
+    sizes = part_params(model)
+    head = 0.0 if model.tie_word_embeddings else (model.vocab_size or 0) * model.hidden_size
+    sizes["lm_head"] = head
+    total = (model.vocab_size or 0) * model.hidden_size * element
+    for part, count in sizes.items():
+        rows = [(share, stored) for name, share, stored in model.quant_parts if name == part]
+        covered = min(sum(share for share, _ in rows), 1.0)
+        rest = element if part == "lm_head" and not rows else default
+        total += count * (sum(share * (element if stored is None else stored / 8) for share, stored in rows))
+        total += count * (1.0 - covered) * rest
+    return total
 
 
 def kv_element_bytes(inp: EstimateInput) -> float:

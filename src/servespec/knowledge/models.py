@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,10 @@ class ModelFacts:
     v_head_dim: int | None = None
     quant_method: str | None = None
     quant_bits: float | None = None
+    quant_parts: tuple[tuple[str, float, float | None], ...] = ()
+    """Parts the checkpoint stores otherwise than ``quant_bits``: (``attention``/``experts``/``mlp``/``lm_head``,
+    share of that part's layers, bits per weight or None for the model's dtype): ModelOpt's excluded
+    modules and MIXED_PRECISION layers."""
     params_override: float | None = None
     weight_bytes: int | None = None
     """Bytes of the checkpoint's tensors as stored (safetensors headers, a GGUF file, the Hub, a lock file)."""
@@ -228,32 +233,142 @@ def _compressed_tensors(quant: dict[str, Any]) -> tuple[str | None, float | None
     return "int4", _group_bits(bits, weights.get("group_size"))
 
 
-def _modelopt(quant: dict[str, Any]) -> tuple[str | None, float | None]:
-    """NVIDIA ModelOpt (hf_quant_config.json ``quantization.quant_algo``, or a config's quant_algo)."""
-    algo = (fields.text(quant, "quant_algo") or "").upper()
-    if "NVFP4" in algo:
-        return "nvfp4", 4.5
+# ModelOpt's algorithms (quant_algo) as bits per stored weight, scales included
+# (vllm/model_executor/layers/quantization/modelopt.py, v0.33.0 LINEAR_ALGOS; the weights'
+# create_weights shapes): FP8 per-tensor or per-channel scales (negligible), FP8_PB_WO a float32
+# scale per 128x128 block, NVFP4 and W4A16_NVFP4 an FP8 (e4m3) scale per group of 16 FP4
+# weights, MXFP8 an e8m0 scale per 32. W4A8_AWQ (TensorRT-LLM) is INT4 with a 16-bit scale per
+# group (128 by default).
+_MODELOPT_BITS = {
+    "FP8": 8.0,
+    "FP8_PER_CHANNEL_PER_TOKEN": 8.0,
+    "FP8_PB_WO": 8 + 32 / (128 * 128),
+    "FP8_BLOCK_SCALES": 8 + 32 / (128 * 128),
+    "MXFP8": 8 + 8 / 32,
+}
+_PARTS = ("attention", "experts", "mlp", "lm_head")
+"""The parts of a model a checkpoint can quantize differently (ModelFacts.quant_parts)."""
+
+
+def _modelopt_algo(algo: str, group: Any) -> tuple[str | None, float | None]:
+    """(method, bits per weight) of one ModelOpt ``quant_algo``."""
+    algo = algo.upper()
+    size = int(group) if isinstance(group, int) and not isinstance(group, bool) and group > 0 else None
+    if "NVFP4" in algo or algo == "FP4":
+        return "nvfp4", 4 + 8 / (size or 16)
+    if algo in _MODELOPT_BITS:
+        return "modelopt", _MODELOPT_BITS[algo]
     if "FP8" in algo:
-        return "fp8", 8.0
-    if "AWQ" in algo or "W4A" in algo:
-        return "awq", _group_bits(4, quant.get("group_size"))
+        return "modelopt", 8.0
+    if "AWQ" in algo or algo.startswith("W4A"):
+        return "awq", 4 + 16 / (size or 128)
+    if algo in ("INT8_SQ", "W8A8_SQ_PER_CHANNEL", "INT8"):
+        return "int8", 8.0
     return "modelopt", None
 
 
-def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The checkpoint's quantization as (method, bits per quantized weight)."""
+def _part(module: str) -> str | None:
+    """Which part of the model a module name (or pattern) names; None: a router, norm or vision module."""
+    name = module.lower()
+    if name.startswith("lm_head") or name.endswith("lm_head"):
+        return "lm_head"
+    if any(skip in name for skip in ("visual", "vision", "mtp", "embed", "norm", "router", "shared_expert_gate")):
+        return None
+    if re.search(r"mlp\.gate\*?$", name):  # the MoE router (Qwen3-MoE, DeepSeek: mlp.gate)
+        return None
+    if "expert" in name and "shared_expert" not in name:
+        return "experts"
+    if "attn" in name or "attention" in name:
+        return "attention"
+    if "mlp" in name or "feed_forward" in name or "shared_expert" in name:
+        return "mlp"
+    return None
+
+
+def _layer_share(names: list[str], layers: int) -> float:
+    """The share of the decoder layers a list of module names (or patterns) covers."""
+    found: set[int] = set()
+    for name in names:
+        number = re.search(r"layers\.(\d+)\.", name)
+        if number is None:
+            return 1.0  # a pattern (``*self_attn*``) or a name without a layer: every layer
+        found.add(int(number.group(1)))
+    return min(len(found) / layers, 1.0) if layers else 1.0
+
+
+def _parts(entries: list[tuple[str, float | None]], layers: int) -> tuple[tuple[str, float, float | None], ...]:
+    """(part, share of its layers, bits or None for the model's dtype) from (module, bits) pairs."""
+    grouped: dict[tuple[str, float | None], list[str]] = {}
+    for module, bits in entries:
+        part = _part(module)
+        if part is not None:
+            grouped.setdefault((part, bits), []).append(module)
+    out = []
+    for (part, bits), names in sorted(grouped.items(), key=lambda item: (item[0][0], item[0][1] or 0.0)):
+        out.append((part, 1.0 if part == "lm_head" else _layer_share(names, layers), bits))
+    return tuple(out)
+
+
+def _modelopt(quant: dict[str, Any], layers: int) -> dict[str, Any]:
+    """NVIDIA ModelOpt, in either of the shapes vLLM reads (modelopt.py ``from_config``).
+
+    ``hf_quant_config.json`` (ModelOpt 0.29 and before, stored by vLLM as the config's
+    quantization_config): ``{"producer": {"name": "modelopt"}, "quantization": {"quant_algo",
+    "kv_cache_quant_algo", "group_size", "exclude_modules"}}``; config.json's own
+    ``quantization_config`` (ModelOpt 0.31+): ``{"quant_method": "modelopt", "quant_algo",
+    "group_size", "ignore" or "exclude_modules"}``. ``MIXED_PRECISION`` names each layer's algorithm
+    in ``quantized_layers``; layers it does not name stay unquantized (vLLM leaves them so).
+    Excluded modules stay in the model's dtype.
+    """
+    inner = fields.mapping(quant, "quantization")
+    body = inner if inner is not None else quant
+    algo = (fields.text(body, "quant_algo") or "").upper()
+    group = body.get("group_size")
+    excluded = fields.items(body, "exclude_modules") if inner is not None else None
+    if excluded is None:
+        excluded = fields.items(body, "ignore") or fields.items(body, "exclude_modules") or []
+    skipped: list[tuple[str, float | None]] = [(str(name), None) for name in excluded if isinstance(name, str)]
+    if algo == "MIXED_PRECISION":
+        layers_map = fields.mapping(body, "quantized_layers") or {}
+        entries: list[tuple[str, float | None]] = []
+        for module, recipe in layers_map.items():
+            if isinstance(recipe, dict):
+                _, bits = _modelopt_algo(str(recipe.get("quant_algo") or ""), recipe.get("group_size"))
+                entries.append((str(module), bits))
+        # Unnamed parts stay in the model's dtype: say so for every part the map does not name.
+        named = {_part(module) for module, _ in entries}
+        rest = [(f"*{part}*", None) for part in _PARTS if part not in named and part != "lm_head"]
+        if "lm_head" not in named:
+            rest.append(("lm_head", None))
+        # vLLM's method for it (modelopt.py ModelOptMixedPrecisionConfig.get_name, v0.33.0)
+        return {"quant_method": "modelopt_mixed", "quant_bits": None, "quant_parts": _parts(entries + rest, layers)}
+    method, bits = _modelopt_algo(algo, group)
+    return {"quant_method": method, "quant_bits": bits, "quant_parts": _parts(skipped, layers)}
+
+
+def _is_modelopt(quant: dict[str, Any]) -> bool:
+    """ModelOpt's own file read as the quantization_config (vllm/config/model.py ``_parse_quant_hf_config``:
+    ``producer.name == "modelopt"``), or a config naming ``quant_method: modelopt*``."""
+    method = (fields.text(quant, "quant_method") or "").lower()
+    if method.startswith("modelopt"):
+        return True
+    producer = fields.mapping(quant, "producer")
+    return not method and producer is not None and fields.text(producer, "name") == "modelopt"
+
+
+def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None, layers: int = 0) -> dict[str, Any]:
+    """The checkpoint's quantization as (method, bits per quantized weight, parts quantized otherwise)."""
     quant = fields.mapping(config, "quantization_config")
-    if quant is None:
-        inner = fields.mapping(hf_quant, "quantization") if isinstance(hf_quant, dict) else None
-        quant = {"quant_method": "modelopt", **inner} if inner is not None else None
+    if quant is None and isinstance(hf_quant, dict):
+        quant = hf_quant  # vLLM reads hf_quant_config.json as the quantization_config when config.json has none
     if quant is None:
         return {}
+    if _is_modelopt(quant) or (fields.mapping(quant, "quantization") is not None and "quant_method" not in quant):
+        return _modelopt(quant, layers)
     method: str | None = (fields.text(quant, "quant_method") or "").lower() or None
     bits: float | None
     if method == "compressed-tensors":
         method, bits = _compressed_tensors(quant)
-    elif method == "modelopt":
-        method, bits = _modelopt(quant)
     elif method in ("fp8", "fbgemm_fp8"):
         method, bits = "fp8", 8.0
     elif method == "mxfp4":
@@ -310,7 +425,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         qk_nope_head_dim=fields.count(config, "qk_nope_head_dim"),
         v_head_dim=fields.count(config, "v_head_dim"),
         **_moe(config, layers),
-        **_quantization(config, hf_quant),
+        **_quantization(config, hf_quant, layers),
         **_linear_attention(config, layers),
         window_kind="chunked" if chunked else "sliding",
     )
@@ -378,6 +493,19 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     return common + moe_layers * moe_total, common + moe_layers * moe_active
 
 
+def part_params(m: ModelFacts) -> dict[str, float]:
+    """Parameters of the decoder's attention, routed experts and other MLPs (dense, shared experts, routers).
+
+    What ``ModelFacts.quant_parts`` refers to; norms count with the MLPs, embeddings and head in none.
+    """
+    total = m.params
+    embed = (m.vocab_size or 0) * m.hidden_size * (1 if m.tie_word_embeddings else 2)
+    attention = m.layers * _attention_params(m)
+    moe_layers = m.layers - m.dense_layers if m.is_moe else 0
+    experts = moe_layers * (m.experts or 0) * 3 * m.hidden_size * (m.moe_intermediate_size or 0)
+    return {"attention": attention, "experts": experts, "mlp": max(total - embed - attention - experts, 0.0)}
+
+
 @functools.cache
 def _catalog() -> dict[str, dict[str, Any]]:
     data: dict[str, dict[str, Any]] = load_yaml_data("models.yaml")["models"]
@@ -389,7 +517,7 @@ def catalogued(source: str) -> ModelFacts | None:
     entry = _catalog().get(source.strip().lower())
     if entry is None:
         return None
-    return facts_from_config(entry["config"], entry["name"])
+    return facts_from_config(entry["config"], entry["name"], entry.get("hf_quant_config"))
 
 
 def catalog_ids() -> list[str]:
