@@ -337,9 +337,7 @@ def _modelopt(quant: dict[str, Any], layers: int) -> dict[str, Any]:
                 entries.append((str(module), bits))
         # Unnamed parts stay in the model's dtype: say so for every part the map does not name.
         named = {_part(module) for module, _ in entries}
-        rest = [(f"*{part}*", None) for part in _PARTS if part not in named and part != "lm_head"]
-        if "lm_head" not in named:
-            rest.append(("lm_head", None))
+        rest: list[tuple[str, float | None]] = [(f"*{part}*", None) for part in _PARTS if part not in named]
         # vLLM's method for it (modelopt.py ModelOptMixedPrecisionConfig.get_name, v0.33.0)
         return {"quant_method": "modelopt_mixed", "quant_bits": None, "quant_parts": _parts(entries + rest, layers)}
     method, bits = _modelopt_algo(algo, group)
