@@ -21,3 +21,14 @@ def test_every_log_left_out_of_calibration_says_why() -> None:
         calibration = YAML(typ="safe").load(path.read_text()).get("calibration") or {}
         if calibration.get("use") is False:
             assert str(calibration.get("why", "")).strip(), path.name
+
+
+def test_error_band_file_is_what_the_logs_measure() -> None:
+    """The MEM rules' band (knowledge/data/estimator_band.yaml) is derived, never hand-set."""
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import BAND_FILE, bands
+
+    assert YAML(typ="safe").load(BAND_FILE.read_text()) == bands(compare_all()), (
+        "regenerate: .venv/bin/python bench/estimator_accuracy.py --write-band"
+    )

@@ -148,6 +148,11 @@ class GpuEstimate:
     """Why: ``model.max_model_len``, or the engine's default for the release and how it was found."""
     offload: Offload | None = None
     """Layers a GGUF engine keeps in host memory (None: every layer on the GPUs)."""
+    one_sequence_floor_gib: float | None = None
+    """The least one sequence can need when the release's KV layout for this model is not known
+    (a hybrid model on a release whose hybrid-manager fact is not catalogued): full-attention
+    layers at the whole context, windowed ones at their window, state layers nothing per token.
+    None: ``one_sequence_gib`` is the layout's own figure."""
 
 
 @dataclass(frozen=True)
