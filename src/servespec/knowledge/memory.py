@@ -63,16 +63,30 @@ _KV_DTYPE_BYTES = {
     "q5_1": 24 / 32,
     "iq4_nl": 18 / 32,
 }
-# Bits per weight of weight-only formats: 4-bit AWQ/GPTQ store a 16-bit scale and a 4-bit
-# zero point per group of 128; NVFP4 an FP8 scale per 16; MXFP4 an 8-bit scale per 32.
-# bitsandbytes quantizes to NF4 with an 8-bit absmax per 64 weights (vLLM's in-flight default).
+# Bits per weight of a format named without its checkpoint's config: 4-bit AWQ/GPTQ (and their
+# Marlin/MoE kernels, AutoRound's GPTQ-style packing) store a 16-bit scale and a 4-bit zero point
+# per group of 128; compressed-tensors W4A16 a 16-bit scale per 128 (symmetric); NVFP4 an FP8 scale
+# per 16; MXFP4 an 8-bit scale per 32. bitsandbytes quantizes to NF4 with an 8-bit absmax per 64
+# weights (vLLM's in-flight default). Names the format does not size (compressed-tensors) are absent.
+_GROUP_INT4 = 4 + 20 / 128
 _QUANT_BITS = {
-    "awq": 4 + 20 / 128,
-    "gptq": 4 + 20 / 128,
-    "int4": 4 + 20 / 128,
+    "awq": _GROUP_INT4,
+    "awq_marlin": _GROUP_INT4,
+    "gptq": _GROUP_INT4,
+    "gptq_marlin": _GROUP_INT4,
+    "moe_wna16": _GROUP_INT4,
+    "auto_round": _GROUP_INT4,
+    "auto-round": _GROUP_INT4,
+    "int4": _GROUP_INT4,
+    "w4a16": 4 + 16 / 128,
     "fp8": 8.0,
+    "modelopt": 8.0,
     "int8": 8.0,
+    "w8a8": 8.0,
+    "w8a8_int8": 8.0,
+    "w8a8_fp8": 8.0,
     "nvfp4": 4.5,
+    "modelopt_fp4": 4.5,
     "mxfp4": 4.25,
     "bitsandbytes": 4 + 8 / 64,
 }
@@ -243,7 +257,9 @@ def weight_bytes(inp: EstimateInput) -> float:
     ``model.quantization: auto`` sizes the checkpoint as its ``quantization_config`` says
     (knowledge/models.py ``_quantization``: bits per quantized weight, scales included);
     embeddings and the LM head stay in the model's dtype, and MXFP4 (gpt-oss) quantizes the
-    MoE experts only (its ``modules_to_not_convert``). An explicit method quantizes at load.
+    MoE experts only (its ``modules_to_not_convert``). An explicit method on a checkpoint that is
+    already quantized names the kernel or format that loads it: the checkpoint's config still
+    sizes it. On an unquantized one it quantizes at load, sized by the name.
     """
     model = inp.model
     params = model.params
@@ -251,6 +267,8 @@ def weight_bytes(inp: EstimateInput) -> float:
     linear = max(params - embed, 0.0)
     element = dtype_bytes(model, inp.dtype)
     explicit = load_quantization(inp.quantization)
+    if explicit is not None and model.quant_method is not None and explicit != "gguf":
+        explicit = None  # a pre-quantized checkpoint is loaded as it is stored
     method = explicit or model.quant_method
     if method == "gguf" or inp.gguf_type:
         same_file = inp.gguf_type is None or inp.gguf_type.upper() == (model.file_type or "").upper()

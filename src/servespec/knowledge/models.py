@@ -230,7 +230,15 @@ def _compressed_tensors(quant: dict[str, Any]) -> tuple[str | None, float | None
         return "nvfp4", 4.5  # nvfp4-pack-quantized: an FP8 scale per 16 weights
     if bits >= 8:
         return "int8", 8.0
-    return "int4", _group_bits(bits, weights.get("group_size"))
+    # pack-quantized (compressed-tensors PackedQuantizationCompressor): packed weights, a 16-bit
+    # scale per group, and a packed zero point per group only when not symmetric; no group
+    # (channel strategy): one scale per row, negligible.
+    group = weights.get("group_size")
+    size = int(group) if isinstance(group, int) and not isinstance(group, bool) and group > 0 else None
+    if size is None:
+        return "int4", bits
+    zero = 0.0 if weights.get("symmetric", True) is True else bits
+    return "int4", bits + (16 + zero) / size
 
 
 # ModelOpt's algorithms (quant_algo) as bits per stored weight, scales included
