@@ -121,3 +121,12 @@ def test_fp8_model_directory_fits_one_h200(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     rules = _fleet(tmp_path, "NVIDIA H200", LLAMA_FP8)
     assert "MEM001" not in rules and "MEM002" not in rules
+
+
+def test_modelopt_fp8_checkpoint_needs_the_release_minimum_capability(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM 0.11 loads a ModelOpt FP8 checkpoint with method modelopt, which needs 8.9 (ModelOptFp8Config
+    get_min_capability 89, vllm/model_executor/layers/quantization/modelopt.py at v0.11.0): an A100 is refused."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert "HW002" in _fleet(tmp_path, "NVIDIA A100-SXM4-80GB", LLAMA_FP8)
