@@ -141,3 +141,16 @@ def test_weights_shortfall_within_the_measured_band_is_a_warning(tmp_path: Path)
     assert [(f.rule, f.severity) for f in near] == [("MEM001", Severity.WARNING)], [f.message for f in near]
     far = _mem(_write(tmp_path, _inline(round((budget + band * 3) / per_billion, 3)), engine, "l4"))
     assert [(f.rule, f.severity) for f in far] == [("MEM001", Severity.ERROR)]
+
+
+def test_disabling_the_hybrid_manager_sizes_every_layer_at_full_length(tmp_path: Path) -> None:
+    """--disable-hybrid-kv-cache-manager on a release with the fact: the layout is known, full for every layer."""
+    spec = _gpt_oss(tmp_path, "0.11.0")
+    spec.write_text(
+        spec.read_text().replace("name: vllm,", "name: vllm, options: {disable_hybrid_kv_cache_manager: true},")
+    )
+    _, plan = _plan(spec)
+    assert plan.one_sequence_gib == pytest.approx(9.0, abs=0.01)  # type: ignore[attr-defined]
+    assert plan.one_sequence_floor_gib is None  # type: ignore[attr-defined]
+    # 0.48 GiB short on the default 0.9: within the measured band, so "may not fit"
+    assert [f.severity for f in _mem(spec)] == [Severity.WARNING]

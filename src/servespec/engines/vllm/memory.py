@@ -135,6 +135,8 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
     """
     model = inp.model
     fact: HybridKvCache | None = inp.release.facts.hybrid_kv_cache if inp.release else None
+    if inp.options.get("disable_hybrid_kv_cache_manager") is True:
+        fact = None  # --disable-hybrid-kv-cache-manager: every attention layer caches every token
     pipeline = inp.pipeline_parallel
     attention = model.layers - model.linear_layers
     windowed = model.sliding_layers if model.sliding_window else 0
