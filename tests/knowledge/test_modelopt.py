@@ -130,3 +130,15 @@ def test_modelopt_fp8_checkpoint_needs_the_release_minimum_capability(
     get_min_capability 89, vllm/model_executor/layers/quantization/modelopt.py at v0.11.0): an A100 is refused."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert "HW002" in _fleet(tmp_path, "NVIDIA A100-SXM4-80GB", LLAMA_FP8)
+
+
+def test_excluded_projections_count_by_their_own_size() -> None:
+    """DeepSeek-V3.1-NVFP4 keeps the MLA down/up projections (q_a, q_b, kv_a, kv_b) in bf16 but not o_proj."""
+    folder = DATA / "nvidia--DeepSeek-V3.1-NVFP4"
+    facts = models.facts_from_config(_json(folder / "config.json"), "ds", _json(folder / "hf_quant_config.json"))
+    assert (facts.quant_method, facts.quant_bits) == ("nvfp4", 4.5)
+    parts = {part: share for part, share, _ in facts.quant_parts}
+    h, heads = 7168, 128
+    excluded = h * 1536 + 1536 * heads * 192 + h * (512 + 64) + 512 * heads * 256
+    assert parts["attention"] == pytest.approx(excluded / (excluded + heads * 128 * h))
+    assert parts["lm_head"] == 1.0 and "experts" not in parts  # the MTP layer 61 is not a decoder layer here

@@ -293,31 +293,63 @@ def _part(module: str) -> str | None:
     return None
 
 
-def _layer_share(names: list[str], layers: int) -> float:
-    """The share of the decoder layers a list of module names (or patterns) covers."""
-    found: set[int] = set()
+def _projections(m: ModelFacts) -> dict[str, float]:
+    """Each attention and MLP projection's share of its part's parameters in one layer (by name suffix)."""
+    h, heads = m.hidden_size, m.attention_heads
+    if m.is_mla:
+        nope, rope, v = m.qk_nope_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
+        q_lora, kv_lora = m.q_lora_rank or 0, m.kv_lora_rank or 0
+        attention = {
+            "q_a_proj": h * q_lora,
+            "q_b_proj": q_lora * heads * (nope + rope),
+            "q_proj": 0 if q_lora else h * heads * (nope + rope),
+            "kv_a_proj_with_mqa": h * (kv_lora + rope),
+            "kv_b_proj": kv_lora * heads * (nope + v),
+            "o_proj": heads * v * h,
+        }
+    else:
+        q, kv = h * heads * m.head_dim, h * m.kv_heads * m.head_dim
+        attention = {"q_proj": q, "k_proj": kv, "v_proj": kv, "o_proj": q, "qkv_proj": q + 2 * kv}
+    total = sum(size for name, size in attention.items() if name != "qkv_proj") or 1
+    shares = {name: size / total for name, size in attention.items()}
+    shares.update({"gate_proj": 1 / 3, "up_proj": 1 / 3, "down_proj": 1 / 3, "gate_up_proj": 2 / 3})
+    return shares
+
+
+def _layer_share(names: list[str], layers: int, projections: dict[str, float]) -> float:
+    """The share of a part's parameters over ``layers`` layers that module names (or patterns) cover:
+    a projection's own share where the name ends in one (``...self_attn.q_a_proj``), else the whole part."""
+    if not layers:
+        return 1.0
+    covered: dict[int, float] = {}
     for name in names:
         number = re.search(r"layers\.(\d+)\.", name)
+        suffix = name.rstrip("*").rsplit(".", 1)[-1]
+        share = projections.get(suffix, 1.0)
         if number is None:
-            return 1.0  # a pattern (``*self_attn*``) or a name without a layer: every layer
-        found.add(int(number.group(1)))
-    return min(len(found) / layers, 1.0) if layers else 1.0
+            return 1.0 if share == 1.0 else min(share, 1.0)  # a pattern: every layer
+        index = int(number.group(1))
+        covered[index] = min(covered.get(index, 0.0) + share, 1.0)
+    return min(sum(covered.values()) / layers, 1.0)
 
 
-def _parts(entries: list[tuple[str, float | None]], layers: int) -> tuple[tuple[str, float, float | None], ...]:
-    """(part, share of its layers, bits or None for the model's dtype) from (module, bits) pairs."""
+def _parts(entries: list[tuple[str, float | None]], m: ModelFacts) -> tuple[tuple[str, float, float | None], ...]:
+    """(part, share of its parameters, bits or None for the model's dtype) from (module, bits) pairs."""
     grouped: dict[tuple[str, float | None], list[str]] = {}
     for module, bits in entries:
         part = _part(module)
         if part is not None:
             grouped.setdefault((part, bits), []).append(module)
+    projections = _projections(m)
+    moe_layers = m.layers - m.dense_layers if m.is_moe else m.layers
     out = []
     for (part, bits), names in sorted(grouped.items(), key=lambda item: (item[0][0], item[0][1] or 0.0)):
-        out.append((part, 1.0 if part == "lm_head" else _layer_share(names, layers), bits))
+        layers = moe_layers if part == "experts" else m.layers
+        out.append((part, 1.0 if part == "lm_head" else _layer_share(names, layers, projections), bits))
     return tuple(out)
 
 
-def _modelopt(quant: dict[str, Any], layers: int) -> dict[str, Any]:
+def _modelopt(quant: dict[str, Any]) -> dict[str, Any]:
     """NVIDIA ModelOpt, in either of the shapes vLLM reads (modelopt.py ``from_config``).
 
     ``hf_quant_config.json`` (ModelOpt 0.29 and before, stored by vLLM as the config's
@@ -347,9 +379,9 @@ def _modelopt(quant: dict[str, Any], layers: int) -> dict[str, Any]:
         named = {_part(module) for module, _ in entries}
         rest: list[tuple[str, float | None]] = [(f"*{part}*", None) for part in _PARTS if part not in named]
         # vLLM's method for it (modelopt.py ModelOptMixedPrecisionConfig.get_name, v0.33.0)
-        return {"quant_method": "modelopt_mixed", "quant_bits": None, "quant_parts": _parts(entries + rest, layers)}
+        return {"quant_method": "modelopt_mixed", "quant_bits": None, "_entries": entries + rest}
     method, bits = _modelopt_algo(algo, group)
-    return {"quant_method": method, "quant_bits": bits, "quant_parts": _parts(skipped, layers)}
+    return {"quant_method": method, "quant_bits": bits, "_entries": skipped}
 
 
 def _is_modelopt(quant: dict[str, Any]) -> bool:
@@ -362,7 +394,7 @@ def _is_modelopt(quant: dict[str, Any]) -> bool:
     return not method and producer is not None and fields.text(producer, "name") == "modelopt"
 
 
-def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None, layers: int = 0) -> dict[str, Any]:
+def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None) -> dict[str, Any]:
     """The checkpoint's quantization as (method, bits per quantized weight, parts quantized otherwise)."""
     quant = fields.mapping(config, "quantization_config")
     if quant is None and isinstance(hf_quant, dict):
@@ -370,7 +402,7 @@ def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None
     if quant is None:
         return {}
     if _is_modelopt(quant) or (fields.mapping(quant, "quantization") is not None and "quant_method" not in quant):
-        return _modelopt(quant, layers)
+        return _modelopt(quant)
     method: str | None = (fields.text(quant, "quant_method") or "").lower() or None
     bits: float | None
     if method == "compressed-tensors":
@@ -409,7 +441,9 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     window, sliding = _sliding_layers(config, layers, model_type)
     chunked = bool(fields.count(config, "attention_chunk_size")) and not fields.count(config, "sliding_window")
     tied = fields.flag(config, "tie_word_embeddings")
-    return ModelFacts(
+    quantization = _quantization(config, hf_quant)
+    entries: list[tuple[str, float | None]] = quantization.pop("_entries", [])
+    facts = ModelFacts(
         name=name,
         model_type=model_type,
         layers=layers,
@@ -431,10 +465,11 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         qk_nope_head_dim=fields.count(config, "qk_nope_head_dim"),
         v_head_dim=fields.count(config, "v_head_dim"),
         **_moe(config, layers),
-        **_quantization(config, hf_quant, layers),
+        **quantization,
         **_linear_attention(config, layers),
         window_kind="chunked" if chunked else "sliding",
     )
+    return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 
 
 def _required(config: dict[str, Any], key: str) -> int:
