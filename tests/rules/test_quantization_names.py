@@ -127,3 +127,11 @@ def weight_bytes_of(config: dict[str, object]) -> float:
 
     facts = models.facts_from_config(config, "qwen")
     return weight_bytes(EstimateInput(engine="vllm", release=None, model=facts, gpu=None)) / GIB
+
+
+def test_engine_without_a_method_list_warns_on_a_name_it_cannot_check(tmp_path: Path) -> None:
+    """TensorRT-LLM's catalog lists no quantization methods: an unmapped name is no proven refusal."""
+    spec = _spec(tmp_path, "w4a16")
+    spec.write_text(spec.read_text().replace('name: vllm, version: "0.12.0"', 'name: tensorrt-llm, version: "1.2.1"'))
+    found = _findings(spec, "SS003", "HW003")
+    assert [(f.rule, f.severity) for f in found] == [("HW003", Severity.WARNING)], [f.message for f in found]

@@ -7,6 +7,10 @@ largest error, in GiB, of the memory the estimator predicts for the KV cache: th
 everything subtracted before it (weights, activations, overheads), which is what decides
 MEM001 and MEM002. A shortfall within the band says "may not fit" (a warning); only a larger
 one is an error.
+
+The recorded logs are vLLM's: other engines share the weight and KV arithmetic
+(knowledge/memory.py) but their own budgets are not measured, so they use the same band per
+class, an approximation until their logs are recorded (issue 23).
 """
 
 from __future__ import annotations

@@ -142,6 +142,8 @@ class FormatNotSupported(Rule):
     argument parser. Formats the engine reads from the checkpoint (``int4``, ``w4a16``, ``w8a8``
     of compressed-tensors, ``auto_round``) need one of their loading methods in the release; a
     release without one is a warning (its checkpoint detection is not a refusal at a source line).
+    On an engine whose catalog lists no methods (TensorRT-LLM, XInference, OpenLLM), a name
+    servespec has no mapping for is a warning too; GGUF-only engines refuse every other format.
 
     Fix: pick an engine that loads the format, or a checkpoint in a format the engine loads.
 
@@ -194,12 +196,24 @@ class FormatNotSupported(Rule):
                         severity=Severity.WARNING,
                     )
                     continue
+                if own or known.profile.model_format != "hf" or method in known.profile.quantization:
+                    # The release's own method list (its --quantization choices) lacks it, or the engine
+                    # loads GGUF files or library tags only: a refusal.
+                    yield self.report(
+                        deployment.document,
+                        f"{title} {release.version} cannot load {method} models: it is not one of the release's "
+                        "quantization methods",
+                        ("model", "quantization"),
+                        hint=f"{title} loads: {loads}{also}; or choose another engine",
+                    )
+                    continue
                 yield self.report(
                     deployment.document,
-                    f"{title} {release.version} cannot load {method} models: it is not one of the release's "
-                    "quantization methods",
+                    f"{title} {release.version}: {method} is none of servespec's names for its quantizations and "
+                    "the release's catalog lists no methods to check it against: it may not load",
                     ("model", "quantization"),
-                    hint=f"{title} loads: {loads}{also}; or choose another engine",
+                    hint=f"servespec knows {title} loads: {loads}",
+                    severity=Severity.WARNING,
                 )
 
     def _source_format(self, known: resolve.Resolved) -> Iterator[Finding]:
