@@ -94,7 +94,8 @@ def hybrid_layout_unknown(inp: EstimateInput) -> bool:
         return False
     if release.option("disable_hybrid_kv_cache_manager") is None:
         return False
-    if inp.options.get("disable_hybrid_kv_cache_manager") is True:
+    disabled = inp.options.get("disable_hybrid_kv_cache_manager", release.default("disable_hybrid_kv_cache_manager"))
+    if disabled is True:
         return False  # the manager is off: every layer caches every token, as sized
     return bool(_windowed_layers(inp.model) or inp.model.linear_layers)
 
