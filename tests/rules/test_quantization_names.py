@@ -135,3 +135,19 @@ def test_engine_without_a_method_list_warns_on_a_name_it_cannot_check(tmp_path: 
     spec.write_text(spec.read_text().replace('name: vllm, version: "0.12.0"', 'name: tensorrt-llm, version: "1.2.1"'))
     found = _findings(spec, "SS003", "HW003")
     assert [(f.rule, f.severity) for f in found] == [("HW003", Severity.WARNING)], [f.message for f in found]
+
+
+def test_compressed_tensors_ignore_list_stays_in_the_model_dtype() -> None:
+    """``ignore`` names (or ``re:`` patterns) modules left unquantized, as llm-compressor writes them."""
+    config = json.loads(QWEN.read_text())
+    scheme = {"weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128}}
+    quant = {"quant_method": "compressed-tensors", "config_groups": {"group_0": scheme}, "ignore": ["lm_head"]}
+    plain = models.facts_from_config({**config, "quantization_config": quant}, "q")
+    ignored = {**quant, "ignore": ["lm_head", "re:.*self_attn.*", "re:.*mlp.gate$"]}
+    facts = models.facts_from_config({**config, "quantization_config": ignored}, "q")
+    assert ("attention", 1.0, None) in facts.quant_parts
+    extra = models.part_params(facts)["attention"] * (2 - (4 + 16 / 128) / 8) / GIB
+    assert weight_bytes_of({**config, "quantization_config": ignored}) - weight_bytes_of(
+        {**config, "quantization_config": quant}
+    ) == pytest.approx(extra, rel=0.001)
+    assert plain.quant_bits == facts.quant_bits == 4 + 16 / 128

@@ -277,7 +277,8 @@ def _modelopt_algo(algo: str, group: Any) -> tuple[str | None, float | None]:
 
 def _part(module: str) -> str | None:
     """Which part of the model a module name (or pattern) names; None: a router, norm or vision module."""
-    name = module.lower()
+    name = module.lower().removeprefix("re:").strip("^$")  # compressed-tensors' ``re:`` patterns too
+    name = name.replace(".*", "*").replace("\\.", ".")
     if name.startswith("lm_head") or name.endswith("lm_head"):
         return "lm_head"
     if any(skip in name for skip in ("visual", "vision", "mtp", "embed", "norm", "router", "shared_expert_gate")):
@@ -407,6 +408,9 @@ def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None
     bits: float | None
     if method == "compressed-tensors":
         method, bits = _compressed_tensors(quant)
+        # ``ignore``: modules left unquantized (names or ``re:`` patterns), in the model's dtype
+        ignored = [(str(name), None) for name in fields.items(quant, "ignore") or [] if isinstance(name, str)]
+        return {"quant_method": method, "quant_bits": bits, "_entries": ignored}
     elif method in ("fp8", "fbgemm_fp8"):
         method, bits = "fp8", 8.0
     elif method == "mxfp4":
