@@ -124,6 +124,9 @@ def test_quantization_config_formats_parsed() -> None:
     for quant, expected in cases:
         found = facts_from_config({**base, "quantization_config": quant}, "m")
         assert (found.quant_method, found.quant_bits) == expected, quant
+    fp8_group = {"g": {"weights": {"num_bits": 8, "type": "float"}}}
+    older = {"quant_method": "compressed-tensors", "config_groups": fp8_group}
+    assert facts_from_config({**base, "compression_config": older}, "m").quant_method == "fp8"
     modelopt = facts_from_config(base, "m", {"quantization": {"quant_algo": "NVFP4", "group_size": 16}})
     assert (modelopt.quant_method, modelopt.quant_bits) == ("nvfp4", 4.5)
 

@@ -398,6 +398,9 @@ def _is_modelopt(quant: dict[str, Any]) -> bool:
 def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None) -> dict[str, Any]:
     """The checkpoint's quantization as (method, bits per quantized weight, parts quantized otherwise)."""
     quant = fields.mapping(config, "quantization_config")
+    if quant is None:
+        # compressed-tensors' older key (vllm/config/model.py _parse_quant_hf_config, v0.11.0)
+        quant = fields.mapping(config, "compression_config")
     if quant is None and isinstance(hf_quant, dict):
         quant = hf_quant  # vLLM reads hf_quant_config.json as the quantization_config when config.json has none
     if quant is None:
