@@ -41,3 +41,14 @@ def test_every_startup_log_of_other_engines_names_its_source_and_quotes_its_log(
         calibration = data.get("calibration") or {}
         if calibration.get("use") is False:
             assert str(calibration.get("why", "")).strip(), path.name
+
+
+def test_error_band_file_is_what_the_logs_measure() -> None:
+    """The MEM rules' band (knowledge/data/estimator_band.yaml) is derived, never hand-set."""
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import BAND_FILE, bands
+
+    assert YAML(typ="safe").load(BAND_FILE.read_text()) == bands(compare_all()), (
+        "regenerate: .venv/bin/python bench/estimator_accuracy.py --write-band"
+    )

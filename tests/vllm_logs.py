@@ -15,6 +15,7 @@ from ruamel.yaml import YAML
 
 from servespec.engines import get
 from servespec.knowledge import gpus, models
+from servespec.knowledge.error_band import CLASSES, model_class
 from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput
 
 LOGS = Path(__file__).resolve().parent / "data" / "vllm_logs"
@@ -39,12 +40,23 @@ class Comparison:
     version: str = ""
     hybrid: bool = False
     """The model mixes attention kinds (sliding windows, linear attention)."""
+    model_class: str = ""
+    """The estimator's model class (knowledge/error_band.py ``model_class``)."""
+    kv_gib: float = 0.0
+    """The KV-cache memory per GPU the estimator predicts."""
 
     @property
     def error(self) -> float:
         """Relative error of the predicted KV tokens."""
         assert self.observed and self.predicted is not None
         return (self.predicted - self.observed) / self.observed
+
+    @property
+    def error_gib(self) -> float:
+        """Error of the predicted KV-cache memory in GiB per GPU: what the estimate of everything
+        before it (weights, activations, overheads) got wrong, as the tokens' ratio says."""
+        assert self.observed and self.predicted
+        return self.kv_gib * (self.predicted - self.observed) / self.predicted
 
 
 def _observed(data: dict[str, Any]) -> int | None:
@@ -72,6 +84,13 @@ def _gpu(data: dict[str, Any]) -> gpus.GpuModel | None:
     return found
 
 
+def _sized_by_name(method: str) -> bool:
+    """Whether the estimator sizes weights from the quantization name alone (knowledge.memory)."""
+    from servespec.knowledge.memory import quant_bits_of_name
+
+    return quant_bits_of_name(method) is not None
+
+
 def compare(path: Path) -> Comparison:
     """Estimate one log's KV tokens with the settings it shows."""
     data = YAML(typ="safe").load(path.read_text())
@@ -91,6 +110,11 @@ def compare(path: Path) -> Comparison:
         why = "no KV number" if observed is None else "model not catalogued" if facts is None else "GPU unknown"
         return Comparison(name, observed, None, why, version)
     settings = data.get("settings") or {}
+    method = str(settings.get("quantization") or "")
+    if method and facts.quant_bits is None and not _sized_by_name(method):
+        # e.g. RedHatAI's compressed-tensors checkpoints: the log names the format, not its scheme, and the file
+        # does not carry the checkpoint's quantization_config; in use servespec reads the width from the checkpoint.
+        return Comparison(name, observed, None, f"weights' width unknown: {method} without its config", version)
     plan = get("vllm").estimate(
         EstimateInput(
             engine="vllm",
@@ -110,7 +134,10 @@ def compare(path: Path) -> Comparison:
     )
     assert plan is not None
     hybrid = bool(facts.linear_layers or (facts.sliding_window and facts.sliding_layers))
-    return Comparison(name, observed, plan.kv_tokens, version=version, hybrid=hybrid)
+    kind = model_class(facts)
+    return Comparison(
+        name, observed, plan.kv_tokens, version=version, hybrid=hybrid, model_class=kind, kv_gib=plan.kv_cache_gib
+    )
 
 
 def compare_all() -> list[Comparison]:
@@ -145,3 +172,49 @@ def by_range(rows: list[Comparison]) -> list[tuple[str, list[Comparison]]]:
         groups.append((label, members))
     groups.append(("hybrid-attention models", [row for row in used if row.hybrid]))
     return groups
+
+
+BAND_MEASURED = (
+    "the largest |predicted - logged| KV-cache memory in GiB per GPU over the compared vLLM start-up logs of "
+    "the class (tests/data/vllm_logs, bench/estimator_accuracy.py), rounded up to 0.01 GiB"
+)
+
+
+BAND_MIN_LOGS = 5
+"""A class measured on fewer logs takes the widest band of any class (issue 23 judges classes from n >= 5)."""
+
+
+def bands(rows: list[Comparison]) -> dict[str, Any]:
+    """The error band per model class (knowledge/data/estimator_band.yaml), from the compared logs."""
+    import math
+
+    classes: dict[str, Any] = {}
+    for name in CLASSES:
+        members = [row for row in rows if not row.skipped and row.model_class == name and row.predicted]
+        if not members:
+            classes[name] = {"gib": 0.0, "logs": 0, "worst": None}
+            continue
+        worst = max(members, key=lambda row: abs(row.error_gib))
+        gib = math.ceil(abs(worst.error_gib) * 100) / 100
+        classes[name] = {"gib": gib, "logs": len(members), "worst": worst.name}
+    return {"measured": BAND_MEASURED, "min_logs": BAND_MIN_LOGS, "classes": classes}
+
+
+BAND_FILE = Path(__file__).resolve().parent.parent / "src" / "servespec" / "knowledge" / "data" / "estimator_band.yaml"
+"""The error band the MEM rules read (knowledge/error_band.py), written by bench/estimator_accuracy.py --write-band."""
+
+
+def band_text(band: dict[str, Any]) -> str:
+    """The band file's text: a header saying how it is made, then the band as YAML."""
+    import io
+
+    out = io.StringIO()
+    yaml = YAML()
+    yaml.default_flow_style = False
+    yaml.width = 4096
+    yaml.dump(band, out)
+    header = (
+        "# Generated by `.venv/bin/python bench/estimator_accuracy.py --write-band` from tests/data/vllm_logs;\n"
+        "# tests/test_estimator_logs.py fails when it no longer matches the logs. Do not edit by hand.\n"
+    )
+    return header + out.getvalue()

@@ -135,7 +135,13 @@ def engine_page(engine: Engine) -> str:
         lines.append("- tensor and pipeline parallel together: **no** (PAR003)")
     lines += [f"- source: {profile.parallelism.source}", "", "## Quantization", ""]
     for name, value in profile.quantization.items():
-        if isinstance(value, CheckpointQuantization):
+        if isinstance(value, CheckpointQuantization) and value.methods:
+            loaders = " or ".join(f"`{method}`" for method in value.methods)
+            lines.append(
+                f"- `{name}`: from the checkpoint (no flag), loaded by {loaders} where the release has it "
+                "(minimum capability from the release catalog)"
+            )
+        elif isinstance(value, CheckpointQuantization):
             lines.append(f"- `{name}`: from the checkpoint, compute capability {value.min_capability}+")
         else:
             lines.append(f"- `{name}` → `--quantization {value}` (minimum capability from the release catalog)")

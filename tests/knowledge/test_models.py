@@ -96,9 +96,18 @@ def test_quantization_config_formats_parsed() -> None:
         ({"quant_method": "fp8", "weight_block_size": [128, 128]}, ("fp8", 8.0)),
         ({"quant_method": "mxfp4"}, ("mxfp4", 4.25)),
         ({"quant_method": "bitsandbytes", "load_in_4bit": True}, ("bitsandbytes", 4.125)),
-        (
+        (  # no group_size: one scale per tensor or channel (compressed-tensors QuantizationArgs)
             {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int"}}}},
-            ("int4", 4 + 20 / 128),
+            ("int4", 4.0),
+        ),
+        (  # pack-quantized symmetric groups of 32: a 16-bit scale per group, no zero point
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {
+                    "g": {"weights": {"num_bits": 4, "type": "int", "group_size": 32, "symmetric": True}}
+                },
+            },
+            ("int4", 4 + 16 / 32),
         ),
         (
             {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"}}}},
@@ -115,6 +124,9 @@ def test_quantization_config_formats_parsed() -> None:
     for quant, expected in cases:
         found = facts_from_config({**base, "quantization_config": quant}, "m")
         assert (found.quant_method, found.quant_bits) == expected, quant
+    fp8_group = {"g": {"weights": {"num_bits": 8, "type": "float"}}}
+    older = {"quant_method": "compressed-tensors", "config_groups": fp8_group}
+    assert facts_from_config({**base, "compression_config": older}, "m").quant_method == "fp8"
     modelopt = facts_from_config(base, "m", {"quantization": {"quant_algo": "NVFP4", "group_size": 16}})
     assert (modelopt.quant_method, modelopt.quant_bits) == ("nvfp4", 4.5)
 

@@ -29,16 +29,19 @@ EXPECTED_ERRORS = {
     "tgi": [],
     "tensorrt-llm": [],
     # SGLang's default mem_fraction_static on a 22.5 GiB L4 (about 0.70: memory_hook.py reserves
-    # ~6.7 GiB for a 4096-token chunk) leaves less KV room than one 8192-token sequence needs.
-    "sglang": ["MEM002"],
+    # ~6.7 GiB for a 4096-token chunk) leaves 0.65 GiB less KV room than one 8192-token sequence
+    # needs: within the estimator's measured error (knowledge/data/estimator_band.yaml), so MEM002
+    # is a "may not fit" warning, not an error.
+    "sglang": [],
     # llama.cpp and Ollama load GGUF, not a Hugging Face safetensors repo.
     "llama.cpp": ["HW003"],
     "ollama": ["HW003"],
     # XInference launches only a model of its built-in registry (it names the registered id: Meta-Llama-3.1-...)
     # and only with engine.options.model_engine chosen.
     "xinference": ["ENG003", "ENG003"],
-    # Without --kt-weight-path every expert stays on the GPU: SGLang's arithmetic, as for sglang.
-    "ktransformers": ["MEM002"],
+    # Without --kt-weight-path every expert stays on the GPU: SGLang's arithmetic, as for sglang
+    # (the same shortfall within the measured error: a warning).
+    "ktransformers": [],
     # lms loads the downloaded model whose key matches (GGUF through its llama.cpp engine).
     "lmstudio": [],
     # No bento of openllm-models serves this id (one serves Meta-Llama-3.1-8B-Instruct); no published image.
@@ -67,3 +70,11 @@ def test_switched_spec_renders_on_sglang_with_more_memory(tmp_path: Path) -> Non
     fleet = load_fleet([path], GOLDEN / "inventory.yaml")
     assert [f for f in check_fleet(fleet) if f.severity is Severity.ERROR] == []
     assert "switch/l4-a/config.yaml" in render_fleet(fleet).files
+
+
+@pytest.mark.parametrize("engine", ["sglang", "ktransformers"])
+def test_switched_spec_may_not_fit_on_sglang_defaults(engine: str, tmp_path: Path) -> None:
+    path = tmp_path / "switch.yaml"
+    path.write_text(SPEC.format(engine=engine, version=ENGINE_VERSIONS[engine]))
+    found = [f for f in check_fleet(load_fleet([path], GOLDEN / "inventory.yaml")) if f.rule == "MEM002"]
+    assert [f.severity for f in found] == [Severity.WARNING] and found[0].message.startswith("may not fit")

@@ -48,7 +48,13 @@ class CheckpointQuantization(_Strict):
     """A quantization the engine takes from the checkpoint itself (no method flag is rendered)."""
 
     method: None = None
-    min_capability: str
+    min_capability: str | None = None
+    """The minimum compute capability, for engines whose catalogs list no methods (TensorRT-LLM's support matrix)."""
+    methods: tuple[str, ...] = ()
+    """The release methods that load the format (``int4``: compressed-tensors): the release must
+    accept one; the first it accepts gives the minimum capability. Reading the format from the
+    checkpoint, the engine needs no ``--quantization`` (vLLM refuses one that differs from the
+    checkpoint's, vllm/config/model.py ``_verify_quantization``)."""
 
 
 class MinCapability(_Strict):
@@ -344,13 +350,33 @@ class Engine:
         plan: GpuEstimate | None = importlib.import_module(f"{self.package}.memory").estimate(inp)
         return plan
 
+    def quantization_entry(
+        self, release: EngineRelease | None, quantization: str
+    ) -> str | CheckpointQuantization | None:
+        """The engine's method for a spec quantization: the profile's name for it (``nvfp4`` ->
+        ``modelopt_fp4``), else the name itself where the release accepts it (its catalog's
+        ``quantization_methods``: every ``--quantization`` choice, ``gptq_marlin``, ``modelopt``,
+        ``auto-round`` ...; ``_`` and ``-`` alike, so ``auto_round`` finds ``auto-round``); None: unknown."""
+        entry = self.profile.quantization.get(quantization)
+        if entry is not None or release is None:
+            return entry
+        methods = release.facts.quantization_methods
+        for name in (quantization, quantization.replace("_", "-"), quantization.replace("-", "_")):
+            if name in methods:
+                return name
+        return None
+
     def quantization_support(self, release: EngineRelease, quantization: str) -> tuple[bool, tuple[int, int] | None]:
         """(supported, minimum compute capability) of a spec quantization on ``release``."""
-        entry = self.profile.quantization.get(quantization)
+        entry = self.quantization_entry(release, quantization)
         if entry is None:
             return False, None
         if isinstance(entry, CheckpointQuantization):
-            return True, capability(entry.min_capability)
+            if not entry.methods:
+                return True, capability(entry.min_capability)
+            methods = release.facts.quantization_methods
+            found = next((methods[name] for name in entry.methods if name in methods), None)
+            return (False, None) if found is None else (True, capability(found.min_capability))
         method = release.facts.quantization_methods.get(entry)
         if method is None:
             return False, None

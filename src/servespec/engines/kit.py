@@ -311,7 +311,7 @@ def quantization_method(target: Target) -> str | None:
     chosen = target.spec.model.quantization
     if chosen in (None, "auto"):
         return None  # the engine reads the checkpoint's quantization_config itself
-    method = target.profile.quantization.get(chosen)
+    method = target.known.engine.quantization_entry(target.release, chosen)
     return method if isinstance(method, str) else None
 
 

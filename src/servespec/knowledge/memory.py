@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from servespec.engines.catalog import ContextDefault, EngineRelease
 from servespec.knowledge.gpus import GpuModel
-from servespec.knowledge.models import ModelFacts
+from servespec.knowledge.models import ModelFacts, part_params
 
 GIB = 1024**3
 CUDA_VISIBLE_SHARE = 0.993
@@ -63,19 +63,40 @@ _KV_DTYPE_BYTES = {
     "q5_1": 24 / 32,
     "iq4_nl": 18 / 32,
 }
-# Bits per weight of weight-only formats: 4-bit AWQ/GPTQ store a 16-bit scale and a 4-bit
-# zero point per group of 128; NVFP4 an FP8 scale per 16; MXFP4 an 8-bit scale per 32.
-# bitsandbytes quantizes to NF4 with an 8-bit absmax per 64 weights (vLLM's in-flight default).
+# Bits per weight of a format named without its checkpoint's config: 4-bit AWQ/GPTQ (and their
+# Marlin/MoE kernels, AutoRound's GPTQ-style packing) store a 16-bit scale and a 4-bit zero point
+# per group of 128; compressed-tensors W4A16 a 16-bit scale per 128 (symmetric); NVFP4 an FP8 scale
+# per 16; MXFP4 an 8-bit scale per 32. bitsandbytes quantizes to NF4 with an 8-bit absmax per 64
+# weights (vLLM's in-flight default). Names the format does not size (compressed-tensors) are absent.
+_GROUP_INT4 = 4 + 20 / 128
 _QUANT_BITS = {
-    "awq": 4 + 20 / 128,
-    "gptq": 4 + 20 / 128,
-    "int4": 4 + 20 / 128,
+    "awq": _GROUP_INT4,
+    "awq_marlin": _GROUP_INT4,
+    "gptq": _GROUP_INT4,
+    "gptq_marlin": _GROUP_INT4,
+    "moe_wna16": _GROUP_INT4,
+    "auto_round": _GROUP_INT4,
+    "auto-round": _GROUP_INT4,
+    "int4": _GROUP_INT4,
+    "w4a16": 4 + 16 / 128,
     "fp8": 8.0,
+    "modelopt": 8.0,
     "int8": 8.0,
+    "w8a8": 8.0,
+    "w8a8_int8": 8.0,
+    "w8a8_fp8": 8.0,
     "nvfp4": 4.5,
+    "modelopt_fp4": 4.5,
     "mxfp4": 4.25,
     "bitsandbytes": 4 + 8 / 64,
 }
+
+
+def quant_bits_of_name(method: str) -> float | None:
+    """Bits per weight the name alone fixes (scales included), or None where only the checkpoint's config can."""
+    return _QUANT_BITS.get(method.strip().lower())
+
+
 LLAMA3_8B_PARAMS = 8.03e9
 """llama-quantize documents file sizes "@ Llama-3-8B"; its parameter count (counted from its
 config) turns them into bits per weight."""
@@ -148,6 +169,11 @@ class GpuEstimate:
     """Why: ``model.max_model_len``, or the engine's default for the release and how it was found."""
     offload: Offload | None = None
     """Layers a GGUF engine keeps in host memory (None: every layer on the GPUs)."""
+    one_sequence_floor_gib: float | None = None
+    """The least one sequence can need when the release's KV layout for this model is not known
+    (a hybrid model on a release whose hybrid-manager fact is not catalogued): full-attention
+    layers at the whole context, windowed ones at their window, state layers nothing per token.
+    None: ``one_sequence_gib`` is the layout's own figure."""
 
 
 @dataclass(frozen=True)
@@ -238,7 +264,9 @@ def weight_bytes(inp: EstimateInput) -> float:
     ``model.quantization: auto`` sizes the checkpoint as its ``quantization_config`` says
     (knowledge/models.py ``_quantization``: bits per quantized weight, scales included);
     embeddings and the LM head stay in the model's dtype, and MXFP4 (gpt-oss) quantizes the
-    MoE experts only (its ``modules_to_not_convert``). An explicit method quantizes at load.
+    MoE experts only (its ``modules_to_not_convert``). An explicit method on a checkpoint that is
+    already quantized names the kernel or format that loads it: the checkpoint's config still
+    sizes it. On an unquantized one it quantizes at load, sized by the name.
     """
     model = inp.model
     params = model.params
@@ -246,6 +274,8 @@ def weight_bytes(inp: EstimateInput) -> float:
     linear = max(params - embed, 0.0)
     element = dtype_bytes(model, inp.dtype)
     explicit = load_quantization(inp.quantization)
+    if explicit is not None and model.quant_method is not None and explicit != "gguf":
+        explicit = None  # a pre-quantized checkpoint is loaded as it is stored
     method = explicit or model.quant_method
     if method == "gguf" or inp.gguf_type:
         same_file = inp.gguf_type is None or inp.gguf_type.upper() == (model.file_type or "").upper()
@@ -256,16 +286,34 @@ def weight_bytes(inp: EstimateInput) -> float:
     if explicit is None and model.weight_bytes and inp.dtype == "auto":
         return float(model.weight_bytes)  # the checkpoint's tensors as stored
     if method == "mxfp4" and model.is_moe:
-        experts = _expert_params(model)
+        experts = part_params(model)["experts"]
         return experts * (bits or _QUANT_BITS["mxfp4"]) / 8 + (params - experts) * element
+    if explicit is None and model.quant_parts:
+        return _by_part(model, bits, element)
     if bits is None or bits >= element * 8:
         return params * element
     return linear * bits / 8 + embed * element
 
 
-def _expert_params(model: ModelFacts) -> float:
-    moe_layers = model.layers - model.dense_layers
-    return moe_layers * (model.experts or 0) * 3 * model.hidden_size * (model.moe_intermediate_size or 0)
+def _by_part(model: ModelFacts, bits: float | None, element: float) -> float:
+    """Bytes of a checkpoint whose parts are stored differently (ModelOpt excluded modules, MIXED_PRECISION).
+
+    Each part (attention, routed experts, other MLPs, the LM head) is stored as ``quant_parts``
+    says for its share of layers and in ``bits`` for the rest (the model's dtype when a
+    MIXED_PRECISION map, ``bits`` None, leaves it unnamed); the input embedding stays in the dtype.
+    """
+    default = bits / 8 if bits is not None and bits < element * 8 else element
+    sizes = part_params(model)
+    head = 0.0 if model.tie_word_embeddings else (model.vocab_size or 0) * model.hidden_size
+    sizes["lm_head"] = head
+    total = (model.vocab_size or 0) * model.hidden_size * element
+    for part, count in sizes.items():
+        rows = [(share, stored) for name, share, stored in model.quant_parts if name == part]
+        covered = min(sum(share for share, _ in rows), 1.0)
+        rest = element if part == "lm_head" and not rows else default
+        total += count * (sum(share * (element if stored is None else stored / 8) for share, stored in rows))
+        total += count * (1.0 - covered) * rest
+    return total
 
 
 def kv_element_bytes(inp: EstimateInput) -> float:

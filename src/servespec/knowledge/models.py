@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,10 @@ class ModelFacts:
     v_head_dim: int | None = None
     quant_method: str | None = None
     quant_bits: float | None = None
+    quant_parts: tuple[tuple[str, float, float | None], ...] = ()
+    """Parts the checkpoint stores otherwise than ``quant_bits``: (``attention``/``experts``/``mlp``/``lm_head``,
+    share of that part's layers, bits per weight or None for the model's dtype): ModelOpt's excluded
+    modules and MIXED_PRECISION layers."""
     params_override: float | None = None
     weight_bytes: int | None = None
     """Bytes of the checkpoint's tensors as stored (safetensors headers, a GGUF file, the Hub, a lock file)."""
@@ -225,35 +230,190 @@ def _compressed_tensors(quant: dict[str, Any]) -> tuple[str | None, float | None
         return "nvfp4", 4.5  # nvfp4-pack-quantized: an FP8 scale per 16 weights
     if bits >= 8:
         return "int8", 8.0
-    return "int4", _group_bits(bits, weights.get("group_size"))
+    # pack-quantized (compressed-tensors PackedQuantizationCompressor): packed weights, a 16-bit
+    # scale per group, and a packed zero point per group only when not symmetric; no group
+    # (channel strategy): one scale per row, negligible.
+    group = weights.get("group_size")
+    size = int(group) if isinstance(group, int) and not isinstance(group, bool) and group > 0 else None
+    if size is None:
+        return "int4", bits
+    zero = 0.0 if weights.get("symmetric", True) is True else bits
+    return "int4", bits + (16 + zero) / size
 
 
-def _modelopt(quant: dict[str, Any]) -> tuple[str | None, float | None]:
-    """NVIDIA ModelOpt (hf_quant_config.json ``quantization.quant_algo``, or a config's quant_algo)."""
-    algo = (fields.text(quant, "quant_algo") or "").upper()
-    if "NVFP4" in algo:
-        return "nvfp4", 4.5
+# ModelOpt's algorithms (quant_algo) as bits per stored weight, scales included
+# (vllm/model_executor/layers/quantization/modelopt.py, v0.33.0 LINEAR_ALGOS; the weights'
+# create_weights shapes): FP8 per-tensor or per-channel scales (negligible), FP8_PB_WO a float32
+# scale per 128x128 block, NVFP4 and W4A16_NVFP4 an FP8 (e4m3) scale per group of 16 FP4
+# weights, MXFP8 an e8m0 scale per 32. W4A8_AWQ (TensorRT-LLM) is INT4 with a 16-bit scale per
+# group (128 by default).
+_MODELOPT_BITS = {
+    "FP8": 8.0,
+    "FP8_PER_CHANNEL_PER_TOKEN": 8.0,
+    "FP8_PB_WO": 8 + 32 / (128 * 128),
+    "FP8_BLOCK_SCALES": 8 + 32 / (128 * 128),
+    "MXFP8": 8 + 8 / 32,
+}
+_PARTS = ("attention", "experts", "mlp", "lm_head")
+"""The parts of a model a checkpoint can quantize differently (ModelFacts.quant_parts)."""
+
+
+def _modelopt_algo(algo: str, group: Any) -> tuple[str | None, float | None]:
+    """(method, bits per weight) of one ModelOpt ``quant_algo``."""
+    algo = algo.upper()
+    size = int(group) if isinstance(group, int) and not isinstance(group, bool) and group > 0 else None
+    if "NVFP4" in algo or algo == "FP4":
+        return "nvfp4", 4 + 8 / (size or 16)
+    if algo in _MODELOPT_BITS:
+        return "modelopt", _MODELOPT_BITS[algo]
     if "FP8" in algo:
-        return "fp8", 8.0
-    if "AWQ" in algo or "W4A" in algo:
-        return "awq", _group_bits(4, quant.get("group_size"))
+        return "modelopt", 8.0
+    if "AWQ" in algo or algo.startswith("W4A"):
+        return "awq", 4 + 16 / (size or 128)
+    if algo in ("INT8_SQ", "W8A8_SQ_PER_CHANNEL", "INT8"):
+        return "int8", 8.0
     return "modelopt", None
 
 
+def _part(module: str) -> str | None:
+    """Which part of the model a module name (or pattern) names; None: a router, norm or vision module."""
+    name = module.lower().removeprefix("re:").strip("^$")  # compressed-tensors' ``re:`` patterns too
+    name = name.replace(".*", "*").replace("\\.", ".")
+    if name.startswith("lm_head") or name.endswith("lm_head"):
+        return "lm_head"
+    if any(skip in name for skip in ("visual", "vision", "mtp", "embed", "norm", "router", "shared_expert_gate")):
+        return None
+    if re.search(r"mlp\.gate\*?$", name):  # the MoE router (Qwen3-MoE, DeepSeek: mlp.gate)
+        return None
+    if "expert" in name and "shared_expert" not in name:
+        return "experts"
+    if "attn" in name or "attention" in name:
+        return "attention"
+    if "mlp" in name or "feed_forward" in name or "shared_expert" in name:
+        return "mlp"
+    return None
+
+
+def _projections(m: ModelFacts) -> dict[str, float]:
+    """Each attention and MLP projection's share of its part's parameters in one layer (by name suffix)."""
+    h, heads = m.hidden_size, m.attention_heads
+    if m.is_mla:
+        nope, rope, v = m.qk_nope_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
+        q_lora, kv_lora = m.q_lora_rank or 0, m.kv_lora_rank or 0
+        attention = {
+            "q_a_proj": h * q_lora,
+            "q_b_proj": q_lora * heads * (nope + rope),
+            "q_proj": 0 if q_lora else h * heads * (nope + rope),
+            "kv_a_proj_with_mqa": h * (kv_lora + rope),
+            "kv_b_proj": kv_lora * heads * (nope + v),
+            "o_proj": heads * v * h,
+        }
+    else:
+        q, kv = h * heads * m.head_dim, h * m.kv_heads * m.head_dim
+        attention = {"q_proj": q, "k_proj": kv, "v_proj": kv, "o_proj": q, "qkv_proj": q + 2 * kv}
+    total = sum(size for name, size in attention.items() if name != "qkv_proj") or 1
+    shares = {name: size / total for name, size in attention.items()}
+    shares.update({"gate_proj": 1 / 3, "up_proj": 1 / 3, "down_proj": 1 / 3, "gate_up_proj": 2 / 3})
+    return shares
+
+
+def _layer_share(names: list[str], layers: int, projections: dict[str, float]) -> float:
+    """The share of a part's parameters over ``layers`` layers that module names (or patterns) cover:
+    a projection's own share where the name ends in one (``...self_attn.q_a_proj``), else the whole part."""
+    if not layers:
+        return 1.0
+    covered: dict[int, float] = {}
+    for name in names:
+        number = re.search(r"layers\.(\d+)\.", name)
+        suffix = name.rstrip("*").rsplit(".", 1)[-1]
+        share = projections.get(suffix, 1.0)
+        if number is None:
+            return 1.0 if share == 1.0 else min(share, 1.0)  # a pattern: every layer
+        index = int(number.group(1))
+        covered[index] = min(covered.get(index, 0.0) + share, 1.0)
+    return min(sum(covered.values()) / layers, 1.0)
+
+
+def _parts(entries: list[tuple[str, float | None]], m: ModelFacts) -> tuple[tuple[str, float, float | None], ...]:
+    """(part, share of its parameters, bits or None for the model's dtype) from (module, bits) pairs."""
+    grouped: dict[tuple[str, float | None], list[str]] = {}
+    for module, bits in entries:
+        part = _part(module)
+        if part is not None:
+            grouped.setdefault((part, bits), []).append(module)
+    projections = _projections(m)
+    moe_layers = m.layers - m.dense_layers if m.is_moe else m.layers
+    out = []
+    for (part, bits), names in sorted(grouped.items(), key=lambda item: (item[0][0], item[0][1] or 0.0)):
+        layers = moe_layers if part == "experts" else m.layers
+        out.append((part, 1.0 if part == "lm_head" else _layer_share(names, layers, projections), bits))
+    return tuple(out)
+
+
+def _modelopt(quant: dict[str, Any]) -> dict[str, Any]:
+    """NVIDIA ModelOpt, in either of the shapes vLLM reads (modelopt.py ``from_config``).
+
+    ``hf_quant_config.json`` (ModelOpt 0.29 and before, stored by vLLM as the config's
+    quantization_config): ``{"producer": {"name": "modelopt"}, "quantization": {"quant_algo",
+    "kv_cache_quant_algo", "group_size", "exclude_modules"}}``; config.json's own
+    ``quantization_config`` (ModelOpt 0.31+): ``{"quant_method": "modelopt", "quant_algo",
+    "group_size", "ignore" or "exclude_modules"}``. ``MIXED_PRECISION`` names each layer's algorithm
+    in ``quantized_layers``; layers it does not name stay unquantized (vLLM leaves them so).
+    Excluded modules stay in the model's dtype.
+    """
+    inner = fields.mapping(quant, "quantization")
+    body = inner if inner is not None else quant
+    algo = (fields.text(body, "quant_algo") or "").upper()
+    group = body.get("group_size")
+    excluded = fields.items(body, "exclude_modules") if inner is not None else None
+    if excluded is None:
+        excluded = fields.items(body, "ignore") or fields.items(body, "exclude_modules") or []
+    skipped: list[tuple[str, float | None]] = [(str(name), None) for name in excluded if isinstance(name, str)]
+    if algo == "MIXED_PRECISION":
+        layers_map = fields.mapping(body, "quantized_layers") or {}
+        entries: list[tuple[str, float | None]] = []
+        for module, recipe in layers_map.items():
+            if isinstance(recipe, dict):
+                _, bits = _modelopt_algo(str(recipe.get("quant_algo") or ""), recipe.get("group_size"))
+                entries.append((str(module), bits))
+        # Unnamed parts stay in the model's dtype: say so for every part the map does not name.
+        named = {_part(module) for module, _ in entries}
+        rest: list[tuple[str, float | None]] = [(f"*{part}*", None) for part in _PARTS if part not in named]
+        # vLLM's method for it (modelopt.py ModelOptMixedPrecisionConfig.get_name, v0.33.0)
+        return {"quant_method": "modelopt_mixed", "quant_bits": None, "_entries": entries + rest}
+    method, bits = _modelopt_algo(algo, group)
+    return {"quant_method": method, "quant_bits": bits, "_entries": skipped}
+
+
+def _is_modelopt(quant: dict[str, Any]) -> bool:
+    """ModelOpt's own file read as the quantization_config (vllm/config/model.py ``_parse_quant_hf_config``:
+    ``producer.name == "modelopt"``), or a config naming ``quant_method: modelopt*``."""
+    method = (fields.text(quant, "quant_method") or "").lower()
+    if method.startswith("modelopt"):
+        return True
+    producer = fields.mapping(quant, "producer")
+    return not method and producer is not None and fields.text(producer, "name") == "modelopt"
+
+
 def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The checkpoint's quantization as (method, bits per quantized weight)."""
+    """The checkpoint's quantization as (method, bits per quantized weight, parts quantized otherwise)."""
     quant = fields.mapping(config, "quantization_config")
     if quant is None:
-        inner = fields.mapping(hf_quant, "quantization") if isinstance(hf_quant, dict) else None
-        quant = {"quant_method": "modelopt", **inner} if inner is not None else None
+        # compressed-tensors' older key (vllm/config/model.py _parse_quant_hf_config, v0.11.0)
+        quant = fields.mapping(config, "compression_config")
+    if quant is None and isinstance(hf_quant, dict):
+        quant = hf_quant  # vLLM reads hf_quant_config.json as the quantization_config when config.json has none
     if quant is None:
         return {}
+    if _is_modelopt(quant) or (fields.mapping(quant, "quantization") is not None and "quant_method" not in quant):
+        return _modelopt(quant)
     method: str | None = (fields.text(quant, "quant_method") or "").lower() or None
     bits: float | None
     if method == "compressed-tensors":
         method, bits = _compressed_tensors(quant)
-    elif method == "modelopt":
-        method, bits = _modelopt(quant)
+        # ``ignore``: modules left unquantized (names or ``re:`` patterns), in the model's dtype
+        ignored = [(str(name), None) for name in fields.items(quant, "ignore") or [] if isinstance(name, str)]
+        return {"quant_method": method, "quant_bits": bits, "_entries": ignored}
     elif method in ("fp8", "fbgemm_fp8"):
         method, bits = "fp8", 8.0
     elif method == "mxfp4":
@@ -288,7 +448,9 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     window, sliding = _sliding_layers(config, layers, model_type)
     chunked = bool(fields.count(config, "attention_chunk_size")) and not fields.count(config, "sliding_window")
     tied = fields.flag(config, "tie_word_embeddings")
-    return ModelFacts(
+    quantization = _quantization(config, hf_quant)
+    entries: list[tuple[str, float | None]] = quantization.pop("_entries", [])
+    facts = ModelFacts(
         name=name,
         model_type=model_type,
         layers=layers,
@@ -310,10 +472,11 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         qk_nope_head_dim=fields.count(config, "qk_nope_head_dim"),
         v_head_dim=fields.count(config, "v_head_dim"),
         **_moe(config, layers),
-        **_quantization(config, hf_quant),
+        **quantization,
         **_linear_attention(config, layers),
         window_kind="chunked" if chunked else "sliding",
     )
+    return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 
 
 def _required(config: dict[str, Any], key: str) -> int:
@@ -378,6 +541,19 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     return common + moe_layers * moe_total, common + moe_layers * moe_active
 
 
+def part_params(m: ModelFacts) -> dict[str, float]:
+    """Parameters of the decoder's attention, routed experts and other MLPs (dense, shared experts, routers).
+
+    What ``ModelFacts.quant_parts`` refers to; norms count with the MLPs, embeddings and head in none.
+    """
+    total = m.params
+    embed = (m.vocab_size or 0) * m.hidden_size * (1 if m.tie_word_embeddings else 2)
+    attention = m.layers * _attention_params(m)
+    moe_layers = m.layers - m.dense_layers if m.is_moe else 0
+    experts = moe_layers * (m.experts or 0) * 3 * m.hidden_size * (m.moe_intermediate_size or 0)
+    return {"attention": attention, "experts": experts, "mlp": max(total - embed - attention - experts, 0.0)}
+
+
 @functools.cache
 def _catalog() -> dict[str, dict[str, Any]]:
     data: dict[str, dict[str, Any]] = load_yaml_data("models.yaml")["models"]
@@ -389,7 +565,7 @@ def catalogued(source: str) -> ModelFacts | None:
     entry = _catalog().get(source.strip().lower())
     if entry is None:
         return None
-    return facts_from_config(entry["config"], entry["name"])
+    return facts_from_config(entry["config"], entry["name"], entry.get("hf_quant_config"))
 
 
 def catalog_ids() -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from servespec.engines.base import CheckpointQuantization
 from servespec.engines.images import CUDA_COMPAT_URL, image_policy
 from servespec.findings import Finding, Severity
 from servespec.hostpaths import is_local_path
@@ -68,7 +69,8 @@ def _method(known: resolve.Resolved) -> str | None:
     """The quantization the engine must run: the spec's explicit one, else (``auto``) the checkpoint's.
 
     A checkpoint's method is judged only where the spec names none and the engine's profile
-    maps it (``fp8``, ``awq``, ``nvfp4``, ``mxfp4`` ...); formats the profile does not name pass.
+    maps it (``fp8``, ``awq``, ``nvfp4``, ``mxfp4`` ...) or the release has a method of that name
+    (ModelOpt FP8: ``modelopt``); formats neither names pass.
     A ``.gguf`` file is a GGUF checkpoint: ``auto`` means gguf there (vLLM detects it the same way,
     ``check_gguf_file``; llama.cpp and Ollama load nothing else).
     """
@@ -79,7 +81,9 @@ def _method(known: resolve.Resolved) -> str | None:
         return "gguf"
     facts = known.model.facts
     stored = facts.quant_method if facts else None
-    return stored if stored in known.profile.quantization else None
+    if stored is None or known.engine.quantization_entry(known.release, stored) is None:
+        return None
+    return stored
 
 
 class QuantizationNeedsNewerGpu(Rule):
@@ -147,6 +151,17 @@ class FormatNotSupported(Rule):
     (its facts: a safetensors ``config.json``), and a warning where it knows nothing of the repo:
     whether it holds a GGUF file is not known, so refusing it would be a guess.
 
+    ``model.quantization`` takes servespec's names (each engine's profile maps them) or any
+    method the release itself accepts: its catalog's ``quantization_methods``, the release's
+    ``--quantization`` choices (vLLM ``QUANTIZATION_METHODS`` in
+    vllm/model_executor/layers/quantization/__init__.py, SGLang's the same in
+    srt/layers/quantization/__init__.py); a name that is neither is refused by the engine's
+    argument parser. Formats the engine reads from the checkpoint (``int4``, ``w4a16``, ``w8a8``
+    of compressed-tensors, ``auto_round``) need one of their loading methods in the release; a
+    release without one is a warning (its checkpoint detection is not a refusal at a source line).
+    On an engine whose catalog lists no methods (TensorRT-LLM, XInference, OpenLLM), a name
+    servespec has no mapping for is a warning too; GGUF-only engines refuse every other format.
+
     Fix: pick an engine that loads the format, or a checkpoint in a format the engine loads.
 
     Source: https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs ;
@@ -163,7 +178,10 @@ class FormatNotSupported(Rule):
         ),
     )
     summary = "quantization or model format not supported by the engine"
-    sources = ("https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",)
+    sources = (
+        "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/launcher/src/main.rs",
+        "https://github.com/vllm-project/vllm/blob/v0.12.0/vllm/model_executor/layers/quantization/__init__.py",
+    )
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
@@ -186,11 +204,39 @@ class FormatNotSupported(Rule):
             if not supported:
                 title = known.profile.title
                 loads = ", ".join(sorted(known.profile.quantization)) or "none"
+                own = ", ".join(sorted(release.facts.quantization_methods))
+                also = f"; or one of the release's own methods: {own}" if own else ""
+                entry = known.profile.quantization.get(method)
+                if isinstance(entry, CheckpointQuantization) and entry.methods:
+                    # A format the engine detects from the checkpoint: the release's method list lacking
+                    # its loaders is no refusal seen at a source line, so it is a warning.
+                    yield self.report(
+                        deployment.document,
+                        f"{title} {release.version} has none of {', '.join(entry.methods)} among its quantization "
+                        f"methods: it may not load {method} checkpoints",
+                        ("model", "quantization"),
+                        hint=f"use a release that has {entry.methods[0]}, or choose another engine",
+                        severity=Severity.WARNING,
+                    )
+                    continue
+                if own or known.profile.model_format != "hf" or method in known.profile.quantization:
+                    # The release's own method list (its --quantization choices) lacks it, or the engine
+                    # loads GGUF files or library tags only: a refusal.
+                    yield self.report(
+                        deployment.document,
+                        f"{title} {release.version} cannot load {method} models: it is not one of the release's "
+                        "quantization methods",
+                        ("model", "quantization"),
+                        hint=f"{title} loads: {loads}{also}; or choose another engine",
+                    )
+                    continue
                 yield self.report(
                     deployment.document,
-                    f"{title} {release.version} cannot load {method} models",
+                    f"{title} {release.version}: {method} is none of servespec's names for its quantizations and "
+                    "the release's catalog lists no methods to check it against: it may not load",
                     ("model", "quantization"),
-                    hint=f"{title} loads: {loads}; or choose another engine",
+                    hint=f"servespec knows {title} loads: {loads}",
+                    severity=Severity.WARNING,
                 )
 
     def _source_format(self, known: resolve.Resolved) -> Iterator[Finding]:

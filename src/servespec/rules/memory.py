@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
+from servespec.knowledge.error_band import ErrorBand, error_band, model_class
 from servespec.knowledge.memory import GpuEstimate
 from servespec.rules.base import Rule, arithmetic, bare, placements, refusal
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
@@ -35,6 +36,21 @@ def _gpu_label(host: HostView) -> str:
     return hardware.model.display_name if hardware.model else "CPU memory"
 
 
+def _verdict(known: resolve.Resolved, shortfall: float) -> tuple[Severity, str]:
+    """Error when ``shortfall`` GiB exceeds the estimator's measured error for the model's class, else a
+    warning, with the words that say which (knowledge/error_band.py; bench/estimator_accuracy.py measures it)."""
+    facts = known.model.facts
+    band: ErrorBand = error_band(facts)
+    kind = model_class(facts) if facts is not None else "unknown"
+    if shortfall > band.gib:
+        return Severity.ERROR, ""
+    measured = f"{band.logs} recorded log(s)" if band.logs else "no recorded log of the class"
+    return Severity.WARNING, (
+        f"may not fit: the {shortfall:.2f} GiB shortfall is within the estimator's measured error of "
+        f"{band.gib:.2f} GiB for {kind} models ({measured}); "
+    )
+
+
 def _estimates(fleet: Fleet) -> Iterator[tuple[resolve.Resolved, HostView, GpuEstimate]]:
     for deployment, host in placements(fleet):
         known = resolve.resolved(deployment)
@@ -53,6 +69,11 @@ class WeightsDoNotFit(Rule):
     4-bit AWQ/GPTQ (a 16-bit scale and 4-bit zero per group of 128), and for GGUF the
     file-type sizes llama-quantize documents. The budget is the engine's: vLLM loads
     weights inside ``gpu_memory_utilization × total``.
+
+    An error only when the shortfall exceeds the estimator's measured error for the model's
+    class (dense, MoE, sliding-window, linear-attention, MLA: the largest error in GiB over the
+    recorded start-up logs, ``bench/estimator_accuracy.py``, stored in
+    knowledge/data/estimator_band.yaml); a smaller shortfall is a "may not fit" warning.
 
     Fix: raise ``tensor_parallel`` (the message names the smallest that fits), or use a
     quantized checkpoint, or a bigger GPU.
@@ -79,9 +100,11 @@ class WeightsDoNotFit(Rule):
             deployment = known.deployment
             offload = plan.offload
             if offload is not None and offload.host_total_gib is not None and offload.host_gib > offload.host_total_gib:
+                severity, hedge = _verdict(known, offload.host_gib - offload.host_total_gib)
                 yield self.report(
                     deployment.document,
-                    f"{offload.layers - offload.gpu_layers} of {offload.layers} {offload.unit} stay in {host.name}'s "
+                    f"{hedge}{offload.layers - offload.gpu_layers} of {offload.layers} {offload.unit} stay in "
+                    f"{host.name}'s "
                     f"host memory ({offload.reason}) and need {offload.host_gib:.1f} GiB of {offload.contents}, but "
                     f"the host has {offload.host_total_gib:g} GiB of RAM",
                     _offload_path(known),
@@ -89,6 +112,7 @@ class WeightsDoNotFit(Rule):
                     "with more RAM or GPU memory"
                     if offload.unit == "layers"
                     else f"keep more {offload.unit} on the GPUs, use a smaller format, or a host with more RAM",
+                    severity=severity,
                 )
                 continue
             budget = plan.total_gib - plan.overhead_gib
@@ -106,12 +130,14 @@ class WeightsDoNotFit(Rule):
             if known.profile.loads_gguf:
                 advice += ", or keep some layers in host memory (the engine's GPU-layer count)"
             quant = "" if spec.model.quantization not in (None, "auto") else " or a 4-bit quantization"
+            severity, hedge = _verdict(known, plan.weights_gib - budget)
             yield self.report(
                 deployment.document,
-                f"needs {plan.weights_gib:.1f} GiB of weights per GPU on {host.name}'s "
+                f"{hedge}needs {plan.weights_gib:.1f} GiB of weights per GPU on {host.name}'s "
                 f"{plan.total_gib:.1f} GiB {_gpu_label(host)} ({full:.1f} GiB over {gpus} GPU(s))",
                 ("resources", "tensor_parallel") if "resources" in deployment.document.data else ("model", "source"),
                 hint=f"{advice}{quant}",
+                severity=severity,
             )
 
 
@@ -125,10 +151,19 @@ class NoRoomForKvCache(Rule):
     ``2 × layers × kv_heads_per_gpu × head_dim × dtype`` (or the MLA latent for DeepSeek).
     llama.cpp and Ollama allocate the whole context (``max_model_len × slots``) up front.
 
+    A hybrid model (sliding-window, chunked or linear-attention layers) is sized with the same
+    layout as the capacity: the release's hybrid KV-cache manager fact, where a sliding-window
+    layer needs its window's blocks only. On a vLLM release that has the manager but whose
+    catalog lacks the fact, the layout is not known: every layer is sized at full length and
+    the least any layout needs (full-attention layers at the whole context, windowed ones at
+    their window) decides: within it, a "may not fit" warning. As for MEM001, only a shortfall
+    beyond the estimator's measured error for the model's class is an error.
+
     Fix: lower ``model.max_model_len``, raise the engine's memory fraction
     (``gpu_memory_utilization``, ``mem_fraction_static``), use an FP8 KV cache, or add GPUs.
 
-    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/kv_cache_utils.py
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/kv_cache_utils.py ;
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/kv_cache_interface.py (SlidingWindowSpec)
     """
 
     id = "MEM002"
@@ -152,13 +187,27 @@ class NoRoomForKvCache(Rule):
             hint = f"set max_model_len ≤ {fit}, use a smaller KV-cache dtype, or add GPUs"
             if fit == 0:
                 hint = "give the engine more memory (its memory fraction option), or use bigger GPUs"
+            # A hybrid model on a release whose hybrid KV-cache layout is not catalogued: ``need`` sizes
+            # every layer at full length, ``floor`` is the least any layout of its manager needs.
+            floor = None if gguf else plan.one_sequence_floor_gib
+            layout = ""
+            if floor is not None:
+                layout = (
+                    " with every layer at full length (the release's hybrid KV-cache layout for this model is not "
+                    f"catalogued; any layout needs at least {floor:.2f} GiB)"
+                )
+            if floor is not None and floor <= free:
+                severity, hedge = Severity.WARNING, "may not fit: "
+            else:
+                severity, hedge = _verdict(known, (need if floor is None else floor) - free)
             yield self.report(
                 deployment.document,
-                f"a {plan.context_tokens}-token sequence ({plan.context_basis}) needs {need:.2f} GiB of KV cache "
-                f"per GPU but only {max(free, 0):.2f} GiB is left on {host.name}'s {_gpu_label(host)} after "
-                f"{plan.weights_gib:.1f} GiB of weights",
+                f"{hedge}a {plan.context_tokens}-token sequence ({plan.context_basis}) needs {need:.2f} GiB of KV "
+                f"cache per GPU{layout} but only {max(free, 0):.2f} GiB is left on {host.name}'s {_gpu_label(host)} "
+                f"after {plan.weights_gib:.1f} GiB of weights",
                 ("model", "max_model_len"),
                 hint=hint,
+                severity=severity,
             )
 
 

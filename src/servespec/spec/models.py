@@ -55,10 +55,32 @@ if TYPE_CHECKING:
     EngineName = str
 else:
     EngineName = Literal[ENGINE_NAMES]  # one Literal of the registry's names (its error lists them)
-Quantization = Literal["auto", "awq", "gptq", "fp8", "int8", "nvfp4", "mxfp4", "bitsandbytes", "gguf"]
-"""``auto`` (the default): the checkpoint's own ``quantization_config``; any other value: quantize at load time."""
-QUANTIZATIONS: tuple[str, ...] = tuple(name for name in get_args(Quantization) if name != "auto")
-"""The methods a spec can name explicitly (``auto`` names none)."""
+KnownQuantization = Literal[
+    "auto",
+    "awq",
+    "gptq",
+    "fp8",
+    "int8",
+    "int4",
+    "w4a16",
+    "w8a8",
+    "auto_round",
+    "nvfp4",
+    "mxfp4",
+    "bitsandbytes",
+    "gguf",
+]
+"""servespec's own names, which each engine's profile maps to its method (``int4``: compressed-tensors'
+pack-quantized INT4, as Kimi-K2-Thinking ships; ``auto_round``: Intel AutoRound)."""
+QUANTIZATIONS: tuple[str, ...] = tuple(name for name in get_args(KnownQuantization) if name != "auto")
+"""The methods a spec can name explicitly by servespec's names (``auto`` names none)."""
+Quantization = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$"),
+    Field(examples=["auto", *QUANTIZATIONS, "gptq_marlin", "awq_marlin", "modelopt", "modelopt_fp4"]),
+]
+"""``auto``, one of servespec's names, or a method the engine release itself accepts (its catalog's
+``quantization_methods``: ``gptq_marlin``, ``modelopt``, ...); a name the release does not know is HW003."""
 DnsLabel = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"),
@@ -207,7 +229,8 @@ class ModelSpec(_Model):
     dtype: Literal["auto", "float16", "bfloat16", "float32"] = "auto"
     quantization: Quantization | None = Field(
         default="auto",
-        description="auto: as the checkpoint's quantization_config says; another value: quantize at load time",
+        description="auto: as the checkpoint's quantization_config says; another value: the engine's method "
+        f"(servespec's names {', '.join(QUANTIZATIONS)}, or any method the engine release accepts)",
     )
     gguf_type: NonEmpty | None = Field(default=None, description="GGUF quantization type, e.g. Q4_K_M")
     max_model_len: Annotated[int, Field(ge=1, le=16_777_216)] | None = Field(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from servespec.engines.catalog import HybridKvCache
 from servespec.knowledge.memory import (
@@ -21,6 +22,7 @@ from servespec.knowledge.memory import (
     plan,
     weights_per_gpu,
 )
+from servespec.knowledge.models import ModelFacts
 
 
 def _big_gpu(inp: EstimateInput, total: float) -> bool:
@@ -68,7 +70,52 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     if layout is not None:
         notes.append("hybrid KV-cache layout (per-type layer groups)")
         return plan(inp, total, weights, overhead, kv, 0, 0.0, utilization, notes, layout)
+    if hybrid_layout_unknown(inp):
+        version = inp.release.version if inp.release else ""
+        notes.append(
+            f"vLLM {version} has a hybrid KV-cache manager whose layout is not catalogued: "
+            "every layer sized at full length, the least one sequence needs given as a floor"
+        )
+        found = finish(inp, total, weights, overhead, kv, block, notes, utilization)
+        return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3))
     return finish(inp, total, weights, overhead, kv, block, notes, utilization)
+
+
+def _windowed_layers(model: ModelFacts) -> int:
+    return model.sliding_layers if model.sliding_window else 0
+
+
+def hybrid_layout_unknown(inp: EstimateInput) -> bool:
+    """A model with windowed or linear-attention layers on a V1 release that has a hybrid KV-cache
+    manager (its ``--disable-hybrid-kv-cache-manager`` option, vllm/config/scheduler.py from 0.9.1)
+    but whose catalog lacks the ``hybrid_kv_cache`` fact: how it lays the model out is not known."""
+    release = inp.release
+    if release is None or release.facts.hybrid_kv_cache is not None or _engine_core(inp) != "v1":
+        return False
+    if release.option("disable_hybrid_kv_cache_manager") is None:
+        return False
+    disabled = inp.options.get("disable_hybrid_kv_cache_manager", release.default("disable_hybrid_kv_cache_manager"))
+    if disabled is True:
+        return False  # the manager is off: every layer caches every token, as sized
+    return bool(_windowed_layers(inp.model) or inp.model.linear_layers)
+
+
+def one_sequence_floor(inp: EstimateInput) -> float:
+    """Bytes per GPU that one ``max_model_len`` sequence needs under any layout of the hybrid manager.
+
+    Full-attention layers cache every token; a sliding-window or chunked layer at least its
+    window (vllm/v1/kv_cache_interface.py ``SlidingWindowSpec``/``ChunkedLocalAttentionSpec``
+    ``max_memory_usage_bytes``: the window plus the scheduled tokens, in blocks); a linear-attention
+    layer a fixed state (not counted here). Page padding and group rounding only add to it.
+    """
+    model = inp.model
+    pipeline = inp.pipeline_parallel
+    windowed = _windowed_layers(model)
+    full = math.ceil((model.layers - model.linear_layers - windowed) / pipeline)
+    per_layer = layer_bytes_per_token(model, kv_element_bytes(inp), inp.tensor_parallel)
+    length = max(inp.max_model_len, 1)
+    window = min(model.sliding_window or 0, length)
+    return (full * length + math.ceil(windowed / pipeline) * window) * per_layer
 
 
 def _group_size(counts: list[int], ratio: float | None) -> int:
@@ -89,6 +136,8 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
     """
     model = inp.model
     fact: HybridKvCache | None = inp.release.facts.hybrid_kv_cache if inp.release else None
+    if inp.options.get("disable_hybrid_kv_cache_manager") is True:
+        fact = None  # --disable-hybrid-kv-cache-manager: every attention layer caches every token
     pipeline = inp.pipeline_parallel
     attention = model.layers - model.linear_layers
     windowed = model.sliding_layers if model.sliding_window else 0

@@ -1,0 +1,156 @@
+"""MEM001/MEM002 verdicts: an error only where the shortfall is a proof.
+
+- A shortfall within the estimator's measured error for the model's class (knowledge/data/
+  estimator_band.yaml, measured by bench/estimator_accuracy.py) is a "may not fit" warning.
+- A hybrid model's per-request KV need uses the layout the release's capacity uses; where the
+  release's hybrid-manager layout is not catalogued, the need is bounded below by the least any
+  layout needs, and only a shortfall beyond that bound (and the band) is an error.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from servespec.engines import get
+from servespec.findings import Finding, Severity
+from servespec.knowledge import resolve
+from servespec.knowledge.memory import GIB
+from servespec.rules.runner import check_fleet
+from servespec.spec.fleet import load_fleet
+
+FLEET = Path(__file__).parent / "cases" / "_fleet"
+GPT_OSS = Path(__file__).resolve().parent.parent / "data" / "hybrid" / "openai--gpt-oss-120b.config.json"
+
+
+def _write(tmp_path: Path, model: str, engine: str, host: str, extra: str = "") -> Path:
+    shutil.copytree(FLEET, tmp_path, dirs_exist_ok=True)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: app}\ninventory: inventory.yaml\n"
+        f"model:\n{model}engine: {engine}\n{extra}placement: {{hosts: [{host}]}}\n"
+    )
+    return spec
+
+
+def _mem(spec: Path) -> list[Finding]:
+    return [f for f in check_fleet(load_fleet([spec])) if f.rule in ("MEM001", "MEM002")]
+
+
+def _plan(spec: Path) -> tuple[resolve.Resolved, object]:
+    fleet = load_fleet([spec])
+    known = resolve.resolved(fleet.deployments[0])
+    return known, known.estimate_on(known.hosts[0])
+
+
+def _gpt_oss(tmp_path: Path, version: str) -> Path:
+    shutil.copy(GPT_OSS, tmp_path / "config.json")
+    model = "  source: openai/gpt-oss-120b\n  config: config.json\n  max_model_len: 131072\n"
+    return _write(tmp_path, model, f'{{name: vllm, version: "{version}"}}', "nvs8", "resources: {gpu_ids: [0]}\n")
+
+
+def _hybrid_unknown_releases() -> list[str]:
+    return [
+        r.version
+        for r in get("vllm").releases
+        if r.facts.hybrid_kv_cache is None and r.option("disable_hybrid_kv_cache_manager") is not None
+    ]
+
+
+def test_some_releases_lack_the_hybrid_fact() -> None:
+    versions = _hybrid_unknown_releases()
+    assert "0.12.0" in versions and "0.11.0" not in versions and "0.33.0" not in versions
+
+
+@pytest.mark.parametrize("version", ["0.12.0", "0.16.0", "0.24.0", "0.32.0"])
+def test_gpt_oss_120b_on_one_h100_is_no_error_where_the_layout_is_unknown(tmp_path: Path, version: str) -> None:
+    """Was: MEM002 error "a 131072-token sequence needs 9.00 GiB of KV cache" (every layer at full length)."""
+    spec = _gpt_oss(tmp_path, version)
+    found = _mem(spec)
+    assert all(f.severity is not Severity.ERROR for f in found), [f.message for f in found]
+    _, plan = _plan(spec)
+    # 18 full-attention layers x 131072 tokens + 18 sliding layers x 128 tokens, 8 KV heads x 64 x 2 (K, V) x 2 B
+    floor = (18 * 131072 + 18 * 128) * 8 * 64 * 2 * 2 / GIB
+    assert plan.one_sequence_floor_gib == pytest.approx(floor, abs=0.001)  # type: ignore[attr-defined]
+    for finding in found:
+        assert finding.severity is Severity.WARNING and "may not fit" in finding.message
+        assert "not catalogued" in finding.message
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.33.0"])
+def test_gpt_oss_120b_fits_where_the_release_layout_is_known(tmp_path: Path, version: str) -> None:
+    """The releases with the hybrid fact size one sequence with the same layout as the capacity."""
+    spec = _gpt_oss(tmp_path, version)
+    assert _mem(spec) == []
+    _, plan = _plan(spec)
+    assert plan.one_sequence_gib < plan.kv_cache_gib  # type: ignore[attr-defined]
+    assert plan.one_sequence_floor_gib is None  # type: ignore[attr-defined]
+
+
+def test_unknown_layout_still_errors_when_even_the_least_need_does_not_fit(tmp_path: Path) -> None:
+    """Full-attention layers alone beyond the room left (and the band): an error whatever the layout."""
+    spec = _gpt_oss(tmp_path, "0.12.0")
+    spec.write_text(spec.read_text().replace("name: vllm,", "name: vllm, options: {gpu_memory_utilization: 0.78},"))
+    found = _mem(spec)
+    assert [f.severity for f in found] == [Severity.ERROR], [f.message for f in found]
+
+
+LLAMA_8B = "  source: meta-llama/Llama-3.1-8B-Instruct\n  max_model_len: {length}\n"
+
+
+def _llama(tmp_path: Path, length: int) -> Path:
+    return _write(tmp_path, LLAMA_8B.format(length=length), '{name: vllm, version: "0.11.0"}', "l4")
+
+
+def test_kv_shortfall_within_the_measured_band_is_a_warning(tmp_path: Path) -> None:
+    from servespec.knowledge.error_band import error_band
+
+    known, plan = _plan(_llama(tmp_path, 8192))
+    band = error_band(known.model.facts).gib
+    assert band > 0.2
+    per_token = plan.kv_bytes_per_token  # type: ignore[attr-defined]
+    free = plan.kv_cache_gib  # type: ignore[attr-defined]
+    within = int((free + band / 2) * GIB / per_token)  # a context half a band beyond the room left
+    beyond = int((free + band * 2) * GIB / per_token)
+    near = _mem(_llama(tmp_path, within))
+    assert [(f.rule, f.severity) for f in near] == [("MEM002", Severity.WARNING)]
+    assert near[0].message.startswith("may not fit") and "measured error" in near[0].message
+    far = _mem(_llama(tmp_path, beyond))
+    assert [(f.rule, f.severity) for f in far] == [("MEM002", Severity.ERROR)]
+
+
+def _inline(params_b: float) -> str:
+    return (
+        "  source: acme/inline\n  max_model_len: 2048\n  architecture:\n"
+        f"    params_b: {params_b}\n    layers: 32\n    hidden_size: 4096\n    attention_heads: 32\n"
+        "    kv_heads: 8\n    vocab_size: 128256\n"
+    )
+
+
+def test_weights_shortfall_within_the_measured_band_is_a_warning(tmp_path: Path) -> None:
+    from servespec.knowledge.error_band import error_band
+
+    engine = '{name: vllm, version: "0.11.0"}'
+    known, plan = _plan(_write(tmp_path, _inline(8.0), engine, "l4"))
+    band = error_band(known.model.facts).gib
+    budget = plan.total_gib - plan.overhead_gib  # type: ignore[attr-defined]
+    per_billion = plan.weights_gib / 8.0  # type: ignore[attr-defined]
+    near = _mem(_write(tmp_path, _inline(round((budget + band / 2) / per_billion, 3)), engine, "l4"))
+    assert [(f.rule, f.severity) for f in near] == [("MEM001", Severity.WARNING)], [f.message for f in near]
+    far = _mem(_write(tmp_path, _inline(round((budget + band * 3) / per_billion, 3)), engine, "l4"))
+    assert [(f.rule, f.severity) for f in far] == [("MEM001", Severity.ERROR)]
+
+
+def test_disabling_the_hybrid_manager_sizes_every_layer_at_full_length(tmp_path: Path) -> None:
+    """--disable-hybrid-kv-cache-manager on a release with the fact: the layout is known, full for every layer."""
+    spec = _gpt_oss(tmp_path, "0.11.0")
+    spec.write_text(
+        spec.read_text().replace("name: vllm,", "name: vllm, options: {disable_hybrid_kv_cache_manager: true},")
+    )
+    _, plan = _plan(spec)
+    assert plan.one_sequence_gib == pytest.approx(9.0, abs=0.01)  # type: ignore[attr-defined]
+    assert plan.one_sequence_floor_gib is None  # type: ignore[attr-defined]
+    # 0.48 GiB short on the default 0.9: within the measured band, so "may not fit"
+    assert [f.severity for f in _mem(spec)] == [Severity.WARNING]
