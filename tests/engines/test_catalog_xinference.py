@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,17 +30,23 @@ def _findings(tmp_path: Path, engine: str, extra: str = "", version: str = "2.12
 
 def test_every_release_says_where_it_came_from() -> None:
     versions = ENGINE.catalog.versions
-    assert versions[0] == "1.1.0" and versions[-1] == "3.2.1" and len(versions) >= 50
+    assert versions[0] == "1.1.0" and versions[-1] == "4.1.0" and len(versions) >= 56
     for version in versions:
         data = json.loads((FOLDER / f"{version}.json").read_text())
         provenance = data["provenance"]
-        assert provenance["tag"] == f"v{version}" and len(provenance["commit"]) == 40
+        assert provenance["tag"] == f"v{version}"
+        if provenance["artifact"] is None:  # read from the git tag
+            assert re.fullmatch("[0-9a-f]{40}", provenance["commit"])
+        else:  # read from the PyPI sdist (3.3.0 on): its file, hash and the commit its _version.py names
+            assert provenance["artifact"] == f"xinference-{version}.tar.gz"
+            assert re.fullmatch("[0-9a-f]{64}", provenance["sha256"]) and re.fullmatch("[0-9a-f]{9}", provenance["commit"])
+            assert "bundled_not_read" in data["notes"]
         assert "xinference/deploy/cmdline.py" in provenance["files"]
         assert data["notes"]["health"]["path"] == "/status"
         assert data["notes"]["default_port"]["value"] == 9997
 
 
-@pytest.mark.parametrize("version", ["1.1.0", "2.12.0", "3.2.1"])
+@pytest.mark.parametrize("version", ["1.1.0", "2.12.0", "3.2.1", "3.3.0", "4.1.0"])
 def test_the_server_and_launch_options_are_the_releases_own(version: str) -> None:
     release = ENGINE.select(version).release
     assert release is not None
@@ -61,6 +68,7 @@ def test_the_server_and_launch_options_are_the_releases_own(version: str) -> Non
         ("1.17.1", "0.9.2", "0.4.6.post5"),
         ("2.12.0", "0.21.0", "0.5.6"),  # FROM vllm/vllm-openai:v0.21.0
         ("3.2.1", None, None),  # the image ships no engine
+        ("4.1.0", None, None),  # from the sdist: the Dockerfile is not read, no engine assumed
     ],
 )
 def test_the_bundled_engine_releases_are_read_from_the_image(
