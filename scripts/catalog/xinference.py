@@ -36,6 +36,7 @@ model_name, format, size, quantizations) of every catalogued release is pooled i
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import json
 import os
@@ -43,7 +44,6 @@ import re
 import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,14 +83,14 @@ SDIST_CACHE = Path(os.environ.get("SERVESPEC_CATALOG_SRC", Path.home() / ".cache
 VERSION_FILE = "xinference/_version.py"
 
 
-@dataclass
+@dataclasses.dataclass
 class Source:
     """One release's files: a tag of the git snapshot, or (``repo`` None) the release's sdist from PyPI."""
 
     tag: str
     repo: Path | None = None
     sdist: Path | None = None
-    members: dict[str, str] = field(default_factory=dict)
+    members: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def show(self, file: str) -> str | None:
         if self.repo is not None:
