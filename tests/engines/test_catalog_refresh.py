@@ -162,6 +162,16 @@ def test_every_engine_has_an_upstream() -> None:
         # Ollama: releases, and the newest release candidate (rc10 after rc1) newer than every release
         ("ollama", "ollama", ["0.32.15", "0.33.0-rc2"], "0.33.0-rc2", ["0.33.0", "0.33.1-rc10"]),
     ],
+    ids=[
+        "pypi-post",
+        "pypi-post-numbers",
+        "pypi-candidates",
+        "pypi",
+        "pypi-post-older",
+        "pypi-none",
+        "tags",
+        "tags-newest-candidate",
+    ],
 )
 def test_newer_than_catalogued(
     upstream: Path, engine: str, unit: str, catalogued: list[str], newest: str, build: list[str]
