@@ -86,5 +86,3 @@ def test_version_names_the_newest_catalogued_release_of_every_engine_without_loa
             shown = pre[1].rstrip(")")
             assert pre[0] == "(pre-release" and shown in catalog.files and shown not in catalog.versions
             assert catalog.select(shown).relation == "exact"
-    assert "  vllm 0.34.0" in rows and "  xinference 4.1.0" in rows
-    assert "  tensorrt-llm 1.2.1 (pre-release 1.3.0rc24)" in rows
