@@ -181,3 +181,66 @@ def test_a_model_outside_the_registry_and_the_cpu_image_are_eng003(tmp_path: Pat
     hints = {f.path: f.hint for f in check_fleet(load_fleet([path])) if f.rule == "ENG003"}
     assert "did you mean model.source 'meta-llama/Meta-Llama-3.1-8B-Instruct'?" in (hints["model.source"] or "")
     assert all(hints.values()), "every finding says how to fix it"
+
+
+SDIST_FILES = {
+    "xinference/_version.py": "__version__ = version = '9.9.0'\n__commit_id__ = commit_id = 'gabcdef123'\n",
+    "xinference/constants.py": "XINFERENCE_DEFAULT_ENDPOINT_PORT = 9997\nXINFERENCE_DEFAULT_LOCAL_HOST = '127.0.0.1'\n",
+    "xinference/deploy/cmdline.py": (
+        "import click\n"
+        "from ..constants import XINFERENCE_DEFAULT_ENDPOINT_PORT\n"
+        "@click.option('--port', '-p', default=XINFERENCE_DEFAULT_ENDPOINT_PORT, type=int, help='Port. More.')\n"
+        "def local(port):\n    pass\n"
+        "@click.option('--model-engine', '-en', type=str, help='The engine.')\n"
+        "def model_launch(model_engine):\n    pass\n"
+    ),
+    "xinference/api/restful_api.py": (
+        'ROUTE = "/status"\n'
+        "async def launch_model(request):\n"
+        "    payload = await request.json()\n"
+        "    model_engine = payload.get('model_engine')\n"
+        "    replica = payload.get('replica', 1)\n"
+    ),
+    "xinference/model/llm/__init__.py": 'SUPPORTED_ENGINES["vLLM"] = []\nSUPPORTED_ENGINES["SGLang"] = []\n',
+    "xinference/model/llm/vllm/core.py": (
+        "class VLLMModel:\n    def _sanitize_model_config(self, model_config):\n"
+        "        model_config.setdefault('max_num_seqs', 256)\n        return model_config\n"
+    ),
+    "xinference/model/llm/llm_family.json": "[]",
+}
+
+
+def test_a_release_newer_than_the_snapshot_is_read_from_its_sdist(tmp_path: Path) -> None:
+    """scripts/catalog/xinference.py: no git tag for the release -> its PyPI sdist, hashed, commit from _version.py."""
+    import hashlib
+    import importlib.util
+    import io
+    import sys
+    import tarfile
+
+    scripts = Path(__file__).resolve().parents[2] / "scripts" / "catalog"
+    sys.path.insert(0, str(scripts))
+    spec = importlib.util.spec_from_file_location("xinference_catalog", scripts / "xinference.py")
+    assert spec is not None and spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = builder
+    spec.loader.exec_module(builder)
+    folder = tmp_path / "9.9.0"
+    folder.mkdir()
+    sdist = folder / "xinference-9.9.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as archive:
+        for name, text in SDIST_FILES.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"xinference-9.9.0/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    builder.SDIST_CACHE = tmp_path  # the download cache: the sdist is there, nothing is fetched
+    release, models = builder.build(builder.sdist_source("9.9.0"))
+    provenance = release["provenance"]
+    assert provenance["artifact"] == sdist.name and provenance["commit"] == "abcdef123"
+    assert provenance["sha256"] == hashlib.sha256(sdist.read_bytes()).hexdigest()
+    assert provenance["tag"] == "v9.9.0" and "xinference/deploy/docker/Dockerfile" not in provenance["files"]
+    assert release["bundled"] == {"vllm": None, "sglang": None} and "bundled_not_read" in release["notes"]
+    assert release["notes"]["images"]["cpu"] is None and release["notes"]["model_engines"] == ["vLLM", "SGLang"]
+    assert release["options"]["port"]["default"] == 9997 and release["options"]["replica"]["default"] == 1
+    assert release["forwarded_defaults"] == {"vllm": {"max_num_seqs": 256}} and models == []
