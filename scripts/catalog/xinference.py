@@ -30,7 +30,8 @@ as for every release from 3.0, whose image ships no engine) and its notes say so
 The built-in model registry (``xinference/model/llm/llm_family.json``: Hugging Face model id ->
 model_name, format, size, quantizations) of every catalogued release is pooled into
 ``src/servespec/engines/xinference/registry.json`` on a full build: no VERSION, or ``--all VERSION...``
-(every tag plus the releases named, read from their sdists where the snapshot has no tag).
+(every tag, every catalogued release and the releases named, read from their sdists where the snapshot
+has no tag).
 """
 
 from __future__ import annotations
@@ -538,8 +539,12 @@ def main(argv: list[str]) -> None:
     argv = [a for a in argv if a != "--all"]
     tagged = tags(path)
     wanted = [Source(t, path) for t in tagged if every or not argv or t.removeprefix("v") in argv]
-    # a named release the snapshot has no tag for (a snapshot older than the release): its sdist
-    wanted += [sdist_source(v) for v in argv if f"v{v}" not in tagged]
+    # a named release the snapshot has no tag for (a snapshot older than the release): its sdist; on a
+    # full build (--all) every catalogued release too, so the registry keeps them
+    named = list(argv)
+    if every:
+        named += [p.stem for p in catalog_io.releases_dir(ENGINE).glob("*.json") if p.name != catalog_io.POOL]
+    wanted += [sdist_source(v) for v in dict.fromkeys(named) if f"v{v}" not in tagged]
     wanted.sort(key=lambda s: catalog_io_version_key(s.tag))
     pool = catalog_io.read_pool(ENGINE)
     entries: dict[str, list[dict[str, Any]]] = {}

@@ -132,8 +132,8 @@ def _catalogs(root: Path, unit: str, *names: str, notes: dict[str, Any] | None =
 
 def _plan(engine: str, root: Path) -> tuple[str | None, list[str]]:
     found = {u.engine: u for u in REFRESH.UPSTREAMS}[engine]
-    result: tuple[str | None, list[str]] = REFRESH.plan(found, root / "engines")
-    return result
+    planned = REFRESH.plan(found, root / "engines")
+    return planned.newest, planned.new
 
 
 def test_every_engine_has_an_upstream() -> None:
@@ -188,11 +188,13 @@ def test_ollama_takes_no_candidate_older_than_a_release(upstream: Path) -> None:
 
 def test_llama_cpp_builds_are_named_by_build_and_covered_builds_count(upstream: Path) -> None:
     _catalogs(upstream, "llama_cpp", "b9000", "b11393", notes={"builds": {"value": {"last_seen": "b11401"}}})
-    newest, build = _plan("llama.cpp", upstream)
-    assert (newest, build) == ("b11401", ["b11434"])
     llama = {u.engine: u for u in REFRESH.UPSTREAMS}["llama.cpp"]
-    # the builder gets the newest catalogued build too, so an unchanged arg.cpp extends that catalog
-    assert llama.build_args(build, newest) == ["--force", "b11401", "b11434"]
+    planned = REFRESH.plan(llama, upstream / "engines")
+    assert (planned.newest, planned.new) == ("b11401", ["b11434"])
+    # the builder gets every build from the newest catalog's on: one whose arg.cpp did not change extends that
+    # catalog (with the builds it covers), one that changed starts a new one
+    assert planned.since == ["b11393", "b11401", "b11434"]
+    assert llama.build_args(planned.new, planned.since) == ["--force", "b11393", "b11401", "b11434"]
 
 
 def test_lmstudio_builds_the_head_commit_unless_catalogued(upstream: Path) -> None:
