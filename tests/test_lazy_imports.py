@@ -38,7 +38,7 @@ units = sorted({m.split(".")[2] for m in sys.modules if m.startswith("servespec.
 print(result.exit_code, ",".join(after_models) or "-", ",".join(units), Catalog.release.cache_info().currsize)
 """
 
-KIT = {"base", "catalog", "images", "lifecycle", "native", "options", "kit", "gguf", "registry"}
+KIT = {"base", "catalog", "images", "lifecycle", "native", "options", "kit", "gguf", "registry", "versions"}
 """The engine kit: what every unit uses, below them (and the registry's table of names, which imports nothing)."""
 
 
@@ -52,3 +52,37 @@ def test_validate_imports_the_specs_engine_and_one_release_only() -> None:
     assert after_models == "-", "importing the spec models imports no unit and no catalog"
     assert set(units.split(",")) - KIT == {"vllm"}
     assert releases == "1", "one vLLM release parsed (the one the spec names)"
+
+
+VERSION_SCRIPT = """
+import sys
+from click.testing import CliRunner
+from servespec.cli import main
+result = CliRunner().invoke(main, ["--version"])
+loaded = sorted(m for m in sys.modules if m.startswith("servespec.engines.") or m.split(".")[0] == "pydantic")
+print(result.exit_code)
+print(",".join(loaded))
+print(result.output, end="")
+"""
+
+
+def test_version_names_the_newest_catalogued_release_of_every_engine_without_loading_a_unit() -> None:
+    from importlib.metadata import version
+
+    from servespec import engines
+
+    out = subprocess.run([sys.executable, "-c", VERSION_SCRIPT], capture_output=True, text=True, check=True)
+    code, loaded, first, heading, *rows = out.stdout.splitlines()
+    assert code == "0"
+    # the file names are listed: no unit, no release file parsed, no pydantic
+    assert set(loaded.split(",")) == {"servespec.engines.registry", "servespec.engines.versions"}
+    assert first == f"servespec {version('servespec')}" and "scripts/catalog/refresh" in heading
+    assert len(rows) == len(engines.names())
+    for row, engine in zip(rows, engines.ENGINES, strict=True):
+        catalog = engine.catalog
+        name, newest, *pre = row.split()
+        assert (name, newest) == (engine.name, catalog.versions[-1])
+        if pre:  # a catalogued pre-release newer than every release (its own file exists)
+            shown = pre[1].rstrip(")")
+            assert pre[0] == "(pre-release" and shown in catalog.files and shown not in catalog.versions
+            assert catalog.select(shown).relation == "exact"

@@ -4,6 +4,9 @@ ENGINE is an engine name (``tgi``, ``tensorrt-llm``, ``llama.cpp``) or its scrip
 An engine's builder rewrites its own facts only; ``context_default`` and ``server_slots`` come
 from a second pass, so after rebuilding releases run ``build.py context_facts ENGINE`` too
 (rebuilding tgi 3.0.0 and ollama 0.20.0 that way rewrites the same bytes).
+``scripts/catalog/refresh`` does both for every release newer than the catalogs, for every engine
+(``--dry-run`` lists them). Where GitHub cannot be reached, ``SERVESPEC_GIT_MIRRORS`` names a folder
+of existing git snapshots the git-based builders read instead (``gitsrc.mirror``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""``python scripts/catalog/context_facts.py [ENGINE...]``: the context-default and slot facts of every release.
+"""``python scripts/catalog/context_facts.py [ENGINE...] [VERSION...]``: the context-default and slot facts of releases.
+
+With VERSIONs, only those releases of the named engines are read (``refresh`` passes the ones it
+built, so the sources of every earlier release need not be in the cache); without, every release.
 
 Fills ``facts.context_default`` (every engine) and ``facts.server_slots`` (llama.cpp) of each
 catalogued release from that release's own source, and rewrites the release file
@@ -243,11 +246,13 @@ BUILDERS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
 }
 
 
-def main(engines: list[str]) -> None:
+def main(argv: list[str]) -> None:
+    engines = [a for a in argv if a in BUILDERS]
+    versions = {a for a in argv if a not in BUILDERS}
     for engine in engines or list(BUILDERS):
         changed = 0
         for path in sorted(releases_dir(engine).glob("*.json")):
-            if path.name == POOL:
+            if path.name == POOL or (versions and path.stem not in versions):
                 continue
             data = json.loads(path.read_text())
             facts = dict(data.get("facts") or {})

@@ -3,6 +3,9 @@
 The snapshot is a bare clone kept OUTSIDE the repository, in
 ``~/.cache/servespec/catalog-src/<owner>+<name>.git`` (override with
 ``SERVESPEC_CATALOG_SRC``); :func:`repo_dir` clones it (``git clone --bare``) when absent.
+Where GitHub cannot be reached, ``SERVESPEC_GIT_MIRRORS`` names a folder of existing snapshots
+(``<owner>+<name>.git``, or ``<owner>+<name>/repo``, a git directory of the whole history with
+tags): one found there is read in place and nothing is cloned.
 Nothing here is imported by the CLI.
 """
 
@@ -16,8 +19,22 @@ from pathlib import Path
 CACHE = Path(os.environ.get("SERVESPEC_CATALOG_SRC", Path.home() / ".cache" / "servespec" / "catalog-src"))
 
 
+def mirror(owner: str, name: str) -> Path | None:
+    """An existing snapshot of github.com/<owner>/<name> under ``SERVESPEC_GIT_MIRRORS``, if there is one."""
+    root = os.environ.get("SERVESPEC_GIT_MIRRORS")
+    if not root:
+        return None
+    for path in (Path(root) / f"{owner}+{name}.git", Path(root) / f"{owner}+{name}" / "repo"):
+        if (path / "HEAD").is_file():
+            return path
+    return None
+
+
 def repo_dir(owner: str, name: str) -> Path:
-    """The bare git snapshot of github.com/<owner>/<name>, cloned into the cache when missing."""
+    """The bare git snapshot of github.com/<owner>/<name>: a mirror's, else the cache's, cloned when missing."""
+    found = mirror(owner, name)
+    if found is not None:
+        return found
     path = CACHE / f"{owner}+{name}.git"
     if not path.exists():
         CACHE.mkdir(parents=True, exist_ok=True)

@@ -452,11 +452,12 @@ def read_release(repo: Path, tag: str) -> Release:
     return Release(tag.lstrip("v"), tag, commit(repo, tag), options, enums, files, image, build_image)
 
 
-def release_tags(repo: Path) -> list[str]:
+def release_tags(repo: Path, upto: tuple[int, ...] = LAST) -> list[str]:
+    """The release tags from FIRST to ``upto`` (LAST, or a newer release named on the command line)."""
     found = []
     for tag in tags(repo):
         m = re.fullmatch(r"v(\d+)\.(\d+)\.(\d+)", tag)
-        if m and FIRST <= tuple(int(x) for x in m.groups()) <= LAST:
+        if m and FIRST <= tuple(int(x) for x in m.groups()) <= upto:
             found.append(tag)
     return sorted(found, key=lambda t: tuple(int(x) for x in t[1:].split(".")))
 
@@ -530,7 +531,8 @@ def main(versions: list[str]) -> None:
     fresh = "--fresh" in versions  # ignore the facts and notes of existing files
     versions = [v for v in versions if not v.startswith("--")]
     repo = repo_dir(OWNER, NAME)
-    all_tags = release_tags(repo)
+    named = [tuple(int(x) for x in re.findall(r"\d+", v)) for v in versions]
+    all_tags = release_tags(repo, max([LAST, *named]))  # a release newer than LAST is read when named
     wanted = [f"v{v.lstrip('v')}" for v in versions] or all_tags
     history = [read_release(repo, BASELINE)]
     pool = read_pool(ENGINE)

@@ -1,7 +1,13 @@
 """``python scripts/catalog/build.py xinference [VERSION...]``: XInference release catalogs from its git tags.
 
 Reads each tag of github.com/xorbitsai/inference (a bare snapshot: ``gitsrc.repo_dir``, or
-``--repo PATH``) and writes ``src/servespec/engines/xinference/releases/<version>.json``:
+``--repo PATH``) and writes ``src/servespec/engines/xinference/releases/<version>.json``.
+A release named on the command line that the snapshot has no tag for is read from its sdist on
+PyPI instead (``pip download xinference==V --no-binary :all:`` into
+``~/.cache/servespec/catalog-src/xinference/``; the commit is the sdist's ``_version.py``
+``commit_id``). The sdist holds the Python package but not ``xinference/deploy/docker/``, so
+such a release's ``bundled`` is not read (recorded as no pinned engine: the catalog is partial,
+as for every release from 3.0, whose image ships no engine) and its notes say so. What is read:
 
 - the ``xinference-local`` server options: the ``@click.option`` decorators of ``local`` in
   ``xinference/deploy/cmdline.py`` (AST; defaults named by constants resolved in
@@ -23,15 +29,22 @@ Reads each tag of github.com/xorbitsai/inference (a bare snapshot: ``gitsrc.repo
 
 The built-in model registry (``xinference/model/llm/llm_family.json``: Hugging Face model id ->
 model_name, format, size, quantizations) of every catalogued release is pooled into
-``src/servespec/engines/xinference/registry.json``.
+``src/servespec/engines/xinference/registry.json`` on a full build: no VERSION, or ``--all VERSION...``
+(every tag, every catalogued release and the releases named, read from their sdists where the snapshot
+has no tag).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import hashlib
 import json
+import os
 import re
+import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +65,7 @@ WORKFLOW = ".github/workflows/docker-cd.yaml"
 DOCKERFILE_CPU = ("xinference/deploy/docker/Dockerfile.cpu", "xinference/deploy/docker/cpu.Dockerfile")
 ENGINES_INIT = "xinference/model/llm/__init__.py"
 FAMILY = "xinference/model/llm/llm_family.json"
+ADMIN = "xinference/api/routers/admin.py"
 CORES = {"vllm": "xinference/model/llm/vllm/core.py", "sglang": "xinference/model/llm/sglang/core.py"}
 BLOB = "https://github.com/xorbitsai/inference/blob/{tag}/{file}"
 
@@ -64,6 +78,61 @@ REST_TYPES = {
 }  # fmt: skip
 """JSON types of the launch fields, as ``launch_model`` uses them (``n_gpu``: an int, ``"auto"`` or null;
 ``model_size_in_billions``: an int or a string such as ``"1_8"``; ``gpu_idx``: an int or a list)."""
+
+
+SDIST_CACHE = Path(os.environ.get("SERVESPEC_CATALOG_SRC", Path.home() / ".cache/servespec/catalog-src")) / ENGINE
+VERSION_FILE = "xinference/_version.py"
+
+
+@dataclasses.dataclass
+class Source:
+    """One release's files: a tag of the git snapshot, or (``repo`` None) the release's sdist from PyPI."""
+
+    tag: str
+    repo: Path | None = None
+    sdist: Path | None = None
+    members: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def show(self, file: str) -> str | None:
+        if self.repo is not None:
+            return gitsrc.show(self.repo, self.tag, file)
+        return self.members.get(file)
+
+    def commit(self) -> str:
+        if self.repo is not None:
+            return gitsrc.commit(self.repo, self.tag)
+        match = re.search(r"commit_id\s*=\s*['\"]g?([0-9a-f]{7,40})['\"]", self.show(VERSION_FILE) or "")
+        if not match:
+            raise SystemExit(f"{self.tag}: the sdist's {VERSION_FILE} names no commit")
+        return match.group(1)
+
+    def artifact(self) -> tuple[str | None, str | None]:
+        if self.sdist is None:
+            return None, None
+        digest = hashlib.sha256(self.sdist.read_bytes()).hexdigest()
+        return self.sdist.name, digest
+
+
+def sdist_source(version: str) -> Source:
+    """Release ``version`` read from its sdist on PyPI (downloaded once into the cache)."""
+    folder = SDIST_CACHE / version
+    found = sorted(folder.glob("xinference-*.tar.gz")) if folder.is_dir() else []
+    if not found:
+        folder.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "pip", "download", f"xinference=={version}", "--no-deps", "--no-binary", ":all:"]
+        subprocess.run([*cmd, "-d", str(folder), "-q"], check=True)
+        found = sorted(folder.glob("xinference-*.tar.gz"))
+    wanted = {CMDLINE, CONSTANTS, REST, ENGINES_INIT, FAMILY, DOCKERFILE, *DOCKERFILE_CPU, *CORES.values()}
+    wanted |= {VERSION_FILE, ADMIN}
+    members: dict[str, str] = {}
+    with tarfile.open(found[0]) as archive:
+        for member in archive:
+            name = member.name.split("/", 1)[-1]  # drop the xinference-V/ prefix
+            if name in wanted and member.isfile():
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    members[name] = handle.read().decode("utf-8")
+    return Source(f"v{version}", None, found[0], members)
 
 
 def _const(node: ast.AST, names: dict[str, Any]) -> Any:
@@ -214,15 +283,16 @@ def _pin(text: str, package: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def bundled(path: Path, tag: str) -> tuple[dict[str, Any], list[str]]:
+def bundled(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The vLLM and SGLang releases the GPU image carries, each with how that is known."""
-    docker = gitsrc.show(path, tag, DOCKERFILE) or ""
+    tag = src.tag
+    docker = src.show(DOCKERFILE) or ""
     files = [DOCKERFILE]
     out: dict[str, Any] = {}
     base = re.search(r"^FROM\s+vllm/vllm-openai:v([0-9][0-9a-z.]*)", docker, re.M)
     vllm: dict[str, Any] | None = None
     for req in re.findall(r"-r\s+/opt/inference/(\S+)", docker):
-        text = gitsrc.show(path, tag, req)
+        text = src.show(req)
         if text is None:
             continue
         files.append(req)
@@ -327,27 +397,30 @@ def launch_entries(tree: ast.Module, rest: ast.Module, names: dict[str, Any], en
     return out
 
 
-def build(path: Path, tag: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def build(src: Source) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    tag = src.tag
     version = tag.removeprefix("v")
-    names = constants(gitsrc.show(path, tag, CONSTANTS))
-    tree = ast.parse(gitsrc.show(path, tag, CMDLINE) or "")
-    rest = ast.parse(gitsrc.show(path, tag, REST) or "")
-    engines = supported_engines(gitsrc.show(path, tag, ENGINES_INIT))
+    names = constants(src.show(CONSTANTS))
+    tree = ast.parse(src.show(CMDLINE) or "")
+    rest = ast.parse(src.show(REST) or "")
+    engines = supported_engines(src.show(ENGINES_INIT))
     server = server_entries(tree, names)
     launch = launch_entries(tree, rest, names, engines)
     clash = set(server) & set(launch)
     if clash:
         raise SystemExit(f"{tag}: server and launch options share keys {sorted(clash)}")
-    engines_in_image, docker_files = bundled(path, tag)
-    cpu = next((f for f in DOCKERFILE_CPU if gitsrc.show(path, tag, f) is not None), None)
-    defaults = {engine: setdefaults(gitsrc.show(path, tag, file)) for engine, file in CORES.items()}
-    rest_text = gitsrc.show(path, tag, REST) or ""
+    engines_in_image, docker_files = bundled(src)
+    cpu = next((f for f in DOCKERFILE_CPU if src.show(f) is not None), None)
+    if src.repo is None:
+        docker_files = []  # the sdist has no xinference/deploy/docker/: nothing about the image was read
+    defaults = {engine: setdefaults(src.show(file)) for engine, file in CORES.items()}
+    rest_text = src.show(REST) or ""
     api_files = [REST]
     status = '"/status"' in rest_text
     if not status:
-        routers = gitsrc.show(path, tag, "xinference/api/routers/admin.py") or ""
+        routers = src.show(ADMIN) or ""
         status = 'add_api_route("/status"' in routers
-        api_files.append("xinference/api/routers/admin.py")
+        api_files.append(ADMIN)
     if not status:
         raise SystemExit(f"{tag}: no /status route")
     port = names.get("XINFERENCE_DEFAULT_ENDPOINT_PORT")
@@ -361,12 +434,18 @@ def build(path: Path, tag: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         *CORES.values(),
         FAMILY,
     ]
-    commit = gitsrc.commit(path, tag)
+    commit = src.commit()
     method = (
         "AST of the release's click decorators (xinference-local, xinference launch) and of the REST launch_model "
         "(payload.get fields); Dockerfile and requirements read for the bundled engines; "
         "_sanitize_model_config setdefault literals"
     )
+    if src.repo is None:
+        method = (
+            "read from the release's sdist on PyPI (no git tag in the snapshot): " + method.split(";")[0] + "; "
+            "_sanitize_model_config setdefault literals; the sdist has no xinference/deploy/docker/, so the image's "
+            "bundled engines and CPU image are not read (bundled: no pinned engine, as from 3.0)"
+        )
     release = catalog_io.tagged_release(
         version,
         BLOB.format(tag=tag, file=CMDLINE),
@@ -390,6 +469,7 @@ def build(path: Path, tag: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             "images": {
                 "gpu": f"xprobe/xinference:v{version}",
                 "cpu": f"xprobe/xinference:v{version}-cpu" if cpu else None,
+                **({"cpu_not_read": "the sdist has no CPU Dockerfile to read"} if src.repo is None else {}),
                 "how": "docker-cd.yaml builds $DOCKER_ORG/xinference:${IMAGE_TAG} (the git tag) from the Dockerfile, "
                 "...-cpu from the CPU Dockerfile; the org is a secret there, xprobe in "
                 "doc/source/getting_started/using_docker_image.rst",
@@ -398,8 +478,15 @@ def build(path: Path, tag: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         },
     )
     release["bundled"] = engines_in_image
+    if src.repo is None:
+        name, digest = src.artifact()
+        release["provenance"].update(artifact=name, sha256=digest)
+        release["notes"]["bundled_not_read"] = (
+            "built from the PyPI sdist, which has no xinference/deploy/docker/: the engines the image carries were "
+            "not read; every 3.x image read from its tag (3.0.0-3.2.1) ships none"
+        )
     release["forwarded_defaults"] = {k: v for k, v in defaults.items() if v}
-    return release, registry(gitsrc.show(path, tag, FAMILY))
+    return release, registry(src.show(FAMILY))
 
 
 def tags(path: Path) -> list[str]:
@@ -448,17 +535,27 @@ def main(argv: list[str]) -> None:
         path, argv = Path(argv[1]), argv[2:]
     else:
         path = gitsrc.repo_dir(OWNER, NAME)
-    wanted = [t for t in tags(path) if not argv or t.removeprefix("v") in argv]
+    every = "--all" in argv  # every tag, plus the releases named (the registry is written)
+    argv = [a for a in argv if a != "--all"]
+    tagged = tags(path)
+    wanted = [Source(t, path) for t in tagged if every or not argv or t.removeprefix("v") in argv]
+    # a named release the snapshot has no tag for (a snapshot older than the release): its sdist; on a
+    # full build (--all) every catalogued release too, so the registry keeps them
+    named = list(argv)
+    if every:
+        named += [p.stem for p in catalog_io.releases_dir(ENGINE).glob("*.json") if p.name != catalog_io.POOL]
+    wanted += [sdist_source(v) for v in dict.fromkeys(named) if f"v{v}" not in tagged]
+    wanted.sort(key=lambda s: catalog_io_version_key(s.tag))
     pool = catalog_io.read_pool(ENGINE)
     entries: dict[str, list[dict[str, Any]]] = {}
-    for tag in wanted:
-        release, models = build(path, tag)
+    for src in wanted:
+        release, models = build(src)
         catalog_io.write_release(ENGINE, release, pool)
         entries[release["version"]] = models
         print(f"{release['version']}: {len(release['options'])} options, bundled {release['bundled']}")
     catalog_io.write_pool(ENGINE, pool)
-    if not argv:  # the registry pools every release: written only on a full build
-        write_registry(entries, [t.removeprefix("v") for t in wanted])
+    if every or not argv:  # the registry pools every release: written only on a full build
+        write_registry(entries, [s.tag.removeprefix("v") for s in wanted])
         catalog_io.prune_pool(ENGINE)
 
 

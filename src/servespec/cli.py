@@ -155,8 +155,31 @@ def _is_refusal(err: Exception) -> bool:
     return isinstance(err, (RenderError, OutputError))
 
 
+def _version(ctx: click.Context, _: click.Parameter, value: bool) -> None:
+    """``--version``: servespec's version and the newest catalogued release of each engine (file names only)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    from servespec.engines.versions import newest_catalogued
+
+    lines = [f"servespec {version('servespec')}"]
+    lines.append("newest catalogued engine releases (scripts/catalog/refresh adds newer):")
+    for engine, (newest, pre) in newest_catalogued().items():
+        lines.append(f"  {engine} {newest or 'none'}" + (f" (pre-release {pre})" if pre else ""))
+    click.echo("\n".join(lines))
+    ctx.exit()
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="servespec")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version,
+    help="Show servespec's version and the newest catalogued release of each engine, and exit.",
+)
 def main() -> None:
     """servespec: validate, render and roll out LLM inference servers from one spec."""
 

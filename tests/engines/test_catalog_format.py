@@ -104,6 +104,18 @@ def test_a_version_not_catalogued_is_one_warning_naming_the_nearest(tmp_path: Pa
     assert not [f for f in check_fleet(load_fleet([_spec(tmp_path, "0.11.0")])) if f.rule == "ENG001"]
 
 
+def test_a_version_newer_than_the_catalogs_names_the_refresh_command(tmp_path: Path) -> None:
+    newest = engines.get("vllm").catalog.versions[-1]
+    later = ".".join([*newest.split(".")[:1], str(int(newest.split(".")[1]) + 1), "0"])
+    found = [f for f in check_fleet(load_fleet([_spec(tmp_path, later)])) if f.rule == "ENG001"]
+    assert len(found) == 1 and found[0].severity.value == "warning"
+    assert f"nearest: {newest}" in found[0].message and f"checked against {newest}" in found[0].message
+    assert found[0].hint is not None and "scripts/catalog/refresh vllm" in found[0].hint
+    # a release between catalogued ones is not what refresh adds: the hint names the builder for it
+    between = [f for f in check_fleet(load_fleet([_spec(tmp_path, "0.12.3")])) if f.rule == "ENG001"]
+    assert between[0].hint is not None and "scripts/catalog/build.py vllm 0.12.3" in between[0].hint
+
+
 def test_an_option_a_partial_catalog_lacks_is_only_noted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import dataclasses
 

@@ -41,6 +41,7 @@ ADDED = {
     "speculative_config": ("0.8.1", "0.8.2"),  # v0.8.2 arg_utils.py adds --speculative-config
     "async_scheduling": ("0.9.2", "0.10.0"),  # v0.10.0 arg_utils.py adds --async-scheduling
     "kv_cache_memory_bytes": ("0.10.1.1", "0.10.2"),  # v0.10.2 arg_utils.py adds --kv-cache-memory-bytes
+    "shuffle_safetensors_files": ("0.33.0", "0.34.0"),  # v0.34.0 arg_utils.py adds --shuffle-safetensors-files
 }
 
 QWEN = "{source: Qwen/Qwen2.5-7B-Instruct}"
@@ -148,3 +149,17 @@ def test_the_extractor_reproduces_the_installed_release_parser(tmp_path: Path, v
     for key in real:
         for field in ("flag", "aliases", "type", "choices", "default", "bool_form", "nargs", "deprecated", "help"):
             assert real[key][field] == built[key][field], (key, field)
+
+
+def test_0_34_0_is_catalogued_from_its_wheel_with_what_changed() -> None:
+    """vLLM 0.34.0 (scripts/catalog/vllm.py): CacheConfig.DEFAULT_BLOCK_SIZE 64 (16 in 0.33.0), and
+    gpu_memory_utilization's default None (resolved to 1.0 with the extensible KV cache, else 0.92)."""
+    release = VLLM.select("0.34.0").release
+    assert release is not None and VLLM.select("0.34.0").relation == "exact"
+    assert release.facts.block_size_default is not None and release.facts.block_size_default.value == 64
+    assert "v0.34.0/vllm/config/cache.py" in release.facts.block_size_default.source
+    older = VLLM.catalog.release("0.33.0")
+    assert older.facts.block_size_default is not None and older.facts.block_size_default.value == 16
+    assert release.default("gpu_memory_utilization") is None and older.default("gpu_memory_utilization") == 0.92
+    assert release.facts.hybrid_kv_cache is not None and release.facts.context_default is not None
+    assert set(older.options) <= set(release.options)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from servespec import engines
+from servespec.engines.catalog import version_key
 from servespec.engines.xinference import ENGINE
 from servespec.rules.runner import check_fleet
 from servespec.spec.fleet import load_fleet
@@ -29,17 +31,25 @@ def _findings(tmp_path: Path, engine: str, extra: str = "", version: str = "2.12
 
 def test_every_release_says_where_it_came_from() -> None:
     versions = ENGINE.catalog.versions
-    assert versions[0] == "1.1.0" and versions[-1] == "3.2.1" and len(versions) >= 50
+    upto = [v for v in versions if version_key(v) <= version_key("4.1.0")]  # later releases: scripts/catalog/refresh
+    assert versions[0] == "1.1.0" and upto[-1] == "4.1.0" and len(upto) == 59
     for version in versions:
         data = json.loads((FOLDER / f"{version}.json").read_text())
         provenance = data["provenance"]
-        assert provenance["tag"] == f"v{version}" and len(provenance["commit"]) == 40
+        assert provenance["tag"] == f"v{version}"
+        if provenance["artifact"] is None:  # read from the git tag
+            assert re.fullmatch("[0-9a-f]{40}", provenance["commit"])
+        else:  # read from the PyPI sdist (3.3.0 on): its file, hash and the commit its _version.py names
+            assert provenance["artifact"] == f"xinference-{version}.tar.gz"
+            assert re.fullmatch("[0-9a-f]{64}", provenance["sha256"])
+            assert re.fullmatch("[0-9a-f]{9}", provenance["commit"])
+            assert "bundled_not_read" in data["notes"]
         assert "xinference/deploy/cmdline.py" in provenance["files"]
         assert data["notes"]["health"]["path"] == "/status"
         assert data["notes"]["default_port"]["value"] == 9997
 
 
-@pytest.mark.parametrize("version", ["1.1.0", "2.12.0", "3.2.1"])
+@pytest.mark.parametrize("version", ["1.1.0", "2.12.0", "3.2.1", "3.3.0", "4.1.0"])
 def test_the_server_and_launch_options_are_the_releases_own(version: str) -> None:
     release = ENGINE.select(version).release
     assert release is not None
@@ -61,6 +71,7 @@ def test_the_server_and_launch_options_are_the_releases_own(version: str) -> Non
         ("1.17.1", "0.9.2", "0.4.6.post5"),
         ("2.12.0", "0.21.0", "0.5.6"),  # FROM vllm/vllm-openai:v0.21.0
         ("3.2.1", None, None),  # the image ships no engine
+        ("4.1.0", None, None),  # from the sdist: the Dockerfile is not read, no engine assumed
     ],
 )
 def test_the_bundled_engine_releases_are_read_from_the_image(
@@ -170,3 +181,66 @@ def test_a_model_outside_the_registry_and_the_cpu_image_are_eng003(tmp_path: Pat
     hints = {f.path: f.hint for f in check_fleet(load_fleet([path])) if f.rule == "ENG003"}
     assert "did you mean model.source 'meta-llama/Meta-Llama-3.1-8B-Instruct'?" in (hints["model.source"] or "")
     assert all(hints.values()), "every finding says how to fix it"
+
+
+SDIST_FILES = {
+    "xinference/_version.py": "__version__ = version = '9.9.0'\n__commit_id__ = commit_id = 'gabcdef123'\n",
+    "xinference/constants.py": "XINFERENCE_DEFAULT_ENDPOINT_PORT = 9997\nXINFERENCE_DEFAULT_LOCAL_HOST = '127.0.0.1'\n",
+    "xinference/deploy/cmdline.py": (
+        "import click\n"
+        "from ..constants import XINFERENCE_DEFAULT_ENDPOINT_PORT\n"
+        "@click.option('--port', '-p', default=XINFERENCE_DEFAULT_ENDPOINT_PORT, type=int, help='Port. More.')\n"
+        "def local(port):\n    pass\n"
+        "@click.option('--model-engine', '-en', type=str, help='The engine.')\n"
+        "def model_launch(model_engine):\n    pass\n"
+    ),
+    "xinference/api/restful_api.py": (
+        'ROUTE = "/status"\n'
+        "async def launch_model(request):\n"
+        "    payload = await request.json()\n"
+        "    model_engine = payload.get('model_engine')\n"
+        "    replica = payload.get('replica', 1)\n"
+    ),
+    "xinference/model/llm/__init__.py": 'SUPPORTED_ENGINES["vLLM"] = []\nSUPPORTED_ENGINES["SGLang"] = []\n',
+    "xinference/model/llm/vllm/core.py": (
+        "class VLLMModel:\n    def _sanitize_model_config(self, model_config):\n"
+        "        model_config.setdefault('max_num_seqs', 256)\n        return model_config\n"
+    ),
+    "xinference/model/llm/llm_family.json": "[]",
+}
+
+
+def test_a_release_newer_than_the_snapshot_is_read_from_its_sdist(tmp_path: Path) -> None:
+    """scripts/catalog/xinference.py: no git tag for the release -> its PyPI sdist, hashed, commit from _version.py."""
+    import hashlib
+    import importlib.util
+    import io
+    import sys
+    import tarfile
+
+    scripts = Path(__file__).resolve().parents[2] / "scripts" / "catalog"
+    sys.path.insert(0, str(scripts))
+    spec = importlib.util.spec_from_file_location("xinference_catalog", scripts / "xinference.py")
+    assert spec is not None and spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = builder
+    spec.loader.exec_module(builder)
+    folder = tmp_path / "9.9.0"
+    folder.mkdir()
+    sdist = folder / "xinference-9.9.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as archive:
+        for name, text in SDIST_FILES.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"xinference-9.9.0/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    builder.SDIST_CACHE = tmp_path  # the download cache: the sdist is there, nothing is fetched
+    release, models = builder.build(builder.sdist_source("9.9.0"))
+    provenance = release["provenance"]
+    assert provenance["artifact"] == sdist.name and provenance["commit"] == "abcdef123"
+    assert provenance["sha256"] == hashlib.sha256(sdist.read_bytes()).hexdigest()
+    assert provenance["tag"] == "v9.9.0" and "xinference/deploy/docker/Dockerfile" not in provenance["files"]
+    assert release["bundled"] == {"vllm": None, "sglang": None} and "bundled_not_read" in release["notes"]
+    assert release["notes"]["images"]["cpu"] is None and release["notes"]["model_engines"] == ["vLLM", "SGLang"]
+    assert release["options"]["port"]["default"] == 9997 and release["options"]["replica"]["default"] == 1
+    assert release["forwarded_defaults"] == {"vllm": {"max_num_seqs": 256}} and models == []

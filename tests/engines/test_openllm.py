@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from servespec import engines
+from servespec.engines.catalog import version_key
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.render import render_fleet
@@ -48,7 +49,8 @@ def _errors(tmp_path: Path, **kw: str) -> list[Finding]:
 def test_catalogs_read_serve_of_each_tag() -> None:
     engine = engines.get("openllm")
     versions = [r.version for r in engine.releases]
-    assert versions[0] == "0.6.15" and versions[-1] == "0.6.30" and len(versions) == 16
+    upto = [v for v in versions if version_key(v) <= version_key("0.6.30")]  # later releases: scripts/catalog/refresh
+    assert versions[0] == "0.6.15" and upto[-1] == "0.6.30" and len(upto) == 16
     last = engine.select("0.6.30").release
     assert last is not None
     port = last.option("port")

@@ -25,17 +25,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-
-def version_key(text: str) -> tuple[int, ...]:
-    """Sortable numeric key: ``v0.11.0`` -> (0, 11, 0); ``b6900`` -> (6900,); other suffixes ignored.
-
-    A post release sorts after its release: ``0.4.1.post3`` -> (0, 4, 1, 3).
-    """
-    match = re.match(r"^[vb]?(\d+(?:\.\d+)*)(?:\.?post(\d+))?", text.strip())
-    if not match:
-        return ()
-    post = (int(match.group(2)),) if match.group(2) else ()
-    return tuple(int(part) for part in match.group(1).split(".")) + post
+from servespec.engines.versions import POOL as POOL  # re-exported: the pool's file name
+from servespec.engines.versions import is_prerelease as is_prerelease
+from servespec.engines.versions import ordered, release_names
+from servespec.engines.versions import version_key as version_key
 
 
 def capability(text: str | float | int | None) -> tuple[int, int] | None:
@@ -330,10 +323,6 @@ class CatalogError(ValueError):
     """A release catalog that does not follow engines/FORMAT.md (a defect in servespec's data)."""
 
 
-POOL = "options.json"
-"""The shared option definitions of an engine's releases (``{"version": 1, "options": {id: entry}}``)."""
-
-
 def option_id(entry: dict[str, Any]) -> str:
     """The pool id of an option entry: 12 hex digits of the sha256 of its canonical JSON."""
     text = json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -381,11 +370,6 @@ def load_release(
     )
 
 
-def is_prerelease(version: str) -> bool:
-    """``0.33.0-rc2``, ``1.3.0rc1``, ``0.5.0.dev1``: release candidates and development builds."""
-    return bool(re.search(r"rc|dev|alpha|beta", version))
-
-
 @dataclass(frozen=True)
 class Catalog:
     """An engine's release catalogs, read lazily: file names to choose, a file when it is needed."""
@@ -396,8 +380,7 @@ class Catalog:
     @functools.cached_property
     def files(self) -> frozenset[str]:
         """Every catalogued version as its file is named, pre-releases included."""
-        found = {e.name.removesuffix(".json") for e in self.folder.iterdir() if e.name.endswith(".json")}
-        return frozenset(found - {POOL.removesuffix(".json")})
+        return release_names(self.folder)
 
     @functools.cached_property
     def versions(self) -> tuple[str, ...]:
@@ -405,8 +388,7 @@ class Catalog:
 
         A pre-release's own file is still used for a spec that names it exactly (:meth:`select`).
         """
-        stable = [v for v in self.files if not is_prerelease(v)]
-        return tuple(sorted(stable or self.files, key=version_key))
+        return ordered(self.files)
 
     @functools.cache  # noqa: B019 - one Catalog per engine, kept for the process
     def release(self, version: str) -> EngineRelease:

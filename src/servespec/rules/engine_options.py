@@ -88,7 +88,8 @@ class UnknownEngineOption(Rule):
     be missing, so it is only noted (info) as passed on unchecked, never said to be unknown.
 
     Fix: use the suggested name, drop the removed option, or pin a release that has it;
-    for a release newer than the catalogs, regenerate them (``scripts/catalog/build.py``).
+    for a release newer than the catalogs, catalog it (``scripts/catalog/refresh ENGINE`` builds
+    every release newer than the catalogs; ``scripts/catalog/build.py ENGINE VERSION`` one release).
 
     Source: the engines' own argument definitions, e.g.
     https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py ; catalogs
@@ -166,13 +167,18 @@ class UnknownEngineOption(Rule):
         engine = deployment.spec.engine.name
         nearest = ", ".join(known.engine.catalog.nearest(chosen.requested)) or "none"
         checked = f"checked against {chosen.release.version}" if chosen.release else "not checked"
+        if chosen.relation == "newer":  # released after the catalogs were made: refresh finds and builds it
+            hint = f"pin a catalogued release, or catalog the newer releases: scripts/catalog/refresh {engine}"
+        else:
+            requested = bare(chosen.requested)
+            hint = f"pin a catalogued release, or catalog it: scripts/catalog/build.py {engine} {requested}"
         yield self.report(
             deployment.document,
             f"{engine} {bare(chosen.requested)} is not a catalogued release (nearest: {nearest}); "
             f"options are {checked}",
             ("engine", "version"),
             severity=Severity.WARNING,
-            hint=f"pin a catalogued release, or regenerate the catalogs: scripts/catalog/build.py {engine}",
+            hint=hint,
         )
 
 
