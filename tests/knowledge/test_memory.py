@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -241,3 +242,30 @@ def test_a_gguf_header_gives_the_weights_exactly() -> None:
     assert weight_bytes(header) == 807_694_464  # the file's own tensors, not bits-per-weight arithmetic
     other = EstimateInput("llama.cpp", release, llama, None, quantization="gguf", gguf_type="Q8_0")
     assert weight_bytes(other) != 807_694_464  # a spec naming another file type is sized as that type
+
+
+@pytest.mark.parametrize(
+    ("version", "options", "utilization"),
+    [
+        ("0.33.0", {}, 0.92),  # CacheConfig's fixed default of that release
+        ("0.34.0", {}, 1.0),  # unset: the extensible KV cache is on by default on CUDA
+        ("0.34.0", {"enable_extensible_kv_cache": False}, 0.92),
+        ("0.34.0", {"kv_cache_memory_bytes": 2**34}, 0.92),  # rules the extensible cache out
+        ("0.34.0", {"gpu_memory_utilization": 0.8}, 0.8),
+    ],
+)
+def test_vllm_default_utilization_follows_the_release(
+    version: str, options: dict[str, Any], utilization: float
+) -> None:
+    """vLLM 0.34.0 resolves an unset gpu_memory_utilization at run time (vllm/config/cache.py L495, v0.34.0)."""
+    plan = get("vllm").estimate(
+        EstimateInput(
+            "vllm",
+            get("vllm").select(version).release,
+            facts("meta-llama/Llama-3.1-8B-Instruct"),
+            gpus.resolve("NVIDIA H100 80GB HBM3"),
+            max_model_len=8192,
+            options=options,
+        )
+    )
+    assert plan is not None and f"gpu_memory_utilization {utilization}" in plan.notes

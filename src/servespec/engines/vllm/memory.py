@@ -36,14 +36,38 @@ def _engine_core(inp: EstimateInput) -> str:
     return inp.engine_core or (fact.value if fact else "v1")
 
 
+_EXTENSIBLE_OFF = ("kv_cache_memory_bytes", "num_gpu_blocks_override", "kv_transfer_config", "enable_elastic_ep")
+"""Settings under which vLLM turns its extensible KV cache off when unset (vllm/config/vllm.py
+``_resolve_extensible_kv_cache``, v0.34.0 L3180-3240)."""
+
+
+def _default_utilization(inp: EstimateInput) -> float:
+    """The release's default gpu_memory_utilization for these options.
+
+    From 0.34.0 the option has no fixed default (vllm/config/cache.py L216, v0.34.0):
+    ``resolved_gpu_memory_utilization`` (L495) is 1.0 with the extensible KV cache, which the
+    release turns on by default on CUDA unless a setting above rules it out, and
+    ``DEFAULT_GPU_MEMORY_UTILIZATION`` (0.92) otherwise. Releases that record no default: 0.9.
+    """
+    release = inp.release
+    default = release.default("gpu_memory_utilization") if release else None
+    if default is not None:
+        return float(default)
+    if release is None or "enable_extensible_kv_cache" not in release.options:
+        return 0.9
+    wanted = inp.options.get("enable_extensible_kv_cache")
+    if wanted is True or (wanted is None and not any(inp.options.get(name) for name in _EXTENSIBLE_OFF)):
+        return 1.0
+    return 0.92
+
+
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU."""
     gpu = inp.gpu
     if gpu is None:
         return None
     total = cuda_total_gib(gpu)
-    default = inp.release.default("gpu_memory_utilization") if inp.release else None
-    utilization = number(inp.options, "gpu_memory_utilization", float(default or 0.9))
+    utilization = number(inp.options, "gpu_memory_utilization", _default_utilization(inp))
     big = _big_gpu(inp, total)
     seqs = int(number(inp.options, "max_num_seqs", 1024 if big else 256))
     batched = int(number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
