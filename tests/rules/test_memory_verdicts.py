@@ -154,3 +154,15 @@ def test_disabling_the_hybrid_manager_sizes_every_layer_at_full_length(tmp_path:
     assert plan.one_sequence_floor_gib is None  # type: ignore[attr-defined]
     # 0.48 GiB short on the default 0.9: within the measured band, so "may not fit"
     assert [f.severity for f in _mem(spec)] == [Severity.WARNING]
+
+
+def test_a_format_whose_width_only_its_config_fixes_is_never_a_memory_error(tmp_path: Path) -> None:
+    """compressed-tensors named without the checkpoint's config read: sized as 16-bit, so only a warning."""
+    engine = '{name: vllm, version: "0.11.0"}'
+    model = _inline(70.0) + "  quantization: {method}\n"
+    found = _mem(_write(tmp_path, model.format(method="compressed-tensors"), engine, "l4"))
+    assert found and all(f.severity is Severity.WARNING for f in found), [f.message for f in found]
+    assert "quantization_config was not read" in found[0].message
+    # a name that fixes the width still proves the shortfall
+    fp8 = _mem(_write(tmp_path, model.format(method="fp8"), engine, "l4"))
+    assert [(f.rule, f.severity) for f in fp8] == [("MEM001", Severity.ERROR)]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.error_band import ErrorBand, error_band, model_class
-from servespec.knowledge.memory import GpuEstimate
+from servespec.knowledge.memory import GpuEstimate, quant_bits_of_name
 from servespec.rules.base import Rule, arithmetic, bare, placements, refusal
 from servespec.spec.fleet import DeploymentDoc, Fleet, HostView
 
@@ -40,6 +40,13 @@ def _verdict(known: resolve.Resolved, shortfall: float) -> tuple[Severity, str]:
     """Error when ``shortfall`` GiB exceeds the estimator's measured error for the model's class, else a
     warning, with the words that say which (knowledge/error_band.py; bench/estimator_accuracy.py measures it)."""
     facts = known.model.facts
+    method = known.deployment.spec.model.quantization
+    if method not in (None, "auto", "gguf") and quant_bits_of_name(method) is None and not (facts and facts.quant_bits):
+        # e.g. compressed-tensors: only the checkpoint's quantization_config fixes the width; none was read
+        return Severity.WARNING, (
+            f"may not fit: {method} weights are sized as 16-bit because the checkpoint's quantization_config "
+            "was not read (a local path, the HF cache, `deploy lock` or `--hub` reads it); "
+        )
     band: ErrorBand = error_band(facts)
     kind = model_class(facts) if facts is not None else "unknown"
     if shortfall > band.gib:
