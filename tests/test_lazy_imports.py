@@ -52,3 +52,54 @@ def test_validate_imports_the_specs_engine_and_one_release_only() -> None:
     assert after_models == "-", "importing the spec models imports no unit and no catalog"
     assert set(units.split(",")) - KIT == {"vllm"}
     assert releases == "1", "one vLLM release parsed (the one the spec names)"
+
+
+VERSION_SCRIPT = """
+import sys
+from click.testing import CliRunner
+from servespec.cli import main
+result = CliRunner().invoke(main, ["--version"])
+loaded = sorted(m for m in ("pydantic", "ruamel.yaml", "importlib.metadata", "servespec.rules") if m in sys.modules)
+print(result.exit_code, result.output.strip().rpartition(" ")[2], ",".join(loaded) or "-")
+"""
+
+
+def test_version_reads_no_package_metadata_and_no_models() -> None:
+    # click's version_option looks the version up with importlib.metadata (~15 ms) unless given one.
+    out = subprocess.run([sys.executable, "-c", VERSION_SCRIPT], capture_output=True, text=True, check=True)
+    code, version, loaded = out.stdout.split()
+    assert (code, loaded) == ("0", "-")
+    from importlib.metadata import version as installed
+
+    from servespec import __version__
+
+    assert version == __version__ == installed("servespec"), "servespec.__version__ and the installed metadata agree"
+
+
+BUILT_SCRIPT = """
+import sys
+from click.testing import CliRunner
+from pydantic import BaseModel
+from servespec.cli import main
+result = CliRunner().invoke(main, ["validate", sys.argv[1]])
+models, stack = set(), [BaseModel]
+while stack:
+    for sub in stack.pop().__subclasses__():
+        if sub.__module__.startswith("servespec.") and sub not in models:
+            models.add(sub)
+            stack.append(sub)
+print(result.exit_code, ",".join(sorted(m.__name__ for m in models if m.__pydantic_complete__)))
+"""
+
+
+def test_validate_builds_no_validator_for_a_nested_model() -> None:
+    # defer_build: a model's validator is built on first use; one used only inside another is built into its
+    # parent's, never on its own (twenty spec models, a dozen profile and catalog models at import otherwise).
+    spec = REPO / "specs" / "examples" / "vllm.yaml"
+    out = subprocess.run([sys.executable, "-c", BUILT_SCRIPT, str(spec)], capture_output=True, text=True, check=True)
+    code, built = out.stdout.split()
+    assert code == "0"
+    assert {"Deployment", "Inventory", "Profile", "ReleaseFacts"} <= set(built.split(","))
+    assert not {"ModelSpec", "EngineSpec", "Host", "Parallelism", "Arguments", "QuantizationMethod"} & set(
+        built.split(",")
+    )

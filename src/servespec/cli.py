@@ -18,6 +18,8 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 import click
 
+from servespec import __version__
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -156,7 +158,7 @@ def _is_refusal(err: Exception) -> bool:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="servespec")
+@click.version_option(__version__, package_name="servespec")  # the package's own: no importlib.metadata at start
 def main() -> None:
     """servespec: validate, render and roll out LLM inference servers from one spec."""
 

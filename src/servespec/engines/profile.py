@@ -14,7 +14,7 @@ from servespec.engines.catalog import capability
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built on first use (start-up)
 
 
 class Parallelism(_Strict):
