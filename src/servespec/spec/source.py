@@ -102,20 +102,28 @@ class _Resolver(VersionedResolver):
     _TAGS_MAX = 4096
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is not ScalarNode or self.yaml_path_resolvers or len(value) > self._TEXT_MAX:
+        if kind is not ScalarNode:
             return super().resolve(kind, value, implicit)
         key = (value, tuple(implicit))
         tag = self._tags.get(key)
         if tag is None:
             tag = super().resolve(kind, value, implicit)
-            if len(self._tags) < self._TAGS_MAX:
+            if len(value) <= self._TEXT_MAX and len(self._tags) < self._TAGS_MAX and not self.yaml_path_resolvers:
                 self._tags[key] = tag
         return tag
 
 
+class _SafeYaml(YAML):
+    """ruamel.yaml's loader without its plug-in search (a glob of its package folder on each construction):
+    plug-ins add loader types, and servespec only ever reads with ``safe``."""
+
+    def official_plug_ins(self) -> list[Any]:
+        return []
+
+
 def _yaml(*, pure: bool = False) -> YAML:
     """A safe loader (ruamel.yaml's C parser unless ``pure``) with the remembering resolver."""
-    yaml = YAML(typ="safe", pure=pure)
+    yaml = _SafeYaml(typ="safe", pure=pure)
     yaml.Resolver = _Resolver
     return yaml
 
