@@ -38,7 +38,7 @@ units = sorted({m.split(".")[2] for m in sys.modules if m.startswith("servespec.
 print(result.exit_code, ",".join(after_models) or "-", ",".join(units), Catalog.release.cache_info().currsize)
 """
 
-KIT = {"base", "catalog", "images", "lifecycle", "native", "options", "kit", "gguf", "registry", "versions"}
+KIT = {"base", "catalog", "images", "lifecycle", "native", "options", "kit", "gguf", "profile", "registry", "versions"}
 """The engine kit: what every unit uses, below them (and the registry's table of names, which imports nothing)."""
 
 
@@ -59,7 +59,8 @@ import sys
 from click.testing import CliRunner
 from servespec.cli import main
 result = CliRunner().invoke(main, ["--version"])
-loaded = sorted(m for m in sys.modules if m.startswith("servespec.engines.") or m.split(".")[0] == "pydantic")
+watched = ("pydantic", "ruamel", "importlib.metadata", "servespec.rules")
+loaded = sorted(m for m in sys.modules if m.startswith(("servespec.engines.", *watched)))
 print(result.exit_code)
 print(",".join(loaded))
 print(result.output, end="")
@@ -74,7 +75,8 @@ def test_version_names_the_newest_catalogued_release_of_every_engine_without_loa
     out = subprocess.run([sys.executable, "-c", VERSION_SCRIPT], capture_output=True, text=True, check=True)
     code, loaded, first, heading, *rows = out.stdout.splitlines()
     assert code == "0"
-    # the file names are listed: no unit, no release file parsed, no pydantic
+    # the file names are listed: no unit, no release file parsed, no pydantic, no package metadata (the
+    # version is servespec.__version__: click's version lookup costs ~15 ms of importlib.metadata)
     assert set(loaded.split(",")) == {"servespec.engines.registry", "servespec.engines.versions"}
     assert first == f"servespec {version('servespec')}" and "scripts/catalog/refresh" in heading
     assert len(rows) == len(engines.names())
@@ -86,3 +88,32 @@ def test_version_names_the_newest_catalogued_release_of_every_engine_without_loa
             shown = pre[1].rstrip(")")
             assert pre[0] == "(pre-release" and shown in catalog.files and shown not in catalog.versions
             assert catalog.select(shown).relation == "exact"
+
+
+BUILT_SCRIPT = """
+import sys
+from click.testing import CliRunner
+from pydantic import BaseModel
+from servespec.cli import main
+result = CliRunner().invoke(main, ["validate", sys.argv[1]])
+models, stack = set(), [BaseModel]
+while stack:
+    for sub in stack.pop().__subclasses__():
+        if sub.__module__.startswith("servespec.") and sub not in models:
+            models.add(sub)
+            stack.append(sub)
+print(result.exit_code, ",".join(sorted(m.__name__ for m in models if m.__pydantic_complete__)))
+"""
+
+
+def test_validate_builds_no_validator_for_a_nested_model() -> None:
+    # defer_build: a model's validator is built on first use; one used only inside another is built into its
+    # parent's, never on its own (twenty spec models, a dozen profile and catalog models at import otherwise).
+    spec = REPO / "specs" / "examples" / "vllm.yaml"
+    out = subprocess.run([sys.executable, "-c", BUILT_SCRIPT, str(spec)], capture_output=True, text=True, check=True)
+    code, built = out.stdout.split()
+    assert code == "0"
+    assert {"Deployment", "Inventory", "Profile", "ReleaseFacts"} <= set(built.split(","))
+    assert not {"ModelSpec", "EngineSpec", "Host", "Parallelism", "Arguments", "QuantizationMethod"} & set(
+        built.split(",")
+    )

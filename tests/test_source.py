@@ -90,3 +90,23 @@ def test_syntax_findings_escape_and_mask_what_they_quote() -> None:
     for text, hidden in ((f"{token}: 1\n{token}: 2\n", token), ('"a\\u202eb": 1\n"a\\u202eb": 2\n', "\u202e")):
         _, findings = load_text(text, "f.yaml", Path("f.yaml"))
         assert findings and hidden not in findings[0].message
+
+
+SCALARS = ["123", "0x1F", "1.5", "1e3", ".inf", "true", "True", "no", "null", "~", "", "7b", "q4_k_m"]
+
+
+def test_a_scalar_reads_the_same_each_time_it_appears() -> None:
+    """The loader remembers the tag of each scalar text it resolved: plain and quoted forms stay apart, in any order,
+    file after file, and agree with ruamel.yaml's own reading (YAML 1.2)."""
+    from ruamel.yaml import YAML
+
+    plain = "\n".join(f"p{i}: {text}" for i, text in enumerate(SCALARS)) + "\n"
+    quoted = "\n".join(f"q{i}: '{text}'" for i, text in enumerate(SCALARS)) + "\n"
+    expected = {**YAML(typ="safe", pure=True).load(plain), **YAML(typ="safe", pure=True).load(quoted)}
+    assert isinstance(expected["p0"], int) and expected["q0"] == "123" and expected["p5"] is True
+    for text in (plain + quoted, quoted + plain, plain + quoted, "x: [" + ", ".join(SCALARS[:10]) + "]\n"):
+        documents, findings = load(text)
+        assert findings == []
+        data = documents[0].data
+        assert {k: v for k, v in data.items() if k != "x"} == {k: expected[k] for k in data if k != "x"}
+    assert documents[0].data["x"] == [expected[f"p{i}"] for i in range(10)]

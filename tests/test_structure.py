@@ -1,8 +1,9 @@
 """The architecture's import rules as tests (docs: STYLE.md, Architecture).
 
-Imports are read from the source with ``ast``: module-level ones and those inside functions
-(a lazy import is for start-up cost, never to hide a cycle), but not those under
-``if TYPE_CHECKING:``, which never run.
+Imports are read from the source with ``ast``: module-level ones, those inside functions (a lazy
+import is for start-up cost, never to hide a cycle) and those under ``if TYPE_CHECKING:`` (a
+type a module names is a dependency too). ``from package import name`` depends on the package
+(its ``__init__`` runs first), and on ``package.name`` too when that is a module.
 """
 
 from __future__ import annotations
@@ -29,13 +30,6 @@ def _modules() -> dict[str, Path]:
     return {_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imported(name: str, path: Path) -> set[str]:
     """The servespec modules ``name`` imports (a name imported from a package counts as its submodule if one)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -55,18 +49,16 @@ def _imported_from(source: str, name: str, package: str | None = None) -> set[st
 
 
 def _import_names(tree: ast.AST, package: str, modules: dict[str, Path]) -> Iterator[str]:
-    """The dotted names each import statement reaches, skipping ``if TYPE_CHECKING:`` bodies."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and _type_checking(node):
-            yield from _import_names(ast.Module(body=node.orelse, type_ignores=[]), package, modules)
-            continue
+    """The dotted names each import statement reaches, wherever it stands (``if TYPE_CHECKING:`` included)."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             module = _from_module(node, package)
-            for alias in node.names:  # a submodule by its own name; any other name from the module itself
-                yield f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module
-        yield from _import_names(node, package, modules)
+            yield module  # its __init__ runs first, whatever is imported from it
+            for alias in node.names:  # a submodule by its own name
+                if f"{module}.{alias.name}" in modules:
+                    yield f"{module}.{alias.name}"
 
 
 def _from_module(node: ast.ImportFrom, package: str) -> str:
@@ -126,7 +118,7 @@ def _unit_of(module: str) -> str | None:
 
 
 def test_no_module_joins_an_import_cycle() -> None:
-    assert cycles() == [], f"import cycles (lazy imports counted): {cycles()}"
+    assert cycles() == [], f"import cycles (lazy and TYPE_CHECKING imports counted): {cycles()}"
 
 
 def test_only_the_registry_imports_engine_units() -> None:
@@ -161,9 +153,17 @@ def test_the_engine_kit_is_a_floor_below_the_units() -> None:
 
 
 def test_the_checker_sees_what_it_must() -> None:
-    """The rules above read a real graph: every unit is found, a lazy import counts, TYPE_CHECKING not."""
+    """The rules above read a real graph: every unit is found; lazy, TYPE_CHECKING and package imports count."""
     assert len(units()) >= 10 and "servespec.engines.base" in graph()["servespec.engines.kit"]
     assert "servespec.render.environment" in graph()["servespec.render"]
-    assert "servespec.engines.kit" not in graph()["servespec.engines.base"]  # under TYPE_CHECKING only
-    source = "def f():\n    from servespec import hostpaths\nif TYPE_CHECKING:\n    from servespec import text\n"
-    assert _imported_from(source, "servespec.x") == {"servespec.hostpaths"}
+    source = "def f():\n    from servespec import hostpaths\nif TYPE_CHECKING:\n    from servespec.rollout import x\n"
+    assert _imported_from(source, "servespec.x") == {"servespec", "servespec.hostpaths", "servespec.rollout"}
+    source = "import servespec.rollout.state as state\nfrom servespec.engines.sglang import kt, DIST_PORT\n"
+    found = _imported_from(source, "servespec.x")
+    assert found == {"servespec.rollout.state", "servespec.engines.sglang", "servespec.engines.sglang.kt"}
+
+
+def test_a_typing_only_cycle_is_a_cycle() -> None:
+    """base -> kit under TYPE_CHECKING and kit -> base at run time is a cycle: neither can be read alone."""
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from servespec.engines.kit import Target\n"
+    assert "servespec.engines.kit" in _imported_from(source, "servespec.engines.base")

@@ -18,6 +18,8 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 import click
 
+from servespec import __version__
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -159,11 +161,9 @@ def _version(ctx: click.Context, _: click.Parameter, value: bool) -> None:
     """``--version``: servespec's version and the newest catalogued release of each engine (file names only)."""
     if not value or ctx.resilient_parsing:
         return
-    from importlib.metadata import version
-
     from servespec.engines.versions import newest_catalogued
 
-    lines = [f"servespec {version('servespec')}"]
+    lines = [f"servespec {__version__}"]
     lines.append("newest catalogued engine releases (scripts/catalog/refresh adds newer):")
     for engine, (newest, pre) in newest_catalogued().items():
         lines.append(f"  {engine} {newest or 'none'}" + (f" (pre-release {pre})" if pre else ""))

@@ -49,7 +49,7 @@ def normalize_option(name: str) -> str:
 
 
 class _Fact(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built on first use (start-up)
 
 
 class RemovedOption(_Fact):

@@ -15,6 +15,7 @@ reads to install and start it; ``image`` is empty and the Docker fields describe
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import json
 import re
@@ -22,8 +23,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from servespec.engines.base import Arguments, Known, Profile
+from servespec.engines.base import Known
 from servespec.engines.catalog import EngineOption, EngineRelease
+from servespec.engines.profile import Arguments, Profile
 from servespec.spec.fleet import DeploymentDoc, HostView
 from servespec.text import UNSAFE
 
@@ -208,6 +210,12 @@ class EngineContainer:
     """Host folders the engine module mounts besides the model's (KTransformers' ``--kt-weight-path``)."""
     native: NativeUnit | None = None
     """A host-native engine's systemd unit instead of a container (LM Studio): :class:`NativeUnit`."""
+
+
+def engine_container(target: Target) -> EngineContainer:
+    """The engine's container on one host: its unit's ``render.py`` ``context(target)`` (imported on first use)."""
+    container: EngineContainer = importlib.import_module(f"{target.known.engine.package}.render").context(target)
+    return container
 
 
 def served_name_options(target: Target) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from servespec.engines.base import Arguments
 from servespec.engines.catalog import EngineOption, EngineRelease, normalize_option
+from servespec.engines.profile import Arguments
 from servespec.spec.grammars import MAX_FLOAT, MAX_INT
 from servespec.text import is_number
 

@@ -3,7 +3,7 @@
 ``render_fleet`` is a pure function of the loaded fleet: it returns the files (path ->
 text) that ``deploy render -o DIR`` writes under ``DIR/<deployment>/<host>/`` plus a
 ``DIR/<deployment>/README.md``. Each engine's unit (``servespec/engines/<name>/``) turns a
-target into its container (``Engine.render``) and lays its files out with its own
+target into its container (``engines.kit.engine_container``) and lays its files out with its own
 templates; ``renderers/_common/`` holds the files every engine shares.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from servespec import outdir
-from servespec.engines.kit import EngineContainer, RenderError, Target, host_and_port
+from servespec.engines.kit import EngineContainer, RenderError, Target, engine_container, host_and_port
 from servespec.knowledge import resolve
 from servespec.render.common import container_description, content_hash, header, targets
 from servespec.render.container import ContainerSpec, docker_run
@@ -43,7 +43,7 @@ class Rendered:
 
 def render_target(target: Target) -> tuple[dict[str, str], ContainerSpec, EngineContainer]:
     """Files of one host (name -> text), its container description and the engine's decisions."""
-    engine = resolve.resolved(target.deployment).engine.render(target)
+    engine = engine_container(target)
     digest = content_hash(target)
     top = header(target, digest)
     files = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from servespec.rollout import inventory
+import servespec.rollout.inventory as inventory
 from servespec.rollout.runner import EventHandler, Report
 from servespec.spec.fleet import HostView, InventoryDoc
 

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import servespec.rollout.inventory as inventory
+import servespec.rollout.state as state
+import servespec.rollout.surge as surge
 from servespec import engines, hostpaths
 from servespec.knowledge import resolve
 from servespec.knowledge.served import served_names
 from servespec.plan import Action
 from servespec.render import Rendered, render_fleet
-from servespec.rollout import inventory, state, surge
 from servespec.rollout.errors import RolloutError
 from servespec.rollout.inventory import Hosts, HostVars
 from servespec.rollout.local_files import archive_path, link_into, resolve_secrets, secret_values, write_secrets

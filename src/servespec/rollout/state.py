@@ -11,11 +11,11 @@ import socket
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import servespec.rollout.inventory as inventory
 from servespec.engines.kit import host_and_port
 from servespec.knowledge import resolve
 from servespec.plan import Action, Desired, Observed, plan
 from servespec.render import Rendered
-from servespec.rollout import inventory
 from servespec.rollout.reported import RUN_ID, checked_report
 from servespec.rollout.runner import EventHandler, HostResult, Report
 from servespec.spec.fleet import DeploymentDoc, Fleet
@@ -63,7 +63,7 @@ class Status:
 
 def desired_state(rendered: Rendered, deployment: DeploymentDoc) -> list[Desired]:
     """What the specs render for each host of one deployment (deployment-level files excluded)."""
-    from servespec.rollout import surge
+    import servespec.rollout.surge as surge
 
     out = []
     known = resolve.resolved(deployment) if surge.auto(deployment) else None
@@ -124,7 +124,7 @@ def gather(
     deployment: DeploymentDoc, *, on_event: EventHandler | None = None
 ) -> tuple[list[Observed], dict[str, HostResult]]:
     """Read every placed host's state of ``deployment``."""
-    from servespec.rollout import surge
+    import servespec.rollout.surge as surge
 
     # rollout.strategy auto: each host also reports its free GPU and host memory (servespec_capacity).
     asked: dict[str, Any] = {"servespec_capacity": True} if surge.auto(deployment) else {}

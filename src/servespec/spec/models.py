@@ -151,7 +151,11 @@ def _reject_control_characters(value: Any) -> None:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, validate_default=False, allow_inf_nan=False)
+    # defer_build: a model's validator is built on its first use, not at import, and a nested model's only
+    # inside its parent's (start-up time: validate builds the few top-level validators it uses).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=False, validate_default=False, allow_inf_nan=False, defer_build=True
+    )
 
     @field_validator("*", mode="after")
     @classmethod

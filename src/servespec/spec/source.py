@@ -28,12 +28,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
+from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.tokens import DirectiveToken
 
 from servespec import redact
@@ -85,6 +86,46 @@ _SCALAR_KINDS = {
     _TIMESTAMP: "a timestamp",
 }
 """What each tag of a non-string scalar means, in a finding's words."""
+
+
+class _Resolver(VersionedResolver):
+    """ruamel.yaml's resolver, remembering the implicit tag of each short scalar text it resolves.
+
+    Resolving is most of composing a small file: each call looks the YAML version up through
+    several attribute misses before matching. A text's implicit tag depends on the text alone
+    here, since :func:`load_text` refuses YAML directives: every file is read as YAML 1.2.
+    """
+
+    _tags: ClassVar[dict[tuple[str, tuple[bool, bool]], Any]] = {}
+    _TEXT_MAX = 64
+    """Longer texts (never a number, a boolean or a null) are resolved each time, so the memory stays small."""
+    _TAGS_MAX = 4096
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not ScalarNode:
+            return super().resolve(kind, value, implicit)
+        key = (value, tuple(implicit))
+        tag = self._tags.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(value) <= self._TEXT_MAX and len(self._tags) < self._TAGS_MAX and not self.yaml_path_resolvers:
+                self._tags[key] = tag
+        return tag
+
+
+class _SafeYaml(YAML):
+    """ruamel.yaml's loader without its plug-in search (a glob of its package folder on each construction):
+    plug-ins add loader types, and servespec only ever reads with ``safe``."""
+
+    def official_plug_ins(self) -> list[Any]:
+        return []
+
+
+def _yaml(*, pure: bool = False) -> YAML:
+    """A safe loader (ruamel.yaml's C parser unless ``pure``) with the remembering resolver."""
+    yaml = _SafeYaml(typ="safe", pure=pure)
+    yaml.Resolver = _Resolver
+    return yaml
 
 
 def _shown_tag(tag: str) -> str:
@@ -350,7 +391,7 @@ def load_text(
     if _c_parsable(text):
         before = replace(usage)
         try:
-            _compose(YAML(typ="safe"), text, file, path, usage, documents, findings)
+            _compose(_yaml(), text, file, path, usage, documents, findings)
             fast = True
         except (YAMLError, RecursionError, ValueError, TypeError, ArithmeticError):
             fast = False
@@ -364,7 +405,7 @@ def load_text(
         documents.clear()
         findings.clear()
     try:
-        _compose(YAML(typ="safe", pure=True), text, file, path, usage, documents, findings)
+        _compose(_yaml(pure=True), text, file, path, usage, documents, findings)
     except YAMLError as err:
         findings.append(_yaml_error_finding(file, err, text))
     except RecursionError:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import servespec.engines.sglang.kt as kt
 from servespec.engines.base import EngineCheck
-from servespec.engines.sglang import kt
 
 if TYPE_CHECKING:
     from servespec.engines.base import Known
