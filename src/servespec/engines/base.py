@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from servespec.engines.catalog import Catalog, EngineRelease, Selection, capability
+from servespec.engines.layout import Layout, spec_expert_size
 from servespec.knowledge.datafile import load_yaml_resource
 
 if TYPE_CHECKING:
@@ -41,6 +42,11 @@ class Parallelism(_Strict):
     multi_node: bool
     combined: bool = True
     """Whether tensor and pipeline parallelism can be used together in one replica."""
+    data: str | None = None
+    """The catalog key of the option that sets data-parallel ranks (``resources.data_parallel``); None: the
+    engine has no data parallelism within a replica (PAR003), nor has a release whose catalog lacks it."""
+    expert: str | None = None
+    """The catalog key of the option that turns on or sizes expert parallelism (``resources.expert_parallel``)."""
     source: str
 
 
@@ -272,12 +278,16 @@ class Known(Protocol):
     def gpu_ids(self) -> list[int]:
         """The device indices the deployment uses on each host."""
 
+    @property
+    def layout(self) -> Layout:
+        """The replica's parallel layout as the engine runs it (:meth:`Engine.layout`)."""
+
 
 @dataclass(frozen=True)
 class EngineCheck:
     """A problem one engine's own rules find (reported by the generic rule ``rule``)."""
 
-    rule: Literal["ENG002", "ENG003", "TOPO004"]
+    rule: Literal["ENG002", "ENG003", "TOPO004", "PAR003", "PAR006"]
     path: tuple[str | int, ...]
     message: str
     hint: str = ""
@@ -350,6 +360,13 @@ class Engine:
         if method is None:
             return False, None
         return True, capability(method.min_capability)
+
+    def layout(self, known: Known) -> Layout:
+        """The replica's parallel layout: the spec's sizes as they are (units with data or expert
+        parallelism read their own options too, and say how their expert layers span the ranks)."""
+        resources = known.deployment.spec.resources
+        tp, dp = resources.tensor_parallel, resources.data_parallel
+        return Layout(tp, resources.pipeline_parallel, dp, spec_expert_size(resources.expert_parallel, tp * dp))
 
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         """Engine-specific option problems, read from the effective options (``known.effective``)."""

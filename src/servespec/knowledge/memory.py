@@ -90,7 +90,13 @@ class EstimateInput:
     model: ModelFacts
     gpu: GpuModel | None
     tensor_parallel: int = 1
+    """GPUs that shard one data-parallel rank's attention layers and KV cache."""
     pipeline_parallel: int = 1
+    data_parallel: int = 1
+    """Data-parallel ranks of the replica (engines/layout.py)."""
+    moe_group: int = 0
+    """GPUs of a pipeline stage that the routed experts are split over, by expert or tensor
+    parallelism alike (each holds ``experts / moe_group`` of them); 0: ``tensor_parallel``."""
     dtype: str = "auto"
     quantization: str | None = None
     gguf_type: str | None = None
@@ -381,8 +387,31 @@ def number(options: dict[str, Any], key: str, default: float) -> float:
     return default
 
 
+def routed_expert_bytes(inp: EstimateInput) -> float:
+    """Bytes of the routed experts of every MoE layer, within :func:`weight_bytes` (0: a dense
+    model, or one whose expert size is not known, e.g. an inline architecture with ``params_b``).
+
+    Their share of the weights is their share of the parameters (MXFP4 quantizes only them:
+    they are counted at its bits per weight).
+    """
+    model = inp.model
+    experts = _expert_params(model) if model.is_moe else 0.0
+    if experts <= 0 or model.params <= 0:
+        return 0.0
+    whole = weight_bytes(inp)
+    if (load_quantization(inp.quantization) or model.quant_method) == "mxfp4":
+        return min(experts * _QUANT_BITS["mxfp4"] / 8, whole)
+    return whole * min(experts / model.params, 1.0)
+
+
 def weights_per_gpu(inp: EstimateInput) -> float:
-    return weight_bytes(inp) / (inp.tensor_parallel * inp.pipeline_parallel) / GIB
+    """GiB of weights on one GPU: each pipeline stage's dense part (attention, dense MLPs, shared
+    experts, embeddings) split over ``tensor_parallel``, its routed experts over the MoE group
+    (which spans the data-parallel ranks where the engine lays them out so: engines/layout.py)."""
+    whole = weight_bytes(inp)
+    experts = routed_expert_bytes(inp) if inp.moe_group else 0.0
+    group = inp.moe_group or inp.tensor_parallel
+    return ((whole - experts) / inp.tensor_parallel + experts / group) / inp.pipeline_parallel / GIB
 
 
 def activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:

@@ -120,6 +120,15 @@ class LayoutNotSupported(Rule):
     one host (``--split-mode``) and cannot do both splits at once. vLLM, SGLang and
     TensorRT-LLM support tensor, pipeline and multi-node layouts.
 
+    ``resources.data_parallel`` and ``resources.expert_parallel`` need the engine option that
+    runs them (the profile's ``parallelism.data`` / ``parallelism.expert``) in the pinned
+    release's catalog: vLLM ``--data-parallel-size`` from 0.8.3 and ``--enable-expert-parallel``
+    from 0.8.0, SGLang ``--dp-size`` and ``--ep-size`` (``--expert-parallel-size`` from
+    0.4.0.post1), TensorRT-LLM ``enable_attention_dp`` and ``moe_expert_parallel_size``; the other
+    engines have neither. An expert-parallel size the engine cannot set is refused too: vLLM's
+    group is always tensor × data parallel (``--enable-expert-parallel`` takes no size), and SGLang
+    releases with ``--enable-ep-moe`` set ``ep_size = tp_size``.
+
     Fix: switch to an engine that supports the layout, or use one host and one split.
 
     Source: each engine's profile (src/servespec/engines/<name>/profile.yaml), e.g.
@@ -141,7 +150,7 @@ class LayoutNotSupported(Rule):
             prof = resolve.resolved(deployment).profile
             spec = deployment.spec
             tp, pp = spec.resources.tensor_parallel, spec.resources.pipeline_parallel
-            problems = []
+            problems: list[tuple[tuple[str | int, ...], str]] = []
             if tp > 1 and not prof.tensor_parallel:
                 problems.append((("resources", "tensor_parallel"), f"{prof.title} has no tensor parallelism"))
             if pp > 1 and not prof.pipeline_parallel:
@@ -152,6 +161,8 @@ class LayoutNotSupported(Rule):
                 )
             if spec.placement.hosts_per_replica > 1 and not prof.multi_node:
                 problems.append((("placement", "hosts_per_replica"), f"{prof.title} cannot span hosts"))
+            known = resolve.resolved(deployment)
+            problems += _data_and_expert(known)
             for path, message in problems:
                 yield self.report(
                     deployment.document,
@@ -159,6 +170,34 @@ class LayoutNotSupported(Rule):
                     path,
                     hint="use vLLM, SGLang or TensorRT-LLM for this layout, or a single GPU split",
                 )
+            for found in known.engine_checks:
+                if found.rule == self.id:
+                    yield self.report(deployment.document, found.message, found.path, hint=found.hint)
+
+
+def _data_and_expert(known: resolve.Resolved) -> list[tuple[tuple[str | int, ...], str]]:
+    """Data or expert parallelism the engine, or the pinned release (by its catalog), has no option for."""
+    resources = known.deployment.spec.resources
+    prof = known.profile
+    release = known.release
+    asked = (
+        ("data_parallel", "data", resources.data_parallel > 1, prof.parallelism.data),
+        ("expert_parallel", "expert", resources.expert_parallel not in (False, 1), prof.parallelism.expert),
+    )
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    for field, kind, wanted, option in asked:
+        if not wanted:
+            continue
+        if option is None:
+            problems.append((("resources", field), f"{prof.title} has no {kind} parallelism"))
+        elif release is not None and release.option(option) is None:
+            problems.append(
+                (
+                    ("resources", field),
+                    f"{prof.title} {release.version} has no {kind} parallelism (its catalog has no {option} option)",
+                )
+            )
+    return problems
 
 
 class KvHeadsReplicated(Rule):
@@ -193,3 +232,37 @@ class KvHeadsReplicated(Rule):
                 ("resources", "tensor_parallel"),
                 hint=f"use tensor_parallel ≤ {facts.kv_heads} and more replicas",
             )
+
+
+class EngineRefusesShard(Rule):
+    """The engine must be able to shard the model's weights the way the layout splits them.
+
+    vLLM refuses to load an FP8 block-quantized MoE checkpoint (``quantization_config.weight_block_size``,
+    e.g. ``[128, 128]``) when the expert width each rank holds, ``moe_intermediate_size`` over the
+    ranks that tensor-shard the experts (tensor × data parallel without expert parallelism; none with
+    it), is not a multiple of ``block_n`` (and, with tensor parallelism, of ``block_k``):
+    ``Fp8MoEMethod.create_weights`` raises "The output_size of gate's and up's weight = N is not
+    divisible by weight quantization block_n = 128." Qwen3-30B-A3B-FP8 (768) at tensor_parallel 8
+    gives 96 per rank; Qwen3-235B-A22B-FP8 (1536) at 8 gives 192. The message cites the line of
+    the pinned release; the check holds for every catalogued release from 0.7.0 (0.6.x has no
+    block-wise FP8 MoE). Releases that refine the block scales to the shard (fused_moe/oracle/fp8.py
+    ``refine_fp8_moe_block_shape``) refuse only where ``gcd(block_n, block_k, width, hidden_size)``
+    is below 32; those pass.
+
+    Fix: turn on expert parallelism (each GPU then holds whole experts), or a tensor-parallel size
+    whose share of the experts is a multiple of the block (the hint lists them).
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_executor/layers/quantization/fp8.py#L508
+    """
+
+    id = "PAR006"
+    name = "parallel.engine-refuses-shard"
+    severity = Severity.ERROR
+    summary = "the engine release refuses to load the model split this way (block-quantized experts per rank)"
+    sources = ("https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_executor/layers/quantization/fp8.py#L508",)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            for found in resolve.resolved(deployment).engine_checks:
+                if found.rule == self.id:
+                    yield self.report(deployment.document, found.message, found.path, hint=found.hint)

@@ -1,0 +1,121 @@
+"""SGLang's data and expert parallelism: the layout it runs and the options that render it.
+
+SGLang's ``--dp-size D`` alone runs D copies of the model, each on ``--tp-size`` GPUs (its data
+parallel controller). With ``--enable-dp-attention`` the D ranks share one ``--tp-size`` world
+instead: attention runs per rank on ``tp_size / dp_size`` GPUs, the MoE layers over all
+``tp_size`` GPUs. In 0.4.0 to 0.4.4 dp attention sets ``dp_size = tp_size`` itself
+(srt/server_args.py ``__post_init__``: "Data parallel size is adjusted to be the same as tensor
+parallel size", read in every catalogued 0.4.x wheel); from 0.4.4.post1 ``dp_size`` is kept.
+Experts are split over ``--ep-size`` GPUs of the ``tp_size`` world; releases with
+``--enable-ep-moe`` (0.4.0.post1 to 0.5.4) set ``ep_size = tp_size`` with it and use no EP MoE
+without it.
+
+``resources.data_parallel: D`` renders ``--dp-size D`` and, when the spec turns on dp attention
+(``engine.options.enable_dp_attention: true``), ``--tp-size`` tensor × data parallel, so that each
+rank's attention keeps ``resources.tensor_parallel`` GPUs. ``resources.expert_parallel`` renders
+``--enable-ep-moe`` where the release has it, else ``--ep-size``. Options saying the same are
+accepted and rendered once; options saying otherwise are ENG003 (the spec field is rendered).
+With the spec fields unset, SGLang's own options decide, as in SGLang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from servespec.engines.base import EngineCheck
+from servespec.engines.catalog import version_key
+from servespec.engines.layout import Layout, flag, spec_expert_size, whole
+
+if TYPE_CHECKING:
+    from servespec.engines.base import Known
+
+SERVER_ARGS = "https://github.com/sgl-project/sglang/blob/v0.4.1/python/sglang/srt/server_args.py"
+DP_KEPT_FROM = "0.4.4.post1"
+"""The first release whose dp attention keeps ``--dp-size`` (earlier: ``dp_size = tp_size``)."""
+
+
+def _value(known: Known, name: str) -> Any:
+    """The effective value of an option by any release's key for it (``dp_size`` is 0.4's ``data_parallel_size``)."""
+    option = known.release.option(name) if known.release else None
+    return known.options.get(option.key if option else name)
+
+
+def _dp_attention(known: Known) -> bool:
+    return bool(flag(_value(known, "enable_dp_attention")))
+
+
+def _ep_switch(known: Known) -> bool:
+    """Whether the release turns EP MoE on with ``--enable-ep-moe`` (and sizes it as tp_size itself)."""
+    return known.release is not None and known.release.option("enable_ep_moe") is not None
+
+
+def tp_world(known: Known) -> int:
+    """SGLang's ``--tp-size``: every GPU of the replica with dp attention, one rank's without."""
+    resources = known.deployment.spec.resources
+    tp = resources.tensor_parallel
+    return tp * resources.data_parallel if _dp_attention(known) else tp
+
+
+def layout(known: Known) -> Layout:
+    """The replica's layout, from the spec's sizes and SGLang's dp/ep options."""
+    resources = known.deployment.spec.resources
+    world = tp_world(known)
+    attention = _dp_attention(known)
+    data = resources.data_parallel
+    if data == 1:
+        data = whole(_value(known, "dp_size")) or 1
+        release = known.release
+        if attention and release is not None and version_key(release.version) < version_key(DP_KEPT_FROM):
+            data = world  # dp attention sets dp_size = tp_size (SERVER_ARGS)
+    expert = spec_expert_size(resources.expert_parallel, world)
+    if expert == 1:
+        expert = whole(_value(known, "ep_size")) or 1
+        if _ep_switch(known):
+            expert = world if flag(_value(known, "enable_ep_moe")) else 1
+    if attention:
+        return Layout(max(1, world // data), resources.pipeline_parallel, data, expert, moe_spans_data=True)
+    return Layout(world, resources.pipeline_parallel, data, expert, moe_spans_data=False)
+
+
+def rendered(known: Known) -> dict[str, Any]:
+    """The options the spec's sizes render to: ``tp_size`` always, ``dp_size`` and EP when set."""
+    resources = known.deployment.spec.resources
+    world = tp_world(known)
+    options: dict[str, Any] = {"tp_size": world}
+    if resources.data_parallel > 1:
+        options["dp_size"] = resources.data_parallel
+    if spec_expert_size(resources.expert_parallel, world) > 1:
+        if _ep_switch(known):
+            options["enable_ep_moe"] = True
+        else:
+            options["ep_size"] = spec_expert_size(resources.expert_parallel, world)
+    return options
+
+
+def checks(known: Known) -> Iterator[EngineCheck]:
+    """Options that contradict the spec's data or expert parallelism; an EP size the release cannot set."""
+    resources = known.deployment.spec.resources
+    world = tp_world(known)
+    wanted = spec_expert_size(resources.expert_parallel, world)
+    for name, spec_value, field in (
+        ("dp_size", resources.data_parallel, "data_parallel"),
+        ("ep_size", wanted, "expert_parallel"),
+    ):
+        option = known.release.option(name) if known.release else None
+        setting = known.effective.get(option.key if option else name)
+        if spec_value > 1 and setting is not None and whole(setting.value) != spec_value:
+            yield EngineCheck(
+                "ENG003",
+                setting.path,
+                f"{setting.name} {setting.value} disagrees with resources.{field} (SGLang {name} {spec_value})",
+                hint=f"remove the option: resources.{field} renders it",
+            )
+    if wanted > 1 and _ep_switch(known) and wanted != world:
+        yield EngineCheck(
+            "PAR003",
+            ("resources", "expert_parallel"),
+            f"SGLang {known.release.version if known.release else ''} runs expert parallelism over its whole "
+            f"--tp-size ({world} GPUs: --enable-ep-moe sets ep_size = tp_size, {SERVER_ARGS}), not a group of {wanted}",
+            hint=f"set resources.expert_parallel: true (a group of {world}), or pin a release with --ep-size",
+        )
