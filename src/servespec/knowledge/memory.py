@@ -388,17 +388,21 @@ def number(options: dict[str, Any], key: str, default: float) -> float:
 
 
 def routed_expert_bytes(inp: EstimateInput) -> float:
-    """Bytes of the routed experts of every MoE layer, within :func:`weight_bytes` (0: a dense
-    model, or one whose expert size is not known, e.g. an inline architecture with ``params_b``).
+    """Bytes of the routed experts of every MoE layer, within :func:`weight_bytes` (0: a dense model).
+
+    An MoE model whose expert size is not known (an inline architecture with ``params_b``) counts
+    all its weights: the per-GPU figure is then a lower bound, so that MEM001 never rests on a guess.
 
     Their share of the weights is their share of the parameters (MXFP4 quantizes only them:
     they are counted at its bits per weight).
     """
     model = inp.model
-    experts = _expert_params(model) if model.is_moe else 0.0
-    if experts <= 0 or model.params <= 0:
+    if not model.is_moe:
         return 0.0
     whole = weight_bytes(inp)
+    experts = _expert_params(model)
+    if experts <= 0 or model.params <= 0:
+        return whole  # share unknown: the lower bound, all split over the MoE group (no error rests on a guess)
     if (load_quantization(inp.quantization) or model.quant_method) == "mxfp4":
         return min(experts * _QUANT_BITS["mxfp4"] / 8, whole)
     return whole * min(experts / model.params, 1.0)

@@ -54,9 +54,10 @@ def context(target: Target, python: str = "python3") -> EngineContainer:
         "host": engine_host(target),
         "port": spec.serving.port,
         **served_name_options(target),
-        "pp_size": spec.resources.pipeline_parallel,
     }
     layout = rendered(target.known)  # --tp-size, and --dp-size / expert parallelism where the spec sets them
+    options["tp_size"] = layout["tp_size"]
+    options["pp_size"] = spec.resources.pipeline_parallel
     options.update(layout)
     options.update(model_options(target))
     if target.multi_node:
