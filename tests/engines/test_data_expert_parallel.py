@@ -142,6 +142,15 @@ def test_trtllm_attention_dp_and_ep_render_once(tmp_path: Path) -> None:
     assert resolve.resolved(fleet.deployments[0]).gpu_ids == list(range(8))
 
 
+def test_attention_dp_keeps_whole_kv_heads(tmp_path: Path) -> None:
+    """TensorRT-LLM's attention DP runs attention on one GPU per rank: no replicated KV heads (PAR004)."""
+    options = "{enable_attention_dp: true, moe_expert_parallel_size: 8}"
+    fleet = _fleet(tmp_path, "tensorrt-llm", "1.2.1", "Qwen/Qwen3-235B-A22B-FP8", "{tensor_parallel: 8}", options)
+    rules = {f.rule for f in check_fleet(fleet)}
+    assert "PAR004" not in rules
+    assert resolve.resolved(fleet.deployments[0]).layout.tensor == 1
+
+
 BLOCK_FP8 = [
     pytest.param("0.11.0", "Qwen/Qwen3-235B-A22B-FP8", "{tensor_parallel: 8}", 192, id="235B-tp8"),
     pytest.param("0.8.5", "Qwen/Qwen3-30B-A3B-FP8", "{tensor_parallel: 8}", 96, id="30B-tp8"),

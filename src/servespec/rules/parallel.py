@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from servespec.engines.layout import spec_expert_size
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.rules.base import Rule, bare, placements
@@ -16,7 +17,8 @@ _VLLM_KV_HEADS = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_e
 class HeadsNotDivisible(Rule):
     """``tensor_parallel`` must divide the attention heads; KV heads and it must divide one another.
 
-    Tensor parallelism gives each GPU ``heads / tp`` query heads. vLLM checks this when
+    Tensor parallelism gives each GPU ``heads / tp`` query heads (``tp``: the attention split the
+    engine runs, one data-parallel rank's tensor parallelism: engines/layout.py). vLLM checks this when
     the model loads: "Total number of attention heads (H) must be divisible by tensor
     parallel size (T)" (ModelConfig.verify_with_parallel_config). KV heads are split the
     same way when there are at least ``tp`` of them, or replicated when there are fewer,
@@ -37,8 +39,9 @@ class HeadsNotDivisible(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            facts = resolve.resolved(deployment).model.facts
-            tp = deployment.spec.resources.tensor_parallel
+            known = resolve.resolved(deployment)
+            facts = known.model.facts
+            tp = known.layout.tensor  # the attention split: one data-parallel rank's tensor parallelism
             if facts is None or tp == 1 or (facts.is_mla and facts.attention_heads % tp == 0):
                 continue
             heads, kv = facts.attention_heads, facts.kv_heads
@@ -182,7 +185,7 @@ def _data_and_expert(known: resolve.Resolved) -> list[tuple[tuple[str | int, ...
     release = known.release
     asked = (
         ("data_parallel", "data", resources.data_parallel > 1, prof.parallelism.data),
-        ("expert_parallel", "expert", resources.expert_parallel not in (False, 1), prof.parallelism.expert),
+        ("expert_parallel", "expert", spec_expert_size(resources.expert_parallel, 2) > 1, prof.parallelism.expert),
     )
     problems: list[tuple[tuple[str | int, ...], str]] = []
     for field, kind, wanted, option in asked:
@@ -221,8 +224,9 @@ class KvHeadsReplicated(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            facts = resolve.resolved(deployment).model.facts
-            tp = deployment.spec.resources.tensor_parallel
+            known = resolve.resolved(deployment)
+            facts = known.model.facts
+            tp = known.layout.tensor  # attention data parallelism (TensorRT-LLM, SGLang) keeps whole KV heads
             if facts is None or facts.is_mla or facts.kv_heads >= tp or tp % facts.kv_heads:
                 continue
             yield self.report(
