@@ -173,3 +173,25 @@ def test_block_fp8_experts_vllm_refuses(
         assert len(found) == 1, found
         assert f"weight = {per_rank} is not divisible" in found[0]
         assert f"https://github.com/vllm-project/vllm/blob/v{version}/" in found[0]
+
+
+SGLANG_BLOCK_FP8 = [
+    pytest.param("0.5.23", "{tensor_parallel: 8}", 192, id="tp8"),
+    pytest.param("0.4.6", "{tensor_parallel: 8}", 192, id="tp8-0.4.6"),
+    pytest.param("0.5.23", "{tensor_parallel: 8, expert_parallel: true}", None, id="ep8"),
+    pytest.param("0.5.23", "{tensor_parallel: 4}", None, id="tp4"),
+]
+
+
+@pytest.mark.parametrize(("version", "resources", "per_rank"), SGLANG_BLOCK_FP8)
+def test_block_fp8_experts_sglang_refuses(tmp_path: Path, version: str, resources: str, per_rank: int | None) -> None:
+    """SGLang refuses the same shard (Fp8MoEMethod.create_weights), with no refinement of the block scales."""
+    fleet = _fleet(tmp_path, "sglang", version, "Qwen/Qwen3-235B-A22B-FP8", resources)
+    found = [e for e in _errors(fleet) if "block_n = 128" in e]
+    if per_rank is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and f"weight = {per_rank} is not divisible" in found[0], found
+        assert (
+            f"https://github.com/sgl-project/sglang/blob/v{version}/python/sglang/srt/layers/quantization/" in found[0]
+        )

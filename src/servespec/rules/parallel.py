@@ -251,19 +251,26 @@ class EngineRefusesShard(Rule):
     the pinned release; the check holds for every catalogued release from 0.7.0 (0.6.x has no
     block-wise FP8 MoE). Releases that refine the block scales to the shard (fused_moe/oracle/fp8.py
     ``refine_fp8_moe_block_shape``) refuse only where ``gcd(block_n, block_k, width, hidden_size)``
-    is below 32; those pass.
+    is below 32; those pass. SGLang raises the same error in its ``Fp8MoEMethod.create_weights``
+    (srt/layers/quantization/fp8.py) in every catalogued release from 0.4.1 to 0.5.23, with no
+    refinement (on NVIDIA GPUs: from 0.5.11 only ROCm's aiter padding skips it). The ranks that
+    split each expert are SGLang's ``--tp-size`` over ``--ep-size``.
 
     Fix: turn on expert parallelism (each GPU then holds whole experts), or a tensor-parallel size
     whose share of the experts is a multiple of the block (the hint lists them).
 
-    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_executor/layers/quantization/fp8.py#L508
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_executor/layers/quantization/fp8.py#L508 ;
+    https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/layers/quantization/fp8.py#L1588
     """
 
     id = "PAR006"
     name = "parallel.engine-refuses-shard"
     severity = Severity.ERROR
     summary = "the engine release refuses to load the model split this way (block-quantized experts per rank)"
-    sources = ("https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_executor/layers/quantization/fp8.py#L508",)
+    sources = (
+        "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_executor/layers/quantization/fp8.py#L508",
+        "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/layers/quantization/fp8.py#L1588",
+    )
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:

@@ -26,11 +26,110 @@ from typing import TYPE_CHECKING, Any
 from servespec.engines.base import EngineCheck
 from servespec.engines.catalog import version_key
 from servespec.engines.layout import Layout, flag, spec_expert_size, whole
+from servespec.engines.shards import block_fp8_refusal
 
 if TYPE_CHECKING:
     from servespec.engines.base import Known
 
 SERVER_ARGS = "https://github.com/sgl-project/sglang/blob/v0.4.1/python/sglang/srt/server_args.py"
+# Where each catalogued release refuses an FP8 block-quantized MoE whose per-rank expert width is not
+# a multiple of block_n: the ``if intermediate_size... % block_n != 0:`` line of ``Fp8MoEMethod.create_weights``
+# (srt/layers/quantization/fp8.py) whose next line raises ValueError "The output_size of gate's and up's
+# weight = N is not divisible by weight quantization block_n = 128." Read from each release's wheel on PyPI,
+# every catalogued release from 0.4.1 to 0.5.23 (0.4.0 to 0.4.0.post2 have no block-wise FP8 MoE); from
+# 0.5.11 the check is skipped only on ROCm with aiter's padding (``_use_aiter``), which servespec does not target.
+_BLOCK_N_LINE: dict[str, int] = {
+    "0.4.1": 444,
+    "0.4.1.post1": 444,
+    "0.4.1.post2": 456,
+    "0.4.1.post3": 456,
+    "0.4.1.post4": 456,
+    "0.4.1.post5": 456,
+    "0.4.1.post6": 458,
+    "0.4.1.post7": 461,
+    "0.4.2": 461,
+    "0.4.2.post1": 468,
+    "0.4.2.post2": 468,
+    "0.4.2.post3": 468,
+    "0.4.2.post4": 468,
+    "0.4.3": 468,
+    "0.4.3.post1": 468,
+    "0.4.3.post2": 468,
+    "0.4.3.post3": 472,
+    "0.4.3.post4": 472,
+    "0.4.4": 477,
+    "0.4.4.post1": 477,
+    "0.4.4.post2": 502,
+    "0.4.4.post3": 502,
+    "0.4.4.post4": 502,
+    "0.4.5": 502,
+    "0.4.5.post1": 503,
+    "0.4.5.post2": 498,
+    "0.4.5.post3": 498,
+    "0.4.6": 498,
+    "0.4.6.post1": 498,
+    "0.4.6.post2": 498,
+    "0.4.6.post3": 495,
+    "0.4.6.post4": 495,
+    "0.4.6.post5": 497,
+    "0.4.7": 499,
+    "0.4.7.post1": 499,
+    "0.4.8": 506,
+    "0.4.8.post1": 506,
+    "0.4.9": 525,
+    "0.4.9.post1": 546,
+    "0.4.9.post2": 546,
+    "0.4.9.post3": 532,
+    "0.4.9.post4": 532,
+    "0.4.9.post5": 535,
+    "0.4.9.post6": 535,
+    "0.4.10": 532,
+    "0.4.10.post1": 543,
+    "0.4.10.post2": 543,
+    "0.5.1": 545,
+    "0.5.1.post1": 545,
+    "0.5.1.post2": 545,
+    "0.5.1.post3": 546,
+    "0.5.2": 556,
+    "0.5.3": 556,
+    "0.5.3.post1": 556,
+    "0.5.3.post2": 556,
+    "0.5.3.post3": 556,
+    "0.5.4": 556,
+    "0.5.4.post1": 551,
+    "0.5.4.post2": 551,
+    "0.5.4.post3": 565,
+    "0.5.5": 565,
+    "0.5.5.post1": 565,
+    "0.5.5.post2": 575,
+    "0.5.5.post3": 564,
+    "0.5.6": 572,
+    "0.5.6.post1": 577,
+    "0.5.6.post2": 580,
+    "0.5.7": 588,
+    "0.5.8": 647,
+    "0.5.8.post1": 647,
+    "0.5.9": 726,
+    "0.5.10": 818,
+    "0.5.10.post1": 818,
+    "0.5.11": 863,
+    "0.5.12": 892,
+    "0.5.12.post1": 892,
+    "0.5.13": 914,
+    "0.5.13.post1": 914,
+    "0.5.14": 939,
+    "0.5.15": 999,
+    "0.5.15.post1": 999,
+    "0.5.16": 1082,
+    "0.5.17": 1135,
+    "0.5.18": 1165,
+    "0.5.19": 1180,
+    "0.5.20": 1256,
+    "0.5.21": 1402,
+    "0.5.22": 1478,
+    "0.5.23": 1588,
+}
+_FP8 = "https://github.com/sgl-project/sglang/blob/v{}/python/sglang/srt/layers/quantization/fp8.py#L{}"
 DP_KEPT_FROM = "0.4.4.post1"
 """The first release whose dp attention keeps ``--dp-size`` (earlier: ``dp_size = tp_size``)."""
 
@@ -94,7 +193,8 @@ def rendered(known: Known) -> dict[str, Any]:
 
 
 def checks(known: Known) -> Iterator[EngineCheck]:
-    """Options that contradict the spec's data or expert parallelism; an EP size the release cannot set."""
+    """Options that contradict the spec's data or expert parallelism; an EP size the release cannot set;
+    block-FP8 experts the release refuses to shard (_BLOCK_N_LINE)."""
     resources = known.deployment.spec.resources
     world = tp_world(known)
     wanted = spec_expert_size(resources.expert_parallel, world)
@@ -111,6 +211,12 @@ def checks(known: Known) -> Iterator[EngineCheck]:
                 f"{setting.name} {setting.value} disagrees with resources.{field} (SGLang {name} {spec_value})",
                 hint=f"remove the option: resources.{field} renders it",
             )
+    placed = known.layout
+    line = _BLOCK_N_LINE.get(known.release.version) if known.release else None
+    if line is not None and known.release is not None:
+        found = block_fp8_refusal(known, placed, "SGLang", _FP8.format(known.release.version, line), refines=False)
+        if found is not None:
+            yield found
     if wanted > 1 and _ep_switch(known) and wanted != world:
         yield EngineCheck(
             "PAR003",

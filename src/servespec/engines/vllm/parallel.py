@@ -15,13 +15,13 @@ options decide the layout, as in vLLM.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from servespec.engines.base import EngineCheck
 from servespec.engines.catalog import version_key
 from servespec.engines.layout import Layout, flag, spec_expert_size, whole
+from servespec.engines.shards import block_fp8_refusal
 
 if TYPE_CHECKING:
     from servespec.engines.base import Known
@@ -168,44 +168,10 @@ def checks(known: Known) -> Iterator[EngineCheck]:
 def _block_quant(known: Known, placed: Layout) -> Iterator[EngineCheck]:
     """FP8 block-quantized MoE weights whose per-rank expert width vLLM cannot shard (see _BLOCK_N_LINE)."""
     release = known.release
-    facts = known.model.facts
-    if release is None or facts is None or not facts.is_moe or facts.weight_block_size is None:
+    where = block_check_source(release.version) if release else None
+    if release is None or where is None:
         return
-    if known.deployment.spec.model.quantization not in (None, "auto", "fp8") or facts.quant_method != "fp8":
-        return
-    where = block_check_source(release.version)
-    width = facts.moe_intermediate_size
-    if where is None or not width:
-        return
-    block_n, block_k = facts.weight_block_size
-    shards = placed.moe_tensor if placed.expert > 1 else placed.moe_group
-    if width % shards:
-        return  # not an even split: vLLM fails elsewhere first (not modelled here)
-    per_rank = width // shards
-    if per_rank % block_n == 0 and (placed.tensor == 1 or per_rank % block_k == 0):
-        return
-    if (
-        version_key(release.version) >= version_key(REFINED)
-        and math.gcd(block_n, block_k, per_rank, facts.hidden_size) >= 32
-    ):
-        return  # refined block scales load
-    refused = (
-        f"The output_size of gate's and up's weight = {per_rank} is not divisible by weight quantization "
-        f"block_n = {block_n}"
-        if per_rank % block_n
-        else f"The input_size of down's weight = {per_rank} is not divisible by weight quantization block_k = {block_k}"
-    )
-    fits = [
-        n
-        for n in (1, 2, 4, 8, 16, 32)
-        if width % n == 0 and (width // n) % block_n == 0 and (width // n) % block_k == 0
-    ]
-    yield EngineCheck(
-        "PAR006",
-        ("resources", "tensor_parallel"),
-        f"vLLM {release.version} refuses to load {facts.name}: its experts' FP8 blocks are {block_n}×{block_k} and "
-        f"moe_intermediate_size {width} over {shards} tensor-parallel ranks leaves {per_rank} per rank "
-        f'("{refused}", {where})',
-        hint=f"set resources.expert_parallel: true (each GPU holds whole experts), or shard the experts over "
-        f"{' or '.join(str(n) for n in fits)} GPUs",
-    )
+    refines = version_key(release.version) >= version_key(REFINED)
+    found = block_fp8_refusal(known, placed, "vLLM", where, refines=refines)
+    if found is not None:
+        yield found
