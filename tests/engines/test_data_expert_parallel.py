@@ -195,3 +195,23 @@ def test_block_fp8_experts_sglang_refuses(tmp_path: Path, version: str, resource
         assert (
             f"https://github.com/sgl-project/sglang/blob/v{version}/python/sglang/srt/layers/quantization/" in found[0]
         )
+
+
+@pytest.mark.parametrize(
+    ("version", "flag"),
+    [
+        pytest.param("0.4.6", ("--enable-ep-moe", "enable-ep-moe: true"), id="enable-ep-moe-era"),
+        pytest.param("0.5.23", ("--ep-size 8", "ep-size: 8"), id="ep-size"),
+    ],
+)
+def test_sglang_expert_parallel_renders_the_releases_own_option(
+    tmp_path: Path, version: str, flag: tuple[str, str]
+) -> None:
+    fleet = _fleet(
+        tmp_path, "sglang", version, "deepseek-ai/DeepSeek-V3", "{tensor_parallel: 8, expert_parallel: true}"
+    )
+    assert not [e for e in _errors(fleet) if "ENG00" in e or "PAR003" in e]
+    container, config = _launch(fleet)
+    on_command_line, in_config = flag
+    assert on_command_line in " ".join(container["command"]) or in_config in config
+    assert resolve.resolved(fleet.deployments[0]).layout.expert == 8
