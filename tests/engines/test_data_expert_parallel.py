@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 
 from servespec.findings import Severity
 from servespec.knowledge import resolve
+from servespec.plan.footprint import footprints
 from servespec.render import render_fleet
 from servespec.rules.runner import check_fleet
 from servespec.spec.fleet import load_fleet
@@ -72,6 +73,8 @@ def test_vllm_dp8_ep_deepseek_v3_fits_eight_h200(tmp_path: Path, resources: str,
     assert known.gpu_ids == list(range(8))
     plan = known.estimates["h200x8"]
     assert plan is not None and 80 < plan.weights_gib < 100, plan  # ~16 GiB dense part + 1/8 of the experts
+    footprint = footprints(fleet)[("moe", "h200x8")]
+    assert [gpu.index for gpu in footprint.gpus] == list(range(8))  # what deploy plan counts per GPU
     container, config = _launch(fleet)
     assert container["gpus"]["device_ids"] == [str(i) for i in range(8)]
     assert "data-parallel-size: 8" in config and "tensor-parallel-size: 1" in config
