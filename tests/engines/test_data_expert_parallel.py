@@ -218,3 +218,16 @@ def test_sglang_expert_parallel_renders_the_releases_own_option(
     on_command_line, in_config = flag
     assert on_command_line in " ".join(container["command"]) or in_config in config
     assert resolve.resolved(fleet.deployments[0]).layout.expert == 8
+
+
+def test_sglang_spec_and_option_saying_the_same_render_once(tmp_path: Path) -> None:
+    """0.4.x keys --dp-size as data_parallel_size: the spec's value and the option are one flag."""
+    options = "{enable_dp_attention: true, dp_size: 4}"
+    fleet = _fleet(
+        tmp_path, "sglang", "0.4.6", "deepseek-ai/DeepSeek-V3", "{tensor_parallel: 2, data_parallel: 4}", options
+    )
+    assert not [e for e in _errors(fleet) if "ENG003" in e]
+    container, _ = _launch(fleet)
+    words = container["command"]
+    assert sum(w in ("--dp-size", "--data-parallel-size") for w in words) == 1, words
+    assert words[words.index("--tensor-parallel-size") + 1] == "8", words

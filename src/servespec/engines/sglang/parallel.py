@@ -136,8 +136,7 @@ DP_KEPT_FROM = "0.4.4.post1"
 
 def _value(known: Known, name: str) -> Any:
     """The effective value of an option by any release's key for it (``dp_size`` is 0.4's ``data_parallel_size``)."""
-    option = known.release.option(name) if known.release else None
-    return known.options.get(option.key if option else name)
+    return known.options.get(_key(known, name))
 
 
 def _dp_attention(known: Known) -> bool:
@@ -183,13 +182,20 @@ def rendered(known: Known) -> dict[str, Any]:
     world = tp_world(known)
     options: dict[str, Any] = {"tp_size": world}
     if resources.data_parallel > 1:
-        options["dp_size"] = resources.data_parallel
+        options[_key(known, "dp_size")] = resources.data_parallel
     if spec_expert_size(resources.expert_parallel, world) > 1:
         if _ep_switch(known):
             options["enable_ep_moe"] = True
         else:
-            options["ep_size"] = spec_expert_size(resources.expert_parallel, world)
+            options[_key(known, "ep_size")] = spec_expert_size(resources.expert_parallel, world)
     return options
+
+
+def _key(known: Known, name: str) -> str:
+    """The release's own catalog key for an option (0.4.x keys ``--dp-size`` as ``data_parallel_size``), so that
+    the spec's value and an ``engine.options`` entry saying the same are one key, rendered once."""
+    option = known.release.option(name) if known.release else None
+    return option.key if option else name
 
 
 def checks(known: Known) -> Iterator[EngineCheck]:
@@ -202,8 +208,7 @@ def checks(known: Known) -> Iterator[EngineCheck]:
         ("dp_size", resources.data_parallel, "data_parallel"),
         ("ep_size", wanted, "expert_parallel"),
     ):
-        option = known.release.option(name) if known.release else None
-        setting = known.effective.get(option.key if option else name)
+        setting = known.effective.get(_key(known, name))
         if spec_value > 1 and setting is not None and whole(setting.value) != spec_value:
             yield EngineCheck(
                 "ENG003",
