@@ -348,6 +348,7 @@ def plan(
     layout: KvLayout | None = None,
 ) -> GpuEstimate:
     """The rounded estimate every engine's arithmetic ends in (``layout``: a hybrid KV layout's own figures)."""
+    notes = [*notes, *_parallel_notes(inp)]
     if layout is not None:
         return GpuEstimate(
             total_gib=round(total, 2),
@@ -385,6 +386,23 @@ def number(options: dict[str, Any], key: str, default: float) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return default
+
+
+def _parallel_notes(inp: EstimateInput) -> list[str]:
+    """How data and expert parallelism split this GPU's share (nothing for plain tensor/pipeline splits)."""
+    group = inp.moe_group or inp.tensor_parallel
+    if inp.data_parallel == 1 and group == inp.tensor_parallel:
+        return []
+    notes = [
+        f"{inp.data_parallel} data-parallel rank(s), attention and KV cache of each on {inp.tensor_parallel} GPU(s)"
+    ]
+    if inp.model.is_moe and group != inp.tensor_parallel:
+        known = _expert_params(inp.model) > 0
+        notes.append(
+            f"routed experts split over {group} GPUs"
+            + ("" if known else " (expert size unknown: all weights counted as split so, a lower bound)")
+        )
+    return notes
 
 
 def routed_expert_bytes(inp: EstimateInput) -> float:
