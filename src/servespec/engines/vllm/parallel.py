@@ -4,8 +4,10 @@
 GPUs); an MoE model's expert layers span all of them, tensor-sharded over T × D, or with
 ``--enable-expert-parallel`` split by expert over the same T × D GPUs: vLLM has no other
 expert-parallel size (``FusedMoEParallelConfig.make``, "There are actually dp_size_ * tp_size_
-devices", vllm/model_executor/layers/fused_moe/config.py, checked in the 0.10.0 to 0.33.0 wheels;
-``FusedMoE.__init__`` in vllm/model_executor/layers/fused_moe/layer.py before that, 0.8.x).
+devices", vllm/model_executor/layers/fused_moe/config.py; ``FusedMoE.__init__`` in fused_moe/layer.py
+in 0.8.x: ``ep_size = tp_size * dp_size``), read in every catalogued wheel from 0.8.0 to 0.33.0.
+The experts need not divide the group: ``determine_expert_map`` gives the first ``experts % ep``
+ranks one more (fused_moe/layer.py), so vLLM refuses no expert count.
 
 ``resources.data_parallel`` renders ``data_parallel_size`` and ``resources.expert_parallel``
 ``enable_expert_parallel``; ``engine.options`` saying the same is accepted and rendered once (the
