@@ -6,8 +6,9 @@ GPUs); an MoE model's expert layers span all of them, tensor-sharded over T × D
 expert-parallel size (``FusedMoEParallelConfig.make``, "There are actually dp_size_ * tp_size_
 devices", vllm/model_executor/layers/fused_moe/config.py; ``FusedMoE.__init__`` in fused_moe/layer.py
 in 0.8.x: ``ep_size = tp_size * dp_size``), read in every catalogued wheel from 0.8.0 to 0.33.0.
-The experts need not divide the group: ``determine_expert_map`` gives the first ``experts % ep``
-ranks one more (fused_moe/layer.py), so vLLM refuses no expert count.
+The experts need not divide the group, where read: ``determine_expert_map`` (fused_moe/layer.py) gives
+the last rank the rest (0.8.0 to 0.10.0) or the first ``experts % ep`` ranks one more (0.10.1 to 0.21.0);
+so servespec reports no experts % EP refusal for vLLM (later releases were not read for it).
 
 ``resources.data_parallel`` renders ``data_parallel_size`` and ``resources.expert_parallel``
 ``enable_expert_parallel``; ``engine.options`` saying the same is accepted and rendered once (the
