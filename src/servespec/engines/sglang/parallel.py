@@ -6,14 +6,17 @@ instead: attention runs per rank on ``tp_size / dp_size`` GPUs, the MoE layers o
 ``tp_size`` GPUs. In 0.4.0 to 0.4.4 dp attention sets ``dp_size = tp_size`` itself
 (srt/server_args.py ``__post_init__``: "Data parallel size is adjusted to be the same as tensor
 parallel size", read in every catalogued 0.4.x wheel); from 0.4.4.post1 ``dp_size`` is kept.
-Experts are split over ``--ep-size`` GPUs of the ``tp_size`` world; releases with
-``--enable-ep-moe`` (0.4.0.post1 to 0.5.4) set ``ep_size = tp_size`` with it and use no EP MoE
-without it.
+Experts are split over ``--ep-size`` GPUs of the ``tp_size`` world. How EP is turned on changed
+(read in every catalogued server_args.py): 0.4.0.post1 to 0.4.9.post6 ``--enable-ep-moe`` sets
+``ep_size = tp_size`` and is what turns EP MoE on; 0.4.10 and 0.4.10.post1 keep the flag without
+that sizing, so both it and ``--ep-size`` are rendered; from 0.4.10.post2 the catalog marks it
+deprecated (0.5.x: ``DeprecatedAction`` raises ValueError "Please set `--ep-size` to the same
+value as `--tp-size`"), so only ``--ep-size`` is rendered. 0.4.0 has no expert parallelism (PAR003).
 
 ``resources.data_parallel: D`` renders ``--dp-size D`` and, when the spec turns on dp attention
 (``engine.options.enable_dp_attention: true``), ``--tp-size`` tensor × data parallel, so that each
 rank's attention keeps ``resources.tensor_parallel`` GPUs. ``resources.expert_parallel`` renders
-``--enable-ep-moe`` where the release has it, else ``--ep-size``. Options saying the same are
+the release's own switch as above. Options saying the same are
 accepted and rendered once; options saying otherwise are ENG003 (the spec field is rendered).
 With the spec fields unset, SGLang's own options decide, as in SGLang.
 """
@@ -21,7 +24,7 @@ With the spec fields unset, SGLang's own options decide, as in SGLang.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from servespec.engines.base import EngineCheck
 from servespec.engines.catalog import version_key
@@ -143,9 +146,22 @@ def _dp_attention(known: Known) -> bool:
     return bool(flag(_value(known, "enable_dp_attention")))
 
 
+EP_FLAG_ONLY_BEFORE = "0.4.10"
+"""Releases before it turn EP MoE on with ``--enable-ep-moe`` alone, sized ``tp_size`` (SERVER_ARGS)."""
+
+
+def _ep_era(known: Known) -> Literal["switch", "both", "size"]:
+    """How the release turns expert parallelism on: ``--enable-ep-moe`` alone (``switch``), the flag with
+    ``--ep-size`` (``both``: 0.4.10, 0.4.10.post1), or ``--ep-size`` (the flag absent or deprecated)."""
+    release = known.release
+    option = release.option("enable_ep_moe") if release else None
+    if release is None or option is None or option.deprecated:
+        return "size"
+    return "switch" if version_key(release.version) < version_key(EP_FLAG_ONLY_BEFORE) else "both"
+
+
 def _ep_switch(known: Known) -> bool:
-    """Whether the release turns EP MoE on with ``--enable-ep-moe`` (and sizes it as tp_size itself)."""
-    return known.release is not None and known.release.option("enable_ep_moe") is not None
+    return _ep_era(known) == "switch"
 
 
 def tp_world(known: Known) -> int:
@@ -169,8 +185,10 @@ def layout(known: Known) -> Layout:
     expert = spec_expert_size(resources.expert_parallel, world)
     if expert == 1:
         expert = whole(_value(known, "ep_size")) or 1
-        if _ep_switch(known):
-            expert = world if flag(_value(known, "enable_ep_moe")) else 1
+        if flag(_value(known, "enable_ep_moe")):
+            expert = world  # every release where the flag runs sets ep_size = tp_size with it
+        elif _ep_switch(known):
+            expert = 1  # no EP MoE without the flag (--ep-size alone is not read)
     if attention:
         return Layout(max(1, world // data), resources.pipeline_parallel, data, expert, moe_spans_data=True)
     return Layout(world, resources.pipeline_parallel, data, expert, moe_spans_data=False)
@@ -183,11 +201,13 @@ def rendered(known: Known) -> dict[str, Any]:
     options: dict[str, Any] = {"tp_size": world}
     if resources.data_parallel > 1:
         options[_key(known, "dp_size")] = resources.data_parallel
-    if spec_expert_size(resources.expert_parallel, world) > 1:
-        if _ep_switch(known):
+    expert = spec_expert_size(resources.expert_parallel, world)
+    if expert > 1:
+        era = _ep_era(known)
+        if era in ("switch", "both") and expert == world:
             options["enable_ep_moe"] = True
-        else:
-            options[_key(known, "ep_size")] = spec_expert_size(resources.expert_parallel, world)
+        if era in ("both", "size"):
+            options[_key(known, "ep_size")] = expert
     return options
 
 
