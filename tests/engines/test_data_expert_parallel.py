@@ -205,7 +205,7 @@ def test_block_fp8_experts_sglang_refuses(tmp_path: Path, version: str, resource
     [
         pytest.param("0.4.6", ("--enable-ep-moe", "enable-ep-moe: true"), id="enable-ep-moe-era"),
         pytest.param("0.5.23", ("--ep-size 8", "ep-size: 8"), id="ep-size"),
-        pytest.param("0.5.3", ("--ep-size 8", "ep-size: 8"), id="enable-ep-moe-deprecated"),
+        pytest.param("0.5.3", ("--expert-parallel-size 8", "expert-parallel-size: 8"), id="enable-ep-moe-deprecated"),
     ],
 )
 def test_sglang_expert_parallel_renders_the_releases_own_option(
@@ -218,7 +218,7 @@ def test_sglang_expert_parallel_renders_the_releases_own_option(
     container, config = _launch(fleet)
     on_command_line, in_config = flag
     assert on_command_line in " ".join(container["command"]) or in_config in config
-    if "ep-size" in in_config:  # 0.5.x's --enable-ep-moe raises ValueError (DeprecatedAction): never rendered
+    if "size" in in_config:  # 0.5.x's --enable-ep-moe raises ValueError (DeprecatedAction): never rendered
         assert "enable-ep-moe" not in " ".join(container["command"]) + config
     assert resolve.resolved(fleet.deployments[0]).layout.expert == 8
 
