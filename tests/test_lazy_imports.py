@@ -38,7 +38,10 @@ units = sorted({m.split(".")[2] for m in sys.modules if m.startswith("servespec.
 print(result.exit_code, ",".join(after_models) or "-", ",".join(units), Catalog.release.cache_info().currsize)
 """
 
-KIT = {"base", "catalog", "images", "lifecycle", "native", "options", "kit", "gguf", "profile", "registry", "versions"}
+KIT = {
+    "base", "catalog", "images", "lifecycle", "native", "options", "kit", "gguf", "profile", "registry", "versions",
+    "layout", "shards",
+}  # fmt: skip
 """The engine kit: what every unit uses, below them (and the registry's table of names, which imports nothing)."""
 
 

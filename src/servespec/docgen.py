@@ -133,6 +133,9 @@ def engine_page(engine: Engine) -> str:
     lines += [f"- {name}: {'yes' if ok else '**no** (PAR003)'}" for name, ok in layouts]
     if profile.tensor_parallel and profile.pipeline_parallel and not profile.parallelism.combined:
         lines.append("- tensor and pipeline parallel together: **no** (PAR003)")
+    for name, option in (("data parallel", profile.parallelism.data), ("expert parallel", profile.parallelism.expert)):
+        where = f"yes, as `{option}` in the releases whose catalog has it (PAR003 in the others)"
+        lines.append(f"- {name}: {where if option else '**no** (PAR003)'}")
     lines += [f"- source: {profile.parallelism.source}", "", "## Quantization", ""]
     for name, value in profile.quantization.items():
         if isinstance(value, CheckpointQuantization) and value.methods:

@@ -18,6 +18,7 @@ from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from servespec.engines.catalog import Catalog, EngineRelease, Selection, capability
+from servespec.engines.layout import Layout, spec_expert_size
 from servespec.engines.profile import CheckpointQuantization as CheckpointQuantization
 from servespec.engines.profile import Profile as Profile
 from servespec.knowledge.datafile import load_yaml_resource
@@ -86,12 +87,16 @@ class Known(Protocol):
         """Seconds the rollout waits for a healthy server (``rollout.health_timeout``, or the default raised
         to the estimated load time)."""
 
+    @property
+    def layout(self) -> Layout:
+        """The replica's parallel layout as the engine runs it (:meth:`Engine.layout`)."""
+
 
 @dataclass(frozen=True)
 class EngineCheck:
     """A problem one engine's own rules find (reported by the generic rule ``rule``)."""
 
-    rule: Literal["ENG002", "ENG003", "TOPO004"]
+    rule: Literal["ENG002", "ENG003", "TOPO004", "PAR003", "PAR006"]
     path: tuple[str | int, ...]
     message: str
     hint: str = ""
@@ -180,6 +185,13 @@ class Engine:
         if method is None:
             return False, None
         return True, capability(method.min_capability)
+
+    def layout(self, known: Known) -> Layout:
+        """The replica's parallel layout: the spec's sizes as they are (units with data or expert
+        parallelism read their own options too, and say how their expert layers span the ranks)."""
+        resources = known.deployment.spec.resources
+        tp, dp = resources.tensor_parallel, resources.data_parallel
+        return Layout(tp, resources.pipeline_parallel, dp, spec_expert_size(resources.expert_parallel, tp * dp))
 
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         """Engine-specific option problems, read from the effective options (``known.effective``)."""

@@ -23,6 +23,11 @@ class Parallelism(_Strict):
     multi_node: bool
     combined: bool = True
     """Whether tensor and pipeline parallelism can be used together in one replica."""
+    data: str | None = None
+    """The catalog key of the option that sets data-parallel ranks (``resources.data_parallel``); None: the
+    engine has no data parallelism within a replica (PAR003), nor has a release whose catalog lacks it."""
+    expert: str | None = None
+    """The catalog key of the option that turns on or sizes expert parallelism (``resources.expert_parallel``)."""
     source: str
 
 

@@ -111,7 +111,13 @@ class EstimateInput:
     model: ModelFacts
     gpu: GpuModel | None
     tensor_parallel: int = 1
+    """GPUs that shard one data-parallel rank's attention layers and KV cache."""
     pipeline_parallel: int = 1
+    data_parallel: int = 1
+    """Data-parallel ranks of the replica (engines/layout.py)."""
+    moe_group: int = 0
+    """GPUs of a pipeline stage that the routed experts are split over, by expert or tensor
+    parallelism alike (each holds ``experts / moe_group`` of them); 0: ``tensor_parallel``."""
     dtype: str = "auto"
     quantization: str | None = None
     gguf_type: str | None = None
@@ -390,6 +396,7 @@ def plan(
     layout: KvLayout | None = None,
 ) -> GpuEstimate:
     """The rounded estimate every engine's arithmetic ends in (``layout``: a hybrid KV layout's own figures)."""
+    notes = [*notes, *_parallel_notes(inp)]
     if layout is not None:
         return GpuEstimate(
             total_gib=round(total, 2),
@@ -429,8 +436,52 @@ def number(options: dict[str, Any], key: str, default: float) -> float:
     return default
 
 
+def _parallel_notes(inp: EstimateInput) -> list[str]:
+    """How data and expert parallelism split this GPU's share (nothing for plain tensor/pipeline splits)."""
+    group = inp.moe_group or inp.tensor_parallel
+    if inp.data_parallel == 1 and group == inp.tensor_parallel:
+        return []
+    notes = [
+        f"{inp.data_parallel} data-parallel rank(s), attention and KV cache of each on {inp.tensor_parallel} GPU(s)"
+    ]
+    if inp.model.is_moe and group != inp.tensor_parallel:
+        known = part_params(inp.model)["experts"] > 0
+        notes.append(
+            f"routed experts split over {group} GPUs"
+            + ("" if known else " (expert size unknown: all weights counted as split so, a lower bound)")
+        )
+    return notes
+
+
+def routed_expert_bytes(inp: EstimateInput) -> float:
+    """Bytes of the routed experts of every MoE layer, within :func:`weight_bytes` (0: a dense model).
+
+    An MoE model whose expert size is not known (an inline architecture with ``params_b``) counts
+    all its weights: the per-GPU figure is then a lower bound, so that MEM001 never rests on a guess.
+
+    Their share of the weights is their share of the parameters (MXFP4 quantizes only them:
+    they are counted at its bits per weight).
+    """
+    model = inp.model
+    if not model.is_moe:
+        return 0.0
+    whole = weight_bytes(inp)
+    experts = part_params(model)["experts"]
+    if experts <= 0 or model.params <= 0:
+        return whole  # share unknown: the lower bound, all split over the MoE group (no error rests on a guess)
+    if (load_quantization(inp.quantization) or model.quant_method) == "mxfp4":
+        return min(experts * _QUANT_BITS["mxfp4"] / 8, whole)
+    return whole * min(experts / model.params, 1.0)
+
+
 def weights_per_gpu(inp: EstimateInput) -> float:
-    return weight_bytes(inp) / (inp.tensor_parallel * inp.pipeline_parallel) / GIB
+    """GiB of weights on one GPU: each pipeline stage's dense part (attention, dense MLPs, shared
+    experts, embeddings) split over ``tensor_parallel``, its routed experts over the MoE group
+    (which spans the data-parallel ranks where the engine lays them out so: engines/layout.py)."""
+    whole = weight_bytes(inp)
+    experts = routed_expert_bytes(inp) if inp.moe_group else 0.0
+    group = inp.moe_group or inp.tensor_parallel
+    return ((whole - experts) / inp.tensor_parallel + experts / group) / inp.pipeline_parallel / GIB
 
 
 def activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:

@@ -67,6 +67,8 @@ class ModelFacts:
     """Parts the checkpoint stores otherwise than ``quant_bits``: (``attention``/``experts``/``mlp``/``lm_head``,
     share of that part's layers, bits per weight or None for the model's dtype): ModelOpt's excluded
     modules and MIXED_PRECISION layers."""
+    weight_block_size: tuple[int, int] | None = None
+    """Block-wise FP8's ``[block_n, block_k]`` (``quantization_config.weight_block_size``); None: none."""
     params_override: float | None = None
     weight_bytes: int | None = None
     """Bytes of the checkpoint's tensors as stored (safetensors headers, a GGUF file, the Hub, a lock file)."""
@@ -428,6 +430,15 @@ def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None
     return {"quant_method": method, "quant_bits": bits}
 
 
+def _weight_block(config: dict[str, Any]) -> dict[str, Any]:
+    """``quantization_config.weight_block_size`` of a block-quantized (FP8) checkpoint, when it is two counts."""
+    quant = fields.mapping(config, "quantization_config")
+    block = fields.items(quant, "weight_block_size") if quant is not None else None
+    if block is None or len(block) != 2 or not all(type(n) is int and 0 < n <= 1 << 20 for n in block):
+        return {}
+    return {"weight_block_size": (block[0], block[1])}
+
+
 def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any] | None = None) -> ModelFacts:
     """Build facts from a config.json dict, every field typed and bounded (:mod:`config_fields`).
 
@@ -473,6 +484,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         v_head_dim=fields.count(config, "v_head_dim"),
         **_moe(config, layers),
         **quantization,
+        **_weight_block(config),
         **_linear_attention(config, layers),
         window_kind="chunked" if chunked else "sliding",
     )

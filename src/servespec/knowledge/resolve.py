@@ -15,6 +15,7 @@ from typing import Any
 from servespec import engines, hostpaths
 from servespec.engines.base import Engine, EngineCheck, Profile
 from servespec.engines.catalog import EngineRelease, Selection, normalize_option
+from servespec.engines.layout import Layout
 from servespec.engines.options import Setting, coerce, extra_arg_settings, nested, spelled
 from servespec.knowledge import gpus, sources
 from servespec.knowledge.gpus import GpuModel
@@ -124,11 +125,16 @@ class Resolved:
         """The inventory's ``defaults.model_roots``: host folders a local path may name."""
         return hostpaths.model_roots(self.deployment)
 
+    @functools.cached_property
+    def layout(self) -> Layout:
+        """The replica's parallel layout as its engine runs it (data and expert parallelism included)."""
+        return self.engine.layout(self)
+
     @property
     def gpus_per_host(self) -> int:
         """GPUs each host of a replica contributes (a multi-node replica splits them evenly)."""
         spec = self.deployment.spec
-        return math.ceil(spec.gpus_per_replica / spec.placement.hosts_per_replica)
+        return math.ceil(self.layout.gpus / spec.placement.hosts_per_replica)
 
     @property
     def gpu_ids(self) -> list[int]:
@@ -227,8 +233,10 @@ class Resolved:
             release=self.release,
             model=facts,
             gpu=gpu,
-            tensor_parallel=spec.resources.tensor_parallel,
-            pipeline_parallel=spec.resources.pipeline_parallel,
+            tensor_parallel=self.layout.tensor,
+            pipeline_parallel=self.layout.pipeline,
+            data_parallel=self.layout.data,
+            moe_group=self.layout.moe_group,
             dtype=spec.model.dtype,
             quantization=quantization,
             gguf_type=spec.model.gguf_type or facts.file_type,

@@ -24,7 +24,13 @@ from servespec.rules.memory import (
 )
 from servespec.rules.model_store import ModelStoreOutsideCache
 from servespec.rules.network import ExposedWithoutAuth, PortConflict
-from servespec.rules.parallel import HeadsNotDivisible, KvHeadsReplicated, LayoutNotSupported, NotEnoughGpus
+from servespec.rules.parallel import (
+    EngineRefusesShard,
+    HeadsNotDivisible,
+    KvHeadsReplicated,
+    LayoutNotSupported,
+    NotEnoughGpus,
+)
 from servespec.rules.references import FactsMissing, MissingFile, ModelLockMismatch, StaleFacts, UnknownHost
 from servespec.rules.rollout import AllHostsDownAtOnce, HealthTimeoutTooShort, ProxyImageNotAtHand
 from servespec.rules.runtime import GpusBusy, ModelCacheTooSmall, NoGpuContainerRuntime
@@ -58,6 +64,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     NotEnoughGpus,
     LayoutNotSupported,
     KvHeadsReplicated,
+    EngineRefusesShard,
     GpusBusy,
     DtypeNotSupported,
     QuantizationNeedsNewerGpu,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from servespec.engines.layout import spec_expert_size
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.rules.base import Rule, arithmetic, bare, placements, refusal
@@ -16,7 +17,8 @@ _VLLM_KV_HEADS = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_e
 class HeadsNotDivisible(Rule):
     """``tensor_parallel`` must divide the attention heads; KV heads and it must divide one another.
 
-    Tensor parallelism gives each GPU ``heads / tp`` query heads. vLLM checks this when
+    Tensor parallelism gives each GPU ``heads / tp`` query heads (``tp``: the attention split the
+    engine runs, one data-parallel rank's tensor parallelism: engines/layout.py). vLLM checks this when
     the model loads: "Total number of attention heads (H) must be divisible by tensor
     parallel size (T)" (ModelConfig.verify_with_parallel_config). KV heads are split the
     same way when there are at least ``tp`` of them, or replicated when there are fewer,
@@ -40,8 +42,9 @@ class HeadsNotDivisible(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            facts = resolve.resolved(deployment).model.facts
-            tp = deployment.spec.resources.tensor_parallel
+            known = resolve.resolved(deployment)
+            facts = known.model.facts
+            tp = known.layout.tensor  # the attention split: one data-parallel rank's tensor parallelism
             if facts is None or tp == 1 or (facts.is_mla and facts.attention_heads % tp == 0):
                 continue
             heads, kv = facts.attention_heads, facts.kv_heads
@@ -129,6 +132,15 @@ class LayoutNotSupported(Rule):
     one host (``--split-mode``) and cannot do both splits at once. vLLM, SGLang and
     TensorRT-LLM support tensor, pipeline and multi-node layouts.
 
+    ``resources.data_parallel`` and ``resources.expert_parallel`` need the engine option that
+    runs them (the profile's ``parallelism.data`` / ``parallelism.expert``) in the pinned
+    release's catalog: vLLM ``--data-parallel-size`` from 0.8.3 and ``--enable-expert-parallel``
+    from 0.8.0, SGLang ``--dp-size`` and ``--ep-size`` (``--expert-parallel-size`` from
+    0.4.0.post1), TensorRT-LLM ``enable_attention_dp`` and ``moe_expert_parallel_size``; the other
+    engines have neither. An expert-parallel size the engine cannot set is refused too: vLLM's
+    group is always tensor × data parallel (``--enable-expert-parallel`` takes no size), and SGLang
+    releases with ``--enable-ep-moe`` set ``ep_size = tp_size``.
+
     Fix: switch to an engine that supports the layout, or use one host and one split.
 
     Source: each engine's profile (src/servespec/engines/<name>/profile.yaml), e.g.
@@ -156,7 +168,7 @@ class LayoutNotSupported(Rule):
             prof = resolve.resolved(deployment).profile
             spec = deployment.spec
             tp, pp = spec.resources.tensor_parallel, spec.resources.pipeline_parallel
-            problems = []
+            problems: list[tuple[tuple[str | int, ...], str]] = []
             if tp > 1 and not prof.tensor_parallel:
                 problems.append((("resources", "tensor_parallel"), f"{prof.title} has no tensor parallelism"))
             if pp > 1 and not prof.pipeline_parallel:
@@ -167,6 +179,8 @@ class LayoutNotSupported(Rule):
                 )
             if spec.placement.hosts_per_replica > 1 and not prof.multi_node:
                 problems.append((("placement", "hosts_per_replica"), f"{prof.title} cannot span hosts"))
+            known = resolve.resolved(deployment)
+            problems += _data_and_expert(known)
             for path, message in problems:
                 yield self.report(
                     deployment.document,
@@ -174,6 +188,34 @@ class LayoutNotSupported(Rule):
                     path,
                     hint="use vLLM, SGLang or TensorRT-LLM for this layout, or a single GPU split",
                 )
+            for found in known.engine_checks:
+                if found.rule == self.id:
+                    yield self.report(deployment.document, found.message, found.path, hint=found.hint)
+
+
+def _data_and_expert(known: resolve.Resolved) -> list[tuple[tuple[str | int, ...], str]]:
+    """Data or expert parallelism the engine, or the pinned release (by its catalog), has no option for."""
+    resources = known.deployment.spec.resources
+    prof = known.profile
+    release = known.release
+    asked = (
+        ("data_parallel", "data", resources.data_parallel > 1, prof.parallelism.data),
+        ("expert_parallel", "expert", spec_expert_size(resources.expert_parallel, 2) > 1, prof.parallelism.expert),
+    )
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    for field, kind, wanted, option in asked:
+        if not wanted:
+            continue
+        if option is None:
+            problems.append((("resources", field), f"{prof.title} has no {kind} parallelism"))
+        elif release is not None and release.option(option) is None:
+            problems.append(
+                (
+                    ("resources", field),
+                    f"{prof.title} {release.version} has no {kind} parallelism (its catalog has no {option} option)",
+                )
+            )
+    return problems
 
 
 class KvHeadsReplicated(Rule):
@@ -197,8 +239,9 @@ class KvHeadsReplicated(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            facts = resolve.resolved(deployment).model.facts
-            tp = deployment.spec.resources.tensor_parallel
+            known = resolve.resolved(deployment)
+            facts = known.model.facts
+            tp = known.layout.tensor  # attention data parallelism (TensorRT-LLM, SGLang) keeps whole KV heads
             if facts is None or facts.is_mla or facts.kv_heads >= tp or tp % facts.kv_heads:
                 continue
             yield self.report(
@@ -208,3 +251,50 @@ class KvHeadsReplicated(Rule):
                 ("resources", "tensor_parallel"),
                 hint=f"use tensor_parallel ≤ {facts.kv_heads} and more replicas",
             )
+
+
+class EngineRefusesShard(Rule):
+    """The engine must be able to shard the model's weights the way the layout splits them.
+
+    vLLM refuses to load an FP8 block-quantized MoE checkpoint (``quantization_config.weight_block_size``,
+    e.g. ``[128, 128]``) when the expert width each rank holds, ``moe_intermediate_size`` over the
+    ranks that tensor-shard the experts (tensor × data parallel without expert parallelism; none with
+    it), is not a multiple of ``block_n`` (and, with tensor parallelism, of ``block_k``):
+    ``Fp8MoEMethod.create_weights`` raises "The output_size of gate's and up's weight = N is not
+    divisible by weight quantization block_n = 128." Qwen3-30B-A3B-FP8 (768) at tensor_parallel 8
+    gives 96 per rank; Qwen3-235B-A22B-FP8 (1536) at 8 gives 192. The message cites the line of
+    the pinned release; the check holds for every catalogued release from 0.7.0 (0.6.x has no
+    block-wise FP8 MoE). Releases that refine the block scales to the shard (fused_moe/oracle/fp8.py
+    ``refine_fp8_moe_block_shape``) refuse only where ``gcd(block_n, block_k, width, hidden_size)``
+    is below 32; those pass. SGLang raises the same error in its ``Fp8MoEMethod.create_weights``
+    (srt/layers/quantization/fp8.py) in every catalogued release from 0.4.1 to 0.5.23, with no
+    refinement (on NVIDIA GPUs: from 0.5.11 only ROCm's aiter padding skips it). The ranks that
+    split each expert are SGLang's ``--tp-size`` over ``--ep-size``.
+
+    Fix: turn on expert parallelism (each GPU then holds whole experts), or a tensor-parallel size
+    whose share of the experts is a multiple of the block (the hint lists them).
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_executor/layers/quantization/fp8.py#L508 ;
+    https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/layers/quantization/fp8.py#L1588
+    """
+
+    id = "PAR006"
+    name = "parallel.engine-refuses-shard"
+    severity = Severity.ERROR
+    summary = "the engine release refuses to load the model split this way (block-quantized experts per rank)"
+    sources = (
+        "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/model_executor/layers/quantization/fp8.py#L508",
+        "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/layers/quantization/fp8.py#L1588",
+    )
+    evidence = (
+        refusal(
+            *sources,
+            note="each catalogued release's own check (the finding cites the line of the release in use)",
+        ),
+    )
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            for found in resolve.resolved(deployment).engine_checks:
+                if found.rule == self.id:
+                    yield self.report(deployment.document, found.message, found.path, hint=found.hint)

@@ -306,9 +306,26 @@ Numa = Annotated[
 ]
 
 
+ExpertParallel = Annotated[
+    bool | Annotated[int, Field(ge=1, le=1024)],
+    _one_message("expert_parallel", "expected true, false or an expert-parallel group size such as 8"),
+]
+
+
 class Resources(_Model):
     tensor_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
     pipeline_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
+    data_parallel: Annotated[int, Field(ge=1, le=1024)] = Field(
+        default=1,
+        description="Data-parallel ranks per replica, each with tensor_parallel GPUs; a replica takes "
+        "tensor × pipeline × data parallel GPUs (an MoE model's expert layers span the ranks, as the engine lays "
+        "them out: docs/engines)",
+    )
+    expert_parallel: ExpertParallel = Field(
+        default=False,
+        description="true: split an MoE model's routed experts over the engine's own default group "
+        "(tensor × data parallel); an int: over a group of that many GPUs; false: experts are tensor-sharded",
+    )
     gpu_ids: GpuIds = "auto"
     numa: Numa = "auto"
 
@@ -402,8 +419,9 @@ class Deployment(_Model):
 
     @property
     def gpus_per_replica(self) -> int:
-        """GPUs one replica needs in all (tensor × pipeline parallel)."""
-        return self.resources.tensor_parallel * self.resources.pipeline_parallel
+        """GPUs one replica needs in all (tensor × pipeline × data parallel)."""
+        resources = self.resources
+        return resources.tensor_parallel * resources.pipeline_parallel * resources.data_parallel
 
 
 class GpuSet(_Model):

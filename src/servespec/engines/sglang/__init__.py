@@ -10,6 +10,7 @@ from servespec.engines.catalog import EngineRelease
 
 if TYPE_CHECKING:
     from servespec.engines.base import Known
+    from servespec.engines.layout import Layout
     from servespec.spec.fleet import HostView
 
 DIST_PORT = 20000
@@ -20,10 +21,17 @@ class Sglang(Engine):
     name = "sglang"
     package = __name__
 
+    def layout(self, known: Known) -> Layout:
+        from servespec.engines.sglang.parallel import layout
+
+        return layout(known)
+
     def checks(self, known: Known) -> Iterator[EngineCheck]:
+        from servespec.engines.sglang import parallel
         from servespec.engines.sglang.checks import checks
 
-        return checks(known)
+        yield from checks(known)
+        yield from parallel.checks(known)
 
     def host_checks(self, known: Known, host: HostView) -> Iterator[EngineCheck]:
         """Upstream SGLang has kt-kernel's ``--kt-*`` options too: their thread pools are checked as KTransformers'."""

@@ -18,7 +18,8 @@ def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
     """SGLang's default mem_fraction_static (arg_groups/memory_hook.py handle_gpu_memory_settings)."""
     mib = gpu.memory_mib
     chunk = 2048 if mib < 20480 else 4096 if mib < 61440 else 8192 if mib < 163840 else 16384
-    small_tp = inp.tensor_parallel < 4
+    tp_size = inp.moe_group or inp.tensor_parallel  # SGLang's --tp-size: all ranks with --enable-dp-attention
+    small_tp = tp_size < 4
     if mib < 20480:
         max_bs = 8
     elif mib < 35840:
@@ -30,7 +31,7 @@ def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
     else:
         max_bs = 512
     chunk = int(number(inp.options, "chunked_prefill_size", chunk))
-    reserved = 512 + max(chunk, 2048) * 1.5 + inp.tensor_parallel * inp.pipeline_parallel / 8 * 1024 + max_bs * 2
+    reserved = 512 + max(chunk, 2048) * 1.5 + tp_size * inp.pipeline_parallel / 8 * 1024 + max_bs * 2
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((mib - reserved) / mib, 3)

@@ -32,6 +32,7 @@ from servespec.engines.kit import (
     split_config,
 )
 from servespec.engines.sglang import DIST_PORT
+from servespec.engines.sglang.parallel import rendered
 
 LAUNCH = ["python3", "-m", "sglang.launch_server"]
 KEY_ENV = "SERVESPEC_API_KEY"
@@ -53,9 +54,11 @@ def context(target: Target, python: str = "python3") -> EngineContainer:
         "host": engine_host(target),
         "port": spec.serving.port,
         **served_name_options(target),
-        "tp_size": spec.resources.tensor_parallel,
-        "pp_size": spec.resources.pipeline_parallel,
     }
+    layout = rendered(target.known)  # --tp-size, and --dp-size / expert parallelism where the spec sets them
+    options["tp_size"] = layout["tp_size"]
+    options["pp_size"] = spec.resources.pipeline_parallel
+    options.update(layout)
     options.update(model_options(target))
     if target.multi_node:
         options.update(
@@ -66,6 +69,8 @@ def context(target: Target, python: str = "python3") -> EngineContainer:
     if target.release is not None and target.option("pp_size") is None and spec.resources.pipeline_parallel == 1:
         del options["pp_size"]  # before 0.4.6.post2 there is no --pp-size; one stage is what runs anyway
     options.update(target.options)
+    # the spec's data/expert parallelism wins over an option saying otherwise (ENG003 reports it)
+    options.update({key: value for key, value in layout.items() if key != "tp_size"})
     files: dict[str, tuple[str, dict[str, Any]]] = {}
     if target.release is not None and target.option("config") is None:
         # a release without --config (0.4.0 to 0.5.2: srt/server_args.py has none): every option on the command line

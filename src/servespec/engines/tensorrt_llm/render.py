@@ -25,6 +25,7 @@ from servespec.engines.kit import (
     positional_model,
     served_name_options,
 )
+from servespec.engines.tensorrt_llm.parallel import rendered
 
 LAUNCH = ["trtllm-serve", "serve"]
 """The launcher words (the NGC image's entrypoint runs them); ``engine.command`` replaces them."""
@@ -113,7 +114,7 @@ def context(target: Target) -> EngineContainer:
     fixed: dict[str, Any] = {
         "host": engine_host(target),
         "port": spec.serving.port,
-        "tensor_parallel_size": spec.resources.tensor_parallel,
+        **rendered(target.known),  # every rank, with attention DP and the EP size where the spec sets them
         "pipeline_parallel_size": spec.resources.pipeline_parallel,
     }
     if target.max_model_len:

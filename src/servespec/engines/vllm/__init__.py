@@ -10,6 +10,7 @@ from servespec.engines.catalog import EngineRelease
 
 if TYPE_CHECKING:
     from servespec.engines.base import Known
+    from servespec.engines.layout import Layout
 
 RAY_PORT = 6379
 """Ray's own default head port, passed explicitly to vLLM's Ray cluster (``ray start --head --port``:
@@ -28,10 +29,17 @@ class Vllm(Engine):
     name = "vllm"
     package = __name__
 
+    def layout(self, known: Known) -> Layout:
+        from servespec.engines.vllm.parallel import layout
+
+        return layout(known)
+
     def checks(self, known: Known) -> Iterator[EngineCheck]:
+        from servespec.engines.vllm import parallel
         from servespec.engines.vllm.checks import checks
 
-        return checks(known)
+        yield from checks(known)
+        yield from parallel.checks(known)
 
     def cluster(self, release: EngineRelease | None) -> ClusterPorts:
         if native_multinode(release):

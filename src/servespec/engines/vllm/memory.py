@@ -77,7 +77,7 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     if _engine_core(inp) == "v0" and inp.max_model_len <= 32768 and not chunked:
         batched = max(batched, inp.max_model_len)
     weights = weights_per_gpu(inp)
-    parallel = inp.tensor_parallel * inp.pipeline_parallel > 1
+    parallel = inp.tensor_parallel * inp.pipeline_parallel * inp.data_parallel > 1
     non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)
     overhead = activation_gib(inp, batched, seqs) + non_torch
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]

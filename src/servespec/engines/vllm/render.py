@@ -29,6 +29,7 @@ from servespec.engines.kit import (
     split_config,
 )
 from servespec.engines.vllm import MASTER_PORT, RAY_PORT, native_multinode
+from servespec.engines.vllm.parallel import rendered
 
 
 def _portable(target: Target) -> dict[str, Any]:
@@ -46,7 +47,8 @@ def _portable(target: Target) -> dict[str, Any]:
 
 def context(target: Target) -> EngineContainer:
     """The vLLM container of one host."""
-    options = {**_portable(target), **target.options}
+    # the spec's data/expert parallelism wins over an option saying otherwise (ENG003 reports it)
+    options = {**_portable(target), **target.options, **rendered(target.known)}
     multi_native = target.multi_node and native_multinode(target.release)
     if multi_native:
         options.update(
