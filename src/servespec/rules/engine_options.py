@@ -8,6 +8,7 @@ from typing import Any
 
 from servespec.engines.base import Engine
 from servespec.engines.catalog import EngineOption, EngineRelease, capability, normalize_option, version_key
+from servespec.engines.kit import CHAT_TEMPLATE_FIELD
 from servespec.engines.options import Setting
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
@@ -363,6 +364,8 @@ class InconsistentEngineOptions(Rule):
     (vLLM ``VLLM_API_KEY``, llama.cpp ``LLAMA_API_KEY``, TGI ``API_KEY``) or the variable one
     of the release's options is read from (its catalog's ``env``: Ollama ``OLLAMA_*``, TGI's
     launcher variables) is an error: two values would meet under one name in the container.
+    ``engine.options.chat_template`` duplicates ``serving.chat_template`` only when both are
+    set: alone it keeps its own meaning (an SGLang built-in template name, a vLLM template).
 
     Fix: set the spec field instead of the option, or make the values consistent.
 
@@ -381,6 +384,8 @@ class InconsistentEngineOptions(Rule):
             known = resolve.resolved(deployment)
             for setting in _in_spec_order(known.settings):
                 field = _spec_field_for(known, setting.key)
+                if field == CHAT_TEMPLATE_FIELD and deployment.spec.serving.chat_template is None:
+                    continue  # unset, the option keeps its own meaning (SGLang's built-in template names)
                 if field == "model.quantization":
                     yield from self._quantization(known, setting)
                     continue
