@@ -148,7 +148,10 @@ def test_rendered_containers_start_exactly_as_rendered(
             assert CHAT_TEMPLATE_PATH in record["argv"] or CHAT_TEMPLATE_PATH in host.sh(
                 f"cat /etc/servespec/{name}/config.yaml 2>/dev/null || true"
             ), engine
-            shown = host.sh(f"docker exec {container['name']} cat {CHAT_TEMPLATE_PATH}")
-            assert shown == CHAT_TEMPLATE, engine
+            assert host.sh(f"cat /etc/servespec/{name}/{CHAT_TEMPLATE_FILE}") == CHAT_TEMPLATE, engine
+            inspected = host.container_json(container["name"])
+            assert inspected is not None, engine
+            mounts = {mount["Destination"]: mount for mount in inspected["Mounts"]}
+            assert mounts["/etc/servespec"]["RW"] is False, engine  # the template's folder, read-only
         secrets = host.sh(f"stat -c %a /etc/servespec/{name}/secrets.env 2>/dev/null || true").strip()
         assert secrets == ("600" if container["secret_environment"] else ""), engine
