@@ -168,6 +168,17 @@ def test_chat_template_is_shipped_where_the_engine_takes_a_file(tmp_path: Path, 
         assert CHAT_TEMPLATE_FILE not in files and CHAT_TEMPLATE_PATH not in "\n".join(files.values())
 
 
+def test_a_partial_catalog_without_the_option_renders_nothing_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(VERSIONS, "tensorrt-llm", '"1.1.0"')  # its catalog is partial: no --chat_template listed
+    fleet = _fleet(tmp_path, "tensorrt-llm", serving="\n  chat_template: templates/chat.jinja")
+    [finding] = _found(fleet, "ENG004")
+    assert "partial" in finding.message and finding.line == _line(tmp_path, "chat_template")
+    files = _host_files(render_fleet(fleet))
+    assert CHAT_TEMPLATE_FILE not in files and CHAT_TEMPLATE_PATH not in "\n".join(files.values())
+
+
 def test_a_changed_template_is_a_new_revision(tmp_path: Path) -> None:
     first = render_fleet(_fleet(tmp_path, "vllm", serving="\n  chat_template: templates/chat.jinja"))
     second = render_fleet(

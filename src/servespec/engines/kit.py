@@ -319,8 +319,11 @@ def model_options(target: Target) -> dict[str, Any]:
 
 
 def ships_chat_template(target: Target) -> bool:
-    """Whether the chat template goes to the host: it is set, read, and the engine takes a Jinja template file."""
-    return target.deployment.chat_template is not None and CHAT_TEMPLATE_FIELD in target.profile.spec_options
+    """Whether the chat template goes to the host: it is set and read, the engine takes a Jinja template file,
+    and the release's catalog lists the option (a partial catalog without it: ENG004 says it is not rendered)."""
+    option = target.profile.spec_options.get(CHAT_TEMPLATE_FIELD)
+    listed = target.release is None or not target.release.partial or target.option(option or "") is not None
+    return target.deployment.chat_template is not None and option is not None and listed
 
 
 def chat_template_option(target: Target) -> dict[str, str]:

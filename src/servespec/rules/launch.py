@@ -140,7 +140,8 @@ class ServedNameNotRendered(Rule):
     The same holds for what the engine says by default in a chat (``serving.chat_template``,
     ``serving.system_prompt``). A Jinja chat template is rendered where the engine takes a
     template file (vLLM and SGLang ``--chat-template``, llama.cpp ``--chat-template-file``,
-    trtllm-serve ``--chat_template``); this warns where it is not: TGI, XInference, LM Studio
+    trtllm-serve ``--chat_template`` from 1.2.1; a partial catalog that does not list the option
+    renders nothing); this warns where it is not: TGI, XInference, LM Studio
     and OpenLLM take none, and Ollama's ``TEMPLATE`` is a Go template, not Jinja. A system
     prompt is rendered only where the engine has a default one (Ollama's Modelfile ``SYSTEM``);
     elsewhere this warns. A prompt Ollama's Modelfile parser would cut short (three double
@@ -204,8 +205,10 @@ class ServedNameNotRendered(Rule):
     def _chat_defaults(self, deployment: DeploymentDoc) -> Iterator[Finding]:
         """``serving.chat_template`` and ``serving.system_prompt`` where the engine cannot take them as written."""
         serving = deployment.spec.serving
-        profile = resolve.resolved(deployment).profile
-        if serving.chat_template is not None and CHAT_TEMPLATE_FIELD not in profile.spec_options:
+        known = resolve.resolved(deployment)
+        profile, release = known.profile, known.release
+        option = profile.spec_options.get(CHAT_TEMPLATE_FIELD)
+        if serving.chat_template is not None and option is None:
             yield self.report(
                 deployment.document,
                 f"{profile.title} takes no Jinja chat-template file: serving.chat_template is not rendered "
@@ -213,6 +216,19 @@ class ServedNameNotRendered(Rule):
                 ("serving", "chat_template"),
                 hint="put the template into the model repository, or choose an engine that takes one "
                 "(docs/engines: Chat template)",
+            )
+        elif (
+            serving.chat_template is not None
+            and release is not None
+            and release.partial
+            and not release.option(option or "")
+        ):
+            yield self.report(
+                deployment.document,
+                f"{profile.title} {release.version}'s catalog is partial and lists no {option} option: "
+                "serving.chat_template is not rendered (the model's own template applies)",
+                ("serving", "chat_template"),
+                hint="pin a release whose catalog lists it",
             )
         prompt = serving.system_prompt
         if prompt is None:
