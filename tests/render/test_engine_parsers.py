@@ -35,6 +35,7 @@ PARSE_ARGV = TESTS / "parsers" / "parse_argv.py"
 ENVS = Path(os.environ.get("SERVESPEC_PARSER_ENVS") or Path.home() / ".cache/servespec/parser-envs")
 STAMP = ".servespec-lock.sha256"  # written by scripts/parser-envs once an environment is complete
 CONFIG_IN_CONTAINER = "/etc/servespec/config.yaml"
+RENDERED_IN_CONTAINER = "/etc/servespec/"
 
 # What runs the engine in each image: vllm/vllm-openai's ENTRYPOINT is `vllm serve`;
 # SGLang's command names the module itself.
@@ -144,6 +145,13 @@ def parse(python: Path, engine: str, argv: list[str], tmp_path: Path) -> dict[st
     return parsed
 
 
+def _on_controller(value: Any, container_yaml: Path) -> Any:
+    """A rendered file's path in the container (/etc/servespec/NAME) as the rendered file beside container.yaml."""
+    if isinstance(value, str) and value.startswith(RENDERED_IN_CONTAINER):
+        return str(container_yaml.with_name(value.removeprefix(RENDERED_IN_CONTAINER)))
+    return value
+
+
 def _given_on_cli(argv: list[str], key: str) -> bool:
     flags = {word.split("=", 1)[0].replace("_", "-") for word in argv if word.startswith("--")}
     return "--" + key.replace("_", "-") in flags
@@ -159,8 +167,15 @@ def test_engine_parser_accepts_rendered_command(engine: str, version: str, path:
     config_path = path.with_name("config.yaml")
     assert argv.count("--config") == 1 and argv[argv.index("--config") + 1] == CONFIG_IN_CONTAINER, argv
     assert "config.yaml" in container["files"]
+    written = _yaml.load(config_path)
+    if any(isinstance(value, str) and value.startswith(RENDERED_IN_CONTAINER) for value in written.values()):
+        # Files the container reads beside config.yaml (the chat template): the parser checks they exist.
+        written = {key: _on_controller(value, path) for key, value in written.items()}
+        config_path = tmp_path / "config.yaml"
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        config_path.write_text(json.dumps(written))  # JSON is YAML: the keys as rendered
+    config = {key.replace("-", "_"): value for key, value in written.items()}
     argv[argv.index("--config") + 1] = str(config_path)
-    config = {key.replace("-", "_"): value for key, value in _yaml.load(config_path).items()}
 
     parsed = parse(python, engine, argv, tmp_path)
     keys = KEYS[engine]

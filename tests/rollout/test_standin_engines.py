@@ -15,6 +15,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from servespec import engines
+from servespec.engines.kit import CHAT_TEMPLATE_FIELD, CHAT_TEMPLATE_FILE, CHAT_TEMPLATE_PATH
 from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
 from tests.rollout.helpers import in_checkout, standin_record
@@ -41,6 +42,9 @@ NOT_STARTED = {
     "openllm": "not yet run through the stand-in path: add a row once its run is checked",
 }
 """Registered engines this test does not start, each with the reason (a new engine needs a row or a reason)."""
+TOOL_SECRET = "standin-tool-secret-0123"
+"""engine.secret_env's value: in the container's environment, in no rendered file, argv or output."""
+CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }}\n{% endfor %}"
 
 
 def test_every_engine_has_a_row_or_a_reason() -> None:
@@ -73,6 +77,7 @@ def _spec(engine: str, archive: str) -> str:
     profile = engines.get(engine).profile
     gguf = f"\n  quantization: gguf\n  architecture: {arch}" if profile.loads_gguf else ""
     key = "\n  api_key: {from_env: STANDIN_KEY}" if profile.auth is not None else ""
+    template = "\n  chat_template: chat.jinja" if CHAT_TEMPLATE_FIELD in profile.spec_options else ""
     noauth = (
         '\n  - {rule: NET002, reason: "the test controller reaches the stand-in over the test network"}'
         if not key
@@ -91,11 +96,12 @@ engine:
   image_archive: {archive}
   options: {options}
   env: {{SERVESPEC_MARKER: "{engine}"}}
+  secret_env: {{EXA_API_KEY: {{from_env: STANDIN_TOOL_KEY}}}}
 resources: {{gpu_ids: {gpus}}}
 placement: {{hosts: [host1]}}
 serving:
   port: {port}
-  bind: 0.0.0.0{key}
+  bind: 0.0.0.0{key}{template}
 rollout: {{health_timeout: 2m}}
 suppress:
   - {{rule: SEC003, reason: "test spec"}}{noauth}
@@ -113,13 +119,17 @@ def test_rendered_containers_start_exactly_as_rendered(
     _inventory(tmp_path / "inventory.yaml", host, ssh_key)
     for engine in SPECS:
         (tmp_path / f"{engine}.yaml").write_text(_spec(engine, in_checkout(archive, tmp_path)))
+    (tmp_path / "chat.jinja").write_text(CHAT_TEMPLATE)
     monkeypatch.setenv("STANDIN_KEY", "standin-secret-value")
+    monkeypatch.setenv("STANDIN_TOOL_KEY", TOOL_SECRET)
     monkeypatch.chdir(tmp_path)
     result = run_cli("apply", ".", "--yes", "--format", "json", "--standin-image", "servespec-standin:latest")
     assert result.exit_code == 0, result.output
-    assert "standin-secret-value" not in result.output
+    assert "standin-secret-value" not in result.output and TOOL_SECRET not in result.output
     rendered = tmp_path / "rendered"
     assert run_cli("render", ".", "-o", str(rendered)).exit_code == 0
+    for path in rendered.rglob("*"):  # engine.secret_env: a reference in the files, the value only in the env file
+        assert not path.is_file() or TOOL_SECRET not in path.read_text(), path
     for engine, (_, _, port, _, _) in SPECS.items():
         name = f"standin-{engine.replace('.', '')}"
         container = YAML(typ="safe").load((rendered / name / "host1" / "container.yaml").read_text())
@@ -130,7 +140,18 @@ def test_rendered_containers_start_exactly_as_rendered(
         assert env["SERVESPEC_MARKER"] == engine
         for key, value in container["environment"].items():
             assert env[key] == value
+        assert env["EXA_API_KEY"] == TOOL_SECRET, engine
+        assert not any(TOOL_SECRET in word for word in record["argv"]), engine
         for secret in container["secret_environment"]:
-            assert env[secret] == "standin-secret-value"
+            assert env[secret] == (TOOL_SECRET if secret == "EXA_API_KEY" else "standin-secret-value")
+        if CHAT_TEMPLATE_FILE in container["files"]:  # mounted read-only where the rendered option names it
+            assert CHAT_TEMPLATE_PATH in record["argv"] or CHAT_TEMPLATE_PATH in host.sh(
+                f"cat /etc/servespec/{name}/config.yaml 2>/dev/null || true"
+            ), engine
+            assert host.sh(f"cat /etc/servespec/{name}/{CHAT_TEMPLATE_FILE}") == CHAT_TEMPLATE, engine
+            inspected = host.container_json(container["name"])
+            assert inspected is not None, engine
+            mounts = {mount["Destination"]: mount for mount in inspected["Mounts"]}
+            assert mounts["/etc/servespec"]["RW"] is False, engine  # the template's folder, read-only
         secrets = host.sh(f"stat -c %a /etc/servespec/{name}/secrets.env 2>/dev/null || true").strip()
         assert secrets == ("600" if container["secret_environment"] else ""), engine

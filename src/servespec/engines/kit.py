@@ -33,6 +33,14 @@ CONFIG_DIR = "/etc/servespec"
 """Where a deployment's rendered files appear inside its container (read-only)."""
 
 
+CHAT_TEMPLATE_FILE = "chat-template.jinja"
+"""``serving.chat_template``'s text beside container.yaml (SGLang reads a path ending in ``.jinja`` as Jinja)."""
+CHAT_TEMPLATE_PATH = f"{CONFIG_DIR}/{CHAT_TEMPLATE_FILE}"
+"""Where the engine reads it: the deployment's rendered files are mounted read-only at :data:`CONFIG_DIR`."""
+CHAT_TEMPLATE_FIELD = "serving.chat_template"
+"""The spec field a profile maps to the engine's chat-template option (``spec_options``); unmapped: ENG004."""
+
+
 class RenderError(ValueError):
     """A value that cannot be written safely into its target syntax."""
 
@@ -302,7 +310,8 @@ def engine_secrets(target: Target) -> dict[str, dict[str, str]]:
 
 
 def model_options(target: Target) -> dict[str, Any]:
-    """Revision, dtype, quantization method and context length, named as the engine's profile maps them."""
+    """Revision, dtype, quantization method, context length and the chat template's path in the container,
+    named as the engine's profile maps them."""
     names = target.profile.spec_options
     model = target.spec.model
     values = {
@@ -311,7 +320,58 @@ def model_options(target: Target) -> dict[str, Any]:
         "model.quantization": quantization_method(target),
         "model.max_model_len": target.max_model_len,
     }
-    return {names[field]: value for field, value in values.items() if value and field in names}
+    return {
+        **{names[field]: value for field, value in values.items() if value and field in names},
+        **chat_template_option(target),
+    }
+
+
+def ships_chat_template(target: Target) -> bool:
+    """Whether the chat template goes to the host: it is set and read, the engine takes a Jinja template file,
+    and the release's catalog lists the option (a partial catalog without it: ENG004 says it is not rendered)."""
+    option = target.profile.spec_options.get(CHAT_TEMPLATE_FIELD)
+    listed = target.release is None or not target.release.partial or target.option(option or "") is not None
+    return target.deployment.chat_template is not None and option is not None and listed
+
+
+def chat_template_option(target: Target) -> dict[str, str]:
+    """The engine's chat-template option (profile ``spec_options``) naming the shipped file, or nothing."""
+    if not ships_chat_template(target):
+        return {}
+    return {target.profile.spec_options[CHAT_TEMPLATE_FIELD]: CHAT_TEMPLATE_PATH}
+
+
+def chat_template_files(target: Target) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The chat template as a rendered file (its text as written, no header: a comment would change it), or none."""
+    if not ships_chat_template(target):
+        return {}
+    return {CHAT_TEMPLATE_FILE: ("_common/chat-template.jinja.j2", {"text": target.deployment.chat_template})}
+
+
+TRIPLE_QUOTE = '"""'
+
+
+def triple_quote_problem(text: str) -> str:
+    """Why ``text`` cannot be one Modelfile ``\"\"\"`` string ('' when it can).
+
+    Ollama's Modelfile parser (parser/parser.go ``ParseFile``/``unquote``) has no escape: at every
+    space, tab or line break it ends a value whose text so far, trimmed, starts and ends with three
+    quotes. So three quotes followed by white space inside the text would end it early and the rest
+    would be read as commands. It also drops every rune ``strconv.IsPrint`` refuses but white space.
+    """
+    for index, char in enumerate(text):
+        if char in " \t\n\r":
+            so_far = (TRIPLE_QUOTE + text[:index]).rstrip()
+            if len(so_far) >= 6 and so_far.endswith(TRIPLE_QUOTE):
+                return 'it holds """ followed by white space, which ends a Modelfile string (no escape exists)'
+        elif not char.isprintable() or UNSAFE.match(char):
+            return f"it holds U+{ord(char):04X}, which Ollama's Modelfile parser drops"
+    return ""
+
+
+def triple_quoted(text: str) -> str:
+    """``text`` as one Modelfile ``\"\"\"`` string (check :func:`triple_quote_problem` first)."""
+    return TRIPLE_QUOTE + text + TRIPLE_QUOTE
 
 
 def quantization_method(target: Target) -> str | None:

@@ -175,6 +175,9 @@ class Profile(_Strict):
     security: tuple[str, ...] = ()
     """How the engine receives its API key and which ports it opens, each note with its source (docs/engines)."""
     served_name: ServedName
+    system_prompt: str | None = None
+    """How the engine takes ``serving.system_prompt`` (Ollama: the Modelfile's ``SYSTEM``); None: it has no
+    default system prompt, and ENG004 says the field is not rendered."""
     arguments: Arguments
     model_store: ModelStore | None = None
     rendering: dict[str, str] = {}

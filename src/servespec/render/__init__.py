@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from servespec import outdir
-from servespec.engines.kit import EngineContainer, RenderError, Target, engine_container, host_and_port
+from servespec.engines.kit import (
+    EngineContainer,
+    RenderError,
+    Target,
+    chat_template_files,
+    engine_container,
+    host_and_port,
+)
 from servespec.knowledge import resolve
 from servespec.render.common import container_description, content_hash, header, targets
 from servespec.render.container import ContainerSpec, docker_run
@@ -44,6 +51,7 @@ class Rendered:
 def render_target(target: Target) -> tuple[dict[str, str], ContainerSpec, EngineContainer]:
     """Files of one host (name -> text), its container description and the engine's decisions."""
     engine = engine_container(target)
+    engine.files.update(chat_template_files(target))  # every engine that takes the file: it is shipped alike
     digest = content_hash(target)
     top = header(target, digest)
     files = {
@@ -106,7 +114,7 @@ def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, ContainerSpec, 
             }
             for t, d, e in hosts
         ],
-        "secrets": sorted(hosts[0][2].secret_env),
+        "secrets": sorted(hosts[0][1].secret_environment),
     }
     return render_template("_common/README.md.j2", context)
 

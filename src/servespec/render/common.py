@@ -61,6 +61,9 @@ def content_hash(target: Target) -> str:
         "release": target.release.version if target.release else None,
         "replica": [target.replica, target.rank, target.leader.name, target.hosts_in_replica],
     }
+    template = target.deployment.chat_template
+    if template is not None:  # the file's text is rendered too: a changed template is a new revision
+        payload["chat_template"] = hashlib.sha256(template.encode("utf-8")).hexdigest()
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -160,6 +163,8 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
     gpu_ids = target.gpu_ids
     multi_gpu = len(gpu_ids) > 1 or target.multi_node
     pinning = numa_pinning(target)
+    environment = _environment(target, engine)
+    secrets = secret_environment(target, engine, environment)
     return ContainerSpec(
         deployment=deployment,
         model_name=spec.serving.model_name,
@@ -174,11 +179,11 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         name=f"servespec-{deployment}",
         entrypoint=tuple(engine.entrypoint) if engine.entrypoint else None,
         command=tuple(engine.command),
-        environment=_environment(target, engine),
-        secret_environment=dict(sorted(engine.secret_env.items())),
+        environment=environment,
+        secret_environment=secrets,
         env_files=(
             *(f"{HOST_CONFIG_ROOT}/{deployment}/{name}" for name in engine.env_files),
-            *([f"{HOST_CONFIG_ROOT}/{deployment}/secrets.env"] if engine.secret_env else []),
+            *([f"{HOST_CONFIG_ROOT}/{deployment}/secrets.env"] if secrets else []),
         ),
         gpus=Gpus(tuple(str(i) for i in gpu_ids)) if gpu_ids else None,
         ipc_mode="host" if multi_gpu else None,
@@ -213,6 +218,26 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         files=tuple(sorted(engine.files)),
         native=engine.native,
     )
+
+
+def secret_environment(
+    target: Target, engine: EngineContainer, environment: dict[str, str]
+) -> dict[str, dict[str, str]]:
+    """What the secrets env file is resolved from: the unit's references (hub token, API key), then engine.secret_env.
+
+    Only references travel here; values are read on the controller while applying
+    (rollout/local_files.py). A spec name the unit already sets, in its secrets or its
+    environment, is refused: Docker would let one of the two win without a word (ENG003
+    reports it first).
+    """
+    own = dict(engine.secret_env)
+    for name, reference in target.spec.engine.secret_env.items():
+        if name in own or name in environment:
+            raise RenderError(
+                f"engine.secret_env.{name}: {target.profile.title} sets {name} itself; choose another name"
+            )
+        own[name] = reference.model_dump(exclude_none=True)
+    return dict(sorted(own.items()))
 
 
 DEFAULT_PROBE_REACHES = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::"))

@@ -18,6 +18,7 @@ from typing import Any
 
 from servespec.engines.kit import RenderError as RenderError
 from servespec.engines.kit import shell_join as shell_join
+from servespec.engines.kit import triple_quote_problem, triple_quoted
 from servespec.spec.document import quote_value
 from servespec.text import UNSAFE, unsafe_character
 
@@ -100,6 +101,19 @@ def modelfile_value(value: Any) -> str:
     return text
 
 
+def modelfile_text(value: Any) -> str:
+    """A Modelfile SYSTEM value: one ``\"\"\"`` string, line breaks kept (Ollama's parser has no escape).
+
+    Refused (RenderError) where the parser would end it early or drop characters
+    (:func:`servespec.engines.kit.triple_quote_problem`); ENG004 reports such a prompt first.
+    """
+    text = str(value)
+    problem = triple_quote_problem(text)
+    if problem:
+        raise RenderError(f"Modelfile text {quote_value(text, limit=80)} cannot be written: {problem}")
+    return triple_quoted(text)
+
+
 def _template_root() -> Path:
     packaged = Path(__file__).resolve().parent / "templates"
     return packaged if packaged.is_dir() else RENDERERS
@@ -134,6 +148,7 @@ def environment() -> Any:
         shell_join=shell_join,
         env_value=env_value,
         modelfile_value=modelfile_value,
+        modelfile_text=modelfile_text,
     )
     return env
 

@@ -8,11 +8,14 @@ from typing import Any
 
 from servespec.engines.base import Engine, Profile
 from servespec.engines.catalog import EngineOption, EngineRelease, capability, normalize_option, version_key
+from servespec.engines.kit import CHAT_TEMPLATE_FIELD
 from servespec.engines.options import Setting
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
+from servespec.knowledge.chat_template import TRANSFORMERS_COMPILE
 from servespec.redact import scrub
 from servespec.rules.base import Rule, bare, contract, quoted, refusal
+from servespec.rules.engine_inputs import chat_template_syntax, secret_env_collisions
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
 _VLLM_ARGS = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py"
@@ -258,13 +261,19 @@ class InvalidEngineOptionValue(Rule):
     in the options (``model.quantization: auto``) needs the compute capability the release
     catalogues for it (``get_min_capability()``: vLLM ``gptq_marlin`` 8.0). SGLang from
     0.5.5.post1 asserts at start-up that the served name (``serving.model_name``, else the
-    model path) has no ``:``, which it reserves for ``model:adapter`` LoRA requests.
+    model path) has no ``:``, which it reserves for ``model:adapter`` LoRA requests. A
+    ``serving.chat_template`` the engine compiles (vLLM, SGLang, KTransformers, TensorRT-LLM,
+    llama.cpp) must parse as Jinja: it is parsed, never rendered, in transformers' own environment
+    (``trim_blocks``, ``lstrip_blocks``, ``loopcontrols`` and the ``generation`` tag), and a syntax
+    error is reported with the template's line; the engine's compiler would refuse it on every
+    chat request (transformers ``_compile_jinja_template``).
 
     Fix: use a value the message allows.
 
     Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py ;
     https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/attention/backends/flash_attn.py ;
-    https://github.com/sgl-project/sglang/blob/v0.5.5.post1/python/sglang/srt/server_args.py
+    https://github.com/sgl-project/sglang/blob/v0.5.5.post1/python/sglang/srt/server_args.py ;
+    https://github.com/huggingface/transformers/blob/v4.57.1/src/transformers/utils/chat_template_utils.py
     """
 
     id = "ENG002"
@@ -279,7 +288,7 @@ class InvalidEngineOptionValue(Rule):
         ),
     )
     summary = "engine option value invalid (choices, range, block size allowed on CUDA)"
-    sources = (_VLLM_ARGS, _VLLM_FLASH_ATTN)
+    sources = (_VLLM_ARGS, _VLLM_FLASH_ATTN, TRANSFORMERS_COMPILE)
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
@@ -298,6 +307,9 @@ class InvalidEngineOptionValue(Rule):
                         hint=option.help[:120] if option.help else "",
                     )
             yield from self._kernel_capability(known, release)
+            for message, path, hint in chat_template_syntax(deployment):
+                # The engines start with it and fail each chat request instead: a warning, not a refusal.
+                yield self.report(deployment.document, message, path, hint=hint, severity=Severity.WARNING)
             for found in known.engine_checks:
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path, hint=found.hint)
@@ -394,7 +406,13 @@ class InconsistentEngineOptions(Rule):
     requires ``max_num_batched_tokens ≥ max_model_len`` when chunked prefill is disabled.
     A nested key (TensorRT-LLM ``kv_cache_config.dtype``) written both dotted and inside its
     mapping, or also set by the flag that writes it (``--free_gpu_memory_fraction``), with
-    different values is an error: trtllm-serve merges the YAML file over the flags.
+    different values is an error: trtllm-serve merges the YAML file over the flags. An
+    ``engine.secret_env`` name that is the variable servespec gives ``serving.api_key`` to
+    (vLLM ``VLLM_API_KEY``, llama.cpp ``LLAMA_API_KEY``, TGI ``API_KEY``) or the variable one
+    of the release's options is read from (its catalog's ``env``: Ollama ``OLLAMA_*``, TGI's
+    launcher variables) is an error: two values would meet under one name in the container.
+    ``engine.options.chat_template`` duplicates ``serving.chat_template`` only when both are
+    set: alone it keeps its own meaning (an SGLang built-in template name, a vLLM template).
 
     Fix: set the spec field instead of the option, or make the values consistent.
 
@@ -424,6 +442,8 @@ class InconsistentEngineOptions(Rule):
             known = resolve.resolved(deployment)
             for setting in _in_spec_order(known.settings):
                 field = _spec_field_for(known, setting.key)
+                if field == CHAT_TEMPLATE_FIELD and deployment.spec.serving.chat_template is None:
+                    continue  # unset, the option keeps its own meaning (SGLang's built-in template names)
                 if field == "model.quantization":
                     yield from self._quantization(known, setting)
                     continue
@@ -441,6 +461,8 @@ class InconsistentEngineOptions(Rule):
                         at_key=setting.at_key,
                     )
             yield from self._set_twice(deployment, known)
+            for message, path, hint in secret_env_collisions(deployment):
+                yield self.report(deployment.document, message, path, hint=hint, at_key=True)
             for found in known.engine_checks:
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path, hint=found.hint)

@@ -32,6 +32,8 @@ class HostNativeField(Rule):
       container, a host-native unit's reaches the host, so these would run any program there.
       Security policy (docs/security.md: a spec runs only the engine it names on a host); the
       renderer refuses them too;
+    - ``engine.secret_env``: the unit has no secrets env file (its environment is written into the
+      unit file, which is no place for a secret);
     - ``rollout.strategy: auto``: its surge starts a second container beside the running one; a host-native
       unit is one systemd service per host, restarted in place;
     - ``resources.gpu_ids`` (a warning): LM Studio picks the GPUs; nothing renders the choice;
@@ -119,6 +121,13 @@ class HostNativeField(Rule):
                 f"{title}: engine.entrypoint names the {name} executable, one absolute path ending in /{name}",
                 ("engine", "entrypoint"),
                 hint=f"engine.entrypoint: [/absolute/path/to/{name}], or remove it for the default",
+            )
+        for variable in spec.engine.secret_env:
+            yield self.report(
+                deployment.document,
+                f"{title}'s unit reads no secrets env file: engine.secret_env.{variable} would not reach it",
+                ("engine", "secret_env", variable),
+                hint="remove engine.secret_env (or choose a container engine)",
             )
         for variable in spec.engine.env:
             if injects_code(variable):

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath
 
+from servespec.engines.kit import CHAT_TEMPLATE_FIELD, triple_quote_problem
 from servespec.findings import Finding, Severity
 from servespec.knowledge import resolve
 from servespec.knowledge.served import default_served_name
@@ -19,6 +20,7 @@ SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "busybox"
 _SCRIPT_OPTION = re.compile(r"^-[A-Za-z]*c[A-Za-z]*$")
 _DOCKER_ENTRYPOINT = "https://docs.docker.com/reference/dockerfile/#entrypoint"
 _BASH_C = "https://www.gnu.org/software/bash/manual/bash.html#Invoking-Bash"
+_OLLAMA_PARSER = "https://github.com/ollama/ollama/blob/v0.32.15/parser/parser.go"
 
 
 def _words(deployment: DeploymentDoc) -> Iterator[tuple[str, int, str]]:
@@ -143,21 +145,49 @@ class ServedNameNotRendered(Rule):
     - aliases on engines that serve one name (SGLang, TGI, TensorRT-LLM): only the first
       name is rendered.
 
+    The same holds for what the engine says by default in a chat (``serving.chat_template``,
+    ``serving.system_prompt``). A Jinja chat template is rendered where the engine takes a
+    template file (vLLM and SGLang ``--chat-template``, llama.cpp ``--chat-template-file``,
+    trtllm-serve ``--chat_template`` from 1.2.1; a partial catalog that does not list the option
+    renders nothing); this warns where it is not: TGI, XInference, LM Studio
+    and OpenLLM take none, and Ollama's ``TEMPLATE`` is a Go template, not Jinja. A system
+    prompt is rendered only where the engine has a default one (Ollama's Modelfile ``SYSTEM``);
+    elsewhere this warns. A prompt Ollama's Modelfile parser would cut short (three double
+    quotes followed by white space: it has no escape) or strip (non-printable characters) is an
+    error: the parser would read the rest as Modelfile commands.
+
     Fix: send the name the engine serves (the README shows it), pin a release with the
-    option, or drop the aliases.
+    option, or drop the aliases; put the chat template into the model repository, or choose
+    an engine that takes one.
 
     Source: each engine's ``served_name`` note in its profile (docs/engines/<engine>.md), e.g.
-    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/entrypoints/openai/api_server.py
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/entrypoints/openai/api_server.py ;
+    Ollama's Modelfile parser: https://github.com/ollama/ollama/blob/v0.32.15/parser/parser.go
     """
 
     id = "ENG004"
     name = "engine.served-name"
     severity = Severity.WARNING
-    summary = "serving.model_name or model_aliases cannot be served as written by this engine release"
-    sources = ("https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/entrypoints/openai/api_server.py",)
+    summary = (
+        "serving.model_name, model_aliases, chat_template or system_prompt cannot be served as written by this "
+        "engine release"
+    )
+    sources = (
+        "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/entrypoints/openai/api_server.py",
+        _OLLAMA_PARSER,
+    )
+    evidence = (
+        contract(
+            "11-deployment",
+            note="Only a system prompt Ollama's Modelfile cannot hold is an error: its parser has no escape for "
+            '`"""` and drops non-printable characters (parser.go ParseFile/unquote, v0.32.15), so the renderer '
+            "refuses to write a prompt the engine would read otherwise; every other finding of the rule warns.",
+        ),
+    )
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
+            yield from self._chat_defaults(deployment)
             serving = deployment.spec.serving
             if serving.model_name is None and not serving.model_aliases:
                 continue
@@ -187,3 +217,50 @@ class ServedNameNotRendered(Rule):
                     ("serving", "model_aliases"),
                     hint="drop the aliases, or choose an engine that serves several names",
                 )
+
+    def _chat_defaults(self, deployment: DeploymentDoc) -> Iterator[Finding]:
+        """``serving.chat_template`` and ``serving.system_prompt`` where the engine cannot take them as written."""
+        serving = deployment.spec.serving
+        known = resolve.resolved(deployment)
+        profile, release = known.profile, known.release
+        option = profile.spec_options.get(CHAT_TEMPLATE_FIELD)
+        if serving.chat_template is not None and option is None:
+            yield self.report(
+                deployment.document,
+                f"{profile.title} takes no Jinja chat-template file: serving.chat_template is not rendered "
+                "(the model's own template applies)",
+                ("serving", "chat_template"),
+                hint="put the template into the model repository, or choose an engine that takes one "
+                "(docs/engines: Chat template)",
+            )
+        elif (
+            serving.chat_template is not None
+            and release is not None
+            and release.partial
+            and not release.option(option or "")
+        ):
+            yield self.report(
+                deployment.document,
+                f"{profile.title} {release.version}'s catalog is partial and lists no {option} option: "
+                "serving.chat_template is not rendered (the model's own template applies)",
+                ("serving", "chat_template"),
+                hint="pin a release whose catalog lists it",
+            )
+        prompt = serving.system_prompt
+        if prompt is None:
+            return
+        if profile.system_prompt is None:
+            yield self.report(
+                deployment.document,
+                f"{profile.title} has no default system prompt: serving.system_prompt is not rendered",
+                ("serving", "system_prompt"),
+                hint="send the system message with each request, or put it into serving.chat_template",
+            )
+        elif problem := triple_quote_problem(prompt):
+            yield self.report(
+                deployment.document,
+                f"serving.system_prompt cannot be written into {profile.title}'s {profile.system_prompt}: {problem}",
+                ("serving", "system_prompt"),
+                hint='reword the prompt without """ before a space or line break, and without invisible characters',
+                severity=Severity.ERROR,
+            )

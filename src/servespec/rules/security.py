@@ -19,9 +19,9 @@ from servespec.spec.loader_rules import INLINE_SECRET
 from servespec.spec.source import Document
 
 _AUTHTOKEN = re.compile(r"authtoken", re.IGNORECASE)  # TGI's ngrok_authtoken: no separator before TOKEN
-_LOADER_CHECKED = {("serving", "api_key"), ("model", "hub_token")}
+_LOADER_CHECKED = {("serving", "api_key"), ("model", "hub_token"), ("engine", "secret_env")}
 _COMMIT = re.compile(r"[0-9a-f]{40}")
-_HINT_REF = "use serving.api_key / model.hub_token with from_env/from_file"
+_HINT_REF = "reference it: engine.secret_env (or serving.api_key / model.hub_token) with from_env/from_file"
 _FLOATING_TAGS = {"latest", "nightly", "main", "master", "edge", "dev"}
 _DOCKER_PIN = "https://docs.docker.com/reference/cli/docker/image/pull/#pull-an-image-by-digest-immutable-identifier"
 _HF_REVISION = "https://huggingface.co/docs/huggingface_hub/guides/download#from-specific-version"
@@ -120,8 +120,9 @@ def _setting_name(path: tuple[str | int, ...], chosen: EngineRelease | None) -> 
 class InlineSecret(Rule):
     """Secrets are never written in a spec or an inventory: API keys and hub tokens come from the environment or a file.
 
-    ``serving.api_key`` and ``model.hub_token`` accept only ``{from_env: VAR}`` or
-    ``{from_file: /path}`` (reported while loading). Every other string of every document
+    ``serving.api_key``, ``model.hub_token`` and each ``engine.secret_env`` variable (a secret
+    the engine reads from its environment, such as a tool server's ``EXA_API_KEY``) accept only
+    ``{from_env: VAR}`` or ``{from_file: /path}`` (reported while loading). Every other string of every document
     read (specs, inventories, facts files, one that fails validation too) is scanned, keys
     included (``metadata.labels``, host ``labels``,
     ``engine.env``, ``engine.options``, ``extra_args``, anything else). It is an error

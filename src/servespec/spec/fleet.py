@@ -38,6 +38,7 @@ from servespec.spec.paths import (
     default_root,
     named_location,
     open_for_reading,
+    read_bounded,
     resolve_inside,
 )
 from servespec.spec.source import Document, KeyPath, Usage, load_file, quote_value
@@ -50,7 +51,10 @@ INVENTORY: KeyPath = ("inventory",)
 MODEL_CONFIG: KeyPath = ("model", "config")
 IMAGE_ARCHIVE: KeyPath = ("engine", "image_archive")
 MODEL_ARCHIVE: KeyPath = ("model", "archive")
+CHAT_TEMPLATE: KeyPath = ("serving", "chat_template")
 """The keys of a Deployment that name a file (REF002 reports the ones that fail)."""
+MAX_CHAT_TEMPLATE_BYTES = 1024 * 1024
+"""Largest chat template read (the biggest Hub chat templates are tens of kilobytes)."""
 
 
 @dataclass
@@ -115,6 +119,8 @@ class DeploymentDoc:
     """The inventory as the user named it, for messages: the spec's ``inventory`` (relative to the
     spec), the ``-i`` path as given, or the built-in local inventory's label."""
     resolved: Any = field(default=None, init=False, repr=False)
+    chat_template: str | None = None
+    """The text of ``serving.chat_template``, read at load (None: unset, or REF002 reported the file)."""
 
     @property
     def name(self) -> str:
@@ -267,6 +273,35 @@ class _Loader:
             self.missing_file(document, MODEL_CONFIG, message, "name the model's config.json")
             return
         self.check_opens(document, MODEL_CONFIG, f"model config file {_named(config)}", path)
+
+    def read_chat_template(self, spec: Deployment, document: Document) -> str | None:
+        """The text of ``serving.chat_template``: a UTF-8 regular file inside the root, of bounded size (REF002)."""
+        written = spec.serving.chat_template
+        if written is None:
+            return None
+        what = f"chat template file {_named(written)}"
+        path = self.referenced(
+            document, written, CHAT_TEMPLATE, "chat template file", "fix the path, relative to this file"
+        )
+        if path is None:
+            return None
+        try:
+            data = read_bounded(path, MAX_CHAT_TEMPLATE_BYTES, follow=False)
+        except PathRefusedError as refused:
+            self.missing_file(document, CHAT_TEMPLATE, f"{what} {refused.reason}", refused.hint)
+            return None
+        except OSError:
+            self.missing_file(document, CHAT_TEMPLATE, f"{what} cannot be read", UNREADABLE_HINT)
+            return None
+        if len(data) > MAX_CHAT_TEMPLATE_BYTES:
+            message = f"{what} is larger than {MAX_CHAT_TEMPLATE_BYTES // 1024} KiB"
+            self.missing_file(document, CHAT_TEMPLATE, message, "name the Jinja chat template itself")
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.missing_file(document, CHAT_TEMPLATE, f"{what} is not UTF-8 text", "save the template as UTF-8")
+            return None
 
     def validate(self, document: Document) -> BaseModel | None:
         data = document.data
@@ -476,11 +511,12 @@ def load_fleet(paths: list[Path], inventory: Path | None = None, root: Path | No
         loader.check_archive(spec, document)
         loader.check_model_config(spec, document)
         placed_in = _resolve(loader, spec, document)
+        template = loader.read_chat_template(spec, document)
         broken = frozenset(loader.broken.get(id(document), ()))
         inventory_named = loader.override_named or spec.inventory or LOCAL_INVENTORY
-        fleet.deployments.append(
-            DeploymentDoc(spec, document, placed_in, broken_references=broken, inventory_named=inventory_named)
-        )
+        deployment = DeploymentDoc(spec, document, placed_in, broken_references=broken, inventory_named=inventory_named)
+        deployment.chat_template = template
+        fleet.deployments.append(deployment)
     return fleet
 
 
@@ -493,6 +529,7 @@ def _resolve(loader: _Loader, spec: Deployment, document: Document) -> Inventory
 
 
 __all__ = [
+    "CHAT_TEMPLATE",
     "IMAGE_ARCHIVE",
     "INVENTORY",
     "MODEL_CONFIG",

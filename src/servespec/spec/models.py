@@ -150,6 +150,10 @@ def _reject_control_characters(value: Any) -> None:
             _reject_control_characters(item)
 
 
+MULTI_LINE_FIELDS = frozenset({"system_prompt"})
+"""Fields whose text keeps its line breaks (each checks the other characters itself)."""
+
+
 class _Model(BaseModel):
     # defer_build: a model's validator is built on its first use, not at import, and a nested model's only
     # inside its parent's (start-up time: validate builds the few top-level validators it uses).
@@ -159,9 +163,9 @@ class _Model(BaseModel):
 
     @field_validator("*", mode="after")
     @classmethod
-    def _single_line(cls, value: Any) -> Any:
+    def _single_line(cls, value: Any, info: ValidationInfo) -> Any:
         # Values end up in command lines, env files and YAML: one line each, no control bytes.
-        if not isinstance(value, BaseModel):
+        if not isinstance(value, BaseModel) and info.field_name not in MULTI_LINE_FIELDS:
             _reject_control_characters(value)
         return value
 
@@ -188,6 +192,55 @@ class SecretRef(_Model):
         if self.from_file is not None and not self.from_file.startswith("/"):
             raise PydanticCustomError("secret_ref", "from_file must be an absolute path on the host")
         return self
+
+
+SECRET_ENV_RESERVED = frozenset(
+    {
+        "HF_TOKEN",  # model.hub_token
+        "HUGGING_FACE_HUB_TOKEN",  # huggingface_hub's older name for it
+        "HF_MODULES_CACHE",  # set where the model cache is read-only (render/common.py)
+        "CUDA_VISIBLE_DEVICES",  # the GPUs: resources.gpu_ids, through Docker's device request
+        "NVIDIA_VISIBLE_DEVICES",  # read by the NVIDIA container runtime for the same request
+        "NVIDIA_DRIVER_CAPABILITIES",
+        "VLLM_HOST_IP",  # a multi-node vLLM member's address (engines/vllm/render.py)
+    }
+)
+"""Variables servespec sets itself in every engine container it may render: never an ``engine.secret_env`` name."""
+SECRET_ENV_RESERVED_PREFIX = "SERVESPEC_"
+"""servespec's own variables (``SERVESPEC_API_KEY``, the key launcher's): never an ``engine.secret_env`` name."""
+
+
+def _secret_env_name(name: str) -> str:
+    if name in SECRET_ENV_RESERVED or name.upper().startswith(SECRET_ENV_RESERVED_PREFIX):
+        raise PydanticCustomError(
+            "secret_env_name",
+            "servespec sets {name} itself (hub token, GPUs, its own variables); give the hub token as "
+            "model.hub_token and the GPUs as resources.gpu_ids",
+            {"name": name},
+        )
+    return name
+
+
+SecretEnvName = Annotated[EnvName, AfterValidator(_secret_env_name)]
+"""An ``engine.secret_env`` name: the environment-variable grammar, and none servespec sets itself."""
+MAX_SYSTEM_PROMPT = 65_536
+"""Characters of ``serving.system_prompt`` at most (a Modelfile SYSTEM holds it in one quoted string)."""
+
+
+def _system_prompt(value: str) -> str:
+    # Line breaks and tabs are the prompt's own; every other unsafe character is refused as elsewhere.
+    bad = re.search(r"(?![\n\t])" + UNSAFE.pattern, value)
+    if bad:
+        raise PydanticCustomError(
+            "control_character",
+            "value contains a control, bidi or zero-width character (only line breaks and tabs are kept)",
+        )
+    return value
+
+
+SystemPrompt = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_SYSTEM_PROMPT), AfterValidator(_system_prompt)
+]
 
 
 class Metadata(_Model):
@@ -277,11 +330,29 @@ class EngineSpec(_Model):
         description="The words that start the server, in place of servespec's own (python3 -m "
         "vllm.entrypoints.openai.api_server); the rendered arguments are appended",
     )
+    secret_env: dict[SecretEnvName, SecretRef] = Field(
+        default_factory=dict,
+        description="Secrets the engine process reads from its environment (a tool server's EXA_API_KEY): "
+        "NAME: {from_env: VAR} or {from_file: /path}, resolved on the controller while applying and given to the "
+        "engine through the secrets env file, never rendered",
+    )
 
     @field_validator("options")
     @classmethod
     def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
         check_numbers(value)
+        return value
+
+    @field_validator("secret_env")
+    @classmethod
+    def _secret_env_not_in_env(cls, value: dict[str, SecretRef], info: ValidationInfo) -> dict[str, SecretRef]:
+        both = sorted(set(value) & set(info.data.get("env") or {}))
+        if both:
+            raise PydanticCustomError(
+                "secret_env_name",
+                "{name} is set in both engine.env and engine.secret_env; keep the secret in secret_env only",
+                {"name": both[0]},
+            )
         return value
 
 
@@ -361,6 +432,17 @@ class Serving(_Model):
     )
     model_aliases: list[ServedName] = Field(
         default_factory=list, max_length=32, description="Further names the engine answers to (where it takes several)"
+    )
+    chat_template: NonEmpty | None = Field(
+        default=None,
+        description="A Jinja chat-template file, relative to this file and inside the checkout: shipped with the "
+        "rendered files and given to the engine's chat-template option (vLLM/SGLang --chat-template, llama.cpp "
+        "--chat-template-file)",
+    )
+    system_prompt: SystemPrompt | None = Field(
+        default=None,
+        description="A default system prompt, where the engine has one (Ollama's Modelfile SYSTEM); several lines "
+        "allowed",
     )
 
     @field_validator("model_aliases")

@@ -16,6 +16,7 @@ from typing import Any
 from servespec.engines.kit import (
     EngineContainer,
     Target,
+    chat_template_option,
     engine_host,
     engine_secrets,
     flags,
@@ -37,6 +38,7 @@ def context(target: Target) -> EngineContainer:
     options: dict[str, Any] = {
         "model" if is_local_path(source) else "hf_repo": source,
         **served_name_options(target),
+        **chat_template_option(target),
         "host": engine_host(target),
         "port": spec.serving.port,
     }

@@ -40,7 +40,7 @@ def context(target: Target) -> EngineContainer:
         text = env_text(target, key, value) if value is not None else None
         if text is not None:
             env[name] = text
-    modelfile = {"source": str(spec.model.source), "parameters": parameters}
+    modelfile = {"source": str(spec.model.source), "parameters": parameters, "system": spec.serving.system_prompt}
     entrypoint, command = launch(target, ["serve"], target.extra_args)
     return EngineContainer(
         command=command,

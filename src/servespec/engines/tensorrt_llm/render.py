@@ -16,6 +16,7 @@ from servespec.engines.kit import (
     CONFIG_DIR,
     EngineContainer,
     Target,
+    chat_template_option,
     engine_host,
     flags,
     hub_token_env,
@@ -125,6 +126,7 @@ def context(target: Target) -> EngineContainer:
     if model.revision:
         api["revision"] = model.revision
     fixed.update(served_name_options(target))
+    fixed.update(chat_template_option(target))
     # the release's own spelling decides: 1.0 takes tensor parallelism as --tp_size,
     # 1.2 as --tensor_parallel_size; LLM-API fields with no flag go into the YAML file
     words, options = split(target, fixed, target.options)
