@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from servespec.engines.base import ClusterPorts, Engine, EngineCheck
 from servespec.engines.catalog import EngineRelease
@@ -33,7 +33,7 @@ class Sglang(Engine):
 
         return host_checks(known, host)
 
-    def cluster(self, release: EngineRelease | None) -> ClusterPorts:
+    def cluster(self, release: EngineRelease | None, options: Mapping[str, Any] | None = None) -> ClusterPorts:
         return ClusterPorts("torch", DIST_PORT, "--dist-init-addr")
 
 
