@@ -41,9 +41,8 @@ from servespec.spec.fleet import load_fleet
 
 TESTS = Path(__file__).resolve().parents[1]
 RECIPES = TESTS / "data" / "recipes"
-ENGINES = (
-    "vllm", "sglang", "tgi", "ollama", "tensorrt-llm", "llama.cpp", "xinference", "ktransformers", "lmstudio", "openllm",
-)  # fmt: skip
+ENGINES = ("vllm", "sglang", "tgi", "ollama", "tensorrt-llm", "llama.cpp")
+ENGINES += ("xinference", "ktransformers", "lmstudio", "openllm")  # the four platforms of issue 12
 MIN_RECIPES = {"xinference": 2, "ktransformers": 1, "lmstudio": 1, "openllm": 2}  # the others: 4 each
 KINDS = ("single-gpu", "tensor-parallel", "multi-node", "quantized", "long-context")
 PARSED = ("vllm", "sglang", "ktransformers")  # compared through the release's own parser; the others by catalog
@@ -355,7 +354,7 @@ def _lms(release: EngineRelease, commands: list[list[str]], where: str) -> dict[
     found: dict[str, Any] = {}
     for command in commands:
         words = [str(w) for w in command]
-        if words and words[0].endswith("/lms") or words[:1] == ["lms"]:
+        if words[:1] == ["lms"] or (words and words[0].endswith("/lms")):
             words = words[1:]
         if words[:1] == ["load"]:
             options, positional = _flags(release, words[1:], where)
@@ -391,15 +390,6 @@ def _openllm(release: EngineRelease, argv: list[str], where: str) -> dict[str, A
 def _upstream_options(recipe: dict[str, Any], release: EngineRelease, rid: str) -> dict[str, Any]:
     engine = recipe["engine"]
     up = recipe["upstream"]
-    if engine == "lmstudio":
-        return _lms(release, up["argv"], f"{rid} upstream")
-    if engine == "openllm":
-        return _openllm(release, [str(a) for a in up["argv"]], f"{rid} upstream")
-    if engine == "xinference":
-        server, positional = _flags(release, [str(a) for a in up.get("argv") or []], f"{rid} upstream")
-        assert not positional, f"{rid} upstream: {positional}"
-        launch = _xinference_launch([str(a) for a in up.get("launch") or []], f"{rid} upstream")
-        return {**server, **_xinference_request(launch)}
     argv = _strip_launcher(engine, [str(a) for a in up.get("argv") or []])
     found, positional = _flags(release, argv, f"{rid} upstream")
     found.update(_environment(release, up.get("env") or {}, f"{rid} upstream"))
@@ -424,16 +414,6 @@ def _rendered_options(recipe: dict[str, Any], release: EngineRelease, rid: str) 
     containers = _containers(rid)
     assert containers, f"{rid}: nothing rendered"
     container, files = containers[0]
-    if engine == "lmstudio":
-        return _lms(release, json.loads(files["lms-commands.json"])["commands"], f"{rid} rendered")
-    if engine == "openllm":
-        argv = [str(a) for a in [*(container.get("entrypoint") or []), *container["command"]]]
-        return _openllm(release, argv, f"{rid} rendered")
-    if engine == "xinference":
-        words = _strip_launcher(engine, [str(a) for a in container["command"]])
-        server, positional = _flags(release, words, f"{rid} rendered")
-        assert not positional, f"{rid} rendered: {positional}"
-        return {**server, **_xinference_request(json.loads(files["launch.json"]))}
     argv = [str(a) for a in [*(container.get("entrypoint") or []), *container["command"]]]
     if engine == "llama.cpp" and "args.json" in files:
         argv = [str(a) for a in json.loads(files["args.json"])]
@@ -460,12 +440,48 @@ def _rendered_options(recipe: dict[str, Any], release: EngineRelease, rid: str) 
     return found
 
 
+def _platform_upstream(recipe: dict[str, Any], release: EngineRelease, rid: str) -> dict[str, Any]:
+    """LM Studio, OpenLLM, XInference: the published commands' options."""
+    up = recipe["upstream"]
+    if recipe["engine"] == "lmstudio":
+        return _lms(release, up["argv"], f"{rid} upstream")
+    if recipe["engine"] == "openllm":
+        return _openllm(release, [str(a) for a in up["argv"]], f"{rid} upstream")
+    server, positional = _flags(release, [str(a) for a in up.get("argv") or []], f"{rid} upstream")
+    assert not positional, f"{rid} upstream: {positional}"
+    launch = _xinference_launch([str(a) for a in up.get("launch") or []], f"{rid} upstream")
+    return {**server, **_xinference_request(launch)}
+
+
+def _platform_rendered(recipe: dict[str, Any], release: EngineRelease, rid: str) -> dict[str, Any]:
+    """LM Studio, OpenLLM, XInference: the rendered commands' (and launch request's) options."""
+    containers = _containers(rid)
+    assert containers, f"{rid}: nothing rendered"
+    container, files = containers[0]
+    if recipe["engine"] == "lmstudio":
+        return _lms(release, json.loads(files["lms-commands.json"])["commands"], f"{rid} rendered")
+    if recipe["engine"] == "openllm":
+        argv = [str(a) for a in [*(container.get("entrypoint") or []), *container["command"]]]
+        return _openllm(release, argv, f"{rid} rendered")
+    words = _strip_launcher("xinference", [str(a) for a in container["command"]])
+    server, positional = _flags(release, words, f"{rid} rendered")
+    assert not positional, f"{rid} rendered: {positional}"
+    return {**server, **_xinference_request(json.loads(files["launch.json"]))}
+
+
+PLATFORMS = ("lmstudio", "openllm", "xinference")  # compared by _platform_upstream / _platform_rendered
+
+
 @pytest.mark.parametrize("rid", _params("render", tuple(e for e in ENGINES if e not in PARSED)))
 def test_recipe_renders_what_upstream_launches(rid: str) -> None:
     recipe = _recipe(rid)
     release = _release(recipe)
-    upstream = _without_defaults(release, _upstream_options(recipe, release, rid))
-    rendered = _without_defaults(release, _rendered_options(recipe, release, rid))
+    platform = recipe["engine"] in PLATFORMS
+    upstream_of, rendered_of = (
+        (_platform_upstream, _platform_rendered) if platform else (_upstream_options, _rendered_options)
+    )
+    upstream = _without_defaults(release, upstream_of(recipe, release, rid))
+    rendered = _without_defaults(release, rendered_of(recipe, release, rid))
     _assert_same(recipe, upstream, rendered)
 
 
