@@ -362,3 +362,7 @@ class Engine:
     def cluster(self, release: EngineRelease | None, options: Mapping[str, Any] | None = None) -> ClusterPorts | None:
         """How a multi-node replica's members meet on this release with these options (None: not known)."""
         return None
+
+    def runs_on_cpu(self, options: Mapping[str, Any]) -> bool:
+        """Whether these options run the model on the host's CPUs: no GPU is counted and no head split checked."""
+        return False
