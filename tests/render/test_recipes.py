@@ -10,9 +10,12 @@ release it targets, and every deliberate difference and justified warning), ``sp
 - TGI, Ollama, TensorRT-LLM, llama.cpp: the rendered launch (flags, environment, config
   files) and the upstream one, each normalised through that release's catalog (aliases,
   env names, LLM-API config keys, value types, defaults), give the same option -> value map;
-- vLLM, SGLang (``parsers`` tier, slow): the upstream command and the rendered one, each
-  parsed by the release's own argument parser (tests/parsers/parse_argv.py in the parser
-  environment ``scripts/parser-envs`` builds), give the same namespace.
+- vLLM, SGLang, KTransformers (``parsers`` tier, slow): the upstream command and the rendered
+  one, each parsed by the release's own argument parser (tests/parsers/parse_argv.py in the
+  parser environment ``scripts/parser-envs`` builds), give the same namespace;
+- LM Studio (``lms load`` / ``lms server start``), OpenLLM (``openllm serve BENTO``, each
+  ``--arg KEY=VALUE``) and XInference (the server's flags, and ``xinference launch``'s keywords
+  against the rendered launch.json) through the release's catalog, as the second item.
 
 In both comparisons only the options ``recipe.yaml`` lists under ``differences`` (each with
 its reason) may differ. A recipe that fails because of a behaviour issue 12 is fixing is
