@@ -118,8 +118,10 @@ def test_sglang_dp_attention_deepseek_v3(tmp_path: Path, resources: str, options
     known = resolve.resolved(fleet.deployments[0])
     layout = known.layout
     assert (layout.gpus, layout.tensor, layout.data, layout.moe_group) == (8, 1, 8, 8)
-    _, config = _launch(fleet)
-    assert "tp-size: 8" in config and "dp-size: 8" in config and "enable-dp-attention: true" in config
+    container, config = _launch(fleet)
+    assert "tp-size: 8" in config and "dp-size: 8" in config
+    # 0.5.23 deprecates the flag and its config reader refuses it: it goes on the command line
+    assert "--enable-dp-attention" in container["command"] and "enable-dp-attention" not in config
 
 
 def test_sglang_dp_without_dp_attention_is_whole_copies(tmp_path: Path) -> None:

@@ -137,6 +137,20 @@ def test_routed_experts_off_the_gpu_go_to_host_ram(tmp_path: Path) -> None:
     assert dynamic.offload.host_gib == pytest.approx(58 * 256 * expert_bytes / 1024**3, abs=0.01)
 
 
+def test_no_estimate_when_the_expert_width_is_unknown(tmp_path: Path) -> None:
+    # model.architecture has no moe_intermediate_size: the CPU/GPU split cannot be sized, so no
+    # estimate (before: every routed expert counted on the one GPU, a false MEM001 of ~1.3 TiB)
+    architecture = (
+        "architecture: {params_b: 671, layers: 61, hidden_size: 7168, intermediate_size: 18432, attention_heads: 128,"
+        " kv_heads: 128, head_dim: 128, vocab_size: 129280, experts: 256, active_experts: 8}"
+    )
+    path = _spec(tmp_path, KT_OPTIONS, source="/srv/models/DeepSeek-V3-local")
+    path.write_text(path.read_text().replace("max_model_len: 8192}", f"max_model_len: 8192, {architecture}}}"))
+    assert _estimate(path) is None
+    assert _findings(path, "MEM001") == []
+    assert _estimate(_spec(tmp_path, KT_OPTIONS)) is not None  # the catalogued config has the width
+
+
 def test_without_the_split_it_is_sglangs_estimate(tmp_path: Path) -> None:
     plan = _estimate(_spec(tmp_path, {"mem_fraction_static": 0.94}))
     assert plan.offload is None and plan.weights_gib > 600  # every expert on the one GPU

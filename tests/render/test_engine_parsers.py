@@ -106,8 +106,8 @@ def engine_argv(engine: str, container: dict[str, Any]) -> list[str] | None:
         # bash -c SCRIPT [$0 [$1 ...]]
         argv = _expand(argv[2], argv[4:], container.get("environment") or {})
     launcher = LAUNCHERS[engine]
-    if engine == "vllm" and argv[:3] == API_SERVER:  # engine.entrypoint of an older image: the same engine args
-        launcher = API_SERVER
+    if engine == "vllm" and Path(argv[0]).name in ("python", "python3") and argv[1:3] == API_SERVER[1:]:
+        launcher = argv[:3]  # engine.entrypoint of an older image (or the docs' `python -m ...`): the same engine args
     assert argv[: len(launcher)] == launcher, f"{engine} container does not run {shlex.join(launcher)}: {argv}"
     return argv[len(launcher) :]
 

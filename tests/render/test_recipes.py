@@ -10,9 +10,12 @@ release it targets, and every deliberate difference and justified warning), ``sp
 - TGI, Ollama, TensorRT-LLM, llama.cpp: the rendered launch (flags, environment, config
   files) and the upstream one, each normalised through that release's catalog (aliases,
   env names, LLM-API config keys, value types, defaults), give the same option -> value map;
-- vLLM, SGLang (``parsers`` tier, slow): the upstream command and the rendered one, each
-  parsed by the release's own argument parser (tests/parsers/parse_argv.py in the parser
-  environment ``scripts/parser-envs`` builds), give the same namespace.
+- vLLM, SGLang, KTransformers (``parsers`` tier, slow): the upstream command and the rendered
+  one, each parsed by the release's own argument parser (tests/parsers/parse_argv.py in the
+  parser environment ``scripts/parser-envs`` builds), give the same namespace;
+- LM Studio (``lms load`` / ``lms server start``), OpenLLM (``openllm serve BENTO``, each
+  ``--arg KEY=VALUE``) and XInference (the server's flags, and ``xinference launch``'s keywords
+  against the rendered launch.json) through the release's catalog, as the second item.
 
 In both comparisons only the options ``recipe.yaml`` lists under ``differences`` (each with
 its reason) may differ. A recipe that fails because of a behaviour issue 12 is fixing is
@@ -42,8 +45,10 @@ from servespec.spec.fleet import load_fleet
 TESTS = Path(__file__).resolve().parents[1]
 RECIPES = TESTS / "data" / "recipes"
 ENGINES = ("vllm", "sglang", "tgi", "ollama", "tensorrt-llm", "llama.cpp")
+ENGINES += ("xinference", "ktransformers", "lmstudio", "openllm")  # the four platforms of issue 12
+MIN_RECIPES = {"xinference": 2, "ktransformers": 1, "lmstudio": 1, "openllm": 2}  # the others: 4 each
 KINDS = ("single-gpu", "tensor-parallel", "multi-node", "quantized", "long-context")
-PARSED = ("vllm", "sglang")  # compared through the release's own parser; the others through its catalog
+PARSED = ("vllm", "sglang", "ktransformers")  # compared through the release's own parser; the others by catalog
 
 # Recipes that fail until a fix of issue 12 lands: (check, recipe id) -> the item it waits for.
 # Strict: an entry whose recipe passes fails the run, so it must be removed with the fix.
@@ -102,9 +107,9 @@ def _containers(rid: str) -> list[tuple[dict[str, Any], dict[str, str]]]:
 
 def test_corpus_covers_every_engine_and_kind() -> None:
     recipes = {rid: _recipe(rid) for rid in _ids()}
-    assert len(recipes) >= 24, sorted(recipes)
+    assert len(recipes) >= 60, sorted(recipes)
     per_engine = Counter(r["engine"] for r in recipes.values())
-    assert all(per_engine[e] >= 4 for e in ENGINES), per_engine
+    assert all(per_engine[e] >= MIN_RECIPES.get(e, 4) for e in ENGINES), per_engine
     kinds = Counter(k for r in recipes.values() for k in r["kind"])
     assert all(kinds[k] >= 1 for k in KINDS), kinds
     for rid, r in recipes.items():
@@ -270,6 +275,8 @@ _LAUNCHERS = {
     "tensorrt-llm": ("trtllm-llmapi-launch", "trtllm-serve", "serve"),
     "llama.cpp": ("llama-server", "./llama-server", "/app/llama-server"),
     "ollama": ("ollama", "serve", "/bin/ollama"),
+    "xinference": ("xinference-local",),
+    "openllm": ("openllm",),
 }
 
 
@@ -278,6 +285,109 @@ def _strip_launcher(engine: str, argv: list[str]) -> list[str]:
     while words and words[0] in _LAUNCHERS[engine]:
         words.pop(0)
     return words
+
+
+# XInference's `xinference launch` (xinference/deploy/cmdline.py ``model_launch``, v3.2.1): each option and
+# the ``launch_model`` keyword (the POST /v1/models body, launch.json) it becomes; any other ``--name value``
+# pair is passed on as keyword ``name``, typed by ``handle_click_args_type`` (xinference/deploy/utils.py).
+_XINFERENCE_LAUNCH = {
+    **dict.fromkeys(("--model-name", "-n"), "model_name"),
+    **dict.fromkeys(("--model-type", "-t"), "model_type"),
+    **dict.fromkeys(("--model-engine", "-en"), "model_engine"),
+    **dict.fromkeys(("--model-uid", "-u"), "model_uid"),
+    **dict.fromkeys(("--size-in-billions", "-s"), "model_size_in_billions"),
+    **dict.fromkeys(("--model-format", "-f"), "model_format"),
+    **dict.fromkeys(("--quantization", "-q"), "quantization"),
+    **dict.fromkeys(("--replica", "-r"), "replica"),
+    **dict.fromkeys(("--model-path", "-mp"), "model_path"),
+    "--n-gpu": "n_gpu",
+    "--gpu-idx": "gpu_idx",
+    "--worker-ip": "worker_ip",
+}
+
+
+def _click_value(text: str) -> Any:
+    """``handle_click_args_type``: None, booleans, numbers and JSON objects/arrays from their text."""
+    if text == "None":
+        return None
+    if text in ("true", "True", "false", "False"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    if text.startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _xinference_launch(words: list[str], where: str) -> dict[str, Any]:
+    """The launch_model keywords an ``xinference launch`` command line sends."""
+    found: dict[str, Any] = {}
+    for flag, value in zip(words[::2], words[1::2], strict=True):
+        key = _XINFERENCE_LAUNCH.get(flag)
+        if key == "model_size_in_billions":
+            found[key] = value if "_" in value or "." in value else int(value)
+        elif key is not None:
+            found[key] = value
+        else:
+            assert flag.startswith("--"), f"{where}: {flag} (xinference launch passes on --name value pairs only)"
+            found[flag[2:]] = _click_value(value)
+    return found
+
+
+def _xinference_request(body: dict[str, Any]) -> dict[str, Any]:
+    """A launch body as XInference reads it: the engine name matched case-insensitively (llm_family.py
+    ``get_model_engine_from_spell``), a JSON object or array given as text parsed (vLLM's model config)."""
+    found = dict(body)
+    if isinstance(found.get("model_engine"), str):
+        found["model_engine"] = found["model_engine"].lower()
+    for key, value in found.items():
+        if isinstance(value, str) and value.startswith(("{", "[")):
+            found[key] = _click_value(value)
+    return found
+
+
+def _lms(release: EngineRelease, commands: list[list[str]], where: str) -> dict[str, Any]:
+    """``lms load KEY ...`` and ``lms server start ...``: the key and the options of both."""
+    found: dict[str, Any] = {}
+    for command in commands:
+        words = [str(w) for w in command]
+        if words[:1] == ["lms"] or (words and words[0].endswith("/lms")):
+            words = words[1:]
+        if words[:1] == ["load"]:
+            options, positional = _flags(release, words[1:], where)
+            assert len(positional) == 1, f"{where}: lms load takes one model key, got {positional}"
+            found.update(options, model=positional[0])
+        elif words[:2] == ["server", "start"]:
+            options, positional = _flags(release, words[2:], where)
+            assert not positional, f"{where}: {positional}"
+            found.update({f"server.{k}" if not k.startswith("server.") else k: v for k, v in options.items()})
+    return found
+
+
+def _openllm(release: EngineRelease, argv: list[str], where: str) -> dict[str, Any]:
+    """``openllm serve BENTO ...``: the bento, its options, and each ``--arg KEY=VALUE`` as ``arg.KEY``."""
+    words = _strip_launcher("openllm", argv)
+    assert words[:1] == ["serve"], f"{where}: {words}"
+    rest: list[str] = []
+    found: dict[str, Any] = {}
+    i = 1
+    while i < len(words):
+        if words[i] in ("--arg", "--env") and i + 1 < len(words):
+            key, _, value = words[i + 1].partition("=")
+            found[f"{words[i][2:]}.{key}"] = value
+            i += 2
+            continue
+        rest.append(words[i])
+        i += 1
+    options, positional = _flags(release, rest, where)
+    assert len(positional) == 1, f"{where}: openllm serve takes one bento, got {positional}"
+    return {**options, **found, "bento": positional[0]}
 
 
 def _upstream_options(recipe: dict[str, Any], release: EngineRelease, rid: str) -> dict[str, Any]:
@@ -333,12 +443,48 @@ def _rendered_options(recipe: dict[str, Any], release: EngineRelease, rid: str) 
     return found
 
 
+def _platform_upstream(recipe: dict[str, Any], release: EngineRelease, rid: str) -> dict[str, Any]:
+    """LM Studio, OpenLLM, XInference: the published commands' options."""
+    up = recipe["upstream"]
+    if recipe["engine"] == "lmstudio":
+        return _lms(release, up["argv"], f"{rid} upstream")
+    if recipe["engine"] == "openllm":
+        return _openllm(release, [str(a) for a in up["argv"]], f"{rid} upstream")
+    server, positional = _flags(release, [str(a) for a in up.get("argv") or []], f"{rid} upstream")
+    assert not positional, f"{rid} upstream: {positional}"
+    launch = _xinference_launch([str(a) for a in up.get("launch") or []], f"{rid} upstream")
+    return {**server, **_xinference_request(launch)}
+
+
+def _platform_rendered(recipe: dict[str, Any], release: EngineRelease, rid: str) -> dict[str, Any]:
+    """LM Studio, OpenLLM, XInference: the rendered commands' (and launch request's) options."""
+    containers = _containers(rid)
+    assert containers, f"{rid}: nothing rendered"
+    container, files = containers[0]
+    if recipe["engine"] == "lmstudio":
+        return _lms(release, json.loads(files["lms-commands.json"])["commands"], f"{rid} rendered")
+    if recipe["engine"] == "openllm":
+        argv = [str(a) for a in [*(container.get("entrypoint") or []), *container["command"]]]
+        return _openllm(release, argv, f"{rid} rendered")
+    words = _strip_launcher("xinference", [str(a) for a in container["command"]])
+    server, positional = _flags(release, words, f"{rid} rendered")
+    assert not positional, f"{rid} rendered: {positional}"
+    return {**server, **_xinference_request(json.loads(files["launch.json"]))}
+
+
+PLATFORMS = ("lmstudio", "openllm", "xinference")  # compared by _platform_upstream / _platform_rendered
+
+
 @pytest.mark.parametrize("rid", _params("render", tuple(e for e in ENGINES if e not in PARSED)))
 def test_recipe_renders_what_upstream_launches(rid: str) -> None:
     recipe = _recipe(rid)
     release = _release(recipe)
-    upstream = _without_defaults(release, _upstream_options(recipe, release, rid))
-    rendered = _without_defaults(release, _rendered_options(recipe, release, rid))
+    platform = recipe["engine"] in PLATFORMS
+    upstream_of, rendered_of = (
+        (_platform_upstream, _platform_rendered) if platform else (_upstream_options, _rendered_options)
+    )
+    upstream = _without_defaults(release, upstream_of(recipe, release, rid))
+    rendered = _without_defaults(release, rendered_of(recipe, release, rid))
     _assert_same(recipe, upstream, rendered)
 
 

@@ -171,6 +171,15 @@ def test_sglang_negatable_booleans_stay_on_the_command_line(tmp_path: Path) -> N
     assert config["enable-metrics"] is True  # store_true: the config file holds it
 
 
+def test_sglang_deprecated_flags_stay_on_the_command_line(tmp_path: Path) -> None:
+    # 0.5.23's config reader takes argparse's own store_true only: --enable-dp-attention is a
+    # DeprecatedStoreTrueAction there, and a config file naming it is refused at start-up
+    files, _ = _render(tmp_path, "sglang", "0.5.23", {"enable_dp_attention": True, "enable_metrics": True})
+    command, config = _container(files)["command"], _config(files)
+    assert "enable-dp-attention" not in config and "--enable-dp-attention" in command
+    assert config["enable-metrics"] is True
+
+
 def test_sglang_one_word_lists_as_json(tmp_path: Path) -> None:
     files, _ = _render(tmp_path, "sglang", "0.5.23", {"sidecar_args": ["--a", "b"], "lora_target_modules": ["q", "v"]})
     command, config = _container(files)["command"], _config(files)
@@ -219,12 +228,14 @@ PARSED = {
     ),
     ("sglang", "0.5.23"): (
         {
+            "enable_dp_attention": True,
             "dcp_replicate_q_proj": True,
             "enable_fused_qk_norm_rope": False,
             "sidecar_args": ["--a", "b"],
             "cuda_graph_config": {"decode": {"max_bs": 64}},
         },
         {
+            "enable_dp_attention": True,
             "dcp_replicate_q_proj": True,
             "enable_fused_qk_norm_rope": False,
             "sidecar_args": ["--a", "b"],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -206,6 +206,10 @@ class Engine:
         """Engine-specific problems of the deployment on one host it is placed on (TOPO004: thread pools vs NUMA)."""
         return iter(())
 
-    def cluster(self, release: EngineRelease | None) -> ClusterPorts | None:
-        """How a multi-node replica's members meet on this release (None: not known to servespec)."""
+    def cluster(self, release: EngineRelease | None, options: Mapping[str, Any] | None = None) -> ClusterPorts | None:
+        """How a multi-node replica's members meet on this release with these options (None: not known)."""
         return None
+
+    def runs_on_cpu(self, options: Mapping[str, Any]) -> bool:
+        """Whether these options run the model on the host's CPUs: no GPU is counted and no head split checked."""
+        return False

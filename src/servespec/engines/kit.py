@@ -473,9 +473,12 @@ def split_config(target: Target, options: dict[str, Any]) -> tuple[dict[str, Any
     config reader turns each key into ``--<key>`` verbatim, and vLLM accepts either
     spelling. A config file holds scalars and true store_true flags; mappings go in as JSON
     text (vLLM 0.11 writes a YAML mapping as ``str(dict)``, which its JSON parsers refuse).
-    Negatable and ``--x true|false`` booleans, and lists of several words, stay on the
-    command line (SGLang's config reader refuses BooleanOptionalAction and repeats no
-    flag; vLLM's writes a list after one flag).
+    Negatable and ``--x true|false`` booleans, deprecated flags, and lists of several words,
+    stay on the command line (SGLang's config reader refuses BooleanOptionalAction and repeats no
+    flag; from 0.5.23 it takes only argparse's own store_true among the valueless actions, so a
+    deprecated flag such as ``--enable-dp-attention`` (DeprecatedStoreTrueAction) is refused:
+    "Unsupported config option ... with action 'DeprecatedStoreTrueAction'",
+    sglang/srt/utils/server_args_config_parser.py; vLLM's writes a list after one flag).
     """
     config: dict[str, Any] = {}
     argv: list[str] = []
@@ -486,7 +489,8 @@ def split_config(target: Target, options: dict[str, Any]) -> tuple[dict[str, Any
         if not words:
             continue
         if isinstance(value, bool):
-            if value and ((option.bool_form if option else None) or "flag") == "flag":
+            deprecated = option is not None and option.deprecated
+            if value and ((option.bool_form if option else None) or "flag") == "flag" and not deprecated:
                 config[name] = True
             else:
                 argv += words

@@ -97,7 +97,7 @@ def _loopback(bind: str) -> bool:
 def _cluster_ports(deployment: DeploymentDoc, leader: str) -> str:
     """What a multi-node replica opens between its members, stated as the engines' sources show it."""
     known = resolve.resolved(deployment)
-    cluster = known.engine.cluster(known.release)
+    cluster = known.engine.cluster(known.release, known.options)
     if cluster is None:
         return (
             f"{known.profile.title}'s members connect on ports servespec neither chooses "

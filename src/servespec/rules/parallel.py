@@ -23,7 +23,8 @@ class HeadsNotDivisible(Rule):
     parallel size (T)" (ModelConfig.verify_with_parallel_config). KV heads are split the
     same way when there are at least ``tp`` of them, or replicated when there are fewer,
     which needs ``tp % kv_heads == 0`` (QKVParallelLinear). SGLang, TGI and TensorRT-LLM
-    assert the same.
+    assert the same on GPUs; SGLang on the CPU (``--device cpu``) pads the heads instead
+    (sglang/srt/configs/update_config.py ``adjust_config_with_unaligned_cpu_tp``), so it is not checked there.
 
     Fix: choose a ``tensor_parallel`` that divides the head counts the message lists.
 
@@ -46,6 +47,8 @@ class HeadsNotDivisible(Rule):
             facts = known.model.facts
             tp = known.layout.tensor  # the attention split: one data-parallel rank's tensor parallelism
             if facts is None or tp == 1 or (facts.is_mla and facts.attention_heads % tp == 0):
+                continue
+            if known.engine.runs_on_cpu(known.options):
                 continue
             heads, kv = facts.attention_heads, facts.kv_heads
             problem = ""
@@ -70,7 +73,8 @@ class NotEnoughGpus(Rule):
     ``placement.hosts_per_replica`` hosts. Explicit ``gpu_ids`` must list exactly the GPUs
     each host contributes, all below the host's GPU count. Engines fail at start-up
     otherwise (vLLM: "The number of required GPUs exceeds the total number of available
-    GPUs in the placement group").
+    GPUs in the placement group"). An engine run on the CPUs (SGLang ``--device cpu``: a
+    rank is a sub-NUMA cluster) needs no GPU.
 
     Fix: lower the parallel sizes, place the deployment on bigger hosts, or fix ``gpu_ids``.
 
@@ -93,7 +97,7 @@ class NotEnoughGpus(Rule):
         for deployment, host in placements(fleet):
             known = resolve.resolved(deployment)
             count = resolve.host_gpus(host).count
-            if count is None or (known.profile.loads_gguf and count == 0):
+            if count is None or (known.profile.loads_gguf and count == 0) or known.engine.runs_on_cpu(known.options):
                 continue
             need = known.gpus_per_host
             ids = known.gpu_ids

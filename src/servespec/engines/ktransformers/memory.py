@@ -9,6 +9,10 @@ unit's arithmetic). The other routed experts live in host RAM in the ``--kt-meth
 ``--kt-enable-dynamic-expert-update`` the host keeps every expert (the GPU set is refreshed
 from it). Without the split it is SGLang's estimate, unchanged.
 
+Without the routed experts' width (``moe_intermediate_size``: a model given by ``model.architecture``,
+which has no such field) the split cannot be sized: there is no estimate (the memory rules do not run)
+rather than one with every expert on the GPUs, which sglang-kt never loads.
+
 Assumed by servespec, not read from a log: the checkpoint's bytes per parameter are the same
 for routed experts as for the rest (the GPU share is ``routed params / all params`` of the
 checkpoint's bytes), and the host copy is counted once per host whatever the tensor-parallel size.
@@ -36,6 +40,8 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     model = inp.model
     if inp.gpu is None or not settings.split or not model.is_moe or not model.experts:
         return sglang_memory.estimate(inp)
+    if not model.moe_intermediate_size:
+        return None  # which bytes stay on the GPU is unknown: not an estimate with every expert there
     whole = weight_bytes(inp)
     routed = min(routed_params(inp) / model.params, 1.0) if model.params else 0.0
     per_layer = settings.gpu_experts_per_layer(model)

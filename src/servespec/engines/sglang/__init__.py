@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from servespec.engines.base import ClusterPorts, Engine, EngineCheck
 from servespec.engines.catalog import EngineRelease
@@ -41,8 +41,15 @@ class Sglang(Engine):
 
         return host_checks(known, host)
 
-    def cluster(self, release: EngineRelease | None) -> ClusterPorts:
+    def cluster(self, release: EngineRelease | None, options: Mapping[str, Any] | None = None) -> ClusterPorts:
         return ClusterPorts("torch", DIST_PORT, "--dist-init-addr")
+
+    def runs_on_cpu(self, options: Mapping[str, Any]) -> bool:
+        """``--device cpu``: each tensor-parallel rank is a sub-NUMA cluster of the CPUs, not a GPU, and a head
+        count the ranks do not divide is padded (``adjust_config_with_unaligned_cpu_tp``, called where
+        ``self.device == "cpu"`` in sglang/srt/model_executor/model_runner.py; sglang/srt/configs/update_config.py
+        of 0.5.23: "Support the case where the num_attention_heads is not divisible by the TP size")."""
+        return options.get("device") == "cpu"
 
 
 ENGINE = Sglang()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from servespec.engines.base import ClusterPorts, Engine, EngineCheck
 from servespec.engines.catalog import EngineRelease
@@ -20,9 +20,18 @@ MASTER_PORT = 29500
 leader works; the 0.33.0 catalog records vLLM's own default as 29501)."""
 
 
-def native_multinode(release: EngineRelease | None) -> bool:
-    """Whether the release spans hosts itself (``--nnodes``); earlier releases need a Ray cluster."""
-    return release is not None and release.option("nnodes") is not None
+def native_multinode(release: EngineRelease | None, options: Mapping[str, Any] | None = None) -> bool:
+    """Whether a multi-node replica spans its hosts with vLLM's own ``--nnodes``, else on a Ray cluster.
+
+    Releases before ``--nnodes`` need Ray. From it on, a replica whose options ask for
+    ``distributed_executor_backend: ray`` runs on Ray too: vLLM refuses ``--nnodes`` above 1 with any
+    backend but mp, uni or external_launcher ("nnodes > 1 can only be set when distributed executor
+    backend is mp, uni or external_launcher.": ParallelConfig.__post_init__,
+    https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/parallel.py).
+    """
+    if release is None or release.option("nnodes") is None:
+        return False
+    return (options or {}).get("distributed_executor_backend") != "ray"
 
 
 class Vllm(Engine):
@@ -41,8 +50,8 @@ class Vllm(Engine):
         yield from checks(known)
         yield from parallel.checks(known)
 
-    def cluster(self, release: EngineRelease | None) -> ClusterPorts:
-        if native_multinode(release):
+    def cluster(self, release: EngineRelease | None, options: Mapping[str, Any] | None = None) -> ClusterPorts:
+        if native_multinode(release, options):
             return ClusterPorts("torch", MASTER_PORT, "--master-port")
         return ClusterPorts("ray", RAY_PORT, "--port")
 

@@ -3,7 +3,8 @@
 config.yaml holds every option in vLLM's own names; the command line keeps only what a
 vLLM config file cannot express (false booleans as ``--no-x``, multi-value lists).
 Multi-node replicas use Ray in 0.11 (a head on the leader, ``ray start`` on workers) and
-vLLM's own ``--nnodes/--node-rank/--master-addr`` where the release has them.
+vLLM's own ``--nnodes/--node-rank/--master-addr`` where the release has them, unless the options
+ask for ``distributed_executor_backend: ray`` (then Ray, as vLLM takes ``--nnodes`` only without it).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def context(target: Target) -> EngineContainer:
     """The vLLM container of one host."""
     # the spec's data/expert parallelism wins over an option saying otherwise (ENG003 reports it)
     options = {**_portable(target), **target.options, **rendered(target.known)}
-    multi_native = target.multi_node and native_multinode(target.release)
+    multi_native = target.multi_node and native_multinode(target.release, target.options)
     if multi_native:
         options.update(
             nnodes=target.hosts_in_replica,
