@@ -122,6 +122,10 @@ class HybridKvCache(_Fact):
     """Groups take the larger type's layer count when max < min × ratio; None: always the smaller."""
     reported_tokens: Literal["blocks_per_group", "max_concurrency"]
     """"GPU KV cache size": ``num_blocks // groups × block_size``, or ``max_concurrency × max_model_len``."""
+    linear_state_block: int | None = None
+    """With linear-attention (Mamba-style) layers, the attention block grows to ``N × ceil(state /
+    (N × per-token page))`` tokens so one page holds a layer's state; None: the release aligns it
+    otherwise, which is not modelled (linear-attention models are then hedged)."""
     source: str
 
 
