@@ -16,6 +16,9 @@ same source tree by AST (``ast`` of the release's files; no regular expressions 
 Release files that already exist keep their ``facts`` and ``notes`` (other people add facts by
 hand); facts this script derives are added only where the file has none of that name. The
 hand-extracted 0.11.0 and 0.33.0 catalogs are not rewritten unless named with ``--force``.
+``--memory-facts`` rederives the memory facts the estimator reads (``hybrid_kv_cache``) for every
+catalogued release, hand-extracted ones included, and replaces them in place (tests/engines/
+test_catalog_vllm.py walks every release for them).
 A development tool: the CLI never imports it.
 """
 
