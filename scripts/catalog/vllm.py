@@ -16,7 +16,8 @@ same source tree by AST (``ast`` of the release's files; no regular expressions 
 Release files that already exist keep their ``facts`` and ``notes`` (other people add facts by
 hand); facts this script derives are added only where the file has none of that name. The
 hand-extracted 0.11.0 and 0.33.0 catalogs are not rewritten unless named with ``--force``.
-``--memory-facts`` rederives the memory facts the estimator reads (``hybrid_kv_cache``) for every
+``--memory-facts`` rederives the memory facts the estimator reads (``hybrid_kv_cache``,
+``profile_sampler_sorts_vocab``) for every
 catalogued release, hand-extracted ones included, and replaces them in place (tests/engines/
 test_catalog_vllm.py walks every release for them).
 A development tool: the CLI never imports it.
@@ -778,6 +779,41 @@ def hybrid_kv_cache(
     return fact, ""
 
 
+def profile_sampler_sorts_vocab(version: str, src: Path, engine: str | None) -> dict[str, Any] | None:
+    """Whether V1's profiling sampler warm-up sorts the whole vocabulary: ``_dummy_sampler_run`` in
+    vllm/v1/worker/gpu_model_runner.py passes ``top_k=...(logits.size(1) - 1)`` with a ``top_p`` and the top-k/top-p
+    op (vllm/v1/sample/ops/topk_topp_sampler.py) sorts the logits (``.sort(``); False where the warm-up
+    is written otherwise (0.34's gpu/model_runner.py: SamplingParams.for_sampler_warmup, not modelled);
+    None for V0 or where no ``_dummy_sampler_run`` is found."""
+    if engine != "v1":
+        return None
+    for rel in ("vllm/v1/worker/gpu_model_runner.py", "vllm/v1/worker/gpu/model_runner.py"):  # 0.34: gpu/
+        tree = _parse(src, rel)
+        function = _functions(tree).get("_dummy_sampler_run") if tree else None
+        if function is not None:
+            break
+    else:
+        return None
+    top_k = next(
+        (
+            kw for n in ast.walk(function) if isinstance(n, ast.Call) for kw in n.keywords
+            if kw.arg == "top_k" and any(other.arg == "top_p" for other in n.keywords) and any(
+                isinstance(b, ast.BinOp) and isinstance(b.op, ast.Sub) and isinstance(b.right, ast.Constant)
+                and b.right.value == 1 and {"size", "shape"} & _names(b.left)
+                for b in ast.walk(kw.value)
+            )
+        ),
+        None,
+    )  # fmt: skip
+    ops = "vllm/v1/sample/ops/topk_topp_sampler.py"
+    sort = _find_line(
+        src, ops, lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "sort"
+    )
+    value = top_k is not None and sort is not None
+    where = url(version, rel, top_k.value.lineno if top_k is not None else function.lineno)
+    return {"value": value, "source": f"{where}; {url(version, ops, sort)}" if sort else where}
+
+
 def facts(version: str, src: Path, options: dict[str, dict[str, Any]], exclusive: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     methods = [m for m in options.get("quantization", {}).get("choices") or [] if m is not None]
@@ -798,6 +834,9 @@ def facts(version: str, src: Path, options: dict[str, dict[str, Any]], exclusive
     hybrid, _why = hybrid_kv_cache(version, src, options, engine["value"] if engine else None)
     if hybrid:
         out["hybrid_kv_cache"] = hybrid
+    sampler = profile_sampler_sorts_vocab(version, src, engine["value"] if engine else None)
+    if sampler:
+        out["profile_sampler_sorts_vocab"] = sampler
     if exclusive:
         out["option_bounds_exclusive"] = exclusive
     return out
@@ -876,7 +915,7 @@ def removed(releases: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def memory_facts(versions: list[str]) -> None:
-    """Derive the memory facts (``MEMORY_FACTS``) of catalogued releases from their source and write
+    """Derive the memory facts (hybrid_kv_cache, profile_sampler_sorts_vocab) of catalogued releases from their source and write
     them into the release files, replacing what the files had (hand-set facts included); the rest of
     each file is kept. A fact the source does not yield is removed and its reason printed."""
     folder = releases_dir(ENGINE)
@@ -893,6 +932,11 @@ def memory_facts(versions: list[str]) -> None:
             facts_["hybrid_kv_cache"] = found
         else:
             facts_.pop("hybrid_kv_cache", None)
+        sampler = profile_sampler_sorts_vocab(version, src, engine)
+        if sampler:
+            facts_["profile_sampler_sorts_vocab"] = sampler
+        else:
+            facts_.pop("profile_sampler_sorts_vocab", None)
         ReleaseFacts.model_validate(facts_)
         path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         print(f"{version}: hybrid_kv_cache {'derived' if found else 'none: ' + why}", file=sys.stderr)

@@ -168,7 +168,8 @@ def test_0_34_0_is_catalogued_from_its_wheel_with_what_changed() -> None:
 # --- memory facts (engines/vllm/memory.py reads them; scripts/catalog/vllm.py derives them) -----------
 
 MEMORY_FACTS = ("default_engine", "block_size_default", "cuda_graph_memory_in_budget")
-"""Facts the vLLM estimator reads for every release (with the hybrid layout where the release has the manager)."""
+"""Facts the vLLM estimator reads for every release (with the hybrid layout where the release has the manager,
+and the profiling sampler's shape for every V1 release)."""
 
 
 def _has_hybrid_manager(release: Any) -> bool:
@@ -188,6 +189,14 @@ def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) ->
         fact = getattr(release.facts, name)
         assert fact is not None, (version, name)
         assert pinned in fact.source, (version, name, fact.source)
+    sampler = release.facts.profile_sampler_sorts_vocab
+    engine = release.facts.default_engine
+    if engine is not None and engine.value == "v1":
+        assert sampler is not None and pinned in sampler.source and "#L" in sampler.source, version
+        # 0.8.0-0.33.0: gpu_model_runner.py _dummy_sampler_run (top_k = vocab - 1, top_p); 0.34.0 rewrote it
+        assert sampler.value == (version_key(version) < (0, 34)), version
+    else:
+        assert sampler is None, version
     hybrid = release.facts.hybrid_kv_cache
     if not _has_hybrid_manager(release):
         assert hybrid is None, version
@@ -251,6 +260,8 @@ def test_builder_derives_the_catalogued_hybrid_layout_from_the_cached_sources() 
         engine = data["facts"]["default_engine"]["value"]
         found, _why = builder.hybrid_kv_cache(version, src, options, engine)
         assert found == data["facts"].get("hybrid_kv_cache"), version
+        sampler = builder.profile_sampler_sorts_vocab(version, src, engine)
+        assert sampler == data["facts"].get("profile_sampler_sorts_vocab"), version
         checked += 1
     if not checked:
         pytest.skip("no vLLM wheel source cached (scripts/catalog/vllm.py fetches it)")

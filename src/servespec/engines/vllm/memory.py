@@ -15,6 +15,7 @@ from servespec.knowledge.memory import (
     activation_gib,
     cuda_total_gib,
     finish,
+    forward_activation_gib,
     kv_element_bytes,
     layer_bytes_per_token,
     linear_state_bytes,
@@ -61,6 +62,27 @@ def _default_utilization(inp: EstimateInput) -> float:
     return 0.92
 
 
+SAMPLER_SORT_BYTES = 16
+"""Bytes per dummy request per vocabulary entry of the sampler warm-up's sort: float32 logits, the
+float32 sorted values and their int64 indices (``logits.sort`` in v1/sample/ops/topk_topp_sampler.py)."""
+
+
+def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
+    """The profiling peak the release measures above the weights (GiB).
+
+    Where the release's sampler warm-up sorts the vocabulary (``profile_sampler_sorts_vocab``:
+    V1 0.8.0-0.33.0, read from each release's gpu_model_runner.py ``_dummy_sampler_run``), it runs
+    after the forward pass, on ``min(max_num_seqs, max_num_batched_tokens)`` requests: the peak is
+    the larger of the two. Otherwise (V0, releases not read) the generic formula.
+    """
+    fact = inp.release.facts.profile_sampler_sorts_vocab if inp.release else None
+    if fact is None or not fact.value or _engine_core(inp) != "v1":
+        return activation_gib(inp, batched, seqs)
+    rows = min(seqs, batched)
+    sampler = rows * (inp.model.vocab_size or 32000) * SAMPLER_SORT_BYTES / GIB
+    return max(forward_activation_gib(inp, batched), sampler)
+
+
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU."""
     gpu = inp.gpu
@@ -79,7 +101,7 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     weights = weights_per_gpu(inp)
     parallel = inp.tensor_parallel * inp.pipeline_parallel > 1
     non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)
-    overhead = activation_gib(inp, batched, seqs) + non_torch
+    overhead = _activation(inp, batched, seqs) + non_torch
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
     graphs = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
     if graphs is not None and graphs.value and inp.options.get("enforce_eager") is not True:
