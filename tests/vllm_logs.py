@@ -153,11 +153,12 @@ def median_abs_error(rows: list[Comparison]) -> float:
 VERSION_RANGES = (
     ("unstated (V0 era)", (), (0, 0)),
     ("< 0.8 (V0 engine)", (0, 0), (0, 8)),
-    ("0.8 - 0.9.1 (V1, one KV layout)", (0, 8), (0, 9, 2)),
-    ("0.9.2 - 0.20 (hybrid manager, blocks per group)", (0, 9, 2), (0, 21)),
-    (">= 0.21 (hybrid manager, concurrency x length)", (0, 21), (10**6,)),
+    ("0.8 - 0.9.0.1 (V1, one KV layout)", (0, 8), (0, 9, 1)),
+    ("0.9.1 - 0.20.0 (hybrid manager, blocks per group)", (0, 9, 1), (0, 20, 1)),
+    (">= 0.20.1 (hybrid manager, concurrency x length)", (0, 20, 1), (10**6,)),
 )
-"""The vLLM release ranges whose KV-cache arithmetic differs (engines/vllm/memory.py)."""
+"""The vLLM release ranges whose KV-cache arithmetic differs (engines/vllm/memory.py), as the catalogs'
+``hybrid_kv_cache`` facts read them from each release's source (scripts/catalog/vllm.py)."""
 
 
 def by_range(rows: list[Comparison]) -> list[tuple[str, list[Comparison]]]:

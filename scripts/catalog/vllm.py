@@ -3,6 +3,7 @@
     python scripts/catalog/vllm.py                  # every release from 0.6.0 that PyPI lists
     python scripts/catalog/vllm.py 0.8.5 0.10.2     # only these (removed_in still spans all)
     python scripts/catalog/vllm.py --dump-only V..  # fetch and dump, write nothing
+    python scripts/catalog/vllm.py --memory-facts   # rederive the memory facts of every catalogued release
 
 For each release: ``pip download vllm==V --no-deps --only-binary :all:`` into
 ``~/.cache/servespec/catalog-src/vllm/V/`` (the wheel's sha256 is recorded, its ``.py`` members
@@ -15,6 +16,10 @@ same source tree by AST (``ast`` of the release's files; no regular expressions 
 Release files that already exist keep their ``facts`` and ``notes`` (other people add facts by
 hand); facts this script derives are added only where the file has none of that name. The
 hand-extracted 0.11.0 and 0.33.0 catalogs are not rewritten unless named with ``--force``.
+``--memory-facts`` rederives the memory facts the estimator reads (``hybrid_kv_cache``,
+``profile_sampler_sorts_vocab``) for every
+catalogued release, hand-extracted ones included, and replaces them in place (tests/engines/
+test_catalog_vllm.py walks every release for them).
 A development tool: the CLI never imports it.
 """
 
@@ -34,6 +39,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from catalog_io import TOOL_VERSION, prune_pool, read_pool, releases_dir, write_pool, write_release
+
+from servespec.engines.catalog import ReleaseFacts  # catalog_io puts src on the path
 
 ENGINE = "vllm"
 FIRST = (0, 6, 0)
@@ -551,6 +558,262 @@ def image_cuda(version: str, src: Path) -> dict[str, Any] | None:
     return None
 
 
+def _core_files(src: Path) -> list[str]:
+    """The V1 KV-cache planning modules (kv_cache_utils.py, from 0.33 also kv_cache_planning.py)."""
+    return sorted(str(p.relative_to(src)) for p in (src / "vllm/v1/core").glob("*.py"))
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+
+
+def _names(node: ast.AST) -> set[str]:
+    """Every identifier and attribute name under ``node``."""
+    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return out | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def _token_formula(node: ast.AST, functions: dict[str, ast.FunctionDef], depth: int = 0) -> str | None:
+    """How an expression computes "GPU KV cache size" tokens: ``max_concurrency`` (× max_model_len),
+    ``blocks_per_group`` (``num_blocks // len(groups) × block_size``), following calls to the module's
+    own functions into their ``return``; None when neither."""
+    if "max_concurrency" in _names(node):
+        return "max_concurrency"
+    for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.BinOp)
+            and isinstance(sub.op, ast.FloorDiv)
+            and isinstance(sub.right, ast.Call)
+            and getattr(sub.right.func, "id", "") == "len"
+        ):
+            return "blocks_per_group"
+    if depth < 2:
+        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+            callee = functions.get(getattr(call.func, "id", ""))
+            for ret in (n for n in ast.walk(callee) if isinstance(n, ast.Return)) if callee else ():
+                found = _token_formula(ret, functions, depth + 1) if ret.value else None
+                if found:
+                    return found
+    return None
+
+
+def _reported_tokens(version: str, src: Path) -> tuple[str, str] | None:
+    """(formula, source) of the "GPU KV cache size: N tokens" line of the hybrid (several-group) path.
+
+    The logging call is found by its format string; the ``num_tokens`` assignments of the function
+    around it are classified by :func:`_token_formula`. Where the module logs twice (before 0.11: one
+    call for a single KV type, one for page-size-unified groups), the group-aware one is taken.
+    """
+    found: list[tuple[str, str]] = []
+    for rel in _core_files(src):
+        tree = _parse(src, rel)
+        if tree is None:
+            continue
+        functions = _functions(tree)
+        for function in functions.values():
+            calls = [
+                n for n in ast.walk(function)
+                if isinstance(n, ast.Call) and n.args and _is_string(n.args[0], "KV cache size: %s tokens")
+            ]  # fmt: skip
+            if not calls:
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Assign) and any("num_tokens" in _names(t) for t in node.targets):
+                    formula = _token_formula(node.value, functions)
+                    if formula:
+                        found.append((formula, url(version, rel, node.lineno)))
+    kinds = {kind for kind, _ in found}
+    return found[0] if len(kinds) == 1 else None  # none found, or both: not modelled
+
+
+def _group_rule(version: str, src: Path) -> tuple[float | None, str] | None:
+    """(ratio, source) of ``_get_kv_cache_groups_uniform_page_size``: the layers per group are the
+    largest type's count when ``max_num_layers < min_num_layers * RATIO`` (0.18+), else the smallest's
+    (ratio None). None: the release has no page-size-unified grouping (no hybrid manager)."""
+    for rel in _core_files(src):
+        tree = _parse(src, rel)
+        for function in _functions(tree).values() if tree else ():
+            if "uniform_page_size" not in function.name or not function.name.startswith("_get_kv_cache_"):
+                continue
+            for node in ast.walk(function):
+                if (
+                    isinstance(node, ast.Compare)
+                    and len(node.ops) == 1
+                    and isinstance(node.ops[0], ast.Lt)
+                    and isinstance(node.comparators[0], ast.BinOp)
+                    and isinstance(node.comparators[0].op, ast.Mult)
+                    and isinstance(node.comparators[0].right, ast.Constant)
+                    and isinstance(node.comparators[0].right.value, float)
+                    and "min_num_layers" in _names(node.comparators[0].left)
+                ):
+                    return float(node.comparators[0].right.value), url(version, rel, node.lineno)
+            mins = [
+                n for n in ast.walk(function)
+                if isinstance(n, ast.Assign) and "group_size" in _names(n.targets[0])
+                and isinstance(n.value, ast.Call) and getattr(n.value.func, "id", "") == "min"
+            ]  # fmt: skip
+            if mins:
+                return None, url(version, rel, mins[0].lineno)
+    return None
+
+
+def _has_class(src: Path, rel: str, name: str) -> int | None:
+    tree = _parse(src, rel)
+    for node in tree.body if tree else ():
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node.lineno
+    return None
+
+
+def _chunked_gate(version: str, src: Path) -> tuple[bool, str] | None:
+    """(kept by default, source) where the config turns the hybrid manager off for chunked local
+    attention unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE (its envs.py default decides)."""
+    env = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE"
+    for rel in _config_files(src):
+        tree = _parse(src, rel)
+        for node in ast.walk(tree) if tree else ():
+            if isinstance(node, ast.If) and env in _names(node.test):
+                default = _env_default(src, env)
+                if default is None:
+                    return None
+                kept = default[0].strip().lower() in ("1", "true")
+                return kept, f"{url(version, rel, node.lineno)}; {url(version, 'vllm/envs.py', default[1])}"
+    return None
+
+
+def _linear_state_block(version: str, src: Path) -> tuple[int | None, str]:
+    """(multiple, source) of HybridAttentionMambaModelConfig's attention block size when a linear
+    layer's state sets the page: ``attn_block_size = N * cdiv(mamba_page_size, ...)`` is its only
+    assignment (0.10.1-0.18). Any other rule (kernel or chunk alignment, 0.19+) is not modelled: None."""
+    rel = "vllm/model_executor/models/config.py"
+    tree = _parse(src, rel)
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.ClassDef) and node.name == "HybridAttentionMambaModelConfig":
+            assigns = [
+                n for n in ast.walk(node)
+                if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "attn_block_size" for t in n.targets)
+            ]  # fmt: skip
+            where = url(version, rel, node.lineno)
+            if len(assigns) != 1:
+                return None, where
+            value = assigns[0].value
+            if (
+                isinstance(value, ast.BinOp)
+                and isinstance(value.op, ast.Mult)
+                and isinstance(value.left, ast.Constant)
+                and isinstance(value.left.value, int)
+                and isinstance(value.right, ast.Call)
+                and getattr(value.right.func, "id", "") == "cdiv"
+                and "mamba_page_size" in _names(value.right)
+            ):
+                return int(value.left.value), url(version, rel, assigns[0].lineno)
+            return None, url(version, rel, assigns[0].lineno)
+    return None, url(version, rel)
+
+
+def hybrid_kv_cache(
+    version: str, src: Path, options: dict[str, Any], engine: str | None
+) -> tuple[dict[str, Any] | None, str]:
+    """The hybrid KV-cache manager's layout (ReleaseFacts.hybrid_kv_cache), or None with the reason.
+
+    A release has the manager when its V1 engine is the default, ``--disable-hybrid-kv-cache-manager``
+    exists and is off by default, and the KV planning code groups layers of several types by page
+    size (``_get_kv_cache_(config|groups)_uniform_page_size``). Each sub-field is read from the
+    code cited; a sub-field that cannot be read leaves the whole fact unset (the estimator hedges).
+    """
+    if engine != "v1":
+        return None, "the default engine is V0: every layer caches every token"
+    option = options.get("disable_hybrid_kv_cache_manager")
+    if option is None:
+        return None, "no --disable-hybrid-kv-cache-manager: V1 unifies all attention layers as full attention"
+    if option.get("default") is True:
+        return None, "the hybrid KV-cache manager is off by default"
+    grouping = _group_rule(version, src)
+    if grouping is None:
+        return None, "no page-size-unified grouping in vllm/v1/core: layout not read"
+    reported = _reported_tokens(version, src)
+    if reported is None:
+        return None, "the 'GPU KV cache size' formula could not be read: layout not modelled"
+    sliding = _has_class(src, "vllm/v1/kv_cache_interface.py", "SlidingWindowSpec")
+    chunked_spec = _has_class(src, "vllm/v1/kv_cache_interface.py", "ChunkedLocalAttentionSpec")
+    gate = _chunked_gate(version, src) if chunked_spec else None
+    chunked = bool(chunked_spec) and (gate[0] if gate else True)
+    block, block_source = _linear_state_block(version, src)
+    interface = "vllm/v1/kv_cache_interface.py"
+    ratio = grouping[0]
+    group_text = (
+        f"the largest type's layer count when max < min * {ratio}, else the smallest's" if ratio
+        else "the smallest type's layer count"
+    )  # fmt: skip
+    token_text = (
+        "int(max_concurrency * max_model_len)" if reported[0] == "max_concurrency"
+        else "num_blocks // len(groups) * block_size"
+    )  # fmt: skip
+    sliding_text = (
+        f"{url(version, interface, sliding)} (SlidingWindowSpec: a sliding layer keeps its window's blocks)" if sliding
+        else f"{url(version, interface)} (no SlidingWindowSpec: sliding layers cache every token)"
+    )  # fmt: skip
+    chunked_text = (
+        f"{url(version, interface, chunked_spec)} (ChunkedLocalAttentionSpec)" if chunked_spec
+        else f"{url(version, interface)} (no ChunkedLocalAttentionSpec: chunked layers cache every token)"
+    )  # fmt: skip
+    if gate:
+        chunked_text += f"; {gate[1]} (hybrid manager {'kept' if gate[0] else 'turned off'} for chunked local "
+        chunked_text += "attention by default)"
+    block_text = f"{block} * cdiv(state page, {block} * per-token page)" if block else "another rule: not modelled"
+    sources = [
+        f"{grouping[1]} (group size: {group_text})",
+        f"{reported[1]} (GPU KV cache size: {token_text})",
+        sliding_text,
+        chunked_text,
+        f"{block_source} (attention block for a linear layer's state: {block_text})",
+    ]
+    fact = {
+        "sliding_window_blocks": bool(sliding),
+        "chunked_local_attention": chunked,
+        "group_size_ratio": grouping[0],
+        "reported_tokens": reported[0],
+        "linear_state_block": block,
+        "source": "; ".join(sources),
+    }
+    return fact, ""
+
+
+def profile_sampler_sorts_vocab(version: str, src: Path, engine: str | None) -> dict[str, Any] | None:
+    """Whether V1's profiling sampler warm-up sorts the whole vocabulary: ``_dummy_sampler_run`` in
+    vllm/v1/worker/gpu_model_runner.py passes ``top_k=...(logits.size(1) - 1)`` with a ``top_p`` and the top-k/top-p
+    op (vllm/v1/sample/ops/topk_topp_sampler.py) sorts the logits (``.sort(``); False where the warm-up
+    is written otherwise (0.34's gpu/model_runner.py: SamplingParams.for_sampler_warmup, not modelled);
+    None for V0 or where no ``_dummy_sampler_run`` is found."""
+    if engine != "v1":
+        return None
+    for rel in ("vllm/v1/worker/gpu_model_runner.py", "vllm/v1/worker/gpu/model_runner.py"):  # 0.34: gpu/
+        tree = _parse(src, rel)
+        function = _functions(tree).get("_dummy_sampler_run") if tree else None
+        if function is not None:
+            break
+    else:
+        return None
+    top_k = next(
+        (
+            kw for n in ast.walk(function) if isinstance(n, ast.Call) for kw in n.keywords
+            if kw.arg == "top_k" and any(other.arg == "top_p" for other in n.keywords) and any(
+                isinstance(b, ast.BinOp) and isinstance(b.op, ast.Sub) and isinstance(b.right, ast.Constant)
+                and b.right.value == 1 and {"size", "shape"} & _names(b.left)
+                for b in ast.walk(kw.value)
+            )
+        ),
+        None,
+    )  # fmt: skip
+    ops = "vllm/v1/sample/ops/topk_topp_sampler.py"
+    sort = _find_line(
+        src, ops, lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "sort"
+    )
+    value = top_k is not None and sort is not None
+    where = url(version, rel, top_k.value.lineno if top_k is not None else function.lineno)
+    return {"value": value, "source": f"{where}; {url(version, ops, sort)}" if sort else where}
+
+
 def facts(version: str, src: Path, options: dict[str, dict[str, Any]], exclusive: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     methods = [m for m in options.get("quantization", {}).get("choices") or [] if m is not None]
@@ -568,6 +831,12 @@ def facts(version: str, src: Path, options: dict[str, dict[str, Any]], exclusive
     ):
         if found:
             out[name] = found
+    hybrid, _why = hybrid_kv_cache(version, src, options, engine["value"] if engine else None)
+    if hybrid:
+        out["hybrid_kv_cache"] = hybrid
+    sampler = profile_sampler_sorts_vocab(version, src, engine["value"] if engine else None)
+    if sampler:
+        out["profile_sampler_sorts_vocab"] = sampler
     if exclusive:
         out["option_bounds_exclusive"] = exclusive
     return out
@@ -645,8 +914,41 @@ def removed(releases: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def memory_facts(versions: list[str]) -> None:
+    """Derive the memory facts (hybrid_kv_cache, profile_sampler_sorts_vocab) of catalogued releases from their source and write
+    them into the release files, replacing what the files had (hand-set facts included); the rest of
+    each file is kept. A fact the source does not yield is removed and its reason printed."""
+    folder = releases_dir(ENGINE)
+    pool = read_pool(ENGINE)
+    for version in versions:
+        path = folder / f"{version}.json"
+        data = json.loads(path.read_text())
+        options = {k: pool[v] if isinstance(v, str) else v for k, v in data["options"].items()}
+        src = fetch(version) / "src"
+        engine = (data.get("facts", {}).get("default_engine") or {}).get("value")
+        found, why = hybrid_kv_cache(version, src, options, engine)
+        facts_ = data.setdefault("facts", {})
+        if found:
+            facts_["hybrid_kv_cache"] = found
+        else:
+            facts_.pop("hybrid_kv_cache", None)
+        sampler = profile_sampler_sorts_vocab(version, src, engine)
+        if sampler:
+            facts_["profile_sampler_sorts_vocab"] = sampler
+        else:
+            facts_.pop("profile_sampler_sorts_vocab", None)
+        ReleaseFacts.model_validate(facts_)
+        path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        print(f"{version}: hybrid_kv_cache {'derived' if found else 'none: ' + why}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     force = "--force" in argv
+    if "--memory-facts" in argv:
+        memory_facts([a for a in argv if not a.startswith("--")] or sorted(
+            (p.stem for p in releases_dir(ENGINE).glob("*.json") if p.name != "options.json"), key=vkey
+        ))
+        return 0
     dump_only = "--dump-only" in argv
     wanted = [a for a in argv if not a.startswith("--")]
     versions = wanted or pypi_versions()

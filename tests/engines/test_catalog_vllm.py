@@ -163,3 +163,105 @@ def test_0_34_0_is_catalogued_from_its_wheel_with_what_changed() -> None:
     assert release.default("gpu_memory_utilization") is None and older.default("gpu_memory_utilization") == 0.92
     assert release.facts.hybrid_kv_cache is not None and release.facts.context_default is not None
     assert set(older.options) <= set(release.options)
+
+
+# --- memory facts (engines/vllm/memory.py reads them; scripts/catalog/vllm.py derives them) -----------
+
+MEMORY_FACTS = ("default_engine", "block_size_default", "cuda_graph_memory_in_budget")
+"""Facts the vLLM estimator reads for every release (with the hybrid layout where the release has the manager,
+and the profiling sampler's shape for every V1 release)."""
+
+
+def _has_hybrid_manager(release: Any) -> bool:
+    option = release.option("disable_hybrid_kv_cache_manager")
+    engine = release.facts.default_engine
+    return option is not None and option.default is not True and engine is not None and engine.value == "v1"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) -> None:
+    """Each catalogued release carries, from its own source pinned to its tag, every fact the arithmetic reads:
+    a release with the hybrid KV-cache manager (V1 default, --disable-hybrid-kv-cache-manager off by default)
+    has its layout; one without has none (every layer caches every token, as V0 and V1 before 0.9.1 do)."""
+    release = VLLM.catalog.release(version)
+    pinned = f"/blob/v{version}/"
+    for name in MEMORY_FACTS:
+        fact = getattr(release.facts, name)
+        assert fact is not None, (version, name)
+        assert pinned in fact.source, (version, name, fact.source)
+    sampler = release.facts.profile_sampler_sorts_vocab
+    engine = release.facts.default_engine
+    if engine is not None and engine.value == "v1":
+        assert sampler is not None and pinned in sampler.source and "#L" in sampler.source, version
+        # 0.8.0-0.33.0: gpu_model_runner.py _dummy_sampler_run (top_k = vocab - 1, top_p); 0.34.0 rewrote it
+        assert sampler.value == (version_key(version) < (0, 34)), version
+    else:
+        assert sampler is None, version
+    hybrid = release.facts.hybrid_kv_cache
+    if not _has_hybrid_manager(release):
+        assert hybrid is None, version
+        return
+    assert hybrid is not None, f"{version}: has the hybrid KV-cache manager but no hybrid_kv_cache fact"
+    urls = [part.split(" ")[0] for part in hybrid.source.split("; ")]
+    assert urls and all(u.startswith("https://github.com/vllm-project/vllm/blob/") for u in urls), hybrid.source
+    assert all(pinned in u for u in urls), (version, hybrid.source)
+    assert all("#L" in u for u in urls[:2]), (version, hybrid.source)  # the grouping and the reported tokens
+
+
+# Read by hand in each release's wheel source (the lines the catalog cites), on both sides of each change.
+HYBRID_CHANGES = {
+    # version: (group_size_ratio, reported_tokens, chunked_local_attention, linear_state_block)
+    "0.9.1": (None, "blocks_per_group", False, None),  # kv_cache_utils.py L825 group_size = min(...); L867 // len(
+    "0.10.0": (None, "blocks_per_group", True, 16),  # ChunkedLocalAttentionSpec, no VLLM_ALLOW_CHUNKED_... gate
+    "0.10.1": (None, "blocks_per_group", False, 16),  # envs.py VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE "0"
+    "0.11.0": (None, "blocks_per_group", False, 16),  # models/config.py L367 attn_block_size = 16 * cdiv(...)
+    "0.11.1": (None, "blocks_per_group", False, None),  # kernel_block_alignment_size / chunk_size alignment
+    "0.12.0": (1.25, "blocks_per_group", False, None),  # max_num_layers < min_num_layers * 1.25
+    "0.13.0": (1.25, "blocks_per_group", False, None),
+    "0.14.0": (1.25, "blocks_per_group", True, None),  # the env default becomes "1"
+    "0.17.1": (1.25, "blocks_per_group", True, None),
+    "0.18.0": (1.5, "blocks_per_group", True, None),  # * 1.5
+    "0.20.0": (1.5, "blocks_per_group", True, None),  # L1694 num_blocks // len(groups) * block_size
+    "0.20.1": (1.5, "max_concurrency", True, None),  # L1706 int(max_concurrency * max_model_len)
+    "0.33.0": (1.5, "max_concurrency", True, None),  # kv_cache_planning.py L524; envs.py L1932 default "1"
+    "0.34.0": (1.5, "max_concurrency", True, None),
+}
+
+
+@pytest.mark.parametrize("version", sorted(HYBRID_CHANGES, key=version_key))
+def test_hybrid_layout_follows_each_release(version: str) -> None:
+    fact = VLLM.catalog.release(version).facts.hybrid_kv_cache
+    assert fact is not None and fact.sliding_window_blocks
+    found = (fact.group_size_ratio, fact.reported_tokens, fact.chunked_local_attention, fact.linear_state_block)
+    assert found == HYBRID_CHANGES[version]
+
+
+def test_no_hybrid_manager_before_0_9_1() -> None:
+    """0.8.x-0.9.0 V1 turns sliding-window specs into full attention (kv_cache_utils.py unify_hybrid_kv_cache_specs)."""
+    for version in ("0.7.3", "0.8.0", "0.8.5", "0.9.0.1"):
+        assert VLLM.catalog.release(version).facts.hybrid_kv_cache is None, version
+    assert VLLM.catalog.release("0.9.1").facts.hybrid_kv_cache is not None
+
+
+@pytest.mark.slow
+def test_builder_derives_the_catalogued_hybrid_layout_from_the_cached_sources() -> None:
+    """scripts/catalog/vllm.py --memory-facts, re-run on every release whose wheel source is cached here,
+    yields the facts the catalogs hold (skipped where none is cached)."""
+    builder = _extractor()
+    pool = json.loads((Path(engines.__file__).parent / "vllm" / "releases" / "options.json").read_text())["options"]
+    checked = 0
+    for version in VERSIONS:
+        src = builder.CACHE / version / "src"
+        if not (src / "vllm").is_dir():
+            continue
+        path = Path(engines.__file__).parent / "vllm" / "releases" / f"{version}.json"
+        data = json.loads(path.read_text())
+        options = {k: pool[v] if isinstance(v, str) else v for k, v in data["options"].items()}
+        engine = data["facts"]["default_engine"]["value"]
+        found, _why = builder.hybrid_kv_cache(version, src, options, engine)
+        assert found == data["facts"].get("hybrid_kv_cache"), version
+        sampler = builder.profile_sampler_sorts_vocab(version, src, engine)
+        assert sampler == data["facts"].get("profile_sampler_sorts_vocab"), version
+        checked += 1
+    if not checked:
+        pytest.skip("no vLLM wheel source cached (scripts/catalog/vllm.py fetches it)")

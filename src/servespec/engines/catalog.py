@@ -122,6 +122,10 @@ class HybridKvCache(_Fact):
     """Groups take the larger type's layer count when max < min × ratio; None: always the smaller."""
     reported_tokens: Literal["blocks_per_group", "max_concurrency"]
     """"GPU KV cache size": ``num_blocks // groups × block_size``, or ``max_concurrency × max_model_len``."""
+    linear_state_block: int | None = None
+    """With linear-attention (Mamba-style) layers, the attention block grows to ``N × ceil(state /
+    (N × per-token page))`` tokens so one page holds a layer's state; None: the release aligns it
+    otherwise, which is not modelled (linear-attention models are then hedged)."""
     source: str
 
 
@@ -195,6 +199,12 @@ class ReleaseFacts(_Fact):
     block_size_multiple: SourcedInt | None = None
     """vLLM: the multiple the default CUDA attention backend needs of ``--block-size`` (ENG002)."""
     hybrid_kv_cache: HybridKvCache | None = None
+    profile_sampler_sorts_vocab: SourcedBool | None = None
+    """vLLM V1: the profiling run's sampler warm-up (gpu_model_runner.py ``_dummy_sampler_run``, after the
+    forward pass over the batched-token budget) passes ``top_k = vocab - 1`` for ``min(max_num_seqs,
+    max_num_batched_tokens)`` dummy requests, so the sampler sorts float32 logits over the whole
+    vocabulary (values and int64 indices): the peak is the larger of the forward pass and that sort.
+    None: not read for the release (the generic activation formula is used)."""
     """vLLM: the hybrid KV-cache manager's layout (on by default from 0.9.2); None: full KV for every layer."""
     context_default: ContextDefault | None = None
     """The context length served when ``model.max_model_len`` is unset (servespec renders none then)."""

@@ -484,16 +484,21 @@ def weights_per_gpu(inp: EstimateInput) -> float:
     return ((whole - experts) / inp.tensor_parallel + experts / group) / inp.pipeline_parallel / GIB
 
 
-def activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:
-    """Peak activations of a profiling forward pass over ``tokens`` tokens, plus sampler logits."""
+def forward_activation_gib(inp: EstimateInput, tokens: int) -> float:
+    """Peak activations of a profiling forward pass over ``tokens`` tokens (no sampler)."""
     model = inp.model
     # Assumed model, not from an engine: the MLP's gate/up/down buffers plus four hidden-size
-    # buffers per token, in 16 bits; the sampler's float32 logits twice (32000: assumed vocab).
+    # buffers per token, in 16 bits.
     intermediate = model.moe_intermediate_size if model.is_moe else model.intermediate_size
     width = 3 * (intermediate or 4 * model.hidden_size) / inp.tensor_parallel + 4 * model.hidden_size
-    forward = tokens * width * 2
-    sampler = sequences * (model.vocab_size or 32000) * 4 * 2
-    return (forward + sampler) / GIB
+    return tokens * width * 2 / GIB
+
+
+def activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:
+    """Peak activations of a profiling forward pass over ``tokens`` tokens, plus sampler logits."""
+    # Assumed: the sampler's float32 logits twice (32000: assumed vocab).
+    sampler = sequences * (inp.model.vocab_size or 32000) * 4 * 2
+    return forward_activation_gib(inp, tokens) + sampler / GIB
 
 
 @dataclass(frozen=True)

@@ -194,14 +194,15 @@ class NoRoomForKvCache(Rule):
             hint = f"set max_model_len ≤ {fit}, use a smaller KV-cache dtype, or add GPUs"
             if fit == 0:
                 hint = "give the engine more memory (its memory fraction option), or use bigger GPUs"
-            # A hybrid model on a release whose hybrid KV-cache layout is not catalogued: ``need`` sizes
-            # every layer at full length, ``floor`` is the least any layout of its manager needs.
+            # A hybrid model on a release whose hybrid KV-cache layout is not catalogued, or not modelled for
+            # this model (engines/vllm/memory.py hybrid_layout_unknown): ``need`` sizes every layer at full
+            # length, ``floor`` is the least any layout of its manager needs.
             floor = None if gguf else plan.one_sequence_floor_gib
             layout = ""
             if floor is not None:
                 layout = (
                     " with every layer at full length (the release's hybrid KV-cache layout for this model is not "
-                    f"catalogued; any layout needs at least {floor:.2f} GiB)"
+                    f"modelled; any layout needs at least {floor:.2f} GiB)"
                 )
             if floor is not None and floor <= free:
                 severity, hedge = Severity.WARNING, "may not fit: "

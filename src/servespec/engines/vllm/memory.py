@@ -15,6 +15,7 @@ from servespec.knowledge.memory import (
     activation_gib,
     cuda_total_gib,
     finish,
+    forward_activation_gib,
     kv_element_bytes,
     layer_bytes_per_token,
     linear_state_bytes,
@@ -61,6 +62,27 @@ def _default_utilization(inp: EstimateInput) -> float:
     return 0.92
 
 
+SAMPLER_SORT_BYTES = 16
+"""Bytes per dummy request per vocabulary entry of the sampler warm-up's sort: float32 logits, the
+float32 sorted values and their int64 indices (``logits.sort`` in v1/sample/ops/topk_topp_sampler.py)."""
+
+
+def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
+    """The profiling peak the release measures above the weights (GiB).
+
+    Where the release's sampler warm-up sorts the vocabulary (``profile_sampler_sorts_vocab``:
+    V1 0.8.0-0.33.0, read from each release's gpu_model_runner.py ``_dummy_sampler_run``), it runs
+    after the forward pass, on ``min(max_num_seqs, max_num_batched_tokens)`` requests: the peak is
+    the larger of the two. Otherwise (V0, releases not read) the generic formula.
+    """
+    fact = inp.release.facts.profile_sampler_sorts_vocab if inp.release else None
+    if fact is None or not fact.value or _engine_core(inp) != "v1":
+        return activation_gib(inp, batched, seqs)
+    rows = min(seqs, batched)
+    sampler = rows * (inp.model.vocab_size or 32000) * SAMPLER_SORT_BYTES / GIB
+    return max(forward_activation_gib(inp, batched), sampler)
+
+
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU."""
     gpu = inp.gpu
@@ -79,7 +101,7 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     weights = weights_per_gpu(inp)
     parallel = inp.tensor_parallel * inp.pipeline_parallel * inp.data_parallel > 1
     non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)
-    overhead = activation_gib(inp, batched, seqs) + non_torch
+    overhead = _activation(inp, batched, seqs) + non_torch
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
     graphs = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
     if graphs is not None and graphs.value and inp.options.get("enforce_eager") is not True:
@@ -96,8 +118,14 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         return plan(inp, total, weights, overhead, kv, 0, 0.0, utilization, notes, layout)
     if hybrid_layout_unknown(inp):
         version = inp.release.version if inp.release else ""
+        known = inp.release is not None and inp.release.facts.hybrid_kv_cache is not None
+        what = (
+            "whose page size for a linear-attention layer's state is not modelled"
+            if known
+            else "whose layout is not catalogued"
+        )
         notes.append(
-            f"vLLM {version} has a hybrid KV-cache manager whose layout is not catalogued: "
+            f"vLLM {version} has a hybrid KV-cache manager {what}: "
             "every layer sized at full length, the least one sequence needs given as a floor"
         )
         found = finish(inp, total, weights, overhead, kv, block, notes, utilization)
@@ -112,15 +140,20 @@ def _windowed_layers(model: ModelFacts) -> int:
 def hybrid_layout_unknown(inp: EstimateInput) -> bool:
     """A model with windowed or linear-attention layers on a V1 release that has a hybrid KV-cache
     manager (its ``--disable-hybrid-kv-cache-manager`` option, vllm/config/scheduler.py from 0.9.1)
-    but whose catalog lacks the ``hybrid_kv_cache`` fact: how it lays the model out is not known."""
+    but whose catalog lacks the ``hybrid_kv_cache`` fact, or a linear-attention model on a release
+    whose page alignment for a layer's state is not modelled (``linear_state_block`` None, 0.11.1+):
+    how it lays the model out is not known."""
     release = inp.release
-    if release is None or release.facts.hybrid_kv_cache is not None or _engine_core(inp) != "v1":
+    if release is None or _engine_core(inp) != "v1":
         return False
     if release.option("disable_hybrid_kv_cache_manager") is None:
         return False
     disabled = inp.options.get("disable_hybrid_kv_cache_manager", release.default("disable_hybrid_kv_cache_manager"))
     if disabled is True:
         return False  # the manager is off: every layer caches every token, as sized
+    fact = release.facts.hybrid_kv_cache
+    if fact is not None:
+        return bool(inp.model.linear_layers) and fact.linear_state_block is None
     return bool(_windowed_layers(inp.model) or inp.model.linear_layers)
 
 
@@ -160,8 +193,8 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
     """
     model = inp.model
     fact: HybridKvCache | None = inp.release.facts.hybrid_kv_cache if inp.release else None
-    if inp.options.get("disable_hybrid_kv_cache_manager") is True:
-        fact = None  # --disable-hybrid-kv-cache-manager: every attention layer caches every token
+    if inp.options.get("disable_hybrid_kv_cache_manager") is True or _engine_core(inp) != "v1":
+        fact = None  # the manager off, or the V0 engine: every attention layer caches every token
     pipeline = inp.pipeline_parallel
     attention = model.layers - model.linear_layers
     windowed = model.sliding_layers if model.sliding_window else 0
@@ -179,10 +212,14 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
     element = kv_element_bytes(inp)
     per_layer = layer_bytes_per_token(model, element, inp.tensor_parallel)
     if state:
-        # Attention blocks grow until one page holds a linear layer's state
-        # (model_executor/models/config.py HybridAttentionMambaModelConfig).
+        # Attention blocks grow until one page holds a linear layer's state, in multiples of the
+        # release's ``linear_state_block`` (model_executor/models/config.py HybridAttentionMambaModelConfig);
+        # a release that aligns otherwise is hedged (hybrid_layout_unknown), not sized here.
+        multiple = fact.linear_state_block if fact is not None else None
+        if multiple is None:
+            return None
         needed = linear_state_bytes(model, 2.0 if element < 2 else element, inp.tensor_parallel)
-        block = max(block, 16 * math.ceil(needed / (16 * per_layer)))
+        block = max(block, multiple * math.ceil(needed / (multiple * per_layer)))
     page = block * per_layer
     size = _group_size(counts, fact.group_size_ratio if fact else None)
     full_groups, window_groups, state_groups = (math.ceil(count / size) for count in (full, windowed, state))
