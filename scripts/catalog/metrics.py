@@ -93,7 +93,7 @@ _CTX = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE", "/etc/s
 
 def _get(url: str, headers: dict[str, str] | None = None) -> bytes:
     request = urllib.request.Request(url, headers=headers or {})
-    with urllib.request.urlopen(request, timeout=120, context=_CTX) as reply:  # noqa: S310 - https PyPI only
+    with urllib.request.urlopen(request, timeout=120, context=_CTX) as reply:
         return bytes(reply.read())
 
 
@@ -116,7 +116,7 @@ class RangeFile(io.RawIOBase):
     def __init__(self, url: str) -> None:
         self.url, self.pos = url, 0
         head = urllib.request.Request(url, method="HEAD")
-        with urllib.request.urlopen(head, timeout=60, context=_CTX) as reply:  # noqa: S310
+        with urllib.request.urlopen(head, timeout=60, context=_CTX) as reply:
             self.size = int(reply.headers["Content-Length"])
 
     def seekable(self) -> bool:
@@ -312,10 +312,10 @@ def _vector_metrics(tokens: list[Token], path: str, found: dict[str, Any]) -> No
     """``std::vector<metric_item> counters = {{"x", "help", value}, ...}`` and ``add_items("counter", counters)``."""
     tables: dict[str, list[tuple[str, int]]] = {}
     for i, token in enumerate(tokens[:-3]):
-        if token.text == "metric_item" and tokens[i + 1].text == ">" and tokens[i + 3].text == "=":
-            if tokens[i + 4].text == "{":
-                rows = [tokens[a + 1] for a, _ in _top_groups(tokens, i + 4) if _string(tokens[a + 1])]
-                tables[tokens[i + 2].text] = [(row.text, row.line) for row in rows]
+        head = [t.text for t in tokens[i + 1 : i + 5]]
+        if token.text == "metric_item" and head[0] == ">" and head[2:] == ["=", "{"]:
+            rows = [tokens[a + 1] for a, _ in _top_groups(tokens, i + 4) if _string(tokens[a + 1])]
+            tables[tokens[i + 2].text] = [(row.text, row.line) for row in rows]
     for i, token in enumerate(tokens[:-4]):
         kind = _string(tokens[i + 1])
         if token.text == "(" and kind in ("counter", "gauge") and tokens[i + 2].text == ",":

@@ -399,8 +399,12 @@ def apply(
 @_paths_argument
 @_inventory_option
 @_format_option
-def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
-    """Per host: the running revision, whether it is healthy, and since when."""
+@click.option("--metrics", "metrics", is_flag=True, help="Also read each host's engine /metrics (two looks).")
+@click.option(
+    "--interval", type=click.FloatRange(0.1, 600), default=2.0, show_default=True, help="Seconds between looks."
+)
+def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str, metrics: bool, interval: float) -> None:
+    """Per host: the running revision, whether it is healthy, and since when (--metrics: live engine metrics)."""
     from servespec.rollout import RolloutError
     from servespec.rollout import status as read_status
     from servespec.rollout.progress import print_status
@@ -410,6 +414,14 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
         rows = read_status(fleet)
     except RolloutError as err:
         _refused(err, "nothing was read")
+    if metrics:
+        from servespec.metrics.live import read
+        from servespec.metrics.report import print_metrics
+
+        shown = read(fleet, rows, interval)
+        print_metrics(shown, fmt)
+        rows_ok = all(r.reachable and not r.error for r in rows) and not any(m.error for m in shown)
+        sys.exit(EXIT_OK if rows_ok else EXIT_FINDINGS)
     print_status(rows, fmt)
     sys.exit(EXIT_OK if all(r.reachable and not r.error for r in rows) else EXIT_FINDINGS)
 

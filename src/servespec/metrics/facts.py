@@ -130,9 +130,9 @@ def for_release(engine: str, version: str) -> ReleaseMetrics | None:
     if not releases:
         return _release(engine, data, version) if data.get("endpoint", {}).get("none") else None
     selection = get(engine).select(version)
-    chosen = selection.release.version if selection.release else None
+    chosen = selection.release.version if selection.release else version
     if chosen not in releases:
-        earlier = [v for v in versions(engine) if version_key(v) <= version_key(chosen or version)]
+        earlier = [v for v in versions(engine) if version_key(v) <= version_key(chosen)]
         if not earlier:
             return None
         chosen = earlier[-1]
