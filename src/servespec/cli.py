@@ -227,7 +227,12 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, hub: bool, fmt: st
     help="Directory to write DEPLOYMENT/HOST/ files into.",
 )
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 and list the files that are stale.")
-def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check: bool) -> None:
+@click.option(
+    "--monitoring",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Also write a Prometheus scrape configuration and Grafana dashboards into this directory.",
+)
+def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check: bool, monitoring: Path | None) -> None:
     """Write every host's engine configuration (container.yaml, native config files, README).
 
     Output is deterministic: the same specs render the same bytes on any machine.
@@ -246,6 +251,11 @@ def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check:
         sys.exit(EXIT_FINDINGS if stale else EXIT_OK)
     written = write(rendered, output)
     click.echo(f"rendered {len(written)} file(s) into {printable(str(output))}", err=True)
+    if monitoring is not None:
+        from servespec.metrics.monitoring import render_monitoring
+
+        written = write(render_monitoring(fleet), monitoring)
+        click.echo(f"rendered {len(written)} monitoring file(s) into {printable(str(monitoring))}", err=True)
 
 
 def _load(paths: tuple[Path, ...] | list[Path], inventory: Path | None = None) -> Any:
