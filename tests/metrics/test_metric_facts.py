@@ -12,7 +12,7 @@ from servespec.metrics.view import parse, parsed_name, view
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data" / "metrics"
-COVERED = ("vllm", "llama.cpp")
+COVERED = ("vllm", "llama.cpp", "sglang")
 SOURCES = json.loads((DATA / "SOURCES.json").read_text())
 
 
@@ -47,7 +47,7 @@ def test_a_release_between_catalogued_ones_uses_the_nearest_earlier() -> None:
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_recorded_texts_name_only_metrics_some_release_defines(name: str) -> None:
     engine = SOURCES[name]["engine"]
-    prefix = {"vllm": "vllm:", "llama.cpp": "llamacpp:"}[engine]
+    prefix = {"vllm": "vllm:", "llama.cpp": "llamacpp:", "sglang": "sglang:"}[engine]
     snapshot = parse((DATA / name).read_text())
     releases = [for_release(engine, v) or _never() for v in versions(engine)]
     known = {parsed_name(m, s) for r in releases for m in r.metrics.values() for s in m.samples}
@@ -98,3 +98,10 @@ def test_ttft_percentiles_from_histogram_increases() -> None:
     # 213 observations; the 106.5th lies in (0.01, 0.02] which holds the first 112: 10 + 10 * 106.5/112 ms
     assert result["ttft_p50_ms"] == pytest.approx(10 + 10 * 106.5 / 112)
     assert result["prompt_tokens_per_s"] is None  # the earlier look had no counter: no rate is made up
+
+
+def test_sglang_running_requests_and_token_usage_from_a_real_text() -> None:
+    facts = for_release("sglang", "0.5.1")
+    assert facts is not None
+    values = view(facts, parse((DATA / "sglang-13485.prom").read_text())).values
+    assert values["requests_running"] == 1.0 and values["kv_cache_usage"] == 0.0
