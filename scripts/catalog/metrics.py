@@ -3,6 +3,7 @@
     python scripts/catalog/metrics.py vllm          # every catalogued vLLM release
     python scripts/catalog/metrics.py llama.cpp     # every catalogued llama.cpp build
     python scripts/catalog/metrics.py sglang        # every catalogued SGLang release
+    python scripts/catalog/metrics.py ollama        # that every catalogued Ollama release serves none
 
 Which releases: the ``<unit>/releases/*.json`` catalogs (read, never written). What is read:
 
@@ -23,6 +24,10 @@ Which releases: the ``<unit>/releases/*.json`` catalogs (read, never written). W
   ``{"gauge", {...}}`` groups of ``all_metrics_def`` and their ``{"name", "..."}`` entries, the
   prefix is the string the handler writes before the name (``"# TYPE llamacpp:"``).
 
+- **Ollama**: serves no Prometheus metrics. For every catalogued release the tag's ``server/`` is
+  searched (``git grep`` of a snapshot of ollama/ollama) for a ``"/metrics"`` route or a promhttp
+  handler (the build stops if one appears), and the ``/api/ps`` route that lists loaded models is cited.
+
 The served set of a release is what its default engine serves (``facts.default_engine`` of the
 release catalog for vLLM). ``roles`` then name, per release, the first metric of each role's
 candidate list that the release has: the live view (servespec.metrics) and the dashboards only
@@ -41,6 +46,7 @@ import json
 import os
 import re
 import ssl
+import subprocess
 import sys
 import tarfile
 import urllib.request
@@ -95,6 +101,11 @@ ENDPOINT: dict[str, dict[str, Any]] = {
     "vllm": {"path": "/metrics", "enable": None, "none": None},
     "llama.cpp": {"path": "/metrics", "enable": "metrics", "none": None},
     "sglang": {"path": "/metrics", "enable": "enable_metrics", "none": None},
+    "ollama": {
+        "path": None,
+        "enable": None,
+        "none": "Ollama serves no Prometheus /metrics; GET /api/ps (`ollama ps`) lists the loaded models",
+    },
 }
 """Where a release serves its metrics, and the engine option that turns them on (None: always on)."""
 
@@ -427,6 +438,36 @@ def llama_cpp_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
     return _release("llama.cpp", version, version, metrics, provenance, "https://github.com/ggml-org/llama.cpp/blob")
 
 
+# --- Ollama ---------------------------------------------------------------------------------
+
+OLLAMA_GIT = Path(os.environ.get("SERVESPEC_OLLAMA_GIT", "/work/.mirror/ollama+ollama/repo"))
+"""A git snapshot of github.com/ollama/ollama with its tags (``fetch`` it; a bare clone works too)."""
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[str]:
+    git_dir = OLLAMA_GIT / ".git" if (OLLAMA_GIT / ".git").is_dir() else OLLAMA_GIT
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, check=False)
+
+
+def ollama_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
+    """Ollama serves no Prometheus metrics: no ``/metrics`` route in ``server/``; ``GET /api/ps`` lists models."""
+    tag = f"v{version}"
+    commit = _git("rev-list", "-n", "1", tag).stdout.strip()
+    if not commit:
+        raise SystemExit(f"ollama {version}: tag {tag} is not in {OLLAMA_GIT}")
+    metrics_routes = _git("grep", "-n", "-e", '"/metrics"', "-e", "promhttp", tag, "--", "server/").stdout
+    if metrics_routes.strip():
+        raise SystemExit(f"ollama {version}: server/ now names a metrics route; extract it:\n{metrics_routes[:400]}")
+    ps = _git("grep", "-n", '"/api/ps"', tag, "--", "server/routes.go").stdout.splitlines()
+    ps_line = ps[0].split(":")[2] if ps else None
+    blob = "https://github.com/ollama/ollama/blob"
+    provenance = {"tag": tag, "commit": commit, "files": ["server/"], "tool": TOOL_VERSION, "source": f"{blob}/{tag}/"}
+    provenance["method"] = 'git grep of server/ at the tag: no "/metrics" route and no promhttp handler'
+    if ps_line:
+        provenance["api_ps"] = f"{blob}/{tag}/server/routes.go#L{ps_line}"
+    return {"provenance": provenance, "metrics": {}, "roles": {}}
+
+
 # --- the file -------------------------------------------------------------------------------
 
 
@@ -458,7 +499,7 @@ def dump(data: dict[str, Any]) -> str:
         lines.append('      "metrics": {')
         items = sorted(release["metrics"].items())
         lines += [f"        {json.dumps(k)}: {json.dumps(v, sort_keys=True)}," for k, v in items]
-        lines[-1] = lines[-1].rstrip(",")
+        lines[-1] = lines[-1].rstrip(",") if items else lines[-1]
         lines.append("      }")
         lines.append("    }" + ("," if n < len(data["releases"]) - 1 else ""))
     lines += ["  }", "}"]
@@ -469,6 +510,7 @@ BUILDERS = {
     "vllm": (vllm_release, "vllm"),
     "llama.cpp": (llama_cpp_release, "llama_cpp"),
     "sglang": (sglang_release, "sglang"),
+    "ollama": (ollama_release, "ollama"),
 }
 
 

@@ -69,3 +69,11 @@ def test_a_broken_answer_is_an_error_row_not_a_traceback() -> None:
 
     (row,) = read(_fleet("vllm", "0.12.0", {}), [_row()], interval=0.1, fetch=fetch)
     assert row.error and "not Prometheus text" in row.note
+
+
+def test_ollama_rows_say_it_serves_no_metrics() -> None:
+    def fetch(url: str, headers: dict[str, str]) -> str:
+        raise AssertionError("Ollama has no /metrics to ask")
+
+    (row,) = read(_fleet("ollama", "0.20.0", {}), [_row()], interval=0.1, fetch=fetch)
+    assert "/api/ps" in row.note and not row.error

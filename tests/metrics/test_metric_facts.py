@@ -19,7 +19,7 @@ SOURCES = json.loads((DATA / "SOURCES.json").read_text())
 @pytest.mark.parametrize("engine", COVERED)
 def test_every_catalogued_release_has_metric_facts(engine: str) -> None:
     catalogued = get(engine).catalog.versions
-    assert set(catalogued) == set(versions(engine)), "metrics.json covers exactly the catalogued releases"
+    assert set(catalogued) <= set(versions(engine)), "metrics.json covers every catalogued release"
     for version in catalogued:
         facts = for_release(engine, version)
         assert facts is not None and facts.version == version
@@ -105,3 +105,12 @@ def test_sglang_running_requests_and_token_usage_from_a_real_text() -> None:
     assert facts is not None
     values = view(facts, parse((DATA / "sglang-13485.prom").read_text())).values
     assert values["requests_running"] == 1.0 and values["kv_cache_usage"] == 0.0
+
+
+def test_every_ollama_release_is_known_to_serve_no_metrics_and_points_at_api_ps() -> None:
+    catalogued = get("ollama").catalog.versions
+    assert set(catalogued) <= set(versions("ollama"))
+    for version in catalogued:
+        facts = for_release("ollama", version)
+        assert facts is not None and facts.path is None and not facts.metrics
+        assert facts.none_reason is not None and "/api/ps" in facts.none_reason
