@@ -24,6 +24,9 @@ Which releases: the ``<unit>/releases/*.json`` catalogs (read, never written). W
   ``{"gauge", {...}}`` groups of ``all_metrics_def`` and their ``{"name", "..."}`` entries, the
   prefix is the string the handler writes before the name (``"# TYPE llamacpp:"``).
 
+- **TGI**: the tag's ``router/`` and ``backends/v3/`` Rust files from a git snapshot (``git show``),
+  tokenized; a metric is a ``metrics::<macro>!("tgi_...")`` call, its kind from the macro, and a
+  histogram without a ``set_buckets_for_metric`` matcher is written as a summary.
 - **Ollama**: serves no Prometheus metrics. For every catalogued release the tag's ``server/`` is
   searched (``git grep`` of a snapshot of ollama/ollama) for a ``"/metrics"`` route or a promhttp
   handler (the build stops if one appears), and the ``/api/ps`` route that lists loaded models is cited.
@@ -89,6 +92,15 @@ ROLES: dict[str, dict[str, list[str]]] = {
         "itl": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"],
         "e2e_latency": ["sglang:e2e_request_latency_seconds"],
     },
+    "tgi": {
+        "requests_running": ["tgi_batch_current_size"],
+        "requests_waiting": ["tgi_queue_size"],
+        "prompt_tokens": ["tgi_request_input_length"],  # a histogram: its _sum counts tokens
+        "generation_tokens": ["tgi_request_generated_tokens"],
+        "itl": ["tgi_request_mean_time_per_token_duration"],  # one observation per request: its mean
+        "e2e_latency": ["tgi_request_duration"],
+        "requests_failed": ["tgi_request_failure"],
+    },
     "llama.cpp": {
         "kv_cache_usage": ["llamacpp:kv_cache_usage_ratio"],
         "requests_running": ["llamacpp:requests_processing"],
@@ -101,6 +113,7 @@ ENDPOINT: dict[str, dict[str, Any]] = {
     "vllm": {"path": "/metrics", "enable": None, "none": None},
     "llama.cpp": {"path": "/metrics", "enable": "metrics", "none": None},
     "sglang": {"path": "/metrics", "enable": "enable_metrics", "none": None},
+    "tgi": {"path": "/metrics", "enable": None, "none": None},
     "ollama": {
         "path": None,
         "enable": None,
@@ -438,6 +451,93 @@ def llama_cpp_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
     return _release("llama.cpp", version, version, metrics, provenance, "https://github.com/ggml-org/llama.cpp/blob")
 
 
+# --- TGI ------------------------------------------------------------------------------------
+
+TGI_GIT = Path(os.environ.get("SERVESPEC_TGI_GIT", "/work/.mirror/huggingface+text-generation-inference/repo"))
+"""A git snapshot of github.com/huggingface/text-generation-inference with its tags."""
+TGI_TREES = ("router/", "backends/v3/")
+"""The default server: the router and (from 3.0) its v3 backend, the ``text-generation-router`` binary."""
+
+
+def _git_in(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    git_dir = repo / ".git" if (repo / ".git").is_dir() else repo
+    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, check=False)
+
+
+def _rust_metrics(path: str, tokens: list[Token], found: dict[str, Any]) -> None:
+    """``metrics::<macro>!("tgi_x", ...)``: the macro (gauge, counter, histogram, increment_counter...) gives the kind."""
+    for i, token in enumerate(tokens[:-5]):
+        macro = tokens[i + 2].text
+        if token.text != "metrics" or tokens[i + 1].text != "::" or tokens[i + 3].text != "!":
+            continue
+        name = _string(tokens[i + 5]) if tokens[i + 4].text == "(" else None
+        kind = next((k for k in ("counter", "gauge", "histogram") if k in macro), None)
+        if name and name.startswith("tgi_") and kind:
+            found.setdefault(name, {"type": kind, "file": path, "line": tokens[i + 5].line})
+
+
+def _rust_statements(text: str) -> Iterator[list[Token]]:
+    """Tokens of the few lines from each line naming ``metrics::`` or ``Matcher::`` (line numbers kept).
+
+    Only those fragments are tokenized: the C++ tokenizer does not know Rust's multi-line strings,
+    which the rest of a file may hold.
+    """
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "metrics::" not in line and "Matcher::" not in line:
+            continue
+        for width in (6, 3, 1):
+            try:
+                tokens = tokenize("\n" * i + "\n".join(lines[i : i + width]))
+            except ValueError:
+                continue
+            yield tokens
+            break
+
+
+def _bucket_matchers(tokens: list[Token]) -> tuple[set[str], set[str]]:
+    """The names (``Matcher::Full``) and suffixes (``Matcher::Suffix``) the exporter gives buckets to."""
+    full, suffix = set(), set()
+    for i, token in enumerate(tokens[:-7]):
+        if token.text == "Matcher" and tokens[i + 1].text == "::" and tokens[i + 2].text in ("Full", "Suffix"):
+            value = next((_string(t) for t in tokens[i + 3 : i + 9] if _string(t)), None)
+            if value:
+                (full if tokens[i + 2].text == "Full" else suffix).add(value)
+    return full, suffix
+
+
+def tgi_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
+    """TGI's ``tgi_`` metrics from the tag's Rust sources (metrics-exporter-prometheus).
+
+    The exporter writes a histogram only for a name a ``set_buckets_for_metric`` matcher covers
+    (router/src/server.rs), a summary otherwise; a counter keeps its name (no ``_total`` added).
+    """
+    tag = f"v{version}"
+    listed = _git_in(TGI_GIT, "ls-tree", "-r", "--name-only", tag, "--", *TGI_TREES).stdout.split()
+    if not listed:
+        raise SystemExit(f"tgi {version}: tag {tag} is not in {TGI_GIT}")
+    found: dict[str, Any] = {}
+    full: set[str] = set()
+    suffix: set[str] = set()
+    for path in sorted(p for p in listed if p.endswith(".rs")):
+        text = _git_in(TGI_GIT, "show", f"{tag}:{path}").stdout
+        if "metrics::" not in text:
+            continue
+        for tokens in _rust_statements(text):
+            _rust_metrics(path, tokens, found)
+            f, s = _bucket_matchers(tokens)
+            full, suffix = full | f, suffix | s
+    for name, entry in found.items():
+        if entry["type"] == "histogram" and not (name in full or any(name.endswith(x) for x in suffix)):
+            entry["type"] = "summary"
+        tails = {"histogram": ["_bucket", "_count", "_sum"], "summary": ["", "_count", "_sum"]}.get(entry["type"], [""])
+        entry |= {"samples": [name + t for t in tails], "served": True}
+    commit = _git_in(TGI_GIT, "rev-list", "-n", "1", tag).stdout.strip()
+    provenance = {"tag": tag, "commit": commit, "files": sorted({m["file"] for m in found.values()})}
+    blob = "https://github.com/huggingface/text-generation-inference/blob"
+    return _release("tgi", version, tag, found, provenance, blob)
+
+
 # --- Ollama ---------------------------------------------------------------------------------
 
 OLLAMA_GIT = Path(os.environ.get("SERVESPEC_OLLAMA_GIT", "/work/.mirror/ollama+ollama/repo"))
@@ -511,6 +611,7 @@ BUILDERS = {
     "llama.cpp": (llama_cpp_release, "llama_cpp"),
     "sglang": (sglang_release, "sglang"),
     "ollama": (ollama_release, "ollama"),
+    "tgi": (tgi_release, "tgi"),
 }
 
 

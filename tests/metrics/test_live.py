@@ -57,8 +57,8 @@ def test_an_engine_without_metric_facts_says_so_and_an_unreachable_host_is_not_a
     def fetch(url: str, headers: dict[str, str]) -> str:
         raise AssertionError("not asked")
 
-    (row,) = read(_fleet("tgi", "3.3.7", {}), [_row()], interval=0.1, fetch=fetch)
-    assert "no metric names for tgi" in row.note
+    (row,) = read(_fleet("xinference", "1.10.0", {}), [_row()], interval=0.1, fetch=fetch)
+    assert "no metric names for xinference" in row.note
     (row,) = read(_fleet("vllm", "0.12.0", {}), [_row(reachable=False)], interval=0.1, fetch=fetch)
     assert row.note == "host unreachable"
 

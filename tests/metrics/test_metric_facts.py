@@ -12,7 +12,7 @@ from servespec.metrics.view import parse, parsed_name, view
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data" / "metrics"
-COVERED = ("vllm", "llama.cpp", "sglang")
+COVERED = ("vllm", "llama.cpp", "sglang", "tgi")
 SOURCES = json.loads((DATA / "SOURCES.json").read_text())
 
 
@@ -47,7 +47,7 @@ def test_a_release_between_catalogued_ones_uses_the_nearest_earlier() -> None:
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_recorded_texts_name_only_metrics_some_release_defines(name: str) -> None:
     engine = SOURCES[name]["engine"]
-    prefix = {"vllm": "vllm:", "llama.cpp": "llamacpp:", "sglang": "sglang:"}[engine]
+    prefix = {"vllm": "vllm:", "llama.cpp": "llamacpp:", "sglang": "sglang:", "tgi": "tgi_"}[engine]
     snapshot = parse((DATA / name).read_text())
     releases = [for_release(engine, v) or _never() for v in versions(engine)]
     known = {parsed_name(m, s) for r in releases for m in r.metrics.values() for s in m.samples}

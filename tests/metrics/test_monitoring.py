@@ -36,7 +36,7 @@ def _spec(tmp_path: Path, name: str, metrics_on: bool) -> Path:
     return tmp_path / name
 
 
-@pytest.mark.parametrize("engine", ["vllm", "llama.cpp", "sglang"])
+@pytest.mark.parametrize("engine", ["vllm", "llama.cpp", "sglang", "tgi"])
 def test_every_dashboard_query_names_only_metrics_of_its_release(engine: str) -> None:
     from servespec.metrics.facts import versions
 

@@ -27,6 +27,7 @@ ROLES = (
     "e2e_latency",
     "preemptions",
     "requests_finished",
+    "requests_failed",
 )
 """What the live view and the dashboards show, each answered by one metric of the release (or not at all)."""
 

@@ -48,7 +48,10 @@ def panels(facts: ReleaseMetrics) -> list[tuple[str, str, list[tuple[str, str]]]
 
     def rate(role: str) -> list[tuple[str, str]]:
         metric = facts.metric(role)
-        return [(role, f"sum by ({BY}) (rate({_sample(metric)}[$__rate_interval]))")] if metric else []
+        if metric is None:
+            return []
+        series = _sample(metric, "_sum") if metric.type in ("histogram", "summary") else _sample(metric)
+        return [(role, f"sum by ({BY}) (rate({series}[$__rate_interval]))")]
 
     def quantiles(role: str) -> list[tuple[str, str]]:
         metric = facts.metric(role)
@@ -68,12 +71,7 @@ def panels(facts: ReleaseMetrics) -> list[tuple[str, str, list[tuple[str, str]]]
         ("Preemptions (/s)", "short", rate("preemptions")),
     ]
     out = [c for c in candidates if c[2]]
-    errors = [("scrape failing", f'1 - max by ({BY}) (up{{job=~"servespec-.+"}})')]
-    finished = facts.metric("requests_finished")
-    if finished is not None:
-        errors.append(
-            ("aborted /s", f'sum by ({BY}) (rate({_sample(finished)}{{finished_reason="abort"}}[$__rate_interval]))')
-        )
+    errors = [("scrape failing", f'1 - max by ({BY}) (up{{job=~"servespec-.+"}})'), *rate("requests_failed")]
     out.append(("Errors", "short", errors))
     return out
 

@@ -57,7 +57,9 @@ def parsed_name(metric: Metric, sample: str) -> str:
 
 
 def _values(snapshot: Snapshot, metric: Metric) -> list[float]:
-    name = parsed_name(metric, metric.samples[0])
+    """A gauge's or counter's values; a histogram's or summary's ``_sum`` (TGI counts tokens in one)."""
+    sums = [s for s in metric.samples if s.endswith("_sum")] if metric.type in ("histogram", "summary") else []
+    name = sums[0] if sums else parsed_name(metric, metric.samples[0])
     return [value for _, value in snapshot.samples.get(name, [])]
 
 
@@ -120,7 +122,11 @@ QUANTILES |= {"itl_p95_ms": ("itl", 0.95), "e2e_p95_ms": ("e2e_latency", 0.95)}
 RATES = {"prompt_tokens_per_s": "prompt_tokens", "generation_tokens_per_s": "generation_tokens"}
 GAUGES = {"kv_cache_usage": "kv_cache_usage", "requests_running": "requests_running"}
 GAUGES |= {"requests_waiting": "requests_waiting"}
-INCREASES = {"preemptions": "preemptions", "requests_finished": "requests_finished"}
+INCREASES = {
+    "preemptions": "preemptions",
+    "requests_finished": "requests_finished",
+    "requests_failed": "requests_failed",
+}
 
 
 def _present(snapshot: Snapshot, metric: Metric) -> bool:
