@@ -465,7 +465,7 @@ def _git_in(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _rust_metrics(path: str, tokens: list[Token], found: dict[str, Any]) -> None:
-    """``metrics::<macro>!("tgi_x", ...)``: the macro (gauge, counter, histogram, increment_counter...) gives the kind."""
+    """``metrics::<macro>!("tgi_x", ...)``: the macro (gauge, counter, increment_counter...) gives the kind."""
     for i, token in enumerate(tokens[:-5]):
         macro = tokens[i + 2].text
         if token.text != "metrics" or tokens[i + 1].text != "::" or tokens[i + 3].text != "!":
