@@ -439,6 +439,29 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str, metrics: b
 @main.command()
 @_paths_argument
 @_inventory_option
+@click.option(
+    "--interval", type=click.FloatRange(0.5, 600), default=2.0, show_default=True, help="Seconds per refresh."
+)
+@click.option("--rounds", type=click.IntRange(1), help="Stop after this many refreshes (default: until interrupted).")
+def top(paths: tuple[Path, ...], inventory: Path | None, interval: float, rounds: int | None) -> None:
+    """Live engine metrics per host and replica, refreshed every INTERVAL seconds (the view since the last look)."""
+    from servespec.metrics.live import watch
+    from servespec.metrics.report import show_refreshing
+    from servespec.rollout import RolloutError
+    from servespec.rollout import status as read_status
+
+    fleet = _load_valid(paths, inventory)
+    try:
+        rows = read_status(fleet)
+    except RolloutError as err:
+        _refused(err, "nothing was read")
+    watch(fleet, rows, show_refreshing, interval, rounds)
+    sys.exit(EXIT_OK)
+
+
+@main.command()
+@_paths_argument
+@_inventory_option
 @click.option("--to", "to", type=int, help="Revision to restore (default: the last good one before the current).")
 @click.option("--yes", is_flag=True, help="Roll back without asking.")
 def rollback(paths: tuple[Path, ...], inventory: Path | None, to: int | None, yes: bool) -> None:

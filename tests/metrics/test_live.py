@@ -77,3 +77,22 @@ def test_ollama_rows_say_it_serves_no_metrics() -> None:
 
     (row,) = read(_fleet("ollama", "0.20.0", {}), [_row()], interval=0.1, fetch=fetch)
     assert "/api/ps" in row.note and not row.error
+
+
+def test_top_shows_the_view_between_consecutive_looks() -> None:
+    from servespec.metrics.live import watch
+
+    texts = [(DATA / f"llama.cpp-b11434-{n}.prom").read_text() for n in ("idle", "after", "after")]
+    asked: list[str] = []
+    shown: list[float | None] = []
+
+    def fetch(url: str, headers: dict[str, str]) -> str:
+        asked.append(url)
+        return texts[len(asked) - 1]
+
+    def show(rows: list[Any]) -> None:
+        shown.append(rows[0].view.values["generation_tokens_per_s"])
+
+    watch(_fleet("llama.cpp", "b11434", {"metrics": True}), [_row()], show, interval=0.05, rounds=2, fetch=fetch)
+    assert len(asked) == 3 and len(shown) == 2
+    assert shown[0] is not None and shown[0] > 0 and shown[1] == 0  # nothing generated between the last two looks

@@ -74,10 +74,13 @@ def _why_none(deployment: Any, facts: ReleaseMetrics | None) -> str:
     return ""
 
 
-def read(fleet: Any, rows: list[Any], interval: float = 2.0, fetch: Fetch = http_get) -> list[MetricsRow]:
-    """Two looks at every reachable host's metrics, ``interval`` seconds apart, as one row per host."""
+Plan = tuple[MetricsRow, str, dict[str, str], ReleaseMetrics | None]
+"""One host's row as far as known before looking, the URL to look at ("" when none), headers, metric facts."""
+
+
+def _plans(fleet: Any, rows: list[Any]) -> list[Plan]:
     by_name = {d.name: d for d in fleet.deployments}
-    plans: list[tuple[MetricsRow, str, dict[str, str], ReleaseMetrics | None]] = []
+    plans: list[Plan] = []
     for row in rows:
         deployment = by_name[row.deployment]
         engine = deployment.spec.engine
@@ -86,20 +89,55 @@ def read(fleet: Any, rows: list[Any], interval: float = 2.0, fetch: Fetch = http
         base = MetricsRow(row.deployment, row.host, 0, engine.name, facts.version if facts else None, note=note)
         url = f"{row.endpoint}{facts.path}" if facts and facts.path else ""
         plans.append((base, url if not note else "", _headers(deployment), facts))
-    first = {i: _look(fetch, url, headers) for i, (_, url, headers, _) in enumerate(plans) if url}
-    if first:
-        time.sleep(interval)
+    return plans
+
+
+def _look_all(plans: list[Plan], fetch: Fetch) -> dict[int, Snapshot | str]:
+    return {i: _look(fetch, url, headers) for i, (_, url, headers, _) in enumerate(plans) if url}
+
+
+def _rows(plans: list[Plan], first: dict[int, Snapshot | str], second: dict[int, Snapshot | str]) -> list[MetricsRow]:
     out = []
-    for i, (base, url, headers, facts) in enumerate(plans):
+    for i, (base, url, _, facts) in enumerate(plans):
         if not url or facts is None:
             out.append(base)
             continue
-        before, now = first[i], _look(fetch, url, headers)
+        before, now = first[i], second[i]
         if isinstance(now, str) or isinstance(before, str):
             out.append(_with(base, note=str(now if isinstance(now, str) else before), error=True))
         else:
             out.append(_with(base, view=view(facts, now, before)))
     return out
+
+
+def read(fleet: Any, rows: list[Any], interval: float = 2.0, fetch: Fetch = http_get) -> list[MetricsRow]:
+    """Two looks at every reachable host's metrics, ``interval`` seconds apart, as one row per host."""
+    plans = _plans(fleet, rows)
+    first = _look_all(plans, fetch)
+    if first:
+        time.sleep(interval)
+    return _rows(plans, first, _look_all(plans, fetch))
+
+
+def watch(
+    fleet: Any,
+    rows: list[Any],
+    show: Callable[[list[MetricsRow]], None],
+    interval: float = 2.0,
+    rounds: int | None = None,
+    fetch: Fetch = http_get,
+) -> None:
+    """``deploy top``: every ``interval`` seconds, ``show`` the view since the previous look; Ctrl-C ends it."""
+    plans = _plans(fleet, rows)
+    before, done = _look_all(plans, fetch), 0
+    try:
+        while rounds is None or done < rounds:
+            time.sleep(interval)
+            now = _look_all(plans, fetch)
+            show(_rows(plans, before, now))
+            before, done = now, done + 1
+    except KeyboardInterrupt:
+        return
 
 
 def _look(fetch: Fetch, url: str, headers: dict[str, str]) -> Snapshot | str:

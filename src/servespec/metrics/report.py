@@ -46,3 +46,12 @@ def print_metrics(rows: list[MetricsRow], fmt: str) -> None:
     for row in rows:
         if row.note:
             click.echo(f"{row.deployment} on {row.host}: {printable(row.note)}", err=True)
+
+
+def show_refreshing(rows: list[MetricsRow]) -> None:
+    """``deploy top``: clear the terminal (when it is one) and print the table again."""
+    import sys
+
+    if sys.stdout.isatty():
+        click.clear()
+    print_metrics(rows, "table")
