@@ -50,3 +50,9 @@ ensure_docker() {
     docker info >/dev/null 2>&1 || { echo "setup: dockerd did not start; see ${SERVESPEC_CACHE:-$HOME/.cache/servespec}/dockerd.log" >&2; exit 1; }
   fi
 }
+
+# promtool (Debian's prometheus package) for the test that checks `deploy render --monitoring`'s
+# scrape configuration (tests/metrics/test_monitoring.py); the package's own service is not started.
+ensure_promtool() {
+  command -v promtool >/dev/null 2>&1 || apt_install prometheus
+}

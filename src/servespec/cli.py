@@ -250,7 +250,12 @@ def estimate(paths: tuple[Path, ...], inventory: Path | None, hub: bool, fmt: st
     help="Directory to write DEPLOYMENT/HOST/ files into.",
 )
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 and list the files that are stale.")
-def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check: bool) -> None:
+@click.option(
+    "--monitoring",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Also write a Prometheus scrape configuration and Grafana dashboards into this directory.",
+)
+def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check: bool, monitoring: Path | None) -> None:
     """Write every host's engine configuration (container.yaml, native config files, README).
 
     Output is deterministic: the same specs render the same bytes on any machine.
@@ -269,6 +274,11 @@ def render(paths: tuple[Path, ...], inventory: Path | None, output: Path, check:
         sys.exit(EXIT_FINDINGS if stale else EXIT_OK)
     written = write(rendered, output)
     click.echo(f"rendered {len(written)} file(s) into {printable(str(output))}", err=True)
+    if monitoring is not None:
+        from servespec.metrics.monitoring import render_monitoring
+
+        written = write(render_monitoring(fleet), monitoring)
+        click.echo(f"rendered {len(written)} monitoring file(s) into {printable(str(monitoring))}", err=True)
 
 
 def _load(paths: tuple[Path, ...] | list[Path], inventory: Path | None = None) -> Any:
@@ -422,8 +432,12 @@ def apply(
 @_paths_argument
 @_inventory_option
 @_format_option
-def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
-    """Per host: the running revision, whether it is healthy, and since when."""
+@click.option("--metrics", "metrics", is_flag=True, help="Also read each host's engine /metrics (two looks).")
+@click.option(
+    "--interval", type=click.FloatRange(0.1, 600), default=2.0, show_default=True, help="Seconds between looks."
+)
+def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str, metrics: bool, interval: float) -> None:
+    """Per host: the running revision, whether it is healthy, and since when (--metrics: live engine metrics)."""
     from servespec.rollout import RolloutError
     from servespec.rollout import status as read_status
     from servespec.rollout.progress import print_status
@@ -433,8 +447,39 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
         rows = read_status(fleet)
     except RolloutError as err:
         _refused(err, "nothing was read")
+    if metrics:
+        from servespec.metrics.live import read
+        from servespec.metrics.report import print_metrics
+
+        shown = read(fleet, rows, interval)
+        print_metrics(shown, fmt)
+        rows_ok = all(r.reachable and not r.error for r in rows) and not any(m.error for m in shown)
+        sys.exit(EXIT_OK if rows_ok else EXIT_FINDINGS)
     print_status(rows, fmt)
     sys.exit(EXIT_OK if all(r.reachable and not r.error for r in rows) else EXIT_FINDINGS)
+
+
+@main.command()
+@_paths_argument
+@_inventory_option
+@click.option(
+    "--interval", type=click.FloatRange(0.5, 600), default=2.0, show_default=True, help="Seconds per refresh."
+)
+@click.option("--rounds", type=click.IntRange(1), help="Stop after this many refreshes (default: until interrupted).")
+def top(paths: tuple[Path, ...], inventory: Path | None, interval: float, rounds: int | None) -> None:
+    """Live engine metrics per host and replica, refreshed every INTERVAL seconds (the view since the last look)."""
+    from servespec.metrics.live import watch
+    from servespec.metrics.report import show_refreshing
+    from servespec.rollout import RolloutError
+    from servespec.rollout import status as read_status
+
+    fleet = _load_valid(paths, inventory)
+    try:
+        rows = read_status(fleet)
+    except RolloutError as err:
+        _refused(err, "nothing was read")
+    watch(fleet, rows, show_refreshing, interval, rounds)
+    sys.exit(EXIT_OK)
 
 
 @main.command()
