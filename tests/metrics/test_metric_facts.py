@@ -10,9 +10,10 @@ from servespec.engines import get
 from servespec.metrics.facts import for_release, versions
 from servespec.metrics.view import parse, parsed_name, view
 from tests.conftest import REPO
+from tests.metrics import served_engines
 
 DATA = REPO / "tests" / "data" / "metrics"
-COVERED = ("vllm", "llama.cpp", "sglang", "tgi")
+COVERED = served_engines()
 SOURCES = json.loads((DATA / "SOURCES.json").read_text())
 
 

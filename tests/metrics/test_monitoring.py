@@ -14,6 +14,7 @@ from servespec.metrics.facts import for_release
 from servespec.metrics.monitoring import dashboard, panels
 from servespec.metrics.view import parsed_name
 from tests.conftest import REPO, run_cli
+from tests.metrics import served_engines
 
 EXAMPLES = REPO / "specs" / "examples"
 PROMQL_WORDS = {
@@ -36,7 +37,7 @@ def _spec(tmp_path: Path, name: str, metrics_on: bool) -> Path:
     return tmp_path / name
 
 
-@pytest.mark.parametrize("engine", ["vllm", "llama.cpp", "sglang", "tgi"])
+@pytest.mark.parametrize("engine", served_engines())
 def test_every_dashboard_query_names_only_metrics_of_its_release(engine: str) -> None:
     from servespec.metrics.facts import versions
 
