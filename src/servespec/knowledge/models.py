@@ -438,6 +438,9 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     """
     config = _flatten(config)
     model_type = fields.text(config, "model_type") or "unknown"
+    missing = _missing(config)
+    if missing:
+        raise fields.MissingFieldsError(missing, fields.text(config, "model_type"))
     layers = _required(config, "num_hidden_layers")
     hidden = _required(config, "hidden_size")
     heads = _required(config, "num_attention_heads")
@@ -477,6 +480,32 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         window_kind="chunked" if chunked else "sliding",
     )
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
+
+
+_ESSENTIAL = ("num_hidden_layers", "hidden_size", "num_attention_heads")
+_MLA = ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+"""Multi-head latent attention's dimensions: a config naming ``kv_lora_rank`` cannot be sized without them."""
+_LINEAR = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
+"""Gated DeltaNet's state dimensions (transformers Qwen3NextConfig): needed once a layer is linear attention."""
+_INDEXER = ("index_n_heads", "index_head_dim")
+"""DeepSeek Sparse Attention's indexer (DeepseekV32 ``index_topk``): its own per-token key cache."""
+
+
+def _missing(config: dict[str, Any]) -> tuple[str, ...]:
+    """Every field the facts cannot do without that the (flattened) config leaves absent or null.
+
+    Named all at once, so that one message says what a config of an architecture servespec does
+    not know lacks (e.g. GPT-2's ``n_layer``/``n_embd``/``n_head`` are other names, not read).
+    """
+    needed = list(_ESSENTIAL)
+    if config.get("kv_lora_rank") is not None:
+        needed += _MLA
+    layer_types = config.get("layer_types")
+    if isinstance(layer_types, list) and "linear_attention" in layer_types:
+        needed += _LINEAR
+    if config.get("index_topk") is not None:
+        needed += _INDEXER
+    return tuple(key for key in needed if config.get(key) is None)
 
 
 def _required(config: dict[str, Any], key: str) -> int:
