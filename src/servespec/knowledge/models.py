@@ -80,6 +80,16 @@ class ModelFacts:
     """Linear-attention (Gated DeltaNet) or Mamba layers: a fixed state per sequence, no per-token KV."""
     linear_state: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
     """Gated DeltaNet state shape: (conv channels, conv kernel, value heads, key head dim, value head dim)."""
+    attention_gate: bool = False
+    """Qwen3-Next / Qwen3.5 full attention: q_proj also yields an output gate (``attn_output_gate``)."""
+    index_n_heads: int | None = None
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's heads (``index_n_heads``)."""
+    index_head_dim: int | None = None
+    """The indexer's key width per token and layer (``index_head_dim``): a cache of its own beside MLA's."""
+    index_topk: int | None = None
+    """Tokens each query attends to under DSA (``index_topk``)."""
+    vision_params: float = 0.0
+    """Parameters of a multimodal checkpoint's vision tower and projector (``vision_config``): loaded with it."""
 
     @property
     def derived_max_len(self) -> int | None:
@@ -102,6 +112,11 @@ class ModelFacts:
     def is_mla(self) -> bool:
         """Multi-head latent attention (DeepSeek-V2/V3): the KV cache holds a compressed latent."""
         return self.kv_lora_rank is not None
+
+    @property
+    def is_sparse(self) -> bool:
+        """DeepSeek Sparse Attention: MLA plus a lightning indexer with its own per-token key cache."""
+        return bool(self.index_topk and self.index_head_dim)
 
     @property
     def is_moe(self) -> bool:
@@ -177,13 +192,48 @@ def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
         shared = shared_experts * moe_size
     dense = fields.count(config, "first_k_dense_replace") or 0
     dense += len(fields.items(config, "mlp_only_layers") or [])
+    step = fields.count(config, "interleave_moe_layer_step", minimum=1)
+    if step:
+        # Llama 4: every step-th layer is MoE, the others dense of intermediate_size_mlp; each MoE layer
+        # has one shared expert as wide as a routed one (transformers Llama4TextConfig.moe_layers,
+        # Llama4TextMoe.shared_expert).
+        dense = layers - layers // step
+        shared = moe_size
     return {
         "experts": experts,
-        "active_experts": fields.first_count(config, "num_experts_per_tok", "experts_per_token", minimum=1) or 1,
+        "active_experts": fields.first_count(
+            config, "num_experts_per_tok", "experts_per_token", "top_k_experts", minimum=1
+        )
+        or 1,
         "moe_intermediate_size": moe_size,
         "shared_intermediate_size": shared,
         "dense_layers": min(dense, layers),
     }
+
+
+def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
+    """A vision tower's parameters from ``vision_config`` (ViT blocks: attention, MLP, norms; patch
+    embedding; a projector to the text width), as SigLIP, CLIP, Pixtral and Qwen-VL configs give them.
+
+    An estimate within a few percent of the tower (which is itself a few percent of the model):
+    enough for weight memory, never used for anything finer.
+    """
+    vision = fields.mapping(config, "vision_config")
+    if vision is None:
+        return 0.0
+    depth = fields.first_count(vision, "num_hidden_layers", "depth") or 0
+    width = fields.count(vision, "hidden_size") or 0
+    mlp = fields.count(vision, "intermediate_size") or 4 * width
+    if not depth or not width:
+        return 0.0
+    patch = fields.count(vision, "patch_size") or 14
+    channels = fields.count(vision, "num_channels") or fields.count(vision, "in_channels") or 3
+    temporal = fields.count(vision, "temporal_patch_size") or 1
+    per_layer = 4 * width * width + 4 * width + 2 * width * mlp + mlp + width + 4 * width
+    embed = channels * patch * patch * temporal * width
+    merge = fields.count(vision, "spatial_merge_size") or 1
+    projector = width * merge * merge * text_hidden
+    return float(depth * per_layer + embed + projector)
 
 
 def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:
@@ -436,7 +486,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     message quotes a value of the file. ``hf_quant`` is the repo's ``hf_quant_config.json``
     (ModelOpt), read when config.json has no ``quantization_config``.
     """
-    config = _flatten(config)
+    raw, config = config, _flatten(config)
     model_type = fields.text(config, "model_type") or "unknown"
     missing = _missing(config)
     if missing:
@@ -461,7 +511,8 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         attention_heads=heads,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate_size=fields.count(config, "intermediate_size"),
+        # Llama 4's dense layers: intermediate_size_mlp (its intermediate_size is an expert's)
+        intermediate_size=fields.first_count(config, "intermediate_size_mlp", "intermediate_size"),
         vocab_size=fields.count(config, "vocab_size"),
         max_position_embeddings=fields.count(config, "max_position_embeddings"),
         tie_word_embeddings=tied if tied is not None else model_type in _TIED_BY_DEFAULT,
@@ -478,6 +529,11 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         **quantization,
         **_linear_attention(config, layers),
         window_kind="chunked" if chunked else "sliding",
+        attention_gate=_gated(config, model_type),
+        index_n_heads=fields.count(config, "index_n_heads"),
+        index_head_dim=fields.count(config, "index_head_dim"),
+        index_topk=fields.count(config, "index_topk"),
+        vision_params=_vision_params(raw, hidden),
     )
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 
@@ -508,6 +564,14 @@ def _missing(config: dict[str, Any]) -> tuple[str, ...]:
     return tuple(key for key in needed if config.get(key) is None)
 
 
+def _gated(config: dict[str, Any], model_type: str) -> bool:
+    """Qwen3-Next and Qwen3.5 gate the attention output: q_proj is twice as wide (transformers
+    Qwen3NextAttention, ``attn_output_gate`` in Qwen3.5's config, true when absent)."""
+    if not model_type.startswith(("qwen3_next", "qwen3_5")):
+        return False
+    return fields.flag(config, "attn_output_gate") is not False
+
+
 def _required(config: dict[str, Any], key: str) -> int:
     """An essential count: present, whole, at least 1."""
     value = fields.count(config, key, minimum=1, required=True)
@@ -527,6 +591,8 @@ def _attention_params(m: ModelFacts) -> float:
     q = m.attention_heads * m.head_dim
     kv = 2 * m.kv_heads * m.head_dim
     params = h * (q + kv) + q * h
+    if m.attention_gate:
+        params += h * q + 2 * m.head_dim  # the output gate's half of q_proj; q_norm and k_norm
     if m.model_type in _QKV_BIAS:
         params += q + kv
     if m.model_type == "gpt_oss":
@@ -534,6 +600,29 @@ def _attention_params(m: ModelFacts) -> float:
     if m.model_type in ("qwen3", "qwen3_moe"):
         params += 2 * m.head_dim  # q_norm and k_norm
     return params
+
+
+def _linear_params(m: ModelFacts) -> float:
+    """One Gated DeltaNet layer (transformers Qwen3NextGatedDeltaNet): in_proj_qkvz and in_proj_ba,
+    the causal conv1d over q, k and v, dt_bias and A_log, the gated norm, out_proj."""
+    conv, kernel, v_heads, k_dim, v_dim = m.linear_state
+    value = v_heads * v_dim
+    key = (conv - value) // 2
+    return float(
+        m.hidden_size * (2 * key + 2 * value + 2 * v_heads)
+        + conv * kernel
+        + 2 * v_heads
+        + v_dim
+        + value * m.hidden_size
+    )
+
+
+def _indexer_params(m: ModelFacts) -> float:
+    """DeepSeek-V3.2's lightning indexer per layer (modeling of DeepSeek-V3.2-Exp ``Indexer``): wq_b from the
+    q latent, wk and its LayerNorm, weights_proj."""
+    heads, dim = m.index_n_heads or 0, m.index_head_dim or 0
+    q_in = m.q_lora_rank or m.hidden_size
+    return float(q_in * heads * dim + m.hidden_size * dim + 2 * dim + m.hidden_size * heads)
 
 
 def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
@@ -563,10 +652,13 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     dense, moe_total, moe_active = _mlp_params(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     dense_layers = m.layers - moe_layers
-    attention = _attention_params(m) + norms
+    full = m.layers - m.linear_layers
+    attention = full * _attention_params(m) + m.linear_layers * _linear_params(m) + m.layers * norms
+    if m.is_sparse:
+        attention += m.layers * _indexer_params(m)
     embed = (m.vocab_size or 0) * h
     head = 0 if m.tie_word_embeddings else embed
-    common = m.layers * attention + dense_layers * dense + embed + head + h
+    common = attention + dense_layers * dense + embed + head + h + m.vision_params
     return common + moe_layers * moe_total, common + moe_layers * moe_active
 
 
@@ -577,7 +669,7 @@ def part_params(m: ModelFacts) -> dict[str, float]:
     """
     total = m.params
     embed = (m.vocab_size or 0) * m.hidden_size * (1 if m.tie_word_embeddings else 2)
-    attention = m.layers * _attention_params(m)
+    attention = (m.layers - m.linear_layers) * _attention_params(m) + m.linear_layers * _linear_params(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     experts = moe_layers * (m.experts or 0) * 3 * m.hidden_size * (m.moe_intermediate_size or 0)
     return {"attention": attention, "experts": experts, "mlp": max(total - embed - attention - experts, 0.0)}
