@@ -605,7 +605,7 @@ def _attention_params(m: ModelFacts) -> float:
 def _linear_params(m: ModelFacts) -> float:
     """One Gated DeltaNet layer (transformers Qwen3NextGatedDeltaNet): in_proj_qkvz and in_proj_ba,
     the causal conv1d over q, k and v, dt_bias and A_log, the gated norm, out_proj."""
-    conv, kernel, v_heads, k_dim, v_dim = m.linear_state
+    conv, kernel, v_heads, _, v_dim = m.linear_state
     value = v_heads * v_dim
     key = (conv - value) // 2
     return float(
