@@ -49,6 +49,8 @@ CASES = [
     ("0.5.3", "NVIDIA H200", {}, BF16_LATENT),  # the pool exists, the cell does not count the indexer
     ("0.5.4", "NVIDIA H200", {}, BF16_LATENT + INDEXER),  # Hopper: bfloat16 by default
     ("0.5.10", "NVIDIA H200", {"kv_cache_dtype": "fp8_e4m3"}, FP8_RAW + INDEXER),
+    ("0.5.16", "NVIDIA H200", {"kv_cache_dtype": "fp8_e4m3"}, FP8_RAW + INDEXER),  # the cell before the layout
+    ("0.5.17", "NVIDIA H200", {"kv_cache_dtype": "fp8_e4m3"}, FP8_SCALED + INDEXER),  # calculate_mla_kv_cache_dim
     ("0.5.23", "NVIDIA H200", {"kv_cache_dtype": "fp8_e4m3"}, FP8_SCALED + INDEXER),  # flashmla_kv: 48,068 B
     ("0.5.10", "NVIDIA B200", {}, FP8_RAW + INDEXER),  # capability 10: FP8 by default
     ("0.5.23", "NVIDIA B200", {}, FP8_RAW + INDEXER),  # Blackwell's FP8 default backend trtllm: raw layout

@@ -4,7 +4,7 @@ SGLang sizes its token pool as ``rest_memory // cell_size`` (``profile_max_num_t
 model (``is_deepseek_nsa`` / ``is_deepseek_dsa``: a DeepSeek-style architecture with ``index_topk``)
 the cell of one token is, per attention layer:
 
-* the MLA latent, ``kv_lora_rank + qk_rope_head_dim`` elements of the KV-cache dtype. From 0.5.19 the
+* the MLA latent, ``kv_lora_rank + qk_rope_head_dim`` elements of the KV-cache dtype. From 0.5.17 the
   cell reads ``calculate_mla_kv_cache_dim``: an FP8 cache in the scaled layout of the FlashMLA
   kernels is ``kv_lora_rank`` FP8 bytes, a float32 scale per 128 of them, and the rope part in
   bfloat16 (656 bytes for DeepSeek-V3.2); the ``trtllm`` kernels (Blackwell's FP8 default) and
@@ -23,8 +23,9 @@ Sources (each read in the release's sdist or wheel; the ranges below are the rel
   ``profile_max_num_token`` L1274-1297; python/sglang/srt/server_args.py L823 (0.5.3 .. 0.5.3.post3)
 * indexer added to the cell: v0.5.4 model_runner.py L1400-1416; v0.5.5 L1277-1308; v0.5.6 L1384-1415;
   v0.5.7 .. v0.5.10 model_runner_kv_cache_mixin.py ``get_cell_size_per_token``; v0.5.11, v0.5.13,
-  v0.5.16 .. v0.5.18 model_executor/pool_configurator.py (latent still ``kv_lora_rank + qk_rope_head_dim``)
-* ``calculate_mla_kv_cache_dim`` in the cell: v0.5.19, v0.5.21, v0.5.23 model_executor/pool_configurator.py
+  v0.5.16 model_executor/pool_configurator.py (latent still ``kv_lora_rank + qk_rope_head_dim``)
+* ``calculate_mla_kv_cache_dim`` in the cell: v0.5.17, v0.5.18, v0.5.19, v0.5.21, v0.5.23
+  model_executor/pool_configurator.py
   ``_compute_cell_size``; mem_cache/kv_cache_configurator.py ``calculate_mla_kv_cache_dim``
 * dtype default: v0.5.3/v0.5.4 server_args.py (``major >= 10``: fp8_e4m3); v0.5.5 .. v0.5.13
   server_args.py ``_set_default_nsa_kv_cache_dtype`` / ``_set_default_dsa_kv_cache_dtype``; v0.5.16 ..
@@ -47,7 +48,7 @@ from servespec.knowledge.memory import EstimateInput, kv_element_bytes
 FIRST = Version("0.5.3")
 """The first release with the NSA token pool (``NSATokenToKVPool``): before it a DSA model is sized as MLA."""
 INDEXER_IN_CELL = Version("0.5.4")
-SCALED_LATENT = Version("0.5.19")
+SCALED_LATENT = Version("0.5.17")
 QUANT_BLOCK = 128
 """``NSATokenToKVPool.quant_block_size``: one float32 scale per 128 FP8 values."""
 FIXED_FRACTION = 0.8
