@@ -227,3 +227,28 @@ def _catalog_config(repo: str) -> dict[str, object]:
 
     config: dict[str, object] = _catalog()[repo.lower()]["config"]
     return config
+
+
+def test_gemma3_config_naming_few_fields_reads_transformers_defaults() -> None:
+    """Gemma 3's config.json gives five text fields; the rest are Gemma3TextConfig's defaults (8 heads, 4 KV
+    heads of 256, vocabulary 262,208, every 6th layer global), as transformers and the engines read them."""
+    from servespec.knowledge.models import facts_from_config
+
+    config = {
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "mm_tokens_per_image": 256,
+        "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                        "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                        "sliding_window": 1024},
+        "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                          "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                          "patch_size": 14},
+    }  # fmt: skip
+    facts = facts_from_config(config, "google/gemma-3-4b-it")
+    assert (facts.attention_heads, facts.kv_heads, facts.head_dim, facts.vocab_size) == (8, 4, 256, 262_208)
+    assert (facts.sliding_window, facts.sliding_layers) == (1024, 29)
+    # https://huggingface.co/google/gemma-3-4b-it: 4.3B with its SigLIP tower (~0.42B)
+    assert facts.params == pytest.approx(4.3e9, rel=0.02)
+    given = {**config, "text_config": {**config["text_config"], "num_attention_heads": 16}}  # type: ignore[dict-item]
+    assert facts_from_config(given, "g").attention_heads == 16  # a field the file gives wins

@@ -136,6 +136,34 @@ class ModelFacts:
         return count_parameters(self)[1]
 
 
+_TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
+    # Gemma 3's own config.json files name few text fields (google/gemma-3-4b-it's text_config gives
+    # hidden_size, intermediate_size, num_hidden_layers, rope_scaling, sliding_window): transformers
+    # fills the rest from Gemma3TextConfig's defaults (configuration_gemma3.py, transformers v5.24.0
+    # L42-L62; sliding_window_pattern 6: L105), as every engine loading it does.
+    "gemma3_text": {
+        "vocab_size": 262_208,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131_072,
+        "tie_word_embeddings": True,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+    },
+}
+"""transformers' configuration-class defaults for fields a model type's real config.json leaves out."""
+
+
+def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """The flattened config with its model type's transformers defaults under the fields it gives."""
+    model_type = config.get("model_type")
+    defaults = _TRANSFORMERS_DEFAULTS.get(model_type) if isinstance(model_type, str) else None
+    return (
+        {**defaults, **{k: v for k, v in config.items() if v is not None or k not in defaults}} if defaults else config
+    )
+
+
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
     text = fields.mapping(config, "text_config")
     if text is not None:
@@ -486,7 +514,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     message quotes a value of the file. ``hf_quant`` is the repo's ``hf_quant_config.json``
     (ModelOpt), read when config.json has no ``quantization_config``.
     """
-    raw, config = config, _flatten(config)
+    raw, config = config, _with_defaults(_flatten(config))
     model_type = fields.text(config, "model_type") or "unknown"
     missing = _missing(config)
     if missing:
