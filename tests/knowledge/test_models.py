@@ -44,6 +44,10 @@ PUBLISHED = [
     ("Qwen/Qwen3.5-27B", 27e9, None, "https://huggingface.co/Qwen/Qwen3.5-27B"),
     ("Qwen/Qwen3.5-35B-A3B", 35e9, None, "https://huggingface.co/Qwen/Qwen3.5-35B-A3B"),
     ("Qwen/Qwen3.5-397B-A17B", 397e9, 17e9, "https://huggingface.co/Qwen/Qwen3.5-397B-A17B"),
+    ("Qwen/Qwen3.5-122B-A10B", 122e9, 10e9, "https://huggingface.co/Qwen/Qwen3.5-122B-A10B"),
+    ("nvidia/Qwen3.6-27B-NVFP4", 27e9, None, "https://huggingface.co/Qwen/Qwen3.6-27B"),
+    ("nvidia/Qwen3.6-35B-A3B-NVFP4", 35e9, None, "https://huggingface.co/Qwen/Qwen3.6-35B-A3B"),
+    ("nvidia/DeepSeek-V3.2-NVFP4", 671e9, 37e9, "https://huggingface.co/deepseek-ai/DeepSeek-V3.2"),
     (
         "meta-llama/Llama-4-Scout-17B-16E-Instruct",
         109e9,
@@ -192,6 +196,8 @@ FAMILIES = [
     ("MiniMaxAI/MiniMax-M2.5", "moe", {"experts": 256, "active_experts": 8, "kv_heads": 8}),
     ("Qwen/Qwen3.5-27B", "linear", {"layers": 64, "linear_layers": 48, "attention_gate": True}),
     ("Qwen/Qwen3.5-35B-A3B", "linear", {"layers": 40, "linear_layers": 30, "experts": 256}),
+    ("nvidia/Qwen3.6-35B-A3B-NVFP4", "linear", {"layers": 40, "linear_layers": 30, "quant_method": "modelopt_mixed"}),
+    ("nvidia/DeepSeek-V3.2-NVFP4", "mla", {"is_sparse": True, "quant_method": "nvfp4"}),  # hf_quant_config.json
     ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "sliding",
      {"window_kind": "chunked", "sliding_window": 8192, "sliding_layers": 36, "dense_layers": 0}),
     ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "sliding",
