@@ -92,7 +92,7 @@ def test_gpt_oss_120b_fits_where_the_release_layout_is_known(tmp_path: Path, ver
 def test_unknown_layout_still_errors_when_even_the_least_need_does_not_fit(tmp_path: Path) -> None:
     """Full-attention layers alone beyond the room left (and the band): an error whatever the layout."""
     spec = _gpt_oss(tmp_path, "0.12.0")
-    spec.write_text(spec.read_text().replace("name: vllm,", "name: vllm, options: {gpu_memory_utilization: 0.78},"))
+    spec.write_text(spec.read_text().replace("name: vllm,", "name: vllm, options: {gpu_memory_utilization: 0.74},"))
     found = _mem(spec)
     assert [f.severity for f in found] == [Severity.ERROR], [f.message for f in found]
 
