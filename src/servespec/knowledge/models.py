@@ -159,9 +159,7 @@ def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     """The flattened config with its model type's transformers defaults under the fields it gives."""
     model_type = config.get("model_type")
     defaults = _TRANSFORMERS_DEFAULTS.get(model_type) if isinstance(model_type, str) else None
-    return (
-        {**defaults, **{k: v for k, v in config.items() if v is not None or k not in defaults}} if defaults else config
-    )
+    return {**defaults, **config} if defaults else config  # a field given as null stays null, as transformers reads it
 
 
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
