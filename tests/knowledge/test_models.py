@@ -258,3 +258,17 @@ def test_gemma3_config_naming_few_fields_reads_transformers_defaults() -> None:
     assert facts.params == pytest.approx(4.3e9, rel=0.02)
     given = {**config, "text_config": {**config["text_config"], "num_attention_heads": 16}}  # type: ignore[dict-item]
     assert facts_from_config(given, "g").attention_heads == 16  # a field the file gives wins
+
+
+def test_parameters_match_transformers_own_models() -> None:
+    """Issue 23 item 4: the count from a config equals the parameters transformers builds from it (meta device,
+    tests/data/transformers_param_counts.json): Gated DeltaNet, gated attention, MLA + DSA indexer, Llama 4's
+    interleaved MoE, GLM-4.5's MoE, MiniMax M2, gpt-oss, Gemma, Granite, Phi."""
+    from servespec.knowledge.models import facts_from_config
+    from tests.conftest import REPO
+
+    data = json.loads((REPO / "tests" / "data" / "transformers_param_counts.json").read_text())
+    assert len(data["cases"]) >= 15
+    for name, case in data["cases"].items():
+        facts = facts_from_config(case["config"], name)
+        assert facts.params == pytest.approx(case["params"], rel=1e-4), (name, case["model"])

@@ -623,6 +623,8 @@ def _attention_params(m: ModelFacts) -> float:
         params += q + kv
     if m.model_type == "gpt_oss":
         params += q + kv + h + m.attention_heads  # biases and attention sinks
+    if m.model_type == "phi":
+        params += q + kv + h  # q, k, v and dense biases (transformers PhiAttention)
     if m.model_type in ("qwen3", "qwen3_moe"):
         params += 2 * m.head_dim  # q_norm and k_norm
     return params
@@ -655,6 +657,8 @@ def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
     """(dense MLP per layer, MoE MLP per layer in total, MoE MLP per layer active)."""
     h = m.hidden_size
     dense = 3 * h * (m.intermediate_size or 0)
+    if m.model_type == "phi":  # fc1 and fc2 with biases, no gate (transformers PhiMLP)
+        dense = 2 * h * (m.intermediate_size or 0) + (m.intermediate_size or 0) + h
     if not m.is_moe:
         return dense, dense, dense
     expert = 3 * h * (m.moe_intermediate_size or 0)
@@ -685,6 +689,8 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     embed = (m.vocab_size or 0) * h
     head = 0 if m.tie_word_embeddings else embed
     common = attention + dense_layers * dense + embed + head + h + m.vision_params
+    if m.model_type == "phi":
+        common += h + (m.vocab_size or 0)  # the final LayerNorm's bias, lm_head's bias
     return common + moe_layers * moe_total, common + moe_layers * moe_active
 
 
