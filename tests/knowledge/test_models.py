@@ -272,3 +272,15 @@ def test_parameters_match_transformers_own_models() -> None:
     for name, case in data["cases"].items():
         facts = facts_from_config(case["config"], name)
         assert facts.params == pytest.approx(case["params"], rel=1e-4), (name, case["model"])
+
+
+def test_an_architecture_servespec_does_not_size_says_which_fields() -> None:
+    """Gemma 4 (per-layer embeddings, global layers of their own shape): refused, naming the fields, instead of a
+    count 42 % low against transformers' model."""
+    from servespec.knowledge.models import UnsizedArchitectureError, facts_from_config
+
+    text = {"model_type": "gemma4_text", "num_hidden_layers": 30, "hidden_size": 2816, "num_attention_heads": 16}
+    config = {"model_type": "gemma4", "text_config": {**text, "global_head_dim": 512, "hidden_size_per_layer_input": 0}}
+    with pytest.raises(UnsizedArchitectureError, match="global_head_dim") as err:
+        facts_from_config(config, "google/gemma-4-26B-A4B")
+    assert len(str(err.value)) <= 120  # REF003 quotes at most 120 characters

@@ -155,6 +155,24 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
 """transformers' configuration-class defaults for fields a model type's real config.json leaves out."""
 
 
+_UNSIZED: dict[str, tuple[str, ...]] = {
+    # Gemma 4: per-layer input embeddings and global layers of their own head shape (transformers
+    # Gemma4TextConfig): the count from the shared fields is 42 % low against transformers' model.
+    "gemma4_text": ("hidden_size_per_layer_input", "global_head_dim"),
+    # DeepSeek V4: compressed attention per layer and grouped low-rank output (DeepseekV4 config.json).
+    "deepseek_v4": ("compress_ratios", "o_lora_rank", "hc_mult"),
+}
+"""Model types whose config fields servespec does not read yet: sizing them from the shared fields would be wrong."""
+
+
+class UnsizedArchitectureError(ValueError):
+    """A model type servespec does not size; the message names the fields it would need to read."""
+
+    def __init__(self, model_type: str, keys: tuple[str, ...]) -> None:
+        listed = ", ".join(keys)
+        super().__init__(f"servespec cannot size model_type '{model_type}': {listed} unread")
+
+
 def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     """The flattened config with its model type's transformers defaults under the fields it gives."""
     model_type = config.get("model_type")
@@ -514,6 +532,8 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     """
     raw, config = config, _with_defaults(_flatten(config))
     model_type = fields.text(config, "model_type") or "unknown"
+    if model_type in _UNSIZED and any(config.get(key) is not None for key in _UNSIZED[model_type]):
+        raise UnsizedArchitectureError(model_type, _UNSIZED[model_type])
     missing = _missing(config)
     if missing:
         raise fields.MissingFieldsError(missing, fields.text(config, "model_type"))
