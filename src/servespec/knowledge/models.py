@@ -585,8 +585,9 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
 
 
 _ESSENTIAL = ("num_hidden_layers", "hidden_size", "num_attention_heads")
-_MLA = ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
-"""Multi-head latent attention's dimensions: a config naming ``kv_lora_rank`` cannot be sized without them."""
+_MLA = ("qk_rope_head_dim",)
+"""Multi-head latent attention's cached rope key beside the latent: a config naming ``kv_lora_rank`` cannot size
+its KV cache without it (a GGUF header gives it as ``rope.dimension_count``)."""
 _LINEAR = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
 """Gated DeltaNet's state dimensions (transformers Qwen3NextConfig): needed once a layer is linear attention."""
 _INDEXER = ("index_n_heads", "index_head_dim")
