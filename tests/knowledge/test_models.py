@@ -284,3 +284,13 @@ def test_an_architecture_servespec_does_not_size_says_which_fields() -> None:
     with pytest.raises(UnsizedArchitectureError, match="global_head_dim") as err:
         facts_from_config(config, "google/gemma-4-26B-A4B")
     assert len(str(err.value)) <= 120  # REF003 quotes at most 120 characters
+
+
+def test_a_lock_keeps_what_the_facts_read() -> None:
+    """models.lock.yaml keeps vision_config (its tower is counted): a locked config gives the same facts."""
+    from servespec.knowledge.lock import locked_config
+    from servespec.knowledge.models import facts_from_config
+
+    for repo in ("Qwen/Qwen3.5-27B", "deepseek-ai/DeepSeek-V3.2", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"):
+        config = _catalog_config(repo)
+        assert facts_from_config(locked_config(config), repo) == facts_from_config(config, repo), repo
