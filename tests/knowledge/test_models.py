@@ -38,6 +38,7 @@ PUBLISHED = [
     # Issue 23 item 4: the families users deploy today (counts without MTP layers; vision towers included)
     ("deepseek-ai/DeepSeek-V3.2", 671e9, 37e9, "https://huggingface.co/deepseek-ai/DeepSeek-V3.2 (685B with 14B MTP)"),
     ("moonshotai/Kimi-K2-Instruct", 1.04e12, 32e9, "https://huggingface.co/moonshotai/Kimi-K2-Instruct"),
+    ("moonshotai/Kimi-K2.5", 1.04e12, 32e9, "https://huggingface.co/moonshotai/Kimi-K2.5"),
     # active: MiniMax states 9.8B and Qwen names 3B without the embeddings (1.2B and 1.0B here)
     ("MiniMaxAI/MiniMax-M2.5", 229.9e9, None, "https://www.emergentmind.com/topics/minimax-m2-5"),
     ("zai-org/GLM-5", 744e9, 40e9, "https://arxiv.org/abs/2602.15763"),
@@ -193,6 +194,8 @@ FAMILIES = [
                                           "index_n_heads": 64, "index_head_dim": 128, "index_topk": 2048}),
     ("zai-org/GLM-5", "mla", {"kv_lora_rank": 512, "is_sparse": True, "index_head_dim": 128}),
     ("moonshotai/Kimi-K2-Instruct", "mla", {"kv_lora_rank": 512, "experts": 384, "is_sparse": False}),
+    # text_config of kimi_k2, MoonViT's vt_* vision fields, int4 pack-quantized experts (groups of 32)
+    ("moonshotai/Kimi-K2.5", "mla", {"kv_lora_rank": 512, "quant_method": "int4", "quant_bits": 4.5}),
     ("MiniMaxAI/MiniMax-M2.5", "moe", {"experts": 256, "active_experts": 8, "kv_heads": 8}),
     ("Qwen/Qwen3.5-27B", "linear", {"layers": 64, "linear_layers": 48, "attention_gate": True}),
     ("Qwen/Qwen3.5-35B-A3B", "linear", {"layers": 40, "linear_layers": 30, "experts": 256}),

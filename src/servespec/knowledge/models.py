@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -265,9 +266,10 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
     vision = fields.mapping(config, "vision_config")
     if vision is None:
         return 0.0
-    depth = fields.first_count(vision, "num_hidden_layers", "depth") or 0
-    width = fields.count(vision, "hidden_size") or 0
-    mlp = fields.count(vision, "intermediate_size") or 4 * width
+    # MoonViT (Kimi-VL, Kimi K2.5) spells them vt_num_hidden_layers, vt_hidden_size, vt_intermediate_size
+    depth = fields.first_count(vision, "num_hidden_layers", "depth", "vt_num_hidden_layers") or 0
+    width = fields.first_count(vision, "hidden_size", "vt_hidden_size") or 0
+    mlp = fields.first_count(vision, "intermediate_size", "vt_intermediate_size") or 4 * width
     if not depth or not width:
         return 0.0
     patch = fields.count(vision, "patch_size") or 14
@@ -275,7 +277,10 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
     temporal = fields.count(vision, "temporal_patch_size") or 1
     per_layer = 4 * width * width + 4 * width + 2 * width * mlp + mlp + width + 4 * width
     embed = channels * patch * patch * temporal * width
-    merge = fields.count(vision, "spatial_merge_size") or 1
+    kernel = fields.items(vision, "merge_kernel_size") or []
+    merge = fields.count(vision, "spatial_merge_size") or (
+        math.isqrt(math.prod(kernel)) if len(kernel) == 2 and all(type(k) is int and 0 < k < 64 for k in kernel) else 1
+    )
     projector = width * merge * merge * text_hidden
     return float(depth * per_layer + embed + projector)
 
