@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import errno
+import json
 import os
 import re
 from collections.abc import Callable
@@ -170,6 +171,23 @@ def test_ref003_still_reports_a_config_that_holds_no_architecture(tmp_path: Path
     findings = _validate(repo / "spec.yaml", repo)
     assert not [f for f in findings if f.rule == "REF002"], findings
     assert [f.path for f in findings if f.rule == "REF003"] == ["model.config"], findings
+
+
+def test_ref003_names_every_missing_field_and_the_config_it_read(tmp_path: Path) -> None:
+    """Issue 23 item 4: a config of an architecture servespec cannot size names all the fields it lacks."""
+    repo = _checkout(tmp_path)
+    # GPT-2's config (transformers GPT2Config) spells its sizes n_layer / n_embd / n_head
+    (repo / "config.json").write_text('{"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12}')
+    (finding,) = [f for f in _validate(repo / "spec.yaml", repo) if f.rule == "REF003"]
+    assert "config.json" in finding.message, finding.message
+    for name in ("'num_hidden_layers'", "'hidden_size'", "'num_attention_heads'", "'gpt2'"):
+        assert name in finding.message, finding.message
+    # MLA named without its rope key: the KV cache cannot be sized, and that field is named
+    mla = {"model_type": "deepseek_v3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
+    repo = _checkout(tmp_path / "mla")  # another file: facts are cached per path
+    (repo / "config.json").write_text(json.dumps({**mla, "kv_lora_rank": 32, "v_head_dim": 16}))
+    (finding,) = [f for f in _validate(repo / "spec.yaml", repo) if f.rule == "REF003"]
+    assert "field 'qk_rope_head_dim' is missing" in finding.message, finding.message
 
 
 def test_a_readable_model_config_gives_neither(tmp_path: Path) -> None:

@@ -35,6 +35,34 @@ class ConfigFieldError(ValueError):
         self.key = key
 
 
+class MissingFieldsError(KeyError):
+    """Fields the facts cannot do without are absent or null: every one of them is named, never a value."""
+
+    def __init__(self, keys: tuple[str, ...], model_type: str | None = None) -> None:
+        super().__init__(keys[0] if keys else "")
+        self.keys = keys
+        self.model_type = model_type
+
+    def __str__(self) -> str:
+        return missing_message(self)
+
+
+def missing_message(err: KeyError) -> str:
+    """What a KeyError of :func:`count` or :class:`MissingFieldsError` says is missing, each field quoted.
+
+    ``fields 'num_hidden_layers' and 'hidden_size' are missing (model_type 'foo')``: the field names are
+    transformers' own (a multimodal config's are read from its ``text_config`` too).
+    """
+    keys = err.keys if isinstance(err, MissingFieldsError) else tuple(str(arg) for arg in err.args[:1])
+    names = [quote_value(key) for key in keys] or ["a required field"]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+    text = f"field {listed} is missing" if len(names) == 1 else f"fields {listed} are missing"
+    model_type = err.model_type if isinstance(err, MissingFieldsError) else None
+    if model_type:
+        text += f" (model_type {quote_value(model_type)}: servespec cannot size this architecture without them)"
+    return text
+
+
 def count(config: dict[str, Any], key: str, *, minimum: int = 0, required: bool = False) -> int | None:
     """A whole number in ``minimum`` .. :data:`MAX_COUNT` (an integral float such as ``4096.0`` too).
 
@@ -130,12 +158,14 @@ __all__ = [
     "MAX_FACTOR",
     "MAX_TEXT",
     "ConfigFieldError",
+    "MissingFieldsError",
     "count",
     "first_count",
     "first_text",
     "flag",
     "items",
     "mapping",
+    "missing_message",
     "number",
     "text",
 ]

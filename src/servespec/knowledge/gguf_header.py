@@ -47,6 +47,9 @@ _KEYS = {
     "sliding_window": "attention.sliding_window",
     "kv_lora_rank": "attention.kv_lora_rank",
     "q_lora_rank": "attention.q_lora_rank",
+    # MLA's rope key (convert_hf_to_gguf.py DeepseekV2Model: add_rope_dimension_count(qk_rope_head_dim));
+    # read only where kv_lora_rank makes the model MLA
+    "qk_rope_head_dim": "rope.dimension_count",
 }
 """config.json name -> GGUF key below ``<arch>.`` (gguf-py constants.py, ``Keys.LLM`` and ``Keys.Attention``)."""
 

@@ -47,7 +47,14 @@ _DROPPED = {
     "transformers_version",
     "_commit_hash",
 }
-_KEPT_MAPS = {"quantization_config", "compression_config", "text_config", "rope_scaling", "rope_parameters"}
+_KEPT_MAPS = {
+    "quantization_config",
+    "compression_config",
+    "text_config",
+    "vision_config",
+    "rope_scaling",
+    "rope_parameters",
+}
 
 
 MAX_LOCKED_TEXT = 64 * 1024
@@ -152,7 +159,7 @@ def locked_config(config: dict[str, Any]) -> dict[str, Any]:
         if key in _DROPPED or key.endswith("_token_id") or len(key) > 256:
             continue
         if key in _KEPT_MAPS and isinstance(value, dict):
-            locked = locked_config(value) if key == "text_config" else value
+            locked = locked_config(value) if key in ("text_config", "vision_config") else value
             if _fits(locked):
                 kept[key] = locked
         elif (_scalar(value) or (isinstance(value, list) and all(_scalar(v) for v in value))) and _fits(value):

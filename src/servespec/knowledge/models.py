@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -82,6 +83,16 @@ class ModelFacts:
     """Linear-attention (Gated DeltaNet) or Mamba layers: a fixed state per sequence, no per-token KV."""
     linear_state: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
     """Gated DeltaNet state shape: (conv channels, conv kernel, value heads, key head dim, value head dim)."""
+    attention_gate: bool = False
+    """Qwen3-Next / Qwen3.5 full attention: q_proj also yields an output gate (``attn_output_gate``)."""
+    index_n_heads: int | None = None
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's heads (``index_n_heads``)."""
+    index_head_dim: int | None = None
+    """The indexer's key width per token and layer (``index_head_dim``): a cache of its own beside MLA's."""
+    index_topk: int | None = None
+    """Tokens each query attends to under DSA (``index_topk``)."""
+    vision_params: float = 0.0
+    """Parameters of a multimodal checkpoint's vision tower and projector (``vision_config``): loaded with it."""
 
     @property
     def derived_max_len(self) -> int | None:
@@ -106,6 +117,11 @@ class ModelFacts:
         return self.kv_lora_rank is not None
 
     @property
+    def is_sparse(self) -> bool:
+        """DeepSeek Sparse Attention: MLA plus a lightning indexer with its own per-token key cache."""
+        return bool(self.index_topk and self.index_head_dim)
+
+    @property
     def is_moe(self) -> bool:
         """Mixture of experts."""
         return bool(self.experts and self.experts > 1)
@@ -121,6 +137,50 @@ class ModelFacts:
         if self.params_override is not None:
             return self.params_override
         return count_parameters(self)[1]
+
+
+_TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
+    # Gemma 3's own config.json files name few text fields (google/gemma-3-4b-it's text_config gives
+    # hidden_size, intermediate_size, num_hidden_layers, rope_scaling, sliding_window): transformers
+    # fills the rest from Gemma3TextConfig's defaults (configuration_gemma3.py, transformers v5.24.0
+    # L42-L62; sliding_window_pattern 6: L105), as every engine loading it does.
+    "gemma3_text": {
+        "vocab_size": 262_208,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131_072,
+        "tie_word_embeddings": True,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+    },
+}
+"""transformers' configuration-class defaults for fields a model type's real config.json leaves out."""
+
+
+_UNSIZED: dict[str, tuple[str, ...]] = {
+    # Gemma 4: per-layer input embeddings and global layers of their own head shape (transformers
+    # Gemma4TextConfig): the count from the shared fields is 42 % low against transformers' model.
+    "gemma4_text": ("hidden_size_per_layer_input", "global_head_dim"),
+    # DeepSeek V4: compressed attention per layer and grouped low-rank output (DeepseekV4 config.json).
+    "deepseek_v4": ("compress_ratios", "o_lora_rank", "hc_mult"),
+}
+"""Model types whose config fields servespec does not read yet: sizing them from the shared fields would be wrong."""
+
+
+class UnsizedArchitectureError(ValueError):
+    """A model type servespec does not size; the message names the fields it would need to read."""
+
+    def __init__(self, model_type: str, keys: tuple[str, ...]) -> None:
+        listed = ", ".join(keys)
+        super().__init__(f"servespec cannot size model_type '{model_type}': {listed} unread")
+
+
+def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
+    """The flattened config with its model type's transformers defaults under the fields it gives."""
+    model_type = config.get("model_type")
+    defaults = _TRANSFORMERS_DEFAULTS.get(model_type) if isinstance(model_type, str) else None
+    return {**defaults, **config} if defaults else config  # a field given as null stays null, as transformers reads it
 
 
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
@@ -179,13 +239,52 @@ def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
         shared = shared_experts * moe_size
     dense = fields.count(config, "first_k_dense_replace") or 0
     dense += len(fields.items(config, "mlp_only_layers") or [])
+    step = fields.count(config, "interleave_moe_layer_step", minimum=1)
+    if step:
+        # Llama 4: every step-th layer is MoE, the others dense of intermediate_size_mlp; each MoE layer
+        # has one shared expert as wide as a routed one (transformers Llama4TextConfig.moe_layers,
+        # Llama4TextMoe.shared_expert).
+        dense = layers - layers // step
+        shared = moe_size
     return {
         "experts": experts,
-        "active_experts": fields.first_count(config, "num_experts_per_tok", "experts_per_token", minimum=1) or 1,
+        "active_experts": fields.first_count(
+            config, "num_experts_per_tok", "experts_per_token", "top_k_experts", minimum=1
+        )
+        or 1,
         "moe_intermediate_size": moe_size,
         "shared_intermediate_size": shared,
         "dense_layers": min(dense, layers),
     }
+
+
+def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
+    """A vision tower's parameters from ``vision_config`` (ViT blocks: attention, MLP, norms; patch
+    embedding; a projector to the text width), as SigLIP, CLIP, Pixtral and Qwen-VL configs give them.
+
+    An estimate within a few percent of the tower (which is itself a few percent of the model):
+    enough for weight memory, never used for anything finer.
+    """
+    vision = fields.mapping(config, "vision_config")
+    if vision is None:
+        return 0.0
+    # MoonViT (Kimi-VL, Kimi K2.5) spells them vt_num_hidden_layers, vt_hidden_size, vt_intermediate_size
+    depth = fields.first_count(vision, "num_hidden_layers", "depth", "vt_num_hidden_layers") or 0
+    width = fields.first_count(vision, "hidden_size", "vt_hidden_size") or 0
+    mlp = fields.first_count(vision, "intermediate_size", "vt_intermediate_size") or 4 * width
+    if not depth or not width:
+        return 0.0
+    patch = fields.count(vision, "patch_size") or 14
+    channels = fields.count(vision, "num_channels") or fields.count(vision, "in_channels") or 3
+    temporal = fields.count(vision, "temporal_patch_size") or 1
+    per_layer = 4 * width * width + 4 * width + 2 * width * mlp + mlp + width + 4 * width
+    embed = channels * patch * patch * temporal * width
+    kernel = fields.items(vision, "merge_kernel_size") or []
+    merge = fields.count(vision, "spatial_merge_size") or (
+        math.isqrt(math.prod(kernel)) if len(kernel) == 2 and all(type(k) is int and 0 < k < 64 for k in kernel) else 1
+    )
+    projector = width * merge * merge * text_hidden
+    return float(depth * per_layer + embed + projector)
 
 
 def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:
@@ -447,8 +546,13 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     message quotes a value of the file. ``hf_quant`` is the repo's ``hf_quant_config.json``
     (ModelOpt), read when config.json has no ``quantization_config``.
     """
-    config = _flatten(config)
+    raw, config = config, _with_defaults(_flatten(config))
     model_type = fields.text(config, "model_type") or "unknown"
+    if model_type in _UNSIZED and any(config.get(key) is not None for key in _UNSIZED[model_type]):
+        raise UnsizedArchitectureError(model_type, _UNSIZED[model_type])
+    missing = _missing(config)
+    if missing:
+        raise fields.MissingFieldsError(missing, fields.text(config, "model_type"))
     layers = _required(config, "num_hidden_layers")
     hidden = _required(config, "hidden_size")
     heads = _required(config, "num_attention_heads")
@@ -469,7 +573,8 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         attention_heads=heads,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate_size=fields.count(config, "intermediate_size"),
+        # Llama 4's dense layers: intermediate_size_mlp (its intermediate_size is an expert's)
+        intermediate_size=fields.first_count(config, "intermediate_size_mlp", "intermediate_size"),
         vocab_size=fields.count(config, "vocab_size"),
         max_position_embeddings=fields.count(config, "max_position_embeddings"),
         tie_word_embeddings=tied if tied is not None else model_type in _TIED_BY_DEFAULT,
@@ -487,8 +592,48 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         **_weight_block(config),
         **_linear_attention(config, layers),
         window_kind="chunked" if chunked else "sliding",
+        attention_gate=_gated(config, model_type),
+        index_n_heads=fields.count(config, "index_n_heads"),
+        index_head_dim=fields.count(config, "index_head_dim"),
+        index_topk=fields.count(config, "index_topk"),
+        vision_params=_vision_params(raw, hidden),
     )
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
+
+
+_ESSENTIAL = ("num_hidden_layers", "hidden_size", "num_attention_heads")
+_MLA = ("qk_rope_head_dim",)
+"""Multi-head latent attention's cached rope key beside the latent: a config naming ``kv_lora_rank`` cannot size
+its KV cache without it (a GGUF header gives it as ``rope.dimension_count``)."""
+_LINEAR = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
+"""Gated DeltaNet's state dimensions (transformers Qwen3NextConfig): needed once a layer is linear attention."""
+_INDEXER = ("index_n_heads", "index_head_dim")
+"""DeepSeek Sparse Attention's indexer (DeepseekV32 ``index_topk``): its own per-token key cache."""
+
+
+def _missing(config: dict[str, Any]) -> tuple[str, ...]:
+    """Every field the facts cannot do without that the (flattened) config leaves absent or null.
+
+    Named all at once, so that one message says what a config of an architecture servespec does
+    not know lacks (e.g. GPT-2's ``n_layer``/``n_embd``/``n_head`` are other names, not read).
+    """
+    needed = list(_ESSENTIAL)
+    if config.get("kv_lora_rank") is not None:
+        needed += _MLA
+    layer_types = config.get("layer_types")
+    if isinstance(layer_types, list) and "linear_attention" in layer_types:
+        needed += _LINEAR
+    if config.get("index_topk") is not None:
+        needed += _INDEXER
+    return tuple(key for key in needed if config.get(key) is None)
+
+
+def _gated(config: dict[str, Any], model_type: str) -> bool:
+    """Qwen3-Next and Qwen3.5 gate the attention output: q_proj is twice as wide (transformers
+    Qwen3NextAttention, ``attn_output_gate`` in Qwen3.5's config, true when absent)."""
+    if not model_type.startswith(("qwen3_next", "qwen3_5")):
+        return False
+    return fields.flag(config, "attn_output_gate") is not False
 
 
 def _required(config: dict[str, Any], key: str) -> int:
@@ -510,19 +655,48 @@ def _attention_params(m: ModelFacts) -> float:
     q = m.attention_heads * m.head_dim
     kv = 2 * m.kv_heads * m.head_dim
     params = h * (q + kv) + q * h
+    if m.attention_gate:
+        params += h * q + 2 * m.head_dim  # the output gate's half of q_proj; q_norm and k_norm
     if m.model_type in _QKV_BIAS:
         params += q + kv
     if m.model_type == "gpt_oss":
         params += q + kv + h + m.attention_heads  # biases and attention sinks
+    if m.model_type == "phi":
+        params += q + kv + h  # q, k, v and dense biases (transformers PhiAttention)
     if m.model_type in ("qwen3", "qwen3_moe"):
         params += 2 * m.head_dim  # q_norm and k_norm
     return params
+
+
+def _linear_params(m: ModelFacts) -> float:
+    """One Gated DeltaNet layer (transformers Qwen3NextGatedDeltaNet): in_proj_qkvz and in_proj_ba,
+    the causal conv1d over q, k and v, dt_bias and A_log, the gated norm, out_proj."""
+    conv, kernel, v_heads, _, v_dim = m.linear_state
+    value = v_heads * v_dim
+    key = (conv - value) // 2
+    return float(
+        m.hidden_size * (2 * key + 2 * value + 2 * v_heads)
+        + conv * kernel
+        + 2 * v_heads
+        + v_dim
+        + value * m.hidden_size
+    )
+
+
+def _indexer_params(m: ModelFacts) -> float:
+    """DeepSeek-V3.2's lightning indexer per layer (modeling of DeepSeek-V3.2-Exp ``Indexer``): wq_b from the
+    q latent, wk and its LayerNorm, weights_proj."""
+    heads, dim = m.index_n_heads or 0, m.index_head_dim or 0
+    q_in = m.q_lora_rank or m.hidden_size
+    return float(q_in * heads * dim + m.hidden_size * dim + 2 * dim + m.hidden_size * heads)
 
 
 def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
     """(dense MLP per layer, MoE MLP per layer in total, MoE MLP per layer active)."""
     h = m.hidden_size
     dense = 3 * h * (m.intermediate_size or 0)
+    if m.model_type == "phi":  # fc1 and fc2 with biases, no gate (transformers PhiMLP)
+        dense = 2 * h * (m.intermediate_size or 0) + (m.intermediate_size or 0) + h
     if not m.is_moe:
         return dense, dense, dense
     expert = 3 * h * (m.moe_intermediate_size or 0)
@@ -546,10 +720,15 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     dense, moe_total, moe_active = _mlp_params(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     dense_layers = m.layers - moe_layers
-    attention = _attention_params(m) + norms
+    full = m.layers - m.linear_layers
+    attention = full * _attention_params(m) + m.linear_layers * _linear_params(m) + m.layers * norms
+    if m.is_sparse:
+        attention += m.layers * _indexer_params(m)
     embed = (m.vocab_size or 0) * h
     head = 0 if m.tie_word_embeddings else embed
-    common = m.layers * attention + dense_layers * dense + embed + head + h
+    common = attention + dense_layers * dense + embed + head + h + m.vision_params
+    if m.model_type == "phi":
+        common += h + (m.vocab_size or 0)  # the final LayerNorm's bias, lm_head's bias
     return common + moe_layers * moe_total, common + moe_layers * moe_active
 
 
@@ -560,7 +739,7 @@ def part_params(m: ModelFacts) -> dict[str, float]:
     """
     total = m.params
     embed = (m.vocab_size or 0) * m.hidden_size * (1 if m.tie_word_embeddings else 2)
-    attention = m.layers * _attention_params(m)
+    attention = (m.layers - m.linear_layers) * _attention_params(m) + m.linear_layers * _linear_params(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     experts = moe_layers * (m.experts or 0) * 3 * m.hidden_size * (m.moe_intermediate_size or 0)
     return {"attention": attention, "experts": experts, "mlp": max(total - embed - attention - experts, 0.0)}

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from servespec.knowledge import models
+from servespec.knowledge import config_fields, models
 from servespec.knowledge.models import ModelFacts
 from servespec.spec.paths import PathRefusedError, default_root, resolve_inside
 from servespec.spec.source import quote_value
@@ -116,7 +116,7 @@ def _facts(config: dict[str, Any], name: str, **extra: Any) -> tuple[ModelFacts 
     try:
         facts = models.facts_from_config(config, name)
     except KeyError as err:
-        return None, f"field {quote_value(err.args[0])} is missing"
+        return None, config_fields.missing_message(err)
     except (ValueError, TypeError, OverflowError, ZeroDivisionError) as err:
         return None, quote_value(str(err), limit=120)[1:-1]
     given = {key: value for key, value in extra.items() if value is not None}
@@ -370,7 +370,7 @@ def _config_facts(path: Path) -> ModelAnswer:
         # The operating system's text names the absolute path: say only that it failed.
         return ModelAnswer(None, f"cannot read model config {name}")
     except KeyError as err:
-        return ModelAnswer(None, f"cannot read model config {name}: field {quote_value(err.args[0])} is missing")
+        return ModelAnswer(None, f"cannot read model config {name}: {config_fields.missing_message(err)}")
     except (ValueError, TypeError, OverflowError) as err:
         return ModelAnswer(None, f"cannot read model config {name}: {quote_value(str(err), limit=120)[1:-1]}")
 
@@ -409,9 +409,12 @@ def _no_facts(deployment: DeploymentDoc) -> str:
     """Why no source had the model's facts, and what to do."""
     spec = deployment.spec.model
     if spec.architecture is not None:
+        needed = ("layers", "hidden_size", "attention_heads")
+        absent = [key for key in needed if getattr(spec.architecture, key) is None]
+        named = ", ".join(absent) or "layers, hidden_size and attention_heads"
         return (
             f"model.architecture of {quote_value(spec.source)} is incomplete: it needs at least "
-            "layers, hidden_size and attention_heads"
+            f"layers, hidden_size and attention_heads; missing: {named}"
         )
     if spec.source.startswith("/"):
         return (

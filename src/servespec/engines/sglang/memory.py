@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from servespec.engines.sglang import dsa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
+    GIB,
     EstimateInput,
     GpuEstimate,
     cuda_total_gib,
     finish,
     number,
+    plan,
     weights_per_gpu,
 )
 
@@ -45,9 +48,16 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     if gpu is None:
         return None
     total = cuda_total_gib(gpu)
-    fraction = number(inp.options, "mem_fraction_static", 0) or _sglang_fraction(inp, gpu)
+    fraction = dsa.fixed_fraction(inp) or number(inp.options, "mem_fraction_static", 0) or _sglang_fraction(inp, gpu)
     weights = weights_per_gpu(inp) if weights is None else weights
     before_load = total - CONTEXT_GIB
     kv = before_load * fraction - weights
     overhead = before_load * (1 - fraction) + CONTEXT_GIB
-    return finish(inp, total, weights, overhead, kv, 1, [f"mem_fraction_static {fraction}"], fraction)
+    notes = [f"mem_fraction_static {fraction}"]
+    if dsa.applies(inp):
+        # DeepSeek Sparse Attention: the release's own cell (MLA latent in its dtype and layout, indexer keys)
+        per_token = dsa.cell_bytes(inp)
+        tokens = int(max(kv, 0.0) * GIB // per_token) if per_token else 0
+        notes.append(f"DSA cell {per_token:,.0f} bytes per token (MLA latent + indexer keys)")
+        return plan(inp, total, weights, overhead, kv, tokens, per_token, fraction, notes)
+    return finish(inp, total, weights, overhead, kv, 1, notes, fraction)
