@@ -309,6 +309,13 @@ class Engine:
     """A host-native engine's one executable name (its unit runs nothing else: ENG008); None for container engines."""
     unmaintained: Unmaintained | None = None
     """Set by a unit whose upstream publishes no more releases (ENG007 reports it); None while it is maintained."""
+    adapter_option: str | None = None
+    """The release option its render loads ``model.adapters`` with (vLLM ``lora_modules``); None: it renders none
+    (ADP001 reports them). A release whose catalog lacks the option renders none either."""
+    adapters_by_name: bool = True
+    """Whether a request selects an adapter by its name as ``model`` (llama.cpp applies its ``--lora`` to all)."""
+    adapter_formats: tuple[str, ...] = ("hub", "folder")
+    """The adapter sources its render takes: ``hub`` (a repo id), ``folder`` (a host folder), ``gguf`` (a file)."""
 
     def __repr__(self) -> str:
         return f"<engine {self.name}>"

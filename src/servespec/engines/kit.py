@@ -139,6 +139,8 @@ class Target:
     """Every name the deployment is served under: :attr:`served_name`, then ``serving.model_aliases``."""
     model_roots: list[str]
     """The inventory's ``defaults.model_roots``: host folders a local path may name."""
+    adapters: list[AdapterPath] = field(default_factory=list)
+    """``model.adapters`` as the engine reads them inside the container (render/common.py ``adapter_paths``)."""
 
     @property
     def spec(self) -> Any:
@@ -186,6 +188,27 @@ class Target:
     def extra_args(self) -> list[str]:
         """``engine.extra_args``, appended verbatim to the engine's command line (never shell-evaluated)."""
         return [str(arg) for arg in self.spec.engine.extra_args]
+
+
+@dataclass(frozen=True)
+class AdapterPath:
+    """One ``model.adapters`` entry as the engine reads it: the name clients send and the path inside the container.
+
+    ``path`` is the staged snapshot folder in the engine's Hub cache (a Hub adapter at a commit), the
+    host path itself (mounted read-only at the same path), or the Hub id where the engine fetches it
+    (``staged`` False: a branch revision, or an engine without a Hub cache servespec stages into).
+    """
+
+    name: str
+    path: str
+    source: str
+    local: bool
+    staged: bool
+
+    @property
+    def pair(self) -> str:
+        """``name=path``: vLLM ``--lora-modules``, SGLang ``--lora-paths`` and TGI ``LORA_ADAPTERS`` read this."""
+        return f"{self.name}={self.path}"
 
 
 @dataclass

@@ -132,6 +132,8 @@ class EstimateInput:
     capacity, llama.cpp's ``--fit``); None when the spec sets one."""
     host_memory_total_gib: float | None = None
     """The host's RAM, where layers a GGUF engine keeps off the GPUs live (None: not in the inventory)."""
+    adapters: int = 0
+    """``model.adapters`` entries: an engine that reserves LoRA slots at start-up (vLLM) counts them."""
 
 
 @dataclass(frozen=True)

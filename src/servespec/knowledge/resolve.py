@@ -240,6 +240,7 @@ class Resolved:
             context_basis=basis,
             context_default=release.facts.context_default if unset and release else None,
             host_memory_total_gib=host_ram_gib,
+            adapters=len(spec.model.adapters),
         )
 
     def _estimate(self, host: HostView) -> GpuEstimate | None:

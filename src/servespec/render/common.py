@@ -13,11 +13,22 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import posixpath
+import re
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from servespec import hostpaths
-from servespec.engines.kit import CONFIG_DIR, EngineContainer, RenderError, Target, Volume, engine_host, resolve_timeout
+from servespec.engines.kit import (
+    CONFIG_DIR,
+    AdapterPath,
+    EngineContainer,
+    RenderError,
+    Target,
+    Volume,
+    engine_host,
+    resolve_timeout,
+)
 from servespec.knowledge import resolve
 from servespec.knowledge.served import served_names
 from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port
@@ -45,9 +56,60 @@ def targets(deployment: DeploymentDoc) -> list[Target]:
         leader = hosts[replica * group]
         gpu_ids = [] if resolve.host_gpus(host).count == 0 else list(ids)
         target = Target(
-            deployment, host, replica, rank, leader, group, options, known.release, known, gpu_ids, list(names), roots
+            deployment,
+            host,
+            replica,
+            rank,
+            leader,
+            group,
+            options,
+            known.release,
+            known,
+            gpu_ids,
+            list(names),
+            roots,
+            adapter_paths(deployment, roots),
         )
         out.append(target)
+    return out
+
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def hub_snapshot(cache: str, repo: str, commit: str) -> str:
+    """A Hub repo's snapshot folder at a commit in a huggingface_hub cache (file_download.py ``repo_folder_name``:
+    ``models--{org}--{name}``, then ``snapshots/{commit}``; huggingface_hub v2.4.0)."""
+    return posixpath.join(cache, "models--" + repo.replace("/", "--"), "snapshots", commit)
+
+
+def adapter_paths(deployment: DeploymentDoc, roots: list[str]) -> list[AdapterPath]:
+    """``model.adapters`` as the engine reads them inside its container.
+
+    A host path must lie inside the model roots (the renderer's own check, as for ``model.source``:
+    SEC004) and is mounted read-only at the same path (:func:`model_volumes`). A Hub adapter at a
+    commit is staged into the host's model cache like the weights (rollout/staging.py
+    ``adapters_plan``), so the engine reads its snapshot folder; a branch, or an engine keeping no
+    Hub cache, leaves the Hub id to the engine (vLLM's ``get_adapter_absolute_path`` downloads one).
+    """
+    from servespec.knowledge import store
+
+    env = {str(k): str(v) for k, v in deployment.spec.engine.env.items()}
+    out = []
+    for index, adapter in enumerate(deployment.spec.model.adapters):
+        source = str(adapter.source)
+        if hostpaths.is_local_path(source):
+            problem = hostpaths.local_source_problem(source, roots)
+            if problem:
+                raise UnsafeModelPathError(f"model.adapters[{index}].source: {problem}")
+            out.append(AdapterPath(adapter.name, source, source, local=True, staged=False))
+            continue
+        cache = store.hub_cache_inside(deployment, env)
+        revision = str(adapter.revision or "")
+        if cache is not None and COMMIT.fullmatch(revision):
+            out.append(AdapterPath(adapter.name, hub_snapshot(cache, source, revision), source, False, True))
+        else:
+            out.append(AdapterPath(adapter.name, source, source, local=False, staged=False))
     return out
 
 
@@ -130,6 +192,10 @@ def model_volumes(target: Target, container_cache: str) -> list[Volume]:
     if hostpaths.is_local_path(source):
         folder = local_model_folder(source, target.model_roots)
         volumes.append(Volume(folder, folder, "ro"))
+    for adapter in target.adapters:
+        folder = hostpaths.mounted_folder(adapter.path) if adapter.local else ""
+        if folder and all(volume.container != folder for volume in volumes):
+            volumes.append(Volume(folder, folder, "ro"))
     return volumes
 
 

@@ -112,31 +112,9 @@ def container_hub_cache(deployment: DeploymentDoc, container: ContainerSpec) -> 
     ``HF_HOME=/data``); an engine whose profile names none fetches its model itself (llama.cpp's
     ``--hf-repo`` picks one GGUF file, Ollama pulls from its registry), and nothing is staged.
     """
-    from servespec.engines.catalog import version_key
-    from servespec.knowledge import resolve
+    from servespec.knowledge import store
 
-    known = resolve.resolved(deployment)
-    env = container.environment
-    for key in ("download_dir", "huggingface_hub_cache"):
-        setting = known.effective.get(key)
-        if setting is not None and isinstance(setting.value, str) and setting.value.startswith("/"):
-            return posixpath.normpath(setting.value)
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if env.get(name, "").startswith("/"):
-            return posixpath.normpath(env[name])
-    if env.get("HF_HOME", "").startswith("/"):
-        return posixpath.join(posixpath.normpath(env["HF_HOME"]), "hub")
-    if env.get("XDG_CACHE_HOME", "").startswith("/"):
-        return posixpath.join(posixpath.normpath(env["XDG_CACHE_HOME"]), "huggingface", "hub")
-    store = known.profile.model_store
-    default = store.hub_cache if store is not None else None
-    if store is None or default is None:
-        return None
-    release = version_key(deployment.spec.engine.version)
-    for before, path in sorted(store.hub_cache_before.items(), key=lambda item: version_key(item[0])):
-        if release < version_key(before):
-            return path
-    return default
+    return store.hub_cache_inside(deployment, container.environment)
 
 
 def host_path(container: ContainerSpec, inside: str) -> str | None:

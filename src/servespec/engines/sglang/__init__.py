@@ -19,6 +19,7 @@ DIST_PORT = 20000
 class Sglang(Engine):
     name = "sglang"
     package = __name__
+    adapter_option = "lora_paths"
 
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.sglang.checks import checks

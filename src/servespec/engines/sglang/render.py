@@ -57,6 +57,10 @@ def context(target: Target, python: str = "python3") -> EngineContainer:
         "pp_size": spec.resources.pipeline_parallel,
     }
     options.update(model_options(target))
+    if target.adapters and target.option("lora_paths") is not None:
+        # `--lora-paths name=path ...`: LoRAPathAction splits `name=path` (srt/server_args.py, 0.4.0;
+        # srt/arg_groups/argparse_actions.py, 0.5.23), and a request's `model: name` selects it
+        options["lora_paths"] = [adapter.pair for adapter in target.adapters]
     if target.multi_node:
         options.update(
             nnodes=target.hosts_in_replica,

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 class Tgi(Engine):
     name = "tgi"
     package = __name__
+    adapter_option = "lora_adapters"
 
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.tgi.checks import checks

@@ -27,6 +27,7 @@ def native_multinode(release: EngineRelease | None) -> bool:
 class Vllm(Engine):
     name = "vllm"
     package = __name__
+    adapter_option = "lora_modules"
 
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.vllm.checks import checks

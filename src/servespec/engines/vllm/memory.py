@@ -87,6 +87,10 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         # its size, 0.5 GiB, is assumed, not computed as vLLM does.
         overhead += 0.5
         notes.append("CUDA-graph memory estimated in the budget")
+    lora = lora_slots_gib(inp)
+    if lora:
+        overhead += lora
+        notes.append(f"LoRA slots {lora:.2f} GiB (reserved at start-up)")
     kv = utilization * total - weights - overhead
     fact = inp.release.facts.block_size_default if inp.release else None
     block = max(1, int(number(inp.options, "block_size", fact.value if fact else 16)))
@@ -103,6 +107,38 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         found = finish(inp, total, weights, overhead, kv, block, notes, utilization)
         return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3))
     return finish(inp, total, weights, overhead, kv, block, notes, utilization)
+
+
+def lora_settings(inp: EstimateInput) -> tuple[int, int] | None:
+    """(max_loras, max_lora_rank) vLLM reserves slots for, or None when LoRA is off.
+
+    LoRA is on with ``model.adapters`` (rendered as ``--enable-lora``) or ``enable_lora``; the
+    limits are the spec's, else the release's defaults (its catalog: 1 and 16 in every catalogued
+    release from 0.6.0 to 0.34.0, vllm/config/lora.py).
+    """
+    if not inp.adapters and inp.options.get("enable_lora") is not True:
+        return None
+    release = inp.release
+    loras = int(number(inp.options, "max_loras", (release.default("max_loras") if release else None) or 1))
+    rank = int(number(inp.options, "max_lora_rank", (release.default("max_lora_rank") if release else None) or 16))
+    return max(loras, 1), max(rank, 1)
+
+
+def lora_slots_gib(inp: EstimateInput) -> float:
+    """GiB per GPU of the LoRA slots vLLM allocates when the model loads, before it sizes the KV cache
+    (worker ``load_model`` creates the LoRA manager; ``determine_available_memory`` profiles after it)."""
+    from servespec.knowledge.adapters import vllm_lora_slot_bytes
+
+    found = lora_settings(inp)
+    if found is None:
+        return 0.0
+    loras, rank = found
+    dtype = inp.options.get("lora_dtype")
+    element = 4.0 if dtype == "float32" or (dtype in (None, "auto") and inp.dtype == "float32") else 2.0
+    layers = math.ceil(inp.model.layers / max(inp.pipeline_parallel, 1))
+    model = replace(inp.model, layers=layers)
+    sharded = inp.options.get("fully_sharded_loras") is True
+    return vllm_lora_slot_bytes(model, loras, rank, inp.tensor_parallel, element, sharded) / GIB
 
 
 def _windowed_layers(model: ModelFacts) -> int:

@@ -41,6 +41,11 @@ def _portable(target: Target) -> dict[str, Any]:
     }
     options["tensor_parallel_size"] = spec.resources.tensor_parallel
     options["pipeline_parallel_size"] = spec.resources.pipeline_parallel
+    if target.adapters and target.option("lora_modules") is not None:
+        # `--enable-lora --lora-modules name=path ...` (vllm/entrypoints/openai/cli_args.py LoRAParserAction,
+        # every catalogued release): each adapter is served under its name (`model` in a request)
+        options["enable_lora"] = True
+        options["lora_modules"] = [adapter.pair for adapter in target.adapters]
     return options
 
 
