@@ -33,6 +33,8 @@ class AdapterConfig:
     """A list of module names, or a regular expression (PEFT takes both); None when absent."""
     where: str
     """Where it was read: ``the host path``, ``the local Hugging Face cache``, ``the Hub``."""
+    use_dora: bool = False
+    modules_to_save: tuple[str, ...] = ()
 
 
 def _int(value: Any) -> int | None:
@@ -47,6 +49,7 @@ def parse(config: dict[str, Any], where: str) -> AdapterConfig:
         ranks += [_int(value) for value in pattern.values()]
     found = [rank for rank in ranks if rank is not None]
     base = config.get("base_model_name_or_path")
+    saved = config.get("modules_to_save")
     targets = config.get("target_modules")
     if isinstance(targets, list):
         modules: tuple[str, ...] | str | None = tuple(str(name) for name in targets if isinstance(name, str))
@@ -57,6 +60,8 @@ def parse(config: dict[str, Any], where: str) -> AdapterConfig:
         base_model=base if isinstance(base, str) and base else None,
         target_modules=modules,
         where=where,
+        use_dora=config.get("use_dora") is True,
+        modules_to_save=tuple(str(name) for name in saved) if isinstance(saved, list) else (),
     )
 
 

@@ -171,6 +171,9 @@ class GpuEstimate:
     """Why: ``model.max_model_len``, or the engine's default for the release and how it was found."""
     offload: Offload | None = None
     """Layers a GGUF engine keeps in host memory (None: every layer on the GPUs)."""
+    beside_gib: float = 0.0
+    """GiB per GPU that adapters or a draft model take beside the model (vLLM's LoRA slots), counted in
+    ``overhead_gib``: MEM007 reports a KV cache they leave too small."""
     one_sequence_floor_gib: float | None = None
     """The least one sequence can need when the release's KV layout for this model is not known
     (a hybrid model on a release whose hybrid-manager fact is not catalogued): full-attention

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from servespec.rules.adapters import AdapterConfigMismatch, AdapterRankAboveLimit, AdaptersNotServed
 from servespec.rules.base import Rule
 from servespec.rules.engine_options import InconsistentEngineOptions, InvalidEngineOptionValue, UnknownEngineOption
 from servespec.rules.hardware import (
@@ -16,6 +17,7 @@ from servespec.rules.launch import LaunchWords, ServedNameNotRendered
 from servespec.rules.launch_code import InstallAtLaunch, TrustRemoteCode
 from servespec.rules.maintenance import UnmaintainedEngine
 from servespec.rules.memory import (
+    BesideTheModel,
     ContextBeyondModel,
     FewerSequencesThanBatch,
     NoRoomForKvCache,
@@ -53,6 +55,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     FewerSequencesThanBatch,
     SharedGpuOversubscribed,
     ContextBeyondModel,
+    BesideTheModel,
     ModelCacheTooSmall,
     HeadsNotDivisible,
     NotEnoughGpus,
@@ -75,6 +78,9 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnmaintainedEngine,
     HostNativeField,
     ServedNameNotRendered,
+    AdaptersNotServed,
+    AdapterRankAboveLimit,
+    AdapterConfigMismatch,
     LaunchWords,
     ModelStoreOutsideCache,
     PortConflict,

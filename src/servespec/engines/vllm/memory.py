@@ -62,7 +62,16 @@ def _default_utilization(inp: EstimateInput) -> float:
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
-    """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU."""
+    """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU.
+
+    The LoRA slots (:func:`lora_slots_gib`) are part of the overhead, and told apart as ``beside_gib``.
+    """
+    found = _estimate(inp)
+    lora = lora_slots_gib(inp)
+    return replace(found, beside_gib=round(lora, 3)) if found is not None and lora else found
+
+
+def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
         return None
