@@ -49,7 +49,11 @@ def run_case(rule: str, case: dict[str, Any], root: Path) -> list[tuple[str, str
     if cache is not None:
         os.environ["HF_HUB_CACHE"] = str(cache)
     try:
-        specs = [Path(name) for name in case["files"] if name.endswith((".yaml", ".yml")) and not name.startswith("hf-cache/")]
+        specs = [
+            Path(name)
+            for name in case["files"]
+            if name.endswith((".yaml", ".yml")) and not name.startswith("hf-cache/")
+        ]
         findings = check_fleet(load_fleet(specs))
     finally:
         os.chdir(old)

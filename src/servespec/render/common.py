@@ -95,6 +95,10 @@ def adapter_paths(deployment: DeploymentDoc, roots: list[str]) -> list[AdapterPa
     from servespec.knowledge import store
 
     env = {str(k): str(v) for k, v in deployment.spec.engine.env.items()}
+    # staged only where the weights are: an engine reading its model from its profile's Hub cache (cache_mode)
+    model_store = resolve.resolved(deployment).profile.model_store
+    stages = model_store is not None and model_store.hub_cache is not None
+    stages = stages and not hostpaths.is_local_path(str(deployment.spec.model.source))
     out = []
     for index, adapter in enumerate(deployment.spec.model.adapters):
         source = str(adapter.source)
@@ -104,7 +108,7 @@ def adapter_paths(deployment: DeploymentDoc, roots: list[str]) -> list[AdapterPa
                 raise UnsafeModelPathError(f"model.adapters[{index}].source: {problem}")
             out.append(AdapterPath(adapter.name, source, source, local=True, staged=False))
             continue
-        cache = store.hub_cache_inside(deployment, env)
+        cache = store.hub_cache_inside(deployment, env) if stages else None
         revision = str(adapter.revision or "")
         if cache is not None and COMMIT.fullmatch(revision):
             out.append(AdapterPath(adapter.name, hub_snapshot(cache, source, revision), source, False, True))

@@ -26,7 +26,14 @@ from servespec.rollout.errors import RolloutError
 from servespec.rollout.inventory import Hosts, HostVars
 from servespec.rollout.local_files import archive_path, link_into, resolve_secrets, secret_values, write_secrets
 from servespec.rollout.runner import EventHandler, Report, RunResult
-from servespec.rollout.staging import secrets_folder, stage, weights_plan, weights_progress, weights_vars
+from servespec.rollout.staging import (
+    adapters_vars,
+    secrets_folder,
+    stage,
+    weights_plan,
+    weights_progress,
+    weights_vars,
+)
 from servespec.rollout.state import HostOutcome
 from servespec.rules.rollout import replica_count, unavailable
 from servespec.spec.fleet import DeploymentDoc, Fleet
@@ -102,6 +109,7 @@ def apply_deployment(
             role=container.role,
             model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
             **weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image)), deployment),
+            **adapters_vars(deployment, container, standin=bool(options.standin_image)),
             **surge.proxy_vars(deployment, action.strategy),
         )
         hosts[action.host] = (views[action.host], _archives_linked(host_vars, workdir).to_vars())

@@ -168,6 +168,34 @@ def weights_plan(deployment: DeploymentDoc, container: ContainerSpec, *, standin
     return WeightsPlan("hub", source, revision, endpoint, cache, locked)
 
 
+def adapters_vars(deployment: DeploymentDoc, container: ContainerSpec, *, standin: bool = False) -> dict[str, Any]:
+    """The HostVars fields staging ``model.adapters`` (``adapter_*``): each Hub adapter at a commit, fetched by the
+    weights module into the same cache as the weights, before the running revision stops.
+
+    Only what the render points the engine at (render/common.py ``adapter_paths``: the snapshot
+    folder at the commit) is staged; a host path is mounted as it is, and a branch revision or an
+    engine without a staged Hub cache leaves the adapter to the engine.
+    """
+    from servespec.render.common import COMMIT
+
+    model = deployment.spec.model
+    hub = [a for a in model.adapters if not hostpaths.is_local_path(str(a.source))]
+    hub = [a for a in hub if COMMIT.fullmatch(str(a.revision or ""))]
+    if not hub or hostpaths.is_local_path(str(model.source)):
+        return {}
+    inside = container_hub_cache(deployment, container)
+    cache = host_path(container, inside) if inside is not None else None
+    named = container.environment.get("HF_ENDPOINT", "").strip().rstrip("/")
+    if cache is None or (standin and not named):
+        return {}
+    return {
+        "adapter_repos": tuple(str(a.source) for a in hub),
+        "adapter_revisions": tuple(str(a.revision) for a in hub),
+        "adapter_endpoint": named or HUB_ENDPOINT,
+        "adapter_cache": cache,
+    }
+
+
 def file_sha256(path: Path) -> str:
     """The sha256 of a controller file, read once per run however many hosts need it."""
     stat = path.stat()
