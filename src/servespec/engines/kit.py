@@ -206,6 +206,13 @@ class AdapterPath:
     staged: bool
 
     @property
+    def kind(self) -> str:
+        """``hub`` (a repo id), ``gguf`` (a GGUF file on the hosts) or ``folder`` (a host folder)."""
+        if not self.local:
+            return "hub"
+        return "gguf" if self.source.endswith(".gguf") else "folder"
+
+    @property
     def pair(self) -> str:
         """``name=path``: vLLM ``--lora-modules``, SGLang ``--lora-paths`` and TGI ``LORA_ADAPTERS`` read this."""
         return f"{self.name}={self.path}"
@@ -231,6 +238,17 @@ class EngineContainer:
     """Host folders the engine module mounts besides the model's (KTransformers' ``--kt-weight-path``)."""
     native: NativeUnit | None = None
     """A host-native engine's systemd unit instead of a container (LM Studio): :class:`NativeUnit`."""
+
+
+def loadable_adapters(target: Target) -> list[AdapterPath]:
+    """The ``model.adapters`` the engine release loads: its unit names an adapter option the release's catalog
+    has (``Engine.adapter_option``), and the adapter is in a form the unit takes (``adapter_formats``).
+    ADP001 reports the others, which are not rendered."""
+    engine = target.known.engine
+    option = engine.adapter_option
+    if option is None or (target.release is not None and target.option(option) is None):
+        return []
+    return [adapter for adapter in target.adapters if adapter.kind in engine.adapter_formats]
 
 
 def served_name_options(target: Target) -> dict[str, Any]:

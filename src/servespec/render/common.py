@@ -27,6 +27,7 @@ from servespec.engines.kit import (
     Target,
     Volume,
     engine_host,
+    loadable_adapters,
     resolve_timeout,
 )
 from servespec.knowledge import resolve
@@ -282,7 +283,15 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         },
         files=tuple(sorted(engine.files)),
         native=engine.native,
+        smoke_adapters=served_adapters(target),
     )
+
+
+def served_adapters(target: Target) -> tuple[str, ...]:
+    """The adapter names the rendered engine serves by name (what the smoke test asks for besides the model)."""
+    if not target.known.engine.adapters_by_name or target.role != "leader":
+        return ()
+    return tuple(adapter.name for adapter in loadable_adapters(target))
 
 
 DEFAULT_PROBE_REACHES = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::"))

@@ -25,6 +25,7 @@ _VLLM_LORA_MODULES = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/ent
 
 
 def _kind(source: str) -> str:
+    """As engines.kit.AdapterPath.kind: ``hub``, ``gguf`` or ``folder``."""
     if not hostpaths.is_local_path(source):
         return "hub"
     return "gguf" if source.endswith(".gguf") else "folder"

@@ -21,6 +21,7 @@ from servespec.engines.kit import (
     flags,
     launch,
     launch_words,
+    loadable_adapters,
     served_name_options,
 )
 from servespec.engines.llama_cpp.memory import ctx_size, slots
@@ -48,8 +49,8 @@ def context(target: Target) -> EngineContainer:
     elif gpus > 1:
         options["split_mode"] = "row" if spec.resources.tensor_parallel > 1 else "layer"
         options["tensor_split"] = ",".join("1" for _ in range(gpus))
-    files = [adapter.path for adapter in target.adapters if adapter.local and adapter.path.endswith(".gguf")]
-    if files and target.option("lora") is not None:
+    files = [adapter.path for adapter in loadable_adapters(target)]
+    if files:
         # `--lora FNAME` takes comma-separated files (common/arg.cpp, every catalogued build); the server
         # applies each to every request at scale 1 unless a request's `lora` field says otherwise
         options["lora"] = ",".join(files)

@@ -27,6 +27,7 @@ from servespec.engines.kit import (
     hub_token_env,
     launch,
     launch_words,
+    loadable_adapters,
     model_options,
     served_name_options,
     split_config,
@@ -57,10 +58,11 @@ def context(target: Target, python: str = "python3") -> EngineContainer:
         "pp_size": spec.resources.pipeline_parallel,
     }
     options.update(model_options(target))
-    if target.adapters and target.option("lora_paths") is not None:
+    adapters = loadable_adapters(target)
+    if adapters:
         # `--lora-paths name=path ...`: LoRAPathAction splits `name=path` (srt/server_args.py, 0.4.0;
         # srt/arg_groups/argparse_actions.py, 0.5.23), and a request's `model: name` selects it
-        options["lora_paths"] = [adapter.pair for adapter in target.adapters]
+        options["lora_paths"] = [adapter.pair for adapter in adapters]
     if target.multi_node:
         options.update(
             nnodes=target.hosts_in_replica,

@@ -28,6 +28,7 @@ from servespec.engines.kit import (
     hub_token_env,
     launch,
     launch_words,
+    loadable_adapters,
     quantization_method,
 )
 
@@ -64,10 +65,11 @@ def context(target: Target) -> EngineContainer:
         options["quantize"] = quantization_method(target)
     if target.max_model_len:
         options["max_total_tokens"] = target.max_model_len
-    if target.adapters and target.option("lora_adapters") is not None:
+    adapters = loadable_adapters(target)
+    if adapters:
         # LORA_ADAPTERS (launcher --lora-adapters, catalogued from 2.1.0): `id=path` entries comma-joined,
         # each served as the `adapter_id` a request names
-        options["lora_adapters"] = ",".join(adapter.pair for adapter in target.adapters)
+        options["lora_adapters"] = ",".join(adapter.pair for adapter in adapters)
     options.update(target.options)
     env: dict[str, str] = {}
     argv_options: dict[str, Any] = {}

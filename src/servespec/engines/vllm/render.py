@@ -22,6 +22,7 @@ from servespec.engines.kit import (
     host_and_port,
     launch,
     launch_words,
+    loadable_adapters,
     model_options,
     positional_model,
     served_name_options,
@@ -41,11 +42,12 @@ def _portable(target: Target) -> dict[str, Any]:
     }
     options["tensor_parallel_size"] = spec.resources.tensor_parallel
     options["pipeline_parallel_size"] = spec.resources.pipeline_parallel
-    if target.adapters and target.option("lora_modules") is not None:
+    adapters = loadable_adapters(target)
+    if adapters:
         # `--enable-lora --lora-modules name=path ...` (vllm/entrypoints/openai/cli_args.py LoRAParserAction,
         # every catalogued release): each adapter is served under its name (`model` in a request)
         options["enable_lora"] = True
-        options["lora_modules"] = [adapter.pair for adapter in target.adapters]
+        options["lora_modules"] = [adapter.pair for adapter in adapters]
     return options
 
 
