@@ -12,7 +12,7 @@ from servespec import rollout
 from servespec.render import render_fleet
 from servespec.render.common import UnsafeModelPathError
 from servespec.rollout.runner import playbook_root
-from servespec.rollout.staging import adapters_vars
+from servespec.rollout.staging import beside_vars
 from tests.rollout.test_outcomes import FakeHosts, fake
 from tests.rollout.test_weights_plan import COMMIT, _fleet
 
@@ -41,13 +41,13 @@ def test_a_hub_adapter_at_a_commit_is_staged_into_the_weights_cache(tmp_path: Pa
     fleet = _adapter_fleet(tmp_path)
     rendered = render_fleet(fleet)
     container = rendered.containers[("d", "h1")]
-    found = adapters_vars(fleet.deployments[0], container)
+    found = beside_vars(fleet.deployments[0], container)
     # only the adapter at a commit: a branch is left to the engine, a host path is mounted
     assert found == {
-        "adapter_repos": ("acme/sql-lora",),
-        "adapter_revisions": (ADAPTER_COMMIT,),
-        "adapter_endpoint": "https://huggingface.co",
-        "adapter_cache": "/var/lib/servespec/models/hub",
+        "beside_repos": ("acme/sql-lora",),
+        "beside_revisions": (ADAPTER_COMMIT,),
+        "beside_endpoint": "https://huggingface.co",
+        "beside_cache": "/var/lib/servespec/models/hub",
     }
     command = " ".join(container.command)
     # the engine reads the staged snapshot (the same folder huggingface_hub files a commit under)
@@ -60,9 +60,9 @@ def test_apply_tells_each_host_which_adapters_to_stage(tmp_path: Path, fake: Fak
     rollout.apply(_adapter_fleet(tmp_path), rollout.ApplyOptions(), tmp_path / "work")
     variables = fake.variables["h1"]
     assert variables["servespec_weights_revision"] == COMMIT
-    assert variables["servespec_adapter_repos"] == ["acme/sql-lora"]
-    assert variables["servespec_adapter_revisions"] == [ADAPTER_COMMIT]
-    assert variables["servespec_adapter_cache"] == "/var/lib/servespec/models/hub"
+    assert variables["servespec_beside_repos"] == ["acme/sql-lora"]
+    assert variables["servespec_beside_revisions"] == [ADAPTER_COMMIT]
+    assert variables["servespec_beside_cache"] == "/var/lib/servespec/models/hub"
 
 
 def test_adapters_are_staged_with_the_weights_module_before_the_old_container_stops() -> None:
@@ -70,17 +70,17 @@ def test_adapters_are_staged_with_the_weights_module_before_the_old_container_st
     weights = YAML(typ="safe").load((tasks / "weights.yml").read_text())
     staged = [t for t in weights if "servespec_weights" in t and "item.0" in str(t["servespec_weights"]["repo"])]
     assert len(staged) == 1 and staged[0]["servespec_weights"]["action"] == "fetch"
-    assert "servespec_adapter_repos" in staged[0]["loop"]
+    assert "servespec_beside_repos" in staged[0]["loop"]
     specs = YAML(typ="safe").load((playbook_root() / "roles" / "servespec" / "meta" / "argument_specs.yml").read_text())
     options = specs["argument_specs"]["main"]["options"]
-    assert {"servespec_adapter_repos", "servespec_adapter_revisions", "servespec_adapter_cache"} <= set(options)
+    assert {"servespec_beside_repos", "servespec_beside_revisions", "servespec_beside_cache"} <= set(options)
 
 
 def test_nothing_is_staged_for_an_engine_that_fetches_itself_or_a_local_model(tmp_path: Path) -> None:
     fleet = _adapter_fleet(tmp_path, source="/srv/models/tiny")
     rendered = render_fleet(fleet)
     container = rendered.containers[("d", "h1")]
-    assert adapters_vars(fleet.deployments[0], container) == {}
+    assert beside_vars(fleet.deployments[0], container) == {}
     # the cache is not staged into then, so the engine is given the Hub id, not a snapshot it would not find
     assert "sql=acme/sql-lora" in " ".join(container.command)
 

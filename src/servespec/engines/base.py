@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -315,6 +316,11 @@ class Engine:
     adapters_by_name: bool = True
     """Whether a request selects an adapter by its name as ``model`` (llama.cpp applies its ``--lora`` to all)."""
     adapter_formats: tuple[str, ...] = ("hub", "folder")
+    speculative_methods: Mapping[str, str] = MappingProxyType({})
+    """``model.speculative.method`` -> the engine's own name for it (vLLM ``draft`` -> ``draft_model``); a method
+    not listed is not rendered (SPD001 reports it)."""
+    speculative_checked: Mapping[str, str] = MappingProxyType({})
+    """method -> the earliest release servespec read it in; an earlier release gets an SPD001 warning."""
     """The adapter sources its render takes: ``hub`` (a repo id), ``folder`` (a host folder), ``gguf`` (a file)."""
 
     def __repr__(self) -> str:

@@ -141,6 +141,8 @@ class Target:
     """The inventory's ``defaults.model_roots``: host folders a local path may name."""
     adapters: list[AdapterPath] = field(default_factory=list)
     """``model.adapters`` as the engine reads them inside the container (render/common.py ``adapter_paths``)."""
+    draft: AdapterPath | None = None
+    """``model.speculative.draft`` as the engine reads it (named ``draft``), the same way as an adapter."""
 
     @property
     def spec(self) -> Any:
@@ -249,6 +251,15 @@ def loadable_adapters(target: Target) -> list[AdapterPath]:
     if option is None or (target.release is not None and target.option(option) is None):
         return []
     return [adapter for adapter in target.adapters if adapter.kind in engine.adapter_formats]
+
+
+def speculative_method(target: Target) -> str | None:
+    """The engine's name for ``model.speculative.method``, or None (no speculative decoding, or one the unit does
+    not render: SPD001)."""
+    speculative = target.spec.model.speculative
+    if speculative is None:
+        return None
+    return target.known.engine.speculative_methods.get(speculative.method)
 
 
 def served_name_options(target: Target) -> dict[str, Any]:

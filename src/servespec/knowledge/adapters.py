@@ -159,3 +159,29 @@ def vllm_lora_slot_bytes(
     mlp = (2 * h * column_a + 2 * intermediate / tp + intermediate / tp + h * row_b) if intermediate else 0.0
     per_slot_layer = max_rank * (attention + mlp)
     return math.ceil(model.layers) * max_loras * per_slot_layer * element_bytes
+
+
+# --- The speculative draft (model.speculative.draft): its facts, for its weights and KV cache in the plan.
+
+
+def draft_facts(deployment: DeploymentDoc) -> ModelFacts | None:
+    """The draft model's facts: its host folder when the controller may read it, the local Hugging Face cache at
+    ``draft_revision``, or the built-in catalog; None when none has it (the plan then counts no draft)."""
+    from servespec import hostpaths
+    from servespec.knowledge import sources
+    from servespec.knowledge.controller_roots import read_problem
+    from servespec.knowledge.models import catalogued
+
+    speculative = deployment.spec.model.speculative
+    if speculative is None or speculative.draft is None:
+        return None
+    source = str(speculative.draft)
+    if hostpaths.is_local_path(source):
+        if not source.startswith("/") or read_problem(source, deployment) != "":
+            return None
+        found = sources.folder_facts(Path(source), source, "dir") if (Path(source) / "config.json").is_file() else None
+        return found.facts if found is not None else None
+    cached = sources.cache_snapshot(source, speculative.draft_revision)
+    if cached is not None:
+        return sources.folder_facts(cached[0], source, "cache", revision=cached[1]).facts
+    return catalogued(source)

@@ -134,6 +134,10 @@ class EstimateInput:
     """The host's RAM, where layers a GGUF engine keeps off the GPUs live (None: not in the inventory)."""
     adapters: int = 0
     """``model.adapters`` entries: an engine that reserves LoRA slots at start-up (vLLM) counts them."""
+    speculative: str | None = None
+    """``model.speculative.method`` (None: no speculative decoding)."""
+    draft: ModelFacts | None = None
+    """The draft model's facts (``model.speculative.draft``) when known."""
 
 
 @dataclass(frozen=True)
@@ -375,8 +379,11 @@ def finish(
     block: int,
     notes: list[str],
     claimed: float,
+    extra_per_token: float = 0.0,
 ) -> GpuEstimate:
+    """The plan of one KV layout where every layer caches every token (``extra_per_token``: a draft's KV bytes)."""
     per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
+    per_token += extra_per_token
     usable = max(kv_gib, 0.0)
     blocks = int(usable * GIB // (per_token * block)) if per_token else 0
     return plan(inp, total, weights, overhead, kv_gib, blocks * block, per_token, claimed, notes)

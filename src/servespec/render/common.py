@@ -70,6 +70,7 @@ def targets(deployment: DeploymentDoc) -> list[Target]:
             list(names),
             roots,
             adapter_paths(deployment, roots),
+            draft_path(deployment, roots),
         )
         out.append(target)
     return out
@@ -85,37 +86,49 @@ def hub_snapshot(cache: str, repo: str, commit: str) -> str:
 
 
 def adapter_paths(deployment: DeploymentDoc, roots: list[str]) -> list[AdapterPath]:
-    """``model.adapters`` as the engine reads them inside its container.
+    """``model.adapters`` as the engine reads them inside its container (:func:`beside_path`)."""
+    return [
+        beside_path(deployment, roots, adapter.name, str(adapter.source), adapter.revision, f"model.adapters[{index}]")
+        for index, adapter in enumerate(deployment.spec.model.adapters)
+    ]
+
+
+def draft_path(deployment: DeploymentDoc, roots: list[str]) -> AdapterPath | None:
+    """``model.speculative.draft`` as the engine reads it (:func:`beside_path`), or None."""
+    speculative = deployment.spec.model.speculative
+    if speculative is None or speculative.draft is None:
+        return None
+    draft = str(speculative.draft)
+    return beside_path(deployment, roots, "draft", draft, speculative.draft_revision, "model.speculative.draft")
+
+
+def beside_path(
+    deployment: DeploymentDoc, roots: list[str], name: str, source: str, revision: str | None, where: str
+) -> AdapterPath:
+    """A checkpoint loaded beside the model (an adapter, a draft) as the engine reads it inside its container.
 
     A host path must lie inside the model roots (the renderer's own check, as for ``model.source``:
-    SEC004) and is mounted read-only at the same path (:func:`model_volumes`). A Hub adapter at a
+    SEC004) and is mounted read-only at the same path (:func:`model_volumes`). A Hub repository at a
     commit is staged into the host's model cache like the weights (rollout/staging.py
-    ``adapters_plan``), so the engine reads its snapshot folder; a branch, or an engine keeping no
-    Hub cache, leaves the Hub id to the engine (vLLM's ``get_adapter_absolute_path`` downloads one).
+    ``beside_vars``), so the engine reads its snapshot folder; a branch, or an engine whose cache is
+    not staged, leaves the Hub id to the engine (vLLM's ``get_adapter_absolute_path`` downloads one).
     """
     from servespec.knowledge import store
 
-    env = {str(k): str(v) for k, v in deployment.spec.engine.env.items()}
+    if hostpaths.is_local_path(source):
+        problem = hostpaths.local_source_problem(source, roots)
+        if problem:
+            raise UnsafeModelPathError(f"{where}.source: {problem}" if "adapters" in where else f"{where}: {problem}")
+        return AdapterPath(name, source, source, local=True, staged=False)
     # staged only where the weights are: an engine reading its model from its profile's Hub cache (cache_mode)
     model_store = resolve.resolved(deployment).profile.model_store
     stages = model_store is not None and model_store.hub_cache is not None
     stages = stages and not hostpaths.is_local_path(str(deployment.spec.model.source))
-    out = []
-    for index, adapter in enumerate(deployment.spec.model.adapters):
-        source = str(adapter.source)
-        if hostpaths.is_local_path(source):
-            problem = hostpaths.local_source_problem(source, roots)
-            if problem:
-                raise UnsafeModelPathError(f"model.adapters[{index}].source: {problem}")
-            out.append(AdapterPath(adapter.name, source, source, local=True, staged=False))
-            continue
-        cache = store.hub_cache_inside(deployment, env) if stages else None
-        revision = str(adapter.revision or "")
-        if cache is not None and COMMIT.fullmatch(revision):
-            out.append(AdapterPath(adapter.name, hub_snapshot(cache, source, revision), source, False, True))
-        else:
-            out.append(AdapterPath(adapter.name, source, source, local=False, staged=False))
-    return out
+    env = {str(k): str(v) for k, v in deployment.spec.engine.env.items()}
+    cache = store.hub_cache_inside(deployment, env) if stages else None
+    if cache is not None and COMMIT.fullmatch(str(revision or "")):
+        return AdapterPath(name, hub_snapshot(cache, source, str(revision)), source, local=False, staged=True)
+    return AdapterPath(name, source, source, local=False, staged=False)
 
 
 def content_hash(target: Target) -> str:
@@ -197,7 +210,7 @@ def model_volumes(target: Target, container_cache: str) -> list[Volume]:
     if hostpaths.is_local_path(source):
         folder = local_model_folder(source, target.model_roots)
         volumes.append(Volume(folder, folder, "ro"))
-    for adapter in target.adapters:
+    for adapter in [*target.adapters, *([target.draft] if target.draft else [])]:
         folder = hostpaths.mounted_folder(adapter.path) if adapter.local else ""
         if folder and all(volume.container != folder for volume in volumes):
             volumes.append(Volume(folder, folder, "ro"))

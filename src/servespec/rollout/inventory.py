@@ -97,14 +97,15 @@ class HostVars:
     """Host path the model archive is copied to (inside the repository's cache folder)."""
     weights_archive_repo: str = ""
     """The Hub repository id the archive's snapshot is filed under."""
-    adapter_repos: tuple[str, ...] = ()
-    """Hub repositories of ``model.adapters`` to stage beside the weights (same endpoint and cache); empty: none."""
-    adapter_revisions: tuple[str, ...] = ()
-    """The commit of each of adapter_repos."""
-    adapter_endpoint: str = ""
-    """Hub endpoint or mirror the adapters are staged from."""
-    adapter_cache: str = ""
-    """Host folder of the engine's Hub cache the adapters are staged into."""
+    beside_repos: tuple[str, ...] = ()
+    """Hub repositories loaded beside the model (``model.adapters``, the speculative draft) to stage with the
+    weights (same endpoint and cache); empty: none."""
+    beside_revisions: tuple[str, ...] = ()
+    """The commit of each of beside_repos."""
+    beside_endpoint: str = ""
+    """Hub endpoint or mirror they are staged from."""
+    beside_cache: str = ""
+    """Host folder of the engine's Hub cache they are staged into."""
     rollout_path: Literal["", "surge", "in_place"] = ""
     """rollout.strategy auto: start the new revision beside the old one (surge) or in place; empty: stop, then start."""
     gpu_wait: tuple[int, ...] = ()

@@ -27,7 +27,7 @@ from servespec.rollout.inventory import Hosts, HostVars
 from servespec.rollout.local_files import archive_path, link_into, resolve_secrets, secret_values, write_secrets
 from servespec.rollout.runner import EventHandler, Report, RunResult
 from servespec.rollout.staging import (
-    adapters_vars,
+    beside_vars,
     secrets_folder,
     stage,
     weights_plan,
@@ -109,7 +109,7 @@ def apply_deployment(
             role=container.role,
             model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
             **weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image)), deployment),
-            **adapters_vars(deployment, container, standin=bool(options.standin_image)),
+            **beside_vars(deployment, container, standin=bool(options.standin_image)),
             **surge.proxy_vars(deployment, action.strategy),
         )
         hosts[action.host] = (views[action.host], _archives_linked(host_vars, workdir).to_vars())

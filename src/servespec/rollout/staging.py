@@ -168,19 +168,22 @@ def weights_plan(deployment: DeploymentDoc, container: ContainerSpec, *, standin
     return WeightsPlan("hub", source, revision, endpoint, cache, locked)
 
 
-def adapters_vars(deployment: DeploymentDoc, container: ContainerSpec, *, standin: bool = False) -> dict[str, Any]:
-    """The HostVars fields staging ``model.adapters`` (``adapter_*``): each Hub adapter at a commit, fetched by the
-    weights module into the same cache as the weights, before the running revision stops.
+def beside_vars(deployment: DeploymentDoc, container: ContainerSpec, *, standin: bool = False) -> dict[str, Any]:
+    """The HostVars fields staging what the engine loads beside the model (``beside_*``): each Hub adapter and the
+    speculative draft at a commit, fetched by the weights module into the same cache as the weights, before the
+    running revision stops.
 
-    Only what the render points the engine at (render/common.py ``adapter_paths``: the snapshot
+    Only what the render points the engine at (render/common.py ``beside_path``: the snapshot
     folder at the commit) is staged; a host path is mounted as it is, and a branch revision or an
-    engine without a staged Hub cache leaves the adapter to the engine.
+    engine without a staged Hub cache leaves the repository to the engine.
     """
     from servespec.render.common import COMMIT
 
     model = deployment.spec.model
-    hub = [a for a in model.adapters if not hostpaths.is_local_path(str(a.source))]
-    hub = [a for a in hub if COMMIT.fullmatch(str(a.revision or ""))]
+    wanted = [(str(a.source), str(a.revision or "")) for a in model.adapters]
+    if model.speculative is not None and model.speculative.draft is not None:
+        wanted.append((str(model.speculative.draft), str(model.speculative.draft_revision or "")))
+    hub = [(repo, rev) for repo, rev in wanted if not hostpaths.is_local_path(repo) and COMMIT.fullmatch(rev)]
     if not hub or hostpaths.is_local_path(str(model.source)):
         return {}
     inside = container_hub_cache(deployment, container)
@@ -189,10 +192,10 @@ def adapters_vars(deployment: DeploymentDoc, container: ContainerSpec, *, standi
     if cache is None or (standin and not named):
         return {}
     return {
-        "adapter_repos": tuple(str(a.source) for a in hub),
-        "adapter_revisions": tuple(str(a.revision) for a in hub),
-        "adapter_endpoint": named or HUB_ENDPOINT,
-        "adapter_cache": cache,
+        "beside_repos": tuple(repo for repo, _ in hub),
+        "beside_revisions": tuple(rev for _, rev in hub),
+        "beside_endpoint": named or HUB_ENDPOINT,
+        "beside_cache": cache,
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from servespec.engines.base import ClusterPorts, Engine, EngineCheck
@@ -20,6 +21,12 @@ class Sglang(Engine):
     name = "sglang"
     package = __name__
     adapter_option = "lora_paths"
+    # srt/speculative/spec_info.py SpeculativeAlgorithm (0.5.23: EAGLE, EAGLE3, STANDALONE, NGRAM; NEXTN an alias
+    # of EAGLE that drafts with the model's own MTP layers); NGRAM and STANDALONE read in 0.5.5.post3 and 0.5.23
+    speculative_methods = MappingProxyType(
+        {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "ngram": "NGRAM", "draft": "STANDALONE"}
+    )
+    speculative_checked = MappingProxyType({"ngram": "0.5.5.post3", "draft": "0.5.5.post3", "eagle3": "0.5.5.post3"})
 
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.sglang.checks import checks

@@ -30,6 +30,7 @@ from servespec.engines.kit import (
     launch_words,
     loadable_adapters,
     quantization_method,
+    speculative_method,
 )
 
 KEY_ENV = "SERVESPEC_API_KEY"
@@ -70,6 +71,9 @@ def context(target: Target) -> EngineContainer:
         # LORA_ADAPTERS (launcher --lora-adapters, catalogued from 2.1.0): `id=path` entries comma-joined,
         # each served as the `adapter_id` a request names
         options["lora_adapters"] = ",".join(adapter.pair for adapter in adapters)
+    speculative = target.spec.model.speculative
+    if speculative_method(target) == "ngram" and speculative is not None and speculative.num_tokens:
+        options["speculate"] = speculative.num_tokens  # n-gram speculation without a Medusa model (--speculate)
     options.update(target.options)
     env: dict[str, str] = {}
     argv_options: dict[str, Any] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from servespec.engines.base import ClusterPorts, Engine, EngineCheck
@@ -28,6 +29,11 @@ class Vllm(Engine):
     name = "vllm"
     package = __name__
     adapter_option = "lora_modules"
+    # vllm/config/speculative.py SpeculativeMethod (v0.11.0 L32-L35; v0.8.5 config.py L2137 has no eagle3 or mtp)
+    speculative_methods = MappingProxyType(
+        {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram", "draft": "draft_model"}
+    )
+    speculative_checked = MappingProxyType({"eagle3": "0.11.0", "mtp": "0.11.0"})
 
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.vllm.checks import checks

@@ -27,6 +27,7 @@ from servespec.engines.kit import (
     positional_model,
     served_name_options,
     shell_join,
+    speculative_method,
     split_config,
 )
 from servespec.engines.vllm import MASTER_PORT, RAY_PORT, native_multinode
@@ -48,7 +49,38 @@ def _portable(target: Target) -> dict[str, Any]:
         # every catalogued release): each adapter is served under its name (`model` in a request)
         options["enable_lora"] = True
         options["lora_modules"] = [adapter.pair for adapter in adapters]
+    options.update(_speculative(target))
     return options
+
+
+def _speculative(target: Target) -> dict[str, Any]:
+    """``model.speculative`` as the release takes it: ``--speculative-config`` JSON (from 0.8.2), else the separate
+    ``--speculative-model`` / ``--num-speculative-tokens`` flags of earlier releases (draft and EAGLE checkpoints,
+    ``[ngram]``); MTP there is not rendered (SPD001).
+
+    vllm/config/speculative.py (v0.11.0): ``method``, ``model``, ``num_speculative_tokens`` (required unless the
+    draft's config has ``n_predict``: MTP checkpoints), ``prompt_lookup_max`` (5 for ngram when unset).
+    """
+    method = speculative_method(target)
+    speculative = target.spec.model.speculative
+    if method is None or speculative is None:
+        return {}
+    tokens = speculative.num_tokens
+    if target.release is None or target.option("speculative_config") is not None:
+        config: dict[str, Any] = {"method": method}
+        if target.draft is not None:
+            config["model"] = target.draft.path
+        if tokens is not None:
+            config["num_speculative_tokens"] = tokens
+        return {"speculative_config": config}
+    if target.option("speculative_model") is None or speculative.method == "mtp":
+        return {}
+    old: dict[str, Any] = {"speculative_model": target.draft.path if target.draft else "[ngram]"}
+    if tokens is not None:
+        old["num_speculative_tokens"] = tokens
+    if speculative.method == "ngram" and target.option("ngram_prompt_lookup_max") is not None:
+        old["ngram_prompt_lookup_max"] = 5  # the value 0.11.0 defaults prompt_lookup_max to
+    return old
 
 
 def context(target: Target) -> EngineContainer:
