@@ -83,3 +83,32 @@ def test_adapter_config_fields_are_read_as_vllm_reads_them() -> None:
     assert not found.use_dora and found.modules_to_save == ()
     # wrong-typed fields read as absent, never as a rank
     assert parse({"r": "64", "rank_pattern": [1], "target_modules": 3}, "x").rank is None
+
+
+def test_a_draft_model_adds_its_weights_and_its_kv_per_token() -> None:
+    """vLLM loads the draft beside the target and caches each token in the draft's layers too
+    (v0.11.0 vllm/v1/worker/gpu_model_runner.py get_kv_cache_spec: every attention layer, one pool)."""
+    release = get("vllm").select("0.11.0").release
+    base = EstimateInput("vllm", release, facts(LLAMA_8B), gpus.resolve("NVIDIA L4"), max_model_len=8192)
+    without = get("vllm").estimate(base)
+    drafted = get("vllm").estimate(replace(base, speculative="draft", draft=facts("meta-llama/Llama-3.2-1B-Instruct")))
+    assert without is not None and drafted is not None
+    # Llama 3.2 1B: 1.24e9 parameters in bf16 (its config's tied embeddings counted once)
+    assert drafted.beside_gib == pytest.approx(2.30, abs=0.01)
+    assert drafted.overhead_gib - without.overhead_gib == pytest.approx(drafted.beside_gib, abs=0.01)
+    # KV per token: 128 KiB for the 8B (32 layers x 2 x 8 heads x 128 x 2 B) + 32 KiB for the 1B (16 x 2 x 8 x 64 x 2)
+    assert without.kv_bytes_per_token == 128 * 1024
+    assert drafted.kv_bytes_per_token == 160 * 1024
+    ngram = get("vllm").estimate(replace(base, speculative="ngram"))
+    assert ngram is not None and ngram.beside_gib == 0.0 and ngram.kv_bytes_per_token == without.kv_bytes_per_token
+
+
+def test_mtp_runs_one_more_layer_of_the_target() -> None:
+    release = get("vllm").select("0.11.0").release
+    model = facts(LLAMA_8B)
+    base = EstimateInput("vllm", release, model, gpus.resolve("NVIDIA H100 80GB HBM3"), max_model_len=8192)
+    without = get("vllm").estimate(base)
+    mtp = get("vllm").estimate(replace(base, speculative="mtp"))
+    assert without is not None and mtp is not None
+    assert mtp.kv_bytes_per_token == without.kv_bytes_per_token * 33 / 32  # one more layer's KV
+    assert mtp.beside_gib == pytest.approx(without.weights_gib / 32, abs=0.01)

@@ -94,3 +94,30 @@ def test_an_adapter_path_outside_the_model_roots_is_refused(tmp_path: Path) -> N
     del fleet
     with pytest.raises(UnsafeModelPathError, match=r"model.adapters\[2\].source"):
         render_fleet(load_fleet([spec]))
+
+
+DRAFT_COMMIT = "d" * 40
+
+
+def test_the_draft_is_staged_and_read_from_its_snapshot(tmp_path: Path) -> None:
+    fleet = _fleet(tmp_path, "vllm", "0.11.0", "acme/tiny")
+    spec = tmp_path / "d.yaml"
+    draft = (
+        f"\n  speculative: {{method: draft, draft: acme/tiny-draft, draft_revision: '{DRAFT_COMMIT}', num_tokens: 4}}"
+    )
+    spec.write_text(spec.read_text().replace("  max_model_len: 4096", "  max_model_len: 4096" + draft))
+    from servespec.spec.fleet import load_fleet
+
+    del fleet
+    fleet = load_fleet([spec])
+    rendered = render_fleet(fleet)
+    container = rendered.containers[("d", "h1")]
+    assert beside_vars(fleet.deployments[0], container) == {
+        "beside_repos": ("acme/tiny-draft",),
+        "beside_revisions": (DRAFT_COMMIT,),
+        "beside_endpoint": "https://huggingface.co",
+        "beside_cache": "/var/lib/servespec/models/hub",
+    }
+    snapshot = f"/root/.cache/huggingface/hub/models--acme--tiny-draft/snapshots/{DRAFT_COMMIT}"
+    config = rendered.host_files("d", "h1")["config.yaml"]
+    assert f'"model":"{snapshot}"' in config and '"method":"draft_model"' in config

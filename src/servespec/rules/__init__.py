@@ -37,6 +37,7 @@ from servespec.rules.security import (
     ModelPathOutsideRoots,
     RevisionNotPinned,
 )
+from servespec.rules.speculative import SpeculativeNotRendered
 from servespec.rules.topology import AcsBlocksPeerToPeer, KtThreadsVsNuma, ReplicaAcrossNuma, TensorParallelOverPcie
 
 ALL_RULES: tuple[type[Rule], ...] = (
@@ -81,6 +82,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     AdaptersNotServed,
     AdapterRankAboveLimit,
     AdapterConfigMismatch,
+    SpeculativeNotRendered,
     LaunchWords,
     ModelStoreOutsideCache,
     PortConflict,

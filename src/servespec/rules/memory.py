@@ -383,8 +383,11 @@ class BesideTheModel(Rule):
     vLLM reserves its LoRA slots when the model loads, before it sizes the KV cache:
     ``max_loras`` slots of ``max_lora_rank`` for every wrapped linear layer (qkv, o, gate_up,
     down: ``lora_a_stacked`` and ``lora_b_stacked`` per slice, vllm/lora/layers/base_linear.py
-    ``create_lora_weights``), whatever rank the adapters have. Reported where the model alone
-    leaves room for one ``max_model_len`` sequence but not with these slots beside it; vLLM then
+    ``create_lora_weights``), whatever rank the adapters have. A speculative draft's weights load
+    beside the model too (an MTP draft: one more layer of the target), and its layers' KV shares the
+    pool, so each token costs more (vllm/v1/worker/gpu_model_runner.py ``get_kv_cache_spec``).
+    Reported where the model alone leaves room for one ``max_model_len`` sequence but not with
+    these beside it (the draft's KV per token counted in the need); vLLM then
     refuses to start as MEM002 describes. An error only when the shortfall exceeds the
     estimator's measured error for the model's class, as MEM002.
 
@@ -419,17 +422,22 @@ class BesideTheModel(Rule):
                 continue  # fits, or does not fit even without them (MEM002)
             severity, hedge = _verdict(known, need - free)
             deployment = known.deployment
-            path: tuple[str | int, ...] = ("model", "adapters")
+            path: tuple[str | int, ...] = ("model", "adapters" if deployment.spec.model.adapters else "speculative")
             for key in ("max_loras", "max_lora_rank"):
                 if key in known.effective:
                     path = known.effective[key].path
                     break
+            adapters, draft = bool(deployment.spec.model.adapters), deployment.spec.model.speculative is not None
+            what = "the LoRA slots and the draft model take" if adapters and draft else "the draft model takes"
+            what = "the LoRA slots take" if adapters and not draft else what
+            hints = ["lower max_loras or max_lora_rank (to the adapters' largest rank)"] if adapters else []
+            hints += ["a smaller draft (or ngram, which loads none)"] if draft else []
             yield self.report(
                 deployment.document,
-                f"{hedge}the LoRA slots take {plan.beside_gib:.2f} GiB per GPU on {host.name}'s {_gpu_label(host)}, "
+                f"{hedge}{what} {plan.beside_gib:.2f} GiB per GPU on {host.name}'s {_gpu_label(host)}, "
                 f"leaving {max(free, 0):.2f} GiB of KV cache where a {plan.context_tokens}-token sequence needs "
                 f"{need:.2f} GiB",
                 path,
-                hint="lower max_loras or max_lora_rank (to the adapters' largest rank), or model.max_model_len",
+                hint=f"{', '.join(hints)}, or a shorter model.max_model_len",
                 severity=severity,
             )

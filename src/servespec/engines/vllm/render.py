@@ -80,6 +80,9 @@ def _speculative(target: Target) -> dict[str, Any]:
         old["num_speculative_tokens"] = tokens
     if speculative.method == "ngram" and target.option("ngram_prompt_lookup_max") is not None:
         old["ngram_prompt_lookup_max"] = 5  # the value 0.11.0 defaults prompt_lookup_max to
+    if target.option("use_v2_block_manager") is not None and target.release.default("use_v2_block_manager") is not True:
+        # "Speculative decoding requires usage of the V2 block manager" (vllm/config.py L1190-L1193, v0.6.0)
+        old["use_v2_block_manager"] = True
     return old
 
 

@@ -1,0 +1,120 @@
+"""SPD rules: ``model.speculative`` checked against what the engine release renders and refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from servespec.engines.catalog import version_key
+from servespec.findings import Finding, Severity
+from servespec.knowledge import resolve
+from servespec.rules.base import Rule, refusal
+from servespec.spec.fleet import DeploymentDoc, Fleet
+
+_VLLM_TOKENS = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/speculative.py#L518-L524"
+_VLLM_METHODS = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/speculative.py#L32-L35"
+
+
+def _rendered_option(deployment: DeploymentDoc) -> str | None:
+    """Why the release renders no speculative decoding for the method ('' when it does)."""
+    known = resolve.resolved(deployment)
+    speculative = deployment.spec.model.speculative
+    assert speculative is not None
+    engine, release, title = known.engine, known.release, known.profile.title
+    if speculative.method not in engine.speculative_methods:
+        return f"servespec renders no {speculative.method} speculative decoding for {title}"
+    if release is None:
+        return ""
+    if engine.name == "vllm":
+        if release.option("speculative_config") is None and release.option("speculative_model") is None:
+            return f"{title} {release.version} has no speculative decoding option"
+        if release.option("speculative_config") is None and speculative.method == "mtp":
+            return f"{title} {release.version} takes a draft model only (--speculative-model), not MTP"
+    if engine.name == "sglang" and release.option("speculative_algorithm") is None:
+        return f"{title} {release.version} has no --speculative-algorithm"
+    if engine.name == "tgi" and not speculative.num_tokens:
+        return f"{title} speculates by --speculate N: model.speculative.num_tokens is needed"
+    return ""
+
+
+class SpeculativeNotRendered(Rule):
+    """``model.speculative`` must be a method the engine release runs as written.
+
+    servespec renders EAGLE, EAGLE-3, MTP, n-gram and draft-model speculation for vLLM
+    (``--speculative-config`` from 0.8.2, ``--speculative-model`` before) and SGLang
+    (``--speculative-algorithm`` EAGLE, EAGLE3, NEXTN, NGRAM, STANDALONE), and n-gram for TGI
+    (``--speculate N``). Reported:
+
+    - a method the engine or release does not render (TGI with a draft, vLLM MTP before 0.8.2,
+      any method on TensorRT-LLM, llama.cpp, Ollama and the others): a warning, the server runs
+      without speculation;
+    - a method servespec read only in a later release than the one pinned (vLLM ``eagle3`` and
+      ``mtp`` from 0.11.0, absent in 0.8.5; SGLang NGRAM, STANDALONE and EAGLE3 read in
+      0.5.5.post3): a warning;
+    - vLLM with ``speculative_config`` and no ``num_tokens``: the release refuses ("num_speculative_tokens
+      must be provided with speculative model unless the draft model config contains an n_predict
+      parameter"): an error for ngram (no draft config), a warning for a draft or EAGLE head (its
+      config may carry ``n_predict``); MTP takes ``num_nextn_predict_layers``.
+
+    Fix: pick a method the release runs, or pin a release that has it; set ``num_tokens``.
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/speculative.py
+    (SpeculativeMethod L32-L35, ``_verify_args`` L518-L524); SGLang srt/speculative/spec_info.py (0.5.23).
+    """
+
+    id = "SPD001"
+    name = "speculative.not-rendered"
+    severity = Severity.WARNING
+    evidence = (
+        refusal(
+            _VLLM_TOKENS,
+            note="vLLM's SpeculativeConfig refuses a speculative model without num_speculative_tokens or n_predict.",
+        ),
+    )
+    summary = "model.speculative is not run as written by this engine release"
+    sources = (_VLLM_METHODS, _VLLM_TOKENS)
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for deployment in fleet.deployments:
+            speculative = deployment.spec.model.speculative
+            if speculative is None:
+                continue
+            why = _rendered_option(deployment)
+            if why:
+                yield self.report(
+                    deployment.document,
+                    f"{why}: model.speculative is not rendered",
+                    ("model", "speculative", "method"),
+                    hint="choose a method this engine release runs, or drop model.speculative",
+                )
+                continue
+            known = resolve.resolved(deployment)
+            checked = known.engine.speculative_checked.get(speculative.method)
+            version = deployment.spec.engine.version
+            if checked and version_key(version) < version_key(checked):
+                yield self.report(
+                    deployment.document,
+                    f"{known.profile.title} {version}: servespec read the {speculative.method} method only from "
+                    f"{checked} on: the release may refuse it",
+                    ("model", "speculative", "method"),
+                    hint=f"pin {checked} or later, or check the release's speculative methods",
+                )
+            yield from self._vllm_tokens(deployment)
+
+    def _vllm_tokens(self, deployment: DeploymentDoc) -> Iterator[Finding]:
+        known = resolve.resolved(deployment)
+        speculative = deployment.spec.model.speculative
+        release = known.release
+        if known.engine.name != "vllm" or speculative is None or speculative.num_tokens is not None:
+            return
+        if release is None or release.option("speculative_config") is None or speculative.method == "mtp":
+            return  # an MTP checkpoint's config gives n_predict (num_nextn_predict_layers)
+        # ngram has no draft config to give n_predict: refused; a draft or EAGLE head may carry one
+        unless = "" if speculative.method == "ngram" else " unless the draft's config has n_predict"
+        yield self.report(
+            deployment.document,
+            f"vLLM {release.version} refuses {speculative.method} speculation without num_speculative_tokens"
+            f'{unless} ("num_speculative_tokens must be provided with speculative model")',
+            ("model", "speculative"),
+            hint="set model.speculative.num_tokens (e.g. 3 to 5)",
+            severity=Severity.ERROR if speculative.method == "ngram" else Severity.WARNING,
+        )
