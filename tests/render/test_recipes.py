@@ -42,7 +42,7 @@ from servespec.spec.fleet import load_fleet
 TESTS = Path(__file__).resolve().parents[1]
 RECIPES = TESTS / "data" / "recipes"
 ENGINES = ("vllm", "sglang", "tgi", "ollama", "tensorrt-llm", "llama.cpp")
-KINDS = ("single-gpu", "tensor-parallel", "multi-node", "quantized", "long-context")
+KINDS = ("single-gpu", "tensor-parallel", "multi-node", "quantized", "long-context", "lora", "speculative")
 PARSED = ("vllm", "sglang")  # compared through the release's own parser; the others through its catalog
 
 # Recipes that fail until a fix of issue 12 lands: (check, recipe id) -> the item it waits for.
