@@ -37,7 +37,7 @@ def test_the_footprint_carries_the_estimates_share(tmp_path: Path) -> None:
         "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: d}\ninventory: inventory.yaml\n"
         "model:\n  source: meta-llama/Llama-3.1-8B-Instruct\n  max_model_len: 8192\n"
         "  speculative: {method: draft, draft: meta-llama/Llama-3.2-1B-Instruct, num_tokens: 4}\n"
-        "engine: {name: vllm, version: '0.11.0'}\nplacement: {hosts: [h1]}\n"
+        "engine: {name: vllm, version: '0.8.5'}\nplacement: {hosts: [h1]}\n"
     )
     (gpu,) = footprints(load_fleet([tmp_path / "d.yaml"]))[("d", "h1")].gpus
     assert gpu.beside_gib == 2.3

@@ -321,6 +321,9 @@ class Engine:
     not listed is not rendered (SPD001 reports it)."""
     speculative_checked: Mapping[str, str] = MappingProxyType({})
     """method -> the earliest release servespec read it in; an earlier release gets an SPD001 warning."""
+    speculative_refused: Mapping[str, tuple[str, str, str]] = MappingProxyType({})
+    """method -> (a release read refusing it, the first release read accepting it again, the refusal's pinned
+    source): SPD001 reports the first as an error, the releases between as warnings."""
     """The adapter sources its render takes: ``hub`` (a repo id), ``folder`` (a host folder), ``gguf`` (a file)."""
 
     def __repr__(self) -> str:

@@ -29,11 +29,23 @@ class Vllm(Engine):
     name = "vllm"
     package = __name__
     adapter_option = "lora_modules"
-    # vllm/config/speculative.py SpeculativeMethod (v0.11.0 L32-L35; v0.8.5 config.py L2137 has no eagle3 or mtp)
+    # vllm/config/speculative.py SpeculativeMethod (v0.11.0 L32-L35: "mtp"; v0.8.5 takes eagle and eagle3,
+    # engine/arg_utils.py L1428-L1433, and knows MTP only as the deepseek_mtp model type)
     speculative_methods = MappingProxyType(
         {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram", "draft": "draft_model"}
     )
-    speculative_checked = MappingProxyType({"eagle3": "0.11.0", "mtp": "0.11.0"})
+    speculative_checked = MappingProxyType({"mtp": "0.11.0"})
+    # 0.11.0 has the V1 engine only: "Draft model speculative decoding is not supported yet" (engine/arg_utils.py
+    # L1485-L1489); 0.8.5 falls back to V0 for it, 0.33.0's V1 runs it (config/speculative.py L1496)
+    speculative_refused = MappingProxyType(
+        {
+            "draft": (
+                "0.11.0",
+                "0.33.0",
+                "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py#L1485-L1489",
+            )
+        }
+    )
 
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.vllm.checks import checks
