@@ -121,3 +121,23 @@ def test_the_draft_is_staged_and_read_from_its_snapshot(tmp_path: Path) -> None:
     snapshot = f"/root/.cache/huggingface/hub/models--acme--tiny-draft/snapshots/{DRAFT_COMMIT}"
     config = rendered.host_files("d", "h1")["config.yaml"]
     assert f'"model":"{snapshot}"' in config and '"method":"draft_model"' in config
+
+
+def test_ollama_creates_one_model_per_adapter_from_its_modelfile(tmp_path: Path, fake: FakeHosts) -> None:
+    fleet = _fleet(tmp_path, "ollama", "0.32.15", "qwen2.5:3b")
+    spec = tmp_path / "d.yaml"
+    adapters = "\n  adapters: [{name: pirate, source: /srv/adapters/pirate.gguf}]"
+    spec.write_text(spec.read_text().replace("  max_model_len: 4096", "  max_model_len: 4096" + adapters))
+    from servespec.spec.fleet import load_fleet
+
+    del fleet
+    fleet = load_fleet([spec])
+    files = render_fleet(fleet).host_files("d", "h1")
+    assert files["Modelfile.adapter-0"].splitlines()[-1] == "ADAPTER /srv/adapters/pirate.gguf"
+    assert "ADAPTER" not in files["Modelfile"]  # the model itself stays as it was
+    rollout.apply(fleet, rollout.ApplyOptions(), tmp_path / "work")
+    assert fake.variables["h1"]["servespec_adapter_models"] == ["pirate"]
+    tasks = YAML(typ="safe").load((playbook_root() / "roles" / "servespec" / "tasks" / "model.yml").read_text())
+    (create,) = [t for t in tasks if "servespec_adapter_models" in str(t.get("loop", ""))]
+    assert create["servespec_container"]["command"][:2] == ["ollama", "create"]
+    assert "Modelfile.adapter-{{ servespec_adapter_index }}" in create["servespec_container"]["command"][-1]

@@ -313,6 +313,8 @@ class Engine:
     adapter_option: str | None = None
     """The release option its render loads ``model.adapters`` with (vLLM ``lora_modules``); None: it renders none
     (ADP001 reports them). A release whose catalog lacks the option renders none either."""
+    adapters_in_modelfile: bool = False
+    """Adapters become models of their own, built by the Modelfile's ``ADAPTER`` (Ollama): no release option."""
     adapters_by_name: bool = True
     """Whether a request selects an adapter by its name as ``model`` (llama.cpp applies its ``--lora`` to all)."""
     adapter_formats: tuple[str, ...] = ("hub", "folder")

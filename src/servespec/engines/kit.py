@@ -248,7 +248,9 @@ def loadable_adapters(target: Target) -> list[AdapterPath]:
     ADP001 reports the others, which are not rendered."""
     engine = target.known.engine
     option = engine.adapter_option
-    if option is None or (target.release is not None and target.option(option) is None):
+    if engine.adapters_in_modelfile:
+        option = None
+    elif option is None or (target.release is not None and target.option(option) is None):
         return []
     return [adapter for adapter in target.adapters if adapter.kind in engine.adapter_formats]
 

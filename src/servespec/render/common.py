@@ -212,7 +212,8 @@ def model_volumes(target: Target, container_cache: str) -> list[Volume]:
         volumes.append(Volume(folder, folder, "ro"))
     for adapter in [*target.adapters, *([target.draft] if target.draft else [])]:
         folder = hostpaths.mounted_folder(adapter.path) if adapter.local else ""
-        if folder and all(volume.container != folder for volume in volumes):
+        inside = any(v.host == v.container and (folder + "/").startswith(v.container + "/") for v in volumes)
+        if folder and not inside:
             volumes.append(Volume(folder, folder, "ro"))
     return volumes
 

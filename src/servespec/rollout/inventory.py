@@ -75,6 +75,8 @@ class HostVars:
     """The spec's model.source."""
     served_names: tuple[str, ...] = ()
     """The names the model is served under (Ollama creates one model per name)."""
+    adapter_models: tuple[str, ...] = ()
+    """Adapter names Ollama creates as models, the Nth from the rendered ``Modelfile.adapter-N``."""
     after_start: tuple[str, ...] = ()
     """The steps the role runs once the container is up, as the engine's profile declares them (``after_start``)."""
     weights_repo: str = ""

@@ -110,6 +110,7 @@ def apply_deployment(
             model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
             **weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image)), deployment),
             **beside_vars(deployment, container, standin=bool(options.standin_image)),
+            adapter_models=tuple(container.smoke_adapters) if "modelfile" in common.after_start else (),
             **surge.proxy_vars(deployment, action.strategy),
         )
         hosts[action.host] = (views[action.host], _archives_linked(host_vars, workdir).to_vars())

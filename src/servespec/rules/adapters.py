@@ -35,13 +35,15 @@ class AdaptersNotServed(Rule):
     """``model.adapters`` must be servable by the engine release, under their names.
 
     servespec renders adapters for vLLM (``--enable-lora --lora-modules name=path``), SGLang
-    (``--lora-paths name=path``), TGI (``LORA_ADAPTERS``, catalogued from 2.1.0) and llama.cpp
-    (``--lora FILE``, GGUF adapter files on the hosts only). Reported, and not rendered:
+    (``--lora-paths name=path``), TGI (``LORA_ADAPTERS``, catalogued from 2.1.0), Ollama (a model
+    per adapter, its Modelfile's ``ADAPTER``: a GGUF file or Safetensors folder on the host) and
+    llama.cpp (``--lora FILE``, GGUF adapter files on the hosts only). Reported, and not rendered:
 
-    - an engine servespec renders no adapters for (Ollama, TensorRT-LLM, XInference, ...), or a
+    - an engine servespec renders no adapters for (TensorRT-LLM, XInference, ...), or a
       release whose catalog lacks the engine's adapter option;
     - an adapter in a form the engine does not load: llama.cpp reads GGUF adapter files only;
-      the others read PEFT folders (a Hub repository or a host folder), not ``.gguf`` files;
+      Ollama a host file or folder; the others PEFT folders (a Hub repository or a host folder), not
+      ``.gguf`` files;
     - llama.cpp applies every ``--lora`` adapter to every request: no request selects one by
       name, so the names are not served (the adapter is rendered, the finding says so).
 
@@ -68,7 +70,9 @@ class AdaptersNotServed(Rule):
             known = resolve.resolved(deployment)
             engine, release, title = known.engine, known.release, known.profile.title
             option = engine.adapter_option
-            if option is None or (release is not None and release.option(option) is None):
+            if engine.adapters_in_modelfile:
+                pass
+            elif option is None or (release is not None and release.option(option) is None):
                 why = f"{title} {release.version} has no {option} option" if option and release else ""
                 yield self.report(
                     deployment.document,
