@@ -289,10 +289,12 @@ class Known(Protocol):
 class EngineCheck:
     """A problem one engine's own rules find (reported by the generic rule ``rule``)."""
 
-    rule: Literal["ENG002", "ENG003", "TOPO004"]
+    rule: Literal["ENG002", "ENG003", "TOPO004", "ADP002", "ADP003", "SPD001"]
     path: tuple[str | int, ...]
     message: str
     hint: str = ""
+    error: bool | None = None
+    """True: an error (the release's own refusal), False: a warning; None: the rule's own level."""
 
 
 class Engine:
@@ -403,6 +405,14 @@ class Engine:
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         """Engine-specific option problems, read from the effective options (``known.effective``)."""
         return iter(())
+
+    def speculative_problem(self, known: Known) -> str:
+        """Why ``model.speculative`` is not rendered for this release ('' when it is): a method the unit does not
+        map (``speculative_methods``); units refine it with their release's options (SPD001 reports it)."""
+        speculative = known.deployment.spec.model.speculative
+        if speculative is None or speculative.method in self.speculative_methods:
+            return ""
+        return f"servespec renders no {speculative.method} speculative decoding for {known.profile.title}"
 
     def default_served_name(self, known: Known) -> str | None:
         """The name the engine serves when the spec names none, where the unit knows it better than the

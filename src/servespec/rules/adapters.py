@@ -16,11 +16,6 @@ _VLLM_RANK_0330 = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/lora/p
 _VLLM_RANK_060 = "https://github.com/vllm-project/vllm/blob/v0.6.0/vllm/lora/worker_manager.py#L108-L111"
 _VLLM_FEATURES = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/lora/peft_helper.py#L42-L51"
 _VLLM_FEATURES_0330 = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/lora/peft_helper.py#L53-L68"
-PEFT_CHECKS_FROM = "0.8.5"
-"""The first catalogued vLLM release whose PEFTHelper refusals (DoRA, modules_to_save) were read: 0.8.5, 0.11.0
-and 0.33.0 have them (vllm/lora/peft_helper.py ``_validate_features``); 0.6.0 has no PEFTHelper."""
-SCORING_HEADS = ("classifier", "score")
-"""modules_to_save entries vLLM 0.33.0 accepts (peft_helper.py L56-L64); earlier releases accept none."""
 _VLLM_LORA_MODULES = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/entrypoints/openai/cli_args.py"
 
 
@@ -102,16 +97,12 @@ class AdaptersNotServed(Rule):
                     )
 
 
-def _rank_limit(deployment: DeploymentDoc) -> tuple[int, tuple[str | int, ...]] | None:
-    """vLLM's max_lora_rank as the spec sets it (its location), else the release default (None: not vLLM)."""
-    known = resolve.resolved(deployment)
-    if known.engine.name != "vllm" or known.release is None or known.release.option("max_lora_rank") is None:
-        return None
-    setting = known.effective.get("max_lora_rank")
-    if setting is not None and isinstance(setting.value, int) and not isinstance(setting.value, bool):
-        return setting.value, setting.path
-    default = known.release.default("max_lora_rank")
-    return (default, ("engine", "version")) if isinstance(default, int) else None
+def _engine_checks(rule: Rule, deployment: DeploymentDoc) -> Iterator[Finding]:
+    """The engine unit's own findings for ``rule`` (engines/<name>/checks.py), at the level the unit gives."""
+    for found in resolve.resolved(deployment).engine_checks:
+        if found.rule == rule.id:
+            level = None if found.error is None else (Severity.ERROR if found.error else Severity.WARNING)
+            yield rule.report(deployment.document, found.message, found.path, hint=found.hint, severity=level)
 
 
 class AdapterRankAboveLimit(Rule):
@@ -128,7 +119,8 @@ class AdapterRankAboveLimit(Rule):
     release's choices: 8, 16, 32, 64, 128, 256, 320, 512).
 
     Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/lora/peft_helper.py#L114-L127
-    (``validate_legal``), v0.33.0 L188-L202, v0.6.0 vllm/lora/worker_manager.py L108-L112.
+    (``validate_legal``), v0.33.0 L188-L202, v0.6.0 vllm/lora/worker_manager.py L108-L111; the check is the
+    vLLM unit's (engines/vllm/checks.py ``adapter_checks``).
     """
 
     id = "ADP002"
@@ -147,23 +139,8 @@ class AdapterRankAboveLimit(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            if not deployment.spec.model.adapters:
-                continue
-            limit = _rank_limit(deployment)
-            if limit is None:
-                continue
-            for index, adapter in enumerate(deployment.spec.model.adapters):
-                config, _ = adapter_config(deployment, index)
-                if config is None or config.rank is None or config.rank <= limit[0]:
-                    continue
-                yield self.report(
-                    deployment.document,
-                    f"adapter {quoted(adapter.name)} has rank {config.rank} ({config.where}'s adapter_config.json) "
-                    f'but max_lora_rank is {limit[0]}: vLLM refuses to load it ("LoRA rank {config.rank} is '
-                    f'greater than max_lora_rank {limit[0]}")',
-                    limit[1] if limit[1] != ("engine", "version") else ("model", "adapters", index, "source"),
-                    hint=f"set engine.options.max_lora_rank to at least {config.rank}",
-                )
+            if deployment.spec.model.adapters:
+                yield from _engine_checks(self, deployment)
 
 
 def _base_names(deployment: DeploymentDoc) -> set[str]:
@@ -206,14 +183,12 @@ class AdapterConfigMismatch(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            known = resolve.resolved(deployment) if deployment.spec.model.adapters else None
             for index in range(len(deployment.spec.model.adapters)):
                 config, _ = adapter_config(deployment, index)
-                if config is None:
-                    continue
-                yield from self._base(deployment, index, config)
-                if known is not None and known.engine.name == "vllm":
-                    yield from self._vllm(deployment, index, config)
+                if config is not None:
+                    yield from self._base(deployment, index, config)
+            if deployment.spec.model.adapters:
+                yield from _engine_checks(self, deployment)
 
     def _base(self, deployment: DeploymentDoc, index: int, config: AdapterConfig) -> Iterator[Finding]:
         base = (config.base_model or "").rstrip("/")
@@ -227,22 +202,3 @@ class AdapterConfigMismatch(Rule):
             ("model", "adapters", index, "source"),
             hint="use the adapter trained for model.source",
         )
-
-    def _vllm(self, deployment: DeploymentDoc, index: int, config: AdapterConfig) -> Iterator[Finding]:
-        from servespec.engines.catalog import version_key
-
-        if version_key(deployment.spec.engine.version) < version_key(PEFT_CHECKS_FROM):
-            return
-        name = deployment.spec.model.adapters[index].name
-        refusals = ['use_dora is true ("vLLM does not yet support DoRA")'] if config.use_dora else []
-        saved = [module for module in config.modules_to_save if module not in SCORING_HEADS]
-        if saved:
-            refusals.append(f"modules_to_save names {', '.join(saved[:4])}")
-        for refused in refusals:
-            yield self.report(
-                deployment.document,
-                f"adapter {quoted(name)}: {refused} ({config.where}'s adapter_config.json): vLLM refuses to load it",
-                ("model", "adapters", index, "source"),
-                hint="use an adapter without modules_to_save or DoRA, or another engine",
-                severity=Severity.ERROR,
-            )

@@ -15,39 +15,18 @@ _VLLM_METHODS = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/config/s
 _VLLM_DRAFT = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py#L1485-L1489"
 
 
-def _rendered_option(deployment: DeploymentDoc) -> str | None:
-    """Why the release renders no speculative decoding for the method ('' when it does)."""
-    known = resolve.resolved(deployment)
-    speculative = deployment.spec.model.speculative
-    assert speculative is not None
-    engine, release, title = known.engine, known.release, known.profile.title
-    if speculative.method not in engine.speculative_methods:
-        return f"servespec renders no {speculative.method} speculative decoding for {title}"
-    if release is None:
-        return ""
-    if engine.name == "vllm":
-        if release.option("speculative_config") is None and release.option("speculative_model") is None:
-            return f"{title} {release.version} has no speculative decoding option"
-        if release.option("speculative_config") is None and speculative.method == "mtp":
-            return f"{title} {release.version} takes a draft model only (--speculative-model), not MTP"
-    if engine.name == "sglang" and release.option("speculative_algorithm") is None:
-        return f"{title} {release.version} has no --speculative-algorithm"
-    if engine.name == "tgi" and not speculative.num_tokens:
-        return f"{title} speculates by --speculate N: model.speculative.num_tokens is needed"
-    return ""
-
-
 class SpeculativeNotRendered(Rule):
     """``model.speculative`` must be a method the engine release runs as written.
 
     servespec renders EAGLE, EAGLE-3, MTP, n-gram and draft-model speculation for vLLM
-    (``--speculative-config`` from 0.8.2, ``--speculative-model`` before) and SGLang
-    (``--speculative-algorithm`` EAGLE, EAGLE3, NEXTN, NGRAM, STANDALONE), and n-gram for TGI
-    (``--speculate N``). Reported:
+    (``--speculative-config`` from 0.8.2, ``--speculative-model`` before), SGLang
+    (``--speculative-algorithm`` EAGLE, EAGLE3, NEXTN, NGRAM, STANDALONE) and TensorRT-LLM (the
+    LLM-API ``speculative_config``, its ``decoding_type`` one of the release catalog's choices), and
+    n-gram for TGI (``--speculate N``). Reported:
 
-    - a method the engine or release does not render (TGI with a draft, vLLM MTP before 0.8.2,
-      any method on TensorRT-LLM, llama.cpp, Ollama and the others): a warning, the server runs
-      without speculation;
+    - a method the engine or release does not render (TGI with a draft, vLLM MTP before 0.8.2, a
+      ``decoding_type`` the TensorRT-LLM release lacks, any method on llama.cpp, Ollama and the
+      others): a warning, the server runs without speculation;
     - a method servespec read only in a later release than the one pinned (vLLM ``mtp`` from
       0.11.0: 0.8.5 knows MTP only as a model type; SGLang NGRAM, STANDALONE and EAGLE3 read in
       0.5.5.post3): a warning;
@@ -84,7 +63,7 @@ class SpeculativeNotRendered(Rule):
             speculative = deployment.spec.model.speculative
             if speculative is None:
                 continue
-            why = _rendered_option(deployment)
+            why = resolve.resolved(deployment).engine.speculative_problem(resolve.resolved(deployment))
             if why:
                 yield self.report(
                     deployment.document,
@@ -105,7 +84,10 @@ class SpeculativeNotRendered(Rule):
                     hint=f"pin {checked} or later, or check the release's speculative methods",
                 )
             yield from self._refused(deployment)
-            yield from self._vllm_tokens(deployment)
+            for found in known.engine_checks:  # the unit's own (vLLM: num_speculative_tokens)
+                if found.rule == self.id:
+                    level = None if found.error is None else (Severity.ERROR if found.error else Severity.WARNING)
+                    yield self.report(deployment.document, found.message, found.path, hint=found.hint, severity=level)
 
     def _refused(self, deployment: DeploymentDoc) -> Iterator[Finding]:
         known = resolve.resolved(deployment)
@@ -125,23 +107,4 @@ class SpeculativeNotRendered(Rule):
             ("model", "speculative", "method"),
             hint=f"pin {found[1]} or later, or use eagle, eagle3, mtp or ngram",
             severity=Severity.ERROR if read else Severity.WARNING,
-        )
-
-    def _vllm_tokens(self, deployment: DeploymentDoc) -> Iterator[Finding]:
-        known = resolve.resolved(deployment)
-        speculative = deployment.spec.model.speculative
-        release = known.release
-        if known.engine.name != "vllm" or speculative is None or speculative.num_tokens is not None:
-            return
-        if release is None or release.option("speculative_config") is None or speculative.method == "mtp":
-            return  # an MTP checkpoint's config gives n_predict (num_nextn_predict_layers)
-        # ngram has no draft config to give n_predict: refused; a draft or EAGLE head may carry one
-        unless = "" if speculative.method == "ngram" else " unless the draft's config has n_predict"
-        yield self.report(
-            deployment.document,
-            f"vLLM {release.version} refuses {speculative.method} speculation without num_speculative_tokens"
-            f'{unless} ("num_speculative_tokens must be provided with speculative model")',
-            ("model", "speculative"),
-            hint="set model.speculative.num_tokens (e.g. 3 to 5)",
-            severity=Severity.ERROR if speculative.method == "ngram" else Severity.WARNING,
         )

@@ -28,6 +28,13 @@ class Sglang(Engine):
     )
     speculative_checked = MappingProxyType({"ngram": "0.5.5.post3", "draft": "0.5.5.post3", "eagle3": "0.5.5.post3"})
 
+    def speculative_problem(self, known: Known) -> str:
+        why = super().speculative_problem(known)
+        release = known.release
+        if why or release is None or release.option("speculative_algorithm") is not None:
+            return why
+        return f"{known.profile.title} {release.version} has no --speculative-algorithm"
+
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.sglang.checks import checks
 

@@ -20,6 +20,13 @@ class Tgi(Engine):
     # use n-gram speculation" (launcher/src/main.rs, every catalogued release)
     speculative_methods = MappingProxyType({"ngram": "ngram"})
 
+    def speculative_problem(self, known: Known) -> str:
+        why = super().speculative_problem(known)
+        speculative = known.deployment.spec.model.speculative
+        if why or speculative is None or speculative.num_tokens:
+            return why
+        return f"{known.profile.title} speculates by --speculate N: model.speculative.num_tokens is needed"
+
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         from servespec.engines.tgi.checks import checks
 

@@ -52,6 +52,18 @@ class Vllm(Engine):
 
         return checks(known)
 
+    def speculative_problem(self, known: Known) -> str:
+        why = super().speculative_problem(known)
+        speculative, release = known.deployment.spec.model.speculative, known.release
+        if why or speculative is None or release is None:
+            return why
+        title = known.profile.title
+        if release.option("speculative_config") is None and release.option("speculative_model") is None:
+            return f"{title} {release.version} has no speculative decoding option"
+        if release.option("speculative_config") is None and speculative.method == "mtp":
+            return f"{title} {release.version} takes a draft model only (--speculative-model), not MTP"
+        return ""
+
     def cluster(self, release: EngineRelease | None) -> ClusterPorts:
         if native_multinode(release):
             return ClusterPorts("torch", MASTER_PORT, "--master-port")
