@@ -19,6 +19,7 @@ from servespec.engines.kit import (
     Target,
     engine_host,
     engine_secrets,
+    flags,
     host_and_port,
     launch,
     launch_words,
@@ -101,7 +102,12 @@ def context(target: Target) -> EngineContainer:
             options["headless"] = True
     elif target.multi_node:
         options["distributed_executor_backend"] = "ray"
+    # Flags servespec turns on for adapters and speculation stay on the command line: vLLM 0.6's config reader
+    # writes every value after its key (vllm/utils.py _load_config_file, v0.6.0: `--enable-lora True`), which a
+    # store_true flag refuses; 0.8.5's passes a true flag alone (L1496)
+    on = {key: options.pop(key) for key in COMMAND_LINE_FLAGS if options.get(key) is True}
     config, extra = split_config(target, options)
+    extra = [*flags(target, on), *extra]
     serve = [*_model_words(target), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
     entrypoint, command = launch(target, [], serve)
     if entrypoint is None and target.spec.engine.command is None:
@@ -124,6 +130,9 @@ def context(target: Target) -> EngineContainer:
         _ray(target, engine, serve)
     return engine
 
+
+COMMAND_LINE_FLAGS = ("enable_lora", "use_v2_block_manager")
+"""True flags the render adds (``model.adapters``, speculation on 0.6) kept out of config.yaml."""
 
 SERVE = ["vllm", "serve"]
 """The container's entrypoint: the ``vllm`` console script's ``serve`` (every catalogued release has it; the
