@@ -240,6 +240,16 @@ class Adapter(_Model):
     )
     revision: NonEmpty | None = Field(default=None, description="Commit sha (recommended) or branch of a Hub adapter")
 
+    @model_validator(mode="after")
+    def _path_fits_the_engines_lists(self) -> Adapter:
+        if str(self.source).startswith("/") and any(mark in str(self.source) for mark in ",=:"):
+            raise PydanticCustomError(
+                "adapter_path",
+                "an adapter's host path may not hold ',', '=' or ':': the engines' adapter lists split on them "
+                "(llama.cpp --lora, TGI LORA_ADAPTERS, name=path) and Docker's volume syntax on ':'",
+            )
+        return self
+
 
 SpeculativeMethod = Literal["eagle", "eagle3", "mtp", "ngram", "draft"]
 
