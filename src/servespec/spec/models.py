@@ -277,6 +277,10 @@ class Speculative(_Model):
                 "model.speculative.method {method} needs model.speculative.draft",
                 {"method": self.method},
             )
+        if self.draft is not None and str(self.draft).startswith("/") and ":" in str(self.draft):
+            raise PydanticCustomError(
+                "speculative_draft", "a draft's host path may not hold ':' (Docker's volume syntax splits on it)"
+            )
         if self.method in ("ngram", "mtp") and self.draft is not None:
             raise PydanticCustomError(
                 "speculative_draft",
