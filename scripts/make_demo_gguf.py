@@ -1,6 +1,7 @@
 """Write a tiny random-weight Llama model as GGUF, for demos and tests (no download needed).
 
     python scripts/make_demo_gguf.py OUT.gguf [--seed 0]
+    python scripts/make_demo_gguf.py --lora OUT-lora.gguf [--seed 0]   # a LoRA adapter for it
 
 The model is a RANDOM-WEIGHT DEMO: 2 layers, hidden size 64, a 300-token SentencePiece-
 style vocabulary (byte fallback tokens plus letters). It loads and serves in llama.cpp,
@@ -86,13 +87,47 @@ def write(path: Path, seed: int = 0) -> Path:
     return path
 
 
+LORA_RANK = 4
+
+
+def write_lora(path: Path, seed: int = 0, rank: int = LORA_RANK) -> Path:
+    """Write a random LoRA adapter GGUF for the demo model (its attention q and v projections) to ``path``.
+
+    The layout llama.cpp's ``convert_lora_to_gguf.py`` writes and ``llama_adapter_lora_init`` reads
+    (src/llama-adapter.cpp): ``general.type`` ``adapter``, ``adapter.type`` ``lora``,
+    ``adapter.lora.alpha``; per adapted weight ``W`` a ``W.lora_a`` of ggml shape [n_in, r] and a
+    ``W.lora_b`` of [r, n_out] (numpy shapes reversed), the architecture the model's.
+    """
+    import gguf
+
+    rng = np.random.default_rng(seed + 1)
+    head_dim = HIDDEN // HEADS
+    writer = gguf.GGUFWriter(str(path), arch="llama")
+    writer.add_name("servespec random-weight demo LoRA (not a real adapter)")
+    writer.add_string("general.type", "adapter")
+    writer.add_string("adapter.type", "lora")
+    writer.add_float32("adapter.lora.alpha", float(2 * rank))
+    outputs = {"attn_q": HIDDEN, "attn_v": KV_HEADS * head_dim}
+    for layer in range(LAYERS):
+        for name, n_out in outputs.items():
+            tensor = f"blk.{layer}.{name}.weight"
+            writer.add_tensor(f"{tensor}.lora_a", (rng.standard_normal((rank, HIDDEN)) * 0.5).astype(np.float32))
+            writer.add_tensor(f"{tensor}.lora_b", (rng.standard_normal((n_out, rank)) * 0.5).astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lora", action="store_true", help="write a LoRA adapter for the demo model instead")
     args = parser.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    write(args.out, args.seed)
+    (write_lora if args.lora else write)(args.out, args.seed)
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes, random weights)")
 
 

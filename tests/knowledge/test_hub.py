@@ -46,6 +46,20 @@ REPOS: dict[str, dict[str, Any]] = {
     },
     "acme/gated-1b": {"revisions": {"main": MAIN}, "configs": {MAIN: CONFIG}, "gated": True},
     "acme/new-name": {"revisions": {"main": MAIN}, "configs": {MAIN: {**CONFIG, "num_hidden_layers": 20}}},
+    # a PEFT adapter: adapter_config.json only (issue 24, ADP002 reads its rank from the Hub)
+    "acme/sql-lora": {
+        "revisions": {"main": MAIN},
+        "configs": {MAIN: {}},
+        "files": {
+            "adapter_config.json": {
+                "base_model_name_or_path": "acme/open-1b",
+                "peft_type": "LORA",
+                "r": 64,
+                "lora_alpha": 128,
+                "target_modules": ["q_proj", "v_proj"],
+            }
+        },
+    },
 }
 RENAMED = {"acme/old-name": "acme/new-name"}
 
@@ -123,10 +137,11 @@ class _Hub(BaseHTTPRequestHandler):
             if entry is None:
                 return
             sha = _sha(entry, revision)
-            if sha is None or name != "config.json":
+            files = entry.get("files", {})
+            if sha is None or (name != "config.json" and name not in files):
                 self._refuse(404, "EntryNotFound" if sha else "RevisionNotFound")
                 return
-            body = json.dumps(entry["configs"][sha]).encode()
+            body = json.dumps(files[name] if name in files else entry["configs"][sha]).encode()
             self._send(body, {"X-Repo-Commit": sha, "ETag": f'"{sha[:8]}{len(body)}"', "Content-Type": "text/plain"})
             return
         self._refuse(404, "EntryNotFound")
@@ -285,3 +300,17 @@ def test_lock_reports_models_it_cannot_resolve(hub: str, tmp_path: Path) -> None
     assert "app.yaml:5:" in result.stderr and "REF005" in result.stderr and "set HF_TOKEN" in result.stderr
     message = result.stderr.split("REF005", 1)[1]  # the finding's text, after the file as it was named
     assert "Traceback" not in result.stderr and str(tmp_path) not in message
+
+
+def test_an_adapters_rank_is_read_from_the_hub_with_hub(hub: str, tmp_path: Path) -> None:
+    """adapter_config.json from the Hub (knowledge/adapters.py via hub.fetch_json): its rank 64 is over vLLM's
+    default max_lora_rank 16, which the release refuses (ADP002); without --hub nothing is asked."""
+    extra = "  adapters: [{name: sql, source: acme/sql-lora}]\n"
+    spec = _spec(tmp_path, "acme/open-1b", extra)
+    plain = CliRunner().invoke(main, ["validate", str(spec)])
+    assert "ADP002" not in plain.stdout
+    assert not [r for r in _Hub.requests if "sql-lora" in r[1]]
+    with_hub = CliRunner().invoke(main, ["validate", "--hub", str(spec)])
+    assert "ADP002" in with_hub.stdout and "rank 64" in with_hub.stdout, with_hub.stdout
+    assert "the Hub's adapter_config.json" in with_hub.stdout
+    assert ("GET", "/acme/sql-lora/resolve/" + MAIN + "/adapter_config.json", "") in _Hub.requests

@@ -263,6 +263,7 @@ def test_fields_that_are_not_docker_arguments_change_neither_side(role: ModuleTy
         native=NativeUnit(
             "systemd", "servespec-other.service", "servespec-other.service", LMS, ((LMS, "daemon", "up"),), ()
         ),
+        smoke_adapters=("sql-lora",),
     )
     informational = {item.name for item in fields(ContainerSpec) if not item.metadata.get("docker")}
     assert {name for name in informational if getattr(changed, name) == getattr(spec, name)} == set()

@@ -47,7 +47,7 @@ RECIPES = TESTS / "data" / "recipes"
 ENGINES = ("vllm", "sglang", "tgi", "ollama", "tensorrt-llm", "llama.cpp")
 ENGINES += ("xinference", "ktransformers", "lmstudio", "openllm")  # the four platforms of issue 12
 MIN_RECIPES = {"xinference": 2, "ktransformers": 1, "lmstudio": 1, "openllm": 2}  # the others: 4 each
-KINDS = ("single-gpu", "tensor-parallel", "multi-node", "quantized", "long-context")
+KINDS = ("single-gpu", "tensor-parallel", "multi-node", "quantized", "long-context", "lora", "speculative")
 PARSED = ("vllm", "sglang", "ktransformers")  # compared through the release's own parser; the others by catalog
 
 # Recipes that fail until a fix of issue 12 lands: (check, recipe id) -> the item it waits for.

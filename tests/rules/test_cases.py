@@ -42,12 +42,26 @@ def run_case(rule: str, case: dict[str, Any], root: Path) -> list[tuple[str, str
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
     old = Path.cwd()
+    # A case's `hf-cache/` files are the controller's Hugging Face cache (an adapter's adapter_config.json)
+    cache = root / "hf-cache" if any(name.startswith("hf-cache/") for name in case["files"]) else None
+    saved = os.environ.get("HF_HUB_CACHE")
     os.chdir(root)
+    if cache is not None:
+        os.environ["HF_HUB_CACHE"] = str(cache)
     try:
-        specs = [Path(name) for name in case["files"] if name.endswith((".yaml", ".yml"))]
+        specs = [
+            Path(name)
+            for name in case["files"]
+            if name.endswith((".yaml", ".yml")) and not name.startswith("hf-cache/")
+        ]
         findings = check_fleet(load_fleet(specs))
     finally:
         os.chdir(old)
+        if cache is not None:
+            if saved is None:
+                os.environ.pop("HF_HUB_CACHE", None)
+            else:
+                os.environ["HF_HUB_CACHE"] = saved
     return sorted((f.rule, f.file, f.line) for f in findings if f.rule == rule)
 
 

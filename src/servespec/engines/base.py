@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from servespec.engines.catalog import Catalog, EngineRelease, Selection, capability
@@ -96,10 +97,12 @@ class Known(Protocol):
 class EngineCheck:
     """A problem one engine's own rules find (reported by the generic rule ``rule``)."""
 
-    rule: Literal["ENG002", "ENG003", "TOPO004", "PAR003", "PAR006"]
+    rule: Literal["ENG002", "ENG003", "TOPO004", "PAR003", "PAR006", "ADP002", "ADP003", "SPD001"]
     path: tuple[str | int, ...]
     message: str
     hint: str = ""
+    error: bool | None = None
+    """True: an error (the release's own refusal), False: a warning; None: the rule's own level."""
 
 
 class Engine:
@@ -118,6 +121,23 @@ class Engine:
     """A host-native engine's one executable name (its unit runs nothing else: ENG008); None for container engines."""
     unmaintained: Unmaintained | None = None
     """Set by a unit whose upstream publishes no more releases (ENG007 reports it); None while it is maintained."""
+    adapter_option: str | None = None
+    """The release option its render loads ``model.adapters`` with (vLLM ``lora_modules``); None: it renders none
+    (ADP001 reports them). A release whose catalog lacks the option renders none either."""
+    adapters_in_modelfile: bool = False
+    """Adapters become models of their own, built by the Modelfile's ``ADAPTER`` (Ollama): no release option."""
+    adapters_by_name: bool = True
+    """Whether a request selects an adapter by its name as ``model`` (llama.cpp applies its ``--lora`` to all)."""
+    adapter_formats: tuple[str, ...] = ("hub", "folder")
+    speculative_methods: Mapping[str, str] = MappingProxyType({})
+    """``model.speculative.method`` -> the engine's own name for it (vLLM ``draft`` -> ``draft_model``); a method
+    not listed is not rendered (SPD001 reports it)."""
+    speculative_checked: Mapping[str, str] = MappingProxyType({})
+    """method -> the earliest release servespec read it in; an earlier release gets an SPD001 warning."""
+    speculative_refused: Mapping[str, tuple[str, str, str]] = MappingProxyType({})
+    """method -> (a release read refusing it, the first release read accepting it again, the refusal's pinned
+    source): SPD001 reports the first as an error, the releases between as warnings."""
+    """The adapter sources its render takes: ``hub`` (a repo id), ``folder`` (a host folder), ``gguf`` (a file)."""
 
     def __repr__(self) -> str:
         return f"<engine {self.name}>"
@@ -196,6 +216,14 @@ class Engine:
     def checks(self, known: Known) -> Iterator[EngineCheck]:
         """Engine-specific option problems, read from the effective options (``known.effective``)."""
         return iter(())
+
+    def speculative_problem(self, known: Known) -> str:
+        """Why ``model.speculative`` is not rendered for this release ('' when it is): a method the unit does not
+        map (``speculative_methods``); units refine it with their release's options (SPD001 reports it)."""
+        speculative = known.deployment.spec.model.speculative
+        if speculative is None or speculative.method in self.speculative_methods:
+            return ""
+        return f"servespec renders no {speculative.method} speculative decoding for {known.profile.title}"
 
     def default_served_name(self, known: Known) -> str | None:
         """The name the engine serves when the spec names none, where the unit knows it better than the

@@ -149,6 +149,10 @@ class Target:
     """Every name the deployment is served under: :attr:`served_name`, then ``serving.model_aliases``."""
     model_roots: list[str]
     """The inventory's ``defaults.model_roots``: host folders a local path may name."""
+    adapters: list[AdapterPath] = field(default_factory=list)
+    """``model.adapters`` as the engine reads them inside the container (render/common.py ``adapter_paths``)."""
+    draft: AdapterPath | None = None
+    """``model.speculative.draft`` as the engine reads it (named ``draft``), the same way as an adapter."""
 
     @property
     def spec(self) -> Any:
@@ -198,6 +202,34 @@ class Target:
         return [str(arg) for arg in self.spec.engine.extra_args]
 
 
+@dataclass(frozen=True)
+class AdapterPath:
+    """One ``model.adapters`` entry as the engine reads it: the name clients send and the path inside the container.
+
+    ``path`` is the staged snapshot folder in the engine's Hub cache (a Hub adapter at a commit), the
+    host path itself (mounted read-only at the same path), or the Hub id where the engine fetches it
+    (``staged`` False: a branch revision, or an engine without a Hub cache servespec stages into).
+    """
+
+    name: str
+    path: str
+    source: str
+    local: bool
+    staged: bool
+
+    @property
+    def kind(self) -> str:
+        """``hub`` (a repo id), ``gguf`` (a GGUF file on the hosts) or ``folder`` (a host folder)."""
+        if not self.local:
+            return "hub"
+        return "gguf" if self.source.endswith(".gguf") else "folder"
+
+    @property
+    def pair(self) -> str:
+        """``name=path``: vLLM ``--lora-modules``, SGLang ``--lora-paths`` and TGI ``LORA_ADAPTERS`` read this."""
+        return f"{self.name}={self.path}"
+
+
 @dataclass
 class EngineContainer:
     """What an engine module decides about its container."""
@@ -224,6 +256,28 @@ def engine_container(target: Target) -> EngineContainer:
     """The engine's container on one host: its unit's ``render.py`` ``context(target)`` (imported on first use)."""
     container: EngineContainer = importlib.import_module(f"{target.known.engine.package}.render").context(target)
     return container
+
+
+def loadable_adapters(target: Target) -> list[AdapterPath]:
+    """The ``model.adapters`` the engine release loads: its unit names an adapter option the release's catalog
+    has (``Engine.adapter_option``), and the adapter is in a form the unit takes (``adapter_formats``).
+    ADP001 reports the others, which are not rendered."""
+    engine = target.known.engine
+    option = engine.adapter_option
+    if engine.adapters_in_modelfile:
+        option = None
+    elif option is None or (target.release is not None and target.option(option) is None):
+        return []
+    return [adapter for adapter in target.adapters if adapter.kind in engine.adapter_formats]
+
+
+def speculative_method(target: Target) -> str | None:
+    """The engine's name for ``model.speculative.method``, or None (no speculative decoding, or one the unit does
+    not render: SPD001)."""
+    speculative = target.spec.model.speculative
+    if speculative is None:
+        return None
+    return target.known.engine.speculative_methods.get(speculative.method)
 
 
 def served_name_options(target: Target) -> dict[str, Any]:

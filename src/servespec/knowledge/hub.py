@@ -284,3 +284,29 @@ def fetch(source: str, revision: str | None, token: str | None) -> HubAnswer:
         return HubAnswer(problem=_problem(err, source, revision))
     weight_bytes, by_dtype = _weights(info)
     return HubAnswer(config, info.id, info.sha, weight_bytes, by_dtype)
+
+
+def fetch_json(source: str, revision: str | None, token: str | None, name: str) -> HubAnswer:
+    """One JSON file (``adapter_config.json``) of ``source`` at ``revision`` from the Hub, as :func:`fetch` reads
+    ``config.json``: bounded, checked, never raising for the Hub's answers (``config`` holds the file)."""
+    if offline():
+        return HubAnswer(problem=f"{printable(source)} on the Hub not asked: HF_HUB_OFFLINE is set")
+    try:
+        from huggingface_hub import hf_hub_url
+    except ImportError:
+        return HubAnswer(problem="the huggingface_hub package is not installed (pip install huggingface_hub)")
+    from servespec.spec.paths import MAX_REFERENCED_BYTES
+
+    hub = endpoint()
+    headers = _headers(token)
+    try:
+        info = model_info(hub, source, revision, headers)
+        url = hf_hub_url(info.id, name, revision=info.sha, endpoint=hub)
+        config = _config(get(url, headers, MAX_REFERENCED_BYTES, name), name)
+    except (HubRefusal, ValueError) as err:
+        if type(err).__module__.startswith("huggingface_hub"):
+            return HubAnswer(problem=_problem(err, source, revision))
+        return HubAnswer(problem=f"{printable(source)} on the Hub: {printable(str(err))[:160]}")
+    except Exception as err:
+        return HubAnswer(problem=_problem(err, source, revision))
+    return HubAnswer(config, info.id, info.sha)

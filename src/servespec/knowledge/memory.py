@@ -138,6 +138,12 @@ class EstimateInput:
     capacity, llama.cpp's ``--fit``); None when the spec sets one."""
     host_memory_total_gib: float | None = None
     """The host's RAM, where layers a GGUF engine keeps off the GPUs live (None: not in the inventory)."""
+    adapters: int = 0
+    """``model.adapters`` entries: an engine that reserves LoRA slots at start-up (vLLM) counts them."""
+    speculative: str | None = None
+    """``model.speculative.method`` (None: no speculative decoding)."""
+    draft: ModelFacts | None = None
+    """The draft model's facts (``model.speculative.draft``) when known."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,9 @@ class GpuEstimate:
     """Why: ``model.max_model_len``, or the engine's default for the release and how it was found."""
     offload: Offload | None = None
     """Layers a GGUF engine keeps in host memory (None: every layer on the GPUs)."""
+    beside_gib: float = 0.0
+    """GiB per GPU that adapters or a draft model take beside the model (vLLM's LoRA slots), counted in
+    ``overhead_gib``: MEM007 reports a KV cache they leave too small."""
     one_sequence_floor_gib: float | None = None
     """The least one sequence can need when the release's KV layout for this model is not known
     (a hybrid model on a release whose hybrid-manager fact is not catalogued): full-attention
@@ -376,8 +385,11 @@ def finish(
     block: int,
     notes: list[str],
     claimed: float,
+    extra_per_token: float = 0.0,
 ) -> GpuEstimate:
+    """The plan of one KV layout where every layer caches every token (``extra_per_token``: a draft's KV bytes)."""
     per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
+    per_token += extra_per_token
     usable = max(kv_gib, 0.0)
     blocks = int(usable * GIB // (per_token * block)) if per_token else 0
     return plan(inp, total, weights, overhead, kv_gib, blocks * block, per_token, claimed, notes)

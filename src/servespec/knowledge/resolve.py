@@ -20,6 +20,7 @@ from servespec.engines.options import Setting, coerce, extra_arg_settings, neste
 from servespec.knowledge import gpus, sources
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import GIB, EstimateInput, GpuEstimate, default_context, weight_bytes
+from servespec.knowledge.models import ModelFacts
 from servespec.knowledge.sources import ModelAnswer
 from servespec.spec.fleet import DeploymentDoc, HostView
 from servespec.spec.models import duration_seconds
@@ -248,6 +249,9 @@ class Resolved:
             context_basis=basis,
             context_default=release.facts.context_default if unset and release else None,
             host_memory_total_gib=host_ram_gib,
+            adapters=len(spec.model.adapters),
+            speculative=spec.model.speculative.method if spec.model.speculative else None,
+            draft=_draft_facts(self.deployment) if spec.model.speculative else None,
         )
 
     def _estimate(self, host: HostView) -> GpuEstimate | None:
@@ -260,6 +264,12 @@ class Resolved:
             hardware.model if hardware.count else None, memory, gpu_count=seen, host_ram_gib=memory
         )
         return self.engine.estimate(inp) if inp is not None else None
+
+
+def _draft_facts(deployment: DeploymentDoc) -> ModelFacts | None:
+    from servespec.knowledge.adapters import draft_facts
+
+    return draft_facts(deployment)
 
 
 def resolved(deployment: DeploymentDoc) -> Resolved:

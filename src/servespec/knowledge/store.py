@@ -11,6 +11,7 @@ of the image, the read-only model folder) is reported by ENG006 instead (:func:`
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from servespec import hostpaths
@@ -106,3 +107,31 @@ def mounts(deployment: DeploymentDoc, default: str) -> list[str]:
         if not inside and path not in out:
             out.append(path)
     return out
+
+
+def hub_cache_inside(deployment: DeploymentDoc, env: Mapping[str, str]) -> str | None:
+    """Where the engine's huggingface_hub keeps the Hub cache inside the container, given its environment
+    (None: the engine keeps no Hub cache servespec knows; see rollout.staging.container_hub_cache)."""
+    from servespec.engines.catalog import version_key
+
+    known = resolve.resolved(deployment)
+    for key in ("download_dir", "huggingface_hub_cache"):
+        setting = known.effective.get(key)
+        if setting is not None and isinstance(setting.value, str) and setting.value.startswith("/"):
+            return posixpath.normpath(setting.value)
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if env.get(name, "").startswith("/"):
+            return posixpath.normpath(env[name])
+    if env.get("HF_HOME", "").startswith("/"):
+        return posixpath.join(posixpath.normpath(env["HF_HOME"]), "hub")
+    if env.get("XDG_CACHE_HOME", "").startswith("/"):
+        return posixpath.join(posixpath.normpath(env["XDG_CACHE_HOME"]), "huggingface", "hub")
+    store = known.profile.model_store
+    default = store.hub_cache if store is not None else None
+    if store is None or default is None:
+        return None
+    release = version_key(deployment.spec.engine.version)
+    for before, path in sorted(store.hub_cache_before.items(), key=lambda item: version_key(item[0])):
+        if release < version_key(before):
+            return path
+    return default

@@ -34,6 +34,7 @@ def _gpus(row: HostEstimate) -> tuple[GpuMemory, ...]:
             kv_tokens=plan.kv_tokens,
             max_sequences=round(plan.max_sequences, GIB_DIGITS),
             context_tokens=plan.context_tokens,
+            beside_gib=round(plan.beside_gib, GIB_DIGITS),
         )
         for index in row.gpu_indices or [0]
     )

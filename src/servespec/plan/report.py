@@ -78,8 +78,11 @@ def _groups(gpus: Sequence[GpuChange]) -> list[tuple[str, GpuChange]]:
 
 def _memory_line(gpu: GpuChange) -> str:
     before, after = gpu.before, gpu.after
+    beside = any(g is not None and g.beside_gib for g in (before, after))
     return (
-        f"weights {_pair(before, after, 'weights_gib')} GiB, KV cache {_pair(before, after, 'kv_cache_gib')} GiB, "
+        f"weights {_pair(before, after, 'weights_gib')} GiB, "
+        + (f"adapters/draft {_pair(before, after, 'beside_gib')} GiB, " if beside else "")
+        + f"KV cache {_pair(before, after, 'kv_cache_gib')} GiB, "
         f"{_pair(before, after, 'max_sequences')} sequences of {_pair(before, after, 'context_tokens')} tokens"
     )
 

@@ -20,7 +20,7 @@ from typing import Any
 GIB_DIGITS = 2
 """GiB and sequence counts are rounded to this many decimals (the plan is compared byte for byte)."""
 
-_VALUES = ("weights_gib", "kv_cache_gib", "kv_tokens", "max_sequences", "context_tokens")
+_VALUES = ("weights_gib", "kv_cache_gib", "kv_tokens", "max_sequences", "context_tokens", "beside_gib")
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,12 @@ class GpuMemory:
     max_sequences: float
     """Sequences of ``context_tokens`` tokens the KV cache holds at once."""
     context_tokens: int
+    beside_gib: float = 0.0
+    """GiB that LoRA slots and a speculative draft take beside the weights (the estimate's ``beside_gib``)."""
 
     def values(self) -> dict[str, float | int]:
-        """The compared numbers, by name."""
-        return {name: getattr(self, name) for name in _VALUES}
+        """The compared numbers, by name (``beside_gib`` only where adapters or a draft take some)."""
+        return {name: getattr(self, name) for name in _VALUES if name != "beside_gib" or self.beside_gib}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GpuMemory:
@@ -74,7 +76,8 @@ def _delta(before: GpuMemory | None, after: GpuMemory | None) -> dict[str, float
     if before is None or after is None:
         return None
     old, new = before.values(), after.values()
-    return {name: round(new[name] - old[name], GIB_DIGITS) for name in _VALUES}
+    names = [name for name in _VALUES if name in old or name in new]
+    return {name: round(new.get(name, 0) - old.get(name, 0), GIB_DIGITS) for name in names}
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,23 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import posixpath
+import re
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from servespec import hostpaths
-from servespec.engines.kit import CONFIG_DIR, EngineContainer, RenderError, Target, Volume, engine_host, resolve_timeout
+from servespec.engines.kit import (
+    CONFIG_DIR,
+    AdapterPath,
+    EngineContainer,
+    RenderError,
+    Target,
+    Volume,
+    engine_host,
+    loadable_adapters,
+    resolve_timeout,
+)
 from servespec.knowledge import resolve
 from servespec.knowledge.served import served_names
 from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port
@@ -45,10 +57,78 @@ def targets(deployment: DeploymentDoc) -> list[Target]:
         leader = hosts[replica * group]
         gpu_ids = [] if resolve.host_gpus(host).count == 0 else list(ids)
         target = Target(
-            deployment, host, replica, rank, leader, group, options, known.release, known, gpu_ids, list(names), roots
+            deployment,
+            host,
+            replica,
+            rank,
+            leader,
+            group,
+            options,
+            known.release,
+            known,
+            gpu_ids,
+            list(names),
+            roots,
+            adapter_paths(deployment, roots),
+            draft_path(deployment, roots),
         )
         out.append(target)
     return out
+
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def hub_snapshot(cache: str, repo: str, commit: str) -> str:
+    """A Hub repo's snapshot folder at a commit in a huggingface_hub cache (file_download.py ``repo_folder_name``:
+    ``models--{org}--{name}``, then ``snapshots/{commit}``; huggingface_hub v2.4.0)."""
+    return posixpath.join(cache, "models--" + repo.replace("/", "--"), "snapshots", commit)
+
+
+def adapter_paths(deployment: DeploymentDoc, roots: list[str]) -> list[AdapterPath]:
+    """``model.adapters`` as the engine reads them inside its container (:func:`beside_path`)."""
+    return [
+        beside_path(deployment, roots, adapter.name, str(adapter.source), adapter.revision, f"model.adapters[{index}]")
+        for index, adapter in enumerate(deployment.spec.model.adapters)
+    ]
+
+
+def draft_path(deployment: DeploymentDoc, roots: list[str]) -> AdapterPath | None:
+    """``model.speculative.draft`` as the engine reads it (:func:`beside_path`), or None."""
+    speculative = deployment.spec.model.speculative
+    if speculative is None or speculative.draft is None:
+        return None
+    draft = str(speculative.draft)
+    return beside_path(deployment, roots, "draft", draft, speculative.draft_revision, "model.speculative.draft")
+
+
+def beside_path(
+    deployment: DeploymentDoc, roots: list[str], name: str, source: str, revision: str | None, where: str
+) -> AdapterPath:
+    """A checkpoint loaded beside the model (an adapter, a draft) as the engine reads it inside its container.
+
+    A host path must lie inside the model roots (the renderer's own check, as for ``model.source``:
+    SEC004) and is mounted read-only at the same path (:func:`model_volumes`). A Hub repository at a
+    commit is staged into the host's model cache like the weights (rollout/staging.py
+    ``beside_vars``), so the engine reads its snapshot folder; a branch, or an engine whose cache is
+    not staged, leaves the Hub id to the engine (vLLM's ``get_adapter_absolute_path`` downloads one).
+    """
+    from servespec.knowledge import store
+
+    if hostpaths.is_local_path(source):
+        problem = hostpaths.local_source_problem(source, roots)
+        if problem:
+            raise UnsafeModelPathError(f"{where}.source: {problem}" if "adapters" in where else f"{where}: {problem}")
+        return AdapterPath(name, source, source, local=True, staged=False)
+    # staged only where the weights are: an engine reading its model from its profile's Hub cache (cache_mode)
+    model_store = resolve.resolved(deployment).profile.model_store
+    stages = model_store is not None and model_store.hub_cache is not None
+    stages = stages and not hostpaths.is_local_path(str(deployment.spec.model.source))
+    env = {str(k): str(v) for k, v in deployment.spec.engine.env.items()}
+    cache = store.hub_cache_inside(deployment, env) if stages else None
+    if cache is not None and COMMIT.fullmatch(str(revision or "")):
+        return AdapterPath(name, hub_snapshot(cache, source, str(revision)), source, local=False, staged=True)
+    return AdapterPath(name, source, source, local=False, staged=False)
 
 
 def content_hash(target: Target) -> str:
@@ -133,6 +213,11 @@ def model_volumes(target: Target, container_cache: str) -> list[Volume]:
     if hostpaths.is_local_path(source):
         folder = local_model_folder(source, target.model_roots)
         volumes.append(Volume(folder, folder, "ro"))
+    for adapter in [*target.adapters, *([target.draft] if target.draft else [])]:
+        folder = hostpaths.mounted_folder(adapter.path) if adapter.local else ""
+        inside = any(v.host == v.container and (folder + "/").startswith(v.container + "/") for v in volumes)
+        if folder and not inside:
+            volumes.append(Volume(folder, folder, "ro"))
     return volumes
 
 
@@ -217,6 +302,7 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         },
         files=tuple(sorted(engine.files)),
         native=engine.native,
+        smoke_adapters=served_adapters(target),
     )
 
 
@@ -238,6 +324,13 @@ def secret_environment(
             )
         own[name] = reference.model_dump(exclude_none=True)
     return dict(sorted(own.items()))
+
+
+def served_adapters(target: Target) -> tuple[str, ...]:
+    """The adapter names the rendered engine serves by name (what the smoke test asks for besides the model)."""
+    if not target.known.engine.adapters_by_name or target.role != "leader":
+        return ()
+    return tuple(adapter.name for adapter in loadable_adapters(target))
 
 
 DEFAULT_PROBE_REACHES = (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::"))

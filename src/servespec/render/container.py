@@ -154,6 +154,10 @@ class ContainerSpec:
     labels: Mapping[str, str] = field(metadata=DOCKER)
     files: tuple[str, ...] = field(metadata=read_by("informational: the host's rendered files beside container.yaml"))
     native: NativeUnit | None = field(default=None, metadata=read_by("servespec_native: a host-native unit"))
+    smoke_adapters: tuple[str, ...] = field(
+        default=(), metadata=read_by("servespec_probe: adapter names the smoke test also asks for (model.adapters)")
+    )
+    """The ``model.adapters`` names the engine serves by name (left out of the mapping when empty)."""
     """A host-native engine's systemd unit (engines/kit.py); None for a container (left out of the mapping)."""
 
     def __post_init__(self) -> None:
@@ -211,6 +215,8 @@ class ContainerSpec:
         )
         if self.native is not None:
             out["native"] = self.native.to_json()
+        if self.smoke_adapters:
+            out["smoke_adapters"] = list(self.smoke_adapters)
         return out
 
 

@@ -75,6 +75,8 @@ class HostVars:
     """The spec's model.source."""
     served_names: tuple[str, ...] = ()
     """The names the model is served under (Ollama creates one model per name)."""
+    adapter_models: tuple[str, ...] = ()
+    """Adapter names Ollama creates as models, the Nth from the rendered ``Modelfile.adapter-N``."""
     after_start: tuple[str, ...] = ()
     """The steps the role runs once the container is up, as the engine's profile declares them (``after_start``)."""
     weights_repo: str = ""
@@ -97,6 +99,15 @@ class HostVars:
     """Host path the model archive is copied to (inside the repository's cache folder)."""
     weights_archive_repo: str = ""
     """The Hub repository id the archive's snapshot is filed under."""
+    beside_repos: tuple[str, ...] = ()
+    """Hub repositories loaded beside the model (``model.adapters``, the speculative draft) to stage with the
+    weights (same endpoint and cache); empty: none."""
+    beside_revisions: tuple[str, ...] = ()
+    """The commit of each of beside_repos."""
+    beside_endpoint: str = ""
+    """Hub endpoint or mirror they are staged from."""
+    beside_cache: str = ""
+    """Host folder of the engine's Hub cache they are staged into."""
     rollout_path: Literal["", "surge", "in_place"] = ""
     """rollout.strategy auto: start the new revision beside the old one (surge) or in place; empty: stop, then start."""
     gpu_wait: tuple[int, ...] = ()

@@ -28,7 +28,14 @@ from servespec.rollout.errors import RolloutError
 from servespec.rollout.inventory import Hosts, HostVars
 from servespec.rollout.local_files import archive_path, link_into, resolve_secrets, secret_values, write_secrets
 from servespec.rollout.runner import EventHandler, Report, RunResult
-from servespec.rollout.staging import secrets_folder, stage, weights_plan, weights_progress, weights_vars
+from servespec.rollout.staging import (
+    beside_vars,
+    secrets_folder,
+    stage,
+    weights_plan,
+    weights_progress,
+    weights_vars,
+)
 from servespec.rollout.state import HostOutcome
 from servespec.rules.rollout import replica_count, unavailable
 from servespec.spec.fleet import DeploymentDoc, Fleet
@@ -104,6 +111,8 @@ def apply_deployment(
             role=container.role,
             model_roots=tuple(views[action.host].inventory.spec.defaults.model_roots),
             **weights_vars(weights_plan(deployment, container, standin=bool(options.standin_image)), deployment),
+            **beside_vars(deployment, container, standin=bool(options.standin_image)),
+            adapter_models=tuple(container.smoke_adapters) if "modelfile" in common.after_start else (),
             **surge.proxy_vars(deployment, action.strategy),
         )
         hosts[action.host] = (views[action.host], _archives_linked(host_vars, workdir).to_vars())

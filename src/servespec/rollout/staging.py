@@ -112,31 +112,9 @@ def container_hub_cache(deployment: DeploymentDoc, container: ContainerSpec) -> 
     ``HF_HOME=/data``); an engine whose profile names none fetches its model itself (llama.cpp's
     ``--hf-repo`` picks one GGUF file, Ollama pulls from its registry), and nothing is staged.
     """
-    from servespec.engines.catalog import version_key
-    from servespec.knowledge import resolve
+    from servespec.knowledge import store
 
-    known = resolve.resolved(deployment)
-    env = container.environment
-    for key in ("download_dir", "huggingface_hub_cache"):
-        setting = known.effective.get(key)
-        if setting is not None and isinstance(setting.value, str) and setting.value.startswith("/"):
-            return posixpath.normpath(setting.value)
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if env.get(name, "").startswith("/"):
-            return posixpath.normpath(env[name])
-    if env.get("HF_HOME", "").startswith("/"):
-        return posixpath.join(posixpath.normpath(env["HF_HOME"]), "hub")
-    if env.get("XDG_CACHE_HOME", "").startswith("/"):
-        return posixpath.join(posixpath.normpath(env["XDG_CACHE_HOME"]), "huggingface", "hub")
-    store = known.profile.model_store
-    default = store.hub_cache if store is not None else None
-    if store is None or default is None:
-        return None
-    release = version_key(deployment.spec.engine.version)
-    for before, path in sorted(store.hub_cache_before.items(), key=lambda item: version_key(item[0])):
-        if release < version_key(before):
-            return path
-    return default
+    return store.hub_cache_inside(deployment, container.environment)
 
 
 def host_path(container: ContainerSpec, inside: str) -> str | None:
@@ -188,6 +166,37 @@ def weights_plan(deployment: DeploymentDoc, container: ContainerSpec, *, standin
     endpoint = named or HUB_ENDPOINT
     revision = str(deployment.spec.model.revision or "main")
     return WeightsPlan("hub", source, revision, endpoint, cache, locked)
+
+
+def beside_vars(deployment: DeploymentDoc, container: ContainerSpec, *, standin: bool = False) -> dict[str, Any]:
+    """The HostVars fields staging what the engine loads beside the model (``beside_*``): each Hub adapter and the
+    speculative draft at a commit, fetched by the weights module into the same cache as the weights, before the
+    running revision stops.
+
+    Only what the render points the engine at (render/common.py ``beside_path``: the snapshot
+    folder at the commit) is staged; a host path is mounted as it is, and a branch revision or an
+    engine without a staged Hub cache leaves the repository to the engine.
+    """
+    from servespec.render.common import COMMIT
+
+    model = deployment.spec.model
+    wanted = [(str(a.source), str(a.revision or "")) for a in model.adapters]
+    if model.speculative is not None and model.speculative.draft is not None:
+        wanted.append((str(model.speculative.draft), str(model.speculative.draft_revision or "")))
+    hub = [(repo, rev) for repo, rev in wanted if not hostpaths.is_local_path(repo) and COMMIT.fullmatch(rev)]
+    if not hub or hostpaths.is_local_path(str(model.source)):
+        return {}
+    inside = container_hub_cache(deployment, container)
+    cache = host_path(container, inside) if inside is not None else None
+    named = container.environment.get("HF_ENDPOINT", "").strip().rstrip("/")
+    if cache is None or (standin and not named):
+        return {}
+    return {
+        "beside_repos": tuple(repo for repo, _ in hub),
+        "beside_revisions": tuple(rev for _, rev in hub),
+        "beside_endpoint": named or HUB_ENDPOINT,
+        "beside_cache": cache,
+    }
 
 
 def file_sha256(path: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from servespec.rules.adapters import AdapterConfigMismatch, AdapterRankAboveLimit, AdaptersNotServed
 from servespec.rules.base import Rule
 from servespec.rules.engine_options import InconsistentEngineOptions, InvalidEngineOptionValue, UnknownEngineOption
 from servespec.rules.hardware import (
@@ -16,6 +17,7 @@ from servespec.rules.launch import LaunchWords, ServedNameNotRendered
 from servespec.rules.launch_code import InstallAtLaunch, TrustRemoteCode
 from servespec.rules.maintenance import UnmaintainedEngine
 from servespec.rules.memory import (
+    BesideTheModel,
     ContextBeyondModel,
     FewerSequencesThanBatch,
     NoRoomForKvCache,
@@ -41,6 +43,7 @@ from servespec.rules.security import (
     ModelPathOutsideRoots,
     RevisionNotPinned,
 )
+from servespec.rules.speculative import SpeculativeNotRendered
 from servespec.rules.topology import AcsBlocksPeerToPeer, KtThreadsVsNuma, ReplicaAcrossNuma, TensorParallelOverPcie
 
 ALL_RULES: tuple[type[Rule], ...] = (
@@ -59,6 +62,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     FewerSequencesThanBatch,
     SharedGpuOversubscribed,
     ContextBeyondModel,
+    BesideTheModel,
     ModelCacheTooSmall,
     HeadsNotDivisible,
     NotEnoughGpus,
@@ -82,6 +86,10 @@ ALL_RULES: tuple[type[Rule], ...] = (
     UnmaintainedEngine,
     HostNativeField,
     ServedNameNotRendered,
+    AdaptersNotServed,
+    AdapterRankAboveLimit,
+    AdapterConfigMismatch,
+    SpeculativeNotRendered,
     LaunchWords,
     ModelStoreOutsideCache,
     PortConflict,

@@ -122,7 +122,7 @@ class WeightsDoNotFit(Rule):
                     severity=severity,
                 )
                 continue
-            budget = plan.total_gib - plan.overhead_gib
+            budget = plan.total_gib - plan.overhead_gib + plan.beside_gib  # adapters' or a draft's share: MEM007
             if plan.weights_gib <= budget:
                 continue
             spec = deployment.spec
@@ -190,6 +190,8 @@ class NoRoomForKvCache(Rule):
             need = plan.kv_cache_gib if gguf else plan.one_sequence_gib
             if free >= need - 0.005:  # the plan's GiB are rounded to 0.01: a context the KV cache was sized to fits
                 continue
+            if not gguf and plan.beside_gib and free + plan.beside_gib >= need - 0.005:
+                continue  # it fits without the adapters' or the draft's share: MEM007 reports that
             fit = int(max(free, 0) * 1024**3 // plan.kv_bytes_per_token) if plan.kv_bytes_per_token else 0
             hint = f"set max_model_len ≤ {fit}, use a smaller KV-cache dtype, or add GPUs"
             if fit == 0:
@@ -373,4 +375,70 @@ class ContextBeyondModel(Rule):
                 f"(max_position_embeddings {facts.max_position_embeddings}{scaling})",
                 ("model", "max_model_len"),
                 hint=f"set max_model_len ≤ {limit}",
+            )
+
+
+class BesideTheModel(Rule):
+    """Adapters or a draft model must leave the KV cache room for one full-length sequence.
+
+    vLLM reserves its LoRA slots when the model loads, before it sizes the KV cache:
+    ``max_loras`` slots of ``max_lora_rank`` for every wrapped linear layer (qkv, o, gate_up,
+    down: ``lora_a_stacked`` and ``lora_b_stacked`` per slice, vllm/lora/layers/base_linear.py
+    ``create_lora_weights``), whatever rank the adapters have. A speculative draft's weights load
+    beside the model too (an MTP draft: one more layer of the target), and its layers' KV shares the
+    pool, so each token costs more (vllm/v1/worker/gpu_model_runner.py ``get_kv_cache_spec``).
+    Reported where the model alone leaves room for one ``max_model_len`` sequence but not with
+    these beside it (the draft's KV per token counted in the need); vLLM then
+    refuses to start as MEM002 describes. An error only when the shortfall exceeds the
+    estimator's measured error for the model's class, as MEM002.
+
+    Fix: lower ``max_loras`` or ``max_lora_rank`` (to the adapters' largest rank), lower
+    ``model.max_model_len``, or add GPUs.
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/lora/layers/base_linear.py#L36-L80 ;
+    https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/core/kv_cache_utils.py
+    """
+
+    id = "MEM007"
+    name = "memory.beside-the-model"
+    severity = Severity.ERROR
+    evidence = (
+        arithmetic("The KV cache left after the LoRA slots holds less than one sequence, beyond the measured error."),
+        refusal(_VLLM_KV_CHECK, note="vLLM refuses to start without KV room for one max_model_len sequence."),
+    )
+    summary = "adapters or a draft model leave no room for the KV cache of one sequence"
+    sources = (
+        "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/lora/layers/base_linear.py#L36-L80",
+        _VLLM_KV_CHECK,
+    )
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for known, host, plan in _estimates(fleet):
+            if not plan.beside_gib or known.profile.loads_gguf:
+                continue
+            if plan.weights_gib > plan.total_gib - plan.overhead_gib + plan.beside_gib:
+                continue  # MEM001: the weights alone do not fit
+            free, need = plan.kv_cache_gib, plan.one_sequence_gib
+            if free >= need - 0.005 or free + plan.beside_gib < need - 0.005:
+                continue  # fits, or does not fit even without them (MEM002)
+            severity, hedge = _verdict(known, need - free)
+            deployment = known.deployment
+            path: tuple[str | int, ...] = ("model", "adapters" if deployment.spec.model.adapters else "speculative")
+            for key in ("max_loras", "max_lora_rank"):
+                if key in known.effective:
+                    path = known.effective[key].path
+                    break
+            adapters, draft = bool(deployment.spec.model.adapters), deployment.spec.model.speculative is not None
+            what = "the LoRA slots and the draft model take" if adapters and draft else "the draft model takes"
+            what = "the LoRA slots take" if adapters and not draft else what
+            hints = ["lower max_loras or max_lora_rank (to the adapters' largest rank)"] if adapters else []
+            hints += ["a smaller draft (or ngram, which loads none)"] if draft else []
+            yield self.report(
+                deployment.document,
+                f"{hedge}{what} {plan.beside_gib:.2f} GiB per GPU on {host.name}'s {_gpu_label(host)}, "
+                f"leaving {max(free, 0):.2f} GiB of KV cache where a {plan.context_tokens}-token sequence needs "
+                f"{need:.2f} GiB",
+                path,
+                hint=f"{', '.join(hints)}, or a shorter model.max_model_len",
+                severity=severity,
             )

@@ -382,9 +382,15 @@ class ModelPathOutsideRoots(Rule):
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment in fleet.deployments:
-            source = str(deployment.spec.model.source)
-            if not is_local_path(source):
-                continue
-            problem = local_source_problem(source, model_roots(deployment))
-            if problem:
-                yield self.report(deployment.document, f"model.source {problem}", ("model", "source"))
+            model = deployment.spec.model
+            paths: list[tuple[str, tuple[str | int, ...]]] = [(str(model.source), ("model", "source"))]
+            paths += [(str(a.source), ("model", "adapters", i, "source")) for i, a in enumerate(model.adapters)]
+            if model.speculative is not None and model.speculative.draft is not None:
+                paths.append((str(model.speculative.draft), ("model", "speculative", "draft")))
+            for source, path in paths:
+                if not is_local_path(source):
+                    continue
+                problem = local_source_problem(source, model_roots(deployment))
+                if problem:
+                    where = ".".join(str(part) if isinstance(part, str) else f"[{part}]" for part in path)
+                    yield self.report(deployment.document, f"{where.replace('.[', '[')} {problem}", path)

@@ -276,6 +276,77 @@ class Architecture(_Model):
     ) = Field(default=None, description="Attention kind of each layer, as config.json's layer_types spells it")
 
 
+AdapterName = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._/@+-]{0,127}$"),
+    Field(
+        description="The name clients send as `model` to get the adapter: letters, digits and ._/@+-, not "
+        "starting with '-', '.', '@' or '+'; no ':' (SGLang's model:adapter syntax), '=' or ',' (the "
+        "engines' name=path lists)"
+    ),
+]
+
+
+class Adapter(_Model):
+    """One LoRA adapter served beside the model under ``name`` (spec-v1 section 6: ``model.adapters``)."""
+
+    name: AdapterName
+    source: ModelSource = Field(
+        description="Hugging Face repo id of the adapter (staged like the weights), or an absolute path on the "
+        "hosts inside the inventory's model roots (a folder; a .gguf file for llama.cpp and Ollama)"
+    )
+    revision: NonEmpty | None = Field(default=None, description="Commit sha (recommended) or branch of a Hub adapter")
+
+    @model_validator(mode="after")
+    def _path_fits_the_engines_lists(self) -> Adapter:
+        if str(self.source).startswith("/") and any(mark in str(self.source) for mark in ",=:"):
+            raise PydanticCustomError(
+                "adapter_path",
+                "an adapter's host path may not hold ',', '=' or ':': the engines' adapter lists split on them "
+                "(llama.cpp --lora, TGI LORA_ADAPTERS, name=path) and Docker's volume syntax on ':'",
+            )
+        return self
+
+
+SpeculativeMethod = Literal["eagle", "eagle3", "mtp", "ngram", "draft"]
+
+
+class Speculative(_Model):
+    """Speculative decoding (spec-v1 section 6: ``model.speculative``)."""
+
+    method: SpeculativeMethod = Field(
+        description="eagle / eagle3: an EAGLE head (draft); mtp: the model's own multi-token-prediction layers; "
+        "ngram: prompt lookup, no draft; draft: a smaller model of the same vocabulary"
+    )
+    draft: ModelSource | None = Field(
+        default=None, description="The draft model or EAGLE head: a Hugging Face repo id or a host path"
+    )
+    draft_revision: NonEmpty | None = Field(default=None, description="Commit sha (recommended) or branch")
+    num_tokens: Annotated[int, Field(ge=1, le=64)] | None = Field(
+        default=None, description="Tokens proposed per step (vLLM num_speculative_tokens, SGLang num steps)"
+    )
+
+    @model_validator(mode="after")
+    def _draft_where_needed(self) -> Speculative:
+        if self.method in ("eagle", "eagle3", "draft") and self.draft is None:
+            raise PydanticCustomError(
+                "speculative_draft",
+                "model.speculative.method {method} needs model.speculative.draft",
+                {"method": self.method},
+            )
+        if self.draft is not None and str(self.draft).startswith("/") and ":" in str(self.draft):
+            raise PydanticCustomError(
+                "speculative_draft", "a draft's host path may not hold ':' (Docker's volume syntax splits on it)"
+            )
+        if self.method in ("ngram", "mtp") and self.draft is not None:
+            raise PydanticCustomError(
+                "speculative_draft",
+                "model.speculative.method {method} uses no separate draft model: drop model.speculative.draft",
+                {"method": self.method},
+            )
+        return self
+
+
 class ModelSpec(_Model):
     source: ModelSource
     revision: NonEmpty | None = Field(default=None, description="Commit sha (recommended) or branch")
@@ -299,6 +370,12 @@ class ModelSpec(_Model):
         description="A tar archive of the model's files on the controller, relative to this file (air-gapped "
         "hosts): copied to each host and unpacked into its Hub cache at model.revision, a commit",
     )
+    adapters: list[Adapter] = Field(
+        default_factory=list,
+        max_length=256,
+        description="LoRA adapters served beside the model, each under its own name",
+    )
+    speculative: Speculative | None = Field(default=None, description="Speculative decoding")
 
     @model_validator(mode="after")
     def _archive_at_a_commit(self) -> ModelSpec:
@@ -307,6 +384,19 @@ class ModelSpec(_Model):
                 "archive_revision",
                 "model.archive needs model.revision set to the 40-hex commit the files are filed under",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _adapter_names_unique(self) -> ModelSpec:
+        seen: set[str] = set()
+        for adapter in self.adapters:
+            if adapter.name in seen:
+                raise PydanticCustomError(
+                    "adapter_name",
+                    "model.adapters names {name} twice: each adapter needs its own name",
+                    {"name": adapter.name},
+                )
+            seen.add(adapter.name)
         return self
 
 

@@ -11,7 +11,8 @@ description:
     the deployment's health timeout passes; fails early when the container exits.
   - With I(smoke_test), then sends one /v1/completions request and requires generated text. It names
     serving.model_name (container.json C(model_name)) where the spec gives one, else the first model
-    the engine lists in /v1/models: never a name the engine was not told.
+    the engine lists in /v1/models: never a name the engine was not told. Then one request per LoRA
+    adapter the engine serves by name (container.json C(smoke_adapters)), naming the adapter.
 options:
   deployment: {description: Deployment name, required: true, type: str}
   number: {description: Revision being checked, required: true, type: int}
@@ -106,8 +107,10 @@ def _smoke_model(spec, key):
     return (listed[0] if listed else None), listed
 
 
-def _smoke(spec, key):
-    model, listed = _smoke_model(spec, key)
+def _smoke(spec, key, model=None):
+    listed = None
+    if model is None:
+        model, listed = _smoke_model(spec, key)
     body = {"prompt": "Hello", "max_tokens": 4, "temperature": 0, **({"model": model} if model else {})}
     request = urllib.request.Request(
         base_url(spec) + "/v1/completions", data=json.dumps(body).encode(), headers=_headers(key)
@@ -123,6 +126,18 @@ def _smoke(spec, key):
     if not choices or not isinstance(choices[0], dict) or "text" not in choices[0]:
         return False, f"completion{named} answered without text: {str(answer)[:200]}"
     return True, choices[0]["text"]
+
+
+def _smoke_adapters(spec, key):
+    """One completion per adapter the engine serves by name (container.json C(smoke_adapters), model.adapters):
+    (True, {name: text}) or (False, why)."""
+    answers = {}
+    for name in spec.get("smoke_adapters") or []:
+        ok, answer = _smoke(spec, key, name)
+        if not ok:
+            return False, f"adapter {name!r}: {answer}"
+        answers[name] = answer
+    return True, answers
 
 
 def main():
@@ -149,7 +164,10 @@ def main():
         ok, text = _smoke(spec, _api_key(spec))
         if not ok:
             module.fail_json(msg=text, stage="smoke")
-        module.exit_json(changed=False, health=detail, completion=text)
+        ok, adapters = _smoke_adapters(spec, _api_key(spec))
+        if not ok:
+            module.fail_json(msg=adapters, stage="smoke")
+        module.exit_json(changed=False, health=detail, completion=text, adapters=adapters)
     module.exit_json(changed=False, health=detail)
 
 

@@ -22,6 +22,7 @@ from servespec.engines.kit import (
     flags,
     launch,
     launch_words,
+    loadable_adapters,
     served_name_options,
 )
 from servespec.engines.llama_cpp.memory import ctx_size, slots
@@ -50,6 +51,11 @@ def context(target: Target) -> EngineContainer:
     elif gpus > 1:
         options["split_mode"] = "row" if spec.resources.tensor_parallel > 1 else "layer"
         options["tensor_split"] = ",".join("1" for _ in range(gpus))
+    files = [adapter.path for adapter in loadable_adapters(target)]
+    if files:
+        # `--lora FNAME` takes comma-separated files (common/arg.cpp, every catalogued build); the server
+        # applies each to every request at scale 1 unless a request's `lora` field says otherwise
+        options["lora"] = ",".join(files)
     options.update(user)  # --parallel only when the spec sets it: unset is the build's automatic slots
     arguments = [*flags(target, options), *target.extra_args]
     entrypoint, command = launch(target, [], arguments)

@@ -20,6 +20,10 @@ _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 class Ollama(GgufEngine):
     name = "ollama"
     package = __name__
+    # Modelfile ADAPTER: "a fine tuned LoRA adapter that should apply to the base model", a Safetensors folder or a
+    # GGUF file (docs/modelfile.md); each adapter is created as a model of its own, served under its name
+    adapters_in_modelfile = True
+    adapter_formats = ("gguf", "folder")
 
     def default_served_name(self, known: Known) -> str | None:
         """A local GGUF file (``FROM /path/model.gguf``) has no ``name:tag`` of its own: ``ollama create``

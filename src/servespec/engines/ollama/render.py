@@ -6,14 +6,25 @@ builds the served model FROM the spec's model with its PARAMETERs, ``num_ctx`` s
 default applies: 2048, 4096, or chosen by VRAM from 0.15.5). The rollout runs ``ollama pull``
 and ``ollama create NAME -f Modelfile`` once the server answers, for each served name:
 ``serving.model_name`` and the aliases, or unset the model's own ``name:tag`` (no renaming:
-clients send the tag they pulled).
+clients send the tag they pulled). Each ``model.adapters`` entry gets ``Modelfile.adapter-N``: the
+same FROM and PARAMETERs plus ``ADAPTER`` (a GGUF file or Safetensors folder on the host, mounted
+read-only), created as a model named as the adapter.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from servespec.engines.kit import CONFIG_DIR, EngineContainer, Target, engine_host, env_text, host_and_port, launch
+from servespec.engines.kit import (
+    CONFIG_DIR,
+    EngineContainer,
+    Target,
+    engine_host,
+    env_text,
+    host_and_port,
+    launch,
+    loadable_adapters,
+)
 
 PARAMETER_PREFIX = "modelfile."
 
@@ -41,6 +52,10 @@ def context(target: Target) -> EngineContainer:
         if text is not None:
             env[name] = text
     modelfile = {"source": str(spec.model.source), "parameters": parameters, "system": spec.serving.system_prompt}
+    adapters = {
+        f"Modelfile.adapter-{index}": ("ollama/Modelfile.j2", {**modelfile, "adapter": adapter.path})
+        for index, adapter in enumerate(loadable_adapters(target))
+    }
     entrypoint, command = launch(target, ["serve"], target.extra_args)
     return EngineContainer(
         command=command,
@@ -49,6 +64,7 @@ def context(target: Target) -> EngineContainer:
         files={
             "ollama.env": ("ollama/ollama.env.j2", {"env": env}),
             "Modelfile": ("ollama/Modelfile.j2", modelfile),
+            **adapters,
         },
         container_model_cache="/root/.ollama",
         human_command=["ollama", "create", target.served_name, "-f", f"{CONFIG_DIR}/Modelfile"],

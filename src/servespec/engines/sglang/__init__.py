@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from servespec.engines.base import ClusterPorts, Engine, EngineCheck
@@ -20,6 +21,20 @@ DIST_PORT = 20000
 class Sglang(Engine):
     name = "sglang"
     package = __name__
+    adapter_option = "lora_paths"
+    # srt/speculative/spec_info.py SpeculativeAlgorithm (0.5.23: EAGLE, EAGLE3, STANDALONE, NGRAM; NEXTN an alias
+    # of EAGLE that drafts with the model's own MTP layers); NGRAM and STANDALONE read in 0.5.5.post3 and 0.5.23
+    speculative_methods = MappingProxyType(
+        {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "ngram": "NGRAM", "draft": "STANDALONE"}
+    )
+    speculative_checked = MappingProxyType({"ngram": "0.5.5.post3", "draft": "0.5.5.post3", "eagle3": "0.5.5.post3"})
+
+    def speculative_problem(self, known: Known) -> str:
+        why = super().speculative_problem(known)
+        release = known.release
+        if why or release is None or release.option("speculative_algorithm") is not None:
+            return why
+        return f"{known.profile.title} {release.version} has no --speculative-algorithm"
 
     def layout(self, known: Known) -> Layout:
         from servespec.engines.sglang.parallel import layout

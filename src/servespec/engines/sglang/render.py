@@ -27,8 +27,10 @@ from servespec.engines.kit import (
     hub_token_env,
     launch,
     launch_words,
+    loadable_adapters,
     model_options,
     served_name_options,
+    speculative_method,
     split_config,
 )
 from servespec.engines.sglang import DIST_PORT
@@ -60,6 +62,12 @@ def context(target: Target, python: str = "python3") -> EngineContainer:
     options["pp_size"] = spec.resources.pipeline_parallel
     options.update(layout)
     options.update(model_options(target))
+    adapters = loadable_adapters(target)
+    if adapters:
+        # `--lora-paths name=path ...`: LoRAPathAction splits `name=path` (srt/server_args.py, 0.4.0;
+        # srt/arg_groups/argparse_actions.py, 0.5.23), and a request's `model: name` selects it
+        options["lora_paths"] = [adapter.pair for adapter in adapters]
+    options.update(_speculative(target))
     if target.multi_node:
         options.update(
             nnodes=target.hosts_in_replica,
@@ -94,3 +102,25 @@ def context(target: Target, python: str = "python3") -> EngineContainer:
         files=files,
         human_command=[*launch_words(target, [], launcher), *args] + (["--api-key", f"${KEY_ENV}"] if key else []),
     )
+
+
+def _speculative(target: Target) -> dict[str, Any]:
+    """``model.speculative`` as ``--speculative-algorithm`` (EAGLE, EAGLE3, NEXTN, NGRAM, STANDALONE) and its draft.
+
+    With ``num_tokens`` N a chain draft: ``--speculative-num-steps N --speculative-eagle-topk 1
+    --speculative-num-draft-tokens N+1`` (a chain verifies its N drafted tokens plus the root); NGRAM takes
+    ``--speculative-num-draft-tokens N``. Unset, SGLang chooses (srt/arg_groups speculative defaults).
+    """
+    algorithm = speculative_method(target)
+    speculative = target.spec.model.speculative
+    if algorithm is None or speculative is None or target.option("speculative_algorithm") is None:
+        return {}
+    options: dict[str, Any] = {"speculative_algorithm": algorithm}
+    if target.draft is not None:
+        options["speculative_draft_model_path"] = target.draft.path
+    tokens = speculative.num_tokens
+    if tokens is not None and algorithm == "NGRAM":
+        options["speculative_num_draft_tokens"] = tokens
+    elif tokens is not None:
+        options.update(speculative_num_steps=tokens, speculative_eagle_topk=1, speculative_num_draft_tokens=tokens + 1)
+    return options

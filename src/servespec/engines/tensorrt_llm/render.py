@@ -25,6 +25,7 @@ from servespec.engines.kit import (
     option_words,
     positional_model,
     served_name_options,
+    speculative_method,
 )
 from servespec.engines.tensorrt_llm.parallel import rendered
 
@@ -130,6 +131,7 @@ def context(target: Target) -> EngineContainer:
     # the release's own spelling decides: 1.0 takes tensor parallelism as --tp_size,
     # 1.2 as --tensor_parallel_size; LLM-API fields with no flag go into the YAML file
     words, options = split(target, fixed, target.options)
+    api.update(_speculative(target))
     api.update(options)
     argv = [positional_model(target), *words]
     files: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -145,3 +147,41 @@ def context(target: Target) -> EngineContainer:
         files=files,
         human_command=[*launch_words(target, [], LAUNCH), *arguments],
     )
+
+
+def decoding_type(target: Target) -> str | None:
+    """``speculative_config.decoding_type`` for ``model.speculative.method``, if the release's catalog lists it.
+
+    EAGLE-3 heads are ``Eagle3`` where the release has that choice (1.1.0), else ``Eagle``, whose
+    config runs EAGLE-3 heads (``eagle3_one_model``) in the catalogued 1.0.0 and 1.2.1.
+    """
+    wanted = speculative_method(target)
+    option = target.option("speculative_config.decoding_type")
+    choices = [str(c) for c in (option.choices or ())] if option is not None else []
+    if wanted == "Eagle3" and wanted not in choices:
+        wanted = "Eagle"
+    return wanted if wanted in choices else None
+
+
+def _speculative(target: Target) -> dict[str, Any]:
+    """``model.speculative`` as the LLM-API ``speculative_config`` in extra_llm_api_options.yaml.
+
+    ``decoding_type`` (:func:`decoding_type`), ``max_draft_len`` (``num_nextn_predict_layers`` for
+    MTP) from ``num_tokens``, and the draft's path as ``speculative_model_dir`` (1.0.0, 1.2.1) or
+    ``speculative_model`` (0.21.0), whichever the release's catalog has.
+    """
+    speculative = target.spec.model.speculative
+    kind = decoding_type(target) if speculative is not None else None
+    if speculative is None or kind is None:
+        return {}
+    config: dict[str, Any] = {"speculative_config.decoding_type": kind}
+    tokens = speculative.num_tokens
+    if tokens is not None:
+        key = "num_nextn_predict_layers" if kind == "MTP" else "max_draft_len"
+        config[f"speculative_config.{key}"] = tokens
+    if target.draft is not None:
+        for key in ("speculative_model_dir", "speculative_model"):
+            if target.option(f"speculative_config.{key}") is not None:
+                config[f"speculative_config.{key}"] = target.draft.path
+                break
+    return config

@@ -28,7 +28,9 @@ from servespec.engines.kit import (
     hub_token_env,
     launch,
     launch_words,
+    loadable_adapters,
     quantization_method,
+    speculative_method,
 )
 
 KEY_ENV = "SERVESPEC_API_KEY"
@@ -64,6 +66,14 @@ def context(target: Target) -> EngineContainer:
         options["quantize"] = quantization_method(target)
     if target.max_model_len:
         options["max_total_tokens"] = target.max_model_len
+    adapters = loadable_adapters(target)
+    if adapters:
+        # LORA_ADAPTERS (launcher --lora-adapters, catalogued from 2.1.0): `id=path` entries comma-joined,
+        # each served as the `adapter_id` a request names
+        options["lora_adapters"] = ",".join(adapter.pair for adapter in adapters)
+    speculative = target.spec.model.speculative
+    if speculative_method(target) == "ngram" and speculative is not None and speculative.num_tokens:
+        options["speculate"] = speculative.num_tokens  # n-gram speculation without a Medusa model (--speculate)
     options.update(target.options)
     env: dict[str, str] = {}
     argv_options: dict[str, Any] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from servespec.engines.base import ClusterPorts, Engine, EngineCheck
@@ -37,6 +38,24 @@ def native_multinode(release: EngineRelease | None, options: Mapping[str, Any] |
 class Vllm(Engine):
     name = "vllm"
     package = __name__
+    adapter_option = "lora_modules"
+    # vllm/config/speculative.py SpeculativeMethod (v0.11.0 L32-L35: "mtp"; v0.8.5 takes eagle and eagle3,
+    # engine/arg_utils.py L1428-L1433, and knows MTP only as the deepseek_mtp model type)
+    speculative_methods = MappingProxyType(
+        {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram", "draft": "draft_model"}
+    )
+    speculative_checked = MappingProxyType({"mtp": "0.11.0"})
+    # 0.11.0 has the V1 engine only: "Draft model speculative decoding is not supported yet" (engine/arg_utils.py
+    # L1485-L1489); 0.8.5 falls back to V0 for it, 0.33.0's V1 runs it (config/speculative.py L1496)
+    speculative_refused = MappingProxyType(
+        {
+            "draft": (
+                "0.11.0",
+                "0.33.0",
+                "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/engine/arg_utils.py#L1485-L1489",
+            )
+        }
+    )
 
     def layout(self, known: Known) -> Layout:
         from servespec.engines.vllm.parallel import layout
@@ -49,6 +68,18 @@ class Vllm(Engine):
 
         yield from checks(known)
         yield from parallel.checks(known)
+
+    def speculative_problem(self, known: Known) -> str:
+        why = super().speculative_problem(known)
+        speculative, release = known.deployment.spec.model.speculative, known.release
+        if why or speculative is None or release is None:
+            return why
+        title = known.profile.title
+        if release.option("speculative_config") is None and release.option("speculative_model") is None:
+            return f"{title} {release.version} has no speculative decoding option"
+        if release.option("speculative_config") is None and speculative.method == "mtp":
+            return f"{title} {release.version} takes a draft model only (--speculative-model), not MTP"
+        return ""
 
     def cluster(self, release: EngineRelease | None, options: Mapping[str, Any] | None = None) -> ClusterPorts:
         if native_multinode(release, options):

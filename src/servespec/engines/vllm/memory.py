@@ -16,11 +16,13 @@ from servespec.knowledge.memory import (
     cuda_total_gib,
     finish,
     forward_activation_gib,
+    kv_bytes_per_token,
     kv_element_bytes,
     layer_bytes_per_token,
     linear_state_bytes,
     number,
     plan,
+    weight_bytes,
     weights_per_gpu,
 )
 from servespec.knowledge.models import ModelFacts
@@ -84,7 +86,16 @@ def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
-    """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU."""
+    """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU.
+
+    The LoRA slots (:func:`lora_slots_gib`) are part of the overhead, and told apart as ``beside_gib``.
+    """
+    found = _estimate(inp)
+    beside = lora_slots_gib(inp) + draft_share(inp)[0]
+    return replace(found, beside_gib=round(beside, 3)) if found is not None and beside else found
+
+
+def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
         return None
@@ -109,6 +120,13 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         # its size, 0.5 GiB, is assumed, not computed as vLLM does.
         overhead += 0.5
         notes.append("CUDA-graph memory estimated in the budget")
+    lora = lora_slots_gib(inp)
+    if lora:
+        overhead += lora
+        notes.append(f"LoRA slots {lora:.2f} GiB (reserved at start-up)")
+    draft, draft_kv, said = draft_share(inp)
+    overhead += draft
+    notes += said
     kv = utilization * total - weights - overhead
     fact = inp.release.facts.block_size_default if inp.release else None
     block = max(1, int(number(inp.options, "block_size", fact.value if fact else 16)))
@@ -128,9 +146,75 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
             f"vLLM {version} has a hybrid KV-cache manager {what}: "
             "every layer sized at full length, the least one sequence needs given as a floor"
         )
-        found = finish(inp, total, weights, overhead, kv, block, notes, utilization)
+        found = finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
         return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3))
-    return finish(inp, total, weights, overhead, kv, block, notes, utilization)
+    return finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
+
+
+MTP_LAYERS = 1
+"""Layers a ``mtp`` draft runs: the checkpoint's ``num_nextn_predict_layers`` (1 in DeepSeek-V3's and Qwen3-Next's
+configs), loaded beside the target's ``num_hidden_layers`` only when speculative decoding is on."""
+VLLM_DRAFT_KV = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_model_runner.py"
+"""``get_kv_cache_spec`` lists every attention layer of the forward context, the draft's (EAGLE, MTP, draft model)
+with the target's: one pool, each token cached in both."""
+
+
+def draft_share(inp: EstimateInput) -> tuple[float, float, list[str]]:
+    """(GiB per GPU of the draft's weights, its KV bytes per token per GPU, notes) for ``model.speculative``.
+
+    ``mtp`` runs :data:`MTP_LAYERS` more layers of the target's shape (weights: the target's per
+    layer; KV: one layer's); ``eagle``, ``eagle3`` and ``draft`` load the draft checkpoint, sized
+    from its config when known (split over the same tensor-parallel GPUs: vLLM's draft
+    ``tensor_parallel_size`` defaults to the target's); ``ngram`` loads nothing. The KV of the
+    draft's layers shares the target's pool (:data:`VLLM_DRAFT_KV`), so each token costs both.
+    """
+    method = inp.speculative
+    if method is None or method == "ngram":
+        return 0.0, 0.0, []
+    element = kv_element_bytes(inp)
+    tp = max(inp.tensor_parallel, 1)
+    if method == "mtp":
+        per_layer = weight_bytes(inp) / max(inp.model.layers, 1) / tp / GIB
+        kv = MTP_LAYERS * layer_bytes_per_token(inp.model, element, tp)
+        return per_layer * MTP_LAYERS, kv, [f"MTP draft: {MTP_LAYERS} more layer(s), {per_layer:.2f} GiB"]
+    if inp.draft is None:
+        return 0.0, 0.0, [f"{method} draft not known (no config at hand): its weights and KV cache are not counted"]
+    draft = replace(inp, model=inp.draft, quantization=None, gguf_type=None, adapters=0, speculative=None)
+    weights = weight_bytes(draft) / tp / GIB
+    kv = kv_bytes_per_token(inp.draft, element, tp, 1)
+    return weights, kv, [f"{method} draft {weights:.2f} GiB of weights, {kv / 1024:.1f} KiB of KV per token"]
+
+
+def lora_settings(inp: EstimateInput) -> tuple[int, int] | None:
+    """(max_loras, max_lora_rank) vLLM reserves slots for, or None when LoRA is off.
+
+    LoRA is on with ``model.adapters`` (rendered as ``--enable-lora``) or ``enable_lora``; the
+    limits are the spec's, else the release's defaults (its catalog: 1 and 16 in every catalogued
+    release from 0.6.0 to 0.34.0, vllm/config/lora.py).
+    """
+    if not inp.adapters and inp.options.get("enable_lora") is not True:
+        return None
+    release = inp.release
+    loras = int(number(inp.options, "max_loras", (release.default("max_loras") if release else None) or 1))
+    rank = int(number(inp.options, "max_lora_rank", (release.default("max_lora_rank") if release else None) or 16))
+    return max(loras, 1), max(rank, 1)
+
+
+def lora_slots_gib(inp: EstimateInput) -> float:
+    """GiB per GPU of the LoRA slots vLLM allocates when the model loads, before it sizes the KV cache
+    (worker ``load_model`` creates the LoRA manager; ``determine_available_memory`` profiles after it)."""
+    from servespec.knowledge.adapters import vllm_lora_slot_bytes
+
+    found = lora_settings(inp)
+    if found is None:
+        return 0.0
+    loras, rank = found
+    dtype = inp.options.get("lora_dtype")
+    element = 4.0 if dtype == "float32" or (dtype in (None, "auto") and inp.dtype == "float32") else 2.0
+    layers = math.ceil(inp.model.layers / max(inp.pipeline_parallel, 1))
+    model = replace(inp.model, layers=layers)
+    sharded = inp.options.get("fully_sharded_loras") is True
+    return vllm_lora_slot_bytes(model, loras, rank, inp.tensor_parallel, element, sharded) / GIB
 
 
 def _windowed_layers(model: ModelFacts) -> int:

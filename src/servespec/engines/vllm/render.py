@@ -20,13 +20,16 @@ from servespec.engines.kit import (
     Target,
     engine_host,
     engine_secrets,
+    flags,
     host_and_port,
     launch,
     launch_words,
+    loadable_adapters,
     model_options,
     positional_model,
     served_name_options,
     shell_join,
+    speculative_method,
     split_config,
 )
 from servespec.engines.vllm import MASTER_PORT, RAY_PORT, native_multinode
@@ -43,7 +46,47 @@ def _portable(target: Target) -> dict[str, Any]:
     }
     options["tensor_parallel_size"] = spec.resources.tensor_parallel
     options["pipeline_parallel_size"] = spec.resources.pipeline_parallel
+    adapters = loadable_adapters(target)
+    if adapters:
+        # `--enable-lora --lora-modules name=path ...` (vllm/entrypoints/openai/cli_args.py LoRAParserAction,
+        # every catalogued release): each adapter is served under its name (`model` in a request)
+        options["enable_lora"] = True
+        options["lora_modules"] = [adapter.pair for adapter in adapters]
+    options.update(_speculative(target))
     return options
+
+
+def _speculative(target: Target) -> dict[str, Any]:
+    """``model.speculative`` as the release takes it: ``--speculative-config`` JSON (from 0.8.2), else the separate
+    ``--speculative-model`` / ``--num-speculative-tokens`` flags of earlier releases (draft and EAGLE checkpoints,
+    ``[ngram]``); MTP there is not rendered (SPD001).
+
+    vllm/config/speculative.py (v0.11.0): ``method``, ``model``, ``num_speculative_tokens`` (required unless the
+    draft's config has ``n_predict``: MTP checkpoints), ``prompt_lookup_max`` (5 for ngram when unset).
+    """
+    method = speculative_method(target)
+    speculative = target.spec.model.speculative
+    if method is None or speculative is None:
+        return {}
+    tokens = speculative.num_tokens
+    if target.release is None or target.option("speculative_config") is not None:
+        config: dict[str, Any] = {"method": method}
+        if target.draft is not None:
+            config["model"] = target.draft.path
+        if tokens is not None:
+            config["num_speculative_tokens"] = tokens
+        return {"speculative_config": config}
+    if target.option("speculative_model") is None or speculative.method == "mtp":
+        return {}
+    old: dict[str, Any] = {"speculative_model": target.draft.path if target.draft else "[ngram]"}
+    if tokens is not None:
+        old["num_speculative_tokens"] = tokens
+    if speculative.method == "ngram" and target.option("ngram_prompt_lookup_max") is not None:
+        old["ngram_prompt_lookup_max"] = 5  # the value 0.11.0 defaults prompt_lookup_max to
+    if target.option("use_v2_block_manager") is not None and target.release.default("use_v2_block_manager") is not True:
+        # "Speculative decoding requires usage of the V2 block manager" (vllm/config.py L1190-L1193, v0.6.0)
+        old["use_v2_block_manager"] = True
+    return old
 
 
 def context(target: Target) -> EngineContainer:
@@ -62,7 +105,12 @@ def context(target: Target) -> EngineContainer:
             options["headless"] = True
     elif target.multi_node:
         options["distributed_executor_backend"] = "ray"
+    # Flags servespec turns on for adapters and speculation stay on the command line: vLLM 0.6's config reader
+    # writes every value after its key (vllm/utils.py _load_config_file, v0.6.0: `--enable-lora True`), which a
+    # store_true flag refuses; 0.8.5's passes a true flag alone (L1496)
+    on = {key: options.pop(key) for key in COMMAND_LINE_FLAGS if options.get(key) is True}
     config, extra = split_config(target, options)
+    extra = [*flags(target, on), *extra]
     serve = [*_model_words(target), "--config", f"{CONFIG_DIR}/config.yaml", *extra, *target.extra_args]
     entrypoint, command = launch(target, [], serve)
     if entrypoint is None and target.spec.engine.command is None:
@@ -85,6 +133,9 @@ def context(target: Target) -> EngineContainer:
         _ray(target, engine, serve)
     return engine
 
+
+COMMAND_LINE_FLAGS = ("enable_lora", "use_v2_block_manager")
+"""True flags the render adds (``model.adapters``, speculation on 0.6) kept out of config.yaml."""
 
 SERVE = ["vllm", "serve"]
 """The container's entrypoint: the ``vllm`` console script's ``serve`` (every catalogued release has it; the
