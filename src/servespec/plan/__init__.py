@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from servespec.plan.changes import Change, changes, image_of
+from servespec.plan.metric_names import MetricNames, metric_names
 from servespec.plan.sizing import Download, Footprint, MemoryChange, download, memory_change
 from servespec.plan.strategy import HostCapacity, Need, Strategy, decide
 
@@ -104,6 +105,8 @@ class Action:
     """The image the new container runs when the host does not run it yet (None: unchanged)."""
     strategy: Strategy | None = None
     """``rollout.strategy: auto``: surge or in place on this host, and why (None: another strategy)."""
+    metric_names: MetricNames | None = None
+    """The metric names the update changes (a new engine release that renamed or dropped some; None: none)."""
 
     @property
     def restart(self) -> bool:
@@ -126,6 +129,7 @@ class Action:
             "memory": self.memory.to_json() if self.memory else None,
             "download": self.download.to_json() if self.download else None,
             "strategy": self.strategy.to_json() if self.strategy else None,
+            "metric_names": self.metric_names.to_json() if self.metric_names else None,
         }
 
 
@@ -218,6 +222,7 @@ def _action_for(want: Desired, seen: Observed | None) -> Action:
         seen_digest=seen.digest,
         seen_files=seen_files,
         image=image if image != image_of(seen.files) else None,
+        metric_names=metric_names(seen.files, want.files),
     )
 
 

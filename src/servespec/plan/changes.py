@@ -15,6 +15,7 @@ cut to :data:`MAX_VALUE_CHARS` characters.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,14 +228,18 @@ def changes(before: dict[str, str], after: dict[str, str]) -> list[Change]:
     return out
 
 
-def image_of(files: dict[str, str]) -> str | None:
-    """The engine image a host's ``container.yaml`` names (None when it names none or cannot be read)."""
+def container_fields(files: Mapping[str, str]) -> dict[str, str]:
+    """The fields of a host's ``container.yaml`` (empty when it has none or it cannot be read)."""
     text = files.get("container.yaml")
     if text is None:
-        return None
+        return {}
     try:
-        fields = _fields_of("container.yaml", text)
+        return _fields_of("container.yaml", text)
     except _UnreadableError:
-        return None
-    image = fields.get("image")
+        return {}
+
+
+def image_of(files: Mapping[str, str]) -> str | None:
+    """The engine image a host's ``container.yaml`` names (None when it names none or cannot be read)."""
+    image = container_fields(files).get("image")
     return image if image and image != "null" else None

@@ -107,6 +107,8 @@ def restarts_text(actions: list[Action]) -> str:
                 lines.append(f"  memory: {memory.note}")
         if action.download is not None and action.restart:
             lines.append(f"  download: {download_text(action.download)}")
+        if action.metric_names is not None:
+            lines.append(f"  metric names: {action.metric_names.describe()}")
     if not lines:
         return ""
     return "\n".join(printable(line) for line in ["restarts:", *lines]) + "\n"
@@ -154,7 +156,25 @@ def restarts_markdown(actions: list[Action]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n" + strategy_markdown(actions)
+    return "\n".join(lines) + "\n" + strategy_markdown(actions) + metric_names_markdown(actions)
+
+
+def metric_names_markdown(actions: list[Action]) -> str:
+    """One row per host whose update changes metric names that dashboards and alerts query ("" when none)."""
+    changed = [(a, a.metric_names) for a in actions if a.metric_names is not None]
+    if not changed:
+        return ""
+    lines = [
+        "",
+        "#### Metric names that change (dashboards and alerts querying the old names go blank)",
+        "",
+        "| deployment | host | release | change |",
+        "|---|---|---|---|",
+    ]
+    for action, names in changed:
+        cells = (action.deployment, action.host, f"{names.before} -> {names.after}", names.changes())
+        lines.append("| " + " | ".join(_cell(value) for value in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def strategy_markdown(actions: list[Action]) -> str:
