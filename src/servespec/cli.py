@@ -390,6 +390,12 @@ def plan(paths: tuple[Path, ...], inventory: Path | None, fmt: str, previous: tu
     type=click.Path(path_type=Path, file_okay=False),
     help="Folder from_file secrets may be read from (default: the inventory's defaults.secrets_dir).",
 )
+@click.option(
+    "--verify",
+    "verify",
+    is_flag=True,
+    help="After health and the smoke test, benchmark each host against the spec's slo; a miss restores it.",
+)
 def apply(
     paths: tuple[Path, ...],
     inventory: Path | None,
@@ -398,11 +404,13 @@ def apply(
     check: bool,
     standin_image: str | None,
     secrets_dir: Path | None,
+    verify: bool,
 ) -> None:
     """Validate, render and roll out; a host that fails is restored to its last good revision.
 
     Hosts are updated `rollout.max_unavailable` replicas at a time; the rollout stops at
     the first failed batch. Unchanged hosts are not touched. Exit 1 when a host failed.
+    With --verify a host that misses the spec's slo counts as failed (docs/verify.md).
     """
     import tempfile
 
@@ -412,7 +420,10 @@ def apply(
 
     fleet = _load_valid(paths, inventory)
     confirm = confirm_plan(fmt, check=check, yes=yes)
-    options = ApplyOptions(confirm=confirm, standin_image=standin_image, secrets_dir=secrets_dir, check_only=check)
+    options = ApplyOptions(confirm, standin_image=standin_image, secrets_dir=secrets_dir, check_only=check)
+    options.verify = verify
+    for name in (d.name for d in fleet.deployments if verify and d.spec.slo is None):
+        click.echo(f"warning: {name} has no slo: --verify does not benchmark it", err=True)
     with tempfile.TemporaryDirectory(prefix="servespec-apply-") as workdir:
         try:
             with shown_events(fmt) as on_event:
@@ -457,6 +468,37 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str, metrics: b
         sys.exit(EXIT_OK if rows_ok else EXIT_FINDINGS)
     print_status(rows, fmt)
     sys.exit(EXIT_OK if all(r.reachable and not r.error for r in rows) else EXIT_FINDINGS)
+
+
+@main.command()
+@_paths_argument
+@_inventory_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    help="Output format (markdown: a pull-request comment).",
+)
+def verify(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
+    """Benchmark what each host runs against the spec's `slo`, from the host itself; exit 1 on a miss.
+
+    Bounded by slo.workload (requests, max_seconds); nothing is restarted or changed (docs/verify.md).
+    """
+    from servespec.rollout import RolloutError
+    from servespec.rollout.verify import verify as run_verify
+    from servespec.rollout.verify import verify_output
+
+    fleet = _load_valid(paths, inventory)
+    if not any(d.spec.slo for d in fleet.deployments):
+        raise click.UsageError("no deployment in the given specs has an slo (see docs/verify.md)")
+    try:
+        rows = run_verify(fleet)
+    except RolloutError as err:
+        _refused(err, "nothing was benchmarked")
+    click.echo(verify_output(rows, fmt), nl=False)
+    sys.exit(EXIT_OK if rows and all(row.ok for row in rows) else EXIT_FINDINGS)
 
 
 @main.command()

@@ -51,3 +51,8 @@ def is_number(word: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def markdown_cell(text: object) -> str:
+    """A markdown table cell: escaped, ``|`` (a new column) and ``<`` (HTML) made literal."""
+    return printable(str(text)).replace("|", "\\|").replace("<", "&lt;")

@@ -8,6 +8,7 @@ point's variables on the controller side; a renamed, retyped or newly required o
 from __future__ import annotations
 
 import dataclasses
+import json
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from ruamel.yaml import YAML
 from servespec import rollout
 from servespec.rollout.inventory import HostVars
 from servespec.rollout.runner import playbook_root
+from servespec.rollout.verify import verify
 from tests.rollout.test_outcomes import FakeHosts, _fleet, _report, _write, fake
 
 __all__ = ["fake"]  # the fixture, imported for the tests below
@@ -72,7 +74,13 @@ def test_host_vars_are_frozen_and_plain() -> None:
     assert set(values) == {f"servespec_{item.name}" for item in dataclasses.fields(HostVars)}
 
 
-ENTRY_POINT = {"apply.yml": "main", "rollback.yml": "main", "status.yml": "status", "destroy.yml": "destroy"}
+ENTRY_POINT = {
+    "apply.yml": "main",
+    "rollback.yml": "main",
+    "status.yml": "status",
+    "destroy.yml": "destroy",
+    "verify.yml": "bench",
+}
 
 
 def test_every_run_passes_only_its_entry_points_options(tmp_path: Path, fake: FakeHosts) -> None:
@@ -81,6 +89,15 @@ def test_every_run_passes_only_its_entry_points_options(tmp_path: Path, fake: Fa
     fake.reports = {"h1": _report(2, (1, 2)), "h2": _report(2, (1, 2))}
     rollout.rollback(_fleet(paths), None, rollout.ApplyOptions())
     rollout.destroy(_fleet(paths), rollout.ApplyOptions())
+    with_slo = paths[0].read_text() + "slo: {workload: {prompt_tokens: 8, output_tokens: 4, concurrency: 1}, "
+    paths[0].write_text(with_slo + "targets: {error_rate: 0}}\n")
+    verify(_fleet(paths))
+    rollout.apply(_fleet(paths), rollout.ApplyOptions(verify=True), tmp_path / "work2")
+    applied = [hosts for playbook, hosts in fake.passed if playbook == "apply.yml"]
+    assert "servespec_verify" not in applied[0]["h1"] or not applied[0]["h1"]["servespec_verify"]
+    assert json.loads(applied[-1]["h1"]["servespec_verify"])["targets"] == {"error_rate": 0}
+    benched = [hosts for playbook, hosts in fake.passed if playbook == "verify.yml"]
+    assert [sorted(hosts) for hosts in benched] == [["h1", "h2"]]
     options = _entry_points()
     seen = set()
     for playbook, hosts in fake.passed:

@@ -15,7 +15,7 @@ from typing import Any
 
 from servespec.plan import Action
 from servespec.plan.sizing import Download, GpuChange, GpuMemory
-from servespec.text import printable
+from servespec.text import markdown_cell, printable
 
 
 def _number(value: float | int, digits: int) -> str:
@@ -114,11 +114,6 @@ def restarts_text(actions: list[Action]) -> str:
     return "\n".join(printable(line) for line in ["restarts:", *lines]) + "\n"
 
 
-def _cell(text: object) -> str:
-    """A markdown table cell: escaped, ``|`` (a new column) and ``<`` (HTML) made literal."""
-    return printable(str(text)).replace("|", "\\|").replace("<", "&lt;")
-
-
 def restarts_markdown(actions: list[Action]) -> str:
     """The pull-request comment's section: one row per restarting host and GPU group ("" when none)."""
     rows: list[tuple[Any, ...]] = []
@@ -155,7 +150,7 @@ def restarts_markdown(actions: list[Action]) -> str:
         "| deployment | host | action | GPU | weights GiB | KV cache GiB | sequences | context | download | why |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(markdown_cell(value) for value in row) + " |" for row in rows]
     return "\n".join(lines) + "\n" + strategy_markdown(actions) + metric_names_markdown(actions)
 
 
@@ -173,7 +168,7 @@ def metric_names_markdown(actions: list[Action]) -> str:
     ]
     for action, names in changed:
         cells = (action.deployment, action.host, f"{names.before} -> {names.after}", names.changes())
-        lines.append("| " + " | ".join(_cell(value) for value in cells) + " |")
+        lines.append("| " + " | ".join(markdown_cell(value) for value in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -192,7 +187,7 @@ def strategy_markdown(actions: list[Action]) -> str:
     for action, strategy in chosen:
         path = "surge" if strategy.path == "surge" else "in place"
         cells = (action.deployment, action.host, path, strategy.reason)
-        lines.append("| " + " | ".join(_cell(value) for value in cells) + " |")
+        lines.append("| " + " | ".join(markdown_cell(value) for value in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -255,7 +250,7 @@ def plan_markdown(actions: list[Action], estimates: list[Any]) -> str:
         revision = str(action.current) if action.current is not None else "-"
         files = f" ({', '.join(sorted(action.diffs))})" if action.diffs else ""
         cells = (action.deployment, action.host, action.kind, revision, action.reason + files)
-        lines.append("| " + " | ".join(_cell(value) for value in cells) + " |")
+        lines.append("| " + " | ".join(markdown_cell(value) for value in cells) + " |")
     rows = [row for row in estimates if row.plan is not None]
     if rows:
         lines += [
@@ -268,7 +263,7 @@ def plan_markdown(actions: list[Action], estimates: list[Any]) -> str:
         for row in rows:
             plan = row.plan
             lines.append(
-                f"| {_cell(row.deployment.name)} | {_cell(row.host.name)} | {_cell(row.gpu_name)} | "
+                "| " + " | ".join(markdown_cell(v) for v in (row.deployment.name, row.host.name, row.gpu_name)) + " | "
                 f"{plan.weights_gib:.1f} | {plan.kv_cache_gib:.1f} | {plan.kv_tokens:,} | {plan.max_sequences:.1f} |"
             )
     return "\n".join(lines) + "\n"

@@ -124,6 +124,8 @@ class HostVars:
     """The port the proxy owns (serving.port)."""
     proxy_ports: tuple[int, ...] = ()
     """The engine's two internal ports on 127.0.0.1 (one per revision slot)."""
+    verify: str = ""
+    """apply --verify: the spec's slo (workload, targets, the dataset's prompts) as JSON; empty: no verify."""
 
     ROLE_ONLY = ("servespec_state_root", "servespec_config_root")
     """Options of the entry point the controller never sets: the role's defaults hold (host paths)."""

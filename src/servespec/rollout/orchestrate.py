@@ -37,6 +37,7 @@ from servespec.rollout.staging import (
     weights_vars,
 )
 from servespec.rollout.state import HostOutcome
+from servespec.rollout.verify import slo_payload
 from servespec.rules.rollout import replica_count, unavailable
 from servespec.spec.fleet import DeploymentDoc, Fleet
 
@@ -57,6 +58,8 @@ class ApplyOptions:
     """``apply --check``: read host state and plan; controller inputs (secrets, archive) are not read."""
     secrets_dir: Path | None = None
     """Where from_file secrets may be read (``--secrets-dir``); default: the inventory's defaults.secrets_dir."""
+    verify: bool = False
+    """``apply --verify``: benchmark each new revision against the spec's slo after health; a miss restores it."""
 
 
 def secrets_dir(deployment: DeploymentDoc, options: ApplyOptions) -> Path | None:
@@ -162,6 +165,7 @@ def _common_vars(deployment: DeploymentDoc, options: ApplyOptions) -> HostVars:
         model_source=source,
         served_names=tuple(served_names(deployment)),
         after_start=engines.get(spec.engine.name).profile.after_start,
+        verify=slo_payload(deployment) if options.verify else "",
     )
 
 

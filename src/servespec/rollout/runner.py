@@ -87,6 +87,8 @@ class Report:
     """servespec_weights: ``repo``, ``commit``, ``cached_bytes``, ``download_bytes``, ``downloaded_bytes``."""
     CAPACITY = "host_capacity"
     """servespec_capacity: ``gpus`` (index, total_mib, used_mib), ``mem_available_mib``, ``proxies`` (rollout auto)."""
+    VERIFIED = "slo_verified"
+    """servespec_bench: ``number``, ``model``, ``figures``, ``checks`` (or ``skipped``): the run against slo."""
 
 
 def _report(result: HostResult, res: dict[str, Any], task: str) -> None:

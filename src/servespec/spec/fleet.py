@@ -7,6 +7,7 @@ from specs are loaded once each, and their own problems are reported in their ow
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,43 @@ CHAT_TEMPLATE: KeyPath = ("serving", "chat_template")
 """The keys of a Deployment that name a file (REF002 reports the ones that fail)."""
 MAX_CHAT_TEMPLATE_BYTES = 1024 * 1024
 """Largest chat template read (the biggest Hub chat templates are tens of kilobytes)."""
+SLO_DATASET: KeyPath = ("slo", "workload", "dataset")
+MAX_SLO_DATASET_BYTES = 4 * 1024 * 1024
+"""Largest slo dataset read: it travels to each host as a module argument."""
+MAX_SLO_PROMPTS = 10_000
+
+
+@dataclass(frozen=True)
+class SloPrompt:
+    """One request of an slo dataset."""
+
+    prompt: str
+    output_tokens: int
+
+
+def parse_slo_dataset(text: str) -> tuple[tuple[SloPrompt, ...], str]:
+    """The prompts of a JSON Lines dataset, and '' or what is wrong (naming the line). Blank lines are skipped."""
+    prompts: list[SloPrompt] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            return (), f"line {number} is not JSON"
+        if not isinstance(entry, dict) or set(entry) - {"prompt", "output_tokens"}:
+            return (), f'line {number} is not an object with "prompt" and "output_tokens" only'
+        prompt, tokens = entry.get("prompt"), entry.get("output_tokens")
+        if not isinstance(prompt, str) or not prompt:
+            return (), f'line {number}: "prompt" is not a non-empty string'
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
+            return (), f'line {number}: "output_tokens" is not a whole number from 1 to 1000000'
+        prompts.append(SloPrompt(prompt, tokens))
+        if len(prompts) > MAX_SLO_PROMPTS:
+            return (), f"more than {MAX_SLO_PROMPTS} prompts"
+    if not prompts:
+        return (), "no prompts"
+    return tuple(prompts), ""
 
 
 @dataclass
@@ -121,6 +159,8 @@ class DeploymentDoc:
     resolved: Any = field(default=None, init=False, repr=False)
     chat_template: str | None = None
     """The text of ``serving.chat_template``, read at load (None: unset, or REF002 reported the file)."""
+    slo_prompts: tuple[SloPrompt, ...] | None = None
+    """The prompts of ``slo.workload.dataset``, read at load (None: unset, or REF002 reported the file)."""
 
     @property
     def name(self) -> str:
@@ -274,34 +314,59 @@ class _Loader:
             return
         self.check_opens(document, MODEL_CONFIG, f"model config file {_named(config)}", path)
 
-    def read_chat_template(self, spec: Deployment, document: Document) -> str | None:
-        """The text of ``serving.chat_template``: a UTF-8 regular file inside the root, of bounded size (REF002)."""
-        written = spec.serving.chat_template
-        if written is None:
-            return None
-        what = f"chat template file {_named(written)}"
-        path = self.referenced(
-            document, written, CHAT_TEMPLATE, "chat template file", "fix the path, relative to this file"
-        )
+    def read_text(self, document: Document, written: str, key: KeyPath, what: str, limit: int, hint: str) -> str | None:
+        """The text of a file a spec names at ``key``: UTF-8, a regular file inside the root, at most
+        ``limit`` bytes (REF002 where not; ``hint`` says what the file should be)."""
+        shown = f"{what} {_named(written)}"
+        path = self.referenced(document, written, key, what, "fix the path, relative to this file")
         if path is None:
             return None
         try:
-            data = read_bounded(path, MAX_CHAT_TEMPLATE_BYTES, follow=False)
+            data = read_bounded(path, limit, follow=False)
         except PathRefusedError as refused:
-            self.missing_file(document, CHAT_TEMPLATE, f"{what} {refused.reason}", refused.hint)
+            self.missing_file(document, key, f"{shown} {refused.reason}", refused.hint)
             return None
         except OSError:
-            self.missing_file(document, CHAT_TEMPLATE, f"{what} cannot be read", UNREADABLE_HINT)
+            self.missing_file(document, key, f"{shown} cannot be read", UNREADABLE_HINT)
             return None
-        if len(data) > MAX_CHAT_TEMPLATE_BYTES:
-            message = f"{what} is larger than {MAX_CHAT_TEMPLATE_BYTES // 1024} KiB"
-            self.missing_file(document, CHAT_TEMPLATE, message, "name the Jinja chat template itself")
+        if len(data) > limit:
+            self.missing_file(document, key, f"{shown} is larger than {limit // 1024} KiB", hint)
             return None
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
-            self.missing_file(document, CHAT_TEMPLATE, f"{what} is not UTF-8 text", "save the template as UTF-8")
+            self.missing_file(document, key, f"{shown} is not UTF-8 text", "save it as UTF-8")
             return None
+
+    def read_chat_template(self, spec: Deployment, document: Document) -> str | None:
+        """The text of ``serving.chat_template`` (REF002 where it cannot be read)."""
+        written = spec.serving.chat_template
+        if written is None:
+            return None
+        return self.read_text(
+            document,
+            written,
+            CHAT_TEMPLATE,
+            "chat template file",
+            MAX_CHAT_TEMPLATE_BYTES,
+            "name the Jinja chat template itself",
+        )
+
+    def read_slo_dataset(self, spec: Deployment, document: Document) -> tuple[SloPrompt, ...] | None:
+        """The prompts of ``slo.workload.dataset``: JSON Lines of ``{"prompt": str, "output_tokens": int}``
+        (REF002 at the key, naming the line, where the file or a line is not that)."""
+        written = spec.slo.workload.dataset if spec.slo else None
+        if written is None:
+            return None
+        hint = 'one {"prompt": "...", "output_tokens": N} per line'
+        text = self.read_text(document, written, SLO_DATASET, "slo dataset file", MAX_SLO_DATASET_BYTES, hint)
+        if text is None:
+            return None
+        prompts, problem = parse_slo_dataset(text)
+        if problem:
+            self.missing_file(document, SLO_DATASET, f"slo dataset file {_named(written)}: {problem}", hint)
+            return None
+        return prompts
 
     def validate(self, document: Document) -> BaseModel | None:
         data = document.data
@@ -512,10 +577,12 @@ def load_fleet(paths: list[Path], inventory: Path | None = None, root: Path | No
         loader.check_model_config(spec, document)
         placed_in = _resolve(loader, spec, document)
         template = loader.read_chat_template(spec, document)
+        dataset = loader.read_slo_dataset(spec, document)
         broken = frozenset(loader.broken.get(id(document), ()))
         inventory_named = loader.override_named or spec.inventory or LOCAL_INVENTORY
         deployment = DeploymentDoc(spec, document, placed_in, broken_references=broken, inventory_named=inventory_named)
         deployment.chat_template = template
+        deployment.slo_prompts = dataset
         fleet.deployments.append(deployment)
     return fleet
 

@@ -567,6 +567,80 @@ class Rollout(_Model):
     )
 
 
+class SloWorkload(_Model):
+    """The load ``deploy verify`` sends (spec-v1 section 6: ``slo.workload``): bounded in requests and time."""
+
+    prompt_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = Field(
+        default=None, description="Tokens per prompt (synthetic prompts, counted by the engine's own tokenizer)"
+    )
+    output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = Field(
+        default=None, description="Tokens generated per request (max_tokens, with the end-of-sequence token ignored)"
+    )
+    dataset: NonEmpty | None = Field(
+        default=None,
+        description="Instead of prompt_tokens/output_tokens: a JSON Lines file inside the checkout, relative to this "
+        'file, one {"prompt": ..., "output_tokens": N} per line',
+    )
+    rate: Annotated[float, Field(gt=0, le=10_000)] | None = Field(
+        default=None, description="Requests started per second (open loop), or ..."
+    )
+    concurrency: Annotated[int, Field(ge=1, le=1024)] | None = Field(
+        default=None, description="... requests in flight at once (closed loop)"
+    )
+    requests: Annotated[int, Field(ge=1, le=100_000)] = Field(default=100, description="Requests sent in all")
+    max_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(
+        default=300, description="The run stops after this long; requests not finished by then count as failed"
+    )
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> SloWorkload:
+        synthetic = self.prompt_tokens is not None or self.output_tokens is not None
+        if self.dataset is not None and synthetic:
+            raise PydanticCustomError(
+                "slo_workload", "slo.workload gives a dataset or prompt_tokens/output_tokens, not both"
+            )
+        if self.dataset is None and (self.prompt_tokens is None or self.output_tokens is None):
+            raise PydanticCustomError(
+                "slo_workload", "slo.workload needs prompt_tokens and output_tokens (or a dataset file)"
+            )
+        if (self.rate is None) == (self.concurrency is None):
+            raise PydanticCustomError("slo_workload", "slo.workload needs one of rate or concurrency")
+        return self
+
+
+class SloTargets(_Model):
+    """What ``deploy verify`` checks per replica (spec-v1 section 6: ``slo.targets``); at least one."""
+
+    ttft_p95_ms: Annotated[float, Field(gt=0, le=3_600_000)] | None = Field(
+        default=None, description="Time to first token, 95th percentile, at most (ms)"
+    )
+    itl_p95_ms: Annotated[float, Field(gt=0, le=3_600_000)] | None = Field(
+        default=None, description="Inter-token latency (time per output token after the first), 95th percentile (ms)"
+    )
+    output_tokens_per_s: Annotated[float, Field(gt=0, le=1e9)] | None = Field(
+        default=None, description="Output tokens per second over the run, at least"
+    )
+    requests_per_s: Annotated[float, Field(gt=0, le=1e9)] | None = Field(
+        default=None, description="Requests completed per second over the run, at least"
+    )
+    error_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        default=None, description="Failed requests / requests sent, at most (0.01 = 1 %)"
+    )
+
+    @model_validator(mode="after")
+    def _some_target(self) -> SloTargets:
+        if not self.model_fields_set:
+            raise PydanticCustomError("slo_targets", "slo.targets names no target")
+        return self
+
+
+class Slo(_Model):
+    """A latency/throughput target (spec-v1 section 6: ``slo``), checked by ``deploy verify`` and ``apply --verify``."""
+
+    workload: SloWorkload
+    targets: SloTargets
+
+
 class Suppression(_Model):
     rule: Annotated[str, StringConstraints(pattern=r"^[A-Z]+\d{3}$")]
     reason: str | None = Field(default=None, description="Why the finding does not apply; required")
@@ -587,6 +661,9 @@ class Deployment(_Model):
     placement: Placement = Field(default_factory=Placement)
     serving: Serving = Field(default_factory=Serving)
     rollout: Rollout = Field(default_factory=Rollout)
+    slo: Slo | None = Field(
+        default=None, description="A latency/throughput target per replica: deploy verify, deploy apply --verify"
+    )
     suppress: list[Suppression] = Field(default_factory=list)
 
     @property

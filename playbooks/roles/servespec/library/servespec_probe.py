@@ -23,7 +23,6 @@ author: servespec
 """
 
 import json
-import os
 import time
 import urllib.error
 import urllib.request
@@ -31,23 +30,14 @@ import urllib.request
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.servespec_common import (
     STATE_ROOT,
+    api_key,
     base_url,
     check_deployment,
+    headers,
+    listed_models,
     load_container,
-    read_env_file,
+    served_model,
 )
-
-API_KEY_VARIABLES = ("VLLM_API_KEY", "API_KEY", "SERVESPEC_API_KEY", "LLAMA_API_KEY")
-
-
-def _api_key(spec):
-    for path in spec["env_files"]:
-        if path.endswith("secrets.env") and os.path.exists(path):
-            values = read_env_file(path)
-            for name in API_KEY_VARIABLES:
-                if values.get(name):
-                    return values[name]
-    return None
 
 
 def _running(name):
@@ -81,46 +71,20 @@ def _wait_healthy(spec, timeout):
     return False, f"{url} not healthy after {timeout} s ({last})"
 
 
-def _headers(key):
-    return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
-
-
-def _listed_models(spec, key):
-    """The model ids GET /v1/models lists, in its order; [] where it does not answer (TGI before 2.3)."""
-    request = urllib.request.Request(base_url(spec) + "/v1/models", headers=_headers(key))
-    try:
-        with urllib.request.urlopen(request, timeout=spec["healthcheck"]["timeout_s"]) as response:
-            answer = json.loads(response.read().decode())
-    except (urllib.error.URLError, OSError, ValueError):
-        return []
-    entries = answer.get("data") if isinstance(answer, dict) else None
-    return [e["id"] for e in entries or [] if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]]
-
-
-def _smoke_model(spec, key):
-    """The model the completion names: serving.model_name where the spec gives one (the name clients send),
-    else the first name the engine lists in /v1/models (the name it chose itself), else none (the engine's
-    only model: vLLM, TGI and llama.cpp take a request without one)."""
-    if spec.get("model_name"):
-        return spec["model_name"], None
-    listed = _listed_models(spec, key)
-    return (listed[0] if listed else None), listed
-
-
 def _smoke(spec, key, model=None):
     listed = None
     if model is None:
-        model, listed = _smoke_model(spec, key)
+        model, listed = served_model(spec, key)
     body = {"prompt": "Hello", "max_tokens": 4, "temperature": 0, **({"model": model} if model else {})}
     request = urllib.request.Request(
-        base_url(spec) + "/v1/completions", data=json.dumps(body).encode(), headers=_headers(key)
+        base_url(spec) + "/v1/completions", data=json.dumps(body).encode(), headers=headers(key)
     )
     named = f" for model {model!r}" if model else ""
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             answer = json.loads(response.read().decode())
     except (urllib.error.URLError, OSError, ValueError) as err:
-        served = f"; /v1/models lists {_listed_models(spec, key)!r}" if listed is None else ""
+        served = f"; /v1/models lists {listed_models(spec, key)!r}" if listed is None else ""
         return False, f"completion request{named} failed: {err}{served}"
     choices = answer.get("choices") or [] if isinstance(answer, dict) else []
     if not choices or not isinstance(choices[0], dict) or "text" not in choices[0]:
@@ -161,10 +125,10 @@ def main():
     if not healthy:
         module.fail_json(msg=detail, stage="health")
     if p["smoke_test"] and spec["smoke_test"]:
-        ok, text = _smoke(spec, _api_key(spec))
+        ok, text = _smoke(spec, api_key(spec))
         if not ok:
             module.fail_json(msg=text, stage="smoke")
-        ok, adapters = _smoke_adapters(spec, _api_key(spec))
+        ok, adapters = _smoke_adapters(spec, api_key(spec))
         if not ok:
             module.fail_json(msg=adapters, stage="smoke")
         module.exit_json(changed=False, health=detail, completion=text, adapters=adapters)

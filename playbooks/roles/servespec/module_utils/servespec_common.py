@@ -14,6 +14,8 @@ import shutil
 import stat
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 STATE_ROOT = "/var/lib/servespec"
 CONFIG_ROOT = "/etc/servespec"
@@ -33,6 +35,7 @@ STATUS = "deployments_status"
 OUTPUTS = "host_outputs"
 WEIGHTS = "weights_staged"
 CAPACITY = "host_capacity"
+VERIFIED = "slo_verified"
 
 
 def servespec_result(kind, **values):
@@ -201,6 +204,47 @@ def read_env_file(path):
             key, _, value = line.partition("=")
             values[key] = value
     return values
+
+
+API_KEY_VARIABLES = ("VLLM_API_KEY", "API_KEY", "SERVESPEC_API_KEY", "LLAMA_API_KEY")
+
+
+def api_key(spec):
+    """The API key the engine was started with (the deployment's secrets.env), or None."""
+    for path in spec["env_files"]:
+        if path.endswith("secrets.env") and os.path.exists(path):
+            values = read_env_file(path)
+            for name in API_KEY_VARIABLES:
+                if values.get(name):
+                    return values[name]
+    return None
+
+
+def headers(key):
+    """JSON request headers, with the bearer token where the engine takes one."""
+    return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+
+
+def listed_models(spec, key):
+    """The model ids GET /v1/models lists, in its order; [] where it does not answer (TGI before 2.3)."""
+    request = urllib.request.Request(base_url(spec) + "/v1/models", headers=headers(key))
+    try:
+        with urllib.request.urlopen(request, timeout=spec["healthcheck"]["timeout_s"]) as response:
+            answer = json.loads(response.read().decode())
+    except (urllib.error.URLError, OSError, ValueError):
+        return []
+    entries = answer.get("data") if isinstance(answer, dict) else None
+    return [e["id"] for e in entries or [] if isinstance(e, dict) and isinstance(e.get("id"), str) and e["id"]]
+
+
+def served_model(spec, key):
+    """The model the completion names: serving.model_name where the spec gives one (the name clients send),
+    else the first name the engine lists in /v1/models (the name it chose itself), else none (the engine's
+    only model: vLLM, TGI and llama.cpp take a request without one)."""
+    if spec.get("model_name"):
+        return spec["model_name"], None
+    listed = listed_models(spec, key)
+    return (listed[0] if listed else None), listed
 
 
 def free_bytes(path):
