@@ -94,3 +94,15 @@ def test_an_update_within_one_release_has_no_metric_line() -> None:
     (action,) = _update("0.9.2", "0.9.2")
     assert action.metric_names is None
     assert "metric names" not in plan_output([action], "text", list)
+
+
+def test_plan_says_what_apply_verify_benchmarks() -> None:
+    files = _container("vllm", "0.9.2")
+    want = Desired("chat", "h1", "b", files, verify="6 requests of 16+8 tokens at concurrency 2, at most 120 s")
+    kept = Desired("chat", "h2", "a", files, verify="6 requests")
+    seen = [Observed("chat", "h2", current=1, good=1, digest="a", status="good", files=files)]
+    actions = plan([want, kept], seen)
+    assert [a.verify for a in actions] == [want.verify, ""]  # an unchanged host is not benchmarked
+    assert f"verify (apply --verify, after health): {want.verify}" in plan_output(actions, "text", list)
+    assert "#### apply --verify" in plan_output(actions, "markdown", list)
+    assert json.loads(plan_output(actions, "json", list))["actions"][0]["verify"] == want.verify

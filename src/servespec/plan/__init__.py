@@ -40,6 +40,8 @@ class Desired:
     """``rollout.strategy`` of the deployment (``auto``: :mod:`servespec.plan.strategy` decides per host)."""
     need: Need | None = None
     """The GPUs and memory the revision allocates on the host (``auto`` only; None: unknown)."""
+    verify: str = ""
+    """What ``apply --verify`` benchmarks on this host after health (the spec's slo, in words); '': no slo."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Desired:
@@ -107,6 +109,8 @@ class Action:
     """``rollout.strategy: auto``: surge or in place on this host, and why (None: another strategy)."""
     metric_names: MetricNames | None = None
     """The metric names the update changes (a new engine release that renamed or dropped some; None: none)."""
+    verify: str = ""
+    """A create or update: what ``apply --verify`` benchmarks after health ('' when the spec has no slo)."""
 
     @property
     def restart(self) -> bool:
@@ -130,6 +134,7 @@ class Action:
             "download": self.download.to_json() if self.download else None,
             "strategy": self.strategy.to_json() if self.strategy else None,
             "metric_names": self.metric_names.to_json() if self.metric_names else None,
+            "verify": self.verify or None,
         }
 
 
@@ -235,7 +240,8 @@ def plan(desired: list[Desired], observed: list[Observed], previous: Sequence[De
     seen = {(o.deployment, o.host): o for o in observed}
     wanted = {(d.deployment, d.host) for d in desired}
     actions = [
-        _with_strategy(_action_for(want, seen.get((want.deployment, want.host))), want, seen) for want in desired
+        _with_verify(_with_strategy(_action_for(want, seen.get((want.deployment, want.host))), want, seen), want)
+        for want in desired
     ]
     for (deployment, host), state in sorted(seen.items()):
         if (deployment, host) not in wanted and state.current is not None:
@@ -256,6 +262,11 @@ def plan(desired: list[Desired], observed: list[Observed], previous: Sequence[De
     if footprints or previous:
         return sized(actions, footprints, previous)
     return actions
+
+
+def _with_verify(action: Action, want: Desired) -> Action:
+    """``action`` with what apply --verify benchmarks (creates and updates of a deployment with an slo)."""
+    return replace(action, verify=want.verify) if want.verify and action.restart else action
 
 
 def _with_strategy(action: Action, want: Desired, seen: Mapping[tuple[str, str], Observed]) -> Action:

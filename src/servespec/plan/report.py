@@ -109,6 +109,8 @@ def restarts_text(actions: list[Action]) -> str:
             lines.append(f"  download: {download_text(action.download)}")
         if action.metric_names is not None:
             lines.append(f"  metric names: {action.metric_names.describe()}")
+        if action.verify:
+            lines.append(f"  verify (apply --verify, after health): {action.verify}; a miss restores the host")
     if not lines:
         return ""
     return "\n".join(printable(line) for line in ["restarts:", *lines]) + "\n"
@@ -151,7 +153,19 @@ def restarts_markdown(actions: list[Action]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += ["| " + " | ".join(markdown_cell(value) for value in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n" + strategy_markdown(actions) + metric_names_markdown(actions)
+    sections = (strategy_markdown(actions), metric_names_markdown(actions), verify_markdown(actions))
+    return "\n".join(lines) + "\n" + "".join(sections)
+
+
+def verify_markdown(actions: list[Action]) -> str:
+    """The hosts ``apply --verify`` benchmarks after health, and against what ("" when none)."""
+    verified = [a for a in actions if a.verify]
+    if not verified:
+        return ""
+    lines = ["", "#### apply --verify: benchmarked after health (a miss restores the host)", ""]
+    lines += ["| deployment | host | slo |", "|---|---|---|"]
+    lines += ["| " + " | ".join(markdown_cell(v) for v in (a.deployment, a.host, a.verify)) + " |" for a in verified]
+    return "\n".join(lines) + "\n"
 
 
 def metric_names_markdown(actions: list[Action]) -> str:

@@ -74,8 +74,22 @@ def desired_state(rendered: Rendered, deployment: DeploymentDoc) -> list[Desired
         # rollout.strategy auto: the plan decides surge or in place per host from what the revision needs.
         need = surge.need_on(known, views[host]) if known is not None and host in views else None
         strategy = deployment.spec.rollout.strategy
-        out.append(Desired(name, host, container.revision, rendered.host_files(name, host), None, strategy, need))
+        files = rendered.host_files(name, host)
+        verify = slo_words(deployment) if container.role == "leader" else ""
+        out.append(Desired(name, host, container.revision, files, None, strategy, need, verify))
     return out
+
+
+def slo_words(deployment: DeploymentDoc) -> str:
+    """The spec's slo as ``deploy plan`` says it ('' when there is none)."""
+    slo = deployment.spec.slo
+    if slo is None:
+        return ""
+    load = slo.workload
+    pace = f"concurrency {load.concurrency}" if load.concurrency else f"{load.rate} requests/s"
+    what = "the dataset's prompts" if load.dataset else f"{load.prompt_tokens}+{load.output_tokens} tokens"
+    targets = ", ".join(f"{k} {v}" for k, v in slo.targets.model_dump(exclude_none=True).items())
+    return f"{load.requests} requests of {what} at {pace}, at most {load.max_seconds:g} s; targets {targets}"
 
 
 def host_report(results: dict[str, HostResult], host: str, deployment: str) -> dict[str, Any]:
