@@ -246,3 +246,14 @@ def test_reports_escape_host_values_and_say_the_verdict() -> None:
     assert "| chat | h2 | - | - | - | - | ERROR: unreachable \\| &lt;b>\\x1b[31m |" in markdown
     shown = json.loads(verify_output(rows, "json"))["hosts"]
     assert [h["ok"] for h in shown] == [False, False] and shown[1]["error"].startswith("unreachable")
+
+
+def test_the_plan_of_a_deployment_with_an_slo_says_what_verify_runs(tmp_path: Path) -> None:
+    from servespec.render import render_fleet
+    from servespec.rollout.state import desired_state
+
+    fleet = load_fleet([_spec(tmp_path, "{prompt_tokens: 16, output_tokens: 8, concurrency: 2, requests: 6}")])
+    (wanted,) = desired_state(render_fleet(fleet), fleet.deployments[0])
+    assert wanted.verify == (
+        "6 requests of 16+8 tokens at concurrency 2, at most 300 s; targets ttft_p95_ms 500.0, error_rate 0.0"
+    )
