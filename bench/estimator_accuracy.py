@@ -15,7 +15,63 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.vllm_logs import BAND_FILE, band_text, bands, by_range, compare_all, median_abs_error
+from tests.vllm_logs import (
+    BAND_FILE,
+    Comparison,
+    band_text,
+    bands,
+    by_range,
+    class_table,
+    compare_all,
+    compare_corpus,
+    median_abs_error,
+    p90_abs_error,
+)
+
+
+def _band_of(band: dict[str, object], name: str) -> float:
+    """The band the MEM rules use for one model class (knowledge/error_band.py: a class with fewer than
+    ``min_logs`` logs takes the widest band of any class)."""
+    classes = band["classes"]
+    assert isinstance(classes, dict)
+    widest = max((float(c["gib"]) for c in classes.values() if c["logs"]), default=0.0)
+    entry = classes.get(name) or {"gib": 0.0, "logs": 0}
+    own = float(entry["gib"]) if entry["logs"] else 0.0
+    return own if int(entry["logs"]) >= int(str(band["min_logs"])) else max(own, widest)
+
+
+def print_class_table(band: dict[str, object]) -> None:
+    """Issue 23's table over the whole corpus (every engine), then the unanswered logs by reason."""
+    rows = compare_corpus()
+    print(f"\nWhole corpus: {len(rows)} start-up logs ({sum(1 for r in rows if not r.started)} failed starts)")
+    head = f"{'engine':10} {'version range':50} {'attention':9} {'n':>4} {'failed':>6} {'answered':>8}"
+    print(f"{head} {'median':>7} {'p90':>7}  band GiB (model class)")
+    for entry in class_table(rows):
+        median = f"{entry['median']:.1%}" if entry["median"] is not None else "-"
+        p90 = f"{entry['p90']:.1%}" if entry["p90"] is not None else "-"
+        used = ", ".join(f"{name} {_band_of(band, name):.2f}" for name in entry["classes"]) or "-"
+        print(
+            f"{entry['engine']:10} {entry['versions']:50} {entry['attention']:9} {entry['n']:>4} "
+            f"{entry['failed_starts']:>6} {entry['answered']:>8} {median:>7} {p90:>7}  {used}"
+        )
+    answered = [row for row in rows if not row.skipped]
+    started = [row for row in rows if row.started]
+    answered_started = [row for row in answered if row.started]
+    print(
+        f"overall: {len(answered)} of {len(rows)} answered ({len(answered_started)} of {len(started)} started logs); "
+        f"median {median_abs_error(answered):.1%}, p90 {_p90(answered):.1%}"
+    )
+    reasons: dict[str, list[str]] = {}
+    for row in rows:
+        if row.skipped:
+            reasons.setdefault(row.skipped, []).append(row.name)
+    print("\nUnanswered logs by reason:")
+    for why, names in sorted(reasons.items(), key=lambda item: -len(item[1])):
+        print(f"  {len(names):>3}  {why}: {', '.join(names)}")
+
+
+def _p90(rows: list[Comparison]) -> float:
+    return p90_abs_error(rows)
 
 
 def main() -> None:
@@ -42,6 +98,7 @@ def main() -> None:
         gib = f"{entry['gib']:.2f}" if entry["logs"] else "-"
         print(f"{name:10} {entry['logs']:>5} {gib:>9}  {entry['worst'] or '(none: the widest band is used)'}")
     print(f"classes with fewer than {band['min_logs']} logs use the widest band of any class")
+    print_class_table(band)
     if "--write-band" in sys.argv[1:]:
         BAND_FILE.write_text(band_text(band))
         print(f"\nwrote {BAND_FILE}")

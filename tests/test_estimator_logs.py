@@ -52,3 +52,33 @@ def test_error_band_file_is_what_the_logs_measure() -> None:
     assert YAML(typ="safe").load(BAND_FILE.read_text()) == bands(compare_all()), (
         "regenerate: .venv/bin/python bench/estimator_accuracy.py --write-band"
     )
+
+
+def test_class_table_counts_every_log_of_every_engine_once() -> None:
+    """bench/estimator_accuracy.py's per-class table (issue 23): every recorded log in exactly one row."""
+    from tests.conftest import REPO
+    from tests.vllm_logs import class_table, compare_corpus
+
+    rows = compare_corpus()
+    files = list((REPO / "tests" / "data" / "vllm_logs").glob("*.yaml"))
+    files += list((REPO / "tests" / "data" / "startup_logs").glob("*/*.yaml"))
+    assert len(rows) == len(files)
+    table = class_table(rows)
+    assert sum(entry["n"] for entry in table) == len(rows)
+    assert sum(entry["answered"] for entry in table) == sum(1 for row in rows if not row.skipped)
+    assert {entry["engine"] for entry in table} >= {"vllm", "sglang", "llama.cpp"}
+    for entry in table:
+        assert entry["answered"] <= entry["n"]
+        assert (entry["median"] is None) == (entry["answered"] == 0)
+
+
+def test_attention_classes_of_known_layouts() -> None:
+    """Sliding windows (gpt-oss), Llama 4's chunked attention, MLA (DeepSeek-V2) and full attention are told apart."""
+    from servespec.knowledge import models
+    from tests.vllm_logs import attention_class
+
+    assert attention_class(models.catalogued("openai/gpt-oss-20b")) == "sliding"
+    assert attention_class(models.catalogued("meta-llama/Llama-4-Scout-17B-16E-Instruct")) == "chunked"
+    assert attention_class(models.catalogued("deepseek-ai/DeepSeek-V2-Lite-Chat")) == "mla"
+    assert attention_class(models.catalogued("meta-llama/Llama-3.1-8B-Instruct")) == "full"
+    assert attention_class(None) == "unknown"

@@ -44,6 +44,11 @@ class Comparison:
     """The estimator's model class (knowledge/error_band.py ``model_class``)."""
     kv_gib: float = 0.0
     """The KV-cache memory per GPU the estimator predicts."""
+    engine: str = "vllm"
+    attention: str = "unknown"
+    """The model's attention class (:func:`attention_class`); ``unknown`` when its facts are not known."""
+    started: bool = True
+    """The log reaches the engine's "ready" line (False: a failed start)."""
 
     @property
     def error(self) -> float:
@@ -98,23 +103,21 @@ def compare(path: Path) -> Comparison:
     calibration = data.get("calibration") or {}
     observed = _observed(data)
     version = str(data.get("vllm_version", ""))
+    facts = _facts(data)
+    seen = {"attention": attention_class(facts), "started": data.get("started") is not False}
     if calibration.get("use") is False:
-        return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version)
-    inline = data.get("config")
-    name_or_repo = str(data.get("architecture_from") or data.get("model") or "")
-    facts = (
-        models.facts_from_config(inline, name_or_repo) if isinstance(inline, dict) else models.catalogued(name_or_repo)
-    )
+        return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version, **seen)
     gpu = _gpu(data)
     if observed is None or facts is None or gpu is None:
         why = "no KV number" if observed is None else "model not catalogued" if facts is None else "GPU unknown"
-        return Comparison(name, observed, None, why, version)
+        return Comparison(name, observed, None, why, version, **seen)
     settings = data.get("settings") or {}
     method = str(settings.get("quantization") or "")
     if method and facts.quant_bits is None and not _sized_by_name(method):
         # e.g. RedHatAI's compressed-tensors checkpoints: the log names the format, not its scheme, and the file
         # does not carry the checkpoint's quantization_config; in use servespec reads the width from the checkpoint.
-        return Comparison(name, observed, None, f"weights' width unknown: {method} without its config", version)
+        why = f"weights' width unknown: {method} without its config"
+        return Comparison(name, observed, None, why, version, **seen)
     plan = get("vllm").estimate(
         EstimateInput(
             engine="vllm",
@@ -136,13 +139,149 @@ def compare(path: Path) -> Comparison:
     hybrid = bool(facts.linear_layers or (facts.sliding_window and facts.sliding_layers))
     kind = model_class(facts)
     return Comparison(
-        name, observed, plan.kv_tokens, version=version, hybrid=hybrid, model_class=kind, kv_gib=plan.kv_cache_gib
+        name,
+        observed,
+        plan.kv_tokens,
+        version=version,
+        hybrid=hybrid,
+        model_class=kind,
+        kv_gib=plan.kv_cache_gib,
+        **seen,
     )
 
 
+def _facts(data: dict[str, Any]) -> models.ModelFacts | None:
+    """The logged model's facts: from a pasted config, else the catalogue (by ``architecture_from`` or ``model``)."""
+    inline = data.get("config")
+    name_or_repo = str(data.get("architecture_from") or data.get("model") or "")
+    if isinstance(inline, dict):
+        return models.facts_from_config(inline, name_or_repo)
+    return models.catalogued(name_or_repo)
+
+
+ATTENTION_CLASSES = ("full", "sliding", "chunked", "linear", "mla", "sparse", "unknown")
+"""The attention classes issue 23 reports the error in (``unknown``: the model's facts are not known)."""
+
+
+def attention_class(facts: models.ModelFacts | None) -> str:
+    """Full attention, sliding windows, Llama 4 chunked attention, linear attention (Gated DeltaNet,
+    Mamba), MLA, or DeepSeek Sparse Attention (MLA plus an indexer)."""
+    if facts is None:
+        return "unknown"
+    if facts.is_sparse:
+        return "sparse"
+    if facts.is_mla:
+        return "mla"
+    if facts.linear_layers:
+        return "linear"
+    if facts.sliding_window and facts.sliding_layers:
+        return "chunked" if facts.window_kind == "chunked" else "sliding"
+    return "full"
+
+
 def compare_all() -> list[Comparison]:
-    """Every log, in file order."""
+    """Every vLLM log, in file order."""
     return [compare(path) for path in sorted(LOGS.glob("*.yaml"))]
+
+
+OTHER_LOGS = LOGS.parent / "startup_logs"
+"""Start-up logs of the other engines, one folder per engine (tests/data/startup_logs/README.md)."""
+
+
+def _other_observed(data: dict[str, Any]) -> int | None:
+    seen = data.get("observed") or {}
+    for key in ("kv_cache_tokens", "n_ctx", "max_batch_total_tokens"):
+        if seen.get(key):
+            return int(seen[key])
+    return None
+
+
+def compare_other(path: Path) -> Comparison:
+    """One start-up log of another engine. Only the logged figures and the model's attention class are
+    read: servespec's budgets of these engines are not scored against logs yet (issue 23), so every
+    such log counts as unanswered, with that reason."""
+    data = YAML(typ="safe").load(path.read_text())
+    engine = str(data.get("engine") or path.parent.name)
+    calibration = data.get("calibration") or {}
+    facts = _facts(data)
+    why = (
+        str(calibration.get("why", "excluded"))
+        if calibration.get("use") is False
+        else "model not catalogued"
+        if facts is None
+        else f"{engine} logs not scored yet"
+    )
+    return Comparison(
+        f"{engine}/{path.stem}",
+        _other_observed(data),
+        None,
+        why,
+        str(data.get("engine_version") or ""),
+        engine=engine,
+        attention=attention_class(facts),
+        started=data.get("started") is not False,
+    )
+
+
+def compare_corpus() -> list[Comparison]:
+    """Every recorded start-up log: vLLM's, then the other engines' by folder."""
+    others = [compare_other(path) for path in sorted(OTHER_LOGS.glob("*/*.yaml"))]
+    return compare_all() + others
+
+
+def p90_abs_error(rows: list[Comparison]) -> float:
+    """The 90th percentile of the absolute relative error (nearest rank) over the compared logs."""
+    import math
+
+    errors = sorted(abs(row.error) for row in rows if not row.skipped)
+    return errors[max(math.ceil(0.9 * len(errors)) - 1, 0)]
+
+
+def _range_of(row: Comparison) -> str:
+    from servespec.engines.catalog import version_key
+
+    if row.engine != "vllm":
+        return ""
+    key = version_key(row.version)
+    for label, low, high in VERSION_RANGES:
+        if (not low and not key) or (low and low <= key < high):
+            return label
+    return "unstated (V0 era)"
+
+
+def class_table(rows: list[Comparison]) -> list[dict[str, Any]]:
+    """Issue 23's table: per engine, version range and attention class, the logs (n), how many the
+    estimator answered, and the median / p90 absolute KV-token error over the answered ones."""
+    from servespec.engines.catalog import version_key
+
+    groups: dict[tuple[str, str, str], list[Comparison]] = {}
+    for row in rows:
+        groups.setdefault((row.engine, _range_of(row), row.attention), []).append(row)
+    order = {label: i for i, (label, _, _) in enumerate(VERSION_RANGES)}
+    table = []
+
+    def place(key: tuple[str, str, str]) -> tuple[bool, str, int, int]:
+        return (key[0] != "vllm", key[0], order.get(key[1], 0), ATTENTION_CLASSES.index(key[2]))
+
+    for (engine, label, attention), members in sorted(groups.items(), key=lambda item: place(item[0])):
+        if not label:
+            versions = sorted({m.version for m in members if m.version}, key=version_key)
+            label = f"{versions[0]} - {versions[-1]}" if len(versions) > 1 else versions[0] if versions else "unstated"
+        answered = [m for m in members if not m.skipped]
+        table.append(
+            {
+                "engine": engine,
+                "versions": label,
+                "attention": attention,
+                "n": len(members),
+                "failed_starts": sum(1 for m in members if not m.started),
+                "answered": len(answered),
+                "median": median_abs_error(answered) if answered else None,
+                "p90": p90_abs_error(answered) if answered else None,
+                "classes": sorted({m.model_class for m in answered}),
+            }
+        )
+    return table
 
 
 def median_abs_error(rows: list[Comparison]) -> float:
