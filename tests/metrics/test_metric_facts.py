@@ -25,9 +25,11 @@ def test_every_catalogued_release_has_metric_facts(engine: str) -> None:
         facts = for_release(engine, version)
         assert facts is not None and facts.version == version
         assert facts.metrics, f"{engine} {version}: no metric names"
-        for role in ("requests_running", "prompt_tokens", "generation_tokens") if facts.roles.keys() >= {
-            "requests_running"
-        } else ("prompt_tokens", "generation_tokens"):
+        for role in (
+            ("requests_running", "prompt_tokens", "generation_tokens")
+            if facts.roles.keys() >= {"requests_running"}
+            else ("prompt_tokens", "generation_tokens")
+        ):
             metric = facts.metric(role)
             assert metric is not None and metric.served, f"{engine} {version}: no served metric for {role}"
         assert all(facts.metrics[name].served for name in facts.roles.values()), "a role names only served metrics"
@@ -51,7 +53,13 @@ def test_a_release_between_catalogued_ones_uses_the_nearest_earlier() -> None:
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_recorded_texts_name_only_metrics_some_release_defines(name: str) -> None:
     engine = SOURCES[name]["engine"]
-    prefixes = {"vllm": "vllm:", "llama.cpp": "llamacpp:", "sglang": "sglang:", "tgi": "tgi_", "xinference": "xinference:"}
+    prefixes = {
+        "vllm": "vllm:",
+        "llama.cpp": "llamacpp:",
+        "sglang": "sglang:",
+        "tgi": "tgi_",
+        "xinference": "xinference:",
+    }
     prefix = prefixes[engine]
     snapshot = parse((DATA / name).read_text())
     releases = [for_release(engine, v) or _never() for v in versions(engine)]

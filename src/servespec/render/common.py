@@ -277,9 +277,7 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         # Host networking publishes nothing: the engine listens on serving.bind itself (engine_host).
         ports=()
         if target.multi_node
-        else tuple(
-            Port(str(spec.serving.bind), port, port) for port in (spec.serving.port, *engine.ports) if port
-        ),
+        else tuple(Port(str(spec.serving.bind), port, port) for port in (spec.serving.port, *engine.ports) if port),
         volumes=()
         if engine.native  # a host-native unit mounts nothing
         else (
