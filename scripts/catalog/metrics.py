@@ -28,6 +28,8 @@ Which releases: the ``<unit>/releases/*.json`` catalogs (read, never written). W
 - **TGI**: the tag's ``router/`` and ``backends/v3/`` Rust files from a git snapshot (``git show``),
   tokenized; a metric is a ``metrics::<macro>!("tgi_...")`` call, its kind from the macro, and a
   histogram without a ``set_buckets_for_metric`` matcher is written as a summary.
+- **KTransformers**: serves through ``sglang-kt`` (SGLang with the ``--kt-*`` options, released in
+  lockstep): that version's wheel, read as an SGLang wheel; ``--enable-metrics`` turns them on.
 - **XInference**: the tag's ``xinference/core/metrics.py`` (git snapshot of xorbitsai/inference;
   the PyPI sdist for a release with no tag there), read by ``ast``: every aioprometheus
   Counter/Gauge/Histogram named ``xinference:``. The worker serves them on its metrics exporter,
@@ -98,6 +100,16 @@ ROLES: dict[str, dict[str, list[str]]] = {
         "itl": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"],
         "e2e_latency": ["sglang:e2e_request_latency_seconds"],
     },
+    "ktransformers": {  # sglang-kt: SGLang's names
+        "kv_cache_usage": ["sglang:token_usage"],
+        "requests_running": ["sglang:num_running_reqs"],
+        "requests_waiting": ["sglang:num_queue_reqs"],
+        "prompt_tokens": ["sglang:prompt_tokens"],
+        "generation_tokens": ["sglang:generation_tokens"],
+        "ttft": ["sglang:time_to_first_token_seconds"],
+        "itl": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"],
+        "e2e_latency": ["sglang:e2e_request_latency_seconds"],
+    },
     "xinference": {
         "requests_running": ["xinference:model_serve_count"],
         "prompt_tokens": ["xinference:input_tokens_total_counter"],
@@ -128,6 +140,7 @@ ENDPOINT: dict[str, dict[str, Any]] = {
     "llama.cpp": {"path": "/metrics", "enable": "metrics", "none": None},
     "sglang": {"path": "/metrics", "enable": "enable_metrics", "none": None},
     "tgi": {"path": "/metrics", "enable": None, "none": None},
+    "ktransformers": {"path": "/metrics", "enable": "enable_metrics", "none": None},
     "xinference": {
         "path": "/metrics",
         "enable": "metrics_exporter_port",
@@ -362,6 +375,24 @@ def sglang_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
 
 def _sglang_wanted_sdist(path: str) -> bool:
     return _sglang_wanted(path.removeprefix("python/"))
+
+
+def ktransformers_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
+    """KTransformers serves through ``sglang-kt`` (scripts/catalog/ktransformers.py): that wheel's ``sglang:`` metrics.
+
+    Read exactly as an SGLang wheel (every ``sglang/**.py`` by ``ast``); served with ``--enable-metrics``.
+    """
+    links = _links("sglang-kt")
+    wheel = next(n for n in links if n.startswith(f"sglang_kt-{version}-") and n.endswith(".whl"))
+    files, provenance = wheel_files("sglang-kt", wheel, _sglang_wanted)
+    metrics = python_metrics(files, "sglang:", lambda path: ["srt"])
+    for entry in metrics.values():
+        entry.pop("engines", None)
+        entry["served"] = not entry.pop("hidden")
+        entry["file"] = f"python/{entry['file']}"  # the wheel's package root is the fork's python/
+    provenance |= {"tag": f"v{version}", "files": sorted({m["file"] for m in metrics.values()})}
+    provenance["note"] = f"lines are the sglang-kt {version} wheel's; the fork's tag may not exist on GitHub"
+    return _release("ktransformers", version, f"v{version}", metrics, provenance, "https://github.com/kvcache-ai/sglang/blob")
 
 
 # --- llama.cpp ------------------------------------------------------------------------------
@@ -704,6 +735,7 @@ BUILDERS = {
     "ollama": (ollama_release, "ollama"),
     "tgi": (tgi_release, "tgi"),
     "xinference": (xinference_release, "xinference"),
+    "ktransformers": (ktransformers_release, "ktransformers"),
 }
 
 
