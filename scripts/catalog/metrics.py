@@ -679,12 +679,16 @@ def xinference_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
     option = next((n + 1 for n, line in enumerate(cmdline) if '"--metrics-exporter-port"' in line), None)
     if option is None:
         raise SystemExit(f"xinference {version}: cmdline.py has no --metrics-exporter-port")
+    exporter = next((n + 1 for n, line in enumerate(files[path].splitlines()) if 'add_route("/metrics"' in line), None)
+    if exporter is None:
+        raise SystemExit(f"xinference {version}: core/metrics.py serves no /metrics route")
     rest = files["xinference/api/restful_api.py"].splitlines()
     route = next((n + 1 for n, line in enumerate(rest) if 'add_route("/metrics"' in line), None)
     blob = "https://github.com/xorbitsai/inference/blob"
     tag = f"v{version}"
     provenance |= {"tag": tag, "files": sorted({m["file"] for m in found.values()})}
     provenance["worker_exporter_option"] = f"{blob}/{tag}/xinference/deploy/cmdline.py#L{option}"
+    provenance["worker_exporter_route"] = f"{blob}/{tag}/{path}#L{exporter}"
     if route:
         provenance["supervisor_route"] = f"{blob}/{tag}/xinference/api/restful_api.py#L{route}"
     return _release("xinference", version, tag, found, provenance, blob)
