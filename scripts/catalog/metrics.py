@@ -392,7 +392,9 @@ def ktransformers_release(version: str, catalog: dict[str, Any]) -> dict[str, An
         entry["file"] = f"python/{entry['file']}"  # the wheel's package root is the fork's python/
     provenance |= {"tag": f"v{version}", "files": sorted({m["file"] for m in metrics.values()})}
     provenance["note"] = f"lines are the sglang-kt {version} wheel's; the fork's tag may not exist on GitHub"
-    return _release("ktransformers", version, f"v{version}", metrics, provenance, "https://github.com/kvcache-ai/sglang/blob")
+    return _release(
+        "ktransformers", version, f"v{version}", metrics, provenance, "https://github.com/kvcache-ai/sglang/blob"
+    )
 
 
 # --- llama.cpp ------------------------------------------------------------------------------
