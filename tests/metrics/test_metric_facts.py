@@ -154,3 +154,12 @@ def test_xinference_prompt_tokens_from_a_real_worker_text() -> None:
     # the counter is read under the parser's name (xinference:input_tokens_total_counter_total): no increase
     assert result.values["prompt_tokens_per_s"] == 0.0
     assert result.values["requests_running"] is None  # 1.6.1 has no metric for it: never looked for
+
+
+def test_an_endpoint_that_is_not_prometheus_text_is_never_read() -> None:
+    # Stand-in facts (no catalogued release has one yet): TensorRT-LLM's /metrics answers JSON iteration stats.
+    from servespec.metrics.facts import ReleaseMetrics
+
+    facts = ReleaseMetrics("tensorrt-llm", "0.21.0", "/metrics", None, format="json")
+    assert "serves json at /metrics, not Prometheus text" in facts.off({})
+    assert ReleaseMetrics("tensorrt-llm", "0.21.0", "/metrics", None).off({}) == ""
