@@ -57,8 +57,8 @@ def test_an_engine_without_metric_facts_says_so_and_an_unreachable_host_is_not_a
     def fetch(url: str, headers: dict[str, str]) -> str:
         raise AssertionError("not asked")
 
-    (row,) = read(_fleet("ktransformers", "0.7.2", {}), [_row()], interval=0.1, fetch=fetch)
-    assert "no metric names for ktransformers" in row.note
+    (row,) = read(_fleet("openllm", "0.6.30", {}), [_row()], interval=0.1, fetch=fetch)
+    assert "no metric names for openllm" in row.note
     (row,) = read(_fleet("vllm", "0.12.0", {}), [_row(reachable=False)], interval=0.1, fetch=fetch)
     assert row.note == "host unreachable"
 
