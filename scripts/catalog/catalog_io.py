@@ -33,6 +33,9 @@ UNITS = {
     "tensorrt-llm": "tensorrt_llm",
     "llama.cpp": "llama_cpp",
     "lmstudio": "lmstudio",
+    "xinference": "xinference",
+    "ktransformers": "ktransformers",
+    "openllm": "openllm",
 }
 """Engine name -> its unit's folder under src/servespec/engines/."""
 

@@ -4,6 +4,7 @@
     python scripts/catalog/metrics.py llama.cpp     # every catalogued llama.cpp build
     python scripts/catalog/metrics.py sglang        # every catalogued SGLang release
     python scripts/catalog/metrics.py ollama        # that every catalogued Ollama release serves none
+    python scripts/catalog/metrics.py xinference    # every catalogued XInference release
 
 Which releases: the ``<unit>/releases/*.json`` catalogs (read, never written). What is read:
 
@@ -27,6 +28,13 @@ Which releases: the ``<unit>/releases/*.json`` catalogs (read, never written). W
 - **TGI**: the tag's ``router/`` and ``backends/v3/`` Rust files from a git snapshot (``git show``),
   tokenized; a metric is a ``metrics::<macro>!("tgi_...")`` call, its kind from the macro, and a
   histogram without a ``set_buckets_for_metric`` matcher is written as a summary.
+- **KTransformers**: serves through ``sglang-kt`` (SGLang with the ``--kt-*`` options, released in
+  lockstep): that version's wheel, read as an SGLang wheel; ``--enable-metrics`` turns them on.
+- **XInference**: the tag's ``xinference/core/metrics.py`` (git snapshot of xorbitsai/inference;
+  the PyPI sdist for a release with no tag there), read by ``ast``: every aioprometheus
+  Counter/Gauge/Histogram named ``xinference:``. The worker serves them on its metrics exporter,
+  whose port is the engine option ``metrics_exporter_port`` (``--metrics-exporter-port``), not
+  the serving port; see :func:`xinference_release`.
 - **Ollama**: serves no Prometheus metrics. For every catalogued release the tag's ``server/`` is
   searched (``git grep`` of a snapshot of ollama/ollama) for a ``"/metrics"`` route or a promhttp
   handler (the build stops if one appears), and the ``/api/ps`` route that lists loaded models is cited.
@@ -92,6 +100,24 @@ ROLES: dict[str, dict[str, list[str]]] = {
         "itl": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"],
         "e2e_latency": ["sglang:e2e_request_latency_seconds"],
     },
+    "ktransformers": {  # sglang-kt: SGLang's names
+        "kv_cache_usage": ["sglang:token_usage"],
+        "requests_running": ["sglang:num_running_reqs"],
+        "requests_waiting": ["sglang:num_queue_reqs"],
+        "prompt_tokens": ["sglang:prompt_tokens"],
+        "generation_tokens": ["sglang:generation_tokens"],
+        "ttft": ["sglang:time_to_first_token_seconds"],
+        "itl": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"],
+        "e2e_latency": ["sglang:e2e_request_latency_seconds"],
+    },
+    "xinference": {
+        "requests_running": ["xinference:model_serve_count"],
+        "prompt_tokens": ["xinference:input_tokens_total_counter"],
+        "generation_tokens": ["xinference:output_tokens_total_counter"],
+        "ttft": ["xinference:time_to_first_token_seconds"],  # 1.x wrote a gauge in ms: no role
+        "e2e_latency": ["xinference:model_request_duration_seconds"],
+        "requests_failed": ["xinference:model_request_errors"],
+    },
     "tgi": {
         "requests_running": ["tgi_batch_current_size"],
         "requests_waiting": ["tgi_queue_size"],
@@ -114,6 +140,13 @@ ENDPOINT: dict[str, dict[str, Any]] = {
     "llama.cpp": {"path": "/metrics", "enable": "metrics", "none": None},
     "sglang": {"path": "/metrics", "enable": "enable_metrics", "none": None},
     "tgi": {"path": "/metrics", "enable": None, "none": None},
+    "ktransformers": {"path": "/metrics", "enable": "enable_metrics", "none": None},
+    "xinference": {
+        "path": "/metrics",
+        "enable": "metrics_exporter_port",
+        "port_option": "metrics_exporter_port",
+        "none": None,
+    },
     "ollama": {
         "path": None,
         "enable": None,
@@ -344,6 +377,26 @@ def _sglang_wanted_sdist(path: str) -> bool:
     return _sglang_wanted(path.removeprefix("python/"))
 
 
+def ktransformers_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
+    """KTransformers serves through ``sglang-kt`` (scripts/catalog/ktransformers.py): that wheel's ``sglang:`` metrics.
+
+    Read exactly as an SGLang wheel (every ``sglang/**.py`` by ``ast``); served with ``--enable-metrics``.
+    """
+    links = _links("sglang-kt")
+    wheel = next(n for n in links if n.startswith(f"sglang_kt-{version}-") and n.endswith(".whl"))
+    files, provenance = wheel_files("sglang-kt", wheel, _sglang_wanted)
+    metrics = python_metrics(files, "sglang:", lambda path: ["srt"])
+    for entry in metrics.values():
+        entry.pop("engines", None)
+        entry["served"] = not entry.pop("hidden")
+        entry["file"] = f"python/{entry['file']}"  # the wheel's package root is the fork's python/
+    provenance |= {"tag": f"v{version}", "files": sorted({m["file"] for m in metrics.values()})}
+    provenance["note"] = f"lines are the sglang-kt {version} wheel's; the fork's tag may not exist on GitHub"
+    return _release(
+        "ktransformers", version, f"v{version}", metrics, provenance, "https://github.com/kvcache-ai/sglang/blob"
+    )
+
+
 # --- llama.cpp ------------------------------------------------------------------------------
 
 
@@ -568,6 +621,81 @@ def ollama_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
     return {"provenance": provenance, "metrics": {}, "roles": {}}
 
 
+# --- XInference ---------------------------------------------------------------------------
+
+XINFERENCE_GIT = Path(os.environ.get("SERVESPEC_XINFERENCE_GIT", "/work/.mirror/xorbitsai+inference/repo"))
+"""A git snapshot of github.com/xorbitsai/inference with its tags (releases without a tag there: the sdist)."""
+XINFERENCE_FILES = ("xinference/core/metrics.py", "xinference/deploy/cmdline.py", "xinference/api/restful_api.py")
+
+
+def _xinference_sources(version: str) -> tuple[dict[str, str], dict[str, Any]]:
+    tag = f"v{version}"
+    commit = _git_in(XINFERENCE_GIT, "rev-list", "-n", "1", tag).stdout.strip()
+    if commit:
+        files = {path: _git_in(XINFERENCE_GIT, "show", f"{tag}:{path}").stdout for path in XINFERENCE_FILES}
+        return files, {"commit": commit}
+    return sdist_files("xinference", f"xinference-{version}.tar.gz", lambda path: path in XINFERENCE_FILES)
+
+
+def _set_literal(tree: ast.AST, name: str) -> set[str]:
+    """The strings of a module-level ``NAME = {...}`` set (XInference's worker-only / supervisor-only lists)."""
+    for node in ast.walk(tree):
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if value is None or not any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            continue
+        return {e.value for e in getattr(value, "elts", []) if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return set()
+
+
+def xinference_release(version: str, catalog: dict[str, Any]) -> dict[str, Any]:
+    """XInference's ``xinference:`` metrics (aioprometheus) from the release's ``xinference/core/metrics.py``.
+
+    The worker serves them on its metrics exporter (``--metrics-exporter-port``, path ``/metrics``;
+    without the option ``xinference-local`` binds it to a random port); the supervisor's REST
+    ``/metrics`` on the serving port carries HTTP middleware counters and, from the releases that
+    split the registries (``_SUPERVISOR_ONLY_METRICS``), the cluster gauges: those are recorded
+    with ``"endpoint": "supervisor"`` and ``served`` false (they are not on the worker's port); a
+    metric in neither list is in both registries (``"both"``).
+    aioprometheus writes a name as declared (a counter gets no ``_total``).
+    """
+    files, provenance = _xinference_sources(version)
+    path = "xinference/core/metrics.py"
+    tree = ast.parse(files[path])
+    supervisor_only = _set_literal(tree, "_SUPERVISOR_ONLY_METRICS")
+    worker_only = _set_literal(tree, "_WORKER_ONLY_METRICS")
+    found: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        kind, name = _callee(node), _metric_name(node, "xinference:")
+        if not kind or not name or kind not in ("counter", "gauge", "histogram", "summary"):
+            continue
+        family = name.removesuffix("_total") if kind == "counter" else name
+        tails = {"histogram": ["_bucket", "_count", "_sum"], "summary": ["", "_count", "_sum"]}.get(kind, [""])
+        worker = name not in supervisor_only
+        where = "worker" if name in worker_only or not worker_only else "supervisor" if not worker else "both"
+        entry = {"type": kind, "file": path, "line": node.lineno, "samples": [name + t for t in tails]}
+        found.setdefault(family, entry | {"served": worker, "endpoint": where})
+    cmdline = files["xinference/deploy/cmdline.py"].splitlines()
+    option = next((n + 1 for n, line in enumerate(cmdline) if '"--metrics-exporter-port"' in line), None)
+    if option is None:
+        raise SystemExit(f"xinference {version}: cmdline.py has no --metrics-exporter-port")
+    exporter = next((n + 1 for n, line in enumerate(files[path].splitlines()) if 'add_route("/metrics"' in line), None)
+    if exporter is None:
+        raise SystemExit(f"xinference {version}: core/metrics.py serves no /metrics route")
+    rest = files["xinference/api/restful_api.py"].splitlines()
+    route = next((n + 1 for n, line in enumerate(rest) if 'add_route("/metrics"' in line), None)
+    blob = "https://github.com/xorbitsai/inference/blob"
+    tag = f"v{version}"
+    provenance |= {"tag": tag, "files": sorted({m["file"] for m in found.values()})}
+    provenance["worker_exporter_option"] = f"{blob}/{tag}/xinference/deploy/cmdline.py#L{option}"
+    provenance["worker_exporter_route"] = f"{blob}/{tag}/{path}#L{exporter}"
+    if route:
+        provenance["supervisor_route"] = f"{blob}/{tag}/xinference/api/restful_api.py#L{route}"
+    return _release("xinference", version, tag, found, provenance, blob)
+
+
 # --- the file -------------------------------------------------------------------------------
 
 
@@ -612,6 +740,8 @@ BUILDERS = {
     "sglang": (sglang_release, "sglang"),
     "ollama": (ollama_release, "ollama"),
     "tgi": (tgi_release, "tgi"),
+    "xinference": (xinference_release, "xinference"),
+    "ktransformers": (ktransformers_release, "ktransformers"),
 }
 
 

@@ -57,8 +57,8 @@ def test_an_engine_without_metric_facts_says_so_and_an_unreachable_host_is_not_a
     def fetch(url: str, headers: dict[str, str]) -> str:
         raise AssertionError("not asked")
 
-    (row,) = read(_fleet("xinference", "1.10.0", {}), [_row()], interval=0.1, fetch=fetch)
-    assert "no metric names for xinference" in row.note
+    (row,) = read(_fleet("openllm", "0.6.30", {}), [_row()], interval=0.1, fetch=fetch)
+    assert "no metric names for openllm" in row.note
     (row,) = read(_fleet("vllm", "0.12.0", {}), [_row(reachable=False)], interval=0.1, fetch=fetch)
     assert row.note == "host unreachable"
 
@@ -96,3 +96,18 @@ def test_top_shows_the_view_between_consecutive_looks() -> None:
     watch(_fleet("llama.cpp", "b11434", {"metrics": True}), [_row()], show, interval=0.05, rounds=2, fetch=fetch)
     assert len(asked) == 3 and len(shown) == 2
     assert shown[0] is not None and shown[0] > 0 and shown[1] == 0  # nothing generated between the last two looks
+
+
+def test_xinference_is_read_on_the_worker_exporters_port_only_when_set() -> None:
+    asked: list[str] = []
+    text = (DATA / "xinference-3564.prom").read_text()
+
+    def fetch(url: str, headers: dict[str, str]) -> str:
+        asked.append(url)
+        return text
+
+    (row,) = read(_fleet("xinference", "1.6.1", {}), [_row()], interval=0.1, fetch=fetch)
+    assert "engine.options.metrics_exporter_port" in row.note and not asked
+    (row,) = read(_fleet("xinference", "1.6.1", {"metrics_exporter_port": 9998}), [_row()], interval=0.1, fetch=fetch)
+    assert asked == ["http://10.0.0.5:9998/metrics"] * 2 and not row.note
+    assert row.view is not None and row.view.values["prompt_tokens_per_s"] == 0.0

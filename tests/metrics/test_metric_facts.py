@@ -14,6 +14,11 @@ from tests.metrics import served_engines
 
 DATA = REPO / "tests" / "data" / "metrics"
 COVERED = served_engines()
+QUEUE_ROLES = {
+    engine: ("requests_running", "requests_waiting")
+    for engine in ("vllm", "sglang", "tgi", "llama.cpp", "ktransformers")
+}
+"""Engines whose every release has running and waiting gauges (XInference: neither in 1.x, never a waiting one)."""
 SOURCES = json.loads((DATA / "SOURCES.json").read_text())
 
 
@@ -25,9 +30,10 @@ def test_every_catalogued_release_has_metric_facts(engine: str) -> None:
         facts = for_release(engine, version)
         assert facts is not None and facts.version == version
         assert facts.metrics, f"{engine} {version}: no metric names"
-        for role in ("requests_running", "requests_waiting", "prompt_tokens", "generation_tokens"):
+        for role in ("prompt_tokens", "generation_tokens", *QUEUE_ROLES.get(engine, ())):
             metric = facts.metric(role)
             assert metric is not None and metric.served, f"{engine} {version}: no served metric for {role}"
+        assert all(facts.metrics[name].served for name in facts.roles.values()), "a role names only served metrics"
         assert all(m.source.startswith("https://github.com/") for m in facts.metrics.values())
 
 
@@ -48,7 +54,14 @@ def test_a_release_between_catalogued_ones_uses_the_nearest_earlier() -> None:
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_recorded_texts_name_only_metrics_some_release_defines(name: str) -> None:
     engine = SOURCES[name]["engine"]
-    prefix = {"vllm": "vllm:", "llama.cpp": "llamacpp:", "sglang": "sglang:", "tgi": "tgi_"}[engine]
+    prefixes = {
+        "vllm": "vllm:",
+        "llama.cpp": "llamacpp:",
+        "sglang": "sglang:",
+        "tgi": "tgi_",
+        "xinference": "xinference:",
+    }
+    prefix = prefixes[engine]
     snapshot = parse((DATA / name).read_text())
     releases = [for_release(engine, v) or _never() for v in versions(engine)]
     known = {parsed_name(m, s) for r in releases for m in r.metrics.values() for s in m.samples}
@@ -115,3 +128,38 @@ def test_every_ollama_release_is_known_to_serve_no_metrics_and_points_at_api_ps(
         facts = for_release("ollama", version)
         assert facts is not None and facts.path is None and not facts.metrics
         assert facts.none_reason is not None and "/api/ps" in facts.none_reason
+
+
+def test_xinference_metrics_are_the_worker_exporters_and_follow_the_release() -> None:
+    old, new = for_release("xinference", "1.6.1"), for_release("xinference", "3.2.1")
+    assert old is not None and new is not None
+    for facts in (old, new):
+        assert facts.path == "/metrics" and facts.port_option == "metrics_exporter_port"
+        assert facts.port({}, 9997) is None and facts.port({"metrics_exporter_port": 9998}, 9997) == 9998
+        assert "metrics_exporter_port to a port" in facts.off({})
+    # 1.x wrote its first-token latency as a gauge in ms: no TTFT role; 2.8.0 added the histogram in seconds.
+    assert "xinference:time_to_first_token_ms" in old.served and "ttft" not in old.roles
+    assert new.metric("ttft") is not None and new.metric("ttft").type == "histogram"  # type: ignore[union-attr]
+    # aioprometheus writes a counter under its declared name: the sample keeps no added _total.
+    assert old.metric("prompt_tokens").samples == ("xinference:input_tokens_total_counter",)  # type: ignore[union-attr]
+    # cluster gauges live on the supervisor's REST /metrics, not on the worker's port
+    assert "xinference:workers_total" in new.metrics and "xinference:workers_total" not in new.served
+
+
+def test_xinference_prompt_tokens_from_a_real_worker_text() -> None:
+    facts = for_release("xinference", "1.6.1")
+    assert facts is not None
+    text = (DATA / "xinference-3564.prom").read_text()
+    result = view(facts, parse(text, at=2.0), parse(text, at=0.0))
+    # the counter is read under the parser's name (xinference:input_tokens_total_counter_total): no increase
+    assert result.values["prompt_tokens_per_s"] == 0.0
+    assert result.values["requests_running"] is None  # 1.6.1 has no metric for it: never looked for
+
+
+def test_an_endpoint_that_is_not_prometheus_text_is_never_read() -> None:
+    # Stand-in facts (no catalogued release has one yet): TensorRT-LLM's /metrics answers JSON iteration stats.
+    from servespec.metrics.facts import ReleaseMetrics
+
+    facts = ReleaseMetrics("tensorrt-llm", "0.21.0", "/metrics", None, format="json")
+    assert "serves json at /metrics, not Prometheus text" in facts.off({})
+    assert ReleaseMetrics("tensorrt-llm", "0.21.0", "/metrics", None).off({}) == ""

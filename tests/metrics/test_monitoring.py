@@ -98,3 +98,25 @@ def test_promtool_accepts_the_rendered_configuration(tmp_path: Path) -> None:
         [promtool, "check", "config", "prometheus.yml"], cwd=tmp_path / "mon", capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_xinference_is_scraped_on_its_worker_exporter_port_which_the_container_publishes(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "inventory", tmp_path / "inventory", dirs_exist_ok=True)
+    text = (EXAMPLES / "xinference.yaml").read_text()
+    (tmp_path / "off.yaml").write_text(text)
+    (tmp_path / "on.yaml").write_text(
+        text.replace("    model_engine: vLLM", "    metrics_exporter_port: 9998\n    model_engine: vLLM")
+    )
+    result = run_cli(
+        "render", str(tmp_path / "off.yaml"), "-o", str(tmp_path / "o1"), "--monitoring", str(tmp_path / "m1")
+    )
+    assert result.exit_code == 0, result.output
+    assert "engine.options.metrics_exporter_port to a port" in (tmp_path / "m1" / "README.md").read_text()
+    result = run_cli(
+        "render", str(tmp_path / "on.yaml"), "-o", str(tmp_path / "o2"), "--monitoring", str(tmp_path / "m2")
+    )
+    assert result.exit_code == 0, result.output
+    (target,) = json.loads((tmp_path / "m2" / "targets" / "qwen7b-xinference.json").read_text())
+    assert target["targets"][0].endswith(":9998") and target["labels"]["release"] == "2.12.0"
+    rendered = "\n".join(p.read_text() for p in (tmp_path / "o2").rglob("*") if p.is_file())
+    assert "--metrics-exporter-port" in rendered and "9998:9998" in rendered

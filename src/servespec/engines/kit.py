@@ -248,6 +248,8 @@ class EngineContainer:
     """Variables the engine module sets (never secrets); ``engine.env`` of the spec overrides them."""
     volumes: list[Volume] = field(default_factory=list)
     """Host folders the engine module mounts besides the model's (KTransformers' ``--kt-weight-path``)."""
+    ports: list[int] = field(default_factory=list)
+    """Ports besides serving.port the engine listens on, published alike (XInference's worker metrics exporter)."""
     native: NativeUnit | None = None
     """A host-native engine's systemd unit instead of a container (LM Studio): :class:`NativeUnit`."""
 

@@ -61,6 +61,31 @@ class ReleaseMetrics:
     """Role -> metric name, only for roles the release has a metric for."""
     none_reason: str | None = None
     """Why an engine serves no metrics, and what to read instead (Ollama: ``/api/ps``)."""
+    port_option: str | None = None
+    """The engine option whose value is the port the metrics are served on (XInference's worker
+    exporter, ``metrics_exporter_port``), or None: the serving port."""
+    format: str = "prometheus"
+    """``prometheus`` (text exposition), or what else the path serves (TensorRT-LLM's JSON iteration
+    stats): anything but ``prometheus`` is never parsed or scraped."""
+
+    def port(self, options: dict[str, Any], serving_port: int) -> int | None:
+        """The port the metrics are read on: the serving port, or the value of ``port_option`` (None: not a port)."""
+        if self.port_option is None:
+            return serving_port
+        value = options.get(self.port_option)
+        return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536 else None
+
+    def off(self, options: dict[str, Any]) -> str:
+        """Why the endpoint is not read with these engine options (a sentence), or "" when it is."""
+        if self.path is None:
+            return self.none_reason or f"{self.engine} serves no metrics"
+        if self.format != "prometheus":
+            return f"{self.engine} {self.version} serves {self.format} at {self.path}, not Prometheus text: not read"
+        if self.port_option and self.port(options, 0) is None:
+            return f"metrics are off: set engine.options.{self.port_option} to a port and apply"
+        if self.enable_option and not options.get(self.enable_option):
+            return f"metrics are off: set engine.options.{self.enable_option}: true and apply"
+        return ""
 
     def metric(self, role: str) -> Metric | None:
         """The metric answering ``role`` in this release, or None when the release has none."""
@@ -109,6 +134,8 @@ def _release(engine: str, data: dict[str, Any], version: str) -> ReleaseMetrics:
         metrics,
         dict(entry.get("roles") or {}),
         endpoint.get("none"),
+        endpoint.get("port_option"),
+        endpoint.get("format") or "prometheus",
     )
 
 

@@ -67,11 +67,17 @@ def _why_none(deployment: Any, facts: ReleaseMetrics | None) -> str:
     engine = deployment.spec.engine
     if facts is None:
         return f"servespec has no metric names for {engine.name} {engine.version}"
-    if facts.path is None:
-        return facts.none_reason or f"{engine.name} serves no metrics"
-    if facts.enable_option and not engine.options.get(facts.enable_option):
-        return f"metrics are off: set engine.options.{facts.enable_option}: true and apply"
-    return ""
+    return facts.off(engine.options)
+
+
+def _url(endpoint: str, facts: ReleaseMetrics, options: dict[str, Any]) -> str:
+    """The metrics URL: the serving endpoint, on the release's metrics port where it has its own."""
+    if not facts.path:
+        return ""
+    port = facts.port(options, 0)
+    if facts.port_option and port:
+        endpoint = f"{endpoint.rsplit(':', 1)[0]}:{port}"
+    return f"{endpoint}{facts.path}"
 
 
 Plan = tuple[MetricsRow, str, dict[str, str], ReleaseMetrics | None]
@@ -87,7 +93,7 @@ def _plans(fleet: Any, rows: list[Any]) -> list[Plan]:
         facts = for_release(engine.name, str(engine.version))
         note = _why_none(deployment, facts) if row.reachable else "host unreachable"
         base = MetricsRow(row.deployment, row.host, 0, engine.name, facts.version if facts else None, note=note)
-        url = f"{row.endpoint}{facts.path}" if facts and facts.path else ""
+        url = _url(row.endpoint, facts, engine.options) if facts else ""
         plans.append((base, url if not note else "", _headers(deployment), facts))
     return plans
 

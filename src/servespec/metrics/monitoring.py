@@ -122,7 +122,8 @@ def render_monitoring(fleet: Any) -> Rendered:
                 continue  # only a replica's leader serves HTTP
             labels = {"deployment": deployment.name, "host": target.host.name, "replica": str(target.replica)}
             labels |= {"engine": engine.name, "release": facts.version, "revision": content_hash(target)}
-            address = host_and_port(target.host.address, deployment.spec.serving.port)
+            port = facts.port(engine.options, deployment.spec.serving.port) or deployment.spec.serving.port
+            address = host_and_port(target.host.address, port)
             rows.append({"targets": [address], "labels": labels})
         out.files[f"targets/{deployment.name}.json"] = json.dumps(rows, indent=2, sort_keys=True) + "\n"
         jobs.append(_scrape_job(deployment.name, facts))
@@ -140,11 +141,7 @@ def render_monitoring(fleet: Any) -> Rendered:
 def _why_not(engine: Any, facts: ReleaseMetrics | None) -> str:
     if facts is None:
         return f"servespec has no metric names for {engine.name} {engine.version}"
-    if facts.path is None:
-        return facts.none_reason or f"{engine.name} serves no metrics"
-    if facts.enable_option and not engine.options.get(facts.enable_option):
-        return f"metrics are off (set engine.options.{facts.enable_option}: true)"
-    return ""
+    return facts.off(engine.options).removesuffix(" and apply")
 
 
 def _scrape_job(name: str, facts: ReleaseMetrics) -> dict[str, Any]:

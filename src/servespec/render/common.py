@@ -275,7 +275,9 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         shm_size=None if multi_gpu or engine.native else "2g",
         network_mode="host" if target.multi_node else "bridge",
         # Host networking publishes nothing: the engine listens on serving.bind itself (engine_host).
-        ports=() if target.multi_node else (Port(str(spec.serving.bind), spec.serving.port, spec.serving.port),),
+        ports=()
+        if target.multi_node
+        else tuple(Port(str(spec.serving.bind), port, port) for port in (spec.serving.port, *engine.ports) if port),
         volumes=()
         if engine.native  # a host-native unit mounts nothing
         else (

@@ -80,4 +80,6 @@ def context(target: Target) -> EngineContainer:
         files={"launch.json": ("xinference/launch.json.j2", {"request": body})},
         container_model_cache="/root/.xinference",
         human_command=[*launch_words(target, [], LAUNCHER), *args],
+        # The worker's metrics exporter (metrics.json: the live view and Prometheus read it there).
+        ports=[int(server["metrics_exporter_port"])] if server.get("metrics_exporter_port") else [],
     )
