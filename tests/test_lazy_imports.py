@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -120,3 +121,60 @@ def test_validate_builds_no_validator_for_a_nested_model() -> None:
     assert not {"ModelSpec", "EngineSpec", "Host", "Parallelism", "Arguments", "QuantizationMethod"} & set(
         built.split(",")
     )
+
+
+PLAIN_SCRIPT = """
+import sys
+from click.testing import CliRunner
+from servespec.cli import main
+result = CliRunner().invoke(main, ["validate", sys.argv[1]])
+libraries, stages = set(sys.argv[2].split(",")), tuple(sys.argv[3].split(","))
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in libraries or m.startswith(stages))
+import pydantic.plugin._loader as loader
+print(result.exit_code, ",".join(loaded) or "-", "scanned" if loader._plugins is not None else "not-scanned")
+"""
+
+NOT_FOR_VALIDATE = (
+    "jinja2", "rich", "ansible", "ansible_runner", "docker", "huggingface_hub", "httpx", "httpcore", "yaml",
+    "requests", "jsonschema", "check_jsonschema",
+)  # fmt: skip
+"""Libraries of rendering, rollout, the Hub (opt-in: --hub) and the schema tools: a plain validate needs none."""
+
+STAGES_NOT_FOR_VALIDATE = (
+    "servespec.render", "servespec.plan", "servespec.rollout", "servespec.metrics", "servespec.discover",
+    "servespec.estimate", "servespec.docgen", "servespec.outdir", "servespec.spec.schemas",
+)  # fmt: skip
+"""servespec's later stages and its generators: imported by their own commands only."""
+
+
+def _plain_validate(env: dict[str, str]) -> tuple[str, str, str]:
+    spec = REPO / "specs" / "examples" / "vllm.yaml"
+    argv = [
+        sys.executable,
+        "-c",
+        PLAIN_SCRIPT,
+        str(spec),
+        ",".join(NOT_FOR_VALIDATE),
+        ",".join(STAGES_NOT_FOR_VALIDATE),
+    ]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
+    code, loaded, scanned = out.stdout.split()
+    return code, loaded, scanned
+
+
+def test_plain_validate_imports_no_later_stage_and_scans_no_entry_points() -> None:
+    # The pinned start-up of `deploy validate` (issue 21 item 6, bench/validate_throughput.py measures it): no
+    # library of a later stage, no later stage of servespec, and no scan of every installed distribution's entry
+    # points for pydantic plugins (~20 ms: the CLI sets PYDANTIC_DISABLE_PLUGINS=__all__ when unset).
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    code, loaded, scanned = _plain_validate(env)
+    assert code == "0"
+    assert loaded == "-"
+    assert scanned == "not-scanned"
+
+
+def test_a_callers_pydantic_plugin_setting_is_kept() -> None:
+    # PYDANTIC_DISABLE_PLUGINS set by the caller, even empty (= every plugin on), wins over the CLI's default.
+    code, _, scanned = _plain_validate({**os.environ, "PYDANTIC_DISABLE_PLUGINS": ""})
+    assert code == "0"
+    assert scanned == "scanned"

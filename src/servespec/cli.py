@@ -117,6 +117,10 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         import os
 
+        # Pydantic looks for plugins in every installed distribution's entry points when it builds
+        # its first validator (importlib.metadata: ~10% of a cold `deploy validate`); servespec's
+        # models use none. PYDANTIC_DISABLE_PLUGINS set by the caller (even empty) is kept.
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):

@@ -216,16 +216,17 @@ class _Walker:
             return self._mapping(node, path, depth)
         if isinstance(node, SequenceNode):
             return [self.walk(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
-        return self._scalar(node)
+        return self._scalar(node, tag)
 
     def _mapping(self, node: MappingNode, path: KeyPath, depth: int) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            key_tag = key_node.tag or ""  # a property that formats the tag anew on each read: read once
+            if key_tag == "tag:yaml.org,2002:merge":
                 raise _RefusedError(key_node, "merge keys (<<) are not supported", "write the keys out")
             if not isinstance(key_node, ScalarNode):
                 raise _RefusedError(key_node, "mapping keys must be plain scalars")
-            key = self._scalar(key_node)
+            key = self._scalar(key_node, key_tag)
             if not isinstance(key, str):
                 key = str(key) if not isinstance(key, bool) else str(key).lower()
             if key in out:
@@ -239,10 +240,10 @@ class _Walker:
             out[key] = self.walk(value_node, (*path, key), depth + 1)
         return out
 
-    def _scalar(self, node: Node) -> Any:
-        """The scalar's value; a tag its text does not fit, or a value its type cannot hold, is refused here."""
+    def _scalar(self, node: Node, tag: str) -> Any:
+        """The scalar's value (``tag``: the node's, "" for none); a tag its text does not fit, or a value its type
+        cannot hold, is refused here."""
         assert isinstance(node, ScalarNode)  # _walk and _mapping send only scalars
-        tag = node.tag or ""
         if tag == _STR:
             return node.value
         # The tag the value would get untagged: an explicit tag must agree with it (!!float on an integer widens).
