@@ -32,7 +32,8 @@ from servespec.engines.kit import (
 )
 from servespec.knowledge import resolve
 from servespec.knowledge.served import served_names
-from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port
+from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port, Replica
+from servespec.spec.front_proxy import replica_name, replica_ports
 from servespec.spec.fleet import DeploymentDoc
 from servespec.text import printable
 
@@ -50,12 +51,12 @@ def targets(deployment: DeploymentDoc) -> list[Target]:
     options = {s.key: s.value for s in known.settings if s.valid and not s.from_extra_args}
     names = served_names(deployment)
     roots = hostpaths.model_roots(deployment)
-    ids = known.gpu_ids
+    ids = known.replica_gpu_ids[0]
     out = []
     for index, host in enumerate(hosts):
         replica, rank = divmod(index, group)
         leader = hosts[replica * group]
-        gpu_ids = [] if resolve.host_gpus(host).count == 0 else list(ids)
+        gpu_ids = [] if resolve.host_gpus(host).count == 0 else list(ids)  # one replica's (replicas_per_host)
         target = Target(
             deployment,
             host,
@@ -303,6 +304,31 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         files=tuple(sorted(engine.files)),
         native=engine.native,
         smoke_adapters=served_adapters(target),
+        replicas=host_replicas(target),
+    )
+
+
+def host_replicas(target: Target) -> tuple[Replica, ...]:
+    """``placement.replicas_per_host``'s replicas on the target's host (none for one replica per host).
+
+    Replica ``i`` takes the ``i``-th equal part of ``resources.gpu_ids`` in order (none on a
+    CPU-only host), the container ``servespec-<deployment>-r<i>`` and the internal slot ports
+    :func:`~servespec.spec.front_proxy.replica_ports`.
+    """
+    known = target.known
+    count = target.spec.placement.replicas_per_host
+    if count < 2:
+        return ()
+    on_gpus = bool(target.gpu_ids)
+    deployment, port = target.deployment.name, target.spec.serving.port
+    return tuple(
+        Replica(
+            index,
+            replica_name(deployment, index),
+            Gpus(tuple(str(i) for i in ids)) if on_gpus else None,
+            replica_ports(port, index),
+        )
+        for index, ids in enumerate(known.replica_gpu_ids)
     )
 
 

@@ -79,6 +79,29 @@ class Gpus:
 
 
 @dataclass(frozen=True)
+class Replica:
+    """One of ``placement.replicas_per_host`` replicas: its container, GPUs and internal slot ports.
+
+    The replica runs the host's description with these three fields replaced; the front proxy
+    (``servespec_proxy``) balances over the replicas' live slots.
+    """
+
+    index: int
+    name: str
+    gpus: Gpus | None
+    ports: tuple[int, int]
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of container.yaml's ``replicas``."""
+        return {
+            "index": self.index,
+            "name": self.name,
+            "gpus": self.gpus.to_json() if self.gpus is not None else None,
+            "ports": list(self.ports),
+        }
+
+
+@dataclass(frozen=True)
 class Healthcheck:
     """Where and how long the role's probe waits for the engine (``servespec_probe``, ``servespec_status``).
 
@@ -159,6 +182,11 @@ class ContainerSpec:
     )
     """The ``model.adapters`` names the engine serves by name (left out of the mapping when empty)."""
     """A host-native engine's systemd unit (engines/kit.py); None for a container (left out of the mapping)."""
+    replicas: tuple[Replica, ...] = field(
+        default=(),
+        metadata=read_by("servespec_container, servespec_proxy, servespec_probe: placement.replicas_per_host"),
+    )
+    """Empty for one replica per host (left out of the mapping); else each replica's name, GPUs and ports."""
 
     def __post_init__(self) -> None:
         if self.entrypoint is not None and not self.entrypoint:
@@ -217,6 +245,8 @@ class ContainerSpec:
             out["native"] = self.native.to_json()
         if self.smoke_adapters:
             out["smoke_adapters"] = list(self.smoke_adapters)
+        if self.replicas:
+            out["replicas"] = [replica.to_json() for replica in self.replicas]
         return out
 
 
