@@ -87,7 +87,16 @@ def proxy_vars(deployment: DeploymentDoc, strategy: Strategy | None) -> dict[str
         "proxy_bind": serving.bind,
         "proxy_port": serving.port,
         "proxy_ports": slot_ports(serving.port),
+        **replica_vars(deployment),
     }
+
+
+def replica_vars(deployment: DeploymentDoc) -> dict[str, Any]:
+    """``placement.replicas_per_host`` for the role: the replica count and the path each replica is checked at."""
+    count = deployment.spec.placement.replicas_per_host
+    if count < 2:
+        return {}
+    return {"proxy_replicas": count, "proxy_health_path": resolve.resolved(deployment).profile.health_path}
 
 
 def rollback_strategy(deployment: DeploymentDoc) -> Strategy | None:
