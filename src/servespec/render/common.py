@@ -33,8 +33,8 @@ from servespec.engines.kit import (
 from servespec.knowledge import resolve
 from servespec.knowledge.served import served_names
 from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port, Replica
-from servespec.spec.front_proxy import replica_name, replica_ports
 from servespec.spec.fleet import DeploymentDoc
+from servespec.spec.front_proxy import replica_name, replica_ports
 from servespec.text import printable
 
 HOST_CONFIG_ROOT = "/etc/servespec"

@@ -39,9 +39,13 @@ def need_on(known: resolve.Resolved, host: HostView) -> Need:
     multi_node = known.deployment.spec.placement.hosts_per_replica > 1
     plan = known.estimate_on(host)
     mib = round((plan.weights_gib + plan.overhead_gib + plan.kv_cache_gib) * GIB_MIB) if plan is not None else None
-    if resolve.host_gpus(host).count:
-        return Need(tuple(known.gpu_ids), mib, None, multi_node)
-    return Need((), None, mib, multi_node)
+    replicas: tuple[tuple[int, ...], ...] = ()
+    on_gpus = bool(resolve.host_gpus(host).count)
+    if known.replicas_per_host > 1:  # placement.replicas_per_host: the estimate is one replica's
+        replicas = tuple(tuple(ids) if on_gpus else () for ids in known.replica_gpu_ids)
+    if on_gpus:
+        return Need(tuple(known.gpu_ids), mib, None, multi_node, replicas)
+    return Need((), None, mib, multi_node, replicas)
 
 
 def capacity_of(result: HostResult | None, deployment: str) -> HostCapacity | None:

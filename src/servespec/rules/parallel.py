@@ -110,7 +110,11 @@ class NotEnoughGpus(Rule):
                 yield self.report(
                     deployment.document,
                     f"gpu_ids lists {len(ids)} device(s) but each host of a replica needs {need}"
-                    + (f", and each host runs {replicas} replicas (placement.replicas_per_host)" if replicas > 1 else ""),
+                    + (
+                        f", and each host runs {replicas} replicas (placement.replicas_per_host)"
+                        if replicas > 1
+                        else ""
+                    ),
                     ("resources", "gpu_ids"),
                     hint=f"list exactly {need * replicas} device indices"
                     + (f" ({each}, split in order)" if replicas > 1 else ""),

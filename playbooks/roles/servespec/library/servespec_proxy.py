@@ -41,7 +41,7 @@ options:
   timeout: {description: Seconds to wait for GPU memory (stop) or drained connections (switch), type: int, default: 300}
   replicas: {description: placement.replicas_per_host (0 or 1 for one engine), type: int, default: 0}
   replica: {description: The replica an action works on (replicas above 1), type: int}
-  health_path: {description: The path HAProxy health-checks each replica at (replicas above 1), type: str, default: /health}
+  health_path: {description: Path HAProxy health-checks each replica at (replicas above 1), type: str, default: /health}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
 author: servespec
 """

@@ -211,7 +211,8 @@ def replica_spec(spec, index):
     out = dict(spec, name=entry["name"], gpus=entry["gpus"], replica_index=int(index))
     out["labels"] = dict(spec["labels"], **{"servespec.replica": str(index)})
     out["ports"] = [
-        dict(port, host_ip="127.0.0.1", host_port=entry["ports"][0]) if port["host_port"] == spec["healthcheck"]["port"]
+        dict(port, host_ip="127.0.0.1", host_port=entry["ports"][0])
+        if port["host_port"] == spec["healthcheck"]["port"]
         else port
         for port in spec["ports"]
     ]
