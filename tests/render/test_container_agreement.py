@@ -29,6 +29,7 @@ from servespec.render.container import (
     Gpus,
     Healthcheck,
     Port,
+    Replica,
     docker_fields,
     docker_run,
 )
@@ -264,6 +265,7 @@ def test_fields_that_are_not_docker_arguments_change_neither_side(role: ModuleTy
             "systemd", "servespec-other.service", "servespec-other.service", LMS, ((LMS, "daemon", "up"),), ()
         ),
         smoke_adapters=("sql-lora",),
+        replicas=(Replica(0, "servespec-other-r0", None, (18000, 28000)),),
     )
     informational = {item.name for item in fields(ContainerSpec) if not item.metadata.get("docker")}
     assert {name for name in informational if getattr(changed, name) == getattr(spec, name)} == set()
