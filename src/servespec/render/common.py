@@ -222,14 +222,18 @@ def model_volumes(target: Target, container_cache: str) -> list[Volume]:
     return volumes
 
 
-def numa_pinning(target: Target) -> dict[str, str]:
-    """cpuset_mems (and cpuset_cpus when the facts list the node's CPUs) for ``numa: auto`` or a node."""
+def numa_pinning(target: Target, gpu_ids: list[int] | None = None) -> dict[str, str]:
+    """cpuset_mems (and cpuset_cpus when the facts list the node's CPUs) for ``numa: auto`` or a node.
+
+    ``gpu_ids``: one replica's GPUs (placement.replicas_per_host); default the target's.
+    """
     chosen = target.spec.resources.numa
     hardware = target.host.hardware
     if chosen == "off" or hardware is None or not hardware.gpu_numa_nodes:
         return {}
     if chosen == "auto":
-        nodes = {hardware.gpu_numa_nodes[i] for i in target.gpu_ids if i < len(hardware.gpu_numa_nodes)}
+        ids = target.gpu_ids if gpu_ids is None else gpu_ids
+        nodes = {hardware.gpu_numa_nodes[i] for i in ids if i < len(hardware.gpu_numa_nodes)}
         if len(nodes) != 1 or -1 in nodes:
             return {}  # GPUs on several nodes (TOPO001) or unknown: leave placement to the kernel
         node = nodes.pop()
@@ -327,6 +331,7 @@ def host_replicas(target: Target) -> tuple[Replica, ...]:
             replica_name(deployment, index),
             Gpus(tuple(str(i) for i in ids)) if on_gpus else None,
             replica_ports(port, index),
+            numa_pinning(target, ids) if on_gpus else {},
         )
         for index, ids in enumerate(known.replica_gpu_ids)
     )

@@ -18,7 +18,7 @@ else reads it (:func:`read_by`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -90,14 +90,20 @@ class Replica:
     name: str
     gpus: Gpus | None
     ports: tuple[int, int]
+    pinning: Mapping[str, str] = field(default_factory=dict)
+    """The replica's own NUMA pinning (``cpuset_mems``, ``cpuset_cpus``) from its GPUs; empty: none."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pinning", _frozen(self.pinning))
 
     def to_json(self) -> dict[str, Any]:
-        """One entry of container.yaml's ``replicas``."""
+        """One entry of container.yaml's ``replicas`` (the pinning keys only when set)."""
         return {
             "index": self.index,
             "name": self.name,
             "gpus": self.gpus.to_json() if self.gpus is not None else None,
             "ports": list(self.ports),
+            **{key: self.pinning[key] for key in ("cpuset_mems", "cpuset_cpus") if key in self.pinning},
         }
 
 
@@ -248,6 +254,31 @@ class ContainerSpec:
         if self.replicas:
             out["replicas"] = [replica.to_json() for replica in self.replicas]
         return out
+
+
+def replica_description(spec: ContainerSpec, replica: Replica) -> ContainerSpec:
+    """The host's description as one replica runs it, with its first slot port (placement.replicas_per_host).
+
+    The controller's side of the role's ``replica_spec`` (module_utils/servespec_common.py): the
+    replica's name, GPUs and NUMA pinning, its engine port published on 127.0.0.1 at its slot port
+    (the front proxy owns ``serving.port``), and a ``servespec.replica`` label.
+    """
+    health = spec.healthcheck.port
+    ports = tuple(
+        Port("127.0.0.1", replica.ports[0], port.container_port) if port.host_port == health else port
+        for port in spec.ports
+    )
+    return replace(
+        spec,
+        name=replica.name,
+        gpus=replica.gpus,
+        ports=ports,
+        cpuset_mems=replica.pinning.get("cpuset_mems"),
+        cpuset_cpus=replica.pinning.get("cpuset_cpus"),
+        labels={**spec.labels, "servespec.replica": str(replica.index)},
+        healthcheck=replace(spec.healthcheck, port=replica.ports[0], host=None),
+        replicas=(),
+    )
 
 
 def docker_fields() -> tuple[str, ...]:

@@ -209,6 +209,10 @@ def replica_spec(spec, index):
         raise ValueError(f"container.json lists no replica {index}")
     entry = entries[int(index)]
     out = dict(spec, name=entry["name"], gpus=entry["gpus"], replica_index=int(index))
+    for key in ("cpuset_mems", "cpuset_cpus"):  # the replica's own NUMA node, from its GPUs
+        out.pop(key, None)
+        if entry.get(key):
+            out[key] = entry[key]
     out["labels"] = dict(spec["labels"], **{"servespec.replica": str(index)})
     out["ports"] = [
         dict(port, host_ip="127.0.0.1", host_port=entry["ports"][0])
