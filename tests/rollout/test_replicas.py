@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,11 @@ from tests.rollout.helpers import DEMO_ARCH, in_checkout, post
 pytestmark = pytest.mark.slow
 KEY = "replicas-key"
 NAME = "pair"
-MAX_REQUESTS = 4000
-"""The load loop's bound: it stops at this many requests even if the apply is still running."""
+MAX_REQUESTS = 20000
+"""The load loop's bound: it stops at this many requests even if the apply is still running (the test then fails:
+the load must cover the whole update)."""
+PAUSE_S = 0.02
+"""Between two requests of the load loop."""
 
 
 def _spec(path: Path, host: str, engine: str, proxy: str, length: int) -> Path:
@@ -136,6 +140,7 @@ hosts:
     def load() -> None:
         while not done.is_set() and len(results) < MAX_REQUESTS:
             results.append(_complete(url))
+            time.sleep(PAUSE_S)
 
     thread = threading.Thread(target=load, daemon=True)
     thread.start()
@@ -145,7 +150,7 @@ hosts:
     assert second.exit_code == 0, second.output
     failed = results.count(False)
     print(f"replicas: {len(results)} requests during the update, {failed} failed")
-    assert len(results) >= 50, len(results)
+    assert 50 <= len(results) < MAX_REQUESTS, len(results)  # the load ran until the apply ended
     assert failed == 0, f"{failed} of {len(results)} requests failed while the replicas were replaced"
 
     after = _revisions(host)
