@@ -119,7 +119,9 @@ hosts:
     assert _complete(url)
     before = _revisions(host)
     assert before[0] == before[1]
-    listed = _status(spec)["replicas"]
+    row = _status(spec)
+    assert row["healthy"] is True and row["endpoint"].endswith(":8080"), row
+    listed = row["replicas"]
     assert [(r["index"], r["name"], r["status"], r["healthy"]) for r in listed] == [
         (0, f"servespec-{NAME}-r0", "running", True),
         (1, f"servespec-{NAME}-r1", "running", True),

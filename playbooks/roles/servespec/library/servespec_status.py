@@ -161,7 +161,16 @@ def main():
             entry["healthy"] = entry["container"]["status"] == "running" and _healthy(spec)
             entry["endpoint_port"] = spec["healthcheck"]["port"]
             if spec.get("replicas"):
-                entry["replicas"] = [_replica(name, current, root, entry) for entry in spec["replicas"]]
+                # placement.replicas_per_host: the host serves when every replica runs and answers its health check.
+                replicas = [_replica(name, current, root, listed) for listed in spec["replicas"]]
+                entry["replicas"] = replicas
+                down = [r for r in replicas if r["status"] != "running"]
+                times = sorted(r["started_at"] for r in replicas if r["started_at"])
+                entry["container"] = {
+                    "status": down[0]["status"] if down else "running",
+                    "started_at": times[-1] if times else None,
+                }
+                entry["healthy"] = all(r["healthy"] for r in replicas)
         report[name] = entry
     module.exit_json(changed=False, **servespec_result(STATUS, deployments=report))
 
