@@ -48,6 +48,7 @@ author: servespec
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -488,6 +489,8 @@ def main():
         module.exit_json(changed=True)
     if p["action"] in ("prepare", "ensure", "switch", "sync", "yield") and len(p["ports"]) != 2:
         module.fail_json(msg="the proxy needs exactly two slot ports")
+    if _many(p) and not re.fullmatch(r"/[A-Za-z0-9/_.-]{0,200}", p["health_path"] or ""):
+        module.fail_json(msg="health_path is not a plain URL path: it goes into the proxy's configuration")
     if _many(p) and p["action"] in ("prepare", "switch", "stop", "unstop", "discard", "sync") and p["replica"] is None:
         module.fail_json(msg="with replicas the action needs the replica it works on")
     client = docker.from_env()
