@@ -163,3 +163,22 @@ hosts:
         (f"servespec-{NAME}-r1", after[1], True),
     ]
     assert _complete(url)
+
+    # A broken spec: replica 0's new revision never becomes healthy; the rescue puts it back, replica 1 is
+    # never touched, and the host serves throughout.
+    broken = spec.read_text().replace("/srv/models/demo.gguf", "/srv/models/missing.gguf")
+    spec.write_text(broken)
+    results.clear()
+    done.clear()
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    third = run_cli("apply", str(spec), "--yes", "--format", "json")
+    done.set()
+    thread.join(60)
+    assert third.exit_code == 1, third.output
+    assert '"result": "rolled back"' in third.output, third.output
+    print(f"replicas, failed update: {len(results)} requests, {results.count(False)} failed")
+    assert results and results.count(False) == 0
+    assert _revisions(host) == after
+    assert _status(spec)["healthy"] is True
+    assert _complete(url)
