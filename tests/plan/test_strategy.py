@@ -118,3 +118,15 @@ def test_a_plan_without_auto_shows_no_rollout_line() -> None:
     (action,) = plan([Desired("d", "h", "b", files)], [Observed("d", "h", 1, 1, "a", "good", {"config.yaml": "x\n"})])
     assert action.strategy is None and action.to_json()["strategy"] is None
     assert "rollout:" not in restarts_text([action])
+
+
+def test_replicas_are_named_in_the_plan_with_their_gpus() -> None:
+    """placement.replicas_per_host: the chosen path carries each replica's GPUs, in JSON and in the text."""
+    need = Need((0, 1, 2, 3), 30000, replicas=((0, 1), (2, 3)))
+    chosen = decide("auto", "update", need, _capacity(40000, 40000, 40000, 40000))
+    assert chosen is not None and chosen.path == "surge"
+    assert chosen.to_json()["replicas"] == [{"replica": 0, "gpus": [0, 1]}, {"replica": 1, "gpus": [2, 3]}]
+    assert chosen.describe().endswith("; 2 replicas, one at a time behind the front proxy (r0 GPUs 0,1; r1 GPUs 2,3)")
+    cpu = decide("auto", "create", Need((), None, 2048, replicas=((), ())), None)
+    assert cpu is not None and "(r0 CPU; r1 CPU)" in cpu.describe()
+    assert "replicas" not in decide("auto", "update", Need((0,), 30000), _capacity(40000)).to_json()  # type: ignore[union-attr]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -29,8 +30,10 @@ from servespec.render.container import (
     Gpus,
     Healthcheck,
     Port,
+    Replica,
     docker_fields,
     docker_run,
+    replica_description,
 )
 from tests.conftest import REPO
 from tests.modules import role_module
@@ -264,6 +267,7 @@ def test_fields_that_are_not_docker_arguments_change_neither_side(role: ModuleTy
             "systemd", "servespec-other.service", "servespec-other.service", LMS, ((LMS, "daemon", "up"),), ()
         ),
         smoke_adapters=("sql-lora",),
+        replicas=(Replica(0, "servespec-other-r0", None, (18000, 28000)),),
     )
     informational = {item.name for item in fields(ContainerSpec) if not item.metadata.get("docker")}
     assert {name for name in informational if getattr(changed, name) == getattr(spec, name)} == set()
@@ -294,3 +298,24 @@ def test_the_description_cannot_change_or_contradict_itself(spec: ContainerSpec)
         replace(spec, network_mode="host")
     with pytest.raises(ValueError, match="never empty"):
         replace(spec, entrypoint=())
+
+
+def test_each_replica_runs_the_same_on_both_sides(role: ModuleType, spec: ContainerSpec) -> None:
+    """placement.replicas_per_host: the role's replica_spec and the README's replica docker run agree."""
+    replicas = (
+        Replica(0, "servespec-demo-r0", Gpus(("0",)), (18000, 28000), {"cpuset_mems": "0", "cpuset_cpus": "0-7"}),
+        Replica(1, "servespec-demo-r1", Gpus(("1",)), (18001, 28001), {"cpuset_mems": "1"}),
+    )
+    spec = replace(spec, replicas=replicas)
+    common = sys.modules["ansible.module_utils.servespec_common"]
+    runs = []
+    for replica in replicas:
+        mapping = common.replica_spec(spec.to_json(), replica.index)
+        ran = _runs({"ports": {}, **role._run_args(mapping, {"standin_image": None})})
+        described = replica_description(spec, replica)
+        assert from_docker_run(docker_run(described)) == ran, replica.name
+        assert mapping["healthcheck"]["port"] == replica.ports[0] == described.healthcheck.port
+        runs.append(ran)
+    assert runs[0] != runs[1]
+    assert runs[1]["name"] == "servespec-demo-r1"
+    assert {binding for bindings in runs[1]["ports"].values() for binding in bindings} == {("127.0.0.1", 18001)}

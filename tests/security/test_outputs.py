@@ -308,7 +308,7 @@ def test_status_table_prints_names_literally(in_tmp: Path, monkeypatch: pytest.M
 
     row = SimpleNamespace(
         deployment="d", host="[link=http://evil]h[/link]", revision=2, reachable=True, healthy=True,
-        since=HOSTILE, endpoint=HOSTILE, error="",
+        since=HOSTILE, endpoint=HOSTILE, error="", replicas=[],
     )  # fmt: skip
     monkeypatch.setattr(servespec.rollout, "status", lambda fleet: [row])
     shutil.copytree(EXAMPLES, "specs")

@@ -81,7 +81,11 @@ class Known(Protocol):
 
     @property
     def gpu_ids(self) -> list[int]:
-        """The device indices the deployment uses on each host."""
+        """The device indices the deployment uses on each host (every replica's, in order)."""
+
+    @property
+    def replica_gpu_ids(self) -> list[list[int]]:
+        """Each of ``placement.replicas_per_host`` replicas' devices: :attr:`gpu_ids` split in order."""
 
     @property
     def health_timeout_s(self) -> int:

@@ -138,12 +138,24 @@ class Resolved:
         return math.ceil(self.layout.gpus / spec.placement.hosts_per_replica)
 
     @property
+    def replicas_per_host(self) -> int:
+        """``placement.replicas_per_host``: replicas of the deployment on each placed host."""
+        return int(self.deployment.spec.placement.replicas_per_host)
+
+    @property
     def gpu_ids(self) -> list[int]:
-        """The device indices the deployment uses on each host."""
+        """The device indices the deployment uses on each host (every replica's, in order)."""
         chosen = self.deployment.spec.resources.gpu_ids
         if chosen == "auto":
-            return list(range(self.gpus_per_host))
+            return list(range(self.gpus_per_host * self.replicas_per_host))
         return list(chosen)
+
+    @property
+    def replica_gpu_ids(self) -> list[list[int]]:
+        """Each replica's devices on a host: :attr:`gpu_ids` split in order into ``replicas_per_host`` equal parts."""
+        ids, count = self.gpu_ids, self.replicas_per_host
+        size = len(ids) // count
+        return [ids[index * size : (index + 1) * size] for index in range(count)]
 
     @property
     def max_model_len(self) -> int | None:
@@ -259,7 +271,7 @@ class Resolved:
         if not hardware.known and not (self.profile.model_format != "hf" and hardware.count == 0):
             return None
         memory = host.hardware.memory_gib if host.hardware else None
-        seen = len(self.gpu_ids) if hardware.count else 0
+        seen = len(self.replica_gpu_ids[0]) if hardware.count else 0  # one replica's GPUs
         inp = self.estimate_input(
             hardware.model if hardware.count else None, memory, gpu_count=seen, host_ram_gib=memory
         )

@@ -200,7 +200,8 @@ def strategy_markdown(actions: list[Action]) -> str:
     ]
     for action, strategy in chosen:
         path = "surge" if strategy.path == "surge" else "in place"
-        cells = (action.deployment, action.host, path, strategy.reason)
+        why = f"{strategy.reason}; {strategy.replicas_text()}" if strategy.replicas else strategy.reason
+        cells = (action.deployment, action.host, path, why)
         lines.append("| " + " | ".join(markdown_cell(value) for value in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -21,7 +21,7 @@ needs (:class:`Need`) and the host's report (:class:`HostCapacity`); the role ex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 MIB = 1 << 20
@@ -79,12 +79,16 @@ class Need:
     per_gpu_mib: int | None = None
     host_mib: int | None = None
     multi_node: bool = False
+    replicas: tuple[tuple[int, ...], ...] = ()
+    """``placement.replicas_per_host`` above 1: each replica's GPUs (empty ones on a CPU-only host); the
+    memory above is one replica's, which is what replacing them one at a time needs beside the others."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Need:
         """A need from a JSON plan case."""
         fields = dict(data)
         fields["gpu_ids"] = tuple(fields.get("gpu_ids", ()))
+        fields["replicas"] = tuple(tuple(ids) for ids in fields.get("replicas", ()))
         return cls(**fields)
 
 
@@ -104,20 +108,34 @@ class Strategy:
     proxied: bool = True
     wait_gpus: tuple[int, ...] = ()
     need_mib: int = 0
+    replicas: tuple[tuple[int, ...], ...] = ()
+    """``placement.replicas_per_host`` above 1: each replica's GPUs, replaced one at a time on this path."""
 
     def to_json(self) -> dict[str, Any]:
-        """A plain dict for ``deploy plan --format json`` and the plan cases."""
-        return {
+        """A plain dict for ``deploy plan --format json`` and the plan cases (``replicas`` only where several)."""
+        out: dict[str, Any] = {
             "path": self.path,
             "reason": self.reason,
             "proxied": self.proxied,
             "wait_gpus": list(self.wait_gpus),
             "need_mib": self.need_mib,
         }
+        if self.replicas:
+            out["replicas"] = [{"replica": index, "gpus": list(ids)} for index, ids in enumerate(self.replicas)]
+        return out
 
     def describe(self) -> str:
-        """``surge: GPU 0 has 70.2 GiB free, 9.1 GiB needed`` (one line)."""
-        return f"{'surge' if self.path == 'surge' else 'in place'}: {self.reason}"
+        """``surge: GPU 0 has 70.2 GiB free, 9.1 GiB needed`` (one line; the replicas after it where several)."""
+        line = f"{'surge' if self.path == 'surge' else 'in place'}: {self.reason}"
+        return f"{line}; {self.replicas_text()}" if self.replicas else line
+
+    def replicas_text(self) -> str:
+        """``2 replicas, one at a time behind the front proxy (r0 GPUs 0,1; r1 GPUs 2,3)``."""
+        each = "; ".join(
+            f"r{index} GPUs {','.join(str(i) for i in ids)}" if ids else f"r{index} CPU"
+            for index, ids in enumerate(self.replicas)
+        )
+        return f"{len(self.replicas)} replicas, one at a time behind the front proxy ({each})"
 
 
 def _gib(mib: int) -> str:
@@ -168,6 +186,13 @@ def _cpu_decision(need: Need, capacity: HostCapacity) -> Strategy:
 
 def decide(setting: str, kind: str, need: Need | None, capacity: HostCapacity | None) -> Strategy | None:
     """The strategy of one host's action (None: not ``auto``, or the action starts nothing)."""
+    chosen = _decide(setting, kind, need, capacity)
+    if chosen is None or need is None or not need.replicas:
+        return chosen
+    return replace(chosen, replicas=need.replicas)
+
+
+def _decide(setting: str, kind: str, need: Need | None, capacity: HostCapacity | None) -> Strategy | None:
     if setting != "auto" or kind not in ("create", "update"):
         return None
     need = need or Need()

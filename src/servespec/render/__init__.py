@@ -27,7 +27,7 @@ from servespec.engines.kit import (
 )
 from servespec.knowledge import resolve
 from servespec.render.common import container_description, content_hash, header, targets
-from servespec.render.container import ContainerSpec, docker_run
+from servespec.render.container import ContainerSpec, docker_run, replica_description
 from servespec.render.environment import render_template
 from servespec.spec.document import KeyPath
 from servespec.spec.fleet import DeploymentDoc, Fleet
@@ -108,7 +108,8 @@ def _readme(deployment: DeploymentDoc, hosts: list[tuple[Target, ContainerSpec, 
             {
                 "name": t.host.name,
                 "role": t.role,
-                "docker": docker_run(d),
+                # placement.replicas_per_host: each replica's own docker run (the front proxy owns serving.port)
+                "docker": [docker_run(replica_description(d, r)) for r in d.replicas] or [docker_run(d)],
                 "command": e.human_command,
                 "native": d.native.to_json() if d.native else None,
             }

@@ -32,8 +32,9 @@ from servespec.engines.kit import (
 )
 from servespec.knowledge import resolve
 from servespec.knowledge.served import served_names
-from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port
+from servespec.render.container import ContainerSpec, EngineRef, Gpus, Healthcheck, Port, Replica
 from servespec.spec.fleet import DeploymentDoc
+from servespec.spec.front_proxy import replica_name, replica_ports
 from servespec.text import printable
 
 HOST_CONFIG_ROOT = "/etc/servespec"
@@ -50,12 +51,12 @@ def targets(deployment: DeploymentDoc) -> list[Target]:
     options = {s.key: s.value for s in known.settings if s.valid and not s.from_extra_args}
     names = served_names(deployment)
     roots = hostpaths.model_roots(deployment)
-    ids = known.gpu_ids
+    ids = known.replica_gpu_ids[0]
     out = []
     for index, host in enumerate(hosts):
         replica, rank = divmod(index, group)
         leader = hosts[replica * group]
-        gpu_ids = [] if resolve.host_gpus(host).count == 0 else list(ids)
+        gpu_ids = [] if resolve.host_gpus(host).count == 0 else list(ids)  # one replica's (replicas_per_host)
         target = Target(
             deployment,
             host,
@@ -221,14 +222,18 @@ def model_volumes(target: Target, container_cache: str) -> list[Volume]:
     return volumes
 
 
-def numa_pinning(target: Target) -> dict[str, str]:
-    """cpuset_mems (and cpuset_cpus when the facts list the node's CPUs) for ``numa: auto`` or a node."""
+def numa_pinning(target: Target, gpu_ids: list[int] | None = None) -> dict[str, str]:
+    """cpuset_mems (and cpuset_cpus when the facts list the node's CPUs) for ``numa: auto`` or a node.
+
+    ``gpu_ids``: one replica's GPUs (placement.replicas_per_host); default the target's.
+    """
     chosen = target.spec.resources.numa
     hardware = target.host.hardware
     if chosen == "off" or hardware is None or not hardware.gpu_numa_nodes:
         return {}
     if chosen == "auto":
-        nodes = {hardware.gpu_numa_nodes[i] for i in target.gpu_ids if i < len(hardware.gpu_numa_nodes)}
+        ids = target.gpu_ids if gpu_ids is None else gpu_ids
+        nodes = {hardware.gpu_numa_nodes[i] for i in ids if i < len(hardware.gpu_numa_nodes)}
         if len(nodes) != 1 or -1 in nodes:
             return {}  # GPUs on several nodes (TOPO001) or unknown: leave placement to the kernel
         node = nodes.pop()
@@ -305,6 +310,32 @@ def container_description(target: Target, engine: EngineContainer, digest: str) 
         files=tuple(sorted(engine.files)),
         native=engine.native,
         smoke_adapters=served_adapters(target),
+        replicas=host_replicas(target),
+    )
+
+
+def host_replicas(target: Target) -> tuple[Replica, ...]:
+    """``placement.replicas_per_host``'s replicas on the target's host (none for one replica per host).
+
+    Replica ``i`` takes the ``i``-th equal part of ``resources.gpu_ids`` in order (none on a
+    CPU-only host), the container ``servespec-<deployment>-r<i>`` and the internal slot ports
+    :func:`~servespec.spec.front_proxy.replica_ports`.
+    """
+    known = target.known
+    count = target.spec.placement.replicas_per_host
+    if count < 2:
+        return ()
+    on_gpus = bool(target.gpu_ids)
+    deployment, port = target.deployment.name, target.spec.serving.port
+    return tuple(
+        Replica(
+            index,
+            replica_name(deployment, index),
+            Gpus(tuple(str(i) for i in ids)) if on_gpus else None,
+            replica_ports(port, index),
+            numa_pinning(target, ids) if on_gpus else {},
+        )
+        for index, ids in enumerate(known.replica_gpu_ids)
     )
 
 

@@ -18,7 +18,7 @@ else reads it (:func:`read_by`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -76,6 +76,35 @@ class Gpus:
     def to_json(self) -> dict[str, Any]:
         """container.yaml's ``gpus``."""
         return {"device_ids": list(self.device_ids), "capabilities": list(GPU_CAPABILITIES)}
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One of ``placement.replicas_per_host`` replicas: its container, GPUs and internal slot ports.
+
+    The replica runs the host's description with these three fields replaced; the front proxy
+    (``servespec_proxy``) balances over the replicas' live slots.
+    """
+
+    index: int
+    name: str
+    gpus: Gpus | None
+    ports: tuple[int, int]
+    pinning: Mapping[str, str] = field(default_factory=dict)
+    """The replica's own NUMA pinning (``cpuset_mems``, ``cpuset_cpus``) from its GPUs; empty: none."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pinning", _frozen(self.pinning))
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of container.yaml's ``replicas`` (the pinning keys only when set)."""
+        return {
+            "index": self.index,
+            "name": self.name,
+            "gpus": self.gpus.to_json() if self.gpus is not None else None,
+            "ports": list(self.ports),
+            **{key: self.pinning[key] for key in ("cpuset_mems", "cpuset_cpus") if key in self.pinning},
+        }
 
 
 @dataclass(frozen=True)
@@ -159,6 +188,11 @@ class ContainerSpec:
     )
     """The ``model.adapters`` names the engine serves by name (left out of the mapping when empty)."""
     """A host-native engine's systemd unit (engines/kit.py); None for a container (left out of the mapping)."""
+    replicas: tuple[Replica, ...] = field(
+        default=(),
+        metadata=read_by("servespec_container, servespec_proxy, servespec_probe: placement.replicas_per_host"),
+    )
+    """Empty for one replica per host (left out of the mapping); else each replica's name, GPUs and ports."""
 
     def __post_init__(self) -> None:
         if self.entrypoint is not None and not self.entrypoint:
@@ -217,7 +251,34 @@ class ContainerSpec:
             out["native"] = self.native.to_json()
         if self.smoke_adapters:
             out["smoke_adapters"] = list(self.smoke_adapters)
+        if self.replicas:
+            out["replicas"] = [replica.to_json() for replica in self.replicas]
         return out
+
+
+def replica_description(spec: ContainerSpec, replica: Replica) -> ContainerSpec:
+    """The host's description as one replica runs it, with its first slot port (placement.replicas_per_host).
+
+    The controller's side of the role's ``replica_spec`` (module_utils/servespec_common.py): the
+    replica's name, GPUs and NUMA pinning, its engine port published on 127.0.0.1 at its slot port
+    (the front proxy owns ``serving.port``), and a ``servespec.replica`` label.
+    """
+    health = spec.healthcheck.port
+    ports = tuple(
+        Port("127.0.0.1", replica.ports[0], port.container_port) if port.host_port == health else port
+        for port in spec.ports
+    )
+    return replace(
+        spec,
+        name=replica.name,
+        gpus=replica.gpus,
+        ports=ports,
+        cpuset_mems=replica.pinning.get("cpuset_mems"),
+        cpuset_cpus=replica.pinning.get("cpuset_cpus"),
+        labels={**spec.labels, "servespec.replica": str(replica.index)},
+        healthcheck=replace(spec.healthcheck, port=replica.ports[0], host=None),
+        replicas=(),
+    )
 
 
 def docker_fields() -> tuple[str, ...]:

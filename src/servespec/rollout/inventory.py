@@ -123,7 +123,11 @@ class HostVars:
     proxy_port: int = 0
     """The port the proxy owns (serving.port)."""
     proxy_ports: tuple[int, ...] = ()
-    """The engine's two internal ports on 127.0.0.1 (one per revision slot)."""
+    """The engine's two internal ports on 127.0.0.1 (one per revision slot); replica ``i``'s are these plus ``i``."""
+    proxy_replicas: int = 0
+    """placement.replicas_per_host where above 1 (each replica replaced in turn behind the proxy); 0: one engine."""
+    proxy_health_path: str = ""
+    """The path the proxy health-checks each replica at (the engine's health path); empty: no replicas."""
     verify: str = ""
     """apply --verify: the spec's slo (workload, targets, the dataset's prompts) as JSON; empty: no verify."""
 

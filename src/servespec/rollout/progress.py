@@ -157,16 +157,41 @@ def print_status(rows: list[Status], fmt: str) -> None:
         from rich.table import Table
 
         table = Table(title="status")
-        for column in ("deployment", "host", "revision", "healthy", "since", "endpoint"):
+        many = any(row.replicas for row in rows)
+        for column in (
+            "deployment",
+            "host",
+            "revision",
+            "healthy",
+            "since",
+            "endpoint",
+            *(("replicas",) if many else ()),
+        ):
             table.add_column(column)
         for row in rows:
             health = "unreachable" if not row.reachable else "error" if row.error else "yes" if row.healthy else "no"
-            cells = (row.deployment, row.host, row.revision or "-", health, row.since or "-", row.endpoint)
+            cells: tuple[Any, ...] = (
+                row.deployment,
+                row.host,
+                row.revision or "-",
+                health,
+                row.since or "-",
+                row.endpoint,
+            )
+            if many:
+                cells += ("\n".join(replica_line(replica) for replica in row.replicas) or "-",)
             table.add_row(*(cell(value) for value in cells))
         Console(width=160).print(table)
     for row in rows:
         if row.error:
             click.echo(f"{row.deployment} on {row.host}: {printable(row.error)}", err=True)
+
+
+def replica_line(replica: dict[str, Any]) -> str:
+    """One replica of ``deploy status``: ``r0 running rev abc123 port 18080 healthy``."""
+    health = "healthy" if replica.get("healthy") else "not healthy"
+    port = f" port {replica['port']}" if replica.get("port") else ""
+    return f"r{replica['index']} {replica.get('status')} rev {replica.get('revision') or '-'}{port} {health}"
 
 
 def print_unread(unread: list[HostOutcome]) -> None:

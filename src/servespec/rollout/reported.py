@@ -119,6 +119,44 @@ def _container(container: Any) -> dict[str, Any] | None:
     }
 
 
+REPLICA_NAME = re.compile(r"^servespec-[A-Za-z0-9][A-Za-z0-9_.-]{0,120}-r\d{1,2}$")
+MAX_REPLICAS = 16
+"""At most spec.models.MAX_REPLICAS_PER_HOST replicas on one host."""
+
+
+def _replicas(replicas: Any) -> list[dict[str, Any]]:
+    """``placement.replicas_per_host``'s replicas as the status module reports them ([] for one engine)."""
+    if replicas is None:
+        return []
+    if not isinstance(replicas, list) or len(replicas) > MAX_REPLICAS:
+        raise ReportError("replicas is not a list of at most 16 replicas")
+    out = []
+    for entry in replicas:
+        if not isinstance(entry, dict):
+            raise ReportError("replicas has an entry that is not an object")
+        index, name, port = entry.get("index"), entry.get("name"), entry.get("port")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < MAX_REPLICAS:
+            raise ReportError("replicas[].index is not a replica index")
+        if not isinstance(name, str) or not REPLICA_NAME.match(name):
+            raise ReportError("replicas[].name is not a replica's container name")
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+            raise ReportError("replicas[].port is not a port")
+        if not isinstance(entry.get("healthy"), bool):
+            raise ReportError("replicas[].healthy is not a boolean")
+        container = _container({"status": entry.get("status"), "started_at": entry.get("started_at")}) or {}
+        out.append(
+            {
+                "index": index,
+                "name": name,
+                **container,
+                "revision": _optional(entry.get("revision"), DIGEST, "replicas[].revision"),
+                "port": port,
+                "healthy": entry["healthy"],
+            }
+        )
+    return out
+
+
 def checked_report(report: Any) -> tuple[dict[str, Any], str]:
     """The status module's report of one deployment, checked; and the problem ('' when it is fine).
 
@@ -135,6 +173,7 @@ def checked_report(report: Any) -> tuple[dict[str, Any], str]:
         ("lock holder.json", "lock", checked_lock),
         ("status report", "files", _files),
         ("status report", "container", _container),
+        ("status report", "replicas", _replicas),
     )
     out: dict[str, Any] = {}
     for label, key, check in checks:

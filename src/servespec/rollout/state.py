@@ -48,10 +48,12 @@ class Status:
     container: str | None
     reachable: bool = True
     error: str = ""
+    replicas: list[dict[str, Any]] = field(default_factory=list)
+    """placement.replicas_per_host: each replica's index, container, status, revision label, port and health."""
 
     def to_json(self) -> dict[str, Any]:
-        """The contract's status object (§2.2)."""
-        return {
+        """The contract's status object (§2.2); ``replicas`` added where the host runs several."""
+        out: dict[str, Any] = {
             "deployment": self.deployment,
             "host": self.host,
             "revision": self.revision,
@@ -59,6 +61,9 @@ class Status:
             "endpoint": self.endpoint,
             "since": self.since,
         }
+        if self.replicas:
+            out["replicas"] = [dict(replica) for replica in self.replicas]
+        return out
 
 
 def desired_state(rendered: Rendered, deployment: DeploymentDoc) -> list[Desired]:
@@ -165,7 +170,8 @@ def status(fleet: Fleet) -> list[Status]:
         for seen in observed:
             view = deployment.inventory.hosts[seen.host] if deployment.inventory else None
             result = results.get(seen.host)
-            container = host_report(results, seen.host, deployment.name).get("container") or {}
+            report = host_report(results, seen.host, deployment.name)
+            container = report.get("container") or {}
             rows.append(
                 Status(
                     deployment=deployment.name,
@@ -177,6 +183,7 @@ def status(fleet: Fleet) -> list[Status]:
                     container=seen.container,
                     reachable=not (result is not None and result.unreachable),
                     error=result.error if result and not result.ok else "",
+                    replicas=list(report.get("replicas") or []),
                 )
             )
     return rows

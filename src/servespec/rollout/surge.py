@@ -39,9 +39,13 @@ def need_on(known: resolve.Resolved, host: HostView) -> Need:
     multi_node = known.deployment.spec.placement.hosts_per_replica > 1
     plan = known.estimate_on(host)
     mib = round((plan.weights_gib + plan.overhead_gib + plan.kv_cache_gib) * GIB_MIB) if plan is not None else None
-    if resolve.host_gpus(host).count:
-        return Need(tuple(known.gpu_ids), mib, None, multi_node)
-    return Need((), None, mib, multi_node)
+    replicas: tuple[tuple[int, ...], ...] = ()
+    on_gpus = bool(resolve.host_gpus(host).count)
+    if known.replicas_per_host > 1:  # placement.replicas_per_host: the estimate is one replica's
+        replicas = tuple(tuple(ids) if on_gpus else () for ids in known.replica_gpu_ids)
+    if on_gpus:
+        return Need(tuple(known.gpu_ids), mib, None, multi_node, replicas)
+    return Need((), None, mib, multi_node, replicas)
 
 
 def capacity_of(result: HostResult | None, deployment: str) -> HostCapacity | None:
@@ -87,7 +91,16 @@ def proxy_vars(deployment: DeploymentDoc, strategy: Strategy | None) -> dict[str
         "proxy_bind": serving.bind,
         "proxy_port": serving.port,
         "proxy_ports": slot_ports(serving.port),
+        **replica_vars(deployment),
     }
+
+
+def replica_vars(deployment: DeploymentDoc) -> dict[str, Any]:
+    """``placement.replicas_per_host`` for the role: the replica count and the path each replica is checked at."""
+    count = deployment.spec.placement.replicas_per_host
+    if count < 2:
+        return {}
+    return {"proxy_replicas": count, "proxy_health_path": resolve.resolved(deployment).profile.health_path}
 
 
 def rollback_strategy(deployment: DeploymentDoc) -> Strategy | None:

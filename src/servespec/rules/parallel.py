@@ -70,8 +70,10 @@ class NotEnoughGpus(Rule):
     """A replica must fit the GPUs of its hosts, and ``gpu_ids`` must name existing devices.
 
     A replica needs ``tensor_parallel × pipeline_parallel`` GPUs, split evenly over
-    ``placement.hosts_per_replica`` hosts. Explicit ``gpu_ids`` must list exactly the GPUs
-    each host contributes, all below the host's GPU count. Engines fail at start-up
+    ``placement.hosts_per_replica`` hosts; ``placement.replicas_per_host`` replicas on one host
+    each need their own (``replicas_per_host × GPUs per replica`` must fit the host). Explicit
+    ``gpu_ids`` must list exactly the GPUs each host contributes (every replica's, split in
+    order), all below the host's GPU count. Engines fail at start-up
     otherwise (vLLM: "The number of required GPUs exceeds the total number of available
     GPUs in the placement group"). An engine run on the CPUs (SGLang ``--device cpu``: a
     rank is a sub-NUMA cluster) needs no GPU.
@@ -100,21 +102,34 @@ class NotEnoughGpus(Rule):
             if count is None or (known.profile.loads_gguf and count == 0) or known.engine.runs_on_cpu(known.options):
                 continue
             need = known.gpus_per_host
+            replicas = known.replicas_per_host
             ids = known.gpu_ids
             explicit = deployment.spec.resources.gpu_ids != "auto"
-            if explicit and len(ids) != need:
+            each = f"{replicas} replicas × {need}" if replicas > 1 else f"{need}"
+            if explicit and len(ids) != need * replicas:
                 yield self.report(
                     deployment.document,
-                    f"gpu_ids lists {len(ids)} device(s) but each host of a replica needs {need}",
+                    f"gpu_ids lists {len(ids)} device(s) but each host of a replica needs {need}"
+                    + (
+                        f", and each host runs {replicas} replicas (placement.replicas_per_host)"
+                        if replicas > 1
+                        else ""
+                    ),
                     ("resources", "gpu_ids"),
-                    hint=f"list exactly {need} device indices",
+                    hint=f"list exactly {need * replicas} device indices"
+                    + (f" ({each}, split in order)" if replicas > 1 else ""),
                 )
-            elif need > count:
+            elif need * replicas > count:
                 yield self.report(
                     deployment.document,
-                    f"a replica needs {need} GPU(s) on {host.name}, which has {count}",
-                    ("resources", "tensor_parallel"),
-                    hint="lower tensor_parallel/pipeline_parallel, or place it on a host with more GPUs",
+                    f"a replica needs {need} GPU(s) on {host.name}, which has {count}"
+                    if replicas == 1
+                    else f"{replicas} replicas of {need} GPU(s) need {need * replicas} GPUs on {host.name} "
+                    f"(placement.replicas_per_host), which has {count}",
+                    ("resources", "tensor_parallel") if replicas == 1 else ("placement", "replicas_per_host"),
+                    hint="lower tensor_parallel/pipeline_parallel, or place it on a host with more GPUs"
+                    if replicas == 1
+                    else f"run at most {count // need} replica(s) per host, or lower the parallel sizes",
                 )
             else:
                 missing = [i for i in ids if i >= count]

@@ -52,7 +52,7 @@ class ReplicaAcrossNuma(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             nodes_of = host.hardware.gpu_numa_nodes if host.hardware else None
-            group = resolve.resolved(deployment).gpu_ids
+            group = _widest(resolve.resolved(deployment).replica_gpu_ids, nodes_of)
             if not nodes_of or any(i >= len(nodes_of) for i in group):
                 continue
             nodes = sorted({nodes_of[i] for i in group})
@@ -102,7 +102,8 @@ class AcsBlocksPeerToPeer(Rule):
     def check(self, fleet: Fleet) -> Iterator[Finding]:
         for deployment, host in placements(fleet):
             hardware = host.hardware
-            group = resolve.resolved(deployment).gpu_ids
+            groups = resolve.resolved(deployment).replica_gpu_ids  # each replica's own group (replicas_per_host)
+            group = next((g for g in groups if _over_pcie(host, g) is not False), groups[0])
             if hardware is None or len(group) < 2 or _over_pcie(host, group) is False:  # unknown: assume PCIe
                 continue
             causes = []
@@ -149,7 +150,8 @@ class TensorParallelOverPcie(Rule):
             tp = deployment.spec.resources.tensor_parallel
             if tp <= 2 or host.hardware is None or not resolve.host_gpus(host).count:
                 continue
-            if _over_pcie(host, resolve.resolved(deployment).gpu_ids):  # only when known to be PCIe
+            groups = resolve.resolved(deployment).replica_gpu_ids  # each replica all-reduces within its own GPUs
+            if any(_over_pcie(host, group) for group in groups):  # only when known to be PCIe
                 yield self.report(
                     deployment.document,
                     f"tensor_parallel {tp} on {host.name} all-reduces over PCIe between some of its GPUs (no NVLink)",
@@ -198,3 +200,10 @@ class KtThreadsVsNuma(Rule):
             for found in known.engine.host_checks(known, host):
                 if found.rule == self.id:
                     yield self.report(deployment.document, found.message, found.path, hint=found.hint)
+
+
+def _widest(groups: list[list[int]], nodes_of: list[int] | None) -> list[int]:
+    """The replica group spanning the most NUMA nodes (placement.replicas_per_host: each replica is its own group)."""
+    if not nodes_of:
+        return groups[0]
+    return max(groups, key=lambda group: len({nodes_of[i] for i in group if i < len(nodes_of)}))

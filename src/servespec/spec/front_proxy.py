@@ -18,3 +18,18 @@ def slot_ports(port: int) -> tuple[int, int]:
     """The two internal ports the engine alternates between behind the proxy."""
     low, high = SLOT_OFFSETS
     return (port + low, port + high) if port + high <= 65535 else (port - high, port - low)
+
+
+def replica_name(deployment: str, index: int) -> str:
+    """The container of replica ``index`` of ``placement.replicas_per_host`` (the role's modules name it the same)."""
+    return f"servespec-{deployment}-r{index}"
+
+
+def replica_ports(port: int, index: int) -> tuple[int, int]:
+    """Replica ``index``'s two internal slot ports: :func:`slot_ports` shifted by the index.
+
+    ``placement.replicas_per_host`` is at most 16 (spec/models.py), so the replicas' ports stay
+    apart: the low ports run ``low .. low + 15``, 10000 below the high ones.
+    """
+    low, high = slot_ports(port)
+    return (low + index, high + index)

@@ -473,6 +473,10 @@ ExpertParallel = Annotated[
 ]
 
 
+MAX_REPLICAS_PER_HOST = 16
+"""Replicas one host may run behind its front proxy (each takes two internal ports: spec/front_proxy.py)."""
+
+
 class Resources(_Model):
     tensor_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
     pipeline_parallel: Annotated[int, Field(ge=1, le=1024)] = 1
@@ -503,6 +507,25 @@ class Placement(_Model):
         default=None, min_length=1, description="Inventory host names; default: every host of the inventory"
     )
     hosts_per_replica: Annotated[int, Field(ge=1, le=4096)] = 1
+    replicas_per_host: Annotated[int, Field(ge=1, le=MAX_REPLICAS_PER_HOST)] = Field(
+        default=1,
+        description="Replicas of the deployment on each placed host, behind the front proxy on serving.port "
+        "(needs rollout.strategy auto): each on its own GPUs, resources.gpu_ids split in order (replica 0 the "
+        "first tensor × pipeline × data parallel of them), each on its own internal port and container",
+    )
+
+    @field_validator("replicas_per_host")
+    @classmethod
+    def _one_host_replicas(cls, value: int, info: ValidationInfo) -> int:
+        group = info.data.get("hosts_per_replica", 1)
+        if value > 1 and group > 1:
+            raise PydanticCustomError(
+                "replicas_per_host",
+                "placement.replicas_per_host {value} with hosts_per_replica {group}: several replicas on one host "
+                "are one-host replicas; a replica that spans hosts runs once per host group",
+                {"value": value, "group": group},
+            )
+        return value
 
     @field_validator("hosts")
     @classmethod
@@ -665,6 +688,34 @@ class Deployment(_Model):
         default=None, description="A latency/throughput target per replica: deploy verify, deploy apply --verify"
     )
     suppress: list[Suppression] = Field(default_factory=list)
+
+    @field_validator("placement")
+    @classmethod
+    def _gpu_ids_split(cls, value: Placement, info: ValidationInfo) -> Placement:
+        resources = info.data.get("resources")
+        ids = resources.gpu_ids if resources is not None else "auto"
+        if isinstance(ids, list) and value.replicas_per_host > 1 and len(ids) % value.replicas_per_host:
+            raise PydanticCustomError(
+                "replicas_per_host",
+                "placement.replicas_per_host {replicas} does not divide resources.gpu_ids ({count} devices): the "
+                "devices are split in order, the same number to each replica",
+                {"replicas": value.replicas_per_host, "count": len(ids)},
+            )
+        return value
+
+    @field_validator("rollout")
+    @classmethod
+    def _replicas_behind_proxy(cls, value: Rollout, info: ValidationInfo) -> Rollout:
+        placement = info.data.get("placement")
+        replicas = placement.replicas_per_host if placement is not None else 1
+        if replicas > 1 and value.strategy != "auto":
+            raise PydanticCustomError(
+                "replicas_per_host",
+                "placement.replicas_per_host {replicas} runs the replicas behind the front proxy of rollout.strategy "
+                "auto; set rollout.strategy: auto",
+                {"replicas": replicas},
+            )
+        return value
 
     @property
     def gpus_per_replica(self) -> int:

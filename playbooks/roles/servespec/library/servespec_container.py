@@ -25,6 +25,11 @@ options:
   number: {description: Revision whose container.json to start, type: int}
   command: {description: Command to run inside the container (exec), type: list, elements: str}
   standin_image: {description: Test-only stand-in image (GPU requests and NUMA pinning dropped), type: str}
+  replica:
+    description: >-
+      One of placement.replicas_per_host's replicas: the action works on its container
+      C(servespec-<deployment>-r<replica>) (and its C(-previous) and C(-next)), started from its container.json
+    type: int
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
 author: servespec
 """
@@ -126,7 +131,7 @@ def _good_digest(p):
 
 
 def _start(client, p, name, previous, current):
-    spec = load_container(p["deployment"], p["number"], p["state_root"])
+    spec = load_container(p["deployment"], p["number"], p["state_root"], p["replica"])
     old = _get(client, previous)
     good = _good_digest(p)
     label = "servespec.revision"
@@ -162,9 +167,15 @@ def _restore(client, p, name, previous, current):
 
 def _remove(client, p, name, previous, current):
     removed = 0
-    for container_name in (name, previous):
+    for container_name in (name, previous, f"{name}-next"):
         found = _get(client, container_name)
         if found is not None:
+            found.remove(force=True)
+            removed += 1
+    if p["replica"] is None:
+        # placement.replicas_per_host's replicas (servespec-<deployment>-r<i>, -previous, -next): by their label
+        label = f"servespec.deployment={p['deployment']}"
+        for found in client.containers.list(all=True, filters={"label": [label, "servespec.replica"]}):
             found.remove(force=True)
             removed += 1
     return {"changed": removed > 0}
@@ -182,7 +193,7 @@ def _exec(client, p, name, previous, current):
 
 
 def _beside(client, p, name, previous, current):
-    spec = load_container(p["deployment"], p["number"], p["state_root"])
+    spec = load_container(p["deployment"], p["number"], p["state_root"], p["replica"])
     stale = _get(client, f"{name}-next")
     if stale is not None:
         stale.remove(force=True)
@@ -232,6 +243,7 @@ def main():
             number=dict(type="int"),
             command=dict(type="list", elements="str"),
             standin_image=dict(type="str"),
+            replica=dict(type="int"),
             state_root=dict(type="str", default=STATE_ROOT),
         ),
         supports_check_mode=True,
@@ -245,6 +257,8 @@ def main():
     check_deployment(module, p["deployment"])
     client = docker.from_env()
     name = f"servespec-{p['deployment']}"
+    if p["replica"] is not None:
+        name = f"{name}-r{p['replica']}"  # servespec.spec.front_proxy.replica_name
     current = _get(client, name)
     if p["action"] == "logs":
         # The tail goes back to the controller's output: mask every secret this deployment has here.

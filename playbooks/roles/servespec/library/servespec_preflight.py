@@ -35,7 +35,13 @@ import socket
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.servespec_common import STATE_ROOT, check_deployment, load_container, model_path_problem
+from ansible.module_utils.servespec_common import (
+    STATE_ROOT,
+    check_deployment,
+    load_container,
+    model_path_problem,
+    replica_names,
+)
 
 
 def _docker(errors):
@@ -112,7 +118,10 @@ def _port(client, spec, errors):
         try:
             probe.bind(("0.0.0.0", port["host_port"]))
         except OSError:
-            if spec["name"] not in ours:
+            # The port's owner may be this deployment's engine, its front proxy (rollout.strategy auto) or,
+            # with placement.replicas_per_host, one of its replicas.
+            owners = {spec["name"], f"servespec-{spec['deployment']}-proxy", *replica_names(spec)}
+            if not owners & set(ours):
                 errors.append(f"port {port['host_port']} is in use by another process")
         finally:
             probe.close()

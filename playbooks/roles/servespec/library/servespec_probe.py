@@ -18,6 +18,7 @@ options:
   number: {description: Revision being checked, required: true, type: int}
   smoke_test: {description: Send a completion after health passes, type: bool, default: true}
   timeout: {description: Seconds to wait; default is the container's start_period_s, type: int}
+  replica: {description: "One of placement.replicas_per_host's replicas: probe its own slot port", type: int}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
 author: servespec
 """
@@ -111,6 +112,7 @@ def main():
             number=dict(type="int", required=True),
             smoke_test=dict(type="bool", default=True),
             timeout=dict(type="int"),
+            replica=dict(type="int"),
             state_root=dict(type="str", default=STATE_ROOT),
         ),
         supports_check_mode=True,
@@ -119,7 +121,7 @@ def main():
     check_deployment(module, p["deployment"])
     if module.check_mode:
         module.exit_json(changed=False)
-    spec = load_container(p["deployment"], p["number"], p["state_root"])
+    spec = load_container(p["deployment"], p["number"], p["state_root"], p["replica"])
     timeout = p["timeout"] or spec["healthcheck"]["start_period_s"]
     healthy, detail = _wait_healthy(spec, timeout)
     if not healthy:

@@ -20,6 +20,10 @@ description:
   - C(unstop) starts the stopped engine again; C(discard) removes an engine started beside the
     running one; C(yield) removes the proxy when the container to restore owns serving.port itself;
     C(sync) points the proxy at the slot the running engine publishes; C(remove) removes it all.
+  - With I(replicas) above 1 (placement.replicas_per_host) the backend has two servers per replica,
+    C(r<i>s0) and C(r<i>s1) at the replica's slot ports (I(ports) plus the replica's index), balanced
+    by least connections, each health-checked at I(health_path); C(prepare), C(switch), C(stop),
+    C(unstop), C(discard) and C(sync) then act on the one replica I(replica), the others keep serving.
 options:
   deployment: {description: Deployment name, required: true, type: str}
   action:
@@ -35,12 +39,16 @@ options:
   gpus: {description: GPUs to wait on (stop), type: list, elements: int, default: []}
   need_mib: {description: MiB each GPU must have free (stop), type: int, default: 0}
   timeout: {description: Seconds to wait for GPU memory (stop) or drained connections (switch), type: int, default: 300}
+  replicas: {description: placement.replicas_per_host (0 or 1 for one engine), type: int, default: 0}
+  replica: {description: The replica an action works on (replicas above 1), type: int}
+  health_path: {description: Path HAProxy health-checks each replica at (replicas above 1), type: str, default: /health}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
 author: servespec
 """
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -53,6 +61,7 @@ from ansible.module_utils.servespec_common import (
     check_deployment,
     load_container,
     read_state,
+    replica_spec,
     revision_dir,
 )
 
@@ -89,7 +98,13 @@ frontend servespec
     default_backend {backend}
 
 backend {backend}
-{servers}
+{balance}{servers}
+"""
+# placement.replicas_per_host: "balance leastconn", and a health check of every live server ("option httpchk",
+# server "check"; a server in maintenance is not checked). http://docs.haproxy.org/2.6/configuration.html#4-balance
+REPLICAS = """    balance leastconn
+    option httpchk GET {path}
+    default-server inter 1s fall 2 rise 1
 """
 
 
@@ -98,8 +113,38 @@ def _folder(p):
 
 
 def _names(p):
+    """The engine, the one started beside it, and the proxy (the replica's engine with replicas)."""
     base = f"servespec-{p['deployment']}"
-    return base, f"{base}-next", f"{base}-proxy"
+    engine = f"{base}-r{p['replica']}" if _many(p) and p["replica"] is not None else base
+    return engine, f"{engine}-next", f"{base}-proxy"
+
+
+def _many(p):
+    return (p.get("replicas") or 0) > 1
+
+
+def _replica_ports(p, index):
+    """Replica ``index``'s two slot ports (servespec.spec.front_proxy.replica_ports)."""
+    return [port + index for port in p["ports"]]
+
+
+def _servers(p):
+    """(server name, replica, slot, port) of every backend server, in order."""
+    if not _many(p):
+        return [(f"slot{slot}", None, slot, port) for slot, port in enumerate(p["ports"])]
+    return [
+        (f"r{index}s{slot}", index, slot, port)
+        for index in range(p["replicas"])
+        for slot, port in enumerate(_replica_ports(p, index))
+    ]
+
+
+def _server(p, port):
+    """The server name of ``port`` (of the replica ``p['replica']`` with replicas)."""
+    for name, index, _, at in _servers(p):
+        if at == port and (not _many(p) or index == p["replica"]):
+            return name
+    return None
 
 
 def _get(client, name):
@@ -131,18 +176,41 @@ def _write(path, text):
 
 
 def _config(p, live):
+    """The configuration with the ports in ``live`` ready, the other servers in maintenance."""
     servers = []
-    for slot, port in enumerate(p["ports"]):
-        state = "" if port == live else " disabled"
-        servers.append(f"    server slot{slot} 127.0.0.1:{port}{state}")
+    check = " check" if _many(p) else ""
+    for name, _, _, port in _servers(p):
+        state = "" if port in live else " disabled"
+        servers.append(f"    server {name} 127.0.0.1:{port}{check}{state}")
     return CONFIG.format(
         deployment=p["deployment"],
         inside=INSIDE,
         bind=p["bind"],
         port=p["port"],
         backend=BACKEND,
+        balance=REPLICAS.format(path=p["health_path"]) if _many(p) else "",
         servers="\n".join(servers),
     )
+
+
+def _live_ports(client, p):
+    """The live port of each replica (one entry without replicas): live.json, else what the engines publish."""
+    known = _live(p)
+    if not _many(p):
+        live = known.get("port")
+        if live not in p["ports"]:
+            live = next((port for port in _published(_get(client, _names(p)[0])) if port in p["ports"]), p["ports"][0])
+        return {None: live}
+    out = {}
+    recorded = known.get("replicas") if isinstance(known.get("replicas"), dict) else {}
+    for index in range(p["replicas"]):
+        ports = _replica_ports(p, index)
+        live = recorded.get(str(index))
+        if live not in ports:
+            running = _get(client, f"servespec-{p['deployment']}-r{index}")
+            live = next((port for port in _published(running) if port in ports), ports[0])
+        out[index] = live
+    return out
 
 
 def _live(p):
@@ -168,11 +236,11 @@ def _api(p, command):
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def _sessions(p, slot):
-    """Current connections of one slot's server (``show stat``'s scur), None when unread."""
+def _sessions(p, server):
+    """Current connections of one server (``show stat``'s scur), None when unread."""
     for line in _api(p, "show stat").splitlines():
         fields = line.split(",")
-        if len(fields) > 4 and fields[0] == BACKEND and fields[1] == f"slot{slot}":
+        if len(fields) > 4 and fields[0] == BACKEND and fields[1] == server:
             return int(fields[4]) if fields[4].isdigit() else None
     return None
 
@@ -181,13 +249,23 @@ def _prepare(client, p):
     """Point the revision's container.json at the slot the running engine does not publish on."""
     name, _, _ = _names(p)
     busy = set(_published(_get(client, name)))
-    slot_port = next((port for port in p["ports"] if port not in busy), p["ports"][0])
+    ports = _replica_ports(p, p["replica"]) if _many(p) else p["ports"]
+    slot_port = next((port for port in ports if port not in busy), ports[0])
     folder = os.path.join(revision_dir(p["deployment"], p["number"], p["state_root"]), ".servespec")
     rendered, path = os.path.join(folder, "container.rendered.json"), os.path.join(folder, "container.json")
     if not os.path.exists(rendered):
         shutil.copyfile(path, rendered)
     with open(rendered) as handle:
         spec = json.load(handle)
+    if _many(p):
+        # The replica's own description: its name, GPUs and this slot port (servespec_common.replica_spec).
+        own = replica_spec(spec, p["replica"])
+        for entry in own["ports"]:
+            if entry["host_ip"] == "127.0.0.1" and entry["host_port"] == ports[0]:
+                entry["host_port"] = slot_port
+        own["healthcheck"]["port"] = slot_port
+        _write(os.path.join(folder, f"container-r{p['replica']}.json"), json.dumps(own, indent=2, sort_keys=True))
+        return {"changed": True, "slot_port": slot_port, "replica": p["replica"]}
     if spec["network_mode"] == "host":
         return {"failed": True, "msg": "a host-network engine owns serving.port: it cannot run behind the proxy"}
     for entry in spec["ports"]:
@@ -208,10 +286,7 @@ def _ensure(client, p):
         return {"changed": False}
     if running is not None:
         running.remove(force=True)
-    live = _live(p).get("port")
-    if live not in p["ports"]:
-        live = next((port for port in _published(_get(client, _names(p)[0])) if port in p["ports"]), p["ports"][0])
-    _write(os.path.join(folder, "haproxy.cfg"), _config(p, live))
+    _write(os.path.join(folder, "haproxy.cfg"), _config(p, set(_live_ports(client, p).values())))
     client.containers.run(
         image=p["image"],
         name=proxy,
@@ -236,25 +311,51 @@ def _ensure(client, p):
 
 
 def _switch(client, p, number, port):
-    """Make ``port``'s slot live: ready first, then the other drains and goes to maintenance."""
-    if port not in p["ports"]:
-        return {"failed": True, "msg": f"port {port} is not one of the proxy's slots {p['ports']}"}
-    new = p["ports"].index(port)
-    old = 1 - new
-    for command in (f"set server {BACKEND}/slot{new} state ready", f"set server {BACKEND}/slot{old} state drain"):
+    """Make ``port``'s slot live: ready first, then the other drains and goes to maintenance.
+
+    With replicas only the replica ``p['replica']`` switches; the other replicas' servers stay as they are.
+    """
+    ports = _replica_ports(p, p["replica"]) if _many(p) else p["ports"]
+    if port not in ports:
+        return {"failed": True, "msg": f"port {port} is not one of the proxy's slots {ports}"}
+    other = ports[1 - ports.index(port)]
+    new, old = _server(p, port), _server(p, other)
+    for command in (f"set server {BACKEND}/{new} state ready", f"set server {BACKEND}/{old} state drain"):
         answer = _api(p, command).strip()
         if answer:  # the runtime API answers nothing when a command succeeds
             return {"failed": True, "msg": f"the front proxy refused {command!r}: {answer[:200]}"}
-    _write(os.path.join(_folder(p), "haproxy.cfg"), _config(p, port))
-    _write(os.path.join(_folder(p), "live.json"), json.dumps({"port": port, "revision": number}))
+    live = _live_ports(client, p)
+    live[p["replica"] if _many(p) else None] = port
+    _write(os.path.join(_folder(p), "haproxy.cfg"), _config(p, set(live.values())))
+    record = {"port": port, "revision": number}
+    if _many(p):
+        record = {"replicas": {str(index): at for index, at in sorted(live.items())}, "revision": number}
+    _write(os.path.join(_folder(p), "live.json"), json.dumps(record))
     started, drained = time.monotonic(), None
     while time.monotonic() - started < p["timeout"]:
         if _sessions(p, old) == 0:
             drained = round(time.monotonic() - started, 2)
             break
         time.sleep(0.2)
-    _api(p, f"set server {BACKEND}/slot{old} state maint")
+    _api(p, f"set server {BACKEND}/{old} state maint")
     return {"changed": True, "live_port": port, "drained_s": drained}
+
+
+def _drain(client, p):
+    """Take the replica's live server out of the balance (drain, then maintenance) before its engine stops."""
+    live = _live_ports(client, p).get(p["replica"])
+    server = _server(p, live)
+    if server is None or not os.path.exists(os.path.join(_folder(p), "admin.sock")):
+        return None
+    try:
+        _api(p, f"set server {BACKEND}/{server} state drain")
+        started = time.monotonic()
+        while time.monotonic() - started < p["timeout"] and _sessions(p, server) not in (0, None):
+            time.sleep(0.2)
+        _api(p, f"set server {BACKEND}/{server} state maint")
+    except OSError:
+        return None
+    return server
 
 
 def _gpu_free():
@@ -271,6 +372,11 @@ def _stop(client, p):
     """Stop the running engine (kept for the rescue), then wait for the new revision's GPU memory."""
     name, _, _ = _names(p)
     current = _get(client, name)
+    if _many(p) and current is not None:
+        _drain(client, p)  # the other replicas keep serving while this one stops
+        requests = current.attrs.get("HostConfig", {}).get("DeviceRequests") or []
+        mine = {int(i) for r in requests for i in (r.get("DeviceIDs") or []) if str(i).isdigit()}
+        p = dict(p, gpus=[g for g in p["gpus"] if not mine or g in mine])
     if current is not None and current.status == "running":
         current.stop(timeout=30)
     stopped = time.monotonic()
@@ -301,6 +407,9 @@ def _unstop(client, p):
     current = _get(client, name)
     if current is not None and current.status != "running":
         current.start()
+        if _many(p) and os.path.exists(os.path.join(_folder(p), "admin.sock")):
+            server = _server(p, _live_ports(client, p).get(p["replica"]))
+            _api(p, f"set server {BACKEND}/{server} state ready")
         return {"changed": True}
     return {"changed": False}
 
@@ -326,7 +435,8 @@ def _yield(client, p):
 
 def _sync(client, p):
     name, _, proxy = _names(p)
-    ports = [port for port in _published(_get(client, name)) if port in p["ports"]]
+    slots = _replica_ports(p, p["replica"]) if _many(p) else p["ports"]
+    ports = [port for port in _published(_get(client, name)) if port in slots]
     if not ports or _get(client, proxy) is None:
         return {"changed": False}
     # The engine that serves again is the last good revision (restore.yml points the state back at it).
@@ -359,6 +469,9 @@ def main():
             bind=dict(type="str", default="127.0.0.1"),
             port=dict(type="int"),
             ports=dict(type="list", elements="int", default=[]),
+            replicas=dict(type="int", default=0),
+            replica=dict(type="int"),
+            health_path=dict(type="str", default="/health"),
             gpus=dict(type="list", elements="int", default=[]),
             need_mib=dict(type="int", default=0),
             timeout=dict(type="int", default=300),
@@ -376,11 +489,16 @@ def main():
         module.exit_json(changed=True)
     if p["action"] in ("prepare", "ensure", "switch", "sync", "yield") and len(p["ports"]) != 2:
         module.fail_json(msg="the proxy needs exactly two slot ports")
+    if _many(p) and not re.fullmatch(r"/[A-Za-z0-9/_.-]{0,200}", p["health_path"] or ""):
+        module.fail_json(msg="health_path is not a plain URL path: it goes into the proxy's configuration")
+    if _many(p) and p["action"] in ("prepare", "switch", "stop", "unstop", "discard", "sync") and p["replica"] is None:
+        module.fail_json(msg="with replicas the action needs the replica it works on")
     client = docker.from_env()
     action = p["action"]
     if action == "switch":
         # The slot prepare chose for the revision: its container.json's health port.
-        port = load_container(p["deployment"], p["number"], p["state_root"])["healthcheck"]["port"]
+        replica = p["replica"] if _many(p) else None
+        port = load_container(p["deployment"], p["number"], p["state_root"], replica)["healthcheck"]["port"]
         result = _switch(client, p, p["number"], port)
     else:
         handlers = {

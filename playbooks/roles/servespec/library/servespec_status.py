@@ -81,6 +81,40 @@ def _unit(spec):
     }
 
 
+def _replica(deployment, number, root, listed):
+    """One replica of placement.replicas_per_host: its container's state, revision label and health."""
+    name = listed["name"]
+    found = _container(name)
+    attrs = None
+    try:
+        from ansible.module_utils.servespec_docker import container
+
+        attrs = container(name)
+    except Exception:  # no Docker: reported as missing
+        attrs = None
+    labels = ((attrs or {}).get("Config") or {}).get("Labels") or {}
+    healthy = False
+    published = []
+    for entries in (((attrs or {}).get("HostConfig") or {}).get("PortBindings") or {}).values():
+        published += [int(e["HostPort"]) for e in entries or [] if str(e.get("HostPort", "")).isdigit()]
+    slots = [port for port in published if port in listed["ports"]]
+    if found["status"] == "running" and slots:
+        try:
+            spec = load_container(deployment, number, root, listed["index"])
+            spec["healthcheck"]["port"] = slots[0]
+            healthy = _healthy(spec)
+        except (OSError, ValueError, KeyError):
+            healthy = False
+    return {
+        "index": listed["index"],
+        "name": name,
+        **found,
+        "revision": labels.get("servespec.revision"),
+        "port": slots[0] if slots else None,
+        "healthy": healthy,
+    }
+
+
 def _healthy(spec):
     url = base_url(spec) + spec["healthcheck"]["path"]
     try:
@@ -126,6 +160,17 @@ def main():
             entry["container"] = _unit(spec) if spec.get("native") else _container(spec["name"])
             entry["healthy"] = entry["container"]["status"] == "running" and _healthy(spec)
             entry["endpoint_port"] = spec["healthcheck"]["port"]
+            if spec.get("replicas"):
+                # placement.replicas_per_host: the host serves when every replica runs and answers its health check.
+                replicas = [_replica(name, current, root, listed) for listed in spec["replicas"]]
+                entry["replicas"] = replicas
+                down = [r for r in replicas if r["status"] != "running"]
+                times = sorted(r["started_at"] for r in replicas if r["started_at"])
+                entry["container"] = {
+                    "status": down[0]["status"] if down else "running",
+                    "started_at": times[-1] if times else None,
+                }
+                entry["healthy"] = all(r["healthy"] for r in replicas)
         report[name] = entry
     module.exit_json(changed=False, **servespec_result(STATUS, deployments=report))
 

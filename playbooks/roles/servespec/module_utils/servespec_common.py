@@ -188,9 +188,48 @@ def now():
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def load_container(deployment, number, root=STATE_ROOT):
-    with open(os.path.join(revision_dir(deployment, number, root), ".servespec", "container.json")) as handle:
-        return json.load(handle)
+def load_container(deployment, number, root=STATE_ROOT, replica=None):
+    """A revision's container.json; with ``replica``, that replica's (placement.replicas_per_host).
+
+    A replica's own file (``container-r<i>.json``, written by servespec_proxy's prepare with its
+    slot port) is read when it is there, else the replica is derived from container.json.
+    """
+    folder = os.path.join(revision_dir(deployment, number, root), ".servespec")
+    if replica is not None:
+        own = os.path.join(folder, f"container-r{int(replica)}.json")
+        if os.path.exists(own):
+            with open(own) as handle:
+                return json.load(handle)
+    with open(os.path.join(folder, "container.json")) as handle:
+        spec = json.load(handle)
+    return spec if replica is None else replica_spec(spec, replica)
+
+
+def replica_spec(spec, index):
+    """container.json as replica ``index`` runs it: its name, GPUs and first slot port (placement.replicas_per_host)."""
+    entries = {entry["index"]: entry for entry in spec.get("replicas") or []}
+    if int(index) not in entries:
+        raise ValueError(f"container.json lists no replica {index}")
+    entry = entries[int(index)]
+    out = dict(spec, name=entry["name"], gpus=entry["gpus"], replica_index=int(index))
+    for key in ("cpuset_mems", "cpuset_cpus"):  # the replica's own NUMA node, from its GPUs
+        out.pop(key, None)
+        if entry.get(key):
+            out[key] = entry[key]
+    out["labels"] = dict(spec["labels"], **{"servespec.replica": str(index)})
+    out["ports"] = [
+        dict(port, host_ip="127.0.0.1", host_port=entry["ports"][0])
+        if port["host_port"] == spec["healthcheck"]["port"]
+        else port
+        for port in spec["ports"]
+    ]
+    out["healthcheck"] = {k: v for k, v in dict(spec["healthcheck"], port=entry["ports"][0]).items() if k != "host"}
+    return out
+
+
+def replica_names(spec):
+    """The containers of a description's replicas, in order ([] for one replica per host)."""
+    return [entry["name"] for entry in spec.get("replicas") or []]
 
 
 def read_env_file(path):
