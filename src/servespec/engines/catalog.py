@@ -129,30 +129,6 @@ class HybridKvCache(_Fact):
     source: str
 
 
-class MemFractionDefault(_Fact):
-    """SGLang: how a release picks ``mem_fraction_static`` when none is given (scripts/catalog/sglang_memory.py).
-
-    ``gpu_mem`` is the device's total memory in MiB, parallel the tensor- (or tensor x pipeline-) parallel size.
-    """
-
-    variant: Literal[
-        "tp_table", "tp_table_large_gpu", "parallel_table_large_gpu", "reserved_by_gpu", "reserved_formula"
-    ]
-    table: tuple[tuple[int, float], ...] = ()
-    """tables: (at least this parallel size, fraction), largest first; ``else_fraction`` below them."""
-    else_fraction: float = 0.88
-    b200_fraction: float | None = None
-    """parallel_table_large_gpu: the fraction a release pins for GPUs over 180 GB (None: no such rule)."""
-    reserved: tuple[tuple[float | None, float, float], ...] = ()
-    """reserved_by_gpu: (below this many GiB or None, base GiB, parallel divisor or 0); the first row that applies
-    gives reserved = base + parallel / divisor GiB."""
-    graph_bs_small_gpu: tuple[int, int] | None = None
-    """reserved_formula: ``cuda_graph_max_bs`` on 20-35 GiB GPUs for tp < 4 and tp >= 4."""
-    small_gpu_chunk: int | None = None
-    """reserved_formula: the default ``chunked_prefill_size`` on 20-35 GiB GPUs."""
-    source: str
-
-
 class ContextTier(_Fact):
     """A default context chosen by the GPUs' memory: ``tokens`` from ``min_vram_gib`` of total VRAM up."""
 
@@ -234,8 +210,6 @@ class ReleaseFacts(_Fact):
     """The context length served when ``model.max_model_len`` is unset (servespec renders none then)."""
     server_slots: ServerSlots | None = None
     """llama.cpp: automatic slots and how ``--ctx-size`` is split among them."""
-    mem_fraction_default: MemFractionDefault | None = None
-    """SGLang: the default ``mem_fraction_static`` rule of the release (None: not read)."""
     auto_parallel: SourcedInt | None = None
     """Ollama before 0.10: with OLLAMA_NUM_PARALLEL unset the scheduler loads this many slots where
     they fit in VRAM, else 1 (server/sched.go ``defaultParallel``; on CPU this many); None: the option's default."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from servespec.engines.catalog import MemFractionDefault
 from servespec.engines.sglang import dsa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
@@ -18,22 +17,16 @@ from servespec.knowledge.memory import (
 )
 
 
-def _from_table(rule: MemFractionDefault, parallel: int) -> float:
-    return next((fraction for size, fraction in rule.table if parallel >= size), rule.else_fraction)
-
-
-def _reserved_formula(inp: EstimateInput, mib: int, rule: MemFractionDefault | None) -> float:
-    """0.5.3+: 512 MiB + activations of the prefill chunk + CUDA graphs + parallel size (at least 10 GiB over 60)."""
-    small_chunk = rule.small_gpu_chunk if rule is not None and rule.small_gpu_chunk else 4096
-    tiers = ((20480, 2048), (35840, small_chunk), (61440, 4096), (163840, 8192))
-    chunk = next((size for below, size in tiers if mib < below), 16384)
+def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
+    """SGLang's default mem_fraction_static (arg_groups/memory_hook.py handle_gpu_memory_settings)."""
+    mib = gpu.memory_mib
+    chunk = 2048 if mib < 20480 else 4096 if mib < 61440 else 8192 if mib < 163840 else 16384
     tp_size = inp.moe_group or inp.tensor_parallel  # SGLang's --tp-size: all ranks with --enable-dp-attention
     small_tp = tp_size < 4
-    small_gpu = rule.graph_bs_small_gpu if rule is not None and rule.graph_bs_small_gpu else (48, 160)
     if mib < 20480:
         max_bs = 8
     elif mib < 35840:
-        max_bs = small_gpu[0] if small_tp else small_gpu[1]
+        max_bs = 48 if small_tp else 160
     elif mib < 61440:
         max_bs = 32 if small_tp else 160
     elif mib < 163840:
@@ -44,36 +37,6 @@ def _reserved_formula(inp: EstimateInput, mib: int, rule: MemFractionDefault | N
     reserved = 512 + max(chunk, 2048) * 1.5 + tp_size * inp.pipeline_parallel / 8 * 1024 + max_bs * 2
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    return round((mib - reserved) / mib, 3)
-
-
-def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
-    """The release's default mem_fraction_static (its catalog's ``mem_fraction_default``, read from its source).
-
-    A release without the fact (outside the catalogued range) gets the newest rule.
-    """
-    mib = gpu.memory_mib
-    rule = inp.release.facts.mem_fraction_default if inp.release else None
-    variant = rule.variant if rule is not None else "reserved_formula"
-    if rule is None or variant == "reserved_formula":
-        return _reserved_formula(inp, mib, rule)
-    tp_size = inp.moe_group or inp.tensor_parallel
-    if variant == "tp_table":
-        return _from_table(rule, tp_size)
-    if variant == "tp_table_large_gpu":
-        return _from_table(rule, tp_size) if mib <= 81920 else (mib - 1024 * 13) / mib
-    if variant == "parallel_table_large_gpu":
-        parallel = tp_size * inp.pipeline_parallel
-        fraction = _from_table(rule, parallel) if mib <= 81920 else rule.else_fraction
-        if rule.b200_fraction is not None and mib > 180 * 1000:  # SGLang compares MiB with 180 * 1000
-            return rule.b200_fraction
-        if mib > 96 * 1024:
-            fraction = min(fraction + 48 * 1024 * (1 - fraction) / mib, (mib - 1024 * 18) / mib)
-        return fraction
-    parallel = tp_size * inp.pipeline_parallel
-    gib = mib / 1024
-    _, base, divisor = next((row for row in rule.reserved if row[0] is None or gib < row[0]), rule.reserved[-1])
-    reserved = (base + (parallel / divisor if divisor else 0)) * 1024
     return round((mib - reserved) / mib, 3)
 
 
