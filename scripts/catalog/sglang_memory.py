@@ -329,7 +329,7 @@ def _baseline(version: str, sources: dict[str, str]) -> dict[str, Any]:
         text = sources.get(path, "")
         match = re.search(
             r"(?:rest_memory = (?:available_gpu_memory|post_model_load_memory) - |slack_gb = )"
-            r"(?:total_gpu_memory|pre_model_load_memory) \* \(\s*1 - [\w.()]*mem_fraction_static",
+            r"(?:self\.)?(?:total_gpu_memory|pre_model_load_memory) \* \(\s*1 - [\w.()]*mem_fraction_static",
             text,
         )
         if match:
