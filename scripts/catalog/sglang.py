@@ -44,8 +44,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sglang_memory import memory_facts, read_sources
-
 from catalog_io import (
     TOOL_VERSION,
     _dump,
@@ -55,6 +53,7 @@ from catalog_io import (
     write_pool,
     write_release,
 )
+from sglang_memory import memory_facts, read_sources
 
 ENGINE = "sglang"
 CACHE = Path.home() / ".cache" / "servespec" / "catalog-src" / "sglang"

@@ -180,7 +180,11 @@ def _reserved_by_gpu(version: str, path: str, line: int, block: str) -> dict[str
     extra = {
         name: 1024 * int(m.group(1))
         for name, pattern in (
-            ("speculative_mib", r"if self\.speculative_algorithm is not None:[^\n]*\n(?:\s*#[^\n]*\n)*\s*reserved_mem \+= (\d+) \* 1024"),
+            (
+                "speculative_mib",
+                r"if self\.speculative_algorithm is not None:[^\n]*\n(?:\s*#[^\n]*\n)*"
+                r"\s*reserved_mem \+= (\d+) \* 1024",
+            ),
             ("dp_attention_mib", r"if self\.enable_dp_attention:\s*\n\s*reserved_mem \+= (\d+) \* 1024"),
         )
         if (m := re.search(pattern, block))
@@ -194,7 +198,7 @@ def _reserved_by_gpu(version: str, path: str, line: int, block: str) -> dict[str
     }
 
 
-def _defaults_by_gpu(version: str, path: str, text: str) -> tuple[list[list[Any]], int, int]:
+def _defaults_by_gpu(version: str, path: str, text: str) -> tuple[list[list[Any]], int, int]:  # noqa: C901
     """Rows [upper_mib, chunked_prefill_size, max_bs below tp_split, max_bs from tp_split] (CUDA
     rows only: NPU rows are skipped), tp_split, and the line of the table."""
     start = re.search(r"^([ \t]*)if gpu_mem < 20 \* 1024:", text, re.M)
@@ -257,12 +261,12 @@ def _defaults_by_gpu(version: str, path: str, text: str) -> tuple[list[list[Any]
 def _reserved_formula(version: str, sources: dict[str, str], path: str, line: int, block: str) -> dict[str, Any]:
     text = sources[path]
     table, split, table_line = _defaults_by_gpu(version, path, text)
-    activation = re.search(
-        r"max\((?:self|cfg)\.chunked_prefill_size, (\d+)\)(?: \* ([\d.]+))?", block
-    )
+    activation = re.search(r"max\((?:self|cfg)\.chunked_prefill_size, (\d+)\)(?: \* ([\d.]+))?", block)
     per_token = re.search(r"(?:activation_tokens|max\((?:self|cfg)\.chunked_prefill_size, \d+\)) \* ([\d.]+)", block)
     # the constant that the activation term is added to (0.5.2x also has a post-capture branch's)
-    constants = [m for m in re.finditer(r"reserved_mem = (\d+)\s*\n", block) if per_token and m.start() < per_token.start()]
+    constants = [
+        m for m in re.finditer(r"reserved_mem = (\d+)\s*\n", block) if per_token and m.start() < per_token.start()
+    ]
     constant = constants[-1] if constants else None
     graph_text = block if "reserve_for_graph_mb(" not in block else text
     graph = re.search(r"(?:cuda_graph_max_bs|max_bs) \* (\d+)\s*\n", graph_text)

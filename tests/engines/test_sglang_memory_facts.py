@@ -99,7 +99,8 @@ RTX4090 = 24564
         ("0.4.5.post2", "NVIDIA H200", 1, 0.88),
         # v0.4.6 server_args.py#L224-L238: above 81920 MiB, (gpu_mem - 1024 * 13) / gpu_mem
         ("0.4.6", "NVIDIA H200", 1, round((H200 - 13 * 1024) / H200, 3)),
-        # v0.4.7 server_args.py: 0.88 above 81920, then above 96 GiB min(f + 48 GiB (1 - f) / gpu_mem, (gpu_mem - 18 GiB) / gpu_mem)
+        # v0.4.7 server_args.py: 0.88 above 81920, then above 96 GiB
+        # min(f + 48 GiB (1 - f) / gpu_mem, (gpu_mem - 18 GiB) / gpu_mem)
         ("0.4.7", "NVIDIA H200", 1, round(min(0.88 + 48 * 1024 * 0.12 / H200, (H200 - 18 * 1024) / H200), 3)),
         # v0.4.8 server_args.py: H100 row (< 90 GiB): reserved (9.5 + parallel / 2) * 1024
         ("0.4.8", "NVIDIA H100 80GB HBM3", 1, round((H100 - (9.5 + 1 / 2) * 1024) / H100, 3)),
@@ -134,7 +135,6 @@ def test_a_given_chunked_prefill_size_changes_the_reserve() -> None:
     assert _fraction("0.5.23", "NVIDIA GeForce RTX 4090", chunked_prefill_size=8192) == round(
         (RTX4090 - (512 + 8192 * 1.5 + 48 * 2 + 128)) / RTX4090, 3
     )
-
 
 
 def test_multimodal_cut_per_release() -> None:

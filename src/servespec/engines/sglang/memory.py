@@ -20,7 +20,6 @@ from servespec.knowledge.memory import (
     weights_per_gpu,
 )
 
-
 VIT_BLOCK_PARAMS = 12
 """Assumed: a ViT block holds about 12 × hidden² parameters (attention 4h², MLP 8h²), so a tower's
 layers × hidden² — what ``adjust_mem_fraction_for_vlm`` compares — is its parameters / 12 (the
@@ -53,7 +52,9 @@ def default_fraction(inp: EstimateInput, gpu: GpuModel, memory: SglangMemory) ->
         if big is not None and big.huge_above_mib is not None and mib > big.huge_above_mib:
             return big.huge_fraction or fraction
         if big is not None and big.boost_above_mib is not None and mib > big.boost_above_mib:
-            fraction = min(fraction + (big.boost_mib or 0) * (1 - fraction) / mib, (mib - (big.cap_reserved_mib or 0)) / mib)
+            fraction = min(
+                fraction + (big.boost_mib or 0) * (1 - fraction) / mib, (mib - (big.cap_reserved_mib or 0)) / mib
+            )
         return fraction
     if fact.variant == "reserved_by_gpu":
         parallel = tp_size * inp.pipeline_parallel
@@ -98,9 +99,12 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     total = cuda_total_gib(gpu)
     memory = inp.release.facts.memory if inp.release is not None else None
     given = dsa.fixed_fraction(inp) or number(inp.options, "mem_fraction_static", 0)
-    if not given and memory is None:
-        return None  # the release's default is not known: no fact, no answer
-    fraction = given or round(default_fraction(inp, gpu, memory) * multimodal_cut(inp, memory), 3)  # type: ignore[arg-type]
+    if given:
+        fraction = given
+    elif memory is not None:
+        fraction = round(default_fraction(inp, gpu, memory) * multimodal_cut(inp, memory), 3)
+    else:
+        return None  # the release's default is not known (no facts.memory): no answer rather than a guess
     weights = weights_per_gpu(inp) if weights is None else weights
     before_load = total - CONTEXT_GIB
     kv = before_load * fraction - weights
