@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import catalog_io
 import sglang
 from catalog_io import prune_pool, read_pool, write_pool, write_release
+from sglang_memory import memory_facts, read_sources
 
 ENGINE = "ktransformers"
 catalog_io.UNITS.setdefault(ENGINE, "ktransformers")
@@ -107,6 +108,33 @@ def _where(version: str, wheel: str, path: str) -> str:
     return f"{PYPI.format(name='sglang-kt', version=version)} ({wheel}: {path})"
 
 
+def cite_wheel(memory: dict[str, Any], version: str, wheel: str) -> None:
+    """facts.memory's sources name the sglang-kt wheel read (with the line), not an SGLang tag."""
+    for fact in memory.values():
+        if fact is None:
+            continue
+        fact["source"] = "; ".join(
+            _where(version, wheel, part.split(f"/v{version}/python/", 1)[-1]) for part in fact["source"].split("; ")
+        )
+
+
+def refresh_memory() -> int:
+    """Rewrite facts.memory of the catalogued releases from their sglang-kt wheels (no parser run)."""
+    for version in VERSIONS:
+        path = sglang.releases_dir(ENGINE) / f"{version}.json"
+        if not path.is_file():
+            continue
+        server, _kernel = artefacts(version)
+        release = json.loads(path.read_text())
+        memory = memory_facts(version, read_sources(fetch(server)))
+        cite_wheel(memory, version, server["filename"])
+        release["facts"]["memory"] = memory
+        release["facts"] = dict(sorted(release["facts"].items()))
+        path.write_text(sglang._dump(release))
+        print(path, file=sys.stderr)
+    return 0
+
+
 def build(version: str) -> dict[str, Any]:
     server, kernel = artefacts(version)
     sglang.CACHE = CACHE  # the parsed-artefact cache of sglang.read_release lives beside these wheels
@@ -125,6 +153,7 @@ def build(version: str) -> dict[str, Any]:
     for method in release["facts"].get("quantization_methods", {}).values():
         path = method["source"].split(f"/v{version}/python/", 1)[-1]
         method["source"] = _where(version, wheel, path)
+    cite_wheel(release["facts"]["memory"], version, wheel)
     kt_method = (
         f"--kt-method choices: INFERENCE_METHODS of kt_kernel/experts.py in {kernel['filename']} (AST; before it "
         "existed, the methods KTMoEWrapper.__new__ dispatches on), which KTMoEWrapper enforces when the model "
@@ -171,6 +200,8 @@ def build(version: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    if "--memory-only" in argv:
+        return refresh_memory()
     wanted = argv or list(VERSIONS)
     releases = [build(v) for v in sorted(wanted, key=sglang.pep440_key)]
     published = [v for v in VERSIONS if v in wanted]

@@ -13,7 +13,14 @@ Each action becomes one option entry (engines/FORMAT.md). Typed facts, read from
 artefacts: ``quantization_methods`` (the ``--quantization`` choices, each with the minimum
 compute capability its config class's ``get_min_capability`` returns, from the AST of
 ``srt/layers/quantization/**.py``), and ``removed_options`` (every option of an earlier
-catalogued release this one lacks, with the first release that lacked it).
+catalogued release this one lacks, with the first release that lacked it), and ``memory``
+(``mem_fraction_static``'s default, the multimodal cut and the KV pool's baseline, each with the
+constants the release's own source holds: ``sglang_memory.py``).
+
+    python scripts/catalog/sglang.py --memory-only   # refresh facts.memory of every catalogued release
+
+``--memory-only`` reads only the cached artefacts' source files (no parser run) and rewrites
+``facts.memory`` in the release catalogs already written.
 
 A development tool: never imported by the CLI.
 """
@@ -39,12 +46,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from catalog_io import (
     TOOL_VERSION,
+    _dump,
     prune_pool,
     read_pool,
     releases_dir,
     write_pool,
     write_release,
 )
+from sglang_memory import memory_facts, read_sources
 
 ENGINE = "sglang"
 CACHE = Path.home() / ".cache" / "servespec" / "catalog-src" / "sglang"
@@ -521,6 +530,7 @@ def build(version: str, entry: dict[str, Any], raw: dict[str, Any]) -> dict[str,
     methods = quantization_facts(version, raw["min_capabilities"], options.get("quantization", {}).get("choices"))
     if methods:
         facts["quantization_methods"] = methods
+    facts["memory"] = memory_facts(version, read_sources(fetch(entry)))
     stubs = raw["stubs"]
     method = (
         "ran the release's own parser: ServerArgs.add_cli_args(argparse.ArgumentParser(prog='sglang serve')) "
@@ -625,7 +635,22 @@ def existing(version: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def refresh_memory() -> int:
+    """Rewrite facts.memory of every catalogued release from its cached (or fetched) artefact."""
+    files = pypi_files()
+    for path in sorted(releases_dir(ENGINE).glob("[0-9]*.json")):
+        release = json.loads(path.read_text())
+        version = release["version"]
+        release["facts"]["memory"] = memory_facts(version, read_sources(fetch(files[version])))
+        release["facts"] = dict(sorted(release["facts"].items()))
+        path.write_text(_dump(release))
+        print(path, file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if "--memory-only" in argv:
+        return refresh_memory()
     cached_only = "--cached-only" in argv  # catalog the releases already read, nothing else
     argv = [a for a in argv if a != "--cached-only"]
     files = pypi_files()

@@ -107,6 +107,83 @@ class SourcedBool(_Fact):
     source: str
 
 
+class SglangLargeGpu(_Fact):
+    """SGLang 0.4.5.post3-0.4.7: the tp-size table's exception for GPUs above ``above_mib``."""
+
+    above_mib: int
+    reserved_mib: int | None = None
+    """``(gpu_mem - reserved_mib) / gpu_mem`` above ``above_mib`` (0.4.5.post3-0.4.6.post1)."""
+    fraction: float | None = None
+    """A constant above ``above_mib`` (0.4.6.post2 on)."""
+    boost_above_mib: int | None = None
+    boost_mib: int | None = None
+    cap_reserved_mib: int | None = None
+    """Above ``boost_above_mib``: ``min(f + boost_mib * (1 - f) / gpu_mem, (gpu_mem - cap_reserved_mib) / gpu_mem)``."""
+    huge_above_mib: int | None = None
+    huge_fraction: float | None = None
+    """Above ``huge_above_mib`` (CUDA): this fraction (0.4.6.post5-0.4.7)."""
+
+
+class SglangFraction(_Fact):
+    """How a SGLang release sets ``mem_fraction_static`` when it is not given (one variant).
+
+    ``parallel_table``: ``by_parallel`` rows ``[min parallel size, fraction]``, largest first,
+    ``large_gpu`` where the release has one. ``reserved_by_gpu``: ``rows`` ``[upper_mib | None,
+    base_gib, divisor | None]``: ``reserved = (base_gib + parallel / divisor) * 1024`` MiB.
+    ``reserved_formula``: ``reserved = constant_mib + max(chunked_prefill_size,
+    activation_min_tokens) * mib_per_token + cuda_graph_max_bs * mib_per_graph_bs + tp * pp /
+    parallel_divisor * parallel_mib``, at least ``floor_mib`` above ``floor_above_mib``; the
+    defaults by GPU memory in ``defaults_by_gpu`` rows ``[upper_mib | None, chunked_prefill_size,
+    max_bs below tp_split, max_bs from tp_split]``. The reserved variants round
+    ``(gpu_mem - reserved) / gpu_mem`` to 3 places."""
+
+    variant: Literal["parallel_table", "reserved_by_gpu", "reserved_formula"]
+    parallel: str | None = None
+    by_parallel: tuple[tuple[int, float], ...] | None = None
+    large_gpu: SglangLargeGpu | None = None
+    rows: tuple[tuple[int | None, float, int | None], ...] | None = None
+    speculative_mib: int | None = None
+    dp_attention_mib: int | None = None
+    constant_mib: int | None = None
+    activation_min_tokens: int | None = None
+    mib_per_token: float | None = None
+    mib_per_graph_bs: int | None = None
+    parallel_divisor: int | None = None
+    parallel_mib: int | None = None
+    floor_above_mib: int | None = None
+    floor_mib: int | None = None
+    defaults_by_gpu: tuple[tuple[int | None, int, int, int], ...] | None = None
+    tp_split: int | None = None
+    source: str
+
+
+class SglangMultimodal(_Fact):
+    """The cut of a multimodal model's default ``mem_fraction_static``: ``factor`` (a constant), or
+    ``vit_adjust`` (``adjust_mem_fraction_for_vlm``: ``base`` times ``1 - sensitivity * (complexity
+    ratio - 1)`` clamped to ``[low, high]``; complexity = vision layers × hidden², against the baseline ViT)."""
+
+    kind: Literal["factor", "vit_adjust"]
+    factor: float | None = None
+    base: float | None = None
+    baseline_vit_layers: int | None = None
+    baseline_vit_hidden: int | None = None
+    sensitivity: float | None = None
+    low: float | None = None
+    high: float | None = None
+    source: str
+
+
+class SglangMemory(_Fact):
+    """SGLang: what the KV pool's size reads, per release (scripts/catalog/sglang_memory.py)."""
+
+    fraction_default: SglangFraction
+    multimodal: SglangMultimodal | None
+    """None: the release applies no multimodal cut."""
+    pool_baseline: SourcedText
+    """``total_minus_reserved``: ``rest_memory = available - total * (1 - mem_fraction_static)``,
+    total measured after the distributed set-up (``profile_max_num_token``)."""
+
+
 class HybridKvCache(_Fact):
     """How a release's KV-cache manager lays out a model with several attention kinds.
 
@@ -210,6 +287,8 @@ class ReleaseFacts(_Fact):
     """The context length served when ``model.max_model_len`` is unset (servespec renders none then)."""
     server_slots: ServerSlots | None = None
     """llama.cpp: automatic slots and how ``--ctx-size`` is split among them."""
+    memory: SglangMemory | None = None
+    """SGLang: mem_fraction_static's default, the multimodal cut and the pool baseline of the release."""
     auto_parallel: SourcedInt | None = None
     """Ollama before 0.10: with OLLAMA_NUM_PARALLEL unset the scheduler loads this many slots where
     they fit in VRAM, else 1 (server/sched.go ``defaultParallel``; on CPU this many); None: the option's default."""

@@ -1,7 +1,11 @@
-"""SGLang's KV pool: ``mem_fraction_static`` × memory before loading − weights."""
+"""SGLang's KV pool: ``mem_fraction_static`` × memory before loading − weights.
+
+The default ``mem_fraction_static``, its multimodal cut and the pool's baseline are the release's
+own (``facts.memory`` of its catalog, read from its source by scripts/catalog/sglang_memory.py)."""
 
 from __future__ import annotations
 
+from servespec.engines.catalog import SglangFraction, SglangMemory
 from servespec.engines.sglang import dsa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
@@ -16,28 +20,73 @@ from servespec.knowledge.memory import (
     weights_per_gpu,
 )
 
+VIT_BLOCK_PARAMS = 12
+"""Assumed: a ViT block holds about 12 × hidden² parameters (attention 4h², MLP 8h²), so a tower's
+layers × hidden² — what ``adjust_mem_fraction_for_vlm`` compares — is its parameters / 12 (the
+model facts keep the tower's parameter count, not its depth and width)."""
 
-def _sglang_fraction(inp: EstimateInput, gpu: GpuModel) -> float:
-    """SGLang's default mem_fraction_static (arg_groups/memory_hook.py handle_gpu_memory_settings)."""
-    mib = gpu.memory_mib
-    chunk = 2048 if mib < 20480 else 4096 if mib < 61440 else 8192 if mib < 163840 else 16384
-    tp_size = inp.moe_group or inp.tensor_parallel  # SGLang's --tp-size: all ranks with --enable-dp-attention
-    small_tp = tp_size < 4
-    if mib < 20480:
-        max_bs = 8
-    elif mib < 35840:
-        max_bs = 48 if small_tp else 160
-    elif mib < 61440:
-        max_bs = 32 if small_tp else 160
-    elif mib < 163840:
-        max_bs = 256 if small_tp else 512
-    else:
-        max_bs = 512
-    chunk = int(number(inp.options, "chunked_prefill_size", chunk))
-    reserved = 512 + max(chunk, 2048) * 1.5 + tp_size * inp.pipeline_parallel / 8 * 1024 + max_bs * 2
-    if mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
+
+def _gpu_defaults(fact: SglangFraction, mib: int, tp_size: int) -> tuple[int, int]:
+    """The release's default (chunked_prefill_size, cuda_graph_max_bs) for this GPU and tp size."""
+    for upper, chunk, small, large in fact.defaults_by_gpu or ():
+        if upper is None or mib < upper:
+            return chunk, small if tp_size < (fact.tp_split or 0) else large
+    raise ValueError("defaults_by_gpu has no last row")
+
+
+def _reserved_fraction(mib: int, reserved: float) -> float:
     return round((mib - reserved) / mib, 3)
+
+
+def default_fraction(inp: EstimateInput, gpu: GpuModel, memory: SglangMemory) -> float:
+    """The release's default mem_fraction_static for this replica (``facts.memory.fraction_default``)."""
+    fact = memory.fraction_default
+    mib = gpu.memory_mib
+    tp_size = inp.moe_group or inp.tensor_parallel  # SGLang's --tp-size: all ranks with --enable-dp-attention
+    if fact.variant == "parallel_table":
+        parallel = tp_size * (inp.pipeline_parallel if fact.parallel == "tp_size * pp_size" else 1)
+        fraction = next(f for n, f in fact.by_parallel or () if parallel >= n)
+        big = fact.large_gpu
+        if big is not None and mib > big.above_mib:
+            fraction = (mib - big.reserved_mib) / mib if big.reserved_mib is not None else big.fraction or fraction
+        if big is not None and big.huge_above_mib is not None and mib > big.huge_above_mib:
+            return big.huge_fraction or fraction
+        if big is not None and big.boost_above_mib is not None and mib > big.boost_above_mib:
+            fraction = min(
+                fraction + (big.boost_mib or 0) * (1 - fraction) / mib, (mib - (big.cap_reserved_mib or 0)) / mib
+            )
+        return fraction
+    if fact.variant == "reserved_by_gpu":
+        parallel = tp_size * inp.pipeline_parallel
+        for upper, base, divisor in fact.rows or ():
+            if upper is None or mib < upper:
+                return _reserved_fraction(mib, (base + (parallel / divisor if divisor else 0)) * 1024)
+        raise ValueError("reserved rows have no last row")
+    chunk, max_bs = _gpu_defaults(fact, mib, tp_size)
+    chunk = int(number(inp.options, "chunked_prefill_size", chunk))
+    max_bs = int(number(inp.options, "cuda_graph_max_bs", max_bs))
+    reserved = (
+        (fact.constant_mib or 0)
+        + max(chunk, fact.activation_min_tokens or 0) * (fact.mib_per_token or 0)
+        + max_bs * (fact.mib_per_graph_bs or 0)
+        + tp_size * inp.pipeline_parallel / (fact.parallel_divisor or 1) * (fact.parallel_mib or 0)
+    )
+    if fact.floor_above_mib is not None and mib > fact.floor_above_mib:
+        reserved = max(reserved, fact.floor_mib or 0)
+    return _reserved_fraction(mib, reserved)
+
+
+def multimodal_cut(inp: EstimateInput, memory: SglangMemory) -> float:
+    """The factor the release applies to a multimodal model's default fraction (1.0 when none)."""
+    cut = memory.multimodal
+    if cut is None or inp.model.vision_params <= 0:
+        return 1.0
+    if cut.kind == "factor":
+        return cut.factor or 1.0
+    baseline = (cut.baseline_vit_layers or 0) * (cut.baseline_vit_hidden or 0) ** 2
+    ratio = inp.model.vision_params / VIT_BLOCK_PARAMS / baseline if baseline else 1.0
+    dynamic = max(cut.low or 0.0, min(cut.high or 1.0, 1.0 - (cut.sensitivity or 0.0) * (ratio - 1.0)))
+    return (cut.base or 1.0) * dynamic
 
 
 def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | None:
@@ -48,7 +97,14 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     if gpu is None:
         return None
     total = cuda_total_gib(gpu)
-    fraction = dsa.fixed_fraction(inp) or number(inp.options, "mem_fraction_static", 0) or _sglang_fraction(inp, gpu)
+    memory = inp.release.facts.memory if inp.release is not None else None
+    given = dsa.fixed_fraction(inp) or number(inp.options, "mem_fraction_static", 0)
+    if given:
+        fraction = given
+    elif memory is not None:
+        fraction = round(default_fraction(inp, gpu, memory) * multimodal_cut(inp, memory), 3)
+    else:
+        return None  # the release's default is not known (no facts.memory): no answer rather than a guess
     weights = weights_per_gpu(inp) if weights is None else weights
     before_load = total - CONTEXT_GIB
     kv = before_load * fraction - weights

@@ -1,0 +1,368 @@
+"""SGLang's memory facts, read from one release's own source (``facts.memory`` of its catalog).
+
+What the estimator's SGLang arithmetic (``engines/sglang/memory.py``) reads, per release:
+
+* ``fraction_default``: how ``ServerArgs`` sets ``mem_fraction_static`` when it is not given, as
+  one of four variants, each with the constants the release's source holds:
+
+  - ``parallel_table``: a table by tensor-parallel size (``tp_size >= 16: 0.79`` ... else 0.88),
+    0.4.0 on; ``parallel`` says whether it reads ``tp_size`` or ``tp_size * pp_size``;
+    ``large_gpu`` (when the release has one): above ``above_mib`` either ``(gpu_mem -
+    reserved_mib) / gpu_mem`` or a constant ``fraction``, and (``boost_above_mib``) ``min(f +
+    boost_mib * (1 - f) / gpu_mem, (gpu_mem - cap_reserved_mib) / gpu_mem)``;
+  - ``reserved_by_gpu``: ``reserved_mem = (base_gib + parallel / divisor) * 1024`` by GPU memory
+    row, ``fraction = round((gpu_mem - reserved) / gpu_mem, 3)``;
+  - ``reserved_formula``: ``reserved_mem = constant_mib + max(chunked_prefill_size,
+    activation_min_tokens) * mib_per_token + cuda_graph_max_bs * mib_per_graph_bs + tp * pp /
+    parallel_divisor * parallel_mib``, raised to ``floor_mib`` above ``floor_above_mib``, with the
+    release's ``chunked_prefill_size`` / ``cuda_graph_max_bs`` defaults by GPU memory
+    (``defaults_by_gpu``: rows ``[upper_mib, chunked_prefill_size, max_bs below tp_split,
+    max_bs from tp_split]``, upper ``None`` for the last row).
+
+* ``multimodal``: the cut applied to a multimodal model's default fraction: ``factor`` (a constant
+  ×0.90, 0.4.9 .. 0.4.9.post2) or ``vit_adjust`` (``adjust_mem_fraction_for_vlm``: ×``base`` times
+  a factor that falls by ``sensitivity`` per doubling of the vision tower's layers × hidden², clamped
+  to ``[low, high]``), or ``None`` where the release has no cut.
+* ``pool_baseline``: how ``profile_max_num_token`` takes the KV pool: ``rest_memory =
+  available_gpu_memory - total_gpu_memory * (1 - mem_fraction_static)``, where
+  ``total_gpu_memory`` is measured after the distributed set-up, before the weights load.
+
+Every fact cites the release's file and line (``source``). A release whose source matches none of
+the shapes raises: nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+REPO_URL = "https://github.com/sgl-project/sglang/blob"
+
+_FILES = (
+    "sglang/srt/server_args.py",
+    "sglang/srt/arg_groups/memory_hook.py",
+    "sglang/srt/model_executor/model_runner.py",
+    "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
+    "sglang/srt/model_executor/pool_configurator.py",
+    "sglang/srt/mem_cache/kv_cache_configurator.py",
+)
+
+
+def read_sources(artifact: Path) -> dict[str, str]:
+    """The files above from an sdist or wheel, keyed by their path under ``sglang/``'s parent."""
+    found: dict[str, str] = {}
+    if artifact.name.endswith(".tar.gz"):
+        with tarfile.open(artifact) as tar:
+            for member in tar.getmembers():
+                for want in _FILES:
+                    if member.name.endswith("/" + want) and "/python/" not in member.name[: -len(want)][-8:]:
+                        handle = tar.extractfile(member)
+                        if handle is not None and want not in found:
+                            found[want] = handle.read().decode()
+    else:
+        with zipfile.ZipFile(artifact) as wheel:
+            for want in _FILES:
+                if want in wheel.namelist():
+                    found[want] = wheel.read(want).decode()
+    return found
+
+
+def _cite(version: str, path: str, line: int, note: str = "") -> str:
+    tail = f" ({note})" if note else ""
+    return f"{REPO_URL}/v{version}/python/{path}#L{line}{tail}"
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _block(text: str, start: int) -> str:
+    """The indented block of the statement whose line begins at ``start``."""
+    lines = text[start:].split("\n")
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    out = [lines[0]]
+    for line in lines[1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        out.append(line)
+    return "\n".join(out)
+
+
+_NONE_CHECK = re.compile(r"^[ \t]*if (?:self|cfg)\.mem_fraction_static is None:", re.M)
+
+
+def _fraction_block(sources: dict[str, str]) -> tuple[str, str, int, str]:
+    """(path, text, line, block) of the release's ``if mem_fraction_static is None:`` that sets the default."""
+    for path in ("sglang/srt/arg_groups/memory_hook.py", "sglang/srt/server_args.py"):
+        text = sources.get(path)
+        if text is None:
+            continue
+        for match in _NONE_CHECK.finditer(text):
+            block = _block(text, match.start())
+            if "mem_fraction_static =" in block or "reserved_mem = " in block:
+                return path, text, _line_of(text, match.start()), block
+    raise ValueError("no `if mem_fraction_static is None:` block that sets it")
+
+
+def _num(text: str) -> float | int:
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def _parallel_table(version: str, path: str, line: int, block: str) -> dict[str, Any]:
+    rows = re.findall(r"if (self\.tp_size|parallel_size) >= (\d+):\s*\n\s*self\.mem_fraction_static = ([\d.]+)", block)
+    last = re.search(
+        r"elif (?:self\.tp_size|parallel_size) >= 2:\s*\n\s*self\.mem_fraction_static = [\d.]+\s*\n\s*else:\s*\n"
+        r"\s*self\.mem_fraction_static = ([\d.]+)",
+        block,
+    )
+    if not rows or last is None:
+        raise ValueError(f"{version}: tensor-parallel table not read")
+    fact: dict[str, Any] = {
+        "variant": "parallel_table",
+        "parallel": "tp_size * pp_size" if rows[0][0] == "parallel_size" else "tp_size",
+        "by_parallel": [[int(n), float(f)] for _, n, f in rows] + [[1, float(last.group(1))]],
+        "large_gpu": None,
+    }
+    large = re.search(r"gpu_mem <= (\d+):", block)
+    if large:
+        big: dict[str, Any] = {"above_mib": int(large.group(1))}
+        reserved = re.search(r"self\.mem_fraction_static = \(gpu_mem - 1024 \* (\d+)\) / gpu_mem", block)
+        constant = re.search(r"else:\s*\n\s*self\.mem_fraction_static = ([\d.]+)\s*\n", block[large.end() :])
+        if reserved:
+            big["reserved_mib"] = 1024 * int(reserved.group(1))
+        elif constant:
+            big["fraction"] = float(constant.group(1))
+        else:
+            raise ValueError(f"{version}: large-GPU branch not read")
+        boost = re.search(
+            r"gpu_mem > (\d+) \* 1024:.*?(?:reserve_mem = 1024 \* (\d+)\n.*?)?"
+            r"mem_fraction \+ (\d+) \* 1024 \* \(1 - mem_fraction\) / gpu_mem,"
+            r"\s*\(gpu_mem - (?:1024 \* (\d+)|reserve_mem)\)",
+            block,
+            re.S,
+        )
+        if boost:
+            big["boost_above_mib"] = 1024 * int(boost.group(1))
+            big["boost_mib"] = 1024 * int(boost.group(3))
+            big["cap_reserved_mib"] = 1024 * int(boost.group(4) or boost.group(2))
+        huge = re.search(r"gpu_mem > (\d+) \* 1000 and is_cuda\(\):\s*\n\s*self\.mem_fraction_static = ([\d.]+)", block)
+        if huge:
+            big["huge_above_mib"] = 1000 * int(huge.group(1))
+            big["huge_fraction"] = float(huge.group(2))
+        fact["large_gpu"] = big
+    fact["source"] = _cite(version, path, line, "ServerArgs.__post_init__: mem_fraction_static by tp size")
+    return fact
+
+
+def _reserved_by_gpu(version: str, path: str, line: int, block: str) -> dict[str, Any]:
+    rows: list[list[Any]] = []
+    upper: int | None = None
+    for text in block.split("\n"):
+        head = re.match(r"\s*(?:if|elif) gpu_mem < (\d+) \* 1024:", text)
+        if head:
+            upper = 1024 * int(head.group(1))
+            continue
+        if re.match(r"\s*else:", text) and rows and rows[-1][0] is not None and len(rows) > 1:
+            upper = None
+            continue
+        scaled = re.match(r"\s*reserved_mem = \(([\d.]+) \+ parallel_size / (\d+)\) \* 1024", text)
+        flat = re.match(r"\s*reserved_mem = (\d+) \* 1024\s*$", text)
+        if scaled:
+            rows.append([upper, float(scaled.group(1)), int(scaled.group(2))])
+        elif flat:
+            rows.append([upper, float(flat.group(1)), None])
+    if len(rows) < 2 or rows[-1][0] is not None:
+        raise ValueError(f"{version}: reserved-memory rows not read")
+    extra = {
+        name: 1024 * int(m.group(1))
+        for name, pattern in (
+            (
+                "speculative_mib",
+                r"if self\.speculative_algorithm is not None:[^\n]*\n(?:\s*#[^\n]*\n)*"
+                r"\s*reserved_mem \+= (\d+) \* 1024",
+            ),
+            ("dp_attention_mib", r"if self\.enable_dp_attention:\s*\n\s*reserved_mem \+= (\d+) \* 1024"),
+        )
+        if (m := re.search(pattern, block))
+    }
+    return {
+        "variant": "reserved_by_gpu",
+        "parallel": "tp_size * pp_size",
+        "rows": rows,
+        **extra,
+        "source": _cite(version, path, line, "reserved_mem = (base + parallel_size / divisor) * 1024 by GPU memory"),
+    }
+
+
+def _defaults_by_gpu(version: str, path: str, text: str) -> tuple[list[list[Any]], int, int]:  # noqa: C901
+    """Rows [upper_mib, chunked_prefill_size, max_bs below tp_split, max_bs from tp_split] (CUDA
+    rows only: NPU rows are skipped), tp_split, and the line of the table."""
+    start = re.search(r"^([ \t]*)if gpu_mem < 20 \* 1024:", text, re.M)
+    if start is None:
+        raise ValueError(f"{version}: chunked_prefill_size/cuda_graph_max_bs table not found in {path}")
+    indent = len(start.group(1))
+    rows: list[list[Any]] = []
+    split = 0
+    current: list[Any] | None = None
+    skip = False
+    for raw in text[start.start() :].split("\n"):
+        if not raw.strip() or raw.strip().startswith("#"):
+            continue
+        depth = len(raw) - len(raw.lstrip())
+        line = raw.strip()
+        if depth < indent or (depth == indent and not re.match(r"(?:if|elif|else)\b", line)):
+            break
+        if depth == indent:
+            if line.startswith("else:") and current is not None and current[0] is not None and rows:
+                # the last CUDA row (the enclosing `if gpu_mem is not None:`'s else sits one level out)
+                current = [None, None, None, None]
+                rows.append(current)
+                skip = False
+                continue
+            head = re.match(r"(?:if|elif) (is_npu\(\) and )?gpu_mem < (\d+) \* 1024:", line)
+            if head is None:
+                break
+            skip = bool(head.group(1))
+            if not skip:
+                current = [1024 * int(head.group(2)), None, None, None]
+                rows.append(current)
+            continue
+        if skip or current is None:
+            continue
+        chunk = re.search(r"chunked_prefill_size\s*=\s*(\d+)", line)
+        if chunk:
+            current[1] = int(chunk.group(1))
+        tp = re.match(r"if (?:self|cfg)\.tp_size < (\d+):", line)
+        if tp:
+            split = int(tp.group(1))
+            current.append("small")
+        if line.startswith("else:") and current[-1] == "small":
+            current[-1] = "large"
+        bs = re.search(r"max_bs = (\d+)$", line)
+        if bs:
+            value = int(bs.group(1))
+            mode = current[-1] if isinstance(current[-1], str) else None
+            if mode == "small":
+                current[2] = value
+            elif mode == "large":
+                current[3] = value
+            else:
+                current[2] = current[3] = value
+    table = [[r[0], r[1], r[2], r[3]] for r in rows]
+    if not table or table[-1][0] is not None or any(r[1] is None or r[2] is None or r[3] is None for r in table):
+        raise ValueError(f"{version}: defaults by GPU memory not read: {table}")
+    return table, split, _line_of(text, start.start())
+
+
+def _reserved_formula(version: str, sources: dict[str, str], path: str, line: int, block: str) -> dict[str, Any]:
+    text = sources[path]
+    table, split, table_line = _defaults_by_gpu(version, path, text)
+    activation = re.search(r"max\((?:self|cfg)\.chunked_prefill_size, (\d+)\)(?: \* ([\d.]+))?", block)
+    per_token = re.search(r"(?:activation_tokens|max\((?:self|cfg)\.chunked_prefill_size, \d+\)) \* ([\d.]+)", block)
+    # the constant that the activation term is added to (0.5.2x also has a post-capture branch's)
+    constants = [
+        m for m in re.finditer(r"reserved_mem = (\d+)\s*\n", block) if per_token and m.start() < per_token.start()
+    ]
+    constant = constants[-1] if constants else None
+    graph_text = block if "reserve_for_graph_mb(" not in block else text
+    graph = re.search(r"(?:cuda_graph_max_bs|max_bs) \* (\d+)\s*\n", graph_text)
+    parallel = re.search(r"(?:self|cfg)\.tp_size \* (?:self|cfg)\.pp_size / (\d+) \* (\d+)", block)
+    floor = re.search(r"gpu_mem > (\d+) \* 1024:\s*\n\s*reserved_mem = max\(reserved_mem, (\d+) \* 1024\)", block)
+    if not (constant and activation and per_token and graph and parallel and floor):
+        raise ValueError(f"{version}: reserved-memory formula not read")
+    return {
+        "variant": "reserved_formula",
+        "constant_mib": int(constant.group(1)),
+        "activation_min_tokens": int(activation.group(1)),
+        "mib_per_token": float(per_token.group(1)),
+        "mib_per_graph_bs": int(graph.group(1)),
+        "parallel_divisor": int(parallel.group(1)),
+        "parallel_mib": int(parallel.group(2)),
+        "floor_above_mib": 1024 * int(floor.group(1)),
+        "floor_mib": 1024 * int(floor.group(2)),
+        "defaults_by_gpu": table,
+        "tp_split": split,
+        "source": _cite(version, path, line, "reserved_mem from chunked_prefill_size, cuda_graph_max_bs, tp * pp")
+        + "; "
+        + _cite(version, path, table_line, "chunked_prefill_size / cuda_graph_max_bs by GPU memory"),
+    }
+
+
+def _multimodal(version: str, sources: dict[str, str], path: str, line: int, block: str) -> dict[str, Any] | None:
+    text = sources[path]
+    if re.search(r"mem_fraction_static \*= 0\.90?\n", block):
+        offset = text.index("mem_fraction_static *= 0.9", text.index(block))
+        return {"kind": "factor", "factor": 0.9, "source": _cite(version, path, _line_of(text, offset))}
+    if "adjust_mem_fraction_for_vlm(" not in block:
+        return None
+    for where in (path, "sglang/srt/server_args.py"):
+        body = sources.get(where, "")
+        base = re.search(r"base_mem_fraction_reduction_ratio = ([\d.]+)", body)
+        if base is None:
+            continue
+        layers = re.search(r"baseline_vit_layers = (\d+)", body)
+        hidden = re.search(r"baseline_vit_hidden_size = (\d+)", body)
+        scale = re.search(r"sensitivity_scale = ([\d.]+)", body)
+        clamp = re.search(r"max\(([\d.]+), min\(([\d.]+), dynamic_adjustment_factor\)\)", body)
+        if not (layers and hidden and scale and clamp):
+            raise ValueError(f"{version}: adjust_mem_fraction_for_vlm not read")
+        return {
+            "kind": "vit_adjust",
+            "base": float(base.group(1)),
+            "baseline_vit_layers": int(layers.group(1)),
+            "baseline_vit_hidden": int(hidden.group(1)),
+            "sensitivity": float(scale.group(1)),
+            "low": float(clamp.group(1)),
+            "high": float(clamp.group(2)),
+            "source": _cite(version, where, _line_of(body, base.start()), "adjust_mem_fraction_for_vlm"),
+        }
+    raise ValueError(f"{version}: adjust_mem_fraction_for_vlm called but not found")
+
+
+def _baseline(version: str, sources: dict[str, str]) -> dict[str, Any]:
+    for path in (
+        "sglang/srt/mem_cache/kv_cache_configurator.py",
+        "sglang/srt/model_executor/pool_configurator.py",
+        "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
+        "sglang/srt/model_executor/model_runner.py",
+    ):
+        text = sources.get(path, "")
+        match = re.search(
+            r"(?:rest_memory = (?:available_gpu_memory|post_model_load_memory) - |slack_gb = )"
+            r"(?:self\.)?(?:total_gpu_memory|pre_model_load_memory) \* \(\s*1 - [\w.()]*mem_fraction_static",
+            text,
+        )
+        if match:
+            return {
+                "value": "total_minus_reserved",
+                "source": _cite(
+                    version,
+                    path,
+                    _line_of(text, match.start()),
+                    "rest_memory = available_gpu_memory - total_gpu_memory * (1 - mem_fraction_static); "
+                    "total_gpu_memory measured after the distributed set-up",
+                ),
+            }
+    raise ValueError(f"{version}: profile_max_num_token's rest_memory not found")
+
+
+def memory_facts(version: str, sources: dict[str, str]) -> dict[str, Any]:
+    """``facts.memory`` of one release from its source files (see the module docstring)."""
+    path, _text, line, block = _fraction_block(sources)
+    if re.search(r"(?:self\.tp_size|parallel_size) >= 16:", block):
+        fraction = _parallel_table(version, path, line, block)
+    elif "parallel_size / " in block and "reserved_mem = (" in block:
+        fraction = _reserved_by_gpu(version, path, line, block)
+    elif re.search(r"reserved_mem = \d+\s*\n", block):
+        fraction = _reserved_formula(version, sources, path, line, block)
+    else:
+        raise ValueError(f"{version}: mem_fraction_static default matches no known shape")
+    return {
+        "fraction_default": fraction,
+        "multimodal": _multimodal(version, sources, path, line, block),
+        "pool_baseline": _baseline(version, sources),
+    }
