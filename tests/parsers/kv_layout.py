@@ -1,0 +1,143 @@
+"""Lay out a model's KV cache with a vLLM release's own code (vllm/v1/core/kv_cache_utils.py).
+
+Run INSIDE a vLLM environment made by ``scripts/parser-envs`` (not in the servespec venv)::
+
+    python kv_layout.py CASE.json
+
+``CASE.json`` holds ``{"config": <a model's config.json>, "available_memory": BYTES,
+"block_size": N, "max_model_len": N, "max_num_batched_tokens": N}``. The per-layer
+``KVCacheSpec`` dict is built from the config as the release's model runner builds it
+(``get_kv_cache_spec``: one spec per attention layer: full, sliding-window or MLA), then the
+release's own grouping and block arithmetic lays it out for ``available_memory`` bytes. Prints
+one JSON object: ``tokens`` (the figure the release logs as "GPU KV cache size: N tokens",
+captured from its own log record), ``num_blocks``, ``block_size`` (of each group), ``groups``
+(layers per group) and ``page_size`` (bytes per block per layer, of each group). Exit status 3
+when the release has no V1 KV-cache layout code (``vllm.v1.core.kv_cache_utils``).
+
+STAND-IN (labelled): ``VllmConfig`` is a namespace holding only the settings these functions
+read (block size, max_model_len, batched tokens, hybrid-manager switch); a real ``VllmConfig``
+would load the model's config from the Hub. Every number the layout produces comes from the
+release's own functions and spec classes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import re
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+
+def _unloadable_extensions() -> None:
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from parse_argv import _unloadable_extensions as hide  # the same GPU STUB the parser tier uses
+
+    hide()
+
+
+def _layers(config: dict[str, Any]) -> list[tuple[str, int | None]]:
+    """(kind, window) per decoder layer, as the release's model file decides it."""
+    text = config.get("text_config") or config
+    n = int(text["num_hidden_layers"])
+    types = text.get("layer_types")
+    if types:
+        return [("sliding", int(text["sliding_window"])) if t == "sliding_attention" else ("full", None) for t in types]
+    pattern = text.get("sliding_window_pattern")
+    if pattern and text.get("sliding_window"):  # Gemma 3: every pattern-th layer is global
+        return [("full", None) if (i + 1) % int(pattern) == 0 else ("sliding", int(text["sliding_window"])) for i in range(n)]
+    if text.get("kv_lora_rank"):
+        return [("mla", None)] * n
+    return [("full", None)] * n
+
+
+def _specs(vllm: Any, config: dict[str, Any], block_size: int) -> dict[str, Any]:
+    import torch
+
+    iface = importlib.import_module("vllm.v1.kv_cache_interface")
+    text = config.get("text_config") or config
+    dtype = getattr(torch, str(text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16"))
+    heads = int(text.get("num_key_value_heads") or text["num_attention_heads"])
+    head_dim = int(text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"])
+    mla_spec = getattr(iface, "MLAAttentionSpec", None)
+    specs: dict[str, Any] = {}
+    for i, (kind, window) in enumerate(_layers(config)):
+        name = f"model.layers.{i}.self_attn.attn"
+        if kind == "mla":
+            size = int(text["kv_lora_rank"]) + int(text["qk_rope_head_dim"])
+            if mla_spec is not None:  # 0.9+: MLAAttentionSpec (one latent per token)
+                specs[name] = mla_spec(block_size=block_size, num_kv_heads=1, head_size=size, dtype=dtype)
+            else:  # 0.8: FullAttentionSpec(use_mla=True)
+                specs[name] = iface.FullAttentionSpec(
+                    block_size=block_size, num_kv_heads=1, head_size=size, dtype=dtype, use_mla=True
+                )
+            continue
+        extra = {"use_mla": False} if "use_mla" in iface.AttentionSpec.__dataclass_fields__ else {}
+        common = {"block_size": block_size, "num_kv_heads": heads, "head_size": head_dim, "dtype": dtype, **extra}
+        if kind == "sliding":
+            specs[name] = iface.SlidingWindowSpec(sliding_window=window, **common)
+        else:
+            specs[name] = iface.FullAttentionSpec(**common)
+    return specs
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.tokens: int | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found = re.search(r"KV cache size: ([\d,]+) tokens", record.getMessage())
+        if found:
+            self.tokens = int(found.group(1).replace(",", ""))
+
+
+def main(path: str) -> int:
+    case = json.loads(open(path, encoding="utf-8").read())
+    _unloadable_extensions()
+    import vllm
+
+    try:
+        utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+    except ImportError as err:
+        print(f"no V1 KV-cache layout in vllm {vllm.__version__}: {err}", file=sys.stderr)
+        return 3
+    block = int(case["block_size"])
+    specs = _specs(vllm, case["config"], block)
+    config = SimpleNamespace(  # STAND-IN: the VllmConfig settings the layout functions read
+        cache_config=SimpleNamespace(block_size=block, num_gpu_blocks_override=None),
+        model_config=SimpleNamespace(max_model_len=int(case["max_model_len"])),
+        scheduler_config=SimpleNamespace(
+            max_num_batched_tokens=int(case["max_num_batched_tokens"]),
+            disable_hybrid_kv_cache_manager=bool(case.get("disable_hybrid_kv_cache_manager", False)),
+        ),
+        parallel_config=SimpleNamespace(decode_context_parallel_size=1),
+    )
+    capture = _Capture()
+    logging.getLogger("vllm").addHandler(capture)
+    memory = int(case["available_memory"])
+    if hasattr(utils, "get_kv_cache_configs"):  # 0.10+: one config per worker
+        found = utils.get_kv_cache_configs(config, [specs], [memory])[0]
+    else:  # 0.8-0.9: one worker's config
+        found = utils.get_kv_cache_config(config, specs, memory)
+    groups = found.kv_cache_groups
+    print(
+        json.dumps(
+            {
+                "vllm": vllm.__version__,
+                "tokens": capture.tokens,
+                "num_blocks": found.num_blocks,
+                "block_size": [g.kv_cache_spec.block_size for g in groups],
+                "groups": [len(g.layer_names) for g in groups],
+                "page_size": [g.kv_cache_spec.page_size_bytes for g in groups],
+                "kinds": [type(g.kv_cache_spec).__name__ for g in groups],
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
