@@ -23,10 +23,12 @@ release's own functions and spec classes.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import logging
 import re
 import sys
+import types
 from types import SimpleNamespace
 from typing import Any
 
@@ -36,6 +38,19 @@ def _unloadable_extensions() -> None:
     from parse_argv import _unloadable_extensions as hide  # the same GPU STUB the parser tier uses
 
     hide()
+    if importlib.util.find_spec("llguidance") is None:
+        # STAND-IN (labelled): 0.8's kv_cache_utils imports vllm.v1.request, which imports the
+        # structured-output backends; one annotates a class with llguidance.LLMatcher at import time
+        # and its lock file does not pin llguidance. The layout never touches a grammar.
+        absent = types.ModuleType("llguidance")
+        absent.__getattr__ = _placeholder  # type: ignore[attr-defined]
+        sys.modules["llguidance"] = absent
+
+
+def _placeholder(name: str) -> type:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return object
 
 
 def _layers(config: dict[str, Any]) -> list[tuple[str, int | None]]:
@@ -99,11 +114,21 @@ def main(path: str) -> int:
     _unloadable_extensions()
     import vllm
 
+    if importlib.util.find_spec("vllm.v1.core.kv_cache_utils") is None:
+        print(f"no V1 KV-cache layout in vllm {vllm.__version__} (no vllm/v1/core/kv_cache_utils.py)", file=sys.stderr)
+        return 3
     try:
         utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
-    except ImportError as err:
-        print(f"no V1 KV-cache layout in vllm {vllm.__version__}: {err}", file=sys.stderr)
-        return 3
+    except ImportError:
+        # STAND-IN (labelled): 0.8's kv_cache_utils imports vllm.v1.request for the type of the
+        # requests its prefix-cache hashing takes; that module pulls in the multimodal stack, which
+        # needs Triton's GPU build. The layout functions never see a request: Request is a placeholder.
+        request = types.ModuleType("vllm.v1.request")
+        request.Request = object  # type: ignore[attr-defined]
+        sys.modules["vllm.v1.request"] = request
+        for name in [m for m in sys.modules if m.startswith("vllm.v1.core")]:
+            del sys.modules[name]
+        utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
     block = int(case["block_size"])
     specs = _specs(vllm, case["config"], block)
     config = SimpleNamespace(  # STAND-IN: the VllmConfig settings the layout functions read
