@@ -138,12 +138,43 @@ def main(path: str) -> int:
             max_num_batched_tokens=int(case["max_num_batched_tokens"]),
             disable_hybrid_kv_cache_manager=bool(case.get("disable_hybrid_kv_cache_manager", False)),
         ),
-        parallel_config=SimpleNamespace(decode_context_parallel_size=1),
+        parallel_config=SimpleNamespace(
+            decode_context_parallel_size=1, tensor_parallel_size=1, pipeline_parallel_size=1
+        ),
     )
+    if importlib.util.find_spec("vllm.v1.core.kv_cache_planning") is not None:
+        # 0.2x+ read more of the config: one engine, no speculative decoding, no KV connector,
+        # no HiSparse, a CUDA device, the model's own grouping off (the default grouping).
+        from vllm.config.cache import _layout_from_name
+
+        config.cache_config.enable_prefix_caching = True
+        config.cache_config.prefix_cache_retention_interval = None
+        config.cache_config.mamba_cache_mode = "none"
+        config.cache_config.get_resolved_kv_cache_layout = lambda: _layout_from_name(case.get("layout", "NHD"))
+        config.model_config.original_max_model_len = int(case["max_model_len"])
+        config.model_config.supports_kv_cache_grouping = False
+        config.scheduler_config.max_num_encoder_input_tokens = int(case["max_num_batched_tokens"])
+        config.num_prefill_lookahead_tokens = 0
+        # VllmConfig.max_in_flight_tokens: max_concurrent_batches (2 with async scheduling, else the
+        # pipeline depth) x max_num_batched_tokens
+        config.max_in_flight_tokens = int(case.get("max_in_flight_tokens") or case["max_num_batched_tokens"])
+        config.speculative_config = None
+        config.kv_transfer_config = None
+        config.attention_config = SimpleNamespace(hisparse_config=None)
+        config.device_config = SimpleNamespace(device_type="cuda")
     capture = _Capture()
     logging.getLogger("vllm").addHandler(capture)
     memory = int(case["available_memory"])
-    if hasattr(utils, "get_kv_cache_configs"):  # 0.10+: one config per worker
+    planning = importlib.util.find_spec("vllm.v1.core.kv_cache_planning")
+    if planning is not None:  # 0.2x+: grouping and sizing moved to kv_cache_planning.py (EngineCore's order)
+        plan = importlib.import_module("vllm.v1.core.kv_cache_planning")
+        groups = plan.get_global_kv_cache_groups(config, [specs])
+        configs = plan.get_kv_cache_configs(config, [specs], [memory], groups)
+        found = utils.generate_scheduler_kv_cache_config(configs)
+        config.cache_config.block_size = min(g.kv_cache_spec.block_size for g in found.kv_cache_groups)
+        utils.update_kv_cache_capacity(config, found)  # logs it (once per process) and stores it:
+        capture.tokens = capture.tokens or config.cache_config.kv_cache_size_tokens
+    elif hasattr(utils, "get_kv_cache_configs"):  # 0.10+: one config per worker
         found = utils.get_kv_cache_configs(config, [specs], [memory])[0]
     else:  # 0.8-0.9: one worker's config
         found = utils.get_kv_cache_config(config, specs, memory)
