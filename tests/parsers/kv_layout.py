@@ -114,7 +114,7 @@ def main(path: str) -> int:
     _unloadable_extensions()
     import vllm
 
-    if importlib.util.find_spec("vllm.v1.core.kv_cache_utils") is None:
+    if importlib.util.find_spec("vllm.v1") is None or importlib.util.find_spec("vllm.v1.core.kv_cache_utils") is None:
         print(f"no V1 KV-cache layout in vllm {vllm.__version__} (no vllm/v1/core/kv_cache_utils.py)", file=sys.stderr)
         return 3
     try:
