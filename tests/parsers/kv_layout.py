@@ -29,12 +29,13 @@ import logging
 import re
 import sys
 import types
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 
 def _unloadable_extensions() -> None:
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parent))
     from parse_argv import _unloadable_extensions as hide  # the same GPU STUB the parser tier uses
 
     hide()
@@ -62,7 +63,10 @@ def _layers(config: dict[str, Any]) -> list[tuple[str, int | None]]:
         return [("sliding", int(text["sliding_window"])) if t == "sliding_attention" else ("full", None) for t in types]
     pattern = text.get("sliding_window_pattern")
     if pattern and text.get("sliding_window"):  # Gemma 3: every pattern-th layer is global
-        return [("full", None) if (i + 1) % int(pattern) == 0 else ("sliding", int(text["sliding_window"])) for i in range(n)]
+        return [
+            ("full", None) if (i + 1) % int(pattern) == 0 else ("sliding", int(text["sliding_window"]))
+            for i in range(n)
+        ]
     if text.get("kv_lora_rank"):
         return [("mla", None)] * n
     return [("full", None)] * n
@@ -110,7 +114,7 @@ class _Capture(logging.Handler):
 
 
 def main(path: str) -> int:
-    case = json.loads(open(path, encoding="utf-8").read())
+    case = json.loads(Path(path).read_text(encoding="utf-8"))
     _unloadable_extensions()
     import vllm
 
