@@ -128,8 +128,7 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     overhead += draft
     notes += said
     kv = utilization * total - weights - overhead
-    fact = inp.release.facts.block_size_default if inp.release else None
-    block = max(1, int(number(inp.options, "block_size", fact.value if fact else 16)))
+    block = block_size(inp)
     layout = hybrid_layout(inp, kv, block, batched)
     if layout is not None:
         notes.append("hybrid KV-cache layout (per-type layer groups)")
@@ -149,6 +148,22 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         found = finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
         return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3))
     return finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
+
+
+def block_size(inp: EstimateInput) -> int:
+    """Tokens per KV-cache block: ``block_size`` when set, else the release's default (its catalog fact)."""
+    fact = inp.release.facts.block_size_default if inp.release else None
+    return max(1, int(number(inp.options, "block_size", fact.value if fact else 16)))
+
+
+def kv_tokens(inp: EstimateInput, kv_gib: float, batched: int) -> int:
+    """The KV-cache size in tokens the release reports ("GPU KV cache size") for ``kv_gib`` GiB of KV
+    budget per GPU and a ``batched``-token step: the last step of :func:`estimate`, without the budget's
+    own arithmetic (what the engine-oracle tests compare with the release's kv_cache_utils)."""
+    layout = hybrid_layout(inp, kv_gib, block_size(inp), batched)
+    if layout is not None:
+        return layout.tokens
+    return finish(inp, 0.0, 0.0, 0.0, kv_gib, block_size(inp), [], 1.0, draft_share(inp)[1]).kv_tokens
 
 
 MTP_LAYERS = 1

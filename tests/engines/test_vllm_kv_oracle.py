@@ -1,0 +1,155 @@
+"""vLLM's own KV-cache layout as the oracle for servespec's (issue 23, item 2).
+
+The ``parsers`` tier (also slow): in the per-release environments of ``scripts/parser-envs``,
+``tests/parsers/kv_layout.py`` builds each layer's ``KVCacheSpec`` from a real model config (the
+built-in catalog's config.json) and lays the cache out with the release's own code
+(``vllm/v1/core/kv_cache_utils.py``; ``kv_cache_planning.py`` in 0.2x+) for a fixed KV budget.
+servespec's :func:`servespec.engines.vllm.memory.kv_tokens` must report the same tokens for the
+same budget, block size, context and batched tokens. Missing environments fail in CI, skip elsewhere::
+
+    scripts/parser-envs vllm-0.8.5 vllm-0.11.0 vllm-0.33.0
+    .venv/bin/python -m pytest -m parsers tests/engines/test_vllm_kv_oracle.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from servespec.engines import get
+from servespec.engines.vllm.memory import kv_tokens
+from servespec.knowledge.memory import GIB, EstimateInput
+from servespec.knowledge.models import _catalog, catalogued
+from tests.render.test_engine_parsers import env_python
+
+pytestmark = [pytest.mark.parsers, pytest.mark.slow]
+
+KV_LAYOUT = Path(__file__).resolve().parents[1] / "parsers" / "kv_layout.py"
+BUDGET_GIB = 20
+"""The KV budget both sides lay out (bytes given to the engine: exactly 20 GiB)."""
+CONTEXT = 8192
+BATCHED = 8192
+BLOCK = 16
+
+MODELS = {
+    "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",  # full attention, GQA 8 x 128
+    "gpt-oss-120b": "openai/gpt-oss-120b",  # 18 sliding (window 128) + 18 full
+    "gemma-3-1b": "google/gemma-3-1b-it",  # 5:1 sliding (window 512) : full, 26 layers
+    "deepseek-v3": "deepseek-ai/DeepSeek-V3",  # MLA: one 512 + 64 latent per token per layer
+}
+RELEASES = ("0.6.0", "0.8.5", "0.11.0", "0.33.0")
+NO_V1_LAYOUT = 3  # kv_layout.py's exit status for a release without vllm/v1/core/kv_cache_utils.py
+
+
+def engine_layout(
+    version: str,
+    config: dict[str, Any],
+    tmp_path: Path,
+    context: int = CONTEXT,
+    batched: int = BATCHED,
+    in_flight: int | None = None,
+) -> dict[str, Any] | None:
+    """The release's own layout of ``config`` for the budget (None: the release has no V1 layout code).
+
+    ``in_flight``: 0.2x+'s ``VllmConfig.max_in_flight_tokens`` (None: one batch of ``batched``)."""
+    python = env_python("vllm", version)
+    case = tmp_path / "case.json"
+    case.write_text(
+        json.dumps(
+            {
+                "config": config,
+                "available_memory": BUDGET_GIB * GIB,
+                "block_size": BLOCK,
+                "max_model_len": context,
+                "max_num_batched_tokens": batched,
+                "max_in_flight_tokens": in_flight,
+            }
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
+    done = subprocess.run(
+        [str(python), str(KV_LAYOUT), str(case)], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    if done.returncode == NO_V1_LAYOUT:
+        return None
+    assert done.returncode == 0, done.stderr[-4000:]
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["vllm"] == version
+    return found
+
+
+def servespec_tokens(version: str, repo: str, context: int = CONTEXT, batched: int = BATCHED) -> int:
+    model = catalogued(repo)
+    assert model is not None
+    inp = EstimateInput(
+        engine="vllm",
+        release=get("vllm").select(version).release,
+        model=model,
+        gpu=None,
+        max_model_len=context,
+        options={"block_size": BLOCK, "max_num_batched_tokens": batched},
+    )
+    return kv_tokens(inp, BUDGET_GIB, batched)
+
+
+@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.parametrize("name", list(MODELS))
+def test_kv_tokens_match_the_release(name: str, version: str, tmp_path: Path) -> None:
+    repo = MODELS[name]
+    found = engine_layout(version, _catalog()[repo.lower()]["config"], tmp_path)
+    if found is None:
+        pytest.skip(f"vLLM {version} has no V1 KV-cache layout (vllm/v1/core/kv_cache_utils.py): V0 block manager")
+    assert set(found["block_size"]) == {BLOCK}
+    ours = servespec_tokens(version, repo)
+    print(f"vllm {version} {name}: engine {found['tokens']} tokens, servespec {ours} ({found})")
+    assert ours == found["tokens"], f"engine {found['tokens']} tokens, servespec {ours}: {found}"
+
+
+LONG = 32768
+SMALL_BATCH = 2048
+"""A context the sliding windows' reservation (window + one step's tokens) stays well below."""
+IN_FLIGHT = {"0.33.0": 2 * SMALL_BATCH}
+"""The release's default ``max_in_flight_tokens`` on one GPU: 0.33.0 turns async scheduling on unless an
+option rules it out (vllm/config/vllm.py L1685-1719, v0.33.0), which makes ``max_concurrent_batches`` 2
+(L588-598); a sliding-window layer then reserves ``window - 1 + 2 x max_num_batched_tokens`` tokens per
+request (vllm/v1/kv_cache_interface.py L918-944). 0.11.0 reserves one step (``max_num_batched_tokens``)."""
+
+
+MEASURED_ASYNC = {
+    "gpt-oss-120b": "engine 515,787 tokens vs servespec 546,003 (+5.86 %)",
+    "gemma-3-1b": "engine 2,839,084 tokens vs servespec 3,562,514 (+25.48 %)",
+}
+"""0.33.0 at 32K context, 2,048 batched tokens, 20 GiB, block 16 (servespec's reservation equals the
+engine's only with async scheduling off: 546,003 and 3,562,514 tokens on both sides)."""
+
+
+def _long_cases() -> list[Any]:
+    cases = []
+    for name in ("gpt-oss-120b", "gemma-3-1b"):
+        cases.append(pytest.param(name, "0.11.0", id=f"{name}-0.11.0"))
+        reason = (
+            "servespec reserves window - 1 + max_num_batched_tokens per sliding layer; 0.33.0 reserves two "
+            f"steps under its default async scheduling (IN_FLIGHT): {MEASURED_ASYNC[name]}"
+        )
+        cases.append(
+            pytest.param(name, "0.33.0", id=f"{name}-0.33.0", marks=pytest.mark.xfail(strict=True, reason=reason))
+        )
+    return cases
+
+
+@pytest.mark.parametrize(("name", "version"), _long_cases())
+def test_sliding_reservation_at_long_context(name: str, version: str, tmp_path: Path) -> None:
+    repo = MODELS[name]
+    found = engine_layout(
+        version, _catalog()[repo.lower()]["config"], tmp_path, LONG, SMALL_BATCH, IN_FLIGHT.get(version)
+    )
+    assert found is not None
+    ours = servespec_tokens(version, repo, LONG, SMALL_BATCH)
+    print(f"vllm {version} {name} {LONG}/{SMALL_BATCH}: engine {found['tokens']} tokens, servespec {ours} ({found})")
+    assert ours == found["tokens"], f"engine {found['tokens']} tokens, servespec {ours}: {found}"
