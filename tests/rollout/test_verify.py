@@ -257,3 +257,23 @@ def test_the_plan_of_a_deployment_with_an_slo_says_what_verify_runs(tmp_path: Pa
     assert wanted.verify == (
         "6 requests of 16+8 tokens at concurrency 2, at most 300 s; targets ttft_p95_ms 500.0, error_rate 0.0"
     )
+
+
+def test_a_token_with_empty_text_still_marks_the_first_token(engine: str) -> None:
+    """llama.cpp streams a held-back byte of a multi-byte character as a chunk with empty text."""
+    original = _StandIn.do_POST
+
+    def empty_first(self: _StandIn) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b'data: {"choices": [{"text": ""}]}\n\n')
+        usage = {"prompt_tokens": 3, "completion_tokens": body["max_tokens"]}
+        self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\ndata: [DONE]\n\n".encode())
+
+    _StandIn.do_POST = empty_first  # type: ignore[method-assign]
+    try:
+        figures = bench.run(engine, HEADERS, None, _workload(concurrency=1, requests=2))
+    finally:
+        _StandIn.do_POST = original  # type: ignore[method-assign]
+    assert figures["completed"] == 2 and figures["output_tokens"] == 10 and figures["ttft_p95_ms"] is not None

@@ -16,7 +16,10 @@ description:
 options:
   deployment: {description: Deployment name, required: true, type: str}
   number: {description: Revision to benchmark; default the active one, type: int}
-  slo: {description: "The spec's slo: workload, targets and the dataset's prompts ({prompt, output_tokens}) if it names one", required: true, type: dict}
+  slo:
+    description: "The spec's slo: workload, targets, and the dataset's prompts ({prompt, output_tokens}) if any"
+    required: true
+    type: dict
   fail_on_miss: {description: Fail when a target is missed, type: bool, default: false}
   state_root: {description: Root of the state folders, type: str, default: /var/lib/servespec}
 author: servespec
@@ -63,7 +66,8 @@ def main():
         module.exit_json(changed=False, **servespec_result(VERIFIED, number=number, skipped="worker of a replica"))
     key = api_key(spec)
     model, _ = served_model(spec, key)
-    figures = run(base_url(spec) + "/v1/completions", headers(key), model, p["slo"]["workload"], p["slo"].get("prompts"))
+    url = base_url(spec) + "/v1/completions"
+    figures = run(url, headers(key), model, p["slo"]["workload"], p["slo"].get("prompts"))
     checks = evaluate(figures, p["slo"]["targets"])
     miss = missed(checks)
     result = servespec_result(VERIFIED, number=number, model=model, figures=figures, checks=checks)

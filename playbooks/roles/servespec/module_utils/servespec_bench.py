@@ -115,7 +115,9 @@ def _stream(url, headers, body, timeout):
                 raise RuntimeError(f"engine error: {str(event['error'])[:MAX_ERROR_CHARS]}")
             usage = event["usage"] if isinstance(event.get("usage"), dict) else usage
             choices = event.get("choices") or []
-            if choices and isinstance(choices[0], dict) and choices[0].get("text"):
+            # A token arrives as a choice chunk; its text may be empty (a byte of a multi-byte character that
+            # the engine holds back), so the chunk, not its text, marks the first token.
+            if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("text"), str):
                 chunks += 1
                 first = time.monotonic() - start if first is None else first
     total = time.monotonic() - start
