@@ -82,6 +82,13 @@ _format_option = click.option(
 )
 
 
+def _comment_format_option(text: str) -> Callable[[F], F]:
+    """``--format text|json|markdown`` for the commands whose markdown is a pull-request comment."""
+    return click.option(
+        "--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True, help=text
+    )
+
+
 def _strict_option(func: F) -> F:
     return click.option("--strict", is_flag=True, help="Treat warnings as errors.")(func)
 
@@ -341,14 +348,7 @@ def _refused(err: Exception, nothing: str) -> NoReturn:
 @main.command()
 @_paths_argument
 @_inventory_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="Output format (markdown: a pull-request comment with the memory plan).",
-)
+@_comment_format_option("Output format (markdown: a pull-request comment with the memory plan).")
 @click.option(
     "--previous",
     "previous",
@@ -477,14 +477,7 @@ def status(paths: tuple[Path, ...], inventory: Path | None, fmt: str, metrics: b
 @main.command()
 @_paths_argument
 @_inventory_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
-    show_default=True,
-    help="Output format (markdown: a pull-request comment).",
-)
+@_comment_format_option("Output format (markdown: a pull-request comment).")
 def verify(paths: tuple[Path, ...], inventory: Path | None, fmt: str) -> None:
     """Benchmark what each host runs against the spec's `slo`, from the host itself; exit 1 on a miss.
 
