@@ -711,6 +711,21 @@ def _linear_state_block(version: str, src: Path) -> tuple[int | None, str]:
     return None, url(version, rel)
 
 
+def _in_flight_window(version: str, src: Path) -> tuple[bool, str]:
+    """Whether windowed layers reserve ``window - 1 + max_in_flight_tokens`` (one batch per concurrent step:
+    2 under async scheduling at pipeline size 1) rather than one batch: a ``max_in_flight_tokens`` argument
+    in vllm/v1/kv_cache_interface.py (0.26+), with VllmConfig.max_concurrent_batches in vllm/config/vllm.py."""
+    rel = "vllm/v1/kv_cache_interface.py"
+    text = (src / rel).read_text(encoding="utf-8") if (src / rel).is_file() else ""
+    line = next((n for n, row in enumerate(text.splitlines(), 1) if "max_in_flight_tokens" in row), 0)
+    if not line:
+        return False, f"{url(version, rel)} (a windowed layer reserves one batch)"
+    config = "vllm/config/vllm.py"
+    rows = (src / config).read_text(encoding="utf-8").splitlines() if (src / config).is_file() else []
+    batches = next((n for n, row in enumerate(rows, 1) if "def max_concurrent_batches" in row), 0)
+    return True, f"{url(version, rel, line)}; {url(version, config, batches)} (one batch per concurrent step)"
+
+
 def hybrid_kv_cache(
     version: str, src: Path, options: dict[str, Any], engine: str | None
 ) -> tuple[dict[str, Any] | None, str]:
@@ -739,6 +754,7 @@ def hybrid_kv_cache(
     gate = _chunked_gate(version, src) if chunked_spec else None
     chunked = bool(chunked_spec) and (gate[0] if gate else True)
     block, block_source = _linear_state_block(version, src)
+    in_flight, in_flight_source = _in_flight_window(version, src)
     interface = "vllm/v1/kv_cache_interface.py"
     ratio = grouping[0]
     group_text = (
@@ -767,6 +783,7 @@ def hybrid_kv_cache(
         sliding_text,
         chunked_text,
         f"{block_source} (attention block for a linear layer's state: {block_text})",
+        in_flight_source,
     ]
     fact = {
         "sliding_window_blocks": bool(sliding),
@@ -774,6 +791,7 @@ def hybrid_kv_cache(
         "group_size_ratio": grouping[0],
         "reported_tokens": reported[0],
         "linear_state_block": block,
+        "in_flight_window": in_flight,
         "source": "; ".join(sources),
     }
     return fact, ""

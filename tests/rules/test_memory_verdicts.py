@@ -60,7 +60,9 @@ def test_gpt_oss_120b_fits_where_the_release_layout_is_known(tmp_path: Path, ver
     assert _mem(spec) == []
     _, plan = _plan(spec)
     assert plan.one_sequence_gib < plan.kv_cache_gib  # type: ignore[attr-defined]
-    assert plan.one_sequence_gib < 5.0  # type: ignore[attr-defined]  # 9.00 GiB with every layer at full length
+    # 9.00 GiB with every layer at full length; 4.79 GiB (0.24.0) with one batch per sliding layer, 5.07 from 0.26
+    # where a sliding layer reserves two batches under async scheduling (hybrid_kv_cache.in_flight_window).
+    assert plan.one_sequence_gib < 5.5  # type: ignore[attr-defined]
     assert plan.one_sequence_floor_gib is None  # type: ignore[attr-defined]
 
 

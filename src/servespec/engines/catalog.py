@@ -203,6 +203,10 @@ class HybridKvCache(_Fact):
     """With linear-attention (Mamba-style) layers, the attention block grows to ``N × ceil(state /
     (N × per-token page))`` tokens so one page holds a layer's state; None: the release aligns it
     otherwise, which is not modelled (linear-attention models are then hedged)."""
+    in_flight_window: bool = False
+    """A windowed layer reserves ``window - 1 + max_in_flight_tokens`` per request: one batch per concurrent
+    step (2 under async scheduling, on by default, at pipeline size 1; the pipeline size otherwise); False:
+    one batch (before 0.26)."""
     source: str
 
 

@@ -280,6 +280,16 @@ def _group_size(counts: list[int], ratio: float | None) -> int:
     return high if ratio is not None and high < low * ratio else low
 
 
+def _in_flight_batches(inp: EstimateInput, fact: HybridKvCache | None) -> int:
+    """Batches a windowed layer reserves blocks for (``VllmConfig.max_concurrent_batches``, 0.26+): 2 under
+    async scheduling (on unless ``async_scheduling: false``) at pipeline size 1, else the pipeline size."""
+    if fact is None or not fact.in_flight_window:
+        return 1
+    if inp.pipeline_parallel <= 1 and inp.options.get("async_scheduling") is not False:
+        return 2
+    return max(inp.pipeline_parallel, 1)
+
+
 def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -> KvLayout | None:
     """The hybrid KV-cache manager's arithmetic (vllm/v1/core/kv_cache_utils.py), or None for one layer type.
 
@@ -325,6 +335,7 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
     blocks = int(max(kv_gib, 0.0) * GIB // (page * size))
     length = max(inp.max_model_len, 1)
     window = model.sliding_window or 0
+    batched *= _in_flight_batches(inp, fact)
     if model.window_kind == "chunked":
         window_blocks = math.ceil(min(window + batched, length) / block)
     else:
