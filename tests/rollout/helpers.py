@@ -134,6 +134,23 @@ def post(url: str, body: dict[str, Any], key: str | None = None, timeout: float 
         return 0, None
 
 
+def serves(address: str, key: str | None, port: int = 8080) -> bool:
+    """Whether the llama-server there completes a prompt to its length (the demo GGUF is random weights:
+    the end-of-sequence token is banned so the answer always runs to max_tokens)."""
+    status, body = post(
+        f"http://{address}:{port}/v1/completions",
+        {"prompt": "hello", "max_tokens": 4, "temperature": 0, "logit_bias": {"2": -100}},
+        key,
+    )
+    return status == 200 and body["choices"][0]["finish_reason"] == "length"
+
+
+def current_revision(host: Any, deployment: str) -> int | None:
+    """The revision a test host's state.json says ``deployment`` runs (None: nothing deployed)."""
+    text = host.sh(f"cat /var/lib/servespec/{deployment}/state.json 2>/dev/null || true", check=False)
+    return json.loads(text)["current"] if text.strip() else None
+
+
 def standin_record(address: str, port: int) -> dict[str, Any]:
     """What the STAND-IN engine at ``address:port`` recorded: its argv, environment and requests."""
     with urllib.request.urlopen(f"http://{address}:{port}/servespec-standin/record", timeout=5) as response:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import DEMO_ARCH, get, in_checkout, post
+from tests.rollout.helpers import DEMO_ARCH, current_revision, get, in_checkout, serves
 
 pytestmark = pytest.mark.slow
 KEY = "e2e-secret"
@@ -53,22 +53,6 @@ def _started(host: RemoteHost) -> str:
     return str(data["State"]["StartedAt"]) if data else ""
 
 
-def _revision(host: RemoteHost) -> int | None:
-    import json
-
-    text = host.sh("cat /var/lib/servespec/tiny/state.json 2>/dev/null || true", check=False)
-    return json.loads(text)["current"] if text.strip() else None
-
-
-def _serves(host: RemoteHost) -> bool:
-    status, body = post(
-        f"http://{host.address}:8080/v1/completions",
-        {"prompt": "hello", "max_tokens": 8, "temperature": 0, "logit_bias": {"2": -100}},
-        KEY,
-    )
-    return status == 200 and body["choices"][0]["finish_reason"] == "length"
-
-
 def _report(output: str) -> list[dict[str, object]]:
     """The per-host rows of `apply --format json` (the last JSON document it prints)."""
     line = next(line for line in reversed(output.splitlines()) if line.startswith('{"version": 1, "hosts"'))
@@ -97,7 +81,7 @@ def test_apply_roll_and_roll_back_a_real_llama_cpp(
     for host in clean_hosts:
         status, models = get(f"http://{host.address}:8080/v1/models", KEY)
         assert status == 200 and models["data"], host.name
-        assert _serves(host), host.name
+        assert serves(host.address, KEY), host.name
         assert get(f"http://{host.address}:8080/v1/models")[0] == 401  # the API key is enforced
     started = {h.name: _started(h) for h in clean_hosts}
 
@@ -119,7 +103,7 @@ def test_apply_roll_and_roll_back_a_real_llama_cpp(
     assert second.exit_code == 0, second.output
     assert {(row["old"], row["new"]) for row in _report(second.output)} == {(1, 2)}
     assert healthy_counts and min(healthy_counts) >= 2, healthy_counts
-    assert all(_revision(h) == 2 for h in clean_hosts)
+    assert all(current_revision(h, "tiny") == 2 for h in clean_hosts)
     assert all(_started(h) != started[h.name] for h in clean_hosts)
     started = {h.name: _started(h) for h in clean_hosts}
 
@@ -130,8 +114,8 @@ def test_apply_roll_and_roll_back_a_real_llama_cpp(
     assert '"result": "rolled back"' in third.output and "missing.gguf" in third.output
     assert '"result": "not reached (rollout stopped)"' in third.output
     for host in clean_hosts:
-        assert _revision(host) == 2, host.name
-        assert _serves(host), host.name
+        assert current_revision(host, "tiny") == 2, host.name
+        assert serves(host.address, KEY), host.name
         assert _started(host) == started[host.name], f"{host.name} was restarted"
 
     # Re-applying the last good spec changes nothing and restarts nothing.

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import REPO, run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import DEMO_ARCH, in_checkout, post
+from tests.rollout.helpers import DEMO_ARCH, current_revision, in_checkout, serves
 
 pytestmark = pytest.mark.slow
 KEY = "verify-secret"
@@ -53,20 +53,6 @@ slo:
     return path
 
 
-def _revision(host: RemoteHost) -> int | None:
-    text = host.sh("cat /var/lib/servespec/bench/state.json 2>/dev/null || true", check=False)
-    return json.loads(text)["current"] if text.strip() else None
-
-
-def _serves(host: RemoteHost) -> bool:
-    status, body = post(
-        f"http://{host.address}:8080/v1/completions",
-        {"prompt": "hello", "max_tokens": 4, "temperature": 0, "logit_bias": {"2": -100}},
-        KEY,
-    )
-    return status == 200 and body["choices"][0]["finish_reason"] == "length"
-
-
 def test_verify_and_apply_verify_on_a_real_llama_cpp(
     tmp_path: Path, inventory: Path, clean_hosts: list[RemoteHost], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,7 +69,7 @@ def test_verify_and_apply_verify_on_a_real_llama_cpp(
     # apply --verify of a revision that meets its target: it becomes the running revision.
     first = run_cli("apply", str(spec), "--yes", "--verify", "--format", "json")
     assert first.exit_code == 0, first.output
-    assert _revision(host) == 1 and _serves(host)
+    assert current_revision(host, "bench") == 1 and serves(host.address, KEY)
 
     # deploy verify: met, then missed, from the same running revision (nothing restarted).
     met = run_cli("verify", str(spec), "--format", "json")
@@ -99,13 +85,13 @@ def test_verify_and_apply_verify_on_a_real_llama_cpp(
     missed = run_cli("verify", str(spec))
     assert missed.exit_code == 1, missed.output
     assert "MISS bench on host1 (revision 1)" in missed.output and "ttft_p95_ms" in missed.output
-    assert _revision(host) == 1
+    assert current_revision(host, "bench") == 1
 
     # apply --verify of a new revision that misses: the host is restored to revision 1 and serves.
     _spec(spec, archive, length=384, targets=MISSED)
     second = run_cli("apply", str(spec), "--yes", "--verify", "--format", "json")
     assert second.exit_code == 1, second.output
     assert '"result": "rolled back"' in second.output and "slo missed" in second.output
-    assert _revision(host) == 1 and _serves(host)
+    assert current_revision(host, "bench") == 1 and serves(host.address, KEY)
     state = json.loads(host.sh("cat /var/lib/servespec/bench/state.json"))
     assert {r["number"]: r["status"] for r in state["revisions"]} == {1: "good", 2: "failed"}
