@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -69,6 +70,27 @@ DEMO_ARCH = (
     "{params_b: 0.0001, layers: 2, hidden_size: 64, intermediate_size: 128, attention_heads: 4, kv_heads: 2, "
     "head_dim: 16, vocab_size: 300, max_position_embeddings: 2048}"
 )
+DEMO_MODEL = "/srv/models/demo.gguf"
+"""Where :func:`stage_demo_model` puts the demo GGUF on a test host."""
+
+
+def demo_model_yaml(length: int, source: str = DEMO_MODEL) -> str:
+    """A spec's ``model:`` block for the demo GGUF (F32, random weights), as llama.cpp tests write it."""
+    return (
+        f"model:\n  source: {source}\n  quantization: gguf\n  gguf_type: F32\n  max_model_len: {length}\n"
+        f"  architecture: {DEMO_ARCH}\n"
+    )
+
+
+def stage_demo_model(hosts: list[Any], folder: Path) -> None:
+    """Make the demo GGUF (scripts/make_demo_gguf.py, under 1 MiB) in ``folder``; copy it to each host (DEMO_MODEL)."""
+    model = folder / "demo.gguf"
+    if not model.is_file():
+        subprocess.run([sys.executable, str(Path(__file__).resolve().parents[2] / "scripts" / "make_demo_gguf.py"),
+                        str(model)], check=True)  # fmt: skip
+    for host in hosts:
+        host.sh(f"mkdir -p {Path(DEMO_MODEL).parent}")
+        subprocess.run(["docker", "cp", str(model), f"{host.container}:{DEMO_MODEL}"], check=True)
 
 
 def standin_spec(

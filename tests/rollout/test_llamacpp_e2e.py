@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import DEMO_ARCH, current_revision, get, in_checkout, serves
+from tests.rollout.helpers import current_revision, demo_model_yaml, get, in_checkout, serves, stage_demo_model
 
 pytestmark = pytest.mark.slow
 KEY = "e2e-secret"
@@ -28,13 +28,7 @@ def _spec(path: Path, archive: Path, *, source: str, length: int) -> Path:
 kind: Deployment
 metadata: {{name: tiny}}
 inventory: inventory.yaml
-model:
-  source: {source}
-  quantization: gguf
-  gguf_type: F32
-  max_model_len: {length}
-  architecture: {DEMO_ARCH}
-engine:
+{demo_model_yaml(length, source)}engine:
   name: llama.cpp
   version: b11434
   image: {images.llama_cpp_image()}
@@ -62,15 +56,9 @@ def _report(output: str) -> list[dict[str, object]]:
 def test_apply_roll_and_roll_back_a_real_llama_cpp(
     tmp_path: Path, inventory: Path, clean_hosts: list[RemoteHost], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import subprocess
-    import sys
 
     archive = images.archive(images.llama_cpp_image())
-    model = tmp_path / "demo.gguf"
-    subprocess.run([sys.executable, str(REPO / "scripts" / "make_demo_gguf.py"), str(model)], check=True)
-    for host in clean_hosts:
-        host.sh("mkdir -p /srv/models")
-        subprocess.run(["docker", "cp", str(model), f"{host.container}:/srv/models/demo.gguf"], check=True)
+    stage_demo_model(clean_hosts, tmp_path)
     monkeypatch.setenv("E2E_KEY", KEY)
     monkeypatch.chdir(tmp_path)
     spec = _spec(tmp_path / "tiny.yaml", archive, source="/srv/models/demo.gguf", length=256)

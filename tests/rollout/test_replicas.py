@@ -10,8 +10,6 @@ no request may fail.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import DEMO_ARCH, in_checkout, post
+from tests.rollout.helpers import demo_model_yaml, in_checkout, post, stage_demo_model
 
 pytestmark = pytest.mark.slow
 KEY = "replicas-key"
@@ -39,13 +37,7 @@ def _spec(path: Path, host: str, engine: str, proxy: str, length: int) -> Path:
 kind: Deployment
 metadata: {{name: {NAME}}}
 inventory: inventory.yaml
-model:
-  source: /srv/models/demo.gguf
-  quantization: gguf
-  gguf_type: F32
-  max_model_len: {length}
-  architecture: {DEMO_ARCH}
-engine:
+{demo_model_yaml(length)}engine:
   name: llama.cpp
   version: b11434
   image: {images.llama_cpp_image()}
@@ -102,10 +94,7 @@ hosts:
     hardware: {{gpus: {{count: 0}}, cpus: 2, memory_gib: 8}}
 """
     )
-    model = tmp_path / "demo.gguf"
-    subprocess.run([sys.executable, str(REPO / "scripts" / "make_demo_gguf.py"), str(model)], check=True)
-    host.sh("mkdir -p /srv/models")
-    subprocess.run(["docker", "cp", str(model), f"{host.container}:/srv/models/demo.gguf"], check=True)
+    stage_demo_model([host], tmp_path)
     monkeypatch.setenv("REPLICAS_KEY", KEY)
     monkeypatch.chdir(tmp_path)
     engine = in_checkout(images.archive(images.llama_cpp_image()), tmp_path)

@@ -8,15 +8,13 @@ apply --verify of a new revision that misses its target restores the revision th
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import run_cli
 from tests.rollout.conftest import RemoteHost, images
-from tests.rollout.helpers import DEMO_ARCH, current_revision, in_checkout, serves
+from tests.rollout.helpers import current_revision, demo_model_yaml, in_checkout, serves, stage_demo_model
 
 pytestmark = pytest.mark.slow
 KEY = "verify-secret"
@@ -30,13 +28,7 @@ def _spec(path: Path, archive: Path, *, length: int, targets: str) -> Path:
 kind: Deployment
 metadata: {{name: bench}}
 inventory: inventory.yaml
-model:
-  source: /srv/models/demo.gguf
-  quantization: gguf
-  gguf_type: F32
-  max_model_len: {length}
-  architecture: {DEMO_ARCH}
-engine:
+{demo_model_yaml(length)}engine:
   name: llama.cpp
   version: b11434
   image: {images.llama_cpp_image()}
@@ -58,10 +50,7 @@ def test_verify_and_apply_verify_on_a_real_llama_cpp(
 ) -> None:
     host = clean_hosts[0]
     archive = images.archive(images.llama_cpp_image())
-    model = tmp_path / "demo.gguf"
-    subprocess.run([sys.executable, str(REPO / "scripts" / "make_demo_gguf.py"), str(model)], check=True)
-    host.sh("mkdir -p /srv/models")
-    subprocess.run(["docker", "cp", str(model), f"{host.container}:/srv/models/demo.gguf"], check=True)
+    stage_demo_model([host], tmp_path)
     monkeypatch.setenv("VERIFY_KEY", KEY)
     monkeypatch.chdir(tmp_path)
     spec = _spec(tmp_path / "bench.yaml", archive, length=256, targets=MET)
