@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.vllm_logs import (
     BAND_FILE,
+    SCORED_FIGURE,
     Comparison,
     band_text,
     bands,
@@ -61,6 +62,9 @@ def print_class_table(band: dict[str, object]) -> None:
         f"overall: {len(answered)} of {len(rows)} answered ({len(answered_started)} of {len(started)} started logs); "
         f"median {median_abs_error(answered):.1%}, p90 {_p90(answered):.1%}"
     )
+    print("error = (estimated - logged) / logged, of the figure each engine's logs are scored on:")
+    for engine in sorted({row.engine for row in rows}):
+        print(f"  {engine:10} {SCORED_FIGURE.get(engine, 'not scored')}")
     reasons: dict[str, list[str]] = {}
     for row in rows:
         if row.skipped:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -189,37 +189,266 @@ OTHER_LOGS = LOGS.parent / "startup_logs"
 
 
 def _other_observed(data: dict[str, Any]) -> int | None:
+    """The figure a log of another engine is scored on (:data:`SCORED_FIGURE`)."""
     seen = data.get("observed") or {}
-    for key in ("kv_cache_tokens", "n_ctx", "max_batch_total_tokens"):
+    engine = str(data.get("engine") or "")
+    if engine in GGUF_ENGINES:
+        kv = _logged_kv_mib(seen)
+        return round(kv * MIB) if kv else None
+    for key in ("kv_cache_tokens", "max_batch_total_tokens"):
         if seen.get(key):
             return int(seen[key])
     return None
 
 
+MIB = 1024 * 1024
+GGUF_ENGINES = ("llama.cpp", "ollama")
+SCORED_FIGURE = {
+    "vllm": "KV-cache tokens (GPU KV cache size / # GPU blocks x block size)",
+    "sglang": "KV-cache tokens (max_total_num_tokens)",
+    "ktransformers": "KV-cache tokens (max_total_num_tokens)",
+    "tgi": "KV-cache tokens (max batch total tokens)",
+    "llama.cpp": "KV-cache bytes over all devices (llama_kv_cache size / KV self size)",
+    "ollama": "KV-cache bytes over all devices (the llama.cpp runner's KV cache size)",
+}
+"""What each engine's logs are scored on: the KV cache an engine sizes from memory (vLLM, SGLang, TGI) is
+compared in tokens; llama.cpp and Ollama allocate the context they are given, so their KV cache's bytes
+are compared (bytes per cell, cells per layer, padding)."""
+
+
+def _logged_kv_mib(seen: dict[str, Any]) -> float | None:
+    """The whole KV cache a GGUF engine logged, in MiB: its own total, else the buffers by device."""
+    if seen.get("kv_cache_mib"):
+        return float(seen["kv_cache_mib"])
+    parts = [float(seen[key]) for key in ("kv_buffer_mib_gpu", "kv_buffer_mib_cpu") if seen.get(key)]
+    return sum(parts) if parts else None
+
+
+def _whole(value: Any, default: int = 1) -> int:
+    try:
+        return int(str(value)) if value not in (None, "", "null") else default
+    except ValueError:
+        return default
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(str(value)) if value not in (None, "", "null") else None
+    except ValueError:
+        return None
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).lower() in ("true", "1", "yes", "on")
+
+
+def _gguf_config(block: dict[str, Any]) -> dict[str, Any] | None:
+    """config.json fields from the architecture facts llama.cpp prints (print_info / llm_load_print_meta),
+    as knowledge/gguf_header.py maps a GGUF header's keys; None when the layer and head counts are missing."""
+    names = {
+        "n_layer": "num_hidden_layers",
+        "n_embd": "hidden_size",
+        "n_head": "num_attention_heads",
+        "n_head_kv": "num_key_value_heads",
+        "n_ctx_train": "max_position_embeddings",
+        "n_ff": "intermediate_size",
+        "n_embd_head_k": "head_dim",
+        "n_vocab": "vocab_size",
+        "n_expert": "num_local_experts",
+        "n_expert_used": "num_experts_per_tok",
+        "n_swa": "sliding_window",
+        "n_lora_kv": "kv_lora_rank",
+        "n_rot": "qk_rope_head_dim",
+    }
+    config: dict[str, Any] = {"model_type": str(block.get("arch") or "")}
+    for key, name in names.items():
+        value = block.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value:
+            config[name] = int(value)
+    if "qk_rope_head_dim" in config and "kv_lora_rank" not in config:
+        del config["qk_rope_head_dim"]  # only MLA reads the rope width
+    if not config["model_type"] or "num_hidden_layers" not in config or "num_key_value_heads" not in config:
+        return None
+    config.setdefault("num_attention_heads", config["num_key_value_heads"])
+    config.setdefault("hidden_size", config.get("head_dim", 0) * config["num_attention_heads"])
+    return config
+
+
+def _other_facts(data: dict[str, Any]) -> models.ModelFacts | None:
+    """A GGUF log's model from the architecture facts it prints, else as for vLLM logs (pasted config, catalogue)."""
+    block = data.get("gguf")
+    if isinstance(block, dict):
+        config = _gguf_config(block)
+        if config is not None:
+            try:
+                return models.facts_from_config(config, str(data.get("model") or ""))
+            except ValueError:
+                return None
+    return _facts(data)
+
+
+def _release(engine: str, version: str) -> Any:
+    return get(engine).select(version).release if version else None
+
+
+def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuModel) -> Any:
+    """SGLang (and KTransformers' SGLang) with the logged server_args."""
+    engine = str(data.get("engine"))
+    settings = data.get("settings") or {}
+    tp = _whole(settings.get("tp_size"))
+    dp = _whole(settings.get("dp_size"))
+    attention_dp = _truthy(settings.get("enable_dp_attention")) and dp > 1
+    options = {
+        key: _number(settings.get(key))
+        for key in ("mem_fraction_static", "chunked_prefill_size", "cuda_graph_max_bs")
+        if _number(settings.get(key)) is not None
+    }
+    kv_dtype = settings.get("kv_cache_dtype")
+    if kv_dtype and str(kv_dtype) != "auto":
+        options["kv_cache_dtype"] = str(kv_dtype)
+    context = _whole(settings.get("context_length"), 0) or facts.derived_max_len or 4096
+    version = str(data.get("engine_version") or "")
+    return get(engine).estimate(
+        EstimateInput(
+            engine=engine,
+            release=_release(engine, version),
+            model=facts,
+            gpu=gpu,
+            tensor_parallel=tp // dp if attention_dp else tp,
+            pipeline_parallel=_whole(settings.get("pp_size")),
+            data_parallel=dp if attention_dp else 1,
+            moe_group=tp if attention_dp else 0,
+            dtype=str(settings.get("dtype") or "auto"),
+            quantization=settings.get("quantization") or None,
+            max_model_len=context,
+            options=options,
+            engine_version=version,
+            kv_cache_dtype_option="kv_cache_dtype",
+        )
+    )
+
+
+def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuModel) -> Any:
+    """TGI with the launcher's logged arguments."""
+    settings = data.get("settings") or {}
+    options = {
+        key: _number(settings.get(key))
+        for key in ("cuda_memory_fraction", "max_batch_prefill_tokens")
+        if _number(settings.get(key)) is not None
+    }
+    version = str(data.get("engine_version") or "")
+    length = _whole(settings.get("max_total_tokens"), 0) or facts.derived_max_len or 4096
+    return get("tgi").estimate(
+        EstimateInput(
+            engine="tgi",
+            release=_release("tgi", version),
+            model=facts,
+            gpu=gpu,
+            tensor_parallel=_whole(settings.get("num_shard")),
+            dtype=str(settings.get("dtype") or "auto"),
+            quantization=settings.get("quantize") or None,
+            max_model_len=length,
+            options=options,
+            engine_version=version,
+            kv_cache_dtype_option="kv_cache_dtype",
+        )
+    )
+
+
+def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None:
+    """The KV cache a llama.cpp or Ollama start-up lays out over all its devices, as the estimator sizes it
+    for the logged context, slots and cache types (the layers' split between devices aside)."""
+    engine = str(data.get("engine"))
+    settings = data.get("settings") or {}
+    seen = data.get("observed") or {}
+    total = _whole(settings.get("num_ctx") if engine == "ollama" else settings.get("n_ctx"), 0)
+    total = total or _whole(seen.get("n_ctx"), 0)
+    if not total:
+        return None
+    slots = _whole(settings.get("parallel") or seen.get("n_seq_max"))
+    options: dict[str, Any] = {"parallel": slots, "num_parallel": slots}
+    kv_type = settings.get("kv_cache_type") or settings.get("cache_type_k") or seen.get("kv_type_k")
+    option = "kv_cache_type" if engine == "ollama" else "cache_type_k"
+    if kv_type:
+        options[option] = str(kv_type).lower()
+    unified = settings.get("kv_unified")
+    if unified is not None:
+        options["kv_unified"] = _truthy(unified)
+    version = str(data.get("engine_version") or "")
+    release = _release(engine, version)
+    inp = EstimateInput(
+        engine=engine,
+        release=release,
+        model=facts,
+        gpu=None,
+        gguf_type=str((data.get("gguf") or {}).get("file_type") or "") or None,
+        max_model_len=total,
+        options=options,
+        host_memory_gib=1e9,
+        engine_version=version,
+        kv_cache_dtype_option=option,
+    )
+    cells = _gguf_cells(engine, inp, total, slots)
+    plan = get(engine).estimate(replace(inp, max_model_len=cells))
+    return round(plan.kv_bytes_per_token * plan.kv_tokens) if plan is not None else None
+
+
+def _gguf_cells(engine: str, inp: EstimateInput, total: int, slots: int) -> int:
+    """The unit's per-sequence context that gives the logged ``n_ctx`` in all (the command line's total)."""
+    if engine == "ollama":
+        return max(total // max(slots, 1), 1)  # the runner's --ctx-size is num_ctx x parallel
+    from servespec.engines.llama_cpp import memory as llama_memory
+
+    layout = llama_memory.slots(inp.options, inp.release)
+    return max(total // layout.count, 1) if llama_memory.ctx_size(1, layout, inp.release) > 1 else total
+
+
 def compare_other(path: Path) -> Comparison:
-    """One start-up log of another engine. Only the logged figures and the model's attention class are
-    read: servespec's budgets of these engines are not scored against logs yet (issue 23), so every
-    such log counts as unanswered, with that reason."""
+    """One start-up log of another engine, scored on :data:`SCORED_FIGURE` with the settings it shows."""
     data = YAML(typ="safe").load(path.read_text())
     engine = str(data.get("engine") or path.parent.name)
     calibration = data.get("calibration") or {}
-    facts = _facts(data)
-    why = (
-        str(calibration.get("why", "excluded"))
-        if calibration.get("use") is False
-        else "model not catalogued"
-        if facts is None
-        else f"{engine} logs not scored yet"
-    )
+    facts = _other_facts(data)
+    version = str(data.get("engine_version") or "")
+    observed = _other_observed(data)
+    seen = {
+        "engine": engine,
+        "attention": attention_class(facts),
+        "started": data.get("started") is not False,
+    }
+    name = f"{engine}/{path.stem}"
+    why = ""
+    if calibration.get("use") is False:
+        why = str(calibration.get("why", "excluded"))
+    elif observed is None:
+        why = "no KV number"
+    elif facts is None:
+        why = "model not catalogued"
+    if why:
+        return Comparison(name, observed, None, why, version, **seen)
+    assert facts is not None and observed is not None
+    if engine in GGUF_ENGINES:
+        predicted = _gguf_kv_bytes(data, facts)
+        if predicted is None:
+            return Comparison(name, observed, None, "context not logged", version, **seen)
+        return Comparison(name, observed, predicted, version=version, model_class=model_class(facts), **seen)
+    gpu = _gpu(data)
+    if gpu is None:
+        return Comparison(name, observed, None, "GPU unknown", version, **seen)
+    estimators = {"sglang": _estimate_sglang, "ktransformers": _estimate_sglang, "tgi": _estimate_tgi}
+    if engine not in estimators:
+        return Comparison(name, observed, None, f"{engine} logs not scored yet", version, **seen)
+    plan = estimators[engine](data, facts, gpu)
+    if plan is None:
+        return Comparison(name, observed, None, f"no estimate for {engine} {version}", version, **seen)
     return Comparison(
-        f"{engine}/{path.stem}",
-        _other_observed(data),
-        None,
-        why,
-        str(data.get("engine_version") or ""),
-        engine=engine,
-        attention=attention_class(facts),
-        started=data.get("started") is not False,
+        name,
+        observed,
+        plan.kv_tokens,
+        version=version,
+        model_class=model_class(facts),
+        kv_gib=plan.kv_cache_gib,
+        **seen,
     )
 
 
