@@ -82,3 +82,31 @@ def test_attention_classes_of_known_layouts() -> None:
     assert attention_class(models.catalogued("deepseek-ai/DeepSeek-V2-Lite-Chat")) == "mla"
     assert attention_class(models.catalogued("meta-llama/Llama-3.1-8B-Instruct")) == "full"
     assert attention_class(None) == "unknown"
+
+
+def test_no_recorded_log_trips_the_estimator() -> None:
+    """The bench reports a log the estimator raises on instead of stopping; none of the recorded ones may."""
+    from tests.vllm_logs import compare_corpus
+
+    failed = [(row.name, row.skipped) for row in compare_corpus() if row.skipped.startswith("not scored:")]
+    assert not failed
+
+
+def test_a_log_the_estimator_cannot_take_is_listed_with_the_reason(tmp_path) -> None:
+    from tests.vllm_logs import _guarded, compare
+
+    bad = tmp_path / "900-bad.yaml"
+    bad.write_text(
+        "vllm_version: '0.11.0'\nmodel: meta-llama/Llama-3.1-8B-Instruct\ngpu: NVIDIA L4\n"
+        "settings: {tensor_parallel_size: two}\nobserved: {kv_cache_tokens: 1000}\n"
+    )
+    row = _guarded(compare, bad)
+    assert row.predicted is None and row.skipped.startswith("not scored:"), row
+
+
+def test_an_uncatalogued_gpu_is_stood_in_for_by_the_logged_total() -> None:
+    from tests.vllm_logs import _gpu
+
+    found = _gpu({"gpu": "NVIDIA Imaginary 9000", "total_gpu_memory_gib": 47.5})
+    assert found is not None and found.id == "uncatalogued:NVIDIA Imaginary 9000"
+    assert _gpu({"gpu": "NVIDIA Imaginary 9000"}) is None

@@ -75,15 +75,20 @@ def _observed(data: dict[str, Any]) -> int | None:
 
 
 def _gpu(data: dict[str, Any]) -> gpus.GpuModel | None:
+    """The logged GPU from the catalogue, its memory the CUDA-visible total the log states; a GPU the catalogue
+    lacks is stood in for by one of the logged total (id ``uncatalogued:<name>``, compute capability unknown)."""
     name = str(data.get("gpu") or "").split("(")[0].strip()
     found = gpus.resolve(name) if name else None
-    total = data.get("total_gpu_memory_gib") or (data.get("observed") or {}).get("total_gpu_memory_gib")
+    seen = data.get("observed") or {}
+    total = data.get("total_gpu_memory_gib") or seen.get("total_gpu_memory_gib") or data.get("gpu_total_gib")
     if found is None and name:
         for gpu in gpus.catalog():  # "NVIDIA A100 80GB" style names in log file names
             if all(part.lower() in gpu.id.lower() for part in name.replace("NVIDIA", "").split()):
                 found = gpu
                 break
-    if found is not None and total:
+    if found is None and name and _number(total):
+        found = gpus.GpuModel(f"uncatalogued:{name}", (name,), 0, (0, 0))
+    if found is not None and _number(total):
         # The log states the CUDA-visible total: use it instead of the nvidia-smi figure.
         found = dataclasses.replace(found, memory_mib=round(float(total) / CUDA_VISIBLE_SHARE * 1024))
     return found
@@ -179,9 +184,19 @@ def attention_class(facts: models.ModelFacts | None) -> str:
     return "full"
 
 
+def _guarded(score: Any, path: Path) -> Comparison:
+    """One log's comparison; a log the estimator cannot take (an odd field, a bug) is reported, not fatal."""
+    try:
+        return score(path)
+    except Exception as err:  # the table must list every log: the reason names the failure
+        engine = "vllm" if path.parent == LOGS else path.parent.name
+        name = path.stem if engine == "vllm" else f"{engine}/{path.stem}"
+        return Comparison(name, None, None, f"not scored: {type(err).__name__}: {err}", engine=engine)
+
+
 def compare_all() -> list[Comparison]:
     """Every vLLM log, in file order."""
-    return [compare(path) for path in sorted(LOGS.glob("*.yaml"))]
+    return [_guarded(compare, path) for path in sorted(LOGS.glob("*.yaml"))]
 
 
 OTHER_LOGS = LOGS.parent / "startup_logs"
@@ -454,7 +469,7 @@ def compare_other(path: Path) -> Comparison:
 
 def compare_corpus() -> list[Comparison]:
     """Every recorded start-up log: vLLM's, then the other engines' by folder."""
-    others = [compare_other(path) for path in sorted(OTHER_LOGS.glob("*/*.yaml"))]
+    others = [_guarded(compare_other, path) for path in sorted(OTHER_LOGS.glob("*/*.yaml"))]
     return compare_all() + others
 
 
