@@ -312,3 +312,11 @@ def test_pixtral_tower_and_mistral3_projector_are_counted() -> None:
     text_only = facts_from_config({key: value for key, value in config.items() if key != "vision_config"}, "text")
     assert facts.params - text_only.params == pytest.approx(facts.vision_params)
     assert facts.vision_params == pytest.approx(0.44e9, rel=0.02)
+
+
+def test_catalogued_qwen2_counts_match_their_safetensors_totals() -> None:
+    """The count from the catalogued config.json equals the parameters the checkpoints' safetensors hold, as the
+    cited reports list them (Qwen2.5-72B-Instruct: 963 tensors, 72,706,203,648; QwQ-32B: 771, 32,763,876,352)."""
+    for repo, total in (("Qwen/Qwen2.5-72B-Instruct", 72_706_203_648), ("Qwen/QwQ-32B", 32_763_876_352)):
+        facts = catalogued(repo)
+        assert facts is not None and facts.params == total, repo
