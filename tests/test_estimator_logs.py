@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.vllm_logs import compare_all, median_abs_error
 
 
@@ -110,3 +112,33 @@ def test_an_uncatalogued_gpu_is_stood_in_for_by_the_logged_total() -> None:
     found = _gpu({"gpu": "NVIDIA Imaginary 9000", "total_gpu_memory_gib": 47.5})
     assert found is not None and found.id == "uncatalogued:NVIDIA Imaginary 9000"
     assert _gpu({"gpu": "NVIDIA Imaginary 9000"}) is None
+
+
+def test_a_compressed_tensors_log_is_sized_by_the_scheme_vllm_loaded() -> None:
+    """A RedHatAI compressed-tensors log names no width in its settings; the scheme vLLM built from the checkpoint
+    (``weights_scheme``, quoted from the raw log) sizes its weights: 8-bit decoder linears, 16-bit embeddings and head,
+    as logged (Llama-3.1-8B W8A8: 8.49 GiB), where the unquantized model would take 14.96 GiB."""
+    from ruamel.yaml import YAML
+
+    from servespec.engines import get
+    from servespec.knowledge.memory import EstimateInput, weight_bytes
+    from tests.vllm_logs import LOGS, WEIGHTS_SCHEMES, _facts, _gpu, compare
+
+    path = next(LOGS.glob("073-*.yaml"))
+    row = compare(path)
+    assert not row.skipped and abs(row.error) < 0.02, (row.skipped, row.predicted, row.observed)
+    data = YAML(typ="safe").load(path.read_text())
+    assert data["weights_scheme"] in WEIGHTS_SCHEMES
+    facts = _facts(data)
+    plain = _facts({**data, "weights_scheme": None})
+    assert facts is not None and plain is not None and plain.quant_bits is None
+    gpu = _gpu(data)
+    assert gpu is not None
+
+    def gib(model: object) -> float:
+        release = get("vllm").select("0.19.0").release
+        inp = EstimateInput(engine="vllm", release=release, model=model, gpu=gpu, quantization="compressed-tensors")  # type: ignore[arg-type]
+        return weight_bytes(inp) / 2**30
+
+    assert gib(facts) == pytest.approx(data["observed"]["model_weights_gib"], abs=0.1)
+    assert gib(plain) > 14.9

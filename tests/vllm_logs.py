@@ -155,13 +155,31 @@ def compare(path: Path) -> Comparison:
     )
 
 
+WEIGHTS_SCHEMES = {
+    "CompressedTensorsW8A8Int8": ("int8", 8.0),
+    "CompressedTensorsW8A8Fp8": ("fp8", 8.0),
+}
+"""vLLM's compressed-tensors scheme classes (vllm/model_executor/layers/quantization/compressed_tensors/schemes/,
+v0.19.0) as the weights they store: 8-bit integers or FP8 with a scale per output channel (negligible). A log
+names the one vLLM built from the checkpoint's quantization_config ("Selected ...Kernel for <scheme>"); vLLM quantizes
+only the decoder's linear layers with it, the embeddings and the LM head stay in the model's dtype."""
+
+
 def _facts(data: dict[str, Any]) -> models.ModelFacts | None:
-    """The logged model's facts: from a pasted config, else the catalogue (by ``architecture_from`` or ``model``)."""
+    """The logged model's facts: from a pasted config, else the catalogue (by ``architecture_from`` or ``model``).
+
+    ``weights_scheme`` (a quantized checkpoint of the ``architecture_from`` model) is the compressed-tensors scheme
+    the log shows vLLM loading: the weights are sized by it, as servespec sizes them from the checkpoint's
+    quantization_config in use."""
     inline = data.get("config")
     name_or_repo = str(data.get("architecture_from") or data.get("model") or "")
     if isinstance(inline, dict):
         return models.facts_from_config(inline, name_or_repo)
-    return models.catalogued(name_or_repo)
+    facts = models.catalogued(name_or_repo)
+    scheme = WEIGHTS_SCHEMES.get(str(data.get("weights_scheme") or ""))
+    if facts is not None and scheme is not None and facts.quant_bits is None:
+        facts = dataclasses.replace(facts, quant_method=scheme[0], quant_bits=scheme[1])
+    return facts
 
 
 ATTENTION_CLASSES = ("full", "sliding", "chunked", "linear", "mla", "sparse", "unknown")
