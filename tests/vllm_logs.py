@@ -49,6 +49,8 @@ class Comparison:
     """The model's attention class (:func:`attention_class`); ``unknown`` when its facts are not known."""
     started: bool = True
     """The log reaches the engine's "ready" line (False: a failed start)."""
+    fits: bool | None = None
+    """Whether the estimate says the engine starts with these settings (:func:`fits`); None: not estimated."""
 
     @property
     def error(self) -> float:
@@ -113,8 +115,15 @@ def compare(path: Path) -> Comparison:
     if calibration.get("use") is False:
         return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version, **seen)
     gpu = _gpu(data)
-    if observed is None or facts is None or gpu is None:
-        why = "no KV number" if observed is None else "model not catalogued" if facts is None else "GPU unknown"
+    failed = not seen["started"]
+    if (observed is None and not failed) or facts is None or gpu is None:
+        why = (
+            "no KV number"
+            if observed is None and not failed
+            else "model not catalogued"
+            if facts is None
+            else "GPU unknown"
+        )
         return Comparison(name, observed, None, why, version, **seen)
     settings = data.get("settings") or {}
     method = str(settings.get("quantization") or "")
@@ -133,7 +142,7 @@ def compare(path: Path) -> Comparison:
             pipeline_parallel=int(settings.get("pipeline_parallel_size") or 1),
             dtype=str(settings.get("dtype") or "auto"),
             quantization=settings.get("quantization"),
-            max_model_len=int(settings.get("max_model_len") or facts.max_position_embeddings or 4096),
+            max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
             options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
             engine_version=version,
             engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
@@ -146,13 +155,24 @@ def compare(path: Path) -> Comparison:
     return Comparison(
         name,
         observed,
-        plan.kv_tokens,
+        plan.kv_tokens if observed is not None else None,
+        "" if observed is not None else "failed start without a KV number: scored on the verdict only",
         version=version,
         hybrid=hybrid,
         model_class=kind,
         kv_gib=plan.kv_cache_gib,
+        fits=fits(plan),
         **seen,
     )
+
+
+def fits(plan: Any) -> bool:
+    """Whether the estimate says the engine starts: the weights fit beside the overheads (MEM001) and the KV cache
+    holds one sequence of the context (MEM002: vLLM's, SGLang's and TGI's own start-up checks), as the rules in
+    servespec/rules/memory.py decide it, without their error band."""
+    if plan.weights_gib > plan.total_gib - plan.overhead_gib:
+        return False
+    return bool(plan.kv_cache_gib >= plan.one_sequence_gib - 0.005 and plan.kv_tokens > 0)
 
 
 WEIGHTS_SCHEMES = {
@@ -537,6 +557,7 @@ def class_table(rows: list[Comparison]) -> list[dict[str, Any]]:
                 "attention": attention,
                 "n": len(members),
                 "failed_starts": sum(1 for m in members if not m.started),
+                "failed_predicted": sum(1 for m in members if not m.started and m.fits is False),
                 "answered": len(answered),
                 "median": median_abs_error(answered) if answered else None,
                 "p90": p90_abs_error(answered) if answered else None,
