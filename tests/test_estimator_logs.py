@@ -142,3 +142,29 @@ def test_a_compressed_tensors_log_is_sized_by_the_scheme_vllm_loaded() -> None:
 
     assert gib(facts) == pytest.approx(data["observed"]["model_weights_gib"], abs=0.1)
     assert gib(plain) > 14.9
+
+
+def test_ollama_startup_log_figures_are_read_from_the_quoted_lines() -> None:
+    """Each startup_logs/ollama/*.yaml: version, GPU, context size and KV size appear in its own `log:` lines."""
+    import re
+
+    from ruamel.yaml import YAML
+
+    from tests.conftest import REPO
+
+    paths = sorted((REPO / "tests" / "data" / "startup_logs" / "ollama").glob("*.yaml"))
+    assert len(paths) >= 20
+    for path in paths:
+        data = YAML(typ="safe").load(path.read_text())
+        log = str(data["log"])
+        assert f"version {data['engine_version']})" in log, path.name
+        assert str(data["gpu"]) in log, path.name
+        num_ctx = data["settings"].get("num_ctx")
+        if num_ctx is not None:
+            assert re.search(rf"(--ctx-size|KvSize:| -c) ?{num_ctx}\b", log), (path.name, num_ctx)
+        observed = data["observed"]
+        if observed.get("n_ctx") is not None:
+            assert re.search(rf"n_ctx +=\s*{observed['n_ctx']}\b", log), (path.name, observed["n_ctx"])
+        if observed.get("kv_cache_mib") is not None:
+            sizes = re.findall(r"(?:KV self size|llama_kv_cache(?:_unified)?: size) +=\s*([\d.]+) MiB", log)
+            assert sizes and abs(sum(map(float, sizes)) - observed["kv_cache_mib"]) < 0.01, (path.name, sizes)
