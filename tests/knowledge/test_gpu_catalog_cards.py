@@ -100,7 +100,8 @@ def test_a_spelling_shared_by_two_cards_is_told_apart_by_memory() -> None:
     for spelling, gpus in shared.items():
         assert spelling not in ids or [g.id for g in gpus] == [ids[spelling]], (spelling, [g.id for g in gpus])
         for gpu in gpus:
-            others = [g for g in gpus if g is not gpu and any(_reports(g, m) for m in (gpu.memory_mib, *gpu.memory_mib_other))]
+            seen = (gpu.memory_mib, *gpu.memory_mib_other)
+            others = [g for g in gpus if g is not gpu and any(_reports(g, m) for m in seen)]
             assert not others, (spelling, gpu.id, [g.id for g in others])
             if len(gpus) > 1:
                 assert resolve(gpu.names[0], gpu.memory_mib) == gpu, (spelling, gpu.id)
