@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.vllm_logs import compare_all, median_abs_error
+import pytest
+
+from tests.vllm_logs import _gpu, compare_all, median_abs_error
 
 
 def test_estimator_matches_recorded_vllm_logs() -> None:
@@ -82,3 +84,19 @@ def test_attention_classes_of_known_layouts() -> None:
     assert attention_class(models.catalogued("deepseek-ai/DeepSeek-V2-Lite-Chat")) == "mla"
     assert attention_class(models.catalogued("meta-llama/Llama-3.1-8B-Instruct")) == "full"
     assert attention_class(None) == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("gpu", "total_gib", "gpu_id"),
+    [
+        ("NVIDIA GeForce RTX 3060", 11.76, "RTX-3060-12GB"),  # one name, two memory sizes: the logged total decides
+        ("NVIDIA GeForce RTX 3060", 7.79, "RTX-3060-8GB"),
+        ("NVIDIA GeForce RTX 3060", 3.8, None),  # neither card is that size
+        ("NVIDIA GeForce GTX 1080", 7.92, "GTX-1080"),  # 004/005's card (xlisp/jimw-vllm README)
+        ("TITAN X (Pascal)", None, "TITAN-X-Pascal"),  # a name with parentheses
+        ("NVIDIA H200 (141 GB class)", 139.8, "H200-SXM-141GB"),  # a comment in parentheses
+    ],
+)
+def test_log_gpu_names_resolve(gpu: str, total_gib: float | None, gpu_id: str | None) -> None:
+    found = _gpu({"gpu": gpu, "total_gpu_memory_gib": total_gib})
+    assert (found.id if found else None) == gpu_id

@@ -75,9 +75,14 @@ def _observed(data: dict[str, Any]) -> int | None:
 
 
 def _gpu(data: dict[str, Any]) -> gpus.GpuModel | None:
-    name = str(data.get("gpu") or "").split("(")[0].strip()
-    found = gpus.resolve(name) if name else None
+    printed = str(data.get("gpu") or "").strip()
+    name = printed.split("(")[0].strip()  # "NVIDIA H200 (141 GB class)"; "TITAN X (Pascal)" is a name
+    found = (gpus.resolve(printed) or gpus.resolve(name)) if name else None
     total = data.get("total_gpu_memory_gib") or (data.get("observed") or {}).get("total_gpu_memory_gib")
+    if found is None and name and total:
+        # NVIDIA prints one name for two memory sizes (RTX 3060 12/8 GB): the logged CUDA total picks the nearer
+        sizes = [gpu for gpu in gpus.named(name) if abs(gpu.memory_gib * CUDA_VISIBLE_SHARE / float(total) - 1) < 0.1]
+        found = min(sizes, key=lambda gpu: abs(gpu.memory_gib * CUDA_VISIBLE_SHARE - float(total)), default=None)
     if found is None and name:
         for gpu in gpus.catalog():  # "NVIDIA A100 80GB" style names in log file names
             if all(part.lower() in gpu.id.lower() for part in name.replace("NVIDIA", "").split()):
