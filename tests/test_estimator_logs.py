@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.vllm_logs import compare_all, median_abs_error
+from tests.vllm_logs import _gpu, compare_all, median_abs_error
 
 
 def test_estimator_matches_recorded_vllm_logs() -> None:
@@ -168,3 +168,19 @@ def test_ollama_startup_log_figures_are_read_from_the_quoted_lines() -> None:
         if observed.get("kv_cache_mib") is not None:
             sizes = re.findall(r"(?:KV self size|llama_kv_cache(?:_unified)?: size) +=\s*([\d.]+) MiB", log)
             assert sizes and abs(sum(map(float, sizes)) - observed["kv_cache_mib"]) < 0.01, (path.name, sizes)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "total_gib", "gpu_id"),
+    [
+        ("NVIDIA GeForce RTX 3060", 11.76, "RTX-3060-12GB"),  # one name, two memory sizes: the logged total decides
+        ("NVIDIA GeForce RTX 3060", 7.79, "RTX-3060-8GB"),
+        ("NVIDIA GeForce RTX 3060", 3.8, None),  # neither card is that size
+        ("NVIDIA GeForce GTX 1080", 7.92, "GTX-1080"),  # 004/005's card (xlisp/jimw-vllm README)
+        ("TITAN X (Pascal)", None, "TITAN-X-Pascal"),  # a name with parentheses
+        ("NVIDIA H200 (141 GB class)", 139.8, "H200-SXM-141GB"),  # a comment in parentheses
+    ],
+)
+def test_log_gpu_names_resolve(gpu: str, total_gib: float | None, gpu_id: str | None) -> None:
+    found = _gpu({"gpu": gpu, "total_gpu_memory_gib": total_gib})
+    assert (found.id if found else None) == gpu_id

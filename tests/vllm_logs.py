@@ -79,16 +79,21 @@ def _observed(data: dict[str, Any]) -> int | None:
 def _gpu(data: dict[str, Any]) -> gpus.GpuModel | None:
     """The logged GPU from the catalogue, its memory the CUDA-visible total the log states; a GPU the catalogue
     lacks is stood in for by one of the logged total (id ``uncatalogued:<name>``, compute capability unknown)."""
-    name = str(data.get("gpu") or "").split("(")[0].strip()
-    found = gpus.resolve(name) if name else None
+    printed = str(data.get("gpu") or "").strip()
+    name = printed.split("(")[0].strip()  # "NVIDIA H200 (141 GB class)"; "TITAN X (Pascal)" is a name
+    found = (gpus.resolve(printed) or gpus.resolve(name)) if name else None
     seen = data.get("observed") or {}
     total = data.get("total_gpu_memory_gib") or seen.get("total_gpu_memory_gib") or data.get("gpu_total_gib")
+    if found is None and name and _number(total):
+        # NVIDIA prints one name for two memory sizes (RTX 3060 12/8 GB): the logged CUDA total picks the nearer
+        sizes = [gpu for gpu in gpus.named(name) if abs(gpu.memory_gib * CUDA_VISIBLE_SHARE / float(total) - 1) < 0.1]
+        found = min(sizes, key=lambda gpu: abs(gpu.memory_gib * CUDA_VISIBLE_SHARE - float(total)), default=None)
     if found is None and name:
         for gpu in gpus.catalog():  # "NVIDIA A100 80GB" style names in log file names
             if all(part.lower() in gpu.id.lower() for part in name.replace("NVIDIA", "").split()):
                 found = gpu
                 break
-    if found is None and name and _number(total):
+    if found is None and name and _number(total) and not gpus.named(name):
         found = gpus.GpuModel(f"uncatalogued:{name}", (name,), 0, (0, 0))
     if found is not None and _number(total):
         # The log states the CUDA-visible total: use it instead of the nvidia-smi figure.
