@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 from servespec.engines import get
 from servespec.knowledge import gpus, models
 from servespec.knowledge.error_band import CLASSES, model_class
+from servespec.knowledge.gguf_header import deltanet_config
 from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput
 
 LOGS = Path(__file__).resolve().parent / "data" / "vllm_logs"
@@ -323,6 +324,15 @@ def _gguf_config(block: dict[str, Any]) -> dict[str, Any] | None:
         value = block.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool) and value:
             config[name] = int(value)
+    ssm = {  # Gated DeltaNet architectures print their GGUF ssm.* keys under these names (llama-model.cpp print_info)
+        "ssm.conv_kernel": block.get("ssm_d_conv"),
+        "ssm.state_size": block.get("ssm_d_state"),
+        "ssm.group_count": block.get("ssm_n_group"),
+        "ssm.time_step_rank": block.get("ssm_dt_rank"),
+        "ssm.inner_size": block.get("ssm_d_inner"),
+        "full_attention_interval": block.get("full_attention_interval"),
+    }
+    config.update(deltanet_config(config["model_type"], ssm.get))
     if "qk_rope_head_dim" in config and "kv_lora_rank" not in config:
         del config["qk_rope_head_dim"]  # only MLA reads the rope width
     if not config["model_type"] or "num_hidden_layers" not in config or "num_key_value_heads" not in config:
