@@ -66,6 +66,13 @@ def nvls_gib(inp: EstimateInput) -> float:
     gpu = inp.gpu
     return NVLS_GIB if gpu is not None and gpu.id in NVLS_GPUS and inp.tensor_parallel > 1 else 0.0
 
+
+def nccl_gib(inp: EstimateInput) -> float:
+    """Device memory NCCL's communicators take per GPU when the replica spans GPUs: the extra fitted on vLLM's
+    logs (``VLLM_NON_TORCH_GIB[1]``) plus NVLS buffers on NVSwitch boards (:func:`nvls_gib`); 0 on one GPU."""
+    spans = inp.tensor_parallel * inp.pipeline_parallel * inp.data_parallel > 1
+    return (VLLM_NON_TORCH_GIB[1] if spans else 0.0) + nvls_gib(inp)
+
 _DTYPE_BYTES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "auto": 2.0}
 _KV_DTYPE_BYTES = {
     "auto": None,

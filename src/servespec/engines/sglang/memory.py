@@ -15,6 +15,7 @@ from servespec.knowledge.memory import (
     GpuEstimate,
     cuda_total_gib,
     finish,
+    nccl_gib,
     number,
     plan,
     weights_per_gpu,
@@ -106,10 +107,15 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     else:
         return None  # the release's default is not known (no facts.memory): no answer rather than a guess
     weights = weights_per_gpu(inp) if weights is None else weights
-    before_load = total - CONTEXT_GIB
+    # SGLang measures the memory it takes fractions of after its distributed set-up (model_runner.py
+    # init_torch_distributed, then profile_max_num_token): NCCL's communicators are already allocated then.
+    communicators = nccl_gib(inp)
+    before_load = total - CONTEXT_GIB - communicators
     kv = before_load * fraction - weights
-    overhead = before_load * (1 - fraction) + CONTEXT_GIB
+    overhead = before_load * (1 - fraction) + CONTEXT_GIB + communicators
     notes = [f"mem_fraction_static {fraction}"]
+    if communicators:
+        notes.append(f"NCCL communicators {communicators:.2f} GiB before loading")
     if dsa.applies(inp):
         # DeepSeek Sparse Attention: the release's own cell (MLA latent in its dtype and layout, indexer keys)
         per_token = dsa.cell_bytes(inp)

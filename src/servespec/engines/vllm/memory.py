@@ -20,6 +20,7 @@ from servespec.knowledge.memory import (
     kv_element_bytes,
     layer_bytes_per_token,
     linear_state_bytes,
+    nccl_gib,
     number,
     nvls_gib,
     plan,
@@ -111,10 +112,8 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     if _engine_core(inp) == "v0" and inp.max_model_len <= 32768 and not chunked:
         batched = max(batched, inp.max_model_len)
     weights = weights_per_gpu(inp)
-    parallel = inp.tensor_parallel * inp.pipeline_parallel * inp.data_parallel > 1
-    non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)
     nvls = nvls_gib(inp)
-    overhead = _activation(inp, batched, seqs) + non_torch + nvls
+    overhead = _activation(inp, batched, seqs) + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
     if nvls:
         notes.append(f"NCCL NVLS buffers {nvls} GiB (tensor parallel on an NVSwitch board; measured)")
