@@ -190,7 +190,7 @@ OTHER_LOGS = LOGS.parent / "startup_logs"
 
 def _other_observed(data: dict[str, Any]) -> int | None:
     seen = data.get("observed") or {}
-    for key in ("kv_cache_tokens", "n_ctx", "max_batch_total_tokens"):
+    for key in ("kv_cache_tokens", "kv_allocated_tokens", "n_ctx", "max_batch_total_tokens"):
         if seen.get(key):
             return int(seen[key])
     return None
