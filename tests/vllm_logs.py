@@ -254,7 +254,7 @@ def _other_observed(data: dict[str, Any]) -> int | None:
     if engine in GGUF_ENGINES:
         kv = _logged_kv_mib(seen)
         return round(kv * MIB) if kv else None
-    for key in ("kv_cache_tokens", "max_batch_total_tokens"):
+    for key in ("kv_cache_tokens", "kv_allocated_tokens", "max_batch_total_tokens"):
         if seen.get(key):
             return int(seen[key])
     return None
