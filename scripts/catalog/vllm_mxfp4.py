@@ -64,7 +64,7 @@ def _index() -> str:
     path = SDISTS / "index.html"
     if not path.is_file():
         SDISTS.mkdir(parents=True, exist_ok=True)
-        with urllib.request.urlopen(INDEX, timeout=120) as response:  # noqa: S310 (a fixed https URL)
+        with urllib.request.urlopen(INDEX, timeout=120) as response:
             path.write_bytes(response.read())
     return path.read_text()
 
@@ -78,7 +78,7 @@ def sdist(version: str) -> Path | None:
     if not found:
         return None
     archive = SDISTS / f"vllm-{version}.tar.gz"
-    with urllib.request.urlopen(found.group(1), timeout=600) as response:  # noqa: S310 (PyPI's files host)
+    with urllib.request.urlopen(found.group(1), timeout=600) as response:
         archive.write_bytes(response.read())
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     if digest != found.group(2):
@@ -174,7 +174,7 @@ def _module_tuples(tree: ast.Module) -> dict[str, list[str]]:
 
 
 def _roundings(body: list[ast.stmt]) -> dict[str, int]:
-    """``hidden``/``intermediate`` to the constant multiple a branch rounds it up to (CUDA: XPU sub-branches skipped)."""
+    """``hidden``/``intermediate`` to the constant multiple a branch rounds it up to (CUDA: XPU branches skipped)."""
     out: dict[str, int] = {}
     for stmt in body:
         if isinstance(stmt, ast.If) and _calls(stmt.test, "is_xpu"):
@@ -210,6 +210,19 @@ def _padding_chain(src: Path) -> tuple[str, ast.If, dict[str, list[str]]] | None
     return None
 
 
+def _size(block: list[ast.stmt]) -> int:
+    return sum(1 for s in block for _ in ast.walk(s))
+
+
+def _innermost_branch(tree: ast.Module, stmt: ast.stmt) -> list[ast.stmt] | None:
+    """The smallest ``if`` body or ``else`` block that holds ``stmt``."""
+    blocks = [
+        block for node in ast.walk(tree) if isinstance(node, ast.If) for block in (node.body, node.orelse)
+        if any(stmt in list(ast.walk(s)) for s in block)
+    ]  # fmt: skip
+    return min(blocks, key=_size) if blocks else None
+
+
 def keeps_loaded_scales(src: Path) -> tuple[bool, int] | None:
     """Whether the Triton branch leaves ``w13_weight_scale`` in place when it stores the swizzled
     scales in ``w13_precision_config``; with the line of that store."""
@@ -226,20 +239,16 @@ def keeps_loaded_scales(src: Path) -> tuple[bool, int] | None:
     )  # fmt: skip
     if store is None:
         return None
-    branch: list[ast.stmt] | None = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            for block in (node.body, node.orelse):
-                if any(store in list(ast.walk(s)) for s in block):
-                    if branch is None or len(list(ast.walk(ast.Module(body=block, type_ignores=[])))) < len(
-                        list(ast.walk(ast.Module(body=branch, type_ignores=[])))
-                    ):
-                        branch = block
+    branch = _innermost_branch(tree, store)
     if branch is None:
         return None
 
     def touches(node: ast.AST) -> bool:
-        if isinstance(node, ast.Attribute) and node.attr == "w13_weight_scale" and isinstance(node.ctx, ast.Store | ast.Del):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "w13_weight_scale"
+            and isinstance(node.ctx, ast.Store | ast.Del)
+        ):
             return True
         return isinstance(node, ast.Call) and any(
             isinstance(a, ast.Constant) and a.value == "w13_weight_scale" for a in node.args
@@ -268,7 +277,7 @@ def backends(version: str, src: Path) -> dict[str, dict[str, Any]]:
             if "intermediate" not in rounding:
                 continue
             for name in dict.fromkeys(canonical(m) for m in members):
-                if name in out or name == "rocm" and "hidden" not in rounding:
+                if name in out or (name == "rocm" and "hidden" not in rounding):
                     continue
                 entry: dict[str, Any] = {
                     "hidden_multiple": rounding.get("hidden", 1),
@@ -278,7 +287,9 @@ def backends(version: str, src: Path) -> dict[str, dict[str, Any]]:
                 if name == "triton" and scales is not None:
                     entry["keeps_loaded_scales"] = scales[0]
                     entry["source"] += f"; {builder.url(version, QUANT, scales[1])} (swizzled scales stored"
-                    entry["source"] += ", w13_weight_scale left in place)" if scales[0] else ", w13_weight_scale replaced)"
+                    entry["source"] += (
+                        ", w13_weight_scale left in place)" if scales[0] else ", w13_weight_scale replaced)"
+                    )
                 out[name] = entry
     return out
 
@@ -298,10 +309,12 @@ def _triton_gate(version: str, src: Path) -> str | None:
     for rel in SELECTION_FILES:
         tree = _parse(src / rel)
         for n in ast.walk(tree) if tree else ():
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "has_device_capability":
-                if n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == 90:
-                    return builder.url(version, rel, n.lineno)
-            if isinstance(n, ast.Compare) and any(_is_nine(c) for c in [n.left, *n.comparators]):
+            capability_90 = (
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "has_device_capability"
+                and bool(n.args) and isinstance(n.args[0], ast.Constant) and n.args[0].value == 90
+            )  # fmt: skip
+            if capability_90 or (isinstance(n, ast.Compare) and any(_is_nine(c) for c in [n.left, *n.comparators])):
                 return builder.url(version, rel, n.lineno)
     return None
 
@@ -311,7 +324,8 @@ def _ships_triton_kernels(version: str, folder: Path, src: Path) -> str | None:
     if cmake.is_file():
         return builder.url(version, "cmake/external_projects/triton_kernels.cmake")
     if (src / "vllm/third_party/triton_kernels").is_dir():
-        return f"{builder.url(version, 'cmake/external_projects/triton_kernels.cmake')} (the wheel holds vllm/third_party/triton_kernels)"
+        where = builder.url(version, "cmake/external_projects/triton_kernels.cmake")
+        return f"{where} (the wheel holds vllm/third_party/triton_kernels)"
     return None
 
 
@@ -329,32 +343,49 @@ def _ships_flashinfer(version: str, folder: Path, src: Path) -> str | None:
     return None
 
 
+def _uses_env(node: ast.AST) -> bool:
+    return any(
+        isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "envs" for a in ast.walk(node)
+    )
+
+
+def _sm100_in_method(version: str, tree: ast.Module) -> str | None:
+    """0.10.1: ``_should_use_flashinfer_mxfp4_bf16``; 0.10.2-0.18: ``elif <SM100> and has_flashinfer(): return
+    SM100_FI_MXFP4_BF16`` with no environment variable in the test."""
+    f = _function(tree, "_should_use_flashinfer_mxfp4_bf16")
+    if f is not None:
+        calls = [c for c in _calls(f, "is_device_capability") if c.args and getattr(c.args[0], "value", None) == 100]
+        return builder.url(version, QUANT, calls[0].lineno) if calls else None
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.If) and _calls(n.test, "has_flashinfer")) or _uses_env(n.test):
+            continue
+        returns = [s for s in n.body if isinstance(s, ast.Return) and isinstance(s.value, ast.Attribute)]
+        if any(isinstance(r.value, ast.Attribute) and r.value.attr == "SM100_FI_MXFP4_BF16" for r in returns):
+            return builder.url(version, QUANT, n.lineno)
+    return None
+
+
+def _sm100_in_oracle(version: str, tree: ast.Module) -> str | None:
+    """0.19+: the priority list (``_get_priority_backends*``) starts with FlashInfer TRT-LLM BF16."""
+    for f in tree.body:
+        if not (isinstance(f, ast.FunctionDef) and f.name.startswith("_get_priority_backends")):
+            continue
+        lists = [n for n in ast.walk(f) if isinstance(n, ast.List) and n.elts and isinstance(n.elts[0], ast.Attribute)]
+        if (
+            lists
+            and isinstance(lists[0].elts[0], ast.Attribute)
+            and lists[0].elts[0].attr == "FLASHINFER_TRTLLM_MXFP4_BF16"
+        ):
+            return builder.url(version, ORACLE, lists[0].lineno)
+    return None
+
+
 def _sm100_flashinfer_default(version: str, src: Path) -> str | None:
     """Where the selection picks FlashInfer's BF16 MXFP4 MoE on SM100 without an environment variable."""
     tree = _parse(src / QUANT)
-    if tree is not None:
-        f = _function(tree, "_should_use_flashinfer_mxfp4_bf16")  # 0.10.1
-        if f is not None:
-            call = next((c for c in _calls(f, "is_device_capability") if c.args and getattr(c.args[0], "value", None) == 100), None)
-            return builder.url(version, QUANT, call.lineno) if call else None
-        for n in ast.walk(tree):  # 0.10.2-0.18: `elif <SM100> and has_flashinfer(): return SM100_FI_MXFP4_BF16`
-            if isinstance(n, ast.If) and _calls(n.test, "has_flashinfer") and not any(
-                isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "envs" for a in ast.walk(n.test)
-            ) and any(
-                isinstance(s, ast.Return) and isinstance(s.value, ast.Attribute) and s.value.attr == "SM100_FI_MXFP4_BF16"
-                for s in n.body
-            ):
-                return builder.url(version, QUANT, n.lineno)
+    found = _sm100_in_method(version, tree) if tree else None
     oracle = _parse(src / ORACLE)
-    if oracle is not None:  # 0.19+: the priority list starts with FlashInfer TRT-LLM BF16
-        for f in oracle.body:
-            if isinstance(f, ast.FunctionDef) and f.name.startswith("_get_priority_backends"):
-                for n in ast.walk(f):
-                    if isinstance(n, ast.List) and n.elts and isinstance(n.elts[0], ast.Attribute):
-                        if n.elts[0].attr == "FLASHINFER_TRTLLM_MXFP4_BF16":
-                            return builder.url(version, ORACLE, n.lineno)
-                        break
-    return None
+    return found or (_sm100_in_oracle(version, oracle) if oracle else None)
 
 
 def env_selected(src: Path) -> list[str]:
@@ -362,9 +393,13 @@ def env_selected(src: Path) -> list[str]:
     for rel in (QUANT, ORACLE):
         tree = _parse(src / rel)
         for n in ast.walk(tree) if tree else ():
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "envs":
-                if "MXFP4" in n.attr:
-                    names.add(n.attr)
+            if (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == "envs"
+                and "MXFP4" in n.attr
+            ):
+                names.add(n.attr)
     return sorted(names)
 
 
@@ -376,11 +411,22 @@ def by_capability(version: str, folder: Path, src: Path) -> list[dict[str, Any]]
     flashinfer = _ships_flashinfer(version, folder, src)
     out = [{"min_capability": "8.0", "below": "9.0", "backend": "marlin", "source": f"{gate} (Triton needs 9.0)"}]
     hopper = "triton" if triton else "marlin"
-    why = f"{gate}; {triton} (triton_kernels bundled)" if triton else f"{gate} (triton_kernels is not a dependency of this release: Marlin)"
+    why = (
+        f"{gate}; {triton} (triton_kernels bundled)"
+        if triton
+        else f"{gate} (triton_kernels is not a dependency of this release: Marlin)"
+    )
     out.append({"min_capability": "9.0", "below": "10.0", "backend": hopper, "source": why})
     sm100 = _sm100_flashinfer_default(version, src)
     if sm100 and flashinfer:
-        out.append({"min_capability": "10.0", "below": "11.0", "backend": "flashinfer_trtllm", "source": f"{sm100}; {flashinfer}"})
+        out.append(
+            {
+                "min_capability": "10.0",
+                "below": "11.0",
+                "backend": "flashinfer_trtllm",
+                "source": f"{sm100}; {flashinfer}",
+            }
+        )
     return out
 
 
@@ -390,10 +436,8 @@ def by_capability(version: str, folder: Path, src: Path) -> list[dict[str, Any]]
 def mxfp4_moe(version: str, data: dict[str, Any]) -> dict[str, Any]:
     methods = (data.get("facts") or {}).get("quantization_methods") or {}
     if "mxfp4" not in methods:
-        return {
-            "supported": False,
-            "source": f"{builder.url(version, 'vllm/model_executor/layers/quantization/__init__.py')} (QUANTIZATION_METHODS has no mxfp4)",
-        }
+        where = builder.url(version, "vllm/model_executor/layers/quantization/__init__.py")
+        return {"supported": False, "source": f"{where} (QUANTIZATION_METHODS has no mxfp4)"}
     folder = sdist(version)
     if folder is None:
         folder = builder.fetch(version)  # no sdist on PyPI: the wheel's .py members and METADATA

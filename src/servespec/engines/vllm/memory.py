@@ -19,8 +19,8 @@ from servespec.knowledge.memory import (
     kv_bytes_per_token,
     kv_element_bytes,
     layer_bytes_per_token,
-    load_quantization,
     linear_state_bytes,
+    load_quantization,
     number,
     nvls_gib,
     plan,
@@ -122,16 +122,16 @@ def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     """GiB per GPU that the release's MXFP4 MoE backend adds to the experts' 4.25 bits per weight.
 
     ``create_weights`` rounds the hidden size and the per-rank intermediate size (after the tensor-parallel
-    split over the MoE group; whole under expert parallelism) up to the backend's multiples: each local expert then holds
-    ``3 × H' × I'`` 4-bit values and one 8-bit scale per 32 (17/32 byte per value); a backend that
+    split over the MoE group; whole under expert parallelism) up to the backend's multiples: each local
+    expert then holds ``3 × H' × I'`` 4-bit values and one 8-bit scale per 32 (17/32 byte per value); a backend that
     keeps the checkpoint-layout scales next to its swizzled copy (Triton) holds those scales twice."""
     choice = mxfp4_backend(inp)
     fact = inp.release.facts.mxfp4_moe if inp.release else None
     model = inp.model
     if choice is None or fact is None:
-        if fact is not None and fact.supported and inp.gpu is not None and model.is_moe:
-            if (load_quantization(inp.quantization) or model.quant_method) == "mxfp4":
-                return 0.0, ["MXFP4 MoE backend on this GPU not modelled: experts counted unpadded"]
+        mxfp4 = (load_quantization(inp.quantization) or model.quant_method) == "mxfp4" and model.is_moe
+        if fact is not None and fact.supported and inp.gpu is not None and mxfp4:
+            return 0.0, ["MXFP4 MoE backend on this GPU not modelled: experts counted unpadded"]
         return 0.0, []
     padding = fact.backends.get(choice.backend)
     experts, inter = model.experts or 0, model.moe_intermediate_size or 0
@@ -149,7 +149,9 @@ def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     extra = (values - layers * local * 3 * hidden * per_rank) * 17 / 32
     if padding.keeps_loaded_scales:
         extra += values / 32
-    note = f"MXFP4 MoE backend {choice.backend}: experts padded to hidden {hidden_pad}, intermediate {inter_pad} per rank"
+    note = (
+        f"MXFP4 MoE backend {choice.backend}: experts padded to hidden {hidden_pad}, intermediate {inter_pad} per rank"
+    )
     if padding.keeps_loaded_scales:
         note += ", loaded scales kept beside the swizzled ones"
     return extra / GIB, [f"{note} (+{extra / GIB:.2f} GiB)"]
