@@ -258,12 +258,65 @@ def keeps_loaded_scales(src: Path) -> tuple[bool, int] | None:
     return kept, store.lineno
 
 
+def _float32_bias(block: list[ast.stmt]) -> int | None:
+    """The line of ``<...w13_bias...>.to(torch.float32)`` in a block."""
+    for stmt in block:
+        for n in ast.walk(stmt):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "to" and n.args):
+                continue
+            arg = n.args[0]
+            if (
+                isinstance(arg, ast.Attribute)
+                and arg.attr == "float32"
+                and any(
+                    isinstance(x, ast.Name | ast.Attribute)
+                    and "w13_bias" in (getattr(x, "id", "") or getattr(x, "attr", ""))
+                    for x in ast.walk(n.func.value)
+                )
+            ):
+                return n.lineno
+    return None
+
+
+def _names_triton(test: ast.expr) -> bool:
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr == "TRITON" and isinstance(n.value, ast.Name))
+        or (isinstance(n, ast.Name) and n.id == "TRITON_BACKENDS")
+        for n in ast.walk(test)
+    )
+
+
+def bias_float32(version: str, src: Path) -> str | None:
+    """Where the Triton path turns the experts' bf16 biases into float32: in the quantization file's branch that
+    stores the swizzled scales (0.10.1-0.18), or in the oracle's branch for the Triton backends (0.19+)."""
+    tree = _parse(src / QUANT)
+    store = next(
+        (
+            n for n in ast.walk(tree) if isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Attribute) and t.attr == "w13_precision_config" for t in n.targets)
+        ),
+        None,
+    ) if tree else None  # fmt: skip
+    branch = _innermost_branch(tree, store) if tree and store else None
+    line = _float32_bias(branch) if branch else None
+    if line:
+        return builder.url(version, QUANT, line)
+    oracle = _parse(src / ORACLE)
+    for node in ast.walk(oracle) if oracle else ():
+        if isinstance(node, ast.If) and _names_triton(node.test):
+            line = _float32_bias(node.body)
+            if line:
+                return builder.url(version, ORACLE, line)
+    return None
+
+
 def backends(version: str, src: Path) -> dict[str, dict[str, Any]]:
     found = _padding_chain(src)
     if found is None:
         raise RuntimeError(f"{version}: no MXFP4 padding chain found")
     rel, chain, tuples = found
     scales = keeps_loaded_scales(src)
+    bias = bias_float32(version, src)
     out: dict[str, dict[str, Any]] = {}
     node: ast.If | None = chain
     while node is not None:
@@ -290,6 +343,9 @@ def backends(version: str, src: Path) -> dict[str, dict[str, Any]]:
                     entry["source"] += (
                         ", w13_weight_scale left in place)" if scales[0] else ", w13_weight_scale replaced)"
                     )
+                if name == "triton" and bias:
+                    entry["bias_float32"] = True
+                    entry["source"] += f"; {bias} (biases to float32)"
                 out[name] = entry
     return out
 

@@ -4,7 +4,9 @@ weights the estimator derives from it, against the "Model loading took" lines of
 The expected figures are worked by hand from the cited source, not from the code under test:
 ``create_weights`` allocates per local expert ``w13`` = 2·I'·H'/2 bytes + 2·I'·H'/32 scale bytes and
 ``w2`` = H'·I'/2 + H'·I'/32, i.e. 3·H'·I' values at 17/32 byte, where H' and I' are the hidden size and
-the per-rank intermediate size rounded up to the backend's multiples.
+the per-rank intermediate size rounded up to the backend's multiples, plus biases ``w13_bias`` (2·I') and
+``w2_bias`` (H') in bf16, turned to float32 on the Triton path; the unpadded figure the estimator had counts
+the experts at 17/32 byte per value and the biases (2·I + H per expert) in bf16 split by tensor parallelism.
 gpt-oss-120b: 36 MoE layers, 128 experts, hidden 2880, intermediate 2880 (config.json).
 """
 
@@ -58,7 +60,8 @@ def test_padding_multiples_per_backend_as_the_source_reads() -> None:
     assert first is not None
     assert (first.backends["marlin"].hidden_multiple, first.backends["marlin"].intermediate_multiple) == (256, 128)
     assert (first.backends["triton"].hidden_multiple, first.backends["triton"].intermediate_multiple) == (1, 64)
-    assert first.backends["triton"].keeps_loaded_scales
+    assert first.backends["triton"].keeps_loaded_scales and first.backends["triton"].bias_float32  # L390, L408
+    assert not first.backends["marlin"].keeps_loaded_scales and not first.backends["marlin"].bias_float32
     later = VLLM.catalog.release("0.19.0").facts.mxfp4_moe
     assert later is not None
     assert (
@@ -108,14 +111,16 @@ def _log(number: str) -> tuple[dict[str, Any], EstimateInput]:
 # (log, backend, extra bytes per GPU worked by hand)
 HAND = [
     # 077: 0.10.1.1, A100 (8.0) -> Marlin; TP4: I' = round_up(720, 128) = 768, H' = round_up(2880, 256) = 3072.
-    # 36*128*3*(3072*768 - 2880*720) * 17/32 = 2,098,151,424 B
-    ("077", "marlin", 2_098_151_424),
+    # values: 36*128*3*(3072*768 - 2880*720) * 17/32 = 2,098,151,424 B
+    # biases: 36*(128*(2*768 + 3072)*2 - 128*(5760 + 2880)*2/4) = 22,560,768 B
+    ("077", "marlin", 2_098_151_424 + 22_560_768),
     # 150: 0.10.1, H100 (9.0), no triton_kernels -> Marlin; TP1: I' = round_up(2880, 128) = 2944, H' = 3072.
-    # 36*128*3*(3072*2944 - 2880*2880) * 17/32 = 5,504,827,392 B
-    ("150", "marlin", 5_504_827_392),
+    # values: 36*128*3*(3072*2944 - 2880*2880) * 17/32 = 5,504,827,392 B
+    # biases: 36*128*((5888 + 3072) - (5760 + 2880))*2 = 2,949,120 B
+    ("150", "marlin", 5_504_827_392 + 2_949_120),
     # 151: 0.14.1, H100 -> Triton; TP1: I' = round_up(2880, 64) = 2880, H unpadded; the loaded scales stay:
-    # 36*128*3*2880*2880 / 32 = 3,583,180,800 B
-    ("151", "triton", 3_583_180_800),
+    # 36*128*3*2880*2880 / 32 = 3,583,180,800 B; biases bf16 -> float32: 36*128*8640*2 = 79,626,240 B
+    ("151", "triton", 3_583_180_800 + 79_626_240),
 ]
 
 

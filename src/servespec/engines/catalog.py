@@ -221,6 +221,9 @@ class Mxfp4Padding(_Fact):
     keeps_loaded_scales: bool = False
     """The backend swizzles the scales into a new tensor and leaves the checkpoint-layout scale parameters
     registered on the layer (Triton: ``w13_precision_config`` gets the copy), so both stay in memory."""
+    bias_float32: bool = False
+    """The backend turns the experts' bf16 biases (``w13_bias`` 2·I', ``w2_bias`` H' per local expert, allocated
+    by ``create_weights`` at the padded sizes) into float32 (Triton); else they stay bf16."""
     source: str
 
 

@@ -124,7 +124,8 @@ def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     ``create_weights`` rounds the hidden size and the per-rank intermediate size (after the tensor-parallel
     split over the MoE group; whole under expert parallelism) up to the backend's multiples: each local
     expert then holds ``3 × H' × I'`` 4-bit values and one 8-bit scale per 32 (17/32 byte per value); a backend that
-    keeps the checkpoint-layout scales next to its swizzled copy (Triton) holds those scales twice."""
+    keeps the checkpoint-layout scales next to its swizzled copy (Triton) holds those scales twice, and Triton
+    holds the experts' biases in float32."""
     choice = mxfp4_backend(inp)
     fact = inp.release.facts.mxfp4_moe if inp.release else None
     model = inp.model
@@ -149,6 +150,12 @@ def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     extra = (values - layers * local * 3 * hidden * per_rank) * 17 / 32
     if padding.keeps_loaded_scales:
         extra += values / 32
+    # create_weights' biases, w13 (2·I') and w2 (H') per local expert, bf16 or float32 after loading; the
+    # model's parameter count holds them (gpt-oss) in bf16 with the rest of the non-expert weights (split by TP)
+    bias_bytes = 4 if padding.bias_float32 else 2
+    extra += layers * (
+        local * (2 * inter_pad + hidden_pad) * bias_bytes - experts * (2 * inter + hidden) * 2 / inp.tensor_parallel
+    )
     note = (
         f"MXFP4 MoE backend {choice.backend}: experts padded to hidden {hidden_pad}, intermediate {inter_pad} per rank"
     )
