@@ -20,6 +20,8 @@ hand-extracted 0.11.0 and 0.33.0 catalogs are not rewritten unless named with ``
 ``profile_sampler_sorts_vocab``) for every
 catalogued release, hand-extracted ones included, and replaces them in place (tests/engines/
 test_catalog_vllm.py walks every release for them).
+The ``mxfp4_moe`` fact is written by scripts/catalog/vllm_mxfp4.py from the releases' sdists (a release
+file's existing facts are kept here, so a rebuild leaves it in place).
 A development tool: the CLI never imports it.
 """
 

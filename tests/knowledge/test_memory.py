@@ -172,7 +172,11 @@ def test_gpt_oss_120b_one_sequence_with_the_hybrid_allocator() -> None:
     # (8192 full blocks + 521 window blocks) x 16 tokens x 2048 B x 18 layers
     assert plan.one_sequence_gib == pytest.approx((8192 + 521) * 16 * 2048 * 18 / 1024**3, abs=0.01)
     assert plan.one_sequence_gib < 5.0  # was 9.00 GiB: every layer at full length
-    assert plan.max_sequences > 1.5
+    # Sequences are counted at that windowed size. On 0.11.0 an H100 runs the experts on Marlin (triton_kernels
+    # is bundled from 0.12.0), padded to 65.89 GiB of weights: under one 131072-token sequence fits (log 150,
+    # 0.10.1 on one H100 at 131072, fails to start).
+    assert plan.max_sequences == pytest.approx(plan.kv_cache_gib / plan.one_sequence_gib, abs=0.01)
+    assert plan.max_sequences < 1
 
 
 def test_release_without_hybrid_manager_allocates_every_layer() -> None:

@@ -210,6 +210,49 @@ class HybridKvCache(_Fact):
     source: str
 
 
+class Mxfp4Padding(_Fact):
+    """How one MXFP4 MoE backend lays out the experts' weights (``create_weights``): the hidden size and the
+    per-rank intermediate size (after the tensor-parallel split) are rounded up to these multiples, so
+    each expert's ``w13`` holds ``2 × I' × H'`` and ``w2`` ``H' × I'`` 4-bit values, with one 8-bit scale per 32."""
+
+    hidden_multiple: int
+    """1: the hidden size is not padded."""
+    intermediate_multiple: int
+    keeps_loaded_scales: bool = False
+    """The backend swizzles the scales into a new tensor and leaves the checkpoint-layout scale parameters
+    registered on the layer (Triton: ``w13_precision_config`` gets the copy), so both stay in memory."""
+    bias_float32: bool = False
+    """The backend turns the experts' bf16 biases (``w13_bias`` 2·I', ``w2_bias`` H' per local expert, allocated
+    by ``create_weights`` at the padded sizes) into float32 (Triton); else they stay bf16."""
+    source: str
+
+
+class Mxfp4Choice(_Fact):
+    """The MXFP4 MoE backend a release picks on CUDA GPUs of ``min_capability`` up to (not including)
+    ``below`` when no environment variable selects one, with the packages the release ships
+    (``triton_kernels`` bundled by its build, ``flashinfer-python`` in its CUDA requirements)."""
+
+    min_capability: str
+    below: str | None
+    backend: str
+    source: str
+
+
+class Mxfp4Moe(_Fact):
+    """vLLM: how a release stores the routed experts of an MXFP4 checkpoint (gpt-oss), per backend.
+
+    ``supported`` False: the release has no ``mxfp4`` method (the fact says so explicitly)."""
+
+    supported: bool
+    backends: dict[str, Mxfp4Padding] = {}
+    """Backend (``marlin``, ``triton``, ``flashinfer_trtllm``, ``flashinfer_cutlass``, ``rocm``) to its padding."""
+    by_capability: tuple[Mxfp4Choice, ...] = ()
+    """The default backend per compute-capability range; a GPU outside every range: not modelled."""
+    env_selected: tuple[str, ...] = ()
+    """Environment variables that select another backend (noted, not modelled)."""
+    source: str
+
+
 class ContextTier(_Fact):
     """A default context chosen by the GPUs' memory: ``tokens`` from ``min_vram_gib`` of total VRAM up."""
 
@@ -287,6 +330,8 @@ class ReleaseFacts(_Fact):
     vocabulary (values and int64 indices): the peak is the larger of the forward pass and that sort.
     None: not read for the release (the generic activation formula is used)."""
     """vLLM: the hybrid KV-cache manager's layout (on by default from 0.9.2); None: full KV for every layer."""
+    mxfp4_moe: Mxfp4Moe | None = None
+    """vLLM: the MXFP4 MoE experts' padding per backend and the backend chosen per compute capability."""
     context_default: ContextDefault | None = None
     """The context length served when ``model.max_model_len`` is unset (servespec renders none then)."""
     server_slots: ServerSlots | None = None

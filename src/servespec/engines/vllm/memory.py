@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from servespec.engines.catalog import HybridKvCache
+from servespec.engines.catalog import HybridKvCache, Mxfp4Choice
 from servespec.knowledge.memory import (
     GIB,
     VLLM_NON_TORCH_GIB,
@@ -20,6 +20,7 @@ from servespec.knowledge.memory import (
     kv_element_bytes,
     layer_bytes_per_token,
     linear_state_bytes,
+    load_quantization,
     nccl_gib,
     number,
     nvls_gib,
@@ -97,6 +98,73 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     return replace(found, beside_gib=round(beside, 3)) if found is not None and beside else found
 
 
+def _capability(text: str) -> tuple[int, int]:
+    major, _, minor = text.partition(".")
+    return int(major), int(minor or 0)
+
+
+def mxfp4_backend(inp: EstimateInput) -> Mxfp4Choice | None:
+    """The MXFP4 MoE backend the release picks on this GPU by default (the ``mxfp4_moe`` fact);
+    None: not an MXFP4 MoE checkpoint, no fact, or a GPU outside every modelled capability range."""
+    fact = inp.release.facts.mxfp4_moe if inp.release else None
+    model = inp.model
+    method = load_quantization(inp.quantization) or model.quant_method
+    if fact is None or not fact.supported or inp.gpu is None or method != "mxfp4" or not model.is_moe:
+        return None
+    capability = inp.gpu.compute_capability
+    for choice in fact.by_capability:
+        below = _capability(choice.below) if choice.below else None
+        if _capability(choice.min_capability) <= capability and (below is None or capability < below):
+            return choice
+    return None
+
+
+def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
+    """GiB per GPU that the release's MXFP4 MoE backend adds to the experts' 4.25 bits per weight.
+
+    ``create_weights`` rounds the hidden size and the per-rank intermediate size (after the tensor-parallel
+    split over the MoE group; whole under expert parallelism) up to the backend's multiples: each local
+    expert then holds ``3 × H' × I'`` 4-bit values and one 8-bit scale per 32 (17/32 byte per value); a backend that
+    keeps the checkpoint-layout scales next to its swizzled copy (Triton) holds those scales twice, and Triton
+    holds the experts' biases in float32."""
+    choice = mxfp4_backend(inp)
+    fact = inp.release.facts.mxfp4_moe if inp.release else None
+    model = inp.model
+    if choice is None or fact is None:
+        mxfp4 = (load_quantization(inp.quantization) or model.quant_method) == "mxfp4" and model.is_moe
+        if fact is not None and fact.supported and inp.gpu is not None and mxfp4:
+            return 0.0, ["MXFP4 MoE backend on this GPU not modelled: experts counted unpadded"]
+        return 0.0, []
+    padding = fact.backends.get(choice.backend)
+    experts, inter = model.experts or 0, model.moe_intermediate_size or 0
+    if padding is None or not experts or not inter:
+        return 0.0, [f"MXFP4 MoE backend {choice.backend}: padding not known, experts counted unpadded"]
+    group = inp.moe_group or inp.tensor_parallel
+    expert_parallel = inp.options.get("enable_expert_parallel") is True and group > 1
+    local = experts / group if expert_parallel else experts
+    per_rank = inter if expert_parallel else inter / group  # vLLM's MoE tensor split spans tensor x data
+    hidden = model.hidden_size
+    hidden_pad = -(-hidden // padding.hidden_multiple) * padding.hidden_multiple
+    inter_pad = -(-math.ceil(per_rank) // padding.intermediate_multiple) * padding.intermediate_multiple
+    layers = math.ceil((model.layers - model.dense_layers) / inp.pipeline_parallel)
+    values = layers * local * 3 * hidden_pad * inter_pad
+    extra = (values - layers * local * 3 * hidden * per_rank) * 17 / 32
+    if padding.keeps_loaded_scales:
+        extra += values / 32
+    # create_weights' biases, w13 (2·I') and w2 (H') per local expert, bf16 or float32 after loading; the
+    # model's parameter count holds them (gpt-oss) in bf16 with the rest of the non-expert weights (split by TP)
+    bias_bytes = 4 if padding.bias_float32 else 2
+    extra += layers * (
+        local * (2 * inter_pad + hidden_pad) * bias_bytes - experts * (2 * inter + hidden) * 2 / inp.tensor_parallel
+    )
+    note = (
+        f"MXFP4 MoE backend {choice.backend}: experts padded to hidden {hidden_pad}, intermediate {inter_pad} per rank"
+    )
+    if padding.keeps_loaded_scales:
+        note += ", loaded scales kept beside the swizzled ones"
+    return extra / GIB, [f"{note} (+{extra / GIB:.2f} GiB)"]
+
+
 def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
@@ -111,10 +179,12 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     chunked = inp.options.get("enable_chunked_prefill") is True
     if _engine_core(inp) == "v0" and inp.max_model_len <= 32768 and not chunked:
         batched = max(batched, inp.max_model_len)
-    weights = weights_per_gpu(inp)
+    padded, padding_notes = mxfp4_padding_gib(inp)
+    weights = weights_per_gpu(inp) + padded
     nvls = nvls_gib(inp)
     overhead = _activation(inp, batched, seqs) + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
+    notes += padding_notes
     if nvls:
         notes.append(f"NCCL NVLS buffers {nvls} GiB (tensor parallel on an NVSwitch board; measured)")
     graphs = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
