@@ -195,6 +195,11 @@ def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) ->
         assert sampler is not None and pinned in sampler.source and "#L" in sampler.source, version
         # 0.8.0-0.33.0: gpu_model_runner.py _dummy_sampler_run (top_k = vocab - 1, top_p); 0.34.0 rewrote it
         assert sampler.value == (version_key(version) < (0, 34)), version
+        # topk_topp_sampler.py apply_top_k_top_p: sorts below 0.17.0, Triton from 8 rows (0.17.0), from 1 (0.30.0)
+        triton = release.facts.profile_sampler_triton_rows
+        assert triton is not None and pinned in triton.source and "#L" in triton.source, version
+        key = version_key(version)
+        assert triton.value == (0 if key < (0, 17) else 8 if key < (0, 30) else 1), version
     else:
         assert sampler is None, version
     hybrid = release.facts.hybrid_kv_cache

@@ -57,13 +57,16 @@ def test_gpt_oss_120b_fits_where_the_release_layout_is_known(tmp_path: Path, ver
     one sequence is sized with the same layout as the capacity. Was (0.12-0.32, layout not catalogued):
     MEM002 "may not fit ... 9.00 GiB with every layer at full length"."""
     spec = _gpt_oss(tmp_path, version)
-    assert _mem(spec) == []
     _, plan = _plan(spec)
-    assert plan.one_sequence_gib < plan.kv_cache_gib  # type: ignore[attr-defined]
     # 9.00 GiB with every layer at full length; 4.79 GiB (0.24.0) with one batch per sliding layer, 5.07 from 0.26
     # where a sliding layer reserves two batches under async scheduling (hybrid_kv_cache.in_flight_window).
     assert plan.one_sequence_gib < 5.5  # type: ignore[attr-defined]
     assert plan.one_sequence_floor_gib is None  # type: ignore[attr-defined]
+    # On one 80 GB H100 the MXFP4 experts as vLLM pads them (mxfp4_moe) and, before 0.17, the sorting sampler
+    # warm-up leave less than that at 131072 tokens (log 150, 0.10.1: "Available KV cache memory: -2.14 GiB"):
+    # what MEM002 reports is then the windowed layout's need, never every layer at full length.
+    for finding in _mem(spec):
+        assert finding.rule == "MEM002" and "9.00 GiB" not in finding.message, finding.message
 
 
 QWEN3_NEXT = GPT_OSS.parent / "Qwen--Qwen3-Next-80B-A3B-Instruct.config.json"
@@ -151,8 +154,9 @@ def test_disabling_the_hybrid_manager_sizes_every_layer_at_full_length(tmp_path:
     _, plan = _plan(spec)
     assert plan.one_sequence_gib == pytest.approx(9.0, abs=0.01)  # type: ignore[attr-defined]
     assert plan.one_sequence_floor_gib is None  # type: ignore[attr-defined]
-    # 0.48 GiB short on the default 0.9: within the measured band, so "may not fit"
-    assert [f.severity for f in _mem(spec)] == [Severity.WARNING]
+    # 9.00 GiB needed where no KV budget is left at the default 0.9 (MXFP4 experts padded, the sampler warm-up's
+    # sort): a shortfall beyond the measured band for the class, so an error (was 0.48 GiB short, a warning)
+    assert [f.severity for f in _mem(spec)] == [Severity.ERROR]
 
 
 def test_a_format_whose_width_only_its_config_fixes_is_never_a_memory_error(tmp_path: Path) -> None:

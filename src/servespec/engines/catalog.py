@@ -329,6 +329,10 @@ class ReleaseFacts(_Fact):
     max_num_batched_tokens)`` dummy requests, so the sampler sorts float32 logits over the whole
     vocabulary (values and int64 indices): the peak is the larger of the forward pass and that sort.
     None: not read for the release (the generic activation formula is used)."""
+    profile_sampler_triton_rows: SourcedInt | None = None
+    """vLLM V1: from how many rows ``apply_top_k_top_p`` (vllm/v1/sample/ops/topk_topp_sampler.py) runs its Triton
+    kernel on a GPU instead of sorting the vocabulary (8 from 0.17.0, 1 from 0.30.0); 0: it always sorts
+    (scripts/catalog/vllm_sampler.py). None: not read (the sort is assumed)."""
     """vLLM: the hybrid KV-cache manager's layout (on by default from 0.9.2); None: full KV for every layer."""
     mxfp4_moe: Mxfp4Moe | None = None
     """vLLM: the MXFP4 MoE experts' padding per backend and the backend chosen per compute capability."""

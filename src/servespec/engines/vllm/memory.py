@@ -67,24 +67,40 @@ def _default_utilization(inp: EstimateInput) -> float:
     return 0.92
 
 
-SAMPLER_SORT_BYTES = 16
-"""Bytes per dummy request per vocabulary entry of the sampler warm-up's sort: float32 logits, the
-float32 sorted values and their int64 indices (``logits.sort`` in v1/sample/ops/topk_topp_sampler.py)."""
+SAMPLER_SORT_BYTES = 37
+"""Measured: the sampler warm-up's peak per dummy request per vocabulary entry where top-k/top-p sorts the
+vocabulary (vLLM before 0.17.0, or fewer rows than the Triton kernel takes): the float32 logits, the sorted values
+and their int64 indices, the scattered copy, the top-p softmax and mask, and the sort's own buffers. Logged
+activation peaks over ``rows × vocab``: 38.5 bytes (Qwen3-30B-A3B on 0.10.2, 1024 rows, tests/data/vllm_logs 102)
+and 38.6 (Phi-4-mini on 0.10.2, 256 rows, 117), the forward pass included; the 0.10.0 TP8 logs (110, 111) agree."""
+
+SAMPLER_TRITON_BYTES = 16
+"""Measured: the same where the Triton top-k/top-p kernel runs (no sort): the float32 logits, the softmax
+probabilities and the exponential noise of the random sample, plus the kernel's workspace. vLLM 0.19.0 logs
+15.2-15.5 bytes (Llama-3.1-8B, Qwen2.5-7B, gpt-oss-20b on one H100, 1024 rows: tests/data/vllm_logs 039, 064, 075)."""
+
+
+def _sampler_bytes(inp: EstimateInput, rows: int) -> int:
+    """Bytes per row per vocabulary entry of the release's sampler warm-up (``profile_sampler_triton_rows``)."""
+    fact = inp.release.facts.profile_sampler_triton_rows if inp.release else None
+    triton = fact.value if fact is not None else 0
+    return SAMPLER_TRITON_BYTES if triton and rows >= triton else SAMPLER_SORT_BYTES
 
 
 def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
     """The profiling peak the release measures above the weights (GiB).
 
-    Where the release's sampler warm-up sorts the vocabulary (``profile_sampler_sorts_vocab``:
-    V1 0.8.0-0.33.0, read from each release's gpu_model_runner.py ``_dummy_sampler_run``), it runs
-    after the forward pass, on ``min(max_num_seqs, max_num_batched_tokens)`` requests: the peak is
-    the larger of the two. Otherwise (V0, releases not read) the generic formula.
+    Where the release's sampler warm-up applies top-k/top-p over the whole vocabulary
+    (``profile_sampler_sorts_vocab``: V1 0.8.0-0.33.0, read from each release's gpu_model_runner.py
+    ``_dummy_sampler_run``), it runs after the forward pass, on ``min(max_num_seqs, max_num_batched_tokens)``
+    requests, sorting or through Triton as the release does (:func:`_sampler_bytes`): the peak is the larger of
+    the two. Otherwise (V0, releases not read) the generic formula.
     """
     fact = inp.release.facts.profile_sampler_sorts_vocab if inp.release else None
     if fact is None or not fact.value or _engine_core(inp) != "v1":
         return activation_gib(inp, batched, seqs)
     rows = min(seqs, batched)
-    sampler = rows * (inp.model.vocab_size or 32000) * SAMPLER_SORT_BYTES / GIB
+    sampler = rows * (inp.model.vocab_size or 32000) * _sampler_bytes(inp, rows) / GIB
     return max(forward_activation_gib(inp, batched), sampler)
 
 
