@@ -1,0 +1,67 @@
+"""Issue 23 item 4: model families read from their real config.json (layer pattern, heads, MoE, context)."""
+
+from __future__ import annotations
+
+import pytest
+
+from servespec.knowledge.memory import kv_bytes_per_token, linear_state_bytes
+from servespec.knowledge.models import facts_from_config
+
+# moonshotai/Kimi-Linear-48B-A3B-Instruct config.json, verbatim: the fields up to moe_layer_freq as
+# `curl https://huggingface.co/moonshotai/Kimi-Linear-48B-A3B-Instruct/resolve/main/config.json | head -60`
+# printed them (a published agent transcript, find_string id 54667546636), the rest up to
+# qk_rope_head_dim from the same file in Firworks/Kimi-Linear-48B-A3B-Instruct-nvfp4
+# (https://huggingface.co/Firworks/Kimi-Linear-48B-A3B-Instruct-nvfp4/resolve/main/config.json, a mirror's
+# stored page), whose quantization_config is left out. The two copies agree where they overlap.
+KIMI_LINEAR = {
+    "architectures": ["KimiLinearForCausalLM"],
+    "bos_token_id": 163584, "dtype": "bfloat16", "eos_token_id": 163586, "first_k_dense_replace": 1,
+    "head_dim": 72, "hidden_act": "silu", "hidden_size": 2304, "initializer_range": 0.02,
+    "intermediate_size": 9216, "kv_lora_rank": 512,
+    "linear_attn_config": {
+        "full_attn_layers": [4, 8, 12, 16, 20, 24, 27], "head_dim": 128,
+        "kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 21, 22, 23, 25, 26],
+        "num_heads": 32, "short_conv_kernel_size": 4,
+    },
+    "mla_use_nope": True, "model_max_length": 1048576, "model_type": "kimi_linear", "moe_intermediate_size": 1024,
+    "moe_layer_freq": 1, "moe_renormalize": True, "moe_router_activation_func": "sigmoid", "num_attention_heads": 32,
+    "num_expert_group": 1, "num_experts": 256, "num_experts_per_token": 8, "num_hidden_layers": 27,
+    "num_key_value_heads": 32, "num_nextn_predict_layers": 0, "num_shared_experts": 1, "pad_token_id": 163839,
+    "q_lora_rank": None, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+}  # fmt: skip
+
+
+def test_kimi_linear_caches_only_its_mla_layers() -> None:
+    """Kimi Linear: 20 of 27 layers are KDA (a fixed state per sequence), 7 are MLA; servespec sized all 27 as MLA,
+    a KV cache 3.9x too large, its experts as top-1 without the shared expert, and its context as unknown."""
+    facts = facts_from_config(KIMI_LINEAR, "moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    assert (facts.layers, facts.linear_layers, facts.linear_kind) == (27, 20, "kda")
+    assert facts.is_mla and (facts.kv_lora_rank, facts.qk_rope_head_dim) == (512, 64)
+    # vLLM kda_state_shape: conv over q, k, v (3 x 32 x 128 channels, kernel 4), recurrent 32 x 128 x 128
+    assert facts.linear_state == (12288, 4, 32, 128, 128)
+    assert linear_state_bytes(facts, 2.0, 1) == (12288 * 3 + 32 * 128 * 128) * 2
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 7 * (512 + 64) * 2
+    assert (facts.experts, facts.active_experts, facts.shared_intermediate_size) == (256, 8, 1024)
+    assert facts.max_position_embeddings == 1_048_576  # model_max_length (vLLM reads it; transformers maps it)
+
+
+def test_kimi_linear_parameters_match_transformers() -> None:
+    """The count equals transformers 5.24's KimiLinearForCausalLM built on the meta device from this config with
+    v_head_dim 128, vocab_size 163,840 and untied embeddings (KimiLinearConfig's defaults, the fields past the stored
+    copies): 49,122,675,072, the model card's 48B."""
+    config = {**KIMI_LINEAR, "v_head_dim": 128, "vocab_size": 163840, "tie_word_embeddings": False}
+    facts = facts_from_config(config, "kimi-linear")
+    assert facts.params == 49_122_675_072
+    embeddings = 2 * 163840 * 2304
+    assert facts.active_params - embeddings == pytest.approx(3e9, rel=0.1)  # "48B total, 3B activated"
+
+
+def test_kimi_linear_without_its_kda_heads_names_them() -> None:
+    """vLLM reads linear_attn_config's num_heads and head_dim without a default: a config lacking them is named."""
+    from servespec.knowledge.config_fields import MissingFieldsError, missing_message
+
+    linear = {key: value for key, value in KIMI_LINEAR["linear_attn_config"].items() if key not in ("num_heads",)}  # type: ignore[union-attr]
+    with pytest.raises(MissingFieldsError) as err:
+        facts_from_config({**KIMI_LINEAR, "linear_attn_config": linear}, "k")
+    assert "linear_attn_config.num_heads" in missing_message(err.value)
+    assert "head_dim" not in missing_message(err.value)
