@@ -65,3 +65,57 @@ def test_kimi_linear_without_its_kda_heads_names_them() -> None:
         facts_from_config({**KIMI_LINEAR, "linear_attn_config": linear}, "k")
     assert "linear_attn_config.num_heads" in missing_message(err.value)
     assert "head_dim" not in missing_message(err.value)
+
+
+# Parameters of transformers 5.24's own model for each catalogued config.json, built on the meta device
+# (scripts/catalog/transformers_params.py, run in the vllm-0.33.0 parser environment): the whole checkpoint,
+# vision tower included, as servespec counts it.
+TRANSFORMERS_COUNTS = {
+    "Qwen/Qwen3-Next-80B-A3B-Thinking": 79_674_391_296,  # shared_expert_gate per MoE layer (was 98,304 short)
+    "Qwen/Qwen3-Coder-480B-A35B-Instruct": 480_154_875_392,
+    "MiniMaxAI/MiniMax-M2.7": 228_689_748_992,  # q_norm/k_norm over all heads (was 444,416 short)
+    "Qwen/Qwen3-VL-2B-Instruct": 2_127_532_032,  # merger MLP, 3 deepstack mergers, position embeddings
+    "Qwen/Qwen3-VL-8B-Instruct": 8_767_123_696,  # (were 95M and 144M short)
+    "Qwen/Qwen3-VL-32B-Instruct": 33_357_390_064,
+    "Qwen/Qwen3-VL-30B-A3B-Instruct": 31_070_754_032,
+    "Qwen/Qwen3-VL-235B-A22B-Instruct": 235_670_022_896,
+    # Qwen3_5MoeForConditionalGeneration: the text model 34,660,610,688 and its vision tower 446,571,248
+    "Qwen/Qwen3.6-35B-A3B": 35_107_181_936,
+}
+
+
+@pytest.mark.parametrize("repo", list(TRANSFORMERS_COUNTS))
+def test_catalogued_families_count_what_transformers_builds(repo: str) -> None:
+    from servespec.knowledge.models import catalogued
+
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert facts.params == TRANSFORMERS_COUNTS[repo]
+
+
+# (repo id, estimator class, facts the KV cache and the weights depend on), from the catalogued config.json
+FAMILIES = [
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking", "linear",
+     {"layers": 48, "linear_layers": 36, "attention_gate": True, "kv_heads": 2, "head_dim": 256, "experts": 512,
+      "active_experts": 10, "linear_state": (8192, 4, 32, 128, 128)}),
+    ("Qwen/Qwen3.6-35B-A3B", "linear",
+     {"layers": 40, "linear_layers": 30, "experts": 256, "quant_method": None, "torch_dtype": "bfloat16"}),
+    ("Qwen/Qwen3-Coder-480B-A35B-Instruct", "moe",
+     {"layers": 62, "kv_heads": 8, "head_dim": 128, "experts": 160, "active_experts": 8, "sliding_layers": 0}),
+    ("Qwen/Qwen3-VL-30B-A3B-Instruct", "moe", {"layers": 48, "kv_heads": 4, "experts": 128, "dense_layers": 0}),
+    ("Qwen/Qwen3-VL-8B-Instruct", "dense", {"layers": 36, "kv_heads": 8, "head_dim": 128}),
+    ("MiniMaxAI/MiniMax-M2.7", "moe",
+     {"layers": 62, "kv_heads": 8, "experts": 256, "quant_method": "fp8", "weight_block_size": (128, 128),
+      "max_position_embeddings": 204800}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("repo", "kind", "expected"), FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_families_resolve_with_their_layout(repo: str, kind: str, expected: dict[str, object]) -> None:
+    from servespec.knowledge.error_band import model_class
+    from servespec.knowledge.models import catalogued
+
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert model_class(facts) == kind
+    assert {key: getattr(facts, key) for key in expected} == expected
