@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from servespec.knowledge.memory import kv_bytes_per_token, linear_state_bytes
@@ -119,3 +121,79 @@ def test_families_resolve_with_their_layout(repo: str, kind: str, expected: dict
     assert facts is not None, repo
     assert model_class(facts) == kind
     assert {key: getattr(facts, key) for key in expected} == expected
+
+
+# GLM-4.5-Air's config as transformers 4.54.1 printed it (Glm4MoeConfig repr) in a published ms-swift Megatron run of
+# ZhipuAI/GLM-4.5-Air (find_string id 48221590695); no verbatim copy of zai-org's config.json was reachable.
+GLM_45_AIR = {
+    "architectures": ["Glm4MoeForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+    "eos_token_id": [151329, 151336, 151338], "first_k_dense_replace": 1, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 10944, "max_position_embeddings": 131072,
+    "model_type": "glm4_moe", "moe_intermediate_size": 1408, "n_group": 1, "n_routed_experts": 128,
+    "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 96, "num_experts_per_tok": 8,
+    "num_hidden_layers": 46, "num_key_value_heads": 8, "num_nextn_predict_layers": 1, "pad_token_id": 151329,
+    "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 1000000,
+    "routed_scaling_factor": 1.0, "tie_word_embeddings": False, "topk_group": 1, "torch_dtype": "bfloat16",
+    "transformers_version": "4.54.1", "use_cache": True, "use_qk_norm": False, "vocab_size": 151552,
+}  # fmt: skip
+
+
+def test_glm45_counts_its_attention_biases() -> None:
+    """GLM-4.5 (glm4_moe, attention_bias true): q, k and v carry biases (transformers Glm4MoeAttention); the count
+    equals transformers 5.24's Glm4MoeForCausalLM (106,852,245,504; was 659,456 short), the published 106B / 12B."""
+    facts = facts_from_config(GLM_45_AIR, "zai-org/GLM-4.5-Air")
+    assert facts.params == 106_852_245_504
+    assert (facts.kv_heads, facts.head_dim, facts.dense_layers, facts.shared_intermediate_size) == (8, 128, 1, 1408)
+    assert facts.active_params == pytest.approx(12e9, rel=0.12)
+    unbiased = facts_from_config({**GLM_45_AIR, "attention_bias": False}, "g")
+    assert facts.params - unbiased.params == 46 * (96 * 128 + 2 * 8 * 128)
+
+
+# Real config.json files (tests/data/model_configs/README.md) of architectures whose layout lives in fields
+# servespec does not read, and the fields its refusal must name.
+UNSIZED = [
+    ("deepseek-ai--DeepSeek-V4-Flash", "deepseek_v4", ("compress_ratios", "o_lora_rank", "hc_mult")),
+    ("sgl-project--DeepSeek-V4-Flash-FP8", "deepseek_ref", ("compress_ratios", "o_lora_rank", "hc_mult")),
+    ("google--gemma-4-26B-A4B", "gemma4_text", ("hidden_size_per_layer_input", "global_head_dim")),
+    # Mamba-2 + attention + MoE layers by a pattern string (31.6B in transformers; 102.3B from the shared fields)
+    ("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron_h", ("hybrid_override_pattern",)),
+    # the pattern as a list, and no num_hidden_layers: the layout is named, not only the missing count
+    ("nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron_h", ("layers_block_type",)),
+    # per-layer attention and FFN widths (some layers without attention): 23.6B from the shared fields, 49B
+    ("nvidia--Llama-3_3-Nemotron-Super-49B-v1", "nemotron-nas", ("block_configs",)),
+    # Kimi Linear's layout plus latent experts narrower than hidden_size and attention residual blocks
+    ("moonshotai--Kimi-K3", "kimi_linear", ("routed_expert_hidden_size", "attn_res_block_size")),
+    # dense layers of their own width and sparse attention layers
+    ("MiniMaxAI--MiniMax-M3", "minimax_m3", ("dense_intermediate_size", "sparse_attention_config")),
+]
+
+
+@pytest.mark.parametrize(("name", "model_type", "fields"), UNSIZED, ids=[u[0] for u in UNSIZED])
+def test_an_unsized_architecture_names_the_fields_it_does_not_read(
+    name: str, model_type: str, fields: tuple[str, ...]
+) -> None:
+    import json
+
+    from servespec.knowledge.models import UnsizedArchitectureError
+    from tests.conftest import REPO
+
+    config = json.loads((REPO / "tests" / "data" / "model_configs" / f"{name}_config.json").read_text())
+    with pytest.raises(UnsizedArchitectureError) as err:
+        facts_from_config(config, name)
+    message = str(err.value)
+    assert f"'{model_type}'" in message
+    assert all(field in message for field in fields), message
+    assert len(message) <= 120  # REF003 quotes at most 120 characters
+
+
+def test_a_model_config_servespec_cannot_size_is_reported_with_its_fields(tmp_path: Path) -> None:
+    """The answer a deployment's model.config gets (what REF003 says): the fields, not a size."""
+    from servespec.knowledge.sources import _config_facts
+    from tests.conftest import REPO
+
+    source = REPO / "tests" / "data" / "model_configs" / "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16_config.json"
+    path = tmp_path / "config.json"
+    path.write_bytes(source.read_bytes())
+    answer = _config_facts(path)
+    assert answer.facts is None
+    assert "nemotron_h" in answer.problem and "hybrid_override_pattern" in answer.problem

@@ -27,6 +27,9 @@ TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/sr
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe"}
+# Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
+# (transformers Glm4MoeAttention: GLM-4.5/4.6/4.7 set it true).
+_QKV_BIAS_WHEN_SET = {"glm4_moe"}
 _GEMMA_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 # Model types whose shared expert is scaled by a gate of its own (Linear(hidden, 1): modeling_<type>.py).
 _SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_next", "qwen3_5_moe")
@@ -98,6 +101,8 @@ class ModelFacts:
     """Tokens each query attends to under DSA (``index_topk``)."""
     vision_params: float = 0.0
     """Parameters of a multimodal checkpoint's vision tower and projector (``vision_config``): loaded with it."""
+    qkv_bias: bool = False
+    """The q, k and v projections carry biases (Qwen2; GLM-4.5 with ``attention_bias``)."""
 
     @property
     def derived_max_len(self) -> int | None:
@@ -167,10 +172,23 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
     # Gemma 4: per-layer input embeddings and global layers of their own head shape (transformers
     # Gemma4TextConfig): the count from the shared fields is 42 % low against transformers' model.
     "gemma4_text": ("hidden_size_per_layer_input", "global_head_dim"),
-    # DeepSeek V4: compressed attention per layer and grouped low-rank output (DeepseekV4 config.json).
+    # DeepSeek V4: compressed attention per layer and grouped low-rank output (DeepseekV4 config.json);
+    # sgl-project's FP8 checkpoints name the same layout deepseek_ref.
     "deepseek_v4": ("compress_ratios", "o_lora_rank", "hc_mult"),
+    "deepseek_ref": ("compress_ratios", "o_lora_rank", "hc_mult"),
+    # Nemotron-H / Nemotron 3: Mamba-2, attention and MoE layers by a pattern (transformers NemotronHConfig):
+    # NVIDIA-Nemotron-3-Nano-30B-A3B is 31.6B in transformers, 102.3B if every layer were attention + MoE.
+    "nemotron_h": ("hybrid_override_pattern", "layers_block_type"),
+    # Llama-3.3-Nemotron-Super (DeciLM): each layer's attention (or none) and FFN width in block_configs.
+    "nemotron-nas": ("block_configs",),
+    # Kimi K3 (text_config kimi_linear): latent experts narrower than hidden_size, attention residual blocks.
+    "kimi_linear": ("routed_expert_hidden_size", "attn_res_block_size"),
+    # MiniMax M3: dense layers of their own width, sparse-attention layers.
+    "minimax_m3": ("dense_intermediate_size", "sparse_attention_config"),
+    "minimax_m3_vl": ("dense_intermediate_size", "sparse_attention_config"),
 }
-"""Model types whose config fields servespec does not read yet: sizing them from the shared fields would be wrong."""
+"""Model types whose layout lives in config fields servespec does not read: sizing them from the shared
+fields would be wrong, so a config of one that names any of them is refused, naming the ones it gives."""
 
 
 class UnsizedArchitectureError(ValueError):
@@ -586,8 +604,9 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     """
     raw, config = config, _with_defaults(_flatten(config))
     model_type = fields.text(config, "model_type") or "unknown"
-    if model_type in _UNSIZED and any(config.get(key) is not None for key in _UNSIZED[model_type]):
-        raise UnsizedArchitectureError(model_type, _UNSIZED[model_type])
+    unread = tuple(key for key in _UNSIZED.get(model_type, ()) if config.get(key) is not None)
+    if unread:
+        raise UnsizedArchitectureError(model_type, unread)
     missing = _missing(config)
     if missing:
         raise fields.MissingFieldsError(missing, fields.text(config, "model_type"))
@@ -636,6 +655,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         index_head_dim=fields.count(config, "index_head_dim"),
         index_topk=fields.count(config, "index_topk"),
         vision_params=_vision_params(raw, hidden),
+        qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
     )
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 
@@ -647,7 +667,7 @@ its KV cache without it (a GGUF header gives it as ``rope.dimension_count``)."""
 _LINEAR = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
 """Gated DeltaNet's state dimensions (transformers Qwen3NextConfig): needed once a layer is linear attention."""
 _KDA = ("num_heads", "head_dim")
-"""Kimi Delta Attention's heads (``linear_attn_config``): vLLM reads both without a default (kimi_gdn_linear_attn.py)."""
+"""Kimi Delta Attention's heads (``linear_attn_config``): vLLM reads both with no default (kimi_gdn_linear_attn.py)."""
 _INDEXER = ("index_n_heads", "index_head_dim")
 """DeepSeek Sparse Attention's indexer (DeepseekV32 ``index_topk``): its own per-token key cache."""
 
@@ -702,7 +722,7 @@ def _attention_params(m: ModelFacts) -> float:
     params = h * (q + kv) + q * h
     if m.attention_gate:
         params += h * q + 2 * m.head_dim  # the output gate's half of q_proj; q_norm and k_norm
-    if m.model_type in _QKV_BIAS:
+    if m.qkv_bias or m.model_type in _QKV_BIAS:
         params += q + kv
     if m.model_type == "gpt_oss":
         params += q + kv + h + m.attention_heads  # biases and attention sinks
