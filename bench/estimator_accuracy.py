@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.vllm_logs import (
     BAND_FILE,
+    SCORED_FIGURE,
     Comparison,
     band_text,
     bands,
@@ -44,7 +45,7 @@ def print_class_table(band: dict[str, object]) -> None:
     """Issue 23's table over the whole corpus (every engine), then the unanswered logs by reason."""
     rows = compare_corpus()
     print(f"\nWhole corpus: {len(rows)} start-up logs ({sum(1 for r in rows if not r.started)} failed starts)")
-    head = f"{'engine':10} {'version range':50} {'attention':9} {'n':>4} {'failed':>6} {'answered':>8}"
+    head = f"{'engine':10} {'version range':50} {'attention':9} {'n':>4} {'failed':>6} {'caught':>6} {'answered':>8}"
     print(f"{head} {'median':>7} {'p90':>7}  band GiB (model class)")
     for entry in class_table(rows):
         median = f"{entry['median']:.1%}" if entry["median"] is not None else "-"
@@ -52,7 +53,8 @@ def print_class_table(band: dict[str, object]) -> None:
         used = ", ".join(f"{name} {_band_of(band, name):.2f}" for name in entry["classes"]) or "-"
         print(
             f"{entry['engine']:10} {entry['versions']:50} {entry['attention']:9} {entry['n']:>4} "
-            f"{entry['failed_starts']:>6} {entry['answered']:>8} {median:>7} {p90:>7}  {used}"
+            f"{entry['failed_starts']:>6} {entry['failed_predicted']:>6} {entry['answered']:>8} "
+            f"{median:>7} {p90:>7}  {used}"
         )
     answered = [row for row in rows if not row.skipped]
     started = [row for row in rows if row.started]
@@ -61,6 +63,17 @@ def print_class_table(band: dict[str, object]) -> None:
         f"overall: {len(answered)} of {len(rows)} answered ({len(answered_started)} of {len(started)} started logs); "
         f"median {median_abs_error(answered):.1%}, p90 {_p90(answered):.1%}"
     )
+    failed = [row for row in rows if not row.started]
+    judged = [row for row in failed if row.fits is not None]
+    caught = [row.name for row in judged if row.fits is False]
+    missed = [row.name for row in judged if row.fits is True]
+    print(
+        f"failed starts: {len(failed)}; estimated {len(judged)}; predicted not to fit (MEM001/MEM002, 'caught'): "
+        f"{len(caught)}; predicted to start: {len(missed)} ({', '.join(missed) or '-'})"
+    )
+    print("error = (estimated - logged) / logged, of the figure each engine's logs are scored on:")
+    for engine in sorted({row.engine for row in rows}):
+        print(f"  {engine:10} {SCORED_FIGURE.get(engine, 'not scored')}")
     reasons: dict[str, list[str]] = {}
     for row in rows:
         if row.skipped:
@@ -78,12 +91,15 @@ def main() -> None:
     rows = compare_all()
     print(f"{'log':48} {'class':>8} {'logged':>12} {'estimated':>12} {'error':>8} {'GiB':>7}")
     for row in rows:
+        verdict = (
+            "" if row.started or row.fits is None else f"  [failed start; {'fits' if row.fits else 'does not fit'}]"
+        )
         if row.skipped:
-            print(f"{row.name:48} {'':>8} {row.observed or '-':>12} {'skipped':>12}  {row.skipped}")
+            print(f"{row.name:48} {'':>8} {row.observed or '-':>12} {'skipped':>12}  {row.skipped}{verdict}")
         else:
             print(
                 f"{row.name:48} {row.model_class:>8} {row.observed:>12,} {row.predicted:>12,} "
-                f"{row.error:>+8.1%} {row.error_gib:>+7.2f}"
+                f"{row.error:>+8.1%} {row.error_gib:>+7.2f}{verdict}"
             )
     used = [row for row in rows if not row.skipped]
     print(f"\n{len(used)} of {len(rows)} logs compared; median absolute error {median_abs_error(rows):.1%}")

@@ -66,3 +66,37 @@ def test_a_lying_entry_count_is_a_gguf_error(tmp_path: Path) -> None:
     path.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + (2**40).to_bytes(8, "little") + (1).to_bytes(8, "little"))
     with pytest.raises(GgufError):
         read_gguf(path)
+
+
+def test_a_gated_deltanet_gguf_has_its_linear_layers(tmp_path: Path) -> None:
+    """A qwen35 GGUF's ssm.* keys are Qwen3.5-9B's Gated DeltaNet layers (convert_hf_to_gguf.py writes its linear_*
+    config fields there); without a full_attention_interval key llama.cpp takes every 4th layer as full attention,
+    so 8 of 32 layers hold a KV cache (the KV cache a b8193 llama-server logs for it: 8 layers)."""
+    from servespec.knowledge import models
+
+    path = tmp_path / "qwen35.gguf"
+    writer = gguf.GGUFWriter(path, "qwen35")
+    for key, value in (
+        ("block_count", 32),
+        ("embedding_length", 4096),
+        ("attention.head_count", 16),
+        ("attention.head_count_kv", 4),
+        ("attention.key_length", 256),
+        ("ssm.conv_kernel", 4),
+        ("ssm.state_size", 128),
+        ("ssm.group_count", 16),
+        ("ssm.time_step_rank", 32),
+        ("ssm.inner_size", 4096),
+    ):
+        writer.add_uint32(f"qwen35.{key}", value)
+    writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    header = read_gguf(path)
+    assert header.config["full_attention_interval"] == 4
+    assert header.config["linear_value_head_dim"] == 128
+    facts = models.facts_from_config(header.config, "qwen35.gguf")
+    assert facts.linear_layers == 24 and facts.layers - facts.linear_layers == 8
+    assert facts.linear_state == (128 * 16 * 2 + 128 * 32, 4, 32, 128, 128)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from servespec.knowledge.datafile import load_yaml_data
-from servespec.knowledge.gpus import _normalize, catalog, resolve
+from servespec.knowledge.gpus import GpuModel, _normalize, _reports, catalog, resolve
 from tests.conftest import run_cli
 
 # (what nvidia-smi printed, catalog id, compute capability, memory.total nvidia-smi printed or None)
@@ -86,12 +86,41 @@ _ENTRIES_BEFORE_ISSUE_22 = {
 }  # fmt: skip
 
 
-def test_no_spelling_names_two_cards() -> None:
-    seen: dict[str, str] = {}
+def test_a_spelling_shared_by_two_cards_is_told_apart_by_memory() -> None:
+    """An id names one card. A printed name may be shared (NVIDIA sells the RTX 3060 with 12 or 8 GB as
+    "NVIDIA GeForce RTX 3060"), but only by cards whose memory.total nvidia-smi prints differs, so that the
+    name plus memory picks one card and the name alone picks none."""
+    ids: dict[str, str] = {}
+    shared: dict[str, list[GpuModel]] = {}
     for gpu in catalog():
-        for spelling in (gpu.id, *gpu.names):
-            key = _normalize(spelling)
-            assert seen.setdefault(key, gpu.id) == gpu.id, (spelling, seen[key], gpu.id)
+        key = _normalize(gpu.id)
+        assert ids.setdefault(key, gpu.id) == gpu.id, (gpu.id, ids[key])
+        for spelling in {_normalize(name) for name in gpu.names}:
+            shared.setdefault(spelling, []).append(gpu)
+    for spelling, gpus in shared.items():
+        assert spelling not in ids or [g.id for g in gpus] == [ids[spelling]], (spelling, [g.id for g in gpus])
+        for gpu in gpus:
+            seen = (gpu.memory_mib, *gpu.memory_mib_other)
+            others = [g for g in gpus if g is not gpu and any(_reports(g, m) for m in seen)]
+            assert not others, (spelling, gpu.id, [g.id for g in others])
+            if len(gpus) > 1:
+                assert resolve(gpu.names[0], gpu.memory_mib) == gpu, (spelling, gpu.id)
+                assert resolve(gpu.names[0]) is None, spelling
+
+
+def test_geforce_names_shared_by_two_memory_sizes() -> None:
+    # the name alone is ambiguous; nvidia-smi's memory.total beside it (as discover and the plain table give it) decides
+    for name, sizes in [
+        ("NVIDIA GeForce RTX 3060", {12288: "RTX-3060-12GB", 8192: "RTX-3060-8GB"}),
+        ("NVIDIA GeForce RTX 3080", {10240: "RTX-3080-10GB", 12288: "RTX-3080-12GB"}),
+        ("NVIDIA GeForce RTX 4060 Ti", {16380: "RTX-4060-Ti-16GB", 8188: "RTX-4060-Ti-8GB"}),
+        ("NVIDIA GeForce RTX 3050", {8192: "RTX-3050-8GB", 6144: "RTX-3050-6GB"}),
+    ]:
+        assert resolve(name) is None, name
+        for memory, gpu_id in sizes.items():
+            assert resolve(name, memory).id == gpu_id  # type: ignore[union-attr]
+    # the catalog id names one card whatever nvidia-smi printed: what an inventory writes to settle it
+    assert resolve("RTX-3060-8GB").memory_mib == 8192  # type: ignore[union-attr]
 
 
 def test_ambiguous_names_resolve_to_nothing() -> None:

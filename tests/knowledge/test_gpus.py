@@ -39,8 +39,12 @@ def test_unknown_name_is_none() -> None:
 
 
 def test_truncated_table_name_resolves_only_when_unique() -> None:
-    assert resolve("NVIDIA GeForce RTX 409...") is not None
+    assert resolve("NVIDIA GeForce RTX 509...") is not None  # only the RTX 5090 starts so
     assert resolve("NVIDIA A100-SXM...") is None  # 40GB and 80GB both match
+    # RTX 4090, RTX 4090 D (both 24564 MiB) and the 16 GB RTX 4090 Laptop GPU: the memory picks only the laptop part
+    assert resolve("NVIDIA GeForce RTX 409...") is None
+    assert resolve("NVIDIA GeForce RTX 409...", 24564) is None
+    assert resolve("NVIDIA GeForce RTX 409...", 16376).id == "RTX-4090-Laptop"  # type: ignore[union-attr]
 
 
 def test_catalog_size_and_fields() -> None:

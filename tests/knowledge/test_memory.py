@@ -319,3 +319,26 @@ def test_a_release_whose_sampler_warm_up_is_not_read_keeps_the_generic_peak() ->
     plan = get("vllm").estimate(inp)
     assert plan is not None
     assert plan.overhead_gib == pytest.approx(activation_gib(inp, 8192, 1024) + 0.05, abs=0.01)
+
+
+def test_nccl_nvls_buffers_are_counted_for_tensor_parallel_on_nvswitch_boards_only() -> None:
+    """vLLM's non-torch memory steps up by about 1.8 GiB at TP > 1 on H100 SXM (NVLS), not on A100 or PCIe parts,
+    nor with pipeline parallelism alone (knowledge/memory.py NVLS_GIB)."""
+    from servespec.knowledge import gpus, models
+    from servespec.knowledge.memory import NVLS_GIB, EstimateInput, nvls_gib
+
+    llama = models.catalogued("meta-llama/Llama-3.1-8B-Instruct")
+    assert llama is not None
+
+    def extra(gpu: str, tp: int, pp: int = 1) -> float:
+        card = gpus.resolve(gpu)
+        assert card is not None
+        inp = EstimateInput("vllm", None, llama, card, tensor_parallel=tp, pipeline_parallel=pp)
+        return nvls_gib(inp)
+
+    assert extra("NVIDIA H100 80GB HBM3", 2) == NVLS_GIB
+    assert extra("NVIDIA B200", 8) == NVLS_GIB
+    assert extra("NVIDIA H100 80GB HBM3", 1) == 0.0
+    assert extra("NVIDIA H100 80GB HBM3", 1, pp=2) == 0.0
+    assert extra("NVIDIA A100-SXM4-80GB", 2) == 0.0
+    assert extra("NVIDIA H100 PCIe", 2) == 0.0

@@ -301,3 +301,26 @@ def test_a_lock_keeps_what_the_facts_read() -> None:
     for repo in ("Qwen/Qwen3.5-27B", "deepseek-ai/DeepSeek-V3.2", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"):
         config = _catalog_config(repo)
         assert facts_from_config(locked_config(config), repo) == facts_from_config(config, repo), repo
+
+
+def test_pixtral_tower_and_mistral3_projector_are_counted() -> None:
+    """Mistral Small 3.1 (Mistral3: Pixtral tower with a gated MLP, patch merger and two projector layers): the
+    count matches the 44.76 GiB of bfloat16 weights vLLM 0.19.0 loaded (tests/data/vllm_logs/049); counted as a
+    plain ViT (two-matrix MLP, one projector layer) the tower was 0.13B short and the weights 0.28 GiB."""
+    from servespec.knowledge.models import facts_from_config
+
+    facts = catalogued("mistralai/Mistral-Small-3.1-24B-Instruct-2503")
+    assert facts is not None and facts.model_type == "mistral" and facts.layers == 40
+    assert facts.params * 2 / 2**30 == pytest.approx(44.76, abs=0.06)
+    config = _catalog_config("mistralai/Mistral-Small-3.1-24B-Instruct-2503")
+    text_only = facts_from_config({key: value for key, value in config.items() if key != "vision_config"}, "text")
+    assert facts.params - text_only.params == pytest.approx(facts.vision_params)
+    assert facts.vision_params == pytest.approx(0.44e9, rel=0.02)
+
+
+def test_catalogued_qwen2_counts_match_their_safetensors_totals() -> None:
+    """The count from the catalogued config.json equals the parameters the checkpoints' safetensors hold, as the
+    cited reports list them (Qwen2.5-72B-Instruct: 963 tensors, 72,706,203,648; QwQ-32B: 771, 32,763,876,352)."""
+    for repo, total in (("Qwen/Qwen2.5-72B-Instruct", 72_706_203_648), ("Qwen/QwQ-32B", 32_763_876_352)):
+        facts = catalogued(repo)
+        assert facts is not None and facts.params == total, repo

@@ -14,6 +14,7 @@ from servespec.discover.parsers import (
     acs_state,
     busy_gpus,
     gpu_processes,
+    memory_mib,
     number,
     parse_df_free_gib,
     parse_docker_info,
@@ -63,27 +64,36 @@ def _gpus(folder: Path) -> dict[str, Any]:
     csv = _read(folder, "nvidia-smi.csv")
     rows = [row for row in parse_query_csv(csv) if row.get("name")] if csv else []
     if rows:
-        hardware["gpus"] = {"model": rows[0]["name"], "count": len(rows)}
+        total = rows[0].get("memory.total", "")  # "12288 MiB", or "12288" with --format=csv,nounits
+        model = _catalog_name(rows[0]["name"], memory_mib(total) if "MiB" in total else number(total))
+        hardware["gpus"] = {"model": model, "count": len(rows)}
         if re.fullmatch(r"\d+(\.\d+){1,2}", rows[0].get("driver_version", "")):
             hardware["driver_version"] = rows[0]["driver_version"]
         return hardware
     table = _read(folder, "nvidia-smi.txt")
     parsed = parse_smi_table(table) if table else {}
     if parsed.get("gpus"):
-        hardware["gpus"] = {"model": _table_name(parsed["gpus"][0]), "count": len(parsed["gpus"])}
+        first = parsed["gpus"][0]
+        hardware["gpus"] = {
+            "model": _catalog_name(str(first["name"]), first.get("memory_mib")),
+            "count": len(parsed["gpus"]),
+        }
     if parsed.get("driver_version"):
         hardware["driver_version"] = parsed["driver_version"]
     return hardware
 
 
-def _table_name(gpu: dict[str, Any]) -> str:
-    """The GPU's name from the plain table; one it truncated ("NVIDIA A100-SXM...") becomes the catalogued
-    name its memory.total picks out, so the facts name a model the rules know (left as printed otherwise)."""
-    name = str(gpu["name"])
-    if not name.endswith("..."):
+def _catalog_name(name: str, memory: int | None) -> str:
+    """The GPU's name as the facts record it, so that they name a model the rules know: as printed, unless the
+    name alone picks no catalogued card (the plain table truncated it, "NVIDIA A100-SXM...", or NVIDIA prints it
+    for two memory sizes, "NVIDIA GeForce RTX 3060") and nvidia-smi's memory.total picks one: then that card's
+    printed name, or its catalog id where the printed name is shared (left as printed when nothing fits)."""
+    if not name.endswith("...") and gpu_catalog.resolve(name) is not None:
         return name
-    model = gpu_catalog.resolve(name, gpu.get("memory_mib"))
-    return model.display_name if model is not None else name
+    model = gpu_catalog.resolve(name, memory)
+    if model is None:
+        return name
+    return model.display_name if gpu_catalog.resolve(model.display_name) == model else model.id
 
 
 def _parse(folder: Path, name: str, parser: Callable[[str], Any]) -> Any:

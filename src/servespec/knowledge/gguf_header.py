@@ -54,6 +54,43 @@ _KEYS = {
 """config.json name -> GGUF key below ``<arch>.`` (gguf-py constants.py, ``Keys.LLM`` and ``Keys.Attention``)."""
 
 
+GATED_DELTANET_ARCHS = ("qwen3next", "qwen35", "qwen35moe")
+"""GGUF architectures whose ``ssm.*`` keys describe Gated DeltaNet (linear-attention) layers beside every
+``full_attention_interval``-th full-attention layer (llama.cpp's convert_hf_to_gguf.py Qwen3NextModel writes
+Qwen3-Next's ``linear_*`` config fields there; gguf-py constants.py ``Keys.SSM``)."""
+
+_DELTANET_KEYS = {
+    "full_attention_interval": "full_attention_interval",
+    "linear_conv_kernel_dim": "ssm.conv_kernel",
+    "linear_key_head_dim": "ssm.state_size",
+    "linear_num_key_heads": "ssm.group_count",
+    "linear_num_value_heads": "ssm.time_step_rank",
+}
+"""config.json name -> GGUF key below ``<arch>.`` for :data:`GATED_DELTANET_ARCHS` (``ssm.inner_size`` is the value
+heads × ``linear_value_head_dim``)."""
+
+
+DELTANET_INTERVAL = 4
+"""llama.cpp's full-attention interval when a Gated DeltaNet GGUF names none (src/llama-model.cpp)."""
+
+
+def deltanet_config(arch: str, value: Any) -> dict[str, Any]:
+    """Qwen3-Next's ``linear_*`` config fields from a Gated DeltaNet GGUF's keys (``value(name)``: the key below
+    ``<arch>.``, or None); empty for other architectures or when the keys are missing."""
+    if arch not in GATED_DELTANET_ARCHS:
+        return {}
+    config = {name: value(key) for name, key in _DELTANET_KEYS.items()}
+    # llama.cpp reads the interval as optional, 4 when the file has none (src/llama-model.cpp, qwen3next/qwen35:
+    # "uint32_t full_attn_interval = 4; ml.get_key(LLM_KV_FULL_ATTENTION_INTERVAL, full_attn_interval, false)")
+    config["full_attention_interval"] = config["full_attention_interval"] or DELTANET_INTERVAL
+    inner = value("ssm.inner_size")
+    heads = config["linear_num_value_heads"]
+    if not isinstance(inner, int) or not isinstance(heads, int) or heads <= 0:
+        return {}
+    config["linear_value_head_dim"] = inner // heads
+    return {name: found for name, found in config.items() if isinstance(found, int) and found > 0}
+
+
 def file_type_name(number: int) -> str | None:
     """``LlamaFileType`` 15 -> ``Q4_K_M`` (gguf-py constants.py); None for a number it does not know."""
     import gguf
@@ -188,6 +225,7 @@ def read_gguf(path: Path) -> GgufHeader:
     for name, key in _KEYS.items():
         if f"{arch}.{key}" in fields:
             config[name] = fields[f"{arch}.{key}"]
+    config.update(deltanet_config(arch, lambda key: fields.get(f"{arch}.{key}")))
     if "vocab_size" not in config and "tokenizer.ggml.tokens" in fields:
         config["vocab_size"] = fields["tokenizer.ggml.tokens"]
     config["tie_word_embeddings"] = "output.weight" not in names

@@ -88,6 +88,21 @@ def _reports(gpu: GpuModel, memory_mib: int) -> bool:
     return any(abs(memory_mib - m) <= m * MEMORY_TOLERANCE for m in (gpu.memory_mib, *gpu.memory_mib_other))
 
 
+def named(name: str) -> tuple[GpuModel, ...]:
+    """Every catalogued card ``name`` (an id or a spelling nvidia-smi prints) may be, before memory decides.
+
+    Several where NVIDIA prints one name for two memory sizes ("NVIDIA GeForce RTX 3060" is the 12 GB
+    and the 8 GB card) or where a name the old table truncated ("NVIDIA A100-SXM...") fits several;
+    empty when the name is unknown. Matching follows :func:`resolve`.
+    """
+    key = _normalize(name)
+    if key.endswith("..."):
+        prefix = key.rstrip(".")
+        found = {gpu.id: gpu for spelling, gpus in _index().items() if spelling.startswith(prefix) for gpu in gpus}
+        return tuple(found.values())
+    return _index().get(key, ())
+
+
 def resolve(name: str, memory_mib: int | None = None) -> GpuModel | None:
     """Find a GPU by catalog id or any spelling nvidia-smi prints; None when unknown or ambiguous.
 
@@ -95,15 +110,10 @@ def resolve(name: str, memory_mib: int | None = None) -> GpuModel | None:
     "GeForce". The old nvidia-smi table truncates long names with "..."; such a prefix
     resolves when exactly one catalogued model starts with it, or, given the memory.total
     nvidia-smi printed beside it (``memory_mib``), exactly one of those reports that memory.
-    A name that would fit several models (a bare "H100") resolves to nothing rather than a guess.
+    A name that would fit several models (a bare "H100", or "NVIDIA GeForce RTX 3060" without its memory)
+    resolves to nothing rather than a guess.
     """
-    key = _normalize(name)
-    if key.endswith("..."):
-        prefix = key.rstrip(".")
-        found = {gpu.id: gpu for spelling, gpus in _index().items() if spelling.startswith(prefix) for gpu in gpus}
-        candidates = tuple(found.values())
-    else:
-        candidates = _index().get(key, ())
+    candidates = named(name)
     if len(candidates) > 1 and memory_mib is not None:
         candidates = tuple(gpu for gpu in candidates if _reports(gpu, memory_mib))
     return candidates[0] if len(candidates) == 1 else None

@@ -44,6 +44,28 @@ VLLM_NON_TORCH_GIB = (0.05, 0.25)
 """Fitted on the recorded vLLM logs: non-torch growth during profiling for one GPU, and the
 extra for NCCL when tensor or pipeline parallel is used."""
 
+NVLS_GIB = 1.8
+"""Measured: what NCCL's NVLink SHARP (NVLS) all-reduce adds to a tensor-parallel rank's non-torch memory on
+NVSwitch boards of Hopper and later (:data:`NVLS_GPUS`). vLLM's PR 10511 logged non_torch_memory 1.79 GiB at TP1
+and 3.58 GiB at TP2 for Llama-3-8B on one 79.22 GiB H100 (https://github.com/vllm-project/vllm/pull/10511, comment
+of 2024-12-14); the llm-d-planner campaign's vLLM 0.19.0 logs on H100 SXM (tests/data/vllm_logs 042, 043, 050,
+055, 065, 066, 076) log 2.06-2.21 GiB at TP 2 and 4 against 0.24-0.27 GiB at TP 1 and 0.07 GiB with pipeline
+parallelism alone (point-to-point, no all-reduce); A100 boards (no NVLS) log no such step (009). NVIDIA's NeMo
+launcher sets NCCL_NVLS_ENABLE=0 "for memory saving" (https://github.com/NVIDIA/NeMo-Framework-Launcher/pull/127).
+NVLS is an all-reduce offload over NVLink within one node (https://github.com/NVIDIA/nccl/issues/1031)."""
+
+NVLS_GPUS = frozenset(
+    {"H100-SXM5-80GB", "H200-SXM-141GB", "H800-SXM5-80GB", "H20", "H20-3e", "B200", "B300", "GB200", "GB300"}
+)
+"""GPUs that come on NVSwitch (HGX / NVL) boards of Hopper or later: where NCCL uses NVLS by default. PCIe and
+NVL-bridge parts (H100 PCIe, H100 NVL, H200 NVL) and earlier generations do not."""
+
+
+def nvls_gib(inp: EstimateInput) -> float:
+    """NCCL's NVLS buffers per GPU (:data:`NVLS_GIB`) when the replica all-reduces over an NVSwitch board."""
+    gpu = inp.gpu
+    return NVLS_GIB if gpu is not None and gpu.id in NVLS_GPUS and inp.tensor_parallel > 1 else 0.0
+
 _DTYPE_BYTES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "auto": 2.0}
 _KV_DTYPE_BYTES = {
     "auto": None,

@@ -303,21 +303,34 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
     per_layer = 4 * width * width + 4 * width + 2 * width * mlp + mlp + width + 4 * width
     embed = channels * patch * patch * temporal * width
     kernel = fields.items(vision, "merge_kernel_size") or []
-    merge = fields.count(vision, "spatial_merge_size") or (
-        math.isqrt(math.prod(kernel)) if len(kernel) == 2 and all(type(k) is int and 0 < k < 64 for k in kernel) else 1
+    merge = (
+        fields.count(vision, "spatial_merge_size")
+        or fields.count(config, "spatial_merge_size")
+        or (
+            math.isqrt(math.prod(kernel))
+            if len(kernel) == 2 and all(type(k) is int and 0 < k < 64 for k in kernel)
+            else 1
+        )
     )
     out = fields.count(vision, "out_hidden_size")
-    if out is None:
-        return float(depth * per_layer + embed + width * merge * merge * text_hidden)
-    # Qwen2.5-VL / Qwen3-VL / Qwen3.5 (transformers Qwen3VLVisionModel): the merger is a LayerNorm and a two-layer
-    # MLP (merged width -> merged width -> out_hidden_size) with biases; Qwen3-VL adds one such merger per
-    # deepstack_visual_indexes entry (its norm over the merged width) and learned position embeddings.
-    merged = width * merge * merge
-    merger = merged * merged + merged + merged * out + out
-    deepstack = len(fields.items(vision, "deepstack_visual_indexes") or [])
-    positions = (fields.count(vision, "num_position_embeddings") or 0) * width
-    mergers = merger + 2 * width + deepstack * (merger + 2 * merged)
-    return float(depth * per_layer + embed + width + positions + mergers)
+    if out is not None:
+        # Qwen2.5-VL / Qwen3-VL / Qwen3.5 (transformers Qwen3VLVisionModel): the merger is a LayerNorm and a
+        # two-layer MLP (merged width -> merged width -> out_hidden_size) with biases; Qwen3-VL adds one such merger
+        # per deepstack_visual_indexes entry (its norm over the merged width) and learned position embeddings.
+        merged = width * merge * merge
+        merger = merged * merged + merged + merged * out + out
+        deepstack = len(fields.items(vision, "deepstack_visual_indexes") or [])
+        positions = (fields.count(vision, "num_position_embeddings") or 0) * width
+        mergers = merger + 2 * width + deepstack * (merger + 2 * merged)
+        return float(depth * per_layer + embed + width + positions + mergers)
+    projector = width * merge * merge * text_hidden
+    if fields.text(vision, "model_type") == "pixtral":
+        # Pixtral (Mistral 3): a gated MLP (w1, w2, w3) without biases, RMSNorms; Mistral 3's projector merges
+        # merge x merge patches back to the tower width, then linear_1 and linear_2 to the text width
+        # (transformers PixtralAttentionLayer, Mistral3PatchMerger, Mistral3MultiModalProjector).
+        per_layer = 4 * width * width + 3 * width * mlp + 2 * width
+        projector = width * merge * merge * width + width * text_hidden + text_hidden * text_hidden + width
+    return float(depth * per_layer + embed + projector)
 
 
 def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:

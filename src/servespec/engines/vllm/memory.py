@@ -21,6 +21,7 @@ from servespec.knowledge.memory import (
     layer_bytes_per_token,
     linear_state_bytes,
     number,
+    nvls_gib,
     plan,
     weight_bytes,
     weights_per_gpu,
@@ -112,8 +113,11 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     weights = weights_per_gpu(inp)
     parallel = inp.tensor_parallel * inp.pipeline_parallel * inp.data_parallel > 1
     non_torch = VLLM_NON_TORCH_GIB[0] + (VLLM_NON_TORCH_GIB[1] if parallel else 0.0)
-    overhead = _activation(inp, batched, seqs) + non_torch
+    nvls = nvls_gib(inp)
+    overhead = _activation(inp, batched, seqs) + non_torch + nvls
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
+    if nvls:
+        notes.append(f"NCCL NVLS buffers {nvls} GiB (tensor parallel on an NVSwitch board; measured)")
     graphs = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
     if graphs is not None and graphs.value and inp.options.get("enforce_eager") is not True:
         # Releases that subtract their CUDA-graph estimate from the budget (the release fact);
