@@ -49,6 +49,10 @@ PUBLISHED = [
     ("nvidia/Qwen3.6-27B-NVFP4", 27e9, None, "https://huggingface.co/Qwen/Qwen3.6-27B"),
     ("nvidia/Qwen3.6-35B-A3B-NVFP4", 35e9, None, "https://huggingface.co/Qwen/Qwen3.6-35B-A3B"),
     ("nvidia/DeepSeek-V3.2-NVFP4", 671e9, 37e9, "https://huggingface.co/deepseek-ai/DeepSeek-V3.2"),
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking", 80e9, None, "https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Thinking"),
+    ("Qwen/Qwen3.6-35B-A3B", 35e9, None, "https://huggingface.co/Qwen/Qwen3.6-35B-A3B"),
+    ("Qwen/Qwen3-Coder-480B-A35B-Instruct", 480e9, 35e9, "https://huggingface.co/Qwen/Qwen3-Coder-480B-A35B-Instruct"),
+    ("MiniMaxAI/MiniMax-M2.7", 230e9, None, "https://huggingface.co/docs/transformers/model_doc/minimax_m2"),
     (
         "meta-llama/Llama-4-Scout-17B-16E-Instruct",
         109e9,

@@ -27,7 +27,12 @@ TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/sr
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe"}
+# Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
+# (transformers Glm4MoeAttention: GLM-4.5/4.6/4.7 set it true).
+_QKV_BIAS_WHEN_SET = {"glm4_moe"}
 _GEMMA_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+# Model types whose shared expert is scaled by a gate of its own (Linear(hidden, 1): modeling_<type>.py).
+_SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_next", "qwen3_5_moe")
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,9 @@ class ModelFacts:
     """Linear-attention (Gated DeltaNet) or Mamba layers: a fixed state per sequence, no per-token KV."""
     linear_state: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
     """Gated DeltaNet state shape: (conv channels, conv kernel, value heads, key head dim, value head dim)."""
+    linear_kind: str = "gated_delta_net"
+    """Which linear attention the ``linear_layers`` are: Qwen3-Next's ``gated_delta_net`` or Kimi Linear's ``kda``
+    (Kimi Delta Attention: q, k and v convolved separately, a low-rank per-channel forget gate and output gate)."""
     attention_gate: bool = False
     """Qwen3-Next / Qwen3.5 full attention: q_proj also yields an output gate (``attn_output_gate``)."""
     index_n_heads: int | None = None
@@ -93,6 +101,8 @@ class ModelFacts:
     """Tokens each query attends to under DSA (``index_topk``)."""
     vision_params: float = 0.0
     """Parameters of a multimodal checkpoint's vision tower and projector (``vision_config``): loaded with it."""
+    qkv_bias: bool = False
+    """The q, k and v projections carry biases (Qwen2; GLM-4.5 with ``attention_bias``)."""
 
     @property
     def derived_max_len(self) -> int | None:
@@ -162,10 +172,23 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
     # Gemma 4: per-layer input embeddings and global layers of their own head shape (transformers
     # Gemma4TextConfig): the count from the shared fields is 42 % low against transformers' model.
     "gemma4_text": ("hidden_size_per_layer_input", "global_head_dim"),
-    # DeepSeek V4: compressed attention per layer and grouped low-rank output (DeepseekV4 config.json).
+    # DeepSeek V4: compressed attention per layer and grouped low-rank output (DeepseekV4 config.json);
+    # sgl-project's FP8 checkpoints name the same layout deepseek_ref.
     "deepseek_v4": ("compress_ratios", "o_lora_rank", "hc_mult"),
+    "deepseek_ref": ("compress_ratios", "o_lora_rank", "hc_mult"),
+    # Nemotron-H / Nemotron 3: Mamba-2, attention and MoE layers by a pattern (transformers NemotronHConfig):
+    # NVIDIA-Nemotron-3-Nano-30B-A3B is 31.6B in transformers, 102.3B if every layer were attention + MoE.
+    "nemotron_h": ("hybrid_override_pattern", "layers_block_type"),
+    # Llama-3.3-Nemotron-Super (DeciLM): each layer's attention (or none) and FFN width in block_configs.
+    "nemotron-nas": ("block_configs",),
+    # Kimi K3 (text_config kimi_linear): latent experts narrower than hidden_size, attention residual blocks.
+    "kimi_linear": ("routed_expert_hidden_size", "attn_res_block_size"),
+    # MiniMax M3: dense layers of their own width, sparse-attention layers.
+    "minimax_m3": ("dense_intermediate_size", "sparse_attention_config"),
+    "minimax_m3_vl": ("dense_intermediate_size", "sparse_attention_config"),
 }
-"""Model types whose config fields servespec does not read yet: sizing them from the shared fields would be wrong."""
+"""Model types whose layout lives in config fields servespec does not read: sizing them from the shared
+fields would be wrong, so a config of one that names any of them is refused, naming the ones it gives."""
 
 
 class UnsizedArchitectureError(ValueError):
@@ -234,7 +257,7 @@ def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
         return {}
     moe_size = fields.first_count(config, "moe_intermediate_size", "intermediate_size") or 0
     shared = fields.count(config, "shared_expert_intermediate_size") or 0
-    shared_experts = fields.count(config, "n_shared_experts")
+    shared_experts = fields.first_count(config, "n_shared_experts", "num_shared_experts")  # Kimi Linear: num_
     if shared_experts:
         shared = shared_experts * moe_size
     dense = fields.count(config, "first_k_dense_replace") or 0
@@ -249,7 +272,7 @@ def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
     return {
         "experts": experts,
         "active_experts": fields.first_count(
-            config, "num_experts_per_tok", "experts_per_token", "top_k_experts", minimum=1
+            config, "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts", minimum=1
         )
         or 1,
         "moe_intermediate_size": moe_size,
@@ -289,6 +312,17 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
             else 1
         )
     )
+    out = fields.count(vision, "out_hidden_size")
+    if out is not None:
+        # Qwen2.5-VL / Qwen3-VL / Qwen3.5 (transformers Qwen3VLVisionModel): the merger is a LayerNorm and a
+        # two-layer MLP (merged width -> merged width -> out_hidden_size) with biases; Qwen3-VL adds one such merger
+        # per deepstack_visual_indexes entry (its norm over the merged width) and learned position embeddings.
+        merged = width * merge * merge
+        merger = merged * merged + merged + merged * out + out
+        deepstack = len(fields.items(vision, "deepstack_visual_indexes") or [])
+        positions = (fields.count(vision, "num_position_embeddings") or 0) * width
+        mergers = merger + 2 * width + deepstack * (merger + 2 * merged)
+        return float(depth * per_layer + embed + width + positions + mergers)
     projector = width * merge * merge * text_hidden
     if fields.text(vision, "model_type") == "pixtral":
         # Pixtral (Mistral 3): a gated MLP (w1, w2, w3) without biases, RMSNorms; Mistral 3's projector merges
@@ -301,7 +335,10 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
 
 def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:
     """Qwen3-Next's Gated DeltaNet layers: ``layer_types`` ``linear_attention``, else all but every
-    ``full_attention_interval``-th layer (transformers Qwen3NextConfig)."""
+    ``full_attention_interval``-th layer (transformers Qwen3NextConfig); Kimi Linear's KDA layers."""
+    kda = _kda(config, layers)
+    if kda:
+        return kda
     layer_types = fields.items(config, "layer_types")
     interval = fields.count(config, "full_attention_interval")
     if layer_types is not None:
@@ -319,6 +356,26 @@ def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:
     conv = k_dim * k_heads * 2 + v_dim * v_heads
     kernel = fields.count(config, "linear_conv_kernel_dim") or 4
     return {"linear_layers": linear, "linear_state": (conv, kernel, v_heads, k_dim, v_dim)}
+
+
+def _kda(config: dict[str, Any], layers: int) -> dict[str, Any]:
+    """Kimi Linear: ``linear_attn_config`` lists the KDA layers (``kda_layers``, 1-based) beside the MLA ones
+    (``full_attn_layers``) and gives the KDA heads (transformers KimiLinearConfig; vLLM
+    ``MambaStateShapeCalculator.kda_state_shape``: a conv state over q, k and v, ``3 × heads × head_dim``
+    channels, and a ``heads × head_dim × head_dim`` recurrent state)."""
+    linear = fields.mapping(config, "linear_attn_config")
+    kda_layers = fields.items(linear, "kda_layers") if linear is not None else None
+    if linear is None or not kda_layers:
+        return {}
+    count = min(sum(1 for index in kda_layers if type(index) is int and 1 <= index <= layers), layers)
+    heads = fields.count(linear, "num_heads") or 0
+    dim = fields.count(linear, "head_dim") or 0
+    kernel = fields.count(linear, "short_conv_kernel_size") or 4
+    return {
+        "linear_layers": count,
+        "linear_state": (3 * heads * dim, kernel, heads, dim, dim),
+        "linear_kind": "kda",
+    }
 
 
 # Bits per stored weight of group-quantized formats: ``bits`` plus a 16-bit scale and a
@@ -560,8 +617,9 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     """
     raw, config = config, _with_defaults(_flatten(config))
     model_type = fields.text(config, "model_type") or "unknown"
-    if model_type in _UNSIZED and any(config.get(key) is not None for key in _UNSIZED[model_type]):
-        raise UnsizedArchitectureError(model_type, _UNSIZED[model_type])
+    unread = tuple(key for key in _UNSIZED.get(model_type, ()) if config.get(key) is not None)
+    if unread:
+        raise UnsizedArchitectureError(model_type, unread)
     missing = _missing(config)
     if missing:
         raise fields.MissingFieldsError(missing, fields.text(config, "model_type"))
@@ -588,7 +646,8 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         # Llama 4's dense layers: intermediate_size_mlp (its intermediate_size is an expert's)
         intermediate_size=fields.first_count(config, "intermediate_size_mlp", "intermediate_size"),
         vocab_size=fields.count(config, "vocab_size"),
-        max_position_embeddings=fields.count(config, "max_position_embeddings"),
+        # Kimi Linear names it model_max_length (transformers KimiLinearConfig.attribute_map)
+        max_position_embeddings=fields.first_count(config, "max_position_embeddings", "model_max_length"),
         tie_word_embeddings=tied if tied is not None else model_type in _TIED_BY_DEFAULT,
         torch_dtype=fields.first_text(config, "torch_dtype", "dtype"),
         **_rope(config),
@@ -609,6 +668,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         index_head_dim=fields.count(config, "index_head_dim"),
         index_topk=fields.count(config, "index_topk"),
         vision_params=_vision_params(raw, hidden),
+        qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
     )
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 
@@ -619,6 +679,8 @@ _MLA = ("qk_rope_head_dim",)
 its KV cache without it (a GGUF header gives it as ``rope.dimension_count``)."""
 _LINEAR = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
 """Gated DeltaNet's state dimensions (transformers Qwen3NextConfig): needed once a layer is linear attention."""
+_KDA = ("num_heads", "head_dim")
+"""Kimi Delta Attention's heads (``linear_attn_config``): vLLM reads both with no default (kimi_gdn_linear_attn.py)."""
 _INDEXER = ("index_n_heads", "index_head_dim")
 """DeepSeek Sparse Attention's indexer (DeepseekV32 ``index_topk``): its own per-token key cache."""
 
@@ -637,7 +699,11 @@ def _missing(config: dict[str, Any]) -> tuple[str, ...]:
         needed += _LINEAR
     if config.get("index_topk") is not None:
         needed += _INDEXER
-    return tuple(key for key in needed if config.get(key) is None)
+    absent = [key for key in needed if config.get(key) is None]
+    linear = config.get("linear_attn_config")
+    if isinstance(linear, dict) and linear.get("kda_layers"):
+        absent += [f"linear_attn_config.{key}" for key in _KDA if linear.get(key) is None]
+    return tuple(absent)
 
 
 def _gated(config: dict[str, Any], model_type: str) -> bool:
@@ -669,14 +735,16 @@ def _attention_params(m: ModelFacts) -> float:
     params = h * (q + kv) + q * h
     if m.attention_gate:
         params += h * q + 2 * m.head_dim  # the output gate's half of q_proj; q_norm and k_norm
-    if m.model_type in _QKV_BIAS:
+    if m.qkv_bias or m.model_type in _QKV_BIAS:
         params += q + kv
     if m.model_type == "gpt_oss":
         params += q + kv + h + m.attention_heads  # biases and attention sinks
     if m.model_type == "phi":
         params += q + kv + h  # q, k, v and dense biases (transformers PhiAttention)
-    if m.model_type in ("qwen3", "qwen3_moe"):
+    if m.model_type in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text"):
         params += 2 * m.head_dim  # q_norm and k_norm
+    if m.model_type == "minimax_m2":
+        params += q + kv // 2  # q_norm and k_norm over all heads (transformers MiniMaxM2Attention)
     return params
 
 
@@ -684,6 +752,8 @@ def _linear_params(m: ModelFacts) -> float:
     """One Gated DeltaNet layer (transformers Qwen3NextGatedDeltaNet): in_proj_qkvz and in_proj_ba,
     the causal conv1d over q, k and v, dt_bias and A_log, the gated norm, out_proj."""
     conv, kernel, v_heads, _, v_dim = m.linear_state
+    if m.linear_kind == "kda":
+        return _kda_params(m)
     value = v_heads * v_dim
     key = (conv - value) // 2
     return float(
@@ -693,6 +763,17 @@ def _linear_params(m: ModelFacts) -> float:
         + v_dim
         + value * m.hidden_size
     )
+
+
+def _kda_params(m: ModelFacts) -> float:
+    """One Kimi Delta Attention layer (transformers KimiLinearDeltaAttention): q, k, v and o projections, the
+    depthwise conv over q, k and v, the low-rank forget gate (f_a, f_b, dt_bias, A_log), b_proj, the low-rank
+    output gate (g_a, g_b) and its gated norm."""
+    conv, kernel, heads, dim, _ = m.linear_state
+    h, width = m.hidden_size, heads * dim
+    projections = 4 * h * width + conv * kernel
+    gates = 2 * (h * dim + dim * width) + width + heads + h * heads + dim
+    return float(projections + gates)
 
 
 def _indexer_params(m: ModelFacts) -> float:
@@ -716,7 +797,7 @@ def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
         expert += 2 * (m.moe_intermediate_size or 0) + h  # gate_up and down biases
     router = h * (m.experts or 0)
     shared = 3 * h * m.shared_intermediate_size
-    if m.model_type == "qwen2_moe" and shared:
+    if shared and m.model_type.startswith(_SHARED_EXPERT_GATE):
         shared += h  # shared_expert_gate
     total = (m.experts or 0) * expert + router + shared
     active = (m.active_experts or 1) * expert + router + shared
@@ -727,8 +808,6 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     """(total, active) parameters of the decoder, embeddings and head; MTP layers excluded."""
     h = m.hidden_size
     norms = (4 if m.model_type in _GEMMA_NORMS else 2) * h
-    if m.is_mla:
-        norms += m.kv_lora_rank or 0
     dense, moe_total, moe_active = _mlp_params(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     dense_layers = m.layers - moe_layers
