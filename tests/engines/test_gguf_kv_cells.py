@@ -184,3 +184,31 @@ def test_ollama_llama_runner_keeps_full_size_swa(tmp_path: Path) -> None:
     cells = ollama_memory.kv_cells(inp)
     assert ollama_memory.runner(inp)[0] == "llama.cpp" and cells.window_cells is None
     assert cells.full_cells is not None and cells.full_cells(8000) == 8192  # GGML_PAD(n_ctx, 256)
+
+
+def test_gpt_oss_on_ollama_llama_server_matches_its_log(tmp_path: Path) -> None:
+    # 0.30.7 runs llama-server (b9509) with -c 16384 -np 1 -b 1024 -ub 1024: 18 full layers × 16384 cells (576 MiB)
+    # and 18 SWA layers × pad256(min(16384, 128 + 1024)) = 1280 cells (45 MiB)
+    # (https://github.com/miguelvc6/kg-benchmark/blob/52709f3c1e54dc74468a23fc402d29181dc6acf7/ollama-serve.log)
+    oss = _gguf(tmp_path / "oss.gguf", "gpt-oss", 36, 8, 64, sliding_window=128)
+    inp = _input("ollama", "0.30.7", oss, 16384, num_parallel=1, **{"modelfile.num_batch": 1024})
+    cells = ollama_memory.kv_cells(inp)
+    assert ollama_memory.runner(inp)[0] == "llama.cpp" and cells.window_cells is not None
+    assert (cells.window_layers, cells.window_cells(16384)) == (18, 1280)
+    assert _kv_bytes(cells, oss) == (576 + 45) * 1024**2
+
+
+def test_every_gguf_release_has_its_kv_cache_facts() -> None:
+    for engine in ("llama.cpp", "ollama"):
+        unit = get(engine)
+        for version in unit.catalog.files:
+            facts = unit.catalog.release(version).facts
+            assert facts.kv_cache is not None, (engine, version)
+            assert facts.kv_cache.cache_types and facts.kv_cache.cache_type_default in facts.kv_cache.cache_types
+            sources = [facts.kv_cache.source] + ([facts.kv_cache.swa.source] if facts.kv_cache.swa else [])
+            assert all(s.startswith("https://github.com/") and "/blob/" in s for s in sources), (engine, version)
+            if engine == "llama.cpp":
+                assert facts.kv_cache.swa is not None and facts.kv_cache.swa.full_option == "swa_full", version
+            if engine == "ollama":  # the Go engine (runner/ollamarunner) from 0.5.12 until llama-server in 0.30
+                ollamarunner = (0, 5, 12) <= tuple(int(x) for x in version.split("-")[0].split(".")) < (0, 30)
+                assert (facts.go_engine is not None) == ollamarunner, version
