@@ -12,7 +12,8 @@ estimate`` and the MEM rules predict what the engine itself will log at start-up
   (server/text_generation_server/models/flash_causal_lm.py).
 - TensorRT-LLM: ``free_gpu_memory_fraction × (free memory after weights and activations)``.
 - llama.cpp and Ollama: weights by GGUF type + KV cache by cache type + compute buffers,
-  which must fit; nothing is pre-allocated by fraction.
+  which must fit; nothing is pre-allocated by fraction. The cells per layer (sliding-window
+  layers by their window, padding) follow the release's ``kv_cache`` fact through the unit.
 
 Some numbers are not from any engine's source and are marked where they stand: fitted on
 the recorded logs (the CUDA-visible share, vLLM's non-torch overhead) or assumed (the CUDA
