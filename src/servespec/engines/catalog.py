@@ -300,6 +300,54 @@ class ServerSlots(_Fact):
     source: str
 
 
+class SwaCells(_Fact):
+    """How many cells a sliding-window (or chunked) layer's KV cache gets where the runtime sizes it by its window.
+
+    ``rule`` ``llama_cpp`` (src/llama-kv-cache-iswa.cpp): per KV stream ``pad(min(n_ctx_seq, n_swa × (n_seq_max
+    if unified else 1) + n_ubatch), pad)`` (``pad_inside_min``: ``min(n_ctx_seq, pad(n_swa × … + n_ubatch, pad))``).
+    ``ollama_causal`` (Ollama's kvcache/causal.go): one cache of ``pad(sequences × memory + batch, pad)`` cells,
+    ``memory`` the window (plus one with several sequences), or ``sequences × context`` when ``memory`` reaches it.
+    """
+
+    rule: Literal["llama_cpp", "ollama_causal"]
+    pad: int
+    pad_inside_min: bool = False
+    batch_option: str
+    """The option whose value is the batch added (llama.cpp ``ubatch_size``, Ollama ``modelfile.num_batch``)."""
+    batch_default: int
+    full_option: str | None = None
+    """An option that gives windowed layers the whole context instead (llama.cpp ``--swa-full``, off by default)."""
+    extra_sequence_cell: bool = False
+    """``ollama_causal``: with several sequences the memory is at least the window plus one (0.12.4 on)."""
+    source: str
+
+
+class KvCacheCells(_Fact):
+    """How a GGUF runtime (llama.cpp, Ollama's runners) sizes each layer's KV cache in cells."""
+
+    swa: SwaCells | None
+    """None: every attention layer caches the whole context (no windowed cache, or full-size SWA by default)."""
+    cell_pad: int
+    """The cells of a full-attention layer are a multiple of this (1: no padding beyond ``server_slots.pad``)."""
+    cell_pad_flash_attn: int | None = None
+    """The padding when flash attention is on, where the release pads by it (llama.cpp's ``get_padding``: 256 / 32)."""
+    cache_types: tuple[str, ...]
+    """The KV-cache element types the release accepts (``--cache-type-k/-v``, ``OLLAMA_KV_CACHE_TYPE``)."""
+    cache_type_default: str
+    source: str
+
+
+class GoEngine(_Fact):
+    """Ollama 0.5.12-0.29: the architectures its own Go engine (ollamarunner) runs, and that engine's KV cache."""
+
+    architectures: tuple[str, ...]
+    """GGUF ``general.architecture`` values the release always runs on the Go engine (``OllamaEngineRequired``)."""
+    kv_cache: KvCacheCells
+    swa_memory: dict[str, int] = {}
+    """Architectures whose sliding-window cache keeps this many tokens instead of its window (``NewSWAMemCache``)."""
+    source: str
+
+
 class ReleaseFacts(_Fact):
     """Exactly the release facts servespec's code reads (``engines/FORMAT.md``)."""
 
@@ -342,6 +390,11 @@ class ReleaseFacts(_Fact):
     """llama.cpp: automatic slots and how ``--ctx-size`` is split among them."""
     memory: SglangMemory | None = None
     """SGLang: mem_fraction_static's default, the multimodal cut and the pool baseline of the release."""
+    kv_cache: KvCacheCells | None = None
+    """llama.cpp and Ollama: cells per layer (sliding-window rule, padding) and KV element types of the release's
+    llama.cpp (Ollama: the runner that loads a model the Go engine does not); None: every layer at the full context."""
+    go_engine: GoEngine | None = None
+    """Ollama 0.5.12-0.29: the architectures its Go engine runs, with that engine's KV cache; None: no Go engine."""
     auto_parallel: SourcedInt | None = None
     """Ollama before 0.10: with OLLAMA_NUM_PARALLEL unset the scheduler loads this many slots where
     they fit in VRAM, else 1 (server/sched.go ``defaultParallel``; on CPU this many); None: the option's default."""

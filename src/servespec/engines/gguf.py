@@ -28,6 +28,18 @@ def integer(value: Any) -> int | None:
         return None
 
 
+def pad(tokens: int, step: int) -> int:
+    """``GGML_PAD``: ``tokens`` rounded up to a multiple of ``step`` (as is for a step of 1 or less)."""
+    return -(-tokens // step) * step if step > 1 else tokens
+
+
+def switched_on(value: Any) -> bool:
+    """Whether a boolean option's value turns it on (``true``, ``1``, ``on``, ``yes``)."""
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "on", "yes", "enabled")
+
+
 class GgufEngine(Engine):
     """An engine that loads GGUF files and allocates every KV cell at start-up (its memory.py: ``estimate``)."""
 

@@ -53,6 +53,54 @@ _KEYS = {
 }
 """config.json name -> GGUF key below ``<arch>.`` (gguf-py constants.py, ``Keys.LLM`` and ``Keys.Attention``)."""
 
+_B11434 = "https://github.com/ggml-org/llama.cpp/blob/b11434/src"
+_SWA_PATTERNS: dict[str, tuple[int, bool, int | None, str]] = {
+    # arch: (period, dense_first, window when the header has none, source). llama.cpp reads
+    # <arch>.attention.sliding_window_pattern as one flag per layer, else as a period (default: the
+    # arch's), and llama_hparams::set_swa_pattern marks layer il sliding when il % n < n - 1 (the last
+    # of each period global), or with dense_first when il % n != 0 (the first global)
+    # (llama-model.cpp load_swa_pattern L3451-L3458, llama-hparams.cpp L8-L18).
+    "gemma2": (2, False, 4096, f"{_B11434}/models/gemma2.cpp#L4-L6"),
+    "gemma3": (6, False, None, f"{_B11434}/models/gemma3.cpp#L4-L7"),
+    "gemma3n": (5, False, None, f"{_B11434}/models/gemma3n.cpp#L4-L5"),
+    "cohere2": (4, False, None, f"{_B11434}/models/cohere2.cpp#L4-L5"),
+    "gpt-oss": (2, False, None, f"{_B11434}/models/openai-moe.cpp#L6-L9"),
+    "olmo2": (4, False, None, f"{_B11434}/models/olmo2.cpp#L6-L9"),
+    "smallthinker": (4, True, 4096, f"{_B11434}/models/smallthinker.cpp#L7-L9"),
+}
+"""GGUF architectures whose sliding-window layers llama.cpp lays out by a period (b11434's loaders)."""
+_NO_SWA = {"phi3": f"{_B11434}/models/phi3.cpp#L13-L23"}
+"""Architectures whose header may name a window that llama.cpp ignores (Phi-3: "SWA is currently disabled")."""
+_LLAMA4_CHUNK = 8192
+"""llama.cpp's Llama 4: chunked attention of 8192 tokens on 3 layers of 4 unless the header's window is 0
+(https://github.com/ggml-org/llama.cpp/blob/b11434/src/models/llama4.cpp#L8-L19)."""
+
+
+def swa_layout(arch: str, fields: dict[str, Any], layers: int) -> dict[str, Any]:
+    """The config fields that give llama.cpp's sliding-window (or chunked) layers of a GGUF ``arch``.
+
+    ``layer_types`` for a per-layer flag array or a known period; Llama 4's ``attention_chunk_size``;
+    nothing (and no ``sliding_window``) where llama.cpp keeps every layer global.
+    """
+    window = fields.get(f"{arch}.attention.sliding_window")
+    pattern = fields.get(f"{arch}.attention.sliding_window_pattern")
+    if arch in _NO_SWA:
+        return {"sliding_window": None}
+    if arch == "llama4":
+        return {"sliding_window": None} | ({} if window == 0 else {"attention_chunk_size": _LLAMA4_CHUNK})
+    if isinstance(pattern, tuple) and len(pattern) == layers and window:
+        return {"layer_types": ["sliding_attention" if flag else "full_attention" for flag in pattern]}
+    rule = _SWA_PATTERNS.get(arch)
+    if rule is None or not (window or rule[2]) or layers <= 0:
+        return {}
+    period, dense_first, default, _ = rule
+    period = pattern if isinstance(pattern, int) and not isinstance(pattern, bool) else period
+    kinds = [period == 0 or (il % period != 0 if dense_first else il % period < period - 1) for il in range(layers)]
+    return {
+        "sliding_window": window or default,
+        "layer_types": ["sliding_attention" if flag else "full_attention" for flag in kinds],
+    }
+
 
 GATED_DELTANET_ARCHS = ("qwen3next", "qwen35", "qwen35moe")
 """GGUF architectures whose ``ssm.*`` keys describe Gated DeltaNet (linear-attention) layers beside every
@@ -142,8 +190,8 @@ class _Header:
     def string(self) -> str:
         return self.take(int(self.number("Q"))).decode("utf-8", errors="replace")
 
-    def value(self, kind: int, wanted: bool) -> Any:
-        """One value; a skipped array (``wanted`` false) answers its length only."""
+    def value(self, kind: int, wanted: bool, whole: bool = False) -> Any:
+        """One value; a skipped array (``wanted`` false) answers its length only, a ``whole`` one all its values."""
         if kind in _SCALARS:
             return self.number(_SCALARS[kind])
         if kind == _STRING:
@@ -162,6 +210,8 @@ class _Header:
             self.skip(width * length)
             return length
         values = struct.unpack(f"<{length}{_SCALARS[inner]}", self.take(width * length))
+        if whole:
+            return tuple(values)
         return max(values) if values else None  # a per-layer array (head counts): its largest
 
 
@@ -216,7 +266,8 @@ def read_gguf(path: Path) -> GgufHeader:
         for _ in range(entries):
             key = reader.string()
             kind = int(reader.number("I"))
-            fields[key] = reader.value(kind, wanted=not key.startswith("tokenizer."))
+            whole = key.endswith(".attention.sliding_window_pattern")  # one flag per layer (Gemma 4, gpt-oss)
+            fields[key] = reader.value(kind, wanted=not key.startswith("tokenizer."), whole=whole)
         names, weight_bytes = _tensor_table(reader, tensors)
     arch = fields.get("general.architecture")
     if not isinstance(arch, str) or not arch:
@@ -225,6 +276,8 @@ def read_gguf(path: Path) -> GgufHeader:
     for name, key in _KEYS.items():
         if f"{arch}.{key}" in fields:
             config[name] = fields[f"{arch}.{key}"]
+    layers = config.get("num_hidden_layers")
+    config.update(swa_layout(arch, fields, layers if isinstance(layers, int) else 0))
     config.update(deltanet_config(arch, lambda key: fields.get(f"{arch}.{key}")))
     if "vocab_size" not in config and "tokenizer.ggml.tokens" in fields:
         config["vocab_size"] = fields["tokenizer.ggml.tokens"]

@@ -12,7 +12,8 @@ estimate`` and the MEM rules predict what the engine itself will log at start-up
   (server/text_generation_server/models/flash_causal_lm.py).
 - TensorRT-LLM: ``free_gpu_memory_fraction × (free memory after weights and activations)``.
 - llama.cpp and Ollama: weights by GGUF type + KV cache by cache type + compute buffers,
-  which must fit; nothing is pre-allocated by fraction.
+  which must fit; nothing is pre-allocated by fraction. The cells per layer (sliding-window
+  layers by their window, padding) follow the release's ``kv_cache`` fact through the unit.
 
 Some numbers are not from any engine's source and are marked where they stand: fitted on
 the recorded logs (the CUDA-visible share, vLLM's non-torch overhead) or assumed (the CUDA
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -72,6 +74,7 @@ def nccl_gib(inp: EstimateInput) -> float:
     logs (``VLLM_NON_TORCH_GIB[1]``) plus NVLS buffers on NVSwitch boards (:func:`nvls_gib`); 0 on one GPU."""
     spans = inp.tensor_parallel * inp.pipeline_parallel * inp.data_parallel > 1
     return (VLLM_NON_TORCH_GIB[1] if spans else 0.0) + nvls_gib(inp)
+
 
 _DTYPE_BYTES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0, "auto": 2.0}
 _KV_DTYPE_BYTES = {
@@ -544,7 +547,12 @@ def activation_gib(inp: EstimateInput, tokens: int, sequences: int) -> float:
 
 @dataclass(frozen=True)
 class KvCells:
-    """How a GGUF engine allocates its KV cache: ``streams`` × ``per_sequence`` cells, all at start-up."""
+    """How a GGUF engine allocates its KV cache: ``streams`` × ``per_sequence`` cells, all at start-up.
+
+    ``full_cells`` and ``window_cells`` are the engine release's own rule (its unit's arithmetic):
+    the cells one full-attention layer, and one of the ``window_layers`` sliding-window layers,
+    allocate in all for a context of ``per_sequence`` tokens (the fit may shrink it).
+    """
 
     per_sequence: int
     """The context each sequence may use (llama.cpp ``n_ctx_seq``, Ollama ``num_ctx``)."""
@@ -552,6 +560,13 @@ class KvCells:
     """Sequences' worth of cells: the slots, or 1 when they share one unified cache."""
     note: str
     """How, for the plan's notes (``4 automatic slots share one unified KV cache``)."""
+    full_cells: Callable[[int], int] | None = field(default=None, compare=False)
+    """Cells of one full-attention layer for a context (None: ``context × streams``)."""
+    window_cells: Callable[[int], int] | None = field(default=None, compare=False)
+    """Cells of one sliding-window layer for a context (None: none is sized by its window)."""
+    window_layers: int = 0
+    """Layers ``window_cells`` applies to (the rest of the attention layers are full)."""
+    window_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -572,29 +587,44 @@ def _align_down(tokens: float, step: int) -> int:
     return int(tokens // step * step)
 
 
+def _kv_bytes(inp: EstimateInput, cells: KvCells) -> tuple[Callable[[int], float], float]:
+    """Bytes of the whole KV cache for a context, and the bytes per cell of the layers that grow with it."""
+    per_layer = layer_bytes_per_token(inp.model, kv_element_bytes(inp), 1)
+    attention = inp.model.layers - inp.model.linear_layers
+    windowed = min(cells.window_layers, attention) if cells.window_cells is not None else 0
+    full = attention - windowed
+
+    def total(context: int) -> float:
+        grown = cells.full_cells(context) if cells.full_cells is not None else context * cells.streams
+        fixed = cells.window_cells(context) * windowed if cells.window_cells is not None else 0
+        return (grown * full + fixed) * per_layer
+
+    return total, per_layer * (full or attention)
+
+
 def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuEstimate:
     """llama.cpp / Ollama: every cell of the KV cache is allocated up front; weights and KV must fit.
 
     On a GPU host, layers left in host memory (``layers``: a given count, or as many as fit
     when the engine fits them itself) take their weights and KV cache to host RAM. An unset
     context that the engine shrinks to fit (llama.cpp ``--fit``) is shrunk first, as its
-    ``common_fit_params`` does, in steps of 256 tokens down to ``fit_context``.
+    ``common_fit_params`` does, in steps of 256 tokens down to ``fit_context``. Sliding-window
+    layers take the cells the release's own rule gives them (``cells.window_cells``).
     """
     gpu = inp.gpu
     total = cuda_total_gib(gpu) if gpu else float(inp.host_memory_gib or 0.0)
     gpus = inp.tensor_parallel * inp.pipeline_parallel
     weights_all = weight_bytes(inp) / GIB
-    element = kv_element_bytes(inp)
-    per_token_all = kv_bytes_per_token(inp.model, element, 1, 1)
+    kv_bytes, per_token_all = _kv_bytes(inp, cells)
     # Assumed: 0.25 GiB of compute buffers plus float32 logits of one micro-batch of 512 tokens.
     compute = 0.25 + (inp.model.vocab_size or 32000) * 512 * 4 / GIB
     overhead = compute + (CONTEXT_GIB if gpu else 0.0)
     context, basis = cells.per_sequence, inp.context_basis
-    notes = [cells.note]
+    notes = [cells.note, *([cells.window_note] if cells.window_note else [])]
     budget = total - (layers.margin_gib if gpu else 0.0)
 
     def kv_gib(tokens: int) -> float:
-        return per_token_all * tokens * cells.streams / GIB
+        return kv_bytes(tokens) / GIB
 
     share = 1.0
     if gpu is not None and layers.mode == "count":
@@ -603,6 +633,8 @@ def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuE
         need = (weights_all + kv_gib(context)) * share / gpus + overhead
         if need > budget and per_token_all:
             room = (budget - overhead) * gpus / share - weights_all if share else 0.0
+            # the windowed layers' cells stay as they are; the full layers' shrink with the context
+            room -= max(kv_bytes(context) - per_token_all * context * cells.streams, 0.0) / GIB
             fitted = max(layers.fit_context, _align_down(room * GIB / (per_token_all * cells.streams), 256))
             if fitted < context:
                 basis = f"{basis}, reduced to {fitted} by the engine's fitting to device memory"
@@ -627,8 +659,10 @@ def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuE
         notes.append(f"{on_gpu} of {inp.model.layers} layers on the GPUs ({layers.reason}), the rest in host memory")
     tokens_all = context * cells.streams
     free_for_kv = total - weights - overhead
-    tokens = tokens_all if free_for_kv >= kv else int(max(free_for_kv, 0) * GIB // max(per_token_all * share / gpus, 1))
+    fixed = max(kv_gib(context) - per_token_all * tokens_all / GIB, 0.0) * share / gpus
+    per_gpu_token = per_token_all * share / gpus
+    tokens = tokens_all if free_for_kv >= kv else int(max(free_for_kv - fixed, 0) * GIB // max(per_gpu_token, 1))
     claimed = (weights + overhead + kv) / total if total else 1.0
     sized = replace(inp, max_model_len=context, context_basis=basis)
-    found = plan(sized, total, weights, overhead, kv, tokens, per_token_all * share / gpus, claimed, notes)
+    found = plan(sized, total, weights, overhead, kv, tokens, per_gpu_token, claimed, notes)
     return replace(found, offload=offload)

