@@ -330,7 +330,7 @@ def backends(version: str, src: Path) -> dict[str, dict[str, Any]]:
             if "intermediate" not in rounding:
                 continue
             for name in dict.fromkeys(canonical(m) for m in members):
-                if name in out or (name == "rocm" and "hidden" not in rounding):
+                if name in out:
                     continue
                 entry: dict[str, Any] = {
                     "hidden_multiple": rounding.get("hidden", 1),
