@@ -324,3 +324,17 @@ def test_catalogued_qwen2_counts_match_their_safetensors_totals() -> None:
     for repo, total in (("Qwen/Qwen2.5-72B-Instruct", 72_706_203_648), ("Qwen/QwQ-32B", 32_763_876_352)):
         facts = catalogued(repo)
         assert facts is not None and facts.params == total, repo
+
+
+def test_catalogued_counts_match_the_reports_safetensors_totals() -> None:
+    """The count from each catalogued config.json equals the parameters its checkpoint's safetensors hold, as the
+    cited gogongxt/python model reports list them (every shard listed)."""
+    for repo, total in (
+        ("Qwen/Qwen3-30B-A3B-Instruct-2507", 30_532_122_624),
+        ("meta-llama/Meta-Llama-3-8B-Instruct", 8_030_261_248),
+        ("Qwen/Qwen2.5-0.5B", 494_032_768),
+        ("Qwen/Qwen2.5-1.5B-Instruct", 1_543_714_304),
+        ("Qwen/Qwen2.5-Coder-7B-Instruct", 7_615_616_512),
+    ):
+        facts = catalogued(repo)
+        assert facts is not None and facts.params == total, repo
