@@ -324,3 +324,64 @@ def test_catalogued_qwen2_counts_match_their_safetensors_totals() -> None:
     for repo, total in (("Qwen/Qwen2.5-72B-Instruct", 72_706_203_648), ("Qwen/QwQ-32B", 32_763_876_352)):
         facts = catalogued(repo)
         assert facts is not None and facts.params == total, repo
+
+
+def test_catalogued_counts_match_the_reports_safetensors_totals() -> None:
+    """The count from each catalogued config.json equals the parameters its checkpoint's safetensors hold, as the
+    cited gogongxt/python model reports list them (every shard listed)."""
+    for repo, total in (
+        ("Qwen/Qwen3-30B-A3B-Instruct-2507", 30_532_122_624),
+        ("meta-llama/Meta-Llama-3-8B-Instruct", 8_030_261_248),
+        ("Qwen/Qwen2.5-0.5B", 494_032_768),
+        ("Qwen/Qwen2.5-1.5B-Instruct", 1_543_714_304),
+        ("Qwen/Qwen2.5-Coder-7B-Instruct", 7_615_616_512),
+    ):
+        facts = catalogued(repo)
+        assert facts is not None and facts.params == total, repo
+
+
+def _starcoder2_tensor_total(config: dict[str, int]) -> int:
+    """Elements of every tensor transformers' Starcoder2ForCausalLM holds (modeling_starcoder2.py, transformers
+    5.24.0): biased q/k/v/o projections, c_fc and c_proj, two LayerNorms per layer and a final one (weight and
+    bias each), the embedding, lm_head tied to it (Starcoder2Config tie_word_embeddings=True)."""
+    h, inner, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+    head_dim = h // config["num_attention_heads"]
+    q, kv = config["num_attention_heads"] * head_dim, config["num_key_value_heads"] * head_dim
+    shapes: list[tuple[int, ...]] = [(vocab, h), (h,), (h,)]
+    for _ in range(config["num_hidden_layers"]):
+        shapes += [(q, h), (q,), (kv, h), (kv,), (kv, h), (kv,), (h, q), (h,)]
+        shapes += [(inner, h), (inner,), (h, inner), (h,)]
+        shapes += [(h,), (h,), (h,), (h,)]
+    total = 0
+    for shape in shapes:
+        size = 1
+        for dim in shape:
+            size *= dim
+        total += size
+    return total
+
+
+def test_starcoder2_counts_its_ungated_biased_layers() -> None:
+    """StarCoder2's MLP has two matrices and every projection a bias; a SwiGLU count was 41 % high."""
+    from servespec.knowledge.models import facts_from_config
+
+    config = {
+        "model_type": "starcoder2",
+        "architectures": ["Starcoder2ForCausalLM"],
+        "hidden_size": 4608,
+        "intermediate_size": 18432,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 36,
+        "num_key_value_heads": 4,
+        "vocab_size": 49152,
+        "max_position_embeddings": 16384,
+        "sliding_window": 4096,
+    }  # dimensions of bigcode/starcoder2-7b (mlc-llm preset "starcoder2")
+    facts = facts_from_config(config, "starcoder2")
+    assert facts.tie_word_embeddings and facts.linear_bias
+    assert facts.params == _starcoder2_tensor_total(config)
+    unbiased = facts_from_config({**config, "use_bias": False}, "starcoder2")
+    assert not unbiased.linear_bias
+    layers, h, inner = config["num_hidden_layers"], config["hidden_size"], config["intermediate_size"]
+    q_kv_o = 36 * 128 + 2 * 4 * 128 + h
+    assert facts.params - unbiased.params == layers * (q_kv_o + inner + h)

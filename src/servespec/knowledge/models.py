@@ -24,13 +24,16 @@ TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/sr
 
 # transformers' own default for tie_word_embeddings differs by model type
 # (e.g. GemmaConfig ties, LlamaConfig does not); see each configuration_<type>.py.
-_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text"}
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe"}
 # Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
 # (transformers Glm4MoeAttention: GLM-4.5/4.6/4.7 set it true).
 _QKV_BIAS_WHEN_SET = {"glm4_moe"}
 _GEMMA_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+# StarCoder2 (transformers Starcoder2Config / modeling_starcoder2.py): a two-matrix MLP (c_fc, c_proj), every
+# projection biased when use_bias (default true), LayerNorms with a bias, embeddings tied by default.
+_STARCODER2 = "starcoder2"
 # Model types whose shared expert is scaled by a gate of its own (Linear(hidden, 1): modeling_<type>.py).
 _SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_next", "qwen3_5_moe")
 
@@ -103,6 +106,8 @@ class ModelFacts:
     """Parameters of a multimodal checkpoint's vision tower and projector (``vision_config``): loaded with it."""
     qkv_bias: bool = False
     """The q, k and v projections carry biases (Qwen2; GLM-4.5 with ``attention_bias``)."""
+    linear_bias: bool = False
+    """Every attention and MLP projection carries a bias (StarCoder2's ``use_bias``, true by default)."""
 
     @property
     def derived_max_len(self) -> int | None:
@@ -669,6 +674,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         index_topk=fields.count(config, "index_topk"),
         vision_params=_vision_params(raw, hidden),
         qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
+        linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
     )
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 
@@ -739,8 +745,8 @@ def _attention_params(m: ModelFacts) -> float:
         params += q + kv
     if m.model_type == "gpt_oss":
         params += q + kv + h + m.attention_heads  # biases and attention sinks
-    if m.model_type == "phi":
-        params += q + kv + h  # q, k, v and dense biases (transformers PhiAttention)
+    if m.model_type == "phi" or m.linear_bias:
+        params += q + kv + h  # q, k, v and dense biases (transformers PhiAttention, Starcoder2Attention)
     if m.model_type in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text"):
         params += 2 * m.head_dim  # q_norm and k_norm
     if m.model_type == "minimax_m2":
@@ -790,6 +796,10 @@ def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
     dense = 3 * h * (m.intermediate_size or 0)
     if m.model_type == "phi":  # fc1 and fc2 with biases, no gate (transformers PhiMLP)
         dense = 2 * h * (m.intermediate_size or 0) + (m.intermediate_size or 0) + h
+    if m.model_type == _STARCODER2:  # c_fc and c_proj, no gate (transformers Starcoder2MLP)
+        dense = 2 * h * (m.intermediate_size or 0)
+        if m.linear_bias:
+            dense += (m.intermediate_size or 0) + h
     if not m.is_moe:
         return dense, dense, dense
     expert = 3 * h * (m.moe_intermediate_size or 0)
@@ -807,7 +817,8 @@ def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
 def count_parameters(m: ModelFacts) -> tuple[float, float]:
     """(total, active) parameters of the decoder, embeddings and head; MTP layers excluded."""
     h = m.hidden_size
-    norms = (4 if m.model_type in _GEMMA_NORMS else 2) * h
+    # Gemma's four RMSNorms per layer; StarCoder2's two LayerNorms with weight and bias
+    norms = (4 if m.model_type in _GEMMA_NORMS or m.model_type == _STARCODER2 else 2) * h
     dense, moe_total, moe_active = _mlp_params(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     dense_layers = m.layers - moe_layers
@@ -820,6 +831,8 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     common = attention + dense_layers * dense + embed + head + h + m.vision_params
     if m.model_type == "phi":
         common += h + (m.vocab_size or 0)  # the final LayerNorm's bias, lm_head's bias
+    if m.model_type == _STARCODER2:
+        common += h  # the final LayerNorm's bias
     return common + moe_layers * moe_total, common + moe_layers * moe_active
 
 
