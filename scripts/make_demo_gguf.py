@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import gguf
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, FFN, CONTEXT = 64, 2, 4, 2, 128, 2048
 
@@ -32,6 +36,14 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
     types += [1] * len(pieces)
     scores = [0.0] * 3 + [0.0] * 256 + [-float(i) for i in range(len(pieces))]
     return tokens, scores, types
+
+
+def save(writer: gguf.GGUFWriter) -> None:
+    """Write a GGUFWriter's header, key-values and tensors to its file, and close it."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
 
 
 def write(path: Path, seed: int = 0) -> Path:
@@ -80,10 +92,7 @@ def write(path: Path, seed: int = 0) -> Path:
         writer.add_tensor(f"{prefix}.ffn_gate.weight", weight(FFN, HIDDEN))
         writer.add_tensor(f"{prefix}.ffn_up.weight", weight(FFN, HIDDEN))
         writer.add_tensor(f"{prefix}.ffn_down.weight", weight(HIDDEN, FFN))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    save(writer)
     return path
 
 
@@ -113,10 +122,7 @@ def write_lora(path: Path, seed: int = 0, rank: int = LORA_RANK) -> Path:
             tensor = f"blk.{layer}.{name}.weight"
             writer.add_tensor(f"{tensor}.lora_a", (rng.standard_normal((rank, HIDDEN)) * 0.5).astype(np.float32))
             writer.add_tensor(f"{tensor}.lora_b", (rng.standard_normal((n_out, rank)) * 0.5).astype(np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    save(writer)
     return path
 
 

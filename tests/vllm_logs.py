@@ -297,6 +297,12 @@ def _number(value: Any) -> float | None:
         return None
 
 
+def _numbers(settings: dict[str, Any], keys: tuple[str, ...]) -> dict[str, float]:
+    """The logged settings among ``keys`` that are numbers, as floats (the estimators' ``options``)."""
+    found = {key: _number(settings.get(key)) for key in keys}
+    return {key: value for key, value in found.items() if value is not None}
+
+
 def _truthy(value: Any) -> bool:
     return str(value).lower() in ("true", "1", "yes", "on")
 
@@ -370,11 +376,7 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
     tp = _whole(settings.get("tp_size"))
     dp = _whole(settings.get("dp_size"))
     attention_dp = _truthy(settings.get("enable_dp_attention")) and dp > 1
-    options = {
-        key: _number(settings.get(key))
-        for key in ("mem_fraction_static", "chunked_prefill_size", "cuda_graph_max_bs")
-        if _number(settings.get(key)) is not None
-    }
+    options: dict[str, Any] = _numbers(settings, ("mem_fraction_static", "chunked_prefill_size", "cuda_graph_max_bs"))
     kv_dtype = settings.get("kv_cache_dtype")
     if kv_dtype and str(kv_dtype) != "auto":
         options["kv_cache_dtype"] = str(kv_dtype)
@@ -403,11 +405,7 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
 def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuModel) -> Any:
     """TGI with the launcher's logged arguments."""
     settings = data.get("settings") or {}
-    options = {
-        key: _number(settings.get(key))
-        for key in ("cuda_memory_fraction", "max_batch_prefill_tokens")
-        if _number(settings.get(key)) is not None
-    }
+    options: dict[str, Any] = _numbers(settings, ("cuda_memory_fraction", "max_batch_prefill_tokens"))
     version = str(data.get("engine_version") or "")
     length = _whole(settings.get("max_total_tokens"), 0) or facts.derived_max_len or 4096
     return get("tgi").estimate(

@@ -75,6 +75,18 @@ CACHE = Path(os.environ.get("SERVESPEC_CATALOG_SRC", Path.home() / ".cache/serve
 SIMPLE = "https://pypi.org/simple/{}/"
 UNITS = Path(__file__).resolve().parents[2] / "src" / "servespec" / "engines"
 
+# SGLang's roles, which KTransformers' sglang-kt serves under the same names.
+SGLANG_ROLES: dict[str, list[str]] = {
+    "kv_cache_usage": ["sglang:token_usage"],
+    "requests_running": ["sglang:num_running_reqs"],
+    "requests_waiting": ["sglang:num_queue_reqs"],
+    "prompt_tokens": ["sglang:prompt_tokens"],
+    "generation_tokens": ["sglang:generation_tokens"],
+    "ttft": ["sglang:time_to_first_token_seconds"],
+    "itl": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"],
+    "e2e_latency": ["sglang:e2e_request_latency_seconds"],
+}
+
 # Role -> candidate metric names (declared names: a counter without its ``_total``), first present wins.
 # The meaning of each role is in src/servespec/metrics/view.py.
 ROLES: dict[str, dict[str, list[str]]] = {
@@ -90,26 +102,8 @@ ROLES: dict[str, dict[str, list[str]]] = {
         "preemptions": ["vllm:num_preemptions"],
         "requests_finished": ["vllm:request_success"],
     },
-    "sglang": {
-        "kv_cache_usage": ["sglang:token_usage"],
-        "requests_running": ["sglang:num_running_reqs"],
-        "requests_waiting": ["sglang:num_queue_reqs"],
-        "prompt_tokens": ["sglang:prompt_tokens"],
-        "generation_tokens": ["sglang:generation_tokens"],
-        "ttft": ["sglang:time_to_first_token_seconds"],
-        "itl": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"],
-        "e2e_latency": ["sglang:e2e_request_latency_seconds"],
-    },
-    "ktransformers": {  # sglang-kt: SGLang's names
-        "kv_cache_usage": ["sglang:token_usage"],
-        "requests_running": ["sglang:num_running_reqs"],
-        "requests_waiting": ["sglang:num_queue_reqs"],
-        "prompt_tokens": ["sglang:prompt_tokens"],
-        "generation_tokens": ["sglang:generation_tokens"],
-        "ttft": ["sglang:time_to_first_token_seconds"],
-        "itl": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"],
-        "e2e_latency": ["sglang:e2e_request_latency_seconds"],
-    },
+    "sglang": SGLANG_ROLES,
+    "ktransformers": SGLANG_ROLES,  # sglang-kt: SGLang's names
     "xinference": {
         "requests_running": ["xinference:model_serve_count"],
         "prompt_tokens": ["xinference:input_tokens_total_counter"],

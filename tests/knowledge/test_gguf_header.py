@@ -44,10 +44,7 @@ def test_a_large_vocabulary_is_skipped_not_built(tmp_path: Path) -> None:
     writer.add_token_list([f"t{i}" for i in range(262_144)])
     writer.add_array("tokenizer.ggml.scores", [0.0] * 262_144)
     writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    make_demo_gguf.save(writer)
     header = read_gguf(path)
     assert header.config["vocab_size"] == 262_144 and header.weight_bytes == 4 * 8 * 4
 
@@ -90,10 +87,7 @@ def test_a_gated_deltanet_gguf_has_its_linear_layers(tmp_path: Path) -> None:
     ):
         writer.add_uint32(f"qwen35.{key}", value)
     writer.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    make_demo_gguf.save(writer)
     header = read_gguf(path)
     assert header.config["full_attention_interval"] == 4
     assert header.config["linear_value_head_dim"] == 128
