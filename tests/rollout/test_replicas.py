@@ -62,6 +62,24 @@ def _complete(url: str) -> bool:
     return status == 200 and isinstance(body, dict) and body["choices"][0]["finish_reason"] == "length"
 
 
+def _apply_under_load(spec: Path, url: str) -> tuple[Any, list[bool]]:
+    """``deploy apply`` while a thread sends completions through ``url``: the apply's result and each request's."""
+    results: list[bool] = []
+    done = threading.Event()
+
+    def load() -> None:
+        while not done.is_set() and len(results) < MAX_REQUESTS:
+            results.append(_complete(url))
+            time.sleep(PAUSE_S)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    result = run_cli("apply", str(spec), "--yes", "--format", "json")
+    done.set()
+    thread.join(60)
+    return result, results
+
+
 def _status(spec: Path) -> dict[str, Any]:
     result = run_cli("status", str(spec), "--format", "json")
     assert result.exit_code == 0, result.output
@@ -125,19 +143,7 @@ hosts:
     (action,) = json.loads(plan.output)["actions"]
     assert [r["replica"] for r in action["strategy"]["replicas"]] == [0, 1], action["strategy"]
 
-    results: list[bool] = []
-    done = threading.Event()
-
-    def load() -> None:
-        while not done.is_set() and len(results) < MAX_REQUESTS:
-            results.append(_complete(url))
-            time.sleep(PAUSE_S)
-
-    thread = threading.Thread(target=load, daemon=True)
-    thread.start()
-    second = run_cli("apply", str(spec), "--yes", "--format", "json")
-    done.set()
-    thread.join(60)
+    second, results = _apply_under_load(spec, url)
     assert second.exit_code == 0, second.output
     failed = results.count(False)
     print(f"replicas: {len(results)} requests during the update, {failed} failed")
@@ -157,13 +163,7 @@ hosts:
     # never touched, and the host serves throughout.
     broken = spec.read_text().replace("/srv/models/demo.gguf", "/srv/models/missing.gguf")
     spec.write_text(broken)
-    results.clear()
-    done.clear()
-    thread = threading.Thread(target=load, daemon=True)
-    thread.start()
-    third = run_cli("apply", str(spec), "--yes", "--format", "json")
-    done.set()
-    thread.join(60)
+    third, results = _apply_under_load(spec, url)
     assert third.exit_code == 1, third.output
     assert '"result": "rolled back"' in third.output, third.output
     print(f"replicas, failed update: {len(results)} requests, {results.count(False)} failed")
