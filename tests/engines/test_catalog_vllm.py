@@ -270,3 +270,76 @@ def test_builder_derives_the_catalogued_hybrid_layout_from_the_cached_sources() 
         checked += 1
     if not checked:
         pytest.skip("no vLLM wheel source cached (scripts/catalog/vllm.py fetches it)")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_release_says_what_it_allocates_after_the_kv_cache(version: str) -> None:
+    """Each release's ``post_kv_warmup`` fact, read from its worker at its tag (scripts/catalog/vllm_post_kv.py):
+    every release captures CUDA graphs after the KV cache is allocated; V1 (0.8.0 on) also re-runs the sampler on
+    ``min(max_num_seqs, max_num_batched_tokens)`` rows there, V0 (0.6-0.7) does not; 0.34.0 sizes its KV blocks
+    after the warm-up under ``enable_extensible_kv_cache``."""
+    release = VLLM.catalog.release(version)
+    fact = release.facts.post_kv_warmup
+    assert fact is not None, version
+    pinned = f"/blob/v{version}/"
+    urls = [part.split(" ")[0] for part in fact.source.split("; ")]
+    assert all(pinned in u and "#L" in u for u in urls), (version, fact.source)
+    engine = release.facts.default_engine
+    v1 = engine is not None and engine.value == "v1"
+    assert fact.cuda_graphs, version
+    assert fact.sampler == v1, version
+    assert len(urls) == (3 if v1 else 2), version  # the warm-up, capture_model and (V1) _dummy_sampler_run lines
+    key = version_key(version)
+    assert fact.sized_after_warmup_option == ("enable_extensible_kv_cache" if key >= (0, 34) else None), version
+
+
+def _post_kv_extractor() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("vllm_post_kv", SCRIPTS / "vllm_post_kv.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_post_kv_reader_follows_the_workers_own_helpers(tmp_path: Path) -> None:
+    """The reader follows ``self.<helper>()`` calls of the worker class from ``compile_or_warm_up_model`` and
+    reports only the calls it reaches (a sampler call in another method does not count)."""
+    worker = tmp_path / "vllm" / "v1" / "worker" / "gpu_worker.py"
+    worker.parent.mkdir(parents=True)
+    worker.write_text(
+        "class Worker:\n"
+        "    def compile_or_warm_up_model(self):\n"
+        "        self._graphs()\n"
+        "    def _graphs(self):\n"
+        "        self.model_runner.capture_model()\n"
+        "    def unrelated(self):\n"
+        "        self.model_runner._dummy_sampler_run(None)\n"
+    )
+    reader = _post_kv_extractor()
+    found = reader.post_kv_warmup("9.9.9", tmp_path, "v1")
+    assert found is not None
+    assert (found["cuda_graphs"], found["sampler"], found["sized_after_warmup_option"]) == (True, False, None)
+    assert "gpu_worker.py#L5 (capture_model)" in found["source"]
+    worker.write_text(worker.read_text().replace("self._graphs()", "self._graphs()\n        self.unrelated()"))
+    found = reader.post_kv_warmup("9.9.9", tmp_path, "v1")
+    assert found is not None and found["sampler"] is True
+    assert reader.post_kv_warmup("9.9.9", tmp_path, "v0") is None  # no V0 worker file
+
+
+@pytest.mark.slow
+def test_post_kv_reader_reproduces_the_catalogued_facts_from_the_cached_sources() -> None:
+    """scripts/catalog/vllm_post_kv.py re-run on every release whose sdist is unpacked here gives the catalogued
+    fact (skipped where none is cached)."""
+    reader = _post_kv_extractor()
+    checked = 0
+    for version in VERSIONS:
+        src = reader.vllm_mxfp4.SDISTS / version / "src"
+        if not (src / "vllm").is_dir():
+            continue
+        path = Path(engines.__file__).parent / "vllm" / "releases" / f"{version}.json"
+        data = json.loads(path.read_text())
+        engine = data["facts"]["default_engine"]["value"]
+        assert reader.post_kv_warmup(version, src, engine) == data["facts"]["post_kv_warmup"], version
+        checked += 1
+    if not checked:
+        pytest.skip("no vLLM sdist unpacked (scripts/catalog/vllm_mxfp4.py fetches them)")

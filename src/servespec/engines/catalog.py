@@ -107,6 +107,24 @@ class SourcedBool(_Fact):
     source: str
 
 
+class PostKvWarmup(_Fact):
+    """vLLM: what the worker allocates after it has sized and allocated the KV cache (``compile_or_warm_up_model``).
+
+    The budget is ``gpu_memory_utilization × total`` less what profiling measured; what the warm-up allocates
+    afterwards must fit in what the budget left: the rest of the device and the profiled activation peak, freed
+    again (scripts/catalog/vllm_post_kv.py reads it from each release's worker)."""
+
+    cuda_graphs: bool
+    """The warm-up captures the CUDA graphs (``capture_model``; skipped under ``enforce_eager``)."""
+    sampler: bool
+    """The warm-up re-runs the sampler on ``min(max_num_seqs, max_num_batched_tokens)`` dummy requests over the whole
+    vocabulary (V1 ``_dummy_sampler_run``, after the graphs)."""
+    sized_after_warmup_option: str | None = None
+    """An option under which the release measures its KV blocks after the warm-up instead (0.34's
+    ``enable_extensible_kv_cache``): then nothing it allocates falls outside the budget."""
+    source: str
+
+
 class SglangLargeGpu(_Fact):
     """SGLang 0.4.5.post3-0.4.7: the tp-size table's exception for GPUs above ``above_mib``."""
 
@@ -382,6 +400,9 @@ class ReleaseFacts(_Fact):
     kernel on a GPU instead of sorting the vocabulary (8 from 0.17.0, 1 from 0.30.0); 0: it always sorts
     (scripts/catalog/vllm_sampler.py). None: not read (the sort is assumed)."""
     """vLLM: the hybrid KV-cache manager's layout (on by default from 0.9.2); None: full KV for every layer."""
+    post_kv_warmup: PostKvWarmup | None = None
+    """vLLM: what the default engine core allocates after the KV cache is sized (CUDA graphs, the sampler
+    warm-up); None: not read (no check after the KV cache)."""
     mxfp4_moe: Mxfp4Moe | None = None
     """vLLM: the MXFP4 MoE experts' padding per backend and the backend chosen per compute capability."""
     context_default: ContextDefault | None = None

@@ -1,0 +1,153 @@
+"""Derive the ``post_kv_warmup`` fact of every catalogued vLLM release from its own source.
+
+    python scripts/catalog/vllm_post_kv.py            # every catalogued release
+    python scripts/catalog/vllm_post_kv.py 0.19.0     # only these
+
+vLLM sizes the KV cache from ``gpu_memory_utilization × total`` minus what its profiling run measured (weights,
+the activation peak, non-torch memory), allocates it, and only then warms the model up: the worker's
+``compile_or_warm_up_model`` (V1: vllm/v1/worker/gpu_worker.py, V0: vllm/worker/worker.py; with the private
+helpers of the same class it calls) captures the CUDA graphs (``capture_model``) and, in V1, re-runs the
+sampler on ``min(max_num_seqs, max_num_batched_tokens)`` dummy requests (``_dummy_sampler_run``). What those
+allocate must fit in what the budget left. The fact records, read by ``ast`` from the release's file (the
+engine the release runs by default, its ``default_engine`` fact):
+
+V0 releases before that method (0.6-0.7) allocate the cache and warm up in ``initialize_cache``.
+
+- ``cuda_graphs``: the warm-up calls ``capture_model``;
+- ``sampler``: the warm-up calls ``_dummy_sampler_run``;
+- ``sized_after_warmup_option``: the option under which the release measures its KV blocks after the warm-up
+  instead (0.34's ``enable_extensible_kv_cache``: the warm-up references it and the module calls
+  ``measure_kv_cache_blocks``), so nothing it allocates falls outside the budget; None where there is none.
+
+Sources are the releases' sdists, unpacked by scripts/catalog/vllm_mxfp4.py's ``sdist`` (its wheel fallback for
+0.15.x). A development tool: the CLI never imports it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import vllm as builder  # scripts/catalog/vllm.py (url, fetch)
+import vllm_mxfp4
+from catalog_io import releases_dir
+
+from servespec.engines.catalog import PostKvWarmup
+
+WORKERS = {"v1": ("vllm/v1/worker/gpu_worker.py", "Worker"), "v0": ("vllm/worker/worker.py", "Worker")}
+ENTRY = "compile_or_warm_up_model"
+V0_ENTRY = "initialize_cache"
+"""V0 before the split into ``compile_or_warm_up_model`` (0.6-0.7): allocates the cache, then ``_warm_up_model``."""
+EXTENSIBLE = "enable_extensible_kv_cache"
+
+
+def _methods(tree: ast.Module, cls: str) -> dict[str, ast.FunctionDef]:
+    found = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)
+    if found is None:
+        return {}
+    return {n.name: n for n in found.body if isinstance(n, ast.FunctionDef)}
+
+
+def _self_calls(function: ast.FunctionDef) -> list[str]:
+    """Methods of the same object ``function`` calls (``self.name(...)``)."""
+    return [
+        n.func.attr for n in ast.walk(function)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+    ]  # fmt: skip
+
+
+def _warmup(methods: dict[str, ast.FunctionDef]) -> list[ast.FunctionDef]:
+    """``compile_or_warm_up_model`` (else V0's ``initialize_cache``) and the worker's own methods it reaches (V0's
+    ``_warm_up_model``, 0.34's ``_compile_or_warm_up_model``), breadth first."""
+    entry = methods.get(ENTRY) or methods.get(V0_ENTRY)
+    if entry is None:
+        return []
+    seen, queue = [entry], [entry]
+    while queue:
+        for name in _self_calls(queue.pop(0)):
+            method = methods.get(name)
+            if method is not None and method not in seen:
+                seen.append(method)
+                queue.append(method)
+    return seen
+
+
+def _call(functions: list[ast.FunctionDef], name: str) -> ast.Call | None:
+    """The first call of a method named ``name`` (any receiver) in the warm-up."""
+    for function in functions:
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name:
+                return node
+    return None
+
+
+def post_kv_warmup(version: str, src: Path, engine: str) -> dict[str, Any] | None:
+    """``{cuda_graphs, sampler, sized_after_warmup_option, source}`` for the release's default engine core;
+    None when its worker has no ``compile_or_warm_up_model``."""
+    rel, cls = WORKERS[engine]
+    path = src / rel
+    if not path.is_file():
+        return None
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = _warmup(_methods(tree, cls))
+    if not functions:
+        return None
+    graphs = _call(functions, "capture_model")
+    sampler = _call(functions, "_dummy_sampler_run")
+    references = any(
+        isinstance(n, ast.Attribute) and n.attr == EXTENSIBLE for function in functions for n in ast.walk(function)
+    )
+    measures = any(
+        isinstance(n, ast.Call) and "measure_kv_cache_blocks" in ast.unparse(n.func) for n in ast.walk(tree)
+    )
+    entry = functions[0].name
+    sources = [f"{builder.url(version, rel, functions[0].lineno)} ({entry}: runs after the KV cache is allocated)"]
+    if graphs is not None:
+        sources.append(f"{builder.url(version, rel, graphs.lineno)} (capture_model)")
+    if sampler is not None:
+        sources.append(f"{builder.url(version, rel, sampler.lineno)} (_dummy_sampler_run)")
+    return {
+        "cuda_graphs": graphs is not None,
+        "sampler": sampler is not None,
+        "sized_after_warmup_option": EXTENSIBLE if references and measures else None,
+        "source": "; ".join(sources),
+    }
+
+
+def tree(version: str) -> Path:
+    folder = vllm_mxfp4.sdist(version)
+    if folder is not None:
+        return folder / "src"
+    return builder.fetch(version) / "src"  # the wheel's .py members (0.15.x: no sdist on PyPI)
+
+
+def main(argv: list[str]) -> int:
+    folder = releases_dir("vllm")
+    wanted = set(argv)
+    failed = 0
+    for path in sorted(folder.glob("*.json")):
+        if path.name == "options.json" or (wanted and path.stem not in wanted):
+            continue
+        data = json.loads(path.read_text())
+        facts = data.setdefault("facts", {})
+        engine = (facts.get("default_engine") or {}).get("value") or "v0"
+        found = post_kv_warmup(data["version"], tree(data["version"]), engine)
+        if found is None:
+            print(f"{data['version']}: no {ENTRY} in the {engine} worker", file=sys.stderr)
+            failed += 1
+            continue
+        PostKvWarmup.model_validate(found)
+        facts["post_kv_warmup"] = found
+        path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        print(f"{data['version']}: {found}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
