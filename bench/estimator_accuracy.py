@@ -71,6 +71,13 @@ def print_class_table(band: dict[str, object]) -> None:
         f"failed starts: {len(failed)}; estimated {len(judged)}; predicted not to fit (MEM001/MEM002, 'caught'): "
         f"{len(caught)}; predicted to start: {len(missed)} ({', '.join(missed) or '-'})"
     )
+    warned = [row.name for row in judged if row.fits and row.warned_after_kv]
+    started_warned = [row.name for row in rows if row.started and row.warned_after_kv]
+    print(
+        f"  of those predicted to start, warned 'may not fit' after the KV cache (MEM008): {len(warned)} "
+        f"({', '.join(warned) or '-'}); started logs with that warning: {len(started_warned)} "
+        f"({', '.join(started_warned) or '-'})"
+    )
     print("error = (estimated - logged) / logged, of the figure each engine's logs are scored on:")
     for engine in sorted({row.engine for row in rows}):
         print(f"  {engine:10} {SCORED_FIGURE.get(engine, 'not scored')}")

@@ -52,6 +52,10 @@ class Comparison:
     """The log reaches the engine's "ready" line (False: a failed start)."""
     fits: bool | None = None
     """Whether the estimate says the engine starts with these settings (:func:`fits`); None: not estimated."""
+    warned_after_kv: bool = False
+    """MEM008's "may not fit": the warm-up after the KV cache fits only by reusing the freed activation peak."""
+    after_kv_shortfall_gib: float | None = None
+    """MEM008's arithmetic shortfall after the KV cache (> 0: predicted not to start); None: not modelled."""
 
     @property
     def error(self) -> float:
@@ -168,6 +172,8 @@ def compare(path: Path) -> Comparison:
         model_class=kind,
         kv_gib=plan.kv_cache_gib,
         fits=fits(plan),
+        warned_after_kv=plan.after_kv is not None and plan.after_kv.tight,
+        after_kv_shortfall_gib=plan.after_kv.shortfall_gib if plan.after_kv is not None else None,
         **seen,
     )
 
@@ -175,8 +181,11 @@ def compare(path: Path) -> Comparison:
 def fits(plan: Any) -> bool:
     """Whether the estimate says the engine starts: the weights fit beside the overheads (MEM001) and the KV cache
     holds one sequence of the context (MEM002: vLLM's, SGLang's and TGI's own start-up checks), as the rules in
-    servespec/rules/memory.py decide it, without their error band."""
+    servespec/rules/memory.py decide it, without their error band; and what the release allocates after sizing the
+    KV cache fits (MEM008's arithmetic: ``after_kv.shortfall_gib``)."""
     if plan.weights_gib > plan.total_gib - plan.overhead_gib:
+        return False
+    if plan.after_kv is not None and plan.after_kv.shortfall_gib > 0:
         return False
     return bool(plan.kv_cache_gib >= plan.one_sequence_gib - 0.005 and plan.kv_tokens > 0)
 

@@ -103,9 +103,7 @@ def post_kv_warmup(version: str, src: Path, engine: str) -> dict[str, Any] | Non
     references = any(
         isinstance(n, ast.Attribute) and n.attr == EXTENSIBLE for function in functions for n in ast.walk(function)
     )
-    measures = any(
-        isinstance(n, ast.Call) and "measure_kv_cache_blocks" in ast.unparse(n.func) for n in ast.walk(tree)
-    )
+    measures = any(isinstance(n, ast.Call) and "measure_kv_cache_blocks" in ast.unparse(n.func) for n in ast.walk(tree))
     entry = functions[0].name
     sources = [f"{builder.url(version, rel, functions[0].lineno)} ({entry}: runs after the KV cache is allocated)"]
     if graphs is not None:

@@ -193,6 +193,39 @@ class KvLayout:
 
 
 @dataclass(frozen=True)
+class AfterKv:
+    """What an engine allocates after it has sized and allocated the KV cache, against the memory its budget left
+    (GiB per GPU): vLLM's warm-up (CUDA graphs, the sampler re-run) after ``gpu_memory_utilization × total``."""
+
+    outside_gib: float
+    """The device memory the budget leaves out: ``(1 − fraction) × total``."""
+    context_gib: float
+    """In use before the engine's own start-up snapshot (the CUDA context), which the budget does not count."""
+    graphs_gib: float
+    """CUDA graphs captured after the KV cache (an assumed size, not computed; 0 under ``enforce_eager``)."""
+    sampler_gib: float
+    """The sampler warm-up's allocation: ``sampler_rows`` dummy requests over the whole vocabulary."""
+    sampler_rows: int
+    reserved_gib: float
+    """The profiled activation peak inside the budget, freed again when the warm-up runs."""
+    source: str
+    """The release's source of the warm-up (its ``post_kv_warmup`` fact)."""
+
+    @property
+    def shortfall_gib(self) -> float:
+        """Memory the warm-up needs that is not there: the CUDA context and the sampler warm-up against what the
+        budget leaves out plus the activation peak freed inside it (the graphs are not counted: their size is
+        assumed, not computed)."""
+        return self.context_gib + self.sampler_gib - self.outside_gib - self.reserved_gib
+
+    @property
+    def tight(self) -> bool:
+        """The sampler warm-up fits only by reusing the activation peak's memory inside the budget: the context,
+        the graphs and the warm-up exceed what the budget leaves out."""
+        return self.sampler_gib > 0 and self.context_gib + self.graphs_gib + self.sampler_gib > self.outside_gib
+
+
+@dataclass(frozen=True)
 class GpuEstimate:
     """The memory plan of one GPU of a replica (or of the host's RAM on CPU hosts)."""
 
@@ -221,6 +254,9 @@ class GpuEstimate:
     (a hybrid model on a release whose hybrid-manager fact is not catalogued): full-attention
     layers at the whole context, windowed ones at their window, state layers nothing per token.
     None: ``one_sequence_gib`` is the layout's own figure."""
+    after_kv: AfterKv | None = None
+    """What the engine allocates after the KV cache is sized, against the memory its budget left (MEM008);
+    None: not modelled for the engine or release."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from servespec.rules.launch import LaunchWords, ServedNameNotRendered
 from servespec.rules.launch_code import InstallAtLaunch, TrustRemoteCode
 from servespec.rules.maintenance import UnmaintainedEngine
 from servespec.rules.memory import (
+    AfterTheKvCache,
     BesideTheModel,
     ContextBeyondModel,
     FewerSequencesThanBatch,
@@ -63,6 +64,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     SharedGpuOversubscribed,
     ContextBeyondModel,
     BesideTheModel,
+    AfterTheKvCache,
     ModelCacheTooSmall,
     HeadsNotDivisible,
     NotEnoughGpus,

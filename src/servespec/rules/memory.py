@@ -442,3 +442,97 @@ class BesideTheModel(Rule):
                 hint=f"{', '.join(hints)}, or a shorter model.max_model_len",
                 severity=severity,
             )
+
+
+_VLLM_WARMUP = "https://github.com/vllm-project/vllm/blob/v0.19.0/vllm/v1/worker/gpu_worker.py#L550-L686"
+
+
+class AfterTheKvCache(Rule):
+    """What vLLM allocates after it has sized the KV cache must fit in what ``gpu_memory_utilization`` left.
+
+    vLLM sizes the KV cache as ``gpu_memory_utilization × total`` less what its profiling run measured (weights,
+    the activation peak, non-torch memory), allocates it, and only then warms up (the worker's
+    ``compile_or_warm_up_model``, each release's ``post_kv_warmup`` fact): it captures the CUDA graphs and, in V1,
+    re-runs the sampler on ``min(max_num_seqs, max_num_batched_tokens)`` dummy requests over the whole vocabulary
+    (float32 logits and the top-k/top-p work, the figure the profile measured). These fit in the memory the budget
+    leaves out, ``(1 − gpu_memory_utilization) × total``, less the CUDA context the budget does not count, plus
+    the activation peak inside the budget, freed again. Where even that sum falls short (the arithmetic,
+    without the graphs, whose size is assumed), the start fails: an error beyond the estimator's measured error
+    for the model's class, else a warning.
+
+    Where it adds up only because the sampler warm-up reuses the activation peak's memory (the context, about
+    0.5 GiB of graphs and the warm-up exceed what the budget leaves out), the start depends on how much of that
+    memory the allocator still holds: vLLM 0.19.0 logs show up to 2.35 GiB held after profiling, and
+    gpt-oss-20b at 0.95 on an H100 runs out of memory warming the sampler up ("CUDA out of memory occurred when
+    warming up sampler with 1024 dummy requests"), while Gemma 2 at the same setting starts. A "may not fit"
+    warning, never an error. Not checked where the release sizes its KV blocks after the warm-up (0.34's
+    extensible KV cache) or ``kv_cache_memory_bytes`` replaces the budget.
+
+    Fix: lower ``max_num_seqs`` (the warm-up's requests) or ``gpu_memory_utilization`` (vLLM's own advice).
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.19.0/vllm/v1/worker/gpu_worker.py#L550-L686
+    (compile_or_warm_up_model: capture_model, then _dummy_sampler_run);
+    https://github.com/vllm-project/vllm/blob/v0.19.0/vllm/v1/worker/gpu_model_runner.py#L5556-L5606
+    """
+
+    id = "MEM008"
+    name = "memory.after-kv-cache"
+    severity = Severity.ERROR
+    evidence = (
+        arithmetic(
+            "The CUDA context and the sampler warm-up exceed what the budget leaves out plus the freed activation "
+            "peak, beyond the measured error; reuse of the peak alone is a warning."
+        ),
+    )
+    summary = "what the engine allocates after sizing the KV cache (CUDA graphs, sampler warm-up) does not fit"
+    sources = (_VLLM_WARMUP, "https://github.com/vllm-project/vllm/blob/v0.19.0/vllm/v1/worker/gpu_model_runner.py")
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for known, host, plan in _estimates(fleet):
+            warmup = plan.after_kv
+            if warmup is None or plan.weights_gib > plan.total_gib - plan.overhead_gib:
+                continue  # not modelled, or MEM001 already says the weights do not fit
+            if plan.kv_cache_gib < plan.one_sequence_gib - 0.005:
+                continue  # MEM002: the start fails before the warm-up
+            shortfall = warmup.shortfall_gib
+            if shortfall <= 0 and not warmup.tight:
+                continue
+            deployment = known.deployment
+            fraction = round(1 - warmup.outside_gib / plan.total_gib, 3) if plan.total_gib else 0.0
+            sampler = (
+                f"warms the sampler up on {warmup.sampler_rows} requests over the vocabulary "
+                f"({warmup.sampler_gib:.2f} GiB)"
+                if warmup.sampler_gib
+                else "runs no sampler warm-up"
+            )
+            graphs = (
+                f"captures CUDA graphs (about {warmup.graphs_gib:.1f} GiB assumed) and " if warmup.graphs_gib else ""
+            )
+            said = (
+                f"after sizing the KV cache vLLM {known.release.version if known.release else ''} {graphs}{sampler}; "
+                f"gpu_memory_utilization {fraction:g} leaves {warmup.outside_gib:.2f} GiB of {host.name}'s "
+                f"{_gpu_label(host)} outside its budget, less the CUDA context's {warmup.context_gib:.1f} GiB, "
+                f"and the activation peak freed inside it is {warmup.reserved_gib:.2f} GiB"
+            )
+            if shortfall > 0:
+                severity, hedge = _verdict(known, shortfall)
+                message = f"{hedge}{said}: {shortfall:.2f} GiB short"
+            else:
+                severity = Severity.WARNING
+                message = (
+                    f"may not fit: {said}, so the warm-up fits only by reusing the activation peak's memory, which "
+                    "vLLM may still hold after profiling (up to 2.35 GiB measured on 0.19.0; gpt-oss-20b at 0.95 on "
+                    "an H100 fails this way)"
+                )
+            path: tuple[str | int, ...] = ("engine", "name")
+            for key in ("max_num_seqs", "gpu_memory_utilization"):
+                if key in known.effective:
+                    path = known.effective[key].path
+                    break
+            yield self.report(
+                deployment.document,
+                message,
+                path,
+                hint="lower max_num_seqs (the sampler warm-up's requests) or gpu_memory_utilization",
+                severity=severity,
+            )
