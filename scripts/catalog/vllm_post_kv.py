@@ -19,6 +19,12 @@ V0 releases before that method (0.6-0.7) allocate the cache and warm up in ``ini
   instead (0.34's ``enable_extensible_kv_cache``: the warm-up references it and the module calls
   ``measure_kv_cache_blocks``), so nothing it allocates falls outside the budget; None where there is none.
 
+The script writes a second profiling fact from the same sdists, ``v0_chunked_prefill_above``: the
+``max_model_len`` above which the V0 engine turns chunked prefill on by itself (vllm/engine/arg_utils.py
+``use_long_context = max_model_len > N``, in ``create_engine_config`` 0.6-0.7 and ``_set_default_args_v0``
+0.8-0.10); below it, with chunked prefill off, V0 profiles a whole ``max_model_len`` prompt. Releases without a V0
+engine (0.11 on) get none; 0.4.x, which never turns it on by itself, is not catalogued.
+
 Sources are the releases' sdists, unpacked by scripts/catalog/vllm_mxfp4.py's ``sdist`` (its wheel fallback for
 0.15.x). A development tool: the CLI never imports it.
 """
@@ -37,7 +43,7 @@ import vllm as builder  # scripts/catalog/vllm.py (url, fetch)
 import vllm_mxfp4
 from catalog_io import releases_dir
 
-from servespec.engines.catalog import PostKvWarmup
+from servespec.engines.catalog import PostKvWarmup, SourcedInt
 
 WORKERS = {"v1": ("vllm/v1/worker/gpu_worker.py", "Worker"), "v0": ("vllm/worker/worker.py", "Worker")}
 ENTRY = "compile_or_warm_up_model"
@@ -118,6 +124,32 @@ def post_kv_warmup(version: str, src: Path, engine: str) -> dict[str, Any] | Non
     }
 
 
+ARG_UTILS = "vllm/engine/arg_utils.py"
+
+
+def v0_chunked_prefill_above(version: str, src: Path) -> dict[str, Any] | None:
+    """``{value, source}``: N of ``use_long_context = max_model_len > N`` in the release's arg_utils.py; None where
+    the release has no such default (no V0 engine, or V0 that never turns chunked prefill on by itself)."""
+    path = src / ARG_UTILS
+    if not path.is_file():
+        return None
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Assign) or not any(
+            isinstance(t, ast.Name) and t.id == "use_long_context" for t in node.targets
+        ):
+            continue
+        test = node.value
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.ops[0], ast.Gt)
+            and "max_model_len" in ast.unparse(test.left)
+            and isinstance(test.comparators[0], ast.Constant)
+            and isinstance(test.comparators[0].value, int)
+        ):
+            return {"value": test.comparators[0].value, "source": builder.url(version, ARG_UTILS, node.lineno)}
+    return None
+
+
 def tree(version: str) -> Path:
     folder = vllm_mxfp4.sdist(version)
     if folder is not None:
@@ -142,6 +174,12 @@ def main(argv: list[str]) -> int:
             continue
         PostKvWarmup.model_validate(found)
         facts["post_kv_warmup"] = found
+        above = v0_chunked_prefill_above(data["version"], tree(data["version"]))
+        if above is not None:
+            SourcedInt.model_validate(above)
+            facts["v0_chunked_prefill_above"] = above
+        else:
+            facts.pop("v0_chunked_prefill_above", None)
         path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         print(f"{data['version']}: {found}", file=sys.stderr)
     return 1 if failed else 0

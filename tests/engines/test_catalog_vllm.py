@@ -340,6 +340,19 @@ def test_post_kv_reader_reproduces_the_catalogued_facts_from_the_cached_sources(
         data = json.loads(path.read_text())
         engine = data["facts"]["default_engine"]["value"]
         assert reader.post_kv_warmup(version, src, engine) == data["facts"]["post_kv_warmup"], version
+        assert reader.v0_chunked_prefill_above(version, src) == data["facts"].get("v0_chunked_prefill_above"), version
         checked += 1
     if not checked:
         pytest.skip("no vLLM sdist unpacked (scripts/catalog/vllm_mxfp4.py fetches them)")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_release_with_a_v0_engine_says_when_it_chunks_long_prefills(version: str) -> None:
+    """``v0_chunked_prefill_above``: arg_utils.py ``use_long_context = max_model_len > 32768`` in every release that
+    still has the V0 engine (0.6.0-0.10.2, vllm/engine/llm_engine.py), none from 0.11.0 (V1 only)."""
+    fact = VLLM.catalog.release(version).facts.v0_chunked_prefill_above
+    if version_key(version) >= (0, 11):
+        assert fact is None, version
+        return
+    assert fact is not None and fact.value == 32768, version
+    assert f"/blob/v{version}/vllm/engine/arg_utils.py#L" in fact.source, version

@@ -149,3 +149,31 @@ def test_no_started_log_is_flipped_and_the_sampler_warm_up_failures_are_warned()
     # the same model at 0.90 (055) starts and is not warned
     assert rows["055-gpt-oss-20b-tp2-8192-h100-llmd"].started
     assert not rows["055-gpt-oss-20b-tp2-8192-h100-llmd"].warned_after_kv
+
+
+def test_v0_profiles_the_whole_prompt_up_to_the_releases_own_long_context_threshold() -> None:
+    """V0 with chunked prefill off profiles one max_model_len prompt up to ``v0_chunked_prefill_above`` (32768 in
+    0.7.3's arg_utils.py); the threshold is read from the release, not assumed: lowered to 16384 in a copy of the
+    release, a 20,000-token context is profiled at the batched-token default again."""
+    from dataclasses import replace
+
+    from servespec.engines.catalog import SourcedInt
+
+    model = catalogued("meta-llama/Llama-3.1-8B-Instruct")
+    release = get("vllm").select("0.7.3").release
+    assert model is not None and release is not None
+    assert release.facts.v0_chunked_prefill_above is not None
+    assert release.facts.v0_chunked_prefill_above.value == 32768
+
+    def batched(rel: Any) -> str:
+        inp = EstimateInput(
+            engine="vllm", release=rel, model=model, gpu=gpus.resolve("A100-SXM4-80GB"), max_model_len=20000,
+            engine_version="0.7.3", kv_cache_dtype_option="kv_cache_dtype",
+        )  # fmt: skip
+        plan = get("vllm").estimate(inp)
+        assert plan is not None
+        return next(note for note in plan.notes if note.startswith("max_num_batched_tokens"))
+
+    assert batched(release) == "max_num_batched_tokens 20000"
+    lowered = release.facts.model_copy(update={"v0_chunked_prefill_above": SourcedInt(value=16384, source="test")})
+    assert batched(replace(release, facts=lowered)) == "max_num_batched_tokens 2048"

@@ -400,6 +400,10 @@ class ReleaseFacts(_Fact):
     kernel on a GPU instead of sorting the vocabulary (8 from 0.17.0, 1 from 0.30.0); 0: it always sorts
     (scripts/catalog/vllm_sampler.py). None: not read (the sort is assumed)."""
     """vLLM: the hybrid KV-cache manager's layout (on by default from 0.9.2); None: full KV for every layer."""
+    v0_chunked_prefill_above: SourcedInt | None = None
+    """vLLM V0: the ``max_model_len`` above which the engine turns chunked prefill on by itself (arg_utils.py
+    ``use_long_context``, 32768 in 0.6-0.10); below it, chunked prefill off, profiling runs a whole
+    ``max_model_len`` prompt. None: the release has no V0 engine."""
     post_kv_warmup: PostKvWarmup | None = None
     """vLLM: what the default engine core allocates after the KV cache is sized (CUDA graphs, the sampler
     warm-up); None: not read (no check after the KV cache)."""

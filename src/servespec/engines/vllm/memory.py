@@ -254,9 +254,11 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     seqs = int(number(inp.options, "max_num_seqs", 1024 if big else 256))
     batched = int(number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
     # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
-    # whole max_model_len prompt when chunked prefill is off, which V0 leaves off below 32K tokens.
+    # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
+    # v0_chunked_prefill_above (32768 in every catalogued release; assumed for an uncatalogued one).
     chunked = inp.options.get("enable_chunked_prefill") is True
-    if _engine_core(inp) == "v0" and inp.max_model_len <= 32768 and not chunked:
+    above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
+    if _engine_core(inp) == "v0" and inp.max_model_len <= (above.value if above else 32768) and not chunked:
         batched = max(batched, inp.max_model_len)
     padded, padding_notes = mxfp4_padding_gib(inp)
     weights = weights_per_gpu(inp) + padded
