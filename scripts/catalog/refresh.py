@@ -51,6 +51,8 @@ from gitsrc import mirror  # noqa: E402
 
 CONTEXT_FACTS = {"vllm", "sglang", "tgi", "ollama", "tensorrt-llm", "llama.cpp"}
 """Engines whose facts ``context_facts.py`` fills (its BUILDERS)."""
+SOURCE_FACTS = {"vllm": ("vllm_post_kv.py",)}
+"""Fact passes run on the new releases after the build (each reads the releases' sdists; tests walk the facts)."""
 
 
 @dataclass(frozen=True)
@@ -262,11 +264,12 @@ def build(upstream: Upstream, new: list[str], since: list[str]) -> bool:
         return True
     python = sys.executable
     ok = _run([python, str(HERE / "build.py"), upstream.builder, *upstream.build_args(new, since)])
-    if ok and upstream.engine in CONTEXT_FACTS:
-        folder = REPO / "src" / "servespec" / "engines" / upstream.unit / "releases"
-        built = [n for n in new if (folder / f"{n}.json").is_file()]
-        if built:
-            ok = _run([python, str(HERE / "build.py"), "context_facts", upstream.engine, *built])
+    folder = REPO / "src" / "servespec" / "engines" / upstream.unit / "releases"
+    built = [n for n in new if (folder / f"{n}.json").is_file()]
+    if ok and upstream.engine in CONTEXT_FACTS and built:
+        ok = _run([python, str(HERE / "build.py"), "context_facts", upstream.engine, *built])
+    for script in SOURCE_FACTS.get(upstream.engine, ()) if ok and built else ():
+        ok = ok and _run([python, str(HERE / script), *built])
     return ok
 
 
