@@ -74,6 +74,8 @@ def print_class_table(band: dict[str, object]) -> None:
     print("error = (estimated - logged) / logged, of the figure each engine's logs are scored on:")
     for engine in sorted({row.engine for row in rows}):
         print(f"  {engine:10} {SCORED_FIGURE.get(engine, 'not scored')}")
+    print("* in a version range: a release the log does not state, assumed from its date (engine_version_assumed)")
+    print_assumed(rows)
     reasons: dict[str, list[str]] = {}
     for row in rows:
         if row.skipped:
@@ -81,6 +83,17 @@ def print_class_table(band: dict[str, object]) -> None:
     print("\nUnanswered logs by reason:")
     for why, names in sorted(reasons.items(), key=lambda item: -len(item[1])):
         print(f"  {len(names):>3}  {why}: {', '.join(names)}")
+
+
+def print_assumed(rows: list[Comparison]) -> None:
+    """The logs whose figure rests on a labelled stand-in (an unnamed or uncatalogued GPU) or an assumed release."""
+    marked = [row for row in rows if row.assumed]
+    print(f"\nStand-ins and assumptions ({len(marked)} logs; answered ones are counted above):")
+    for row in marked:
+        figure = row.skipped if row.skipped else f"{row.error:+.1%}"
+        print(f"  {row.name}: {figure}")
+        for label in row.assumed:
+            print(f"      {label}")
 
 
 def _p90(rows: list[Comparison]) -> float:
@@ -94,6 +107,7 @@ def main() -> None:
         verdict = (
             "" if row.started or row.fits is None else f"  [failed start; {'fits' if row.fits else 'does not fit'}]"
         )
+        verdict += f"  [{'; '.join(row.assumed)}]" if row.assumed else ""
         if row.skipped:
             print(f"{row.name:48} {'':>8} {row.observed or '-':>12} {'skipped':>12}  {row.skipped}{verdict}")
         else:
