@@ -308,3 +308,64 @@ def test_an_unstated_release_is_answered_only_when_no_catalogued_release_changes
     data["settings"]["mem_fraction_static"] = None  # the default fraction is the release's own
     row = compare_other(_write_log(tmp_path / "sglang", "905-unstated.yaml", data))  # type: ignore[arg-type]
     assert row.predicted is None and "release not stated, and the figure depends on it" in row.skipped, row
+
+
+def test_a_loose_gpu_name_is_estimated_as_every_card_it_fits(tmp_path) -> None:
+    """'NVIDIA H100' fits the PCIe, SXM5 and NVL cards (80 and 94 GB): without a logged total the estimate differs
+    between them, so the log is not answered on a guess; 'NVIDIA A100 80GB' (PCIe or SXM4, the same memory and
+    facts) is."""
+    from tests.vllm_logs import _gpu_candidates, compare
+
+    assert {gpu.id for gpu in _gpu_candidates({"gpu": "NVIDIA H100"})} == {
+        "H100-PCIE-80GB",
+        "H100-SXM5-80GB",
+        "H100-NVL-94GB",
+    }
+    log = _unnamed_vllm_log(1, True)
+    loose = compare(_write_log(tmp_path, "906-h100.yaml", {**log, "gpu": "NVIDIA H100", "total_gpu_memory_gib": None}))  # type: ignore[arg-type]
+    assert loose.predicted is None and loose.skipped.startswith("GPU name fits H100-PCIE-80GB"), loose
+    a100 = compare(
+        _write_log(tmp_path, "907-a100.yaml", {**log, "gpu": "NVIDIA A100 80GB", "total_gpu_memory_gib": None})
+    )  # type: ignore[arg-type]
+    assert not a100.skipped and a100.predicted, a100
+
+
+def test_a_vllm_log_without_a_token_count_is_scored_on_its_kv_memory(tmp_path) -> None:
+    """Log 170 (vLLM 0.6.4) prints kv_cache_size=22.74GiB and no token count: it is scored on the memory (labelled
+    KV_MIB), which on logs that give both tracks the token error (bench legend)."""
+    from tests.vllm_logs import KV_MIB, LOGS, compare, kv_memory_pairs
+
+    row = compare(next(LOGS.glob("170-*.yaml")))
+    assert row.figure == KV_MIB and row.observed == round(22.74 * 1024) and not row.skipped, row
+    assert row.predicted == pytest.approx(row.kv_gib * 1024, abs=6), row  # kv_gib is rounded to 0.01 GiB
+    log = _unnamed_vllm_log(1, True)
+    log["observed"] = {"available_kv_cache_gib": 60.0}
+    assert compare(_write_log(tmp_path, "908-gib.yaml", log)).figure == KV_MIB  # type: ignore[arg-type]
+    pairs = kv_memory_pairs()
+    assert len(pairs) >= 20 and max(gap for _, gap in pairs) < 0.0025, sorted(pairs, key=lambda pair: pair[1])[-3:]
+    pipelined = _unnamed_vllm_log(1, True)
+    pipelined["settings"]["pipeline_parallel_size"] = 2
+    pipelined["observed"] = {"available_kv_cache_gib": 60.0}
+    assert not compare(_write_log(tmp_path, "909-pp.yaml", pipelined)).figure  # type: ignore[arg-type]
+
+
+def test_an_ollama_engine_log_is_scored_on_its_kv_cache_lines() -> None:
+    """The Go ollama engine logs no llama.cpp KV line, only 'kv cache' device=CUDA0 size="18.0 GiB"; where both are
+    printed they agree, and 013 (Qwen3 8B, 131072 cells) and 017 (Gemma 3 4B: five global layers at 4096 cells, 29
+    sliding-window layers at window 1024 + batch 512) match the estimate's cells to the byte."""
+    from tests.vllm_logs import (
+        OLLAMA_ENGINE_KV,
+        OTHER_LOGS,
+        _ollama_engine_kv_bytes,
+        compare_other,
+        ollama_figure_pairs,
+    )
+
+    assert _ollama_engine_kv_bytes({"engine_kv_cache": {"CUDA0": "6.1 GiB", "CPU": "1.9 GiB"}}) == 8 * 2**30
+    assert _ollama_engine_kv_bytes({"engine_kv_cache": {}}) is None
+    pairs = ollama_figure_pairs()
+    assert pairs and all(engine_kv == runner for _, engine_kv, runner in pairs), pairs
+    for stem, mib in (("013-", 18 * 1024), ("017-", 254)):
+        row = compare_other(next((OTHER_LOGS / "ollama").glob(f"{stem}*.yaml")))
+        assert row.figure == OLLAMA_ENGINE_KV and row.observed == mib * 2**20, row
+        assert not row.skipped and abs(row.error) < 0.003, row  # Ollama prints one decimal

@@ -55,6 +55,11 @@ class Comparison:
     assumed: tuple[str, ...] = ()
     """The stand-ins and assumptions the figure rests on (an unnamed or uncatalogued GPU, a release the log does not
     state), each labelled; empty when every fact comes from the log and the catalogs."""
+    figure: str = ""
+    """What ``observed`` and ``predicted`` count: "" for the engine's own figure (:data:`SCORED_FIGURE`),
+    :data:`KV_MIB` for a vLLM log that gives the KV-cache memory but no token count."""
+    logged_kv_gib: float | None = None
+    """The KV-cache memory per GPU a vLLM log states ("Available KV cache memory" / kv_cache_size), when it does."""
 
     @property
     def error(self) -> float:
@@ -68,6 +73,37 @@ class Comparison:
         before it (weights, activations, overheads) got wrong, as the tokens' ratio says."""
         assert self.observed and self.predicted
         return self.kv_gib * (self.predicted - self.observed) / self.predicted
+
+
+KV_MIB = "kv_mib"
+"""A vLLM log scored on its KV-cache memory in MiB per GPU, because it logs no token count (:func:`compare`)."""
+
+
+def _logged_kv_gib(data: dict[str, Any]) -> float | None:
+    """The KV-cache memory per GPU a vLLM log states, when positive."""
+    value = _number((data.get("observed") or {}).get("available_kv_cache_gib"))
+    return value if value is not None and value > 0 else None
+
+
+def _memory_tracks_tokens(data: dict[str, Any]) -> bool:
+    """Whether a vLLM log's KV memory may stand for its token count: every rank holds the same layers (one pipeline
+    stage) and one kind of attention (full or MLA); :func:`kv_memory_pairs` measures how closely it does."""
+    stages = int((data.get("settings") or {}).get("pipeline_parallel_size") or 1)
+    return stages == 1 and attention_class(_facts(data)) in ("full", "mla")
+
+
+def kv_memory_pairs() -> list[tuple[str, float]]:
+    """(log, |token error - memory error|) over the answered vLLM logs that give both figures and whose memory may
+    stand for the tokens (:func:`_memory_tracks_tokens`)."""
+    rows = {row.name: row for row in compare_all()}
+    pairs = []
+    for path in sorted(LOGS.glob("*.yaml")):
+        row = rows[path.stem]
+        if row.skipped or row.figure or not row.logged_kv_gib or not row.kv_gib:
+            continue
+        if _memory_tracks_tokens(YAML(typ="safe").load(path.read_text())):
+            pairs.append((row.name, abs(row.error - (row.kv_gib - row.logged_kv_gib) / row.logged_kv_gib)))
+    return pairs
 
 
 def _observed(data: dict[str, Any]) -> int | None:
@@ -96,31 +132,40 @@ def _gpu(data: dict[str, Any]) -> gpus.GpuModel | None:
     lacks is stood in for by one of the logged total (id ``uncatalogued:<name>``), and so is a GPU the log does not
     name (``gpu: null`` or ``gpu_named: false``) when it states the total (id ``unnamed:<total> GiB``). A stand-in's
     compute capability is the one the log prints (``gpu_compute_capability``), else unknown (0, 0); what else the
-    estimate reads from a GPU is checked by :func:`_settled`."""
+    estimate reads from a GPU is checked by :func:`_settled`. A name several catalogued cards fit ("NVIDIA A100
+    80GB": PCIe or SXM4) gives the first; :func:`_gpu_candidates` gives them all."""
+    found = _gpu_candidates(data)
+    return found[0] if found else None
+
+
+def _gpu_candidates(data: dict[str, Any]) -> list[gpus.GpuModel]:
+    """Every card the logged GPU may be (:func:`_gpu`): one, except for a loose name that several catalogued
+    cards fit ("NVIDIA H100": PCIe, SXM5 or NVL), which :func:`_settled` estimates as each."""
     printed = str(data.get("gpu") or "").strip()
     name = printed.split("(")[0].strip()  # "NVIDIA H200 (141 GB class)"; "TITAN X (Pascal)" is a name
     seen = data.get("observed") or {}
     total = data.get("total_gpu_memory_gib") or seen.get("total_gpu_memory_gib") or data.get("gpu_total_gib")
     if not name or data.get("gpu_named") is False:
         if not _number(total):
-            return None
+            return []
         stand_in = gpus.GpuModel(f"unnamed:{float(str(total)):.2f} GiB", (), 0, _logged_capability(data))
-        return dataclasses.replace(stand_in, memory_mib=round(float(str(total)) / CUDA_VISIBLE_SHARE * 1024))
-    found = gpus.resolve(printed) or gpus.resolve(name)
-    if found is None and name and _number(total):
+        return [dataclasses.replace(stand_in, memory_mib=round(float(str(total)) / CUDA_VISIBLE_SHARE * 1024))]
+    resolved = gpus.resolve(printed) or gpus.resolve(name)
+    found = [resolved] if resolved else []
+    if not found and _number(total):
         # NVIDIA prints one name for two memory sizes (RTX 3060 12/8 GB): the logged CUDA total picks the nearer
         sizes = [gpu for gpu in gpus.named(name) if abs(gpu.memory_gib * CUDA_VISIBLE_SHARE / float(total) - 1) < 0.1]
-        found = min(sizes, key=lambda gpu: abs(gpu.memory_gib * CUDA_VISIBLE_SHARE - float(total)), default=None)
-    if found is None and name:
-        for gpu in gpus.catalog():  # "NVIDIA A100 80GB" style names in log file names
-            if all(part.lower() in gpu.id.lower() for part in name.replace("NVIDIA", "").split()):
-                found = gpu
-                break
-    if found is None and name and _number(total) and not gpus.named(name):
-        found = gpus.GpuModel(f"uncatalogued:{name}", (name,), 0, _logged_capability(data))
-    if found is not None and _number(total):
+        nearest = min(sizes, key=lambda gpu: abs(gpu.memory_gib * CUDA_VISIBLE_SHARE - float(total)), default=None)
+        found = [nearest] if nearest else []
+    if not found:  # "NVIDIA A100 80GB" style names in log file names: every card whose id holds each word
+        words = name.replace("NVIDIA", "").lower().split()
+        found = [gpu for gpu in gpus.catalog() if all(part in gpu.id.lower() for part in words)]
+    if not found and _number(total) and not gpus.named(name):
+        found = [gpus.GpuModel(f"uncatalogued:{name}", (name,), 0, _logged_capability(data))]
+    if _number(total):
         # The log states the CUDA-visible total: use it instead of the nvidia-smi figure.
-        found = dataclasses.replace(found, memory_mib=round(float(total) / CUDA_VISIBLE_SHARE * 1024))
+        mib = round(float(str(total)) / CUDA_VISIBLE_SHARE * 1024)
+        found = [dataclasses.replace(gpu, memory_mib=mib) for gpu in found]
     return found
 
 
@@ -143,20 +188,25 @@ def _variants(gpu: gpus.GpuModel) -> list[gpus.GpuModel]:
     ]
 
 
-def _settled(run: Any, gpu: gpus.GpuModel) -> tuple[Any, str]:
+def _settled(run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None) -> tuple[Any, str]:
     """The estimate ``run(gpu)`` gives, and "" when it rests on the log's facts alone. For a stand-in GPU the
-    estimate is run as every card the stand-in may be (:func:`_variants`); when the KV tokens or the verdict differ
-    between them, the estimate reads a fact the log does not show (the board's NVSwitch, an A100's defaults, the
-    compute capability that picks a kernel), and the reason names the spread instead of a figure."""
-    if not gpu.id.startswith(STAND_IN_PREFIXES):
+    estimate is run as every card the stand-in may be (:func:`_variants`), for a loose name as every catalogued card
+    it fits (``candidates``); when the KV tokens or the verdict differ between them, the estimate reads a fact the
+    log does not show (the memory, the board's NVSwitch, an A100's defaults, the compute capability that picks a
+    kernel), and the reason names the spread instead of a figure."""
+    if gpu.id.startswith(STAND_IN_PREFIXES):
+        cards, what = _variants(gpu), f"GPU {gpu.id}"
+    elif candidates and len(candidates) > 1:
+        cards, what = candidates, f"GPU name fits {', '.join(card.id for card in candidates)}"
+    else:
         return run(gpu), ""
-    plans = [(variant, run(variant)) for variant in _variants(gpu)]
+    plans = [(card, run(card)) for card in cards]
     outcomes = {(plan.kv_tokens, fits(plan)) if plan is not None else None for _, plan in plans}
     if len(outcomes) > 1:
         tokens = [plan.kv_tokens for _, plan in plans if plan is not None]
         return None, (
-            f"GPU {gpu.id}: the estimate depends on a GPU fact the log does not show (NVSwitch board, A100 defaults or "
-            f"compute capability): {min(tokens):,} to {max(tokens):,} KV tokens over the cards it may be"
+            f"{what}: the estimate depends on a GPU fact the log does not show (memory, NVSwitch board, A100 defaults "
+            f"or compute capability): {min(tokens):,} to {max(tokens):,} KV tokens over the cards it may be"
         )
     return plans[0][1], ""
 
@@ -198,7 +248,12 @@ def compare(path: Path) -> Comparison:
     observed = _observed(data)
     version, assumed = _version(data, "vllm_version")
     facts = _facts(data)
-    seen = {"attention": attention_class(facts), "started": data.get("started") is not False}
+    seen: dict[str, Any] = {"attention": attention_class(facts), "started": data.get("started") is not False}
+    logged_gib = _logged_kv_gib(data)
+    figure = KV_MIB if observed is None and seen["started"] and logged_gib and _memory_tracks_tokens(data) else ""
+    if figure:  # no token count: the KV-cache memory it logs is scored instead (SCORED_FIGURE, bench legend)
+        observed = round(float(str(logged_gib)) * 1024)
+    seen.update(figure=figure, logged_kv_gib=logged_gib)
     if calibration.get("use") is False:
         return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version, **seen)
     gpu = _gpu(data)
@@ -240,16 +295,17 @@ def compare(path: Path) -> Comparison:
         )
 
     assumed += _stand_in_label(gpu)
-    plan, unsettled = _settled(run, gpu)
+    plan, unsettled = _settled(run, gpu, _gpu_candidates(data))
     if unsettled:
         return Comparison(name, observed, None, unsettled, version, assumed=assumed, **seen)
     assert plan is not None
     hybrid = bool(facts.linear_layers or (facts.sliding_window and facts.sliding_layers))
     kind = model_class(facts)
+    predicted = round(plan.kv_cache_gib * 1024) if figure else plan.kv_tokens
     return Comparison(
         name,
         observed,
-        plan.kv_tokens if observed is not None else None,
+        predicted if observed is not None else None,
         "" if observed is not None else "failed start without a KV number: scored on the verdict only",
         version=version,
         hybrid=hybrid,
@@ -349,6 +405,28 @@ def _other_observed(data: dict[str, Any]) -> int | None:
     return None
 
 
+OLLAMA_ENGINE_KV = "ollama_engine_kv"
+"""An Ollama log scored on the allocation its own "kv cache" device lines print (device.go), because it has no
+llama.cpp runner KV line (the Go ollama engine logs none): :func:`_ollama_engine_kv_bytes`."""
+_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+
+
+def _ollama_engine_kv_bytes(seen: dict[str, Any]) -> int | None:
+    """The KV cache Ollama's "kv cache" lines give over all devices (``engine_kv_cache``: "18.0 GiB" per device), in
+    bytes. Ollama prints one decimal (format.HumanBytes2), so the figure is good to half a unit of the last place
+    (0.05 GiB of 18.0: 0.3 %)."""
+    sizes = seen.get("engine_kv_cache")
+    if not isinstance(sizes, dict) or not sizes:
+        return None
+    total = 0.0
+    for text in sizes.values():
+        number, _, unit = str(text).strip().partition(" ")
+        if unit not in _UNITS or _number(number) is None:
+            return None
+        total += float(number) * _UNITS[unit]
+    return round(total) if total > 0 else None
+
+
 MIB = 1024 * 1024
 GGUF_ENGINES = ("llama.cpp", "ollama")
 SCORED_FIGURE = {
@@ -358,6 +436,14 @@ SCORED_FIGURE = {
     "tgi": "KV-cache tokens (max batch total tokens)",
     "llama.cpp": "KV-cache bytes over all devices (llama_kv_cache size / KV self size)",
     "ollama": "KV-cache bytes over all devices (the llama.cpp runner's KV cache size)",
+    KV_MIB: (
+        "KV-cache memory in MiB per GPU (vLLM's 'Available KV cache memory' / kv_cache_size), for a vLLM log that "
+        "gives no token count (one pipeline stage, full or MLA attention)"
+    ),
+    OLLAMA_ENGINE_KV: (
+        "KV-cache bytes over all devices as Ollama's own 'kv cache' lines print them (one decimal), for an Ollama "
+        "log without the llama.cpp runner's KV line (the Go ollama engine)"
+    ),
 }
 """What each engine's logs are scored on: the KV cache an engine sizes from memory (vLLM, SGLang, TGI) is
 compared in tokens; llama.cpp and Ollama allocate the context they are given, so their KV cache's bytes
@@ -549,7 +635,7 @@ def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None
     )
     cells = _gguf_cells(engine, inp, total, slots)
     plan = get(engine).estimate(replace(inp, max_model_len=cells))
-    return round(plan.kv_bytes_per_token * plan.kv_tokens) if plan is not None else None
+    return round(plan.kv_cache_bytes) if plan is not None else None  # full layers' cells and the windowed ones
 
 
 def _gguf_cells(engine: str, inp: EstimateInput, total: int, slots: int) -> int:
@@ -577,6 +663,9 @@ def compare_other(path: Path) -> Comparison:
         "version": version,
     }
     name = f"{engine}/{path.stem}"
+    if observed is None and engine == "ollama" and seen["started"]:
+        observed = _ollama_engine_kv_bytes(data.get("observed") or {})
+        seen["figure"] = OLLAMA_ENGINE_KV if observed is not None else ""
     why = ""
     if calibration.get("use") is False:
         why = str(calibration.get("why", "excluded"))
@@ -640,10 +729,11 @@ def _compare_on_gpu(
         return Comparison(name, observed, None, f"{engine} logs not scored yet", assumed=assumed, **seen)
     estimator = estimators[engine]
     assumed += _stand_in_label(gpu, how)
+    cards = _gpu_candidates(data)
     runs = [
-        _settled(lambda card, v=v: estimator({**data, "engine_version": v}, facts, card), gpu)  # type: ignore[misc]
+        _settled(lambda card, v=v: estimator({**data, "engine_version": v}, facts, card), gpu, cards)  # type: ignore[misc]
         for v in choices
-    ] or [_settled(lambda card: estimator(data, facts, card), gpu)]
+    ] or [_settled(lambda card: estimator(data, facts, card), gpu, cards)]
     unsettled = next((why for _, why in runs if why), "")
     if unsettled:
         return Comparison(name, observed, None, unsettled, assumed=assumed, **seen)
@@ -721,6 +811,18 @@ def _sglang_preload_gpu(data: dict[str, Any]) -> tuple[gpus.GpuModel | None, str
     stand_in = dataclasses.replace(stand_in, memory_mib=round(total / CUDA_VISIBLE_SHARE * 1024))
     how = f"SGLang's logged pre-load free memory {before:.2f} GiB + the estimator's {CONTEXT_GIB} GiB context allowance"
     return stand_in, how
+
+
+def ollama_figure_pairs() -> list[tuple[str, int, int]]:
+    """(log, bytes of Ollama's 'kv cache' lines, bytes of the llama.cpp runner's KV lines) for the Ollama logs that
+    print both: how far the rounded 'kv cache' figure sits from the runner's exact one."""
+    pairs = []
+    for path in sorted((OTHER_LOGS / "ollama").glob("*.yaml")):
+        seen = YAML(typ="safe").load(path.read_text()).get("observed") or {}
+        engine_kv, runner = _ollama_engine_kv_bytes(seen), _logged_kv_mib(seen)
+        if engine_kv and runner:
+            pairs.append((f"ollama/{path.stem}", engine_kv, round(runner * MIB)))
+    return pairs
 
 
 def compare_corpus() -> list[Comparison]:

@@ -221,6 +221,9 @@ class GpuEstimate:
     (a hybrid model on a release whose hybrid-manager fact is not catalogued): full-attention
     layers at the whole context, windowed ones at their window, state layers nothing per token.
     None: ``one_sequence_gib`` is the layout's own figure."""
+    kv_cache_bytes: float = 0.0
+    """``kv_cache_gib`` in bytes, unrounded: what a GGUF engine allocates is compared with its log to the byte
+    (the per-token figure leaves out sliding-window layers' fixed cells)."""
 
 
 @dataclass(frozen=True)
@@ -455,6 +458,7 @@ def plan(
             notes=tuple(notes),
             context_tokens=inp.max_model_len,
             context_basis=inp.context_basis,
+            kv_cache_bytes=kv_gib * GIB,
         )
     return GpuEstimate(
         total_gib=round(total, 2),
@@ -469,6 +473,7 @@ def plan(
         notes=tuple(notes),
         context_tokens=inp.max_model_len,
         context_basis=inp.context_basis,
+        kv_cache_bytes=kv_gib * GIB,
     )
 
 
