@@ -365,7 +365,13 @@ def test_an_ollama_engine_log_is_scored_on_its_kv_cache_lines() -> None:
     assert _ollama_engine_kv_bytes({"engine_kv_cache": {}}) is None
     pairs = ollama_figure_pairs()
     assert pairs and all(engine_kv == runner for _, engine_kv, runner in pairs), pairs
+    from ruamel.yaml import YAML
+
     for stem, mib in (("013-", 18 * 1024), ("017-", 254)):
-        row = compare_other(next((OTHER_LOGS / "ollama").glob(f"{stem}*.yaml")))
+        path = next((OTHER_LOGS / "ollama").glob(f"{stem}*.yaml"))
+        data = YAML(typ="safe").load(path.read_text())
+        for device, size in data["observed"]["engine_kv_cache"].items():  # quoted from the log, not typed in
+            assert f'msg="kv cache" device={device} size="{size}"' in data["log"], (path.name, device)
+        row = compare_other(path)
         assert row.figure == OLLAMA_ENGINE_KV and row.observed == mib * 2**20, row
         assert not row.skipped and abs(row.error) < 0.003, row  # Ollama prints one decimal

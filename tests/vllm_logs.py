@@ -260,7 +260,7 @@ def compare(path: Path) -> Comparison:
     failed = not seen["started"]
     if (observed is None and not failed) or facts is None or gpu is None:
         why = (
-            "no KV number"
+            "no KV number: neither a token count nor the KV-cache memory is logged"
             if observed is None and not failed
             else "model not catalogued"
             if facts is None
@@ -670,7 +670,7 @@ def compare_other(path: Path) -> Comparison:
     if calibration.get("use") is False:
         why = str(calibration.get("why", "excluded"))
     elif observed is None:
-        why = "no KV number"
+        why = "no KV number: no KV figure of the engine's in the stored log"
     elif facts is None:
         why = "model not catalogued"
     if why:
