@@ -10,6 +10,7 @@ data file no longer matches the logs.
 
 from __future__ import annotations
 
+import statistics
 import sys
 from pathlib import Path
 
@@ -17,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.vllm_logs import (
     BAND_FILE,
+    KV_MIB,
+    OLLAMA_ENGINE_KV,
     SCORED_FIGURE,
     Comparison,
     band_text,
@@ -25,7 +28,9 @@ from tests.vllm_logs import (
     class_table,
     compare_all,
     compare_corpus,
+    kv_memory_pairs,
     median_abs_error,
+    ollama_figure_pairs,
     p90_abs_error,
 )
 
@@ -81,6 +86,28 @@ def print_class_table(band: dict[str, object]) -> None:
     print("error = (estimated - logged) / logged, of the figure each engine's logs are scored on:")
     for engine in sorted({row.engine for row in rows}):
         print(f"  {engine:10} {SCORED_FIGURE.get(engine, 'not scored')}")
+    substitutes = [row.name for row in rows if row.figure == KV_MIB and not row.skipped]
+    if substitutes:
+        print(f"  {'vllm':10} {SCORED_FIGURE[KV_MIB]}: {', '.join(substitutes)}")
+        gaps = sorted((gap, name) for name, gap in kv_memory_pairs())
+        if gaps:
+            print(
+                f"  {'':10} on the {len(gaps)} such vLLM logs that give both, the memory error and the token error "
+                f"differ by a median {statistics.median(g for g, _ in gaps):.2%} (largest {gaps[-1][0]:.2%}, "
+                f"{gaps[-1][1]})"
+            )
+    engine_kv = [row.name for row in rows if row.figure == OLLAMA_ENGINE_KV and not row.skipped]
+    if engine_kv:
+        print(f"  {'ollama':10} {SCORED_FIGURE[OLLAMA_ENGINE_KV]}: {', '.join(engine_kv)}")
+        pairs = ollama_figure_pairs()
+        if pairs:
+            worst = max(pairs, key=lambda pair: abs(pair[1] / pair[2] - 1))
+            print(
+                f"  {'':10} on the {len(pairs)} Ollama logs that print both, the 'kv cache' lines differ from the "
+                f"llama.cpp runner's KV size by at most {abs(worst[1] / worst[2] - 1):.2%} ({worst[0]})"
+            )
+    print("* in a version range: a release the log does not state, assumed from its date (engine_version_assumed)")
+    print_assumed(rows)
     reasons: dict[str, list[str]] = {}
     for row in rows:
         if row.skipped:
@@ -88,6 +115,17 @@ def print_class_table(band: dict[str, object]) -> None:
     print("\nUnanswered logs by reason:")
     for why, names in sorted(reasons.items(), key=lambda item: -len(item[1])):
         print(f"  {len(names):>3}  {why}: {', '.join(names)}")
+
+
+def print_assumed(rows: list[Comparison]) -> None:
+    """The logs whose figure rests on a labelled stand-in (an unnamed or uncatalogued GPU) or an assumed release."""
+    marked = [row for row in rows if row.assumed]
+    print(f"\nStand-ins and assumptions ({len(marked)} logs; answered ones are counted above):")
+    for row in marked:
+        figure = row.skipped if row.skipped else f"{row.error:+.1%}"
+        print(f"  {row.name}: {figure}")
+        for label in row.assumed:
+            print(f"      {label}")
 
 
 def _p90(rows: list[Comparison]) -> float:
@@ -101,12 +139,14 @@ def main() -> None:
         verdict = (
             "" if row.started or row.fits is None else f"  [failed start; {'fits' if row.fits else 'does not fit'}]"
         )
+        verdict += f"  [{'; '.join(row.assumed)}]" if row.assumed else ""
         if row.skipped:
             print(f"{row.name:48} {'':>8} {row.observed or '-':>12} {'skipped':>12}  {row.skipped}{verdict}")
         else:
+            unit = " MiB" if row.figure == KV_MIB else ""  # scored on the KV memory: no token count logged
             print(
                 f"{row.name:48} {row.model_class:>8} {row.observed:>12,} {row.predicted:>12,} "
-                f"{row.error:>+8.1%} {row.error_gib:>+7.2f}{verdict}"
+                f"{row.error:>+8.1%} {row.error_gib:>+7.2f}{verdict}{unit}"
             )
     used = [row for row in rows if not row.skipped]
     print(f"\n{len(used)} of {len(rows)} logs compared; median absolute error {median_abs_error(rows):.1%}")

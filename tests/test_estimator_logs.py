@@ -184,3 +184,194 @@ def test_ollama_startup_log_figures_are_read_from_the_quoted_lines() -> None:
 def test_log_gpu_names_resolve(gpu: str, total_gib: float | None, gpu_id: str | None) -> None:
     found = _gpu({"gpu": gpu, "total_gpu_memory_gib": total_gib})
     assert (found.id if found else None) == gpu_id
+
+
+# --- stand-ins for what a log does not state: an unnamed GPU, an unstated release (issue 23) ---------------------
+
+
+def _write_log(folder, name: str, data: dict) -> object:
+    from ruamel.yaml import YAML
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    with path.open("w") as out:
+        YAML().dump(data, out)
+    return path
+
+
+def test_an_unnamed_gpu_is_stood_in_for_by_the_logged_total() -> None:
+    from servespec.knowledge.memory import cuda_total_gib
+
+    found = _gpu({"gpu": None, "total_gpu_memory_gib": 15.99})
+    assert found is not None and found.id == "unnamed:15.99 GiB" and found.compute_capability == (0, 0)
+    assert cuda_total_gib(found) == pytest.approx(15.99, abs=0.01)
+    assert _gpu({"gpu": None}) is None  # neither a name nor a total: nothing to stand in with
+    described = _gpu({"gpu": "48 GB-class card", "gpu_named": False, "total_gpu_memory_gib": 44.0})
+    assert described is not None and described.id == "unnamed:44.00 GiB"
+    printed = _gpu({"gpu": None, "total_gpu_memory_gib": 23.5, "gpu_compute_capability": "8.6"})
+    assert printed is not None and printed.compute_capability == (8, 6)
+
+
+def _unnamed_vllm_log(tp: int, seqs: bool, capability: str | None = None) -> dict:
+    settings: dict = {"tensor_parallel_size": tp, "gpu_memory_utilization": 0.9, "max_model_len": 8192}
+    if seqs:
+        settings.update(max_num_seqs=256, max_num_batched_tokens=2048)
+    log = {
+        "vllm_version": "0.19.0",
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "gpu": None,
+        "total_gpu_memory_gib": 79.3,
+        "settings": settings,
+        "engine": "v1",
+        "observed": {"kv_cache_tokens": 500000},
+    }
+    if capability:
+        log["gpu_compute_capability"] = capability
+    return log
+
+
+@pytest.mark.parametrize(
+    ("tp", "seqs", "capability", "answered"),
+    [
+        (1, True, None, True),  # one GPU, the batch limits logged: memory is all the estimate reads
+        (1, False, None, False),  # >= 70 GiB: vLLM's defaults differ on an A100, which the log does not rule out
+        (2, True, None, False),  # TP 2: NCCL's NVLS buffers on an NVSwitch board, which the log does not rule out
+        (2, True, "8.6", True),  # the logged capability rules out Hopper boards and the A100
+    ],
+)
+def test_an_unnamed_gpu_answers_only_when_the_estimate_reads_nothing_the_log_hides(
+    tmp_path, tp: int, seqs: bool, capability: str | None, answered: bool
+) -> None:
+    from tests.vllm_logs import compare
+
+    row = compare(_write_log(tmp_path, "900-unnamed.yaml", _unnamed_vllm_log(tp, seqs, capability)))  # type: ignore[arg-type]
+    assert any("unnamed:79.30 GiB" in label for label in row.assumed), row
+    if answered:
+        assert not row.skipped and row.predicted, row
+    else:
+        assert row.predicted is None and "GPU fact the log does not show" in row.skipped, row
+
+
+def test_sglang_pre_load_memory_stands_in_for_an_unnamed_card_on_one_gpu_only(tmp_path) -> None:
+    """SGLang takes mem_fraction_static of the memory it logs before loading; the stand-in is that figure plus the
+    estimator's context allowance (labelled), and not at TP > 1, where NCCL's set-up (board-dependent) precedes it."""
+    from ruamel.yaml import YAML
+
+    from servespec.knowledge.memory import CONTEXT_GIB
+    from tests.vllm_logs import OTHER_LOGS, compare_other
+
+    path = next((OTHER_LOGS / "sglang").glob("002-*.yaml"))
+    row = compare_other(path)
+    assert not row.skipped and abs(row.error) < 0.02, row
+    assert any(f"unnamed:{78.64 + CONTEXT_GIB:.2f} GiB" in label for label in row.assumed), row.assumed
+    data = YAML(typ="safe").load(path.read_text())
+    data["settings"]["tp_size"] = "2"
+    wide = compare_other(_write_log(tmp_path / "sglang", "902-tp2.yaml", data))  # type: ignore[arg-type]
+    assert wide.predicted is None and "NCCL" in wide.skipped, wide
+    data["settings"].update(tp_size="1", mem_fraction_static=None)
+    unset = compare_other(_write_log(tmp_path / "sglang", "903-default.yaml", data))  # type: ignore[arg-type]
+    assert unset.predicted is None and "mem_fraction_static not logged" in unset.skipped, unset
+
+
+def test_an_assumed_release_is_used_and_labelled(tmp_path) -> None:
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import OTHER_LOGS, _version, class_table, compare_other
+
+    assumption = {"version": "2.4.0", "why": "newest release before the post"}
+    assert _version({"engine_version": "unknown", "engine_version_assumed": assumption}, "engine_version") == (
+        "2.4.0",
+        ("release 2.4.0 assumed: newest release before the post",),
+    )
+    stated = {"engine_version": "2.3.1", "engine_version_assumed": assumption}
+    assert _version(stated, "engine_version") == ("2.3.1", ())  # a printed release wins
+    path = next((OTHER_LOGS / "tgi").glob("004-*.yaml"))
+    row = compare_other(path)
+    assert row.version == "2.4.0" and row.assumed and row.assumed[0].startswith("release 2.4.0 assumed"), row
+    data = YAML(typ="safe").load(path.read_text())
+    data["engine_version"] = "2.4.0"
+    del data["engine_version_assumed"]
+    plain = compare_other(_write_log(tmp_path / "tgi", "904-stated.yaml", data))  # type: ignore[arg-type]
+    assert plain.predicted == row.predicted and not plain.assumed  # the assumed release is the one estimated with
+    assert any(entry["versions"] == "2.4.0*" for entry in class_table([row])), class_table([row])
+
+
+def test_an_unstated_release_is_answered_only_when_no_catalogued_release_changes_the_figure(tmp_path) -> None:
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import OTHER_LOGS, compare_other
+
+    same = compare_other(next((OTHER_LOGS / "llama.cpp").glob("015-*.yaml")))
+    assert not same.skipped and any("release not stated: the figure is the same" in a for a in same.assumed), same
+    data = YAML(typ="safe").load(next((OTHER_LOGS / "sglang").glob("001-*.yaml")).read_text())
+    data["engine_version"] = "unknown"
+    data["settings"]["mem_fraction_static"] = None  # the default fraction is the release's own
+    row = compare_other(_write_log(tmp_path / "sglang", "905-unstated.yaml", data))  # type: ignore[arg-type]
+    assert row.predicted is None and "release not stated, and the figure depends on it" in row.skipped, row
+
+
+def test_a_loose_gpu_name_is_estimated_as_every_card_it_fits(tmp_path) -> None:
+    """'NVIDIA H100' fits the PCIe, SXM5 and NVL cards (80 and 94 GB): without a logged total the estimate differs
+    between them, so the log is not answered on a guess; 'NVIDIA A100 80GB' (PCIe or SXM4, the same memory and
+    facts) is."""
+    from tests.vllm_logs import _gpu_candidates, compare
+
+    assert {gpu.id for gpu in _gpu_candidates({"gpu": "NVIDIA H100"})} == {
+        "H100-PCIE-80GB",
+        "H100-SXM5-80GB",
+        "H100-NVL-94GB",
+    }
+    log = _unnamed_vllm_log(1, True)
+    loose = compare(_write_log(tmp_path, "906-h100.yaml", {**log, "gpu": "NVIDIA H100", "total_gpu_memory_gib": None}))  # type: ignore[arg-type]
+    assert loose.predicted is None and loose.skipped.startswith("GPU name fits H100-PCIE-80GB"), loose
+    a100 = compare(
+        _write_log(tmp_path, "907-a100.yaml", {**log, "gpu": "NVIDIA A100 80GB", "total_gpu_memory_gib": None})
+    )  # type: ignore[arg-type]
+    assert not a100.skipped and a100.predicted, a100
+
+
+def test_a_vllm_log_without_a_token_count_is_scored_on_its_kv_memory(tmp_path) -> None:
+    """Log 170 (vLLM 0.6.4) prints kv_cache_size=22.74GiB and no token count: it is scored on the memory (labelled
+    KV_MIB), which on logs that give both tracks the token error (bench legend)."""
+    from tests.vllm_logs import KV_MIB, LOGS, compare, kv_memory_pairs
+
+    row = compare(next(LOGS.glob("170-*.yaml")))
+    assert row.figure == KV_MIB and row.observed == round(22.74 * 1024) and not row.skipped, row
+    assert row.predicted == pytest.approx(row.kv_gib * 1024, abs=6), row  # kv_gib is rounded to 0.01 GiB
+    log = _unnamed_vllm_log(1, True)
+    log["observed"] = {"available_kv_cache_gib": 60.0}
+    assert compare(_write_log(tmp_path, "908-gib.yaml", log)).figure == KV_MIB  # type: ignore[arg-type]
+    pairs = kv_memory_pairs()
+    assert len(pairs) >= 20 and max(gap for _, gap in pairs) < 0.0025, sorted(pairs, key=lambda pair: pair[1])[-3:]
+    pipelined = _unnamed_vllm_log(1, True)
+    pipelined["settings"]["pipeline_parallel_size"] = 2
+    pipelined["observed"] = {"available_kv_cache_gib": 60.0}
+    assert not compare(_write_log(tmp_path, "909-pp.yaml", pipelined)).figure  # type: ignore[arg-type]
+
+
+def test_an_ollama_engine_log_is_scored_on_its_kv_cache_lines() -> None:
+    """The Go ollama engine logs no llama.cpp KV line, only 'kv cache' device=CUDA0 size="18.0 GiB"; where both are
+    printed they agree, and 013 (Qwen3 8B, 131072 cells) and 017 (Gemma 3 4B: five global layers at 4096 cells, 29
+    sliding-window layers at window 1024 + batch 512) match the estimate's cells to the byte."""
+    from tests.vllm_logs import (
+        OLLAMA_ENGINE_KV,
+        OTHER_LOGS,
+        _ollama_engine_kv_bytes,
+        compare_other,
+        ollama_figure_pairs,
+    )
+
+    assert _ollama_engine_kv_bytes({"engine_kv_cache": {"CUDA0": "6.1 GiB", "CPU": "1.9 GiB"}}) == 8 * 2**30
+    assert _ollama_engine_kv_bytes({"engine_kv_cache": {}}) is None
+    pairs = ollama_figure_pairs()
+    assert pairs and all(engine_kv == runner for _, engine_kv, runner in pairs), pairs
+    from ruamel.yaml import YAML
+
+    for stem, mib in (("013-", 18 * 1024), ("017-", 254)):
+        path = next((OTHER_LOGS / "ollama").glob(f"{stem}*.yaml"))
+        data = YAML(typ="safe").load(path.read_text())
+        for device, size in data["observed"]["engine_kv_cache"].items():  # quoted from the log, not typed in
+            assert f'msg="kv cache" device={device} size="{size}"' in data["log"], (path.name, device)
+        row = compare_other(path)
+        assert row.figure == OLLAMA_ENGINE_KV and row.observed == mib * 2**20, row
+        assert not row.skipped and abs(row.error) < 0.003, row  # Ollama prints one decimal

@@ -56,6 +56,14 @@ class Comparison:
     """MEM008's "may not fit": the warm-up after the KV cache fits only by reusing the freed activation peak."""
     after_kv_shortfall_gib: float | None = None
     """MEM008's arithmetic shortfall after the KV cache (> 0: predicted not to start); None: not modelled."""
+    assumed: tuple[str, ...] = ()
+    """The stand-ins and assumptions the figure rests on (an unnamed or uncatalogued GPU, a release the log does not
+    state), each labelled; empty when every fact comes from the log and the catalogs."""
+    figure: str = ""
+    """What ``observed`` and ``predicted`` count: "" for the engine's own figure (:data:`SCORED_FIGURE`),
+    :data:`KV_MIB` for a vLLM log that gives the KV-cache memory but no token count."""
+    logged_kv_gib: float | None = None
+    """The KV-cache memory per GPU a vLLM log states ("Available KV cache memory" / kv_cache_size), when it does."""
 
     @property
     def error(self) -> float:
@@ -71,6 +79,37 @@ class Comparison:
         return self.kv_gib * (self.predicted - self.observed) / self.predicted
 
 
+KV_MIB = "kv_mib"
+"""A vLLM log scored on its KV-cache memory in MiB per GPU, because it logs no token count (:func:`compare`)."""
+
+
+def _logged_kv_gib(data: dict[str, Any]) -> float | None:
+    """The KV-cache memory per GPU a vLLM log states, when positive."""
+    value = _number((data.get("observed") or {}).get("available_kv_cache_gib"))
+    return value if value is not None and value > 0 else None
+
+
+def _memory_tracks_tokens(data: dict[str, Any]) -> bool:
+    """Whether a vLLM log's KV memory may stand for its token count: every rank holds the same layers (one pipeline
+    stage) and one kind of attention (full or MLA); :func:`kv_memory_pairs` measures how closely it does."""
+    stages = int((data.get("settings") or {}).get("pipeline_parallel_size") or 1)
+    return stages == 1 and attention_class(_facts(data)) in ("full", "mla")
+
+
+def kv_memory_pairs() -> list[tuple[str, float]]:
+    """(log, |token error - memory error|) over the answered vLLM logs that give both figures and whose memory may
+    stand for the tokens (:func:`_memory_tracks_tokens`)."""
+    rows = {row.name: row for row in compare_all()}
+    pairs = []
+    for path in sorted(LOGS.glob("*.yaml")):
+        row = rows[path.stem]
+        if row.skipped or row.figure or not row.logged_kv_gib or not row.kv_gib:
+            continue
+        if _memory_tracks_tokens(YAML(typ="safe").load(path.read_text())):
+            pairs.append((row.name, abs(row.error - (row.kv_gib - row.logged_kv_gib) / row.logged_kv_gib)))
+    return pairs
+
+
 def _observed(data: dict[str, Any]) -> int | None:
     seen = data.get("observed") or {}
     if seen.get("kv_cache_tokens"):
@@ -81,29 +120,121 @@ def _observed(data: dict[str, Any]) -> int | None:
     return None
 
 
+STAND_IN_PREFIXES = ("uncatalogued:", "unnamed:")
+"""The ids of the bench's GPU stand-ins (:func:`_gpu`): a card the catalogue lacks, or one the log does not name."""
+
+
+def _logged_capability(data: dict[str, Any]) -> tuple[int, int]:
+    """The compute capability the log prints (``gpu_compute_capability``, e.g. "8.6"); (0, 0) when it does not."""
+    text = str(data.get("gpu_compute_capability") or "")
+    major, _, minor = text.partition(".")
+    return (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else (0, 0)
+
+
 def _gpu(data: dict[str, Any]) -> gpus.GpuModel | None:
     """The logged GPU from the catalogue, its memory the CUDA-visible total the log states; a GPU the catalogue
-    lacks is stood in for by one of the logged total (id ``uncatalogued:<name>``, compute capability unknown)."""
+    lacks is stood in for by one of the logged total (id ``uncatalogued:<name>``), and so is a GPU the log does not
+    name (``gpu: null`` or ``gpu_named: false``) when it states the total (id ``unnamed:<total> GiB``). A stand-in's
+    compute capability is the one the log prints (``gpu_compute_capability``), else unknown (0, 0); what else the
+    estimate reads from a GPU is checked by :func:`_settled`. A name several catalogued cards fit ("NVIDIA A100
+    80GB": PCIe or SXM4) gives the first; :func:`_gpu_candidates` gives them all."""
+    found = _gpu_candidates(data)
+    return found[0] if found else None
+
+
+def _gpu_candidates(data: dict[str, Any]) -> list[gpus.GpuModel]:
+    """Every card the logged GPU may be (:func:`_gpu`): one, except for a loose name that several catalogued
+    cards fit ("NVIDIA H100": PCIe, SXM5 or NVL), which :func:`_settled` estimates as each."""
     printed = str(data.get("gpu") or "").strip()
     name = printed.split("(")[0].strip()  # "NVIDIA H200 (141 GB class)"; "TITAN X (Pascal)" is a name
-    found = (gpus.resolve(printed) or gpus.resolve(name)) if name else None
     seen = data.get("observed") or {}
     total = data.get("total_gpu_memory_gib") or seen.get("total_gpu_memory_gib") or data.get("gpu_total_gib")
-    if found is None and name and _number(total):
+    if not name or data.get("gpu_named") is False:
+        if not _number(total):
+            return []
+        stand_in = gpus.GpuModel(f"unnamed:{float(str(total)):.2f} GiB", (), 0, _logged_capability(data))
+        return [dataclasses.replace(stand_in, memory_mib=round(float(str(total)) / CUDA_VISIBLE_SHARE * 1024))]
+    resolved = gpus.resolve(printed) or gpus.resolve(name)
+    found = [resolved] if resolved else []
+    if not found and _number(total):
         # NVIDIA prints one name for two memory sizes (RTX 3060 12/8 GB): the logged CUDA total picks the nearer
         sizes = [gpu for gpu in gpus.named(name) if abs(gpu.memory_gib * CUDA_VISIBLE_SHARE / float(total) - 1) < 0.1]
-        found = min(sizes, key=lambda gpu: abs(gpu.memory_gib * CUDA_VISIBLE_SHARE - float(total)), default=None)
-    if found is None and name:
-        for gpu in gpus.catalog():  # "NVIDIA A100 80GB" style names in log file names
-            if all(part.lower() in gpu.id.lower() for part in name.replace("NVIDIA", "").split()):
-                found = gpu
-                break
-    if found is None and name and _number(total) and not gpus.named(name):
-        found = gpus.GpuModel(f"uncatalogued:{name}", (name,), 0, (0, 0))
-    if found is not None and _number(total):
+        nearest = min(sizes, key=lambda gpu: abs(gpu.memory_gib * CUDA_VISIBLE_SHARE - float(total)), default=None)
+        found = [nearest] if nearest else []
+    if not found:  # "NVIDIA A100 80GB" style names in log file names: every card whose id holds each word
+        words = name.replace("NVIDIA", "").lower().split()
+        found = [gpu for gpu in gpus.catalog() if all(part in gpu.id.lower() for part in words)]
+    if not found and _number(total) and not gpus.named(name):
+        found = [gpus.GpuModel(f"uncatalogued:{name}", (name,), 0, _logged_capability(data))]
+    if _number(total):
         # The log states the CUDA-visible total: use it instead of the nvidia-smi figure.
-        found = dataclasses.replace(found, memory_mib=round(float(total) / CUDA_VISIBLE_SHARE * 1024))
+        mib = round(float(str(total)) / CUDA_VISIBLE_SHARE * 1024)
+        found = [dataclasses.replace(gpu, memory_mib=mib) for gpu in found]
     return found
+
+
+CAPABILITIES = ((7, 0), (7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0))
+"""The compute capabilities of the catalogued GPUs vLLM, SGLang and TGI run on (Volta to Blackwell)."""
+BOARDS = (("A100-SXM4-80GB", (8, 0)), ("H100-SXM5-80GB", (9, 0)), ("B200", (10, 0)))
+"""Catalogued ids the estimate tells apart by id: vLLM's larger defaults for >= 70 GiB cards that are not A100
+(engines/vllm/memory.py ``_big_gpu``), NCCL's NVLS buffers on NVSwitch boards (knowledge/memory.py ``NVLS_GPUS``)."""
+
+
+def _variants(gpu: gpus.GpuModel) -> list[gpus.GpuModel]:
+    """The cards a stand-in may be: its memory with every identity and capability the estimate tells apart
+    (the logged capability only, when the log prints it)."""
+    logged = gpu.compute_capability if gpu.compute_capability != (0, 0) else None
+    identities = [(gpu.id, cc) for cc in CAPABILITIES] + list(BOARDS)
+    return [
+        dataclasses.replace(gpu, id=ident, compute_capability=cc)
+        for ident, cc in identities
+        if logged is None or cc == logged
+    ]
+
+
+def _settled(run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None) -> tuple[Any, str]:
+    """The estimate ``run(gpu)`` gives, and "" when it rests on the log's facts alone. For a stand-in GPU the
+    estimate is run as every card the stand-in may be (:func:`_variants`), for a loose name as every catalogued card
+    it fits (``candidates``); when the KV tokens or the verdict differ between them, the estimate reads a fact the
+    log does not show (the memory, the board's NVSwitch, an A100's defaults, the compute capability that picks a
+    kernel), and the reason names the spread instead of a figure."""
+    if gpu.id.startswith(STAND_IN_PREFIXES):
+        cards, what = _variants(gpu), f"GPU {gpu.id}"
+    elif candidates and len(candidates) > 1:
+        cards, what = candidates, f"GPU name fits {', '.join(card.id for card in candidates)}"
+    else:
+        return run(gpu), ""
+    plans = [(card, run(card)) for card in cards]
+    outcomes = {(plan.kv_tokens, fits(plan)) if plan is not None else None for _, plan in plans}
+    if len(outcomes) > 1:
+        tokens = [plan.kv_tokens for _, plan in plans if plan is not None]
+        return None, (
+            f"{what}: the estimate depends on a GPU fact the log does not show (memory, NVSwitch board, A100 defaults "
+            f"or compute capability): {min(tokens):,} to {max(tokens):,} KV tokens over the cards it may be"
+        )
+    return plans[0][1], ""
+
+
+def _stand_in_label(gpu: gpus.GpuModel, how: str = "") -> tuple[str, ...]:
+    """The label a stand-in GPU adds to a comparison's ``assumed`` (none for a catalogued card)."""
+    if not gpu.id.startswith(STAND_IN_PREFIXES):
+        return ()
+    known = "" if gpu.compute_capability == (0, 0) else f", compute capability {gpu.compute_capability[0]}."
+    known += f"{gpu.compute_capability[1]} logged" if known else ", compute capability not logged"
+    return (f"GPU stand-in {gpu.id} ({how or 'the logged CUDA total'}{known})",)
+
+
+def _version(data: dict[str, Any], key: str) -> tuple[str, tuple[str, ...]]:
+    """The engine release a log is estimated with, and its label when it is assumed.
+
+    A log that does not print its release (``unknown`` or empty) may carry ``engine_version_assumed: {version,
+    why}``: the release its date (and its own lines) bound it to, as an explicit assumption that the bench prints."""
+    stated = str(data.get(key) or "").strip()
+    assumed = data.get("engine_version_assumed")
+    if (stated and stated != "unknown") or not isinstance(assumed, dict) or not assumed.get("version"):
+        return stated, ()
+    version = str(assumed["version"])
+    return version, (f"release {version} assumed: {str(assumed.get('why') or '').strip()}",)
 
 
 def _sized_by_name(method: str) -> bool:
@@ -119,20 +250,25 @@ def compare(path: Path) -> Comparison:
     name = path.stem
     calibration = data.get("calibration") or {}
     observed = _observed(data)
-    version = str(data.get("vllm_version", ""))
+    version, assumed = _version(data, "vllm_version")
     facts = _facts(data)
-    seen = {"attention": attention_class(facts), "started": data.get("started") is not False}
+    seen: dict[str, Any] = {"attention": attention_class(facts), "started": data.get("started") is not False}
+    logged_gib = _logged_kv_gib(data)
+    figure = KV_MIB if observed is None and seen["started"] and logged_gib and _memory_tracks_tokens(data) else ""
+    if figure:  # no token count: the KV-cache memory it logs is scored instead (SCORED_FIGURE, bench legend)
+        observed = round(float(str(logged_gib)) * 1024)
+    seen.update(figure=figure, logged_kv_gib=logged_gib)
     if calibration.get("use") is False:
         return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version, **seen)
     gpu = _gpu(data)
     failed = not seen["started"]
     if (observed is None and not failed) or facts is None or gpu is None:
         why = (
-            "no KV number"
+            "no KV number: neither a token count nor the KV-cache memory is logged"
             if observed is None and not failed
             else "model not catalogued"
             if facts is None
-            else "GPU unknown"
+            else "GPU unknown: the log names no catalogued GPU and states no total memory"
         )
         return Comparison(name, observed, None, why, version, **seen)
     settings = data.get("settings") or {}
@@ -142,30 +278,38 @@ def compare(path: Path) -> Comparison:
         # does not carry the checkpoint's quantization_config; in use servespec reads the width from the checkpoint.
         why = f"weights' width unknown: {method} without its config"
         return Comparison(name, observed, None, why, version, **seen)
-    plan = get("vllm").estimate(
-        EstimateInput(
-            engine="vllm",
-            release=get("vllm").select(version).release,
-            model=facts,
-            gpu=gpu,
-            tensor_parallel=int(settings.get("tensor_parallel_size") or 1),
-            pipeline_parallel=int(settings.get("pipeline_parallel_size") or 1),
-            dtype=str(settings.get("dtype") or "auto"),
-            quantization=settings.get("quantization"),
-            max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
-            options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
-            engine_version=version,
-            engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
-            kv_cache_dtype_option="kv_cache_dtype",
+
+    def run(card: gpus.GpuModel) -> Any:
+        return get("vllm").estimate(
+            EstimateInput(
+                engine="vllm",
+                release=get("vllm").select(version).release,
+                model=facts,
+                gpu=card,
+                tensor_parallel=int(settings.get("tensor_parallel_size") or 1),
+                pipeline_parallel=int(settings.get("pipeline_parallel_size") or 1),
+                dtype=str(settings.get("dtype") or "auto"),
+                quantization=settings.get("quantization"),
+                max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
+                options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
+                engine_version=version,
+                engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
+                kv_cache_dtype_option="kv_cache_dtype",
+            )
         )
-    )
+
+    assumed += _stand_in_label(gpu)
+    plan, unsettled = _settled(run, gpu, _gpu_candidates(data))
+    if unsettled:
+        return Comparison(name, observed, None, unsettled, version, assumed=assumed, **seen)
     assert plan is not None
     hybrid = bool(facts.linear_layers or (facts.sliding_window and facts.sliding_layers))
     kind = model_class(facts)
+    predicted = round(plan.kv_cache_gib * 1024) if figure else plan.kv_tokens
     return Comparison(
         name,
         observed,
-        plan.kv_tokens if observed is not None else None,
+        predicted if observed is not None else None,
         "" if observed is not None else "failed start without a KV number: scored on the verdict only",
         version=version,
         hybrid=hybrid,
@@ -174,6 +318,7 @@ def compare(path: Path) -> Comparison:
         fits=fits(plan),
         warned_after_kv=plan.after_kv is not None and plan.after_kv.tight,
         after_kv_shortfall_gib=plan.after_kv.shortfall_gib if plan.after_kv is not None else None,
+        assumed=assumed,
         **seen,
     )
 
@@ -269,6 +414,28 @@ def _other_observed(data: dict[str, Any]) -> int | None:
     return None
 
 
+OLLAMA_ENGINE_KV = "ollama_engine_kv"
+"""An Ollama log scored on the allocation its own "kv cache" device lines print (device.go), because it has no
+llama.cpp runner KV line (the Go ollama engine logs none): :func:`_ollama_engine_kv_bytes`."""
+_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+
+
+def _ollama_engine_kv_bytes(seen: dict[str, Any]) -> int | None:
+    """The KV cache Ollama's "kv cache" lines give over all devices (``engine_kv_cache``: "18.0 GiB" per device), in
+    bytes. Ollama prints one decimal (format.HumanBytes2), so the figure is good to half a unit of the last place
+    (0.05 GiB of 18.0: 0.3 %)."""
+    sizes = seen.get("engine_kv_cache")
+    if not isinstance(sizes, dict) or not sizes:
+        return None
+    total = 0.0
+    for text in sizes.values():
+        number, _, unit = str(text).strip().partition(" ")
+        if unit not in _UNITS or _number(number) is None:
+            return None
+        total += float(number) * _UNITS[unit]
+    return round(total) if total > 0 else None
+
+
 MIB = 1024 * 1024
 GGUF_ENGINES = ("llama.cpp", "ollama")
 SCORED_FIGURE = {
@@ -278,6 +445,14 @@ SCORED_FIGURE = {
     "tgi": "KV-cache tokens (max batch total tokens)",
     "llama.cpp": "KV-cache bytes over all devices (llama_kv_cache size / KV self size)",
     "ollama": "KV-cache bytes over all devices (the llama.cpp runner's KV cache size)",
+    KV_MIB: (
+        "KV-cache memory in MiB per GPU (vLLM's 'Available KV cache memory' / kv_cache_size), for a vLLM log that "
+        "gives no token count (one pipeline stage, full or MLA attention)"
+    ),
+    OLLAMA_ENGINE_KV: (
+        "KV-cache bytes over all devices as Ollama's own 'kv cache' lines print them (one decimal), for an Ollama "
+        "log without the llama.cpp runner's KV line (the Go ollama engine)"
+    ),
 }
 """What each engine's logs are scored on: the KV cache an engine sizes from memory (vLLM, SGLang, TGI) is
 compared in tokens; llama.cpp and Ollama allocate the context they are given, so their KV cache's bytes
@@ -390,7 +565,7 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
     if kv_dtype and str(kv_dtype) != "auto":
         options["kv_cache_dtype"] = str(kv_dtype)
     context = _whole(settings.get("context_length"), 0) or facts.derived_max_len or 4096
-    version = str(data.get("engine_version") or "")
+    version = _version(data, "engine_version")[0]
     return get(engine).estimate(
         EstimateInput(
             engine=engine,
@@ -415,7 +590,7 @@ def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuM
     """TGI with the launcher's logged arguments."""
     settings = data.get("settings") or {}
     options: dict[str, Any] = _numbers(settings, ("cuda_memory_fraction", "max_batch_prefill_tokens"))
-    version = str(data.get("engine_version") or "")
+    version = _version(data, "engine_version")[0]
     length = _whole(settings.get("max_total_tokens"), 0) or facts.derived_max_len or 4096
     return get("tgi").estimate(
         EstimateInput(
@@ -453,7 +628,7 @@ def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None
     unified = settings.get("kv_unified")
     if unified is not None:
         options["kv_unified"] = _truthy(unified)
-    version = str(data.get("engine_version") or "")
+    version = _version(data, "engine_version")[0]
     release = _release(engine, version)
     inp = EstimateInput(
         engine=engine,
@@ -469,7 +644,7 @@ def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None
     )
     cells = _gguf_cells(engine, inp, total, slots)
     plan = get(engine).estimate(replace(inp, max_model_len=cells))
-    return round(plan.kv_bytes_per_token * plan.kv_tokens) if plan is not None else None
+    return round(plan.kv_cache_bytes) if plan is not None else None  # full layers' cells and the windowed ones
 
 
 def _gguf_cells(engine: str, inp: EstimateInput, total: int, slots: int) -> int:
@@ -488,47 +663,175 @@ def compare_other(path: Path) -> Comparison:
     engine = str(data.get("engine") or path.parent.name)
     calibration = data.get("calibration") or {}
     facts = _other_facts(data)
-    version = str(data.get("engine_version") or "")
+    version, assumed = _version(data, "engine_version")
     observed = _other_observed(data)
-    seen = {
+    seen: dict[str, Any] = {
         "engine": engine,
         "attention": attention_class(facts),
         "started": data.get("started") is not False,
+        "version": version,
     }
     name = f"{engine}/{path.stem}"
+    if observed is None and engine == "ollama" and seen["started"]:
+        observed = _ollama_engine_kv_bytes(data.get("observed") or {})
+        seen["figure"] = OLLAMA_ENGINE_KV if observed is not None else ""
     why = ""
     if calibration.get("use") is False:
         why = str(calibration.get("why", "excluded"))
     elif observed is None:
-        why = "no KV number"
+        why = "no KV number: no KV figure of the engine's in the stored log"
     elif facts is None:
         why = "model not catalogued"
     if why:
-        return Comparison(name, observed, None, why, version, **seen)
+        return Comparison(name, observed, None, why, assumed=assumed, **seen)
     assert facts is not None and observed is not None
+    choices = _release_choices(engine, data) if not assumed else []
     if engine in GGUF_ENGINES:
-        predicted = _gguf_kv_bytes(data, facts)
-        if predicted is None:
-            return Comparison(name, observed, None, "context not logged", version, **seen)
-        return Comparison(name, observed, predicted, version=version, model_class=model_class(facts), **seen)
-    gpu = _gpu(data)
+        return _compare_gguf(name, data, facts, observed, choices, assumed, seen)
+    return _compare_on_gpu(name, data, facts, observed, choices, assumed, seen)
+
+
+def _compare_gguf(
+    name: str,
+    data: dict[str, Any],
+    facts: models.ModelFacts,
+    observed: int,
+    choices: list[str],
+    assumed: tuple[str, ...],
+    seen: dict[str, Any],
+) -> Comparison:
+    """A llama.cpp or Ollama log: the KV bytes laid out for its context (under every release it may have run)."""
+    engine = str(seen["engine"])
+    figures = {_gguf_kv_bytes({**data, "engine_version": v}, facts) for v in choices} or {_gguf_kv_bytes(data, facts)}
+    if len(figures) > 1:
+        why = _release_spread(engine, [f for f in figures if f is not None], "KV bytes")
+        return Comparison(name, observed, None, why, assumed=assumed, **seen)
+    predicted = figures.pop()
+    if predicted is None:
+        return Comparison(name, observed, None, "context not logged", assumed=assumed, **seen)
+    assumed += _release_free_label(engine, choices)
+    return Comparison(name, observed, predicted, model_class=model_class(facts), assumed=assumed, **seen)
+
+
+def _compare_on_gpu(
+    name: str,
+    data: dict[str, Any],
+    facts: models.ModelFacts,
+    observed: int,
+    choices: list[str],
+    assumed: tuple[str, ...],
+    seen: dict[str, Any],
+) -> Comparison:
+    """An SGLang, KTransformers or TGI log: the KV tokens sized from the GPU's memory (a labelled stand-in for a
+    card the log does not name or the catalogue lacks), under every release it may have run when it states none."""
+    engine = str(seen["engine"])
+    gpu, how = _gpu(data), ""
+    if gpu is None and engine in SGLANG_ENGINES:
+        gpu, how = _sglang_preload_gpu(data)
+        if gpu is None and how:
+            return Comparison(name, observed, None, how, assumed=assumed, **seen)
     if gpu is None:
-        return Comparison(name, observed, None, "GPU unknown", version, **seen)
+        why = "GPU unknown: the log names no catalogued GPU and states no total memory"
+        return Comparison(name, observed, None, why, assumed=assumed, **seen)
     estimators = {"sglang": _estimate_sglang, "ktransformers": _estimate_sglang, "tgi": _estimate_tgi}
     if engine not in estimators:
-        return Comparison(name, observed, None, f"{engine} logs not scored yet", version, **seen)
-    plan = estimators[engine](data, facts, gpu)
+        return Comparison(name, observed, None, f"{engine} logs not scored yet", assumed=assumed, **seen)
+    estimator = estimators[engine]
+    assumed += _stand_in_label(gpu, how)
+    cards = _gpu_candidates(data)
+    runs = [
+        _settled(lambda card, v=v: estimator({**data, "engine_version": v}, facts, card), gpu, cards)  # type: ignore[misc]
+        for v in choices
+    ] or [_settled(lambda card: estimator(data, facts, card), gpu, cards)]
+    unsettled = next((why for _, why in runs if why), "")
+    if unsettled:
+        return Comparison(name, observed, None, unsettled, assumed=assumed, **seen)
+    if len({(p.kv_tokens, fits(p)) if p is not None else None for p, _ in runs}) > 1:
+        why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens")
+        return Comparison(name, observed, None, why, assumed=assumed, **seen)
+    plan = runs[0][0]
     if plan is None:
-        return Comparison(name, observed, None, f"no estimate for {engine} {version}", version, **seen)
+        why = f"no estimate for {engine} {seen['version']}"
+        return Comparison(name, observed, None, why, assumed=assumed, **seen)
+    assumed += _release_free_label(engine, choices)
+    kind = model_class(facts)
     return Comparison(
-        name,
-        observed,
-        plan.kv_tokens,
-        version=version,
-        model_class=model_class(facts),
-        kv_gib=plan.kv_cache_gib,
-        **seen,
+        name, observed, plan.kv_tokens, model_class=kind, kv_gib=plan.kv_cache_gib, assumed=assumed, **seen
     )
+
+
+SGLANG_ENGINES = ("sglang", "ktransformers")
+
+
+def _release_choices(engine: str, data: dict[str, Any]) -> list[str]:
+    """The releases a log that states none (and assumes none) may have run: every catalogued one, and "unknown"
+    (the arithmetic without release facts, which releases older than the catalogue get); [] when it states one."""
+    stated = str(data.get("engine_version") or "").strip()
+    if stated and stated != "unknown":
+        return []
+    return ["unknown", *get(engine).select("unknown").known]
+
+
+def _release_spread(engine: str, figures: list[int], unit: str) -> str:
+    low, high = (min(figures), max(figures)) if figures else (0, 0)
+    return (
+        f"{engine} release not stated, and the figure depends on it: {low:,} to {high:,} {unit} over the catalogued "
+        "releases and the arithmetic before them"
+    )
+
+
+def _release_free_label(engine: str, choices: list[str]) -> tuple[str, ...]:
+    if not choices:
+        return ()
+    return (
+        f"{engine} release not stated: the figure is the same under all {len(choices) - 1} catalogued releases and "
+        "the arithmetic before them (no release assumed)",
+    )
+
+
+def _sglang_preload_gpu(data: dict[str, Any]) -> tuple[gpus.GpuModel | None, str]:
+    """A stand-in for a GPU an SGLang log does not name, from the free memory it logs before loading
+    ("Load weight begin. avail mem=X GB", GiB: SGLang's get_available_gpu_memory divides by 1 << 30).
+
+    SGLang takes ``mem_fraction_static`` of that figure (model_runner.py ``profile_max_num_token``); the estimator
+    takes it as the card's total less its CUDA-context allowance (``CONTEXT_GIB``) and NCCL's communicators, so the
+    stand-in's total is the logged figure plus that allowance: on such a log the allowance itself is not tested.
+    Only for one GPU (no communicators, whose size depends on the board) and a logged ``mem_fraction_static`` (the
+    default reads the card's real total). Returns the stand-in and how it was made, or None and why not ("" when the
+    log has no such figure)."""
+    from servespec.knowledge.memory import CONTEXT_GIB
+
+    printed = str(data.get("gpu") or "").strip()
+    before = _number((data.get("observed") or {}).get("avail_mem_before_load_gb"))
+    if (printed and data.get("gpu_named") is not False) or before is None:
+        return None, ""
+    settings = data.get("settings") or {}
+    ranks = _whole(settings.get("tp_size")) * _whole(settings.get("pp_size")) * _whole(settings.get("dp_size"))
+    if ranks > 1:
+        why = (
+            "GPU not named; SGLang's logged pre-load memory is measured after NCCL's set-up, whose size depends on "
+            "the board (NVSwitch or not), so it cannot stand in for the card"
+        )
+        return None, why
+    if _number(settings.get("mem_fraction_static")) is None:
+        return None, "GPU not named and mem_fraction_static not logged: SGLang's default reads the card's total"
+    total = before + CONTEXT_GIB
+    stand_in = gpus.GpuModel(f"unnamed:{total:.2f} GiB", (), 0, _logged_capability(data))
+    stand_in = dataclasses.replace(stand_in, memory_mib=round(total / CUDA_VISIBLE_SHARE * 1024))
+    how = f"SGLang's logged pre-load free memory {before:.2f} GiB + the estimator's {CONTEXT_GIB} GiB context allowance"
+    return stand_in, how
+
+
+def ollama_figure_pairs() -> list[tuple[str, int, int]]:
+    """(log, bytes of Ollama's 'kv cache' lines, bytes of the llama.cpp runner's KV lines) for the Ollama logs that
+    print both: how far the rounded 'kv cache' figure sits from the runner's exact one."""
+    pairs = []
+    for path in sorted((OTHER_LOGS / "ollama").glob("*.yaml")):
+        seen = YAML(typ="safe").load(path.read_text()).get("observed") or {}
+        engine_kv, runner = _ollama_engine_kv_bytes(seen), _logged_kv_mib(seen)
+        if engine_kv and runner:
+            pairs.append((f"ollama/{path.stem}", engine_kv, round(runner * MIB)))
+    return pairs
 
 
 def compare_corpus() -> list[Comparison]:
@@ -574,7 +877,9 @@ def class_table(rows: list[Comparison]) -> list[dict[str, Any]]:
     for (engine, label, attention), members in sorted(groups.items(), key=lambda item: place(item[0])):
         if not label:
             versions = sorted({m.version for m in members if m.version}, key=version_key)
-            label = f"{versions[0]} - {versions[-1]}" if len(versions) > 1 else versions[0] if versions else "unstated"
+            guessed = {m.version for m in members if any(text.startswith("release ") for text in m.assumed)}
+            shown = [f"{v}*" if v in guessed else v for v in versions]  # * a release assumed from the log's date
+            label = f"{shown[0]} - {shown[-1]}" if len(shown) > 1 else shown[0] if shown else "unstated"
         answered = [m for m in members if not m.skipped]
         table.append(
             {

@@ -67,8 +67,10 @@ def test_a_shared_name_in_the_query_csv(tmp_path: Path, row: str, model: str) ->
         # the table cuts "NVIDIA GeForce RTX 4080 SUPER" so (driver 595.71.05 in the capture cited in gpus.yaml); the
         # RTX 4080 reports the same 16376 MiB, so the facts keep what was printed and the rules say it is unknown
         ("NVIDIA GeForce RTX 4080 ...   ", "16376MiB", "NVIDIA GeForce RTX 4080 ..."),
-        # a made-up cut of a name only the RTX 5090 starts with: recorded as the name nvidia-smi gives it
-        ("NVIDIA GeForce RTX 509...     ", "32607MiB", "NVIDIA GeForce RTX 5090"),
+        # a made-up cut of a name only the RTX 5080 starts with: recorded as the name nvidia-smi gives it
+        ("NVIDIA GeForce RTX 508...     ", "16303MiB", "NVIDIA GeForce RTX 5080"),
+        # the RTX 5090 and the RTX 5090 D both start so and both report 32607 MiB: kept as printed
+        ("NVIDIA GeForce RTX 509...     ", "32607MiB", "NVIDIA GeForce RTX 509..."),
     ],
 )
 def test_a_truncated_table_name(tmp_path: Path, printed: str, memory: str, model: str) -> None:

@@ -39,7 +39,10 @@ def test_unknown_name_is_none() -> None:
 
 
 def test_truncated_table_name_resolves_only_when_unique() -> None:
-    assert resolve("NVIDIA GeForce RTX 509...") is not None  # only the RTX 5090 starts so
+    assert resolve("NVIDIA GeForce RTX 508...") is not None  # only the RTX 5080 starts so
+    # RTX 5090 and RTX 5090 D both print 32607 MiB: neither name nor memory tells the truncated row apart
+    assert resolve("NVIDIA GeForce RTX 509...") is None
+    assert resolve("NVIDIA GeForce RTX 509...", 32607) is None
     assert resolve("NVIDIA A100-SXM...") is None  # 40GB and 80GB both match
     # RTX 4090, RTX 4090 D (both 24564 MiB) and the 16 GB RTX 4090 Laptop GPU: the memory picks only the laptop part
     assert resolve("NVIDIA GeForce RTX 409...") is None

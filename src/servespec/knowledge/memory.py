@@ -257,6 +257,9 @@ class GpuEstimate:
     after_kv: AfterKv | None = None
     """What the engine allocates after the KV cache is sized, against the memory its budget left (MEM008);
     None: not modelled for the engine or release."""
+    kv_cache_bytes: float = 0.0
+    """``kv_cache_gib`` in bytes, unrounded: what a GGUF engine allocates is compared with its log to the byte
+    (the per-token figure leaves out sliding-window layers' fixed cells)."""
 
 
 @dataclass(frozen=True)
@@ -491,6 +494,7 @@ def plan(
             notes=tuple(notes),
             context_tokens=inp.max_model_len,
             context_basis=inp.context_basis,
+            kv_cache_bytes=kv_gib * GIB,
         )
     return GpuEstimate(
         total_gib=round(total, 2),
@@ -505,6 +509,7 @@ def plan(
         notes=tuple(notes),
         context_tokens=inp.max_model_len,
         context_basis=inp.context_basis,
+        kv_cache_bytes=kv_gib * GIB,
     )
 
 
