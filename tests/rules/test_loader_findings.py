@@ -184,6 +184,7 @@ def test_ref003_names_every_missing_field_and_the_config_it_read(tmp_path: Path)
     for name in ("'n_layer'", "'n_positions'", "'gpt2'"):
         assert name in finding.message, finding.message
     assert "'n_embd'" not in finding.message and "num_hidden_layers" not in finding.message, finding.message
+    assert (finding.path, finding.line, finding.column) == ("model.config", 7, 11), finding  # located at the spec's key
     # MLA named without its rope key: the KV cache cannot be sized, and that field is named
     mla = {"model_type": "deepseek_v3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
     repo = _checkout(tmp_path / "mla")  # another file: facts are cached per path
