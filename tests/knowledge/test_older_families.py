@@ -134,3 +134,13 @@ def test_gpt2_with_cross_attention_is_refused_naming_the_field() -> None:
     """GPT2LMHeadModel with add_cross_attention builds a second attention per block; vLLM asserts it off (gpt2.py)."""
     with pytest.raises(UnsizedArchitectureError, match="add_cross_attention"):
         facts_from_config({**COUNTS["GPT2Config"]["config"], "add_cross_attention": True}, "x")
+
+
+def test_a_lock_keeps_mpts_attention_config() -> None:
+    """models.lock.yaml keeps attn_config: a locked MPT config with grouped KV heads gives the same facts."""
+    from servespec.knowledge.lock import locked_config
+
+    mpt = COUNTS["MptConfig"]["config"]
+    grouped = {**mpt, "attn_config": {**mpt["attn_config"], "kv_n_heads": 4}}
+    assert facts_from_config(locked_config(grouped), "m") == facts_from_config(grouped, "m")
+    assert facts_from_config(locked_config(grouped), "m").kv_heads == 4
