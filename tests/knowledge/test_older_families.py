@@ -144,3 +144,23 @@ def test_a_lock_keeps_mpts_attention_config() -> None:
     grouped = {**mpt, "attn_config": {**mpt["attn_config"], "kv_n_heads": 4}}
     assert facts_from_config(locked_config(grouped), "m") == facts_from_config(grouped, "m")
     assert facts_from_config(locked_config(grouped), "m").kv_heads == 4
+
+
+def test_a_gguf_header_of_these_architectures_keeps_its_kv_heads() -> None:
+    """A GGUF header's config names the model_type by its llama.cpp arch (``falcon``, ``mpt``) and the KV heads as
+    num_key_value_heads (head_count_kv): that count stands, as llama.cpp caches it (Falcon-40B: 8, not
+    multi-query's 1)."""
+    falcon = {"model_type": "falcon", "num_hidden_layers": 60, "hidden_size": 8192, "num_attention_heads": 128,
+              "num_key_value_heads": 8, "intermediate_size": 32768, "vocab_size": 65024}  # fmt: skip
+    assert facts_from_config(falcon, "falcon-40b.gguf").kv_heads == 8
+    falcon7 = {
+        **falcon,
+        "num_hidden_layers": 32,
+        "hidden_size": 4544,
+        "num_attention_heads": 71,
+        "num_key_value_heads": 1,
+    }
+    assert facts_from_config(falcon7, "falcon-7b.gguf").kv_heads == 1
+    mpt = {"model_type": "mpt", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+           "num_key_value_heads": 32}  # fmt: skip
+    assert facts_from_config(mpt, "mpt-7b.gguf").kv_heads == 32

@@ -54,7 +54,7 @@ _FAMILY_FIELDS: dict[str, dict[str, str]] = {
     "gptj": _GPT2_FIELDS,
     "gpt_bigcode": _GPT2_FIELDS,
     "opt": {"intermediate_size": "ffn_dim"},
-    "falcon": {"intermediate_size": "ffn_hidden_size", "num_key_value_heads": "num_kv_heads"},
+    "falcon": {"intermediate_size": "ffn_hidden_size"},
     "bloom": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
     "mpt": {
         "num_hidden_layers": "n_layers",
@@ -846,9 +846,12 @@ def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
     if model_type == "falcon":
         # FalconDecoderLayer: every Linear biased by `bias`; a parallel block has num_ln_in_parallel_attn LayerNorms
         # (2 with new_decoder_architecture, else 1), a sequential one 2.
+        # FalconConfig names its KV heads num_kv_heads; a count under num_key_value_heads is one a GGUF header (whose
+        # model_type is its arch, "falcon") or a hand-written config states outright, as llama.cpp reads it
         new = fields.flag(config, "new_decoder_architecture") is True
-        given = fields.count(config, "num_key_value_heads", minimum=1)
-        kv = (given or heads) if new or not _on(config, "multi_query") else 1
+        given = fields.count(config, "num_kv_heads", minimum=1)
+        stated = fields.count(config, "num_key_value_heads", minimum=1)
+        kv = stated or ((given or heads) if new or not _on(config, "multi_query") else 1)
         norms = fields.count(config, "num_ln_in_parallel_attn") or (2 if new else 1)
         bias = fields.flag(config, "bias") is True
         return {
@@ -873,7 +876,9 @@ def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
         return {
             **plain,
             "intermediate_size": ratio * hidden,
-            "kv_heads": fields.count(attention, "kv_n_heads", minimum=1) or heads,
+            "kv_heads": fields.count(attention, "kv_n_heads", minimum=1)
+            or fields.count(config, "num_key_value_heads", minimum=1)  # a GGUF header's head_count_kv
+            or heads,
             "attention_biases": bias,
             "mlp_biases": bias,
             "norm_weights": 2 if bias else 1,
