@@ -164,3 +164,14 @@ def test_a_gguf_header_of_these_architectures_keeps_its_kv_heads() -> None:
     mpt = {"model_type": "mpt", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
            "num_key_value_heads": 32}  # fmt: skip
     assert facts_from_config(mpt, "mpt-7b.gguf").kv_heads == 32
+
+
+def test_context_lengths_default_as_the_configuration_classes_do() -> None:
+    """Falcon-7B's config.json names no max_position_embeddings: FalconConfig's 2048 is what vLLM derives its
+    max_model_len from; GPT-NeoX, GPT-J (n_positions) and MPT (max_seq_len) default to 2048 too."""
+    shapes = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
+    for model_type in ("falcon", "gptj", "mpt"):
+        assert facts_from_config({"model_type": model_type, **shapes}, model_type).derived_max_len == 2048
+    neox = {"model_type": "gpt_neox", **shapes, "intermediate_size": 256}
+    assert facts_from_config(neox, "neox").derived_max_len == 2048
+    assert facts_from_config({**neox, "max_position_embeddings": 4096}, "neox").derived_max_len == 4096

@@ -227,11 +227,21 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
     },
     # The older decoder families' structural switches, as their configuration classes default them (transformers
     # v5.24.0: OPTConfig, GPTNeoXConfig.attention_bias, GPTBigCodeConfig.multi_query, FalconConfig, MptConfig).
+    # Their context lengths too, where no position table depends on it (GPTNeoXConfig.max_position_embeddings,
+    # GPTJConfig.n_positions, FalconConfig.max_position_embeddings, MptConfig.max_seq_len: 2048, which vLLM reads
+    # from the config object); OPT's, GPT-2's and gpt_bigcode's size a learned table and are required instead.
     "opt": {"do_layer_norm_before": True, "enable_bias": True, "layer_norm_elementwise_affine": True},
-    "gpt_neox": {"attention_bias": True},
+    "gpt_neox": {"attention_bias": True, "max_position_embeddings": 2048},
+    "gptj": {"n_positions": 2048},
     "gpt_bigcode": {"multi_query": True},
-    "falcon": {"multi_query": True, "new_decoder_architecture": False, "parallel_attn": True, "bias": False},
-    "mpt": {"expansion_ratio": 4, "no_bias": True},
+    "falcon": {
+        "multi_query": True,
+        "new_decoder_architecture": False,
+        "parallel_attn": True,
+        "bias": False,
+        "max_position_embeddings": 2048,
+    },
+    "mpt": {"expansion_ratio": 4, "no_bias": True, "max_seq_len": 2048},
 }
 """transformers' configuration-class defaults for fields a model type's real config.json leaves out."""
 
