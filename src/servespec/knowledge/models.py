@@ -40,8 +40,10 @@ _SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_next", "qwen3_5_moe")
 
 # Decoder families whose config.json names its sizes otherwise: the field servespec reads -> the family's own
 # (transformers v5.24.0 configuration_<type>.py: the attribute_map of GPT2Config, GPTJConfig, GPTBigCodeConfig,
-# BloomConfig and MptConfig; OPTConfig.ffn_dim; FalconConfig.ffn_hidden_size and num_kv_heads). A missing field is
-# named as the family spells it.
+# BloomConfig and MptConfig; OPTConfig.ffn_dim; FalconConfig.ffn_hidden_size and num_kv_heads;
+# https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/models/<type>/configuration_<type>.py for
+# <type> in opt, gpt2, gpt_neox, gptj, gpt_bigcode, falcon, bloom, mpt). A missing field is named as the family
+# spells it.
 _GPT2_FIELDS = {
     "num_hidden_layers": "n_layer",
     "hidden_size": "n_embd",
