@@ -175,3 +175,22 @@ def test_context_lengths_default_as_the_configuration_classes_do() -> None:
     neox = {"model_type": "gpt_neox", **shapes, "intermediate_size": 256}
     assert facts_from_config(neox, "neox").derived_max_len == 2048
     assert facts_from_config({**neox, "max_position_embeddings": 4096}, "neox").derived_max_len == 4096
+
+
+def test_falcons_first_refinedweb_configs_read_as_vllm_reads_them() -> None:
+    """tiiuae/falcon-7b and -40b first shipped RefinedWebModel / RefinedWeb configs (n_layer, n_head, n_head_kv), which
+    vLLM still reads through its RWConfig (transformers_utils/configs/falcon.py, v0.11.0): the same model as the
+    FalconConfig of that shape, falcon-40b's new decoder architecture set by its hidden size of 8192."""
+    seven = {"model_type": "RefinedWebModel", "hidden_size": 4544, "n_layer": 32, "n_head": 71, "multi_query": True,
+             "parallel_attn": True, "bias": False, "vocab_size": 65024}  # fmt: skip
+    facts = facts_from_config(seven, "falcon-7b")
+    assert (facts.layers, facts.attention_heads, facts.kv_heads) == (32, 71, 1)
+    assert facts.params == COUNTS["FalconConfig"]["params"]
+    forty = {"model_type": "RefinedWeb", "hidden_size": 8192, "n_layer": 60, "n_head": 128, "n_head_kv": 8,
+             "parallel_attn": True, "bias": False, "vocab_size": 65024}  # fmt: skip
+    facts = facts_from_config(forty, "falcon-40b")
+    assert (facts.layers, facts.kv_heads, facts.norms_per_layer) == (60, 8, 2)
+    assert facts.params == COUNTS["FalconConfig(falcon-40b)"]["params"]
+    with pytest.raises(MissingFieldsError) as err:
+        facts_from_config({key: value for key, value in forty.items() if key != "n_layer"}, "x")
+    assert "'n_layer'" in missing_message(err.value)

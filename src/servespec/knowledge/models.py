@@ -25,7 +25,7 @@ TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/sr
 # transformers' own default for tie_word_embeddings differs by model type
 # (e.g. GemmaConfig ties, LlamaConfig does not); see each configuration_<type>.py.
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2"}
-_TIED_BY_DEFAULT |= {"opt", "gpt2", "gpt_bigcode", "falcon", "bloom", "mpt"}
+_TIED_BY_DEFAULT |= {"opt", "gpt2", "gpt_bigcode", "falcon", "bloom", "mpt", "RefinedWeb", "RefinedWebModel"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe"}
 # Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
@@ -57,6 +57,10 @@ _FAMILY_FIELDS: dict[str, dict[str, str]] = {
     "gpt_bigcode": _GPT2_FIELDS,
     "opt": {"intermediate_size": "ffn_dim"},
     "falcon": {"intermediate_size": "ffn_hidden_size"},
+    # Falcon's first configs (tiiuae/falcon-7b's RefinedWebModel, falcon-40b's RefinedWeb), which vLLM still reads
+    # with a config class of its own (vllm/transformers_utils/configs/falcon.py RWConfig.attribute_map, v0.11.0)
+    "RefinedWeb": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
+    "RefinedWebModel": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
     "bloom": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
     "mpt": {
         "num_hidden_layers": "n_layers",
@@ -66,7 +70,10 @@ _FAMILY_FIELDS: dict[str, dict[str, str]] = {
     },
 }
 # Backward-compatible keywords that win over hidden_size (BloomConfig.__post_init__, FalconConfig.__post_init__).
-_FAMILY_KEYWORDS = {"bloom": {"hidden_size": "n_embed"}, "falcon": {"hidden_size": "n_embed"}}
+_FAMILY_KEYWORDS = {
+    model_type: {"hidden_size": "n_embed"} for model_type in ("bloom", "falcon", "RefinedWeb", "RefinedWebModel")
+}
+_REFINED_WEB = ("RefinedWeb", "RefinedWebModel")
 # Families whose learned absolute position table has max_position_embeddings rows (OPT's two more): sizing its
 # weights needs that field.
 _POSITION_TABLES = ("opt", "gpt2", "gpt_bigcode")
@@ -244,6 +251,12 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 2048,
     },
     "mpt": {"expansion_ratio": 4, "no_bias": True, "max_seq_len": 2048},
+    # vLLM's RWConfig (v0.11.0 transformers_utils/configs/falcon.py): sequential blocks unless parallel_attn, one KV
+    # head (n_head_kv 1) unless the config names more, no context length (vLLM then assumes 2048)
+    **{
+        model_type: {"multi_query": True, "parallel_attn": False, "bias": False, "new_decoder_architecture": False}
+        for model_type in ("RefinedWeb", "RefinedWebModel")
+    },
 }
 """transformers' configuration-class defaults for fields a model type's real config.json leaves out."""
 
@@ -855,13 +868,18 @@ def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
     if model_type == "gpt_neox":
         # GPTNeoXLayer: query_key_value and dense biased by attention_bias; dense_h_to_4h, dense_4h_to_h always.
         return {**plain, "attention_biases": _on(config, "attention_bias"), "mlp_biases": True}
-    if model_type == "falcon":
+    if model_type == "falcon" or model_type in _REFINED_WEB:
         # FalconDecoderLayer: every Linear biased by `bias`; a parallel block has num_ln_in_parallel_attn LayerNorms
         # (2 with new_decoder_architecture, else 1), a sequential one 2.
         # FalconConfig names its KV heads num_kv_heads; a count under num_key_value_heads is one a GGUF header (whose
         # model_type is its arch, "falcon") or a hand-written config states outright, as llama.cpp reads it
         new = fields.flag(config, "new_decoder_architecture") is True
         given = fields.count(config, "num_kv_heads", minimum=1)
+        if model_type in _REFINED_WEB:
+            # RWConfig: n_head_kv (default 1) is num_kv_heads; a hidden size of 8192 sets new_decoder_architecture
+            # ("Hack for falcon-40b")
+            new = new or hidden == 8192
+            given = fields.count(config, "n_head_kv", minimum=1) or 1
         stated = fields.count(config, "num_key_value_heads", minimum=1)
         kv = stated or ((given or heads) if new or not _on(config, "multi_query") else 1)
         norms = fields.count(config, "num_ln_in_parallel_attn") or (2 if new else 1)
