@@ -191,6 +191,10 @@ def test_falcons_first_refinedweb_configs_read_as_vllm_reads_them() -> None:
     facts = facts_from_config(forty, "falcon-40b")
     assert (facts.layers, facts.kv_heads, facts.norms_per_layer) == (60, 8, 2)
     assert facts.params == COUNTS["FalconConfig(falcon-40b)"]["params"]
+    # neither new nor multi-query: every head is a KV head, whatever n_head_kv / num_kv_heads say
+    assert facts_from_config({**seven, "multi_query": False}, "rw").kv_heads == 71
+    plain = {**COUNTS["FalconConfig"]["config"], "multi_query": False, "num_kv_heads": 1}
+    assert facts_from_config(plain, "falcon").kv_heads == 71
     with pytest.raises(MissingFieldsError) as err:
         facts_from_config({key: value for key, value in forty.items() if key != "n_layer"}, "x")
     assert "'n_layer'" in missing_message(err.value)

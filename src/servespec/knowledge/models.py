@@ -881,7 +881,9 @@ def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
             new = new or hidden == 8192
             given = fields.count(config, "n_head_kv", minimum=1) or 1
         stated = fields.count(config, "num_key_value_heads", minimum=1)
-        kv = stated or ((given or heads) if new or not _on(config, "multi_query") else 1)
+        # vLLM FalconAttention (v0.11.0): num_kv_heads with the new decoder architecture, else one head if
+        # multi_query, else every head (transformers' fused query_key_value is 3 x hidden wide then too)
+        kv = stated or ((given or heads) if new else 1 if _on(config, "multi_query") else heads)
         norms = fields.count(config, "num_ln_in_parallel_attn") or (2 if new else 1)
         bias = fields.flag(config, "bias") is True
         return {
