@@ -198,3 +198,15 @@ def test_falcons_first_refinedweb_configs_read_as_vllm_reads_them() -> None:
     with pytest.raises(MissingFieldsError) as err:
         facts_from_config({key: value for key, value in forty.items() if key != "n_layer"}, "x")
     assert "'n_layer'" in missing_message(err.value)
+
+
+def test_a_family_field_of_the_wrong_type_is_named_as_the_file_spells_it() -> None:
+    """GPT-2's n_embd as a string: the error names n_embd (the file's field), never hidden_size, and quotes no value."""
+    from servespec.knowledge.config_fields import ConfigFieldError
+
+    config = {**COUNTS["GPT2Config"]["config"], "n_embd": "768"}
+    with pytest.raises(ConfigFieldError, match="'n_embd'") as err:
+        facts_from_config(config, "x")
+    assert "hidden_size" not in str(err.value) and "768" not in str(err.value)
+    with pytest.raises(ConfigFieldError, match="'n_layer'"):
+        facts_from_config({**COUNTS["GPT2Config"]["config"], "n_layer": 0}, "x")

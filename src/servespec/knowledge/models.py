@@ -302,7 +302,10 @@ def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     # a field given as null stays null, as transformers reads it
     merged = {**defaults, **config} if defaults else config
     renames = {**_FAMILY_FIELDS.get(model_type, {}), **_FAMILY_KEYWORDS.get(model_type, {})}
-    given = {field: merged[own] for field, own in renames.items() if merged.get(own) is not None}
+    # each is a count: one that is not is named as the file spells it (ConfigFieldError), before it is read as another
+    given = {
+        field: fields.count(merged, own, minimum=1) for field, own in renames.items() if merged.get(own) is not None
+    }
     return {**merged, **given} if given else merged
 
 
