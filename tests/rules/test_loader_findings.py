@@ -176,12 +176,15 @@ def test_ref003_still_reports_a_config_that_holds_no_architecture(tmp_path: Path
 def test_ref003_names_every_missing_field_and_the_config_it_read(tmp_path: Path) -> None:
     """Issue 23 item 4: a config of an architecture servespec cannot size names all the fields it lacks."""
     repo = _checkout(tmp_path)
-    # GPT-2's config (transformers GPT2Config) spells its sizes n_layer / n_embd / n_head
-    (repo / "config.json").write_text('{"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12}')
+    # GPT-2's config (transformers GPT2Config) spells its sizes n_layer / n_embd / n_head / n_positions: the fields
+    # it lacks are named as GPT-2 spells them
+    (repo / "config.json").write_text('{"model_type": "gpt2", "n_embd": 768, "n_head": 12}')
     (finding,) = [f for f in _validate(repo / "spec.yaml", repo) if f.rule == "REF003"]
     assert "config.json" in finding.message, finding.message
-    for name in ("'num_hidden_layers'", "'hidden_size'", "'num_attention_heads'", "'gpt2'"):
+    for name in ("'n_layer'", "'n_positions'", "'gpt2'"):
         assert name in finding.message, finding.message
+    assert "'n_embd'" not in finding.message and "num_hidden_layers" not in finding.message, finding.message
+    assert (finding.path, finding.line, finding.column) == ("model.config", 7, 11), finding  # located at the spec's key
     # MLA named without its rope key: the KV cache cannot be sized, and that field is named
     mla = {"model_type": "deepseek_v3", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4}
     repo = _checkout(tmp_path / "mla")  # another file: facts are cached per path

@@ -54,6 +54,7 @@ _KEPT_MAPS = {
     "vision_config",
     "rope_scaling",
     "rope_parameters",
+    "attn_config",  # MPT: kv_n_heads and qk_ln size its attention (transformers MptConfig.attn_config)
 }
 
 

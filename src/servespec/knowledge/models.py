@@ -25,6 +25,7 @@ TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/sr
 # transformers' own default for tie_word_embeddings differs by model type
 # (e.g. GemmaConfig ties, LlamaConfig does not); see each configuration_<type>.py.
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2"}
+_TIED_BY_DEFAULT |= {"opt", "gpt2", "gpt_bigcode", "falcon", "bloom", "mpt", "RefinedWeb", "RefinedWebModel"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe"}
 # Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
@@ -36,6 +37,48 @@ _GEMMA_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 _STARCODER2 = "starcoder2"
 # Model types whose shared expert is scaled by a gate of its own (Linear(hidden, 1): modeling_<type>.py).
 _SHARED_EXPERT_GATE = ("qwen2_moe", "qwen3_next", "qwen3_5_moe")
+
+# Decoder families whose config.json names its sizes otherwise: the field servespec reads -> the family's own
+# (transformers v5.24.0 configuration_<type>.py: the attribute_map of GPT2Config, GPTJConfig, GPTBigCodeConfig,
+# BloomConfig and MptConfig; OPTConfig.ffn_dim; FalconConfig.ffn_hidden_size and num_kv_heads;
+# https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/models/<type>/configuration_<type>.py for
+# <type> in opt, gpt2, gpt_neox, gptj, gpt_bigcode, falcon, bloom, mpt). A missing field is named as the family
+# spells it.
+_GPT2_FIELDS = {
+    "num_hidden_layers": "n_layer",
+    "hidden_size": "n_embd",
+    "num_attention_heads": "n_head",
+    "max_position_embeddings": "n_positions",
+    "intermediate_size": "n_inner",
+}
+_FAMILY_FIELDS: dict[str, dict[str, str]] = {
+    "gpt2": _GPT2_FIELDS,
+    "gptj": _GPT2_FIELDS,
+    "gpt_bigcode": _GPT2_FIELDS,
+    "opt": {"intermediate_size": "ffn_dim"},
+    "falcon": {"intermediate_size": "ffn_hidden_size"},
+    # Falcon's first configs (tiiuae/falcon-7b's RefinedWebModel, falcon-40b's RefinedWeb), which vLLM still reads
+    # with a config class of its own (vllm/transformers_utils/configs/falcon.py RWConfig.attribute_map, v0.11.0)
+    "RefinedWeb": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
+    "RefinedWebModel": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
+    "bloom": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
+    "mpt": {
+        "num_hidden_layers": "n_layers",
+        "hidden_size": "d_model",
+        "num_attention_heads": "n_heads",
+        "max_position_embeddings": "max_seq_len",
+    },
+}
+# Backward-compatible keywords that win over hidden_size (BloomConfig.__post_init__, FalconConfig.__post_init__).
+_FAMILY_KEYWORDS = {
+    model_type: {"hidden_size": "n_embed"} for model_type in ("bloom", "falcon", "RefinedWeb", "RefinedWebModel")
+}
+_REFINED_WEB = ("RefinedWeb", "RefinedWebModel")
+# Families whose learned absolute position table has max_position_embeddings rows (OPT's two more): sizing its
+# weights needs that field.
+_POSITION_TABLES = ("opt", "gpt2", "gpt_bigcode")
+# Families whose MLP width has no default (OPTConfig.ffn_dim, GPTNeoXConfig.intermediate_size are read as given).
+_MLP_WIDTH_NEEDED = ("opt", "gpt_neox")
 
 
 @dataclass(frozen=True)
@@ -108,6 +151,28 @@ class ModelFacts:
     """The q, k and v projections carry biases (Qwen2; GLM-4.5 with ``attention_bias``)."""
     linear_bias: bool = False
     """Every attention and MLP projection carries a bias (StarCoder2's ``use_bias``, true by default)."""
+    mlp_matrices: int = 3
+    """Weight matrices of a dense MLP: 3 for a gated one (gate, up, down), 2 for an fc-in/fc-out one (OPT, GPT-2,
+    GPT-NeoX, GPT-J, gpt_bigcode, Falcon, BLOOM, MPT)."""
+    attention_biases: bool = False
+    """The q, k, v and output projections carry biases (OPT ``enable_bias``, GPT-2, GPT-NeoX ``attention_bias``...)."""
+    mlp_biases: bool = False
+    """Both MLP matrices carry biases."""
+    norms_per_layer: int = 2
+    """Norms in each decoder layer (GPT-J and Falcon-7B's parallel block: one)."""
+    norm_weights: int = 1
+    """Parameter vectors per norm: 1 (RMSNorm, a bias-free LayerNorm), 2 (LayerNorm's weight and bias), 0 (none)."""
+    final_norm: bool = True
+    """The decoder ends in a norm (OPT with ``do_layer_norm_before`` false does not)."""
+    position_embeddings: int = 0
+    """Rows of a learned absolute position table (GPT-2 ``n_positions``; OPT ``max_position_embeddings`` + 2)."""
+    embed_dim: int | None = None
+    """Width of the token embeddings and LM head when not ``hidden_size`` (OPT ``word_embed_proj_dim``: the decoder
+    projects in and out of it)."""
+    embed_norm: bool = False
+    """A LayerNorm right after the token embeddings (BLOOM ``word_embeddings_layernorm``)."""
+    lm_head_bias: bool = False
+    """The LM head carries a bias (GPT-J)."""
 
     @property
     def derived_max_len(self) -> int | None:
@@ -169,6 +234,29 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
         "sliding_window": 4096,
         "sliding_window_pattern": 6,
     },
+    # The older decoder families' structural switches, as their configuration classes default them (transformers
+    # v5.24.0: OPTConfig, GPTNeoXConfig.attention_bias, GPTBigCodeConfig.multi_query, FalconConfig, MptConfig).
+    # Their context lengths too, where no position table depends on it (GPTNeoXConfig.max_position_embeddings,
+    # GPTJConfig.n_positions, FalconConfig.max_position_embeddings, MptConfig.max_seq_len: 2048, which vLLM reads
+    # from the config object); OPT's, GPT-2's and gpt_bigcode's size a learned table and are required instead.
+    "opt": {"do_layer_norm_before": True, "enable_bias": True, "layer_norm_elementwise_affine": True},
+    "gpt_neox": {"attention_bias": True, "max_position_embeddings": 2048},
+    "gptj": {"n_positions": 2048},
+    "gpt_bigcode": {"multi_query": True},
+    "falcon": {
+        "multi_query": True,
+        "new_decoder_architecture": False,
+        "parallel_attn": True,
+        "bias": False,
+        "max_position_embeddings": 2048,
+    },
+    "mpt": {"expansion_ratio": 4, "no_bias": True, "max_seq_len": 2048},
+    # vLLM's RWConfig (v0.11.0 transformers_utils/configs/falcon.py): sequential blocks unless parallel_attn, one KV
+    # head (n_head_kv 1) unless the config names more, no context length (vLLM then assumes 2048)
+    **{
+        model_type: {"multi_query": True, "parallel_attn": False, "bias": False, "new_decoder_architecture": False}
+        for model_type in ("RefinedWeb", "RefinedWebModel")
+    },
 }
 """transformers' configuration-class defaults for fields a model type's real config.json leaves out."""
 
@@ -205,10 +293,20 @@ class UnsizedArchitectureError(ValueError):
 
 
 def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
-    """The flattened config with its model type's transformers defaults under the fields it gives."""
+    """The flattened config with its model type's transformers defaults under the fields it gives, and a family's
+    own names for its sizes (GPT-2's ``n_layer``, MPT's ``d_model``) read as the fields servespec reads."""
     model_type = config.get("model_type")
-    defaults = _TRANSFORMERS_DEFAULTS.get(model_type) if isinstance(model_type, str) else None
-    return {**defaults, **config} if defaults else config  # a field given as null stays null, as transformers reads it
+    if not isinstance(model_type, str):
+        return config
+    defaults = _TRANSFORMERS_DEFAULTS.get(model_type)
+    # a field given as null stays null, as transformers reads it
+    merged = {**defaults, **config} if defaults else config
+    renames = {**_FAMILY_FIELDS.get(model_type, {}), **_FAMILY_KEYWORDS.get(model_type, {})}
+    # each is a count: one that is not is named as the file spells it (ConfigFieldError), before it is read as another
+    given = {
+        field: fields.count(merged, own, minimum=1) for field, own in renames.items() if merged.get(own) is not None
+    }
+    return {**merged, **given} if given else merged
 
 
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
@@ -676,6 +774,9 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
         linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
     )
+    layout = _family_layout(config, model_type, hidden, heads)
+    if layout:
+        facts = replace(facts, **layout)
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 
 
@@ -695,9 +796,15 @@ def _missing(config: dict[str, Any]) -> tuple[str, ...]:
     """Every field the facts cannot do without that the (flattened) config leaves absent or null.
 
     Named all at once, so that one message says what a config of an architecture servespec does
-    not know lacks (e.g. GPT-2's ``n_layer``/``n_embd``/``n_head`` are other names, not read).
+    not know lacks, each as its family spells it (GPT-2's ``n_layer``, OPT's ``ffn_dim``).
     """
+    model_type = config.get("model_type")
+    family = model_type if isinstance(model_type, str) else ""
     needed = list(_ESSENTIAL)
+    if family in _POSITION_TABLES:
+        needed.append("max_position_embeddings")
+    if family in _MLP_WIDTH_NEEDED:
+        needed.append("intermediate_size")
     if config.get("kv_lora_rank") is not None:
         needed += _MLA
     layer_types = config.get("layer_types")
@@ -705,11 +812,114 @@ def _missing(config: dict[str, Any]) -> tuple[str, ...]:
         needed += _LINEAR
     if config.get("index_topk") is not None:
         needed += _INDEXER
-    absent = [key for key in needed if config.get(key) is None]
+    own = _FAMILY_FIELDS.get(family, {})
+    absent = [own.get(key, key) for key in needed if config.get(key) is None]
     linear = config.get("linear_attn_config")
     if isinstance(linear, dict) and linear.get("kda_layers"):
         absent += [f"linear_attn_config.{key}" for key in _KDA if linear.get(key) is None]
     return tuple(absent)
+
+
+def _on(config: dict[str, Any], key: str) -> bool:
+    """A structural switch: true unless the config says false (its class default is merged in beforehand)."""
+    return fields.flag(config, key) is not False
+
+
+def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: int) -> dict[str, Any]:
+    """The block layout of the older decoder families: an fc-in/fc-out MLP, LayerNorms, biases, learned positions.
+
+    Each as transformers v5.24.0 builds it (modeling_<type>.py) and vLLM's model of it loads it
+    (vllm/model_executor/models/<name>.py, v0.11.0); the KV heads as vLLM counts them
+    (vllm/config/model.py ``get_total_num_kv_heads``, v0.11.0: multi-query gpt_bigcode and Falcon cache one
+    head, Falcon's new decoder architecture ``num_kv_heads``, MPT ``attn_config.kv_n_heads``). Rotary or ALiBi
+    positions (GPT-NeoX ``rotary_pct``, GPT-J ``rotary_dim``, BLOOM, MPT) and parallel residuals
+    (``use_parallel_residual``) hold no weights and change nothing here. Other model types: no change.
+    """
+    plain: dict[str, Any] = {"mlp_matrices": 2, "norm_weights": 2}
+    if model_type in ("gpt2", "gpt_bigcode") and fields.flag(config, "add_cross_attention"):
+        raise UnsizedArchitectureError(model_type, ("add_cross_attention",))  # vLLM asserts it off (gpt2.py)
+    wide = fields.count(config, "intermediate_size") or 4 * hidden  # n_inner / ffn_hidden_size null: 4 x hidden
+    if model_type == "opt":
+        # OPTDecoderLayer: q, k, v, out_proj and fc1, fc2 biased by enable_bias; OPTLearnedPositionalEmbedding's
+        # offset of 2 rows; project_in/project_out when word_embed_proj_dim differs (opt-350m); the final LayerNorm
+        # only with do_layer_norm_before and not _remove_final_layer_norm.
+        bias = _on(config, "enable_bias")
+        return {
+            **plain,
+            "attention_biases": bias,
+            "mlp_biases": bias,
+            "norm_weights": 2 if _on(config, "layer_norm_elementwise_affine") else 0,
+            "final_norm": _on(config, "do_layer_norm_before") and not fields.flag(config, "_remove_final_layer_norm"),
+            "position_embeddings": (fields.count(config, "max_position_embeddings") or 0) + 2,
+            "embed_dim": fields.count(config, "word_embed_proj_dim", minimum=1) or hidden,
+        }
+    if model_type in ("gpt2", "gpt_bigcode"):
+        # GPT2Block / GPTBigCodeBlock: c_attn, c_proj, c_fc, c_proj all biased; ln_1, ln_2; wpe of n_positions rows.
+        # gpt_bigcode's multi_query (default true) keeps one KV head: c_attn is hidden + 2 x head_dim wide.
+        mqa = model_type == "gpt_bigcode" and _on(config, "multi_query")
+        return {
+            **plain,
+            "intermediate_size": wide,
+            "attention_biases": True,
+            "mlp_biases": True,
+            "position_embeddings": fields.count(config, "max_position_embeddings") or 0,
+            **({"kv_heads": 1} if mqa else {}),
+        }
+    if model_type == "gptj":
+        # GPTJBlock: unbiased q, k, v, out_proj; fc_in, fc_out biased; one ln_1 (parallel block); lm_head biased.
+        return {**plain, "intermediate_size": wide, "mlp_biases": True, "norms_per_layer": 1, "lm_head_bias": True}
+    if model_type == "gpt_neox":
+        # GPTNeoXLayer: query_key_value and dense biased by attention_bias; dense_h_to_4h, dense_4h_to_h always.
+        return {**plain, "attention_biases": _on(config, "attention_bias"), "mlp_biases": True}
+    if model_type == "falcon" or model_type in _REFINED_WEB:
+        # FalconDecoderLayer: every Linear biased by `bias`; a parallel block has num_ln_in_parallel_attn LayerNorms
+        # (2 with new_decoder_architecture, else 1), a sequential one 2.
+        # FalconConfig names its KV heads num_kv_heads; a count under num_key_value_heads is one a GGUF header (whose
+        # model_type is its arch, "falcon") or a hand-written config states outright, as llama.cpp reads it
+        new = fields.flag(config, "new_decoder_architecture") is True
+        given = fields.count(config, "num_kv_heads", minimum=1)
+        if model_type in _REFINED_WEB:
+            # RWConfig: n_head_kv (default 1) is num_kv_heads; a hidden size of 8192 sets new_decoder_architecture
+            # ("Hack for falcon-40b")
+            new = new or hidden == 8192
+            given = fields.count(config, "n_head_kv", minimum=1) or 1
+        stated = fields.count(config, "num_key_value_heads", minimum=1)
+        # vLLM FalconAttention (v0.11.0): num_kv_heads with the new decoder architecture, else one head if
+        # multi_query, else every head (transformers' fused query_key_value is 3 x hidden wide then too)
+        kv = stated or ((given or heads) if new else 1 if _on(config, "multi_query") else heads)
+        norms = fields.count(config, "num_ln_in_parallel_attn") or (2 if new else 1)
+        bias = fields.flag(config, "bias") is True
+        return {
+            **plain,
+            "intermediate_size": wide,
+            "kv_heads": kv,
+            "attention_biases": bias,
+            "mlp_biases": bias,
+            "norms_per_layer": norms if _on(config, "parallel_attn") else 2,
+        }
+    if model_type == "bloom":
+        # BloomBlock: every Linear biased, MLP 4 x hidden whatever the config says; word_embeddings_layernorm.
+        return {**plain, "intermediate_size": 4 * hidden, "attention_biases": True, "mlp_biases": True,
+                "embed_norm": True}  # fmt: skip
+    if model_type == "mpt":
+        # vLLM MPTBlock: Wqkv of kv_n_heads, up_proj expansion_ratio x d_model, every Linear and LayerNorm biased
+        # unless no_bias (default true), q_ln and k_ln over d_model with qk_ln. transformers' MptBlock builds the
+        # same for the defaults every released MPT uses (expansion_ratio 4, no kv_n_heads, no_bias).
+        attention = fields.mapping(config, "attn_config") or {}
+        bias = fields.flag(config, "no_bias") is False
+        ratio = fields.count(config, "expansion_ratio", minimum=1) or 4
+        return {
+            **plain,
+            "intermediate_size": ratio * hidden,
+            "kv_heads": fields.count(attention, "kv_n_heads", minimum=1)
+            or fields.count(config, "num_key_value_heads", minimum=1)  # a GGUF header's head_count_kv
+            or heads,
+            "attention_biases": bias,
+            "mlp_biases": bias,
+            "norm_weights": 2 if bias else 1,
+            "norms_per_layer": 4 if fields.flag(attention, "qk_ln") else 2,
+        }
+    return {}
 
 
 def _gated(config: dict[str, Any], model_type: str) -> bool:
@@ -745,7 +955,7 @@ def _attention_params(m: ModelFacts) -> float:
         params += q + kv
     if m.model_type == "gpt_oss":
         params += q + kv + h + m.attention_heads  # biases and attention sinks
-    if m.model_type == "phi" or m.linear_bias:
+    if m.model_type == "phi" or m.linear_bias or m.attention_biases:
         params += q + kv + h  # q, k, v and dense biases (transformers PhiAttention, Starcoder2Attention)
     if m.model_type in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text"):
         params += 2 * m.head_dim  # q_norm and k_norm
@@ -793,7 +1003,9 @@ def _indexer_params(m: ModelFacts) -> float:
 def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
     """(dense MLP per layer, MoE MLP per layer in total, MoE MLP per layer active)."""
     h = m.hidden_size
-    dense = 3 * h * (m.intermediate_size or 0)
+    dense = m.mlp_matrices * h * (m.intermediate_size or 0)
+    if m.mlp_biases:
+        dense += (m.intermediate_size or 0) * (m.mlp_matrices - 1) + h
     if m.model_type == "phi":  # fc1 and fc2 with biases, no gate (transformers PhiMLP)
         dense = 2 * h * (m.intermediate_size or 0) + (m.intermediate_size or 0) + h
     if m.model_type == _STARCODER2:  # c_fc and c_proj, no gate (transformers Starcoder2MLP)
@@ -818,7 +1030,8 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     """(total, active) parameters of the decoder, embeddings and head; MTP layers excluded."""
     h = m.hidden_size
     # Gemma's four RMSNorms per layer; StarCoder2's two LayerNorms with weight and bias
-    norms = (4 if m.model_type in _GEMMA_NORMS or m.model_type == _STARCODER2 else 2) * h
+    norm = m.norm_weights * h
+    norms = 4 * h if m.model_type in _GEMMA_NORMS or m.model_type == _STARCODER2 else m.norms_per_layer * norm
     dense, moe_total, moe_active = _mlp_params(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     dense_layers = m.layers - moe_layers
@@ -826,9 +1039,13 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     attention = full * _attention_params(m) + m.linear_layers * _linear_params(m) + m.layers * norms
     if m.is_sparse:
         attention += m.layers * _indexer_params(m)
-    embed = (m.vocab_size or 0) * h
-    head = 0 if m.tie_word_embeddings else embed
-    common = attention + dense_layers * dense + embed + head + h + m.vision_params
+    width = m.embed_dim or h
+    embed = (m.vocab_size or 0) * width
+    head = 0 if m.tie_word_embeddings else embed + (m.vocab_size or 0) * m.lm_head_bias
+    # the final norm; OPT's project_in and project_out; learned positions; BLOOM's embedding LayerNorm
+    edges = (norm if m.final_norm else 0) + (2 * h * width if width != h else 0)
+    edges += m.position_embeddings * h + (norm if m.embed_norm else 0)
+    common = attention + dense_layers * dense + embed + head + edges + m.vision_params
     if m.model_type == "phi":
         common += h + (m.vocab_size or 0)  # the final LayerNorm's bias, lm_head's bias
     if m.model_type == _STARCODER2:
@@ -842,7 +1059,7 @@ def part_params(m: ModelFacts) -> dict[str, float]:
     What ``ModelFacts.quant_parts`` refers to; norms count with the MLPs, embeddings and head in none.
     """
     total = m.params
-    embed = (m.vocab_size or 0) * m.hidden_size * (1 if m.tie_word_embeddings else 2)
+    embed = (m.vocab_size or 0) * (m.embed_dim or m.hidden_size) * (1 if m.tie_word_embeddings else 2)
     attention = (m.layers - m.linear_layers) * _attention_params(m) + m.linear_layers * _linear_params(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     experts = moe_layers * (m.experts or 0) * 3 * m.hidden_size * (m.moe_intermediate_size or 0)
