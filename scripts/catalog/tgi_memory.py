@@ -16,6 +16,9 @@ What the estimator's TGI arithmetic (``engines/tgi/memory.py``) reads, per relea
   (launcher/src/main.rs) picks the attention when ``ATTENTION`` is unset: the default, the model types
   and head dimensions that force the fallback, and the fallback (``flashdecoding``, or from 3.x
   ``paged`` below compute capability 8).
+* ``warmup_logits_copies``: the ``[prefill tokens × vocab]`` logits tensors the warm-up prefill holds (the
+  router's warm-up asks for prefill logprobs): 2 (2.0-2.3), 1 (2.4: ``log_softmax`` in place), 0 (3.0 on:
+  dropped unless ``REQUEST_LOGPROBS``).
 * ``context_default`` (a fact of its own, :func:`context_default`): the context served when unset.
 * ``prefill_default``: the launcher's ``max_batch_prefill_tokens`` when it is not given:
 
@@ -43,7 +46,7 @@ WARMUP = "server/text_generation_server/models/flash_causal_lm.py"
 GLOBALS = "server/text_generation_server/models/globals.py"
 CACHE_MANAGER = "server/text_generation_server/models/cache_manager.py"
 LAUNCHER = "launcher/src/main.rs"
-FILES = (WARMUP, GLOBALS, CACHE_MANAGER, LAUNCHER)
+FILES = (WARMUP, GLOBALS, CACHE_MANAGER, LAUNCHER)  # and the router's warm-up client (WARMUP_CLIENTS)
 
 Show = Callable[[str], "str | None"]
 
@@ -138,7 +141,11 @@ def attention(tag: str, show: Show) -> dict[str, Any]:
     body = resolve.group(0)
     default = _need(re.search(r'attention\.unwrap_or\("([\w-]+)"\.to_string\(\)\)', body), tag, "default attention")
     dims = _need(re.search(r"Some\(h\) if ((?:h == \d+(?: \|\| )?)+) =>", body), tag, "flashinfer head dims")
-    arm = _need(re.search(r"((?:Some\(\"\w+\"\)(?: \| )?)+) => \{\s*\n(?:\s*//[^\n]*\n)*\s*if attention\.is_none", body), tag, "forced model types")
+    arm = _need(
+        re.search(r"((?:Some\(\"\w+\"\)(?: \| )?)+) => \{\s*\n(?:\s*//[^\n]*\n)*\s*if attention\.is_none", body),
+        tag,
+        "forced model types",
+    )
     by_capability = re.search(r'major < 8\)\s*\{\s*"paged"\s*\}\s*else\s*\{\s*"flashdecoding"\s*\}', body)
     fact.update(
         default_attention=default.group(1),
@@ -154,7 +161,9 @@ def attention(tag: str, show: Show) -> dict[str, Any]:
 
 def _prefill_block(launcher: str, tag: str) -> re.Match[str]:
     return _need(
-        re.search(r"let max_batch_prefill_tokens = \{\s*match args\.max_batch_prefill_tokens \{.*?\n    \};", launcher, re.S),
+        re.search(
+            r"let max_batch_prefill_tokens = \{\s*match args\.max_batch_prefill_tokens \{.*?\n    \};", launcher, re.S
+        ),
         tag,
         "max_batch_prefill_tokens default",
     )
@@ -175,7 +184,9 @@ def prefill(tag: str, show: Show) -> dict[str, Any]:
     body = block.group(0)
     source = _cite(tag, LAUNCHER, launcher, block.start(), "max_batch_prefill_tokens default")
     max_default = re.search(r"let max_default = (\d+);", launcher)
-    if re.search(r"max_batch_size \* max_input_tokens", body) and (plus := re.search(r"max_input_tokens \+ (\d+)", body)):
+    if re.search(r"max_batch_size \* max_input_tokens", body) and (
+        plus := re.search(r"max_input_tokens \+ (\d+)", body)
+    ):
         cap = _need(max_default, tag, "max_default")
         return {
             "variant": "input_plus",
@@ -188,7 +199,10 @@ def prefill(tag: str, show: Show) -> dict[str, Any]:
         return {"variant": "min_position", "tokens": int(fixed.group(1)), "source": source}
     if "compute_optimal(" in body:
         fallback = _need(
-            re.search(r"compute_optimal\.unwrap_or\((\d+)\)|None => (\d+),\s*\n\s*\};\s*\n\s*let default = compute_optimal", body),
+            re.search(
+                r"compute_optimal\.unwrap_or\((\d+)\)|None => (\d+),\s*\n\s*\};\s*\n\s*let default = compute_optimal",
+                body,
+            ),
             tag,
             "compute_optimal's fallback",
         )
@@ -198,7 +212,9 @@ def prefill(tag: str, show: Show) -> dict[str, Any]:
                 by_type[name] = int(value.replace("_", ""))
         names, flops = _cards(launcher, tag)
         minimum = _need(re.search(r"if optimal_size > (\d+) \{", launcher), tag, "compute_optimal's minimum")
-        wig = _need(re.search(r'env::var\("TGI_WIGGLE_ROOM"\).*?\.unwrap_or\(([\d.]+)\);', launcher, re.S), tag, "vram wiggle")
+        wig = _need(
+            re.search(r'env::var\("TGI_WIGGLE_ROOM"\).*?\.unwrap_or\(([\d.]+)\);', launcher, re.S), tag, "vram wiggle"
+        )
         return {
             "variant": "compute_optimal",
             "tokens": int(fallback.group(1) or fallback.group(2)),
@@ -228,10 +244,12 @@ def context_default(tag: str, show: Show) -> dict[str, Any]:
         note = "warmup: max_total_tokens from num_blocks * BLOCK_SIZE"
         within = "max_position_embeddings" in unset.group(1)
         note += ", at most max_position_embeddings" if within else ""
-        return {"kv_capacity": True, "within_model": within, "source": _cite(tag, WARMUP, warmup, unset.start(), note)}
+        source = _cite(tag, WARMUP, warmup, unset.start(), note)
+        return {"kv_capacity": True, "within_model": within, "source": source}
     launcher = show(LAUNCHER) or ""
     total = re.search(
-        r"let max_total_tokens = \{\s*match args\.max_total_tokens \{.*?None => \{\s*let value = max_position_embeddings;",
+        r"let max_total_tokens = \{\s*match args\.max_total_tokens \{.*?"
+        r"None => \{\s*let value = max_position_embeddings;",
         launcher,
         re.S,
     )
@@ -246,6 +264,52 @@ def context_default(tag: str, show: Show) -> dict[str, Any]:
     }
 
 
+WARMUP_CLIENTS = (
+    "backends/v3/src/client/grpc_client.rs",
+    "backends/client/src/v3/client.rs",
+    "router/client/src/v3/client.rs",
+    "router/client/src/client.rs",
+)
+
+
+def warmup_logits(tag: str, show: Show) -> dict[str, Any]:
+    """How many ``[prefill tokens × vocab]`` logits tensors the warm-up prefill holds at its peak.
+
+    The router's warm-up requests ask for prefill logprobs (``prefill_logprobs: true``): the LM head then
+    runs on every prefill token and ``log_softmax`` takes a second tensor (2.0-2.3) or works in place
+    (2.4); from 3.0 the server drops the request's prefill logprobs unless ``REQUEST_LOGPROBS`` is set
+    (default ``"0"``), so only each request's last token gets logits (0 here).
+    """
+    client = next((p for p in WARMUP_CLIENTS if show(p) is not None), None)
+    text = show(client) if client else None
+    asks = re.search(r"prefill_logprobs: true", text or "")
+    if client is None or text is None or asks is None:
+        raise ValueError(f"{tag}: the router's warm-up request not found")
+    asked = _cite(tag, client, text, asks.start(), "warm-up requests ask for prefill logprobs")
+    warmup = show(WARMUP) or ""
+    gate = re.search(r"if not REQUEST_LOGPROBS:\n\s*r\.prefill_logprobs = False", warmup)
+    default = re.search(r'REQUEST_LOGPROBS = os\.getenv\("REQUEST_LOGPROBS", "0"\)', show(GLOBALS) or "")
+    if gate is not None and default is not None:
+        return {
+            "copies": 0,
+            "source": _cite(tag, WARMUP, warmup, gate.start(), "prefill logprobs dropped") + "; " + asked,
+        }
+    shapes = ((1, r"torch\.log_softmax\(out, -1, out=out\)"), (2, r"= torch\.log_softmax\(out, -1\)\n"))
+    for copies, pattern in shapes:
+        found = re.search(pattern, warmup)
+        if found is not None:
+            note = "logits and log_softmax" if copies == 2 else "log_softmax in place"
+            return {"copies": copies, "source": _cite(tag, WARMUP, warmup, found.start(), note) + "; " + asked}
+    raise ValueError(f"{tag}: the prefill logprobs' log_softmax not found")
+
+
 def memory_facts(tag: str, show: Show) -> dict[str, Any]:
     """``facts.tgi_memory`` of one release (``show(path)``: the file at ``tag``, or None)."""
-    return {**wiggle(tag, show), **attention(tag, show), "prefill_default": prefill(tag, show)}
+    logits = warmup_logits(tag, show)
+    return {
+        **wiggle(tag, show),
+        **attention(tag, show),
+        "prefill_default": prefill(tag, show),
+        "warmup_logits_copies": logits["copies"],
+        "warmup_logits_source": logits["source"],
+    }

@@ -203,7 +203,7 @@ class TgiPrefillDefault(_Fact):
     """The launcher's card -> its f16 TFLOPs (``ComputeType::f16_flop``)."""
     min_optimal: int | None = None
     vram_wiggle: float | None = None
-    """``ComputeType::vram``: memory.total × shards × cuda_memory_fraction × this (``TGI_WIGGLE_ROOM``'s default there)."""
+    """``ComputeType::vram``: memory.total × shards × cuda_memory_fraction × this (its ``TGI_WIGGLE_ROOM`` default)."""
     source: str
 
 
@@ -228,6 +228,11 @@ class TgiMemory(_Fact):
     """``by_capability``: ``paged`` below compute capability 8.0, else ``flashdecoding``."""
     attention_source: str
     prefill_default: TgiPrefillDefault
+    warmup_logits_copies: int
+    """``[prefill tokens × vocab]`` logits tensors (model dtype) the warm-up prefill holds at its peak: the
+    router's warm-up asks for prefill logprobs, so the LM head runs on every prefill token; 2 (2.0-2.3: logits
+    and log_softmax), 1 (2.4: log_softmax in place), 0 (3.0 on: dropped unless ``REQUEST_LOGPROBS``)."""
+    warmup_logits_source: str
 
 
 class HybridKvCache(_Fact):
