@@ -589,7 +589,9 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
 def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuModel) -> Any:
     """TGI with the launcher's logged arguments."""
     settings = data.get("settings") or {}
-    options: dict[str, Any] = _numbers(settings, ("cuda_memory_fraction", "max_batch_prefill_tokens"))
+    logged = ("cuda_memory_fraction", "max_batch_prefill_tokens", "max_input_tokens", "max_input_length")
+    logged += ("max_batch_size",)
+    options: dict[str, Any] = _numbers(settings, logged)
     version = _version(data, "engine_version")[0]
     length = _whole(settings.get("max_total_tokens"), 0) or facts.derived_max_len or 4096
     return get("tgi").estimate(

@@ -23,9 +23,10 @@ types, and every ``#[derive(ValueEnum)]`` enum with its variants' clap names. Ru
 
 Facts: ``quantization_methods`` from the ``Quantization`` value enum, ``image_cuda`` from
 the Dockerfile's ``nvidia/cuda`` base stage, ``removed_options`` from diffing ``Args``
-across the releases (and 1.4.5 before 2.0.0). Existing files keep their hand-written facts
-and notes (they win over derived facts of the same key, so a rerun rewrites the same bytes;
-``--fresh`` ignores them).
+across the releases (and 1.4.5 before 2.0.0), ``tgi_memory`` (the warm-up's KV sizing, block
+sizes, the prefill budget's default) and ``context_default`` by ``tgi_memory.py``, always rebuilt.
+Existing files keep their hand-written facts and notes (they win
+over derived facts of the same key, so a rerun rewrites the same bytes; ``--fresh`` ignores them).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from typing import Any
 
 from catalog_io import keeps_facts, read_pool, releases_dir, tagged_release, write_pool, write_release
 from gitsrc import commit, repo_dir, show, tags
+from tgi_memory import FILES as MEMORY_FILES
+from tgi_memory import WARMUP_CLIENTS, context_default, memory_facts
 from tokens import group_end, split_commas
 
 ENGINE = "tgi"
@@ -416,6 +419,7 @@ class Release:
     files: list[str]
     image: tuple[str, int, str] | None  # (cuda major.minor, line, image)
     build_image: tuple[str, int] | None = None  # the pytorch-install stage's nvidia/cuda devel image
+    derived: dict[str, Any] = field(default_factory=dict)  # facts.tgi_memory and context_default (tgi_memory.py)
 
 
 def read_release(repo: Path, tag: str) -> Release:
@@ -449,7 +453,19 @@ def read_release(repo: Path, tag: str) -> Release:
             m = re.match(r"FROM\s+(nvidia/cuda:\S+-devel\S*)\s+(?:AS|as)\s+pytorch-install\b", line)
             if m:
                 build_image = (m.group(1), lineno)
-    return Release(tag.lstrip("v"), tag, commit(repo, tag), options, enums, files, image, build_image)
+    derived = _memory(repo, tag, files) if tag != BASELINE else {}
+    return Release(tag.lstrip("v"), tag, commit(repo, tag), options, enums, files, image, build_image, derived)
+
+
+def _memory(repo: Path, tag: str, files: list[str]) -> dict[str, Any]:
+    """facts.tgi_memory and facts.context_default of a tag (tgi_memory.py); the files read join ``files``."""
+
+    def read(path: str) -> str | None:
+        return show(repo, tag, path)
+
+    files += [path for path in MEMORY_FILES if path != LAUNCHER and read(path) is not None]
+    files += [next(path for path in WARMUP_CLIENTS if read(path) is not None)]
+    return {"tgi_memory": memory_facts(tag, read), "context_default": context_default(tag, read)}
 
 
 def release_tags(repo: Path, upto: tuple[int, ...] = LAST) -> list[str]:
@@ -507,10 +523,12 @@ def build(release: Release, history: list[Release], existing: dict[str, Any] | N
         sources = sorted(set(sources) | set(existing.get("sources") or []))
         old = existing.get("provenance") or {}
         kept = old.get("facts_and_notes") or f"facts and notes kept from the earlier catalog ({old.get('tool')})"
+    facts.update(release.derived)  # always from the source: a kept hand-written value never wins
     method = (
         "tokenized launcher/src/main.rs and parsed the clap `struct Args` fields (attributes, doc comments, "
         "types) and the ValueEnum enums structurally (scripts/catalog/tgi.py); minimums from the launcher's "
-        "and router's zero checks; image CUDA from the Dockerfile base stage"
+        "and router's zero checks; image CUDA from the Dockerfile base stage; tgi_memory and context_default from "
+        "the warm-up, models/globals.py and the launcher's defaults (scripts/catalog/tgi_memory.py)"
     )
     return tagged_release(
         release.version,

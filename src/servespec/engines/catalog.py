@@ -202,6 +202,57 @@ class SglangMemory(_Fact):
     total measured after the distributed set-up (``profile_max_num_token``)."""
 
 
+class TgiPrefillDefault(_Fact):
+    """TGI: the launcher's ``max_batch_prefill_tokens`` when it is not given (one variant).
+
+    ``input_plus`` (2.0.0-2.4.0): ``max_input_tokens + margin`` (``max_batch_size × max_input_tokens`` with
+    ``--max-batch-size``), ``max_input_tokens`` defaulting to ``min(max_position_embeddings, tokens) - 1``.
+    ``min_position`` (2.4.1): ``min(tokens, max_position_embeddings)``. ``compute_optimal`` (3.0.0 on):
+    ``min(optimal, max_position_embeddings, vram_maximum)``, ``optimal`` the card's f16 flops × shards over
+    the model's flops per token when above ``min_optimal``, else ``by_model_type`` or ``tokens``."""
+
+    variant: Literal["input_plus", "min_position", "compute_optimal"]
+    tokens: int
+    margin: int | None = None
+    by_model_type: dict[str, int] = {}
+    card_names: dict[str, str] = {}
+    """``nvidia-smi``'s name, spaces to dashes, lower case -> the launcher's card (``impl From<&str> for Gpu``)."""
+    card_tflops: dict[str, int] = {}
+    """The launcher's card -> its f16 TFLOPs (``ComputeType::f16_flop``)."""
+    min_optimal: int | None = None
+    vram_wiggle: float | None = None
+    """``ComputeType::vram``: memory.total × shards × cuda_memory_fraction × this (its ``TGI_WIGGLE_ROOM`` default)."""
+    source: str
+
+
+class TgiMemory(_Fact):
+    """TGI: what the warm-up's KV sizing reads, per release (scripts/catalog/tgi_memory.py)."""
+
+    wiggle_room: float
+    """``TGI_WIGGLE_ROOM``'s default (2.3 on) or the literal 0.95 of 2.0-2.2."""
+    wiggle_of: Literal["free", "total"]
+    """``free`` (2.0.0-2.4.1): the KV cache gets ``wiggle_room × (free - (1 - cuda_memory_fraction) × total)``;
+    ``total`` (3.0.0 on): ``free - (1 - cuda_memory_fraction × wiggle_room) × total``; free measured after the
+    warm-up prefill (flash_causal_lm.py ``warmup``)."""
+    wiggle_source: str
+    block_sizes: dict[str, int]
+    """``BLOCK_SIZE`` per ``ATTENTION`` value (``paged``: the one block size before 2.1.1)."""
+    default_attention: str
+    fallback_model_types: tuple[str, ...] = ()
+    """Model types the launcher forces to the fallback attention (``resolve_attention``; 2.2.0: FLASH_DECODING)."""
+    flashinfer_head_dims: tuple[int, ...] = ()
+    """Head dimensions the default attention takes; another forces the fallback (empty: no such rule)."""
+    fallback_attention: Literal["flashdecoding", "by_capability"]
+    """``by_capability``: ``paged`` below compute capability 8.0, else ``flashdecoding``."""
+    attention_source: str
+    prefill_default: TgiPrefillDefault
+    warmup_logits_copies: int
+    """``[prefill tokens × vocab]`` logits tensors (model dtype) the warm-up prefill holds at its peak: the
+    router's warm-up asks for prefill logprobs, so the LM head runs on every prefill token; 2 (2.0-2.3: logits
+    and log_softmax), 1 (2.4: log_softmax in place), 0 (3.0 on: dropped unless ``REQUEST_LOGPROBS``)."""
+    warmup_logits_source: str
+
+
 class HybridKvCache(_Fact):
     """How a release's KV-cache manager lays out a model with several attention kinds.
 
@@ -415,6 +466,8 @@ class ReleaseFacts(_Fact):
     """llama.cpp: automatic slots and how ``--ctx-size`` is split among them."""
     memory: SglangMemory | None = None
     """SGLang: mem_fraction_static's default, the multimodal cut and the pool baseline of the release."""
+    tgi_memory: TgiMemory | None = None
+    """TGI: the warm-up's wiggle room and how it applies, block sizes by attention, the prefill budget's default."""
     kv_cache: KvCacheCells | None = None
     """llama.cpp and Ollama: cells per layer (sliding-window rule, padding) and KV element types of the release's
     llama.cpp (Ollama: the runner that loads a model the Go engine does not); None: every layer at the full context."""

@@ -1,47 +1,162 @@
-"""TGI's warm-up sizing (server/text_generation_server/models/flash_causal_lm.py)."""
+"""TGI's warm-up sizing (server/text_generation_server/models/flash_causal_lm.py ``warmup``), per release.
+
+Every constant is the release's own (``facts.tgi_memory`` and ``facts.context_default`` of its catalog,
+read from its source by scripts/catalog/tgi_memory.py): the wiggle room and whether it cuts the free
+memory (2.x) or the total (3.x), ``BLOCK_SIZE`` of the attention the launcher picks, and the launcher's
+``max_batch_prefill_tokens`` when it is not given (the warm-up prefill whose peak the KV cache is sized after).
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from servespec.engines.catalog import TgiMemory, TgiPrefillDefault
+from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
+    GIB,
     EstimateInput,
     GpuEstimate,
     activation_gib,
     cuda_total_gib,
+    dtype_bytes,
     finish,
+    kv_bytes_per_token,
+    kv_element_bytes,
     number,
     weights_per_gpu,
 )
+from servespec.knowledge.models import ModelFacts
+
+
+def attention(facts: TgiMemory, model: ModelFacts, gpu: GpuModel) -> str:
+    """The ``ATTENTION`` the launcher sets when none is given (``resolve_attention``)."""
+    forced = model.model_type in facts.fallback_model_types
+    if facts.flashinfer_head_dims and model.head_dim not in facts.flashinfer_head_dims:
+        forced = True
+    if not forced:
+        return facts.default_attention
+    if facts.fallback_attention == "by_capability" and gpu.compute_capability[0] < 8:
+        return "paged"
+    return "flashdecoding"
+
+
+def block_size(facts: TgiMemory, model: ModelFacts, gpu: GpuModel) -> int:
+    """``BLOCK_SIZE`` (models/globals.py) of the attention in use."""
+    return facts.block_sizes.get(attention(facts, model, gpu), facts.block_sizes["paged"])
+
+
+def _model_flop(model: ModelFacts) -> int | None:
+    """``Config::flop``: the launcher's flops per token of a text model (None for a multimodal one)."""
+    if model.vision_params or not model.intermediate_size:
+        return None
+    heads, kv_heads, head, hidden = model.attention_heads, model.kv_heads, model.head_dim, model.hidden_size
+    intermediate = model.intermediate_size * (model.active_experts or 1)
+    attention_flops = 2 * head * hidden * (4 * heads + 2 * kv_heads)  # q, attn, o + k, v
+    return (attention_flops + 2 * 3 * hidden * intermediate) * model.layers
+
+
+def _vram_maximum(inp: EstimateInput, rule: TgiPrefillDefault, gpu: GpuModel, fraction: float) -> int | None:
+    """``vram_maximum``: tokens whose KV and MoE intermediates fit beside the weights (None: not computed)."""
+    model = inp.model
+    if model.quant_method or not model.intermediate_size or not model.vocab_size or rule.vram_wiggle is None:
+        return None
+    available = int(gpu.memory_mib * 2**20 * inp.tensor_parallel * fraction * rule.vram_wiggle)
+    head, experts = model.head_dim, model.experts or 1
+    layer = (
+        3 * model.intermediate_size * experts * model.hidden_size
+        + (model.attention_heads + 2 * model.kv_heads) * head
+        + model.attention_heads * head * model.hidden_size
+    )
+    weights = (layer * model.layers + 2 * model.hidden_size * model.vocab_size) * 2
+    per_token = model.kv_heads * 2 * head * 2 * model.layers
+    per_token += (model.intermediate_size + model.intermediate_size // 2) * experts * 2 * 3
+    return (available - weights) // per_token if available > weights else None
+
+
+def _compute_optimal(inp: EstimateInput, rule: TgiPrefillDefault, gpu: GpuModel, fraction: float) -> int:
+    card = rule.card_names.get(gpu.display_name.replace(" ", "-").lower())
+    tflops = rule.card_tflops.get(card) if card else None
+    flop = _model_flop(inp.model)
+    optimal = tflops * 10**12 * inp.tensor_parallel // flop if tflops and flop else 0
+    value = optimal if optimal > (rule.min_optimal or 0) else rule.by_model_type.get(inp.model.model_type, rule.tokens)
+    if inp.model.max_position_embeddings:
+        value = min(value, inp.model.max_position_embeddings)
+    vram = _vram_maximum(inp, rule, gpu, fraction)
+    return min(value, vram) if vram is not None else value
+
+
+def prefill_tokens(inp: EstimateInput, facts: TgiMemory, gpu: GpuModel, fraction: float) -> int:
+    """``--max-batch-prefill-tokens`` as given, else the launcher's default for the release."""
+    given = int(number(inp.options, "max_batch_prefill_tokens", 0))
+    if given:
+        return given
+    rule = facts.prefill_default
+    position = inp.model.max_position_embeddings or rule.tokens
+    if rule.variant == "input_plus":
+        given_input = number(inp.options, "max_input_tokens", 0) or number(inp.options, "max_input_length", 0)
+        max_input = int(given_input) or min(position, rule.tokens) - 1
+        batch = int(number(inp.options, "max_batch_size", 0))
+        return batch * max_input if batch else max_input + (rule.margin or 0)
+    if rule.variant == "min_position":
+        return min(rule.tokens, position)
+    return _compute_optimal(inp, rule, gpu, fraction)
+
+
+def _warmup_logits_gib(inp: EstimateInput, facts: TgiMemory, prefill: int) -> float:
+    """The warm-up prefill's logits over every prompt token (its requests ask for prefill logprobs), in the
+    model's dtype and over the whole vocabulary on every shard (the LM head gathers it)."""
+    vocab = inp.model.vocab_size or 0
+    return facts.warmup_logits_copies * prefill * vocab * dtype_bytes(inp.model, inp.dtype) / GIB
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
-    """TGI's warm-up sizing: free memory × cuda_memory_fraction × TGI_WIGGLE_ROOM (0.90); None without a GPU."""
+    """The KV cache TGI's warm-up sizes; None without a GPU or without the release's memory facts."""
     gpu = inp.gpu
-    if gpu is None:
-        return None
+    facts = inp.release.facts.tgi_memory if inp.release is not None else None
+    if gpu is None or facts is None or inp.release is None:
+        return None  # the release's arithmetic is not known: no answer rather than a guess
     total = cuda_total_gib(gpu)
-    fraction = number(inp.options, "cuda_memory_fraction", 1.0)
-    prefill = int(number(inp.options, "max_batch_prefill_tokens", 4096))  # assumed when unset (catalog: no default)
+    fraction = number(inp.options, "cuda_memory_fraction", float(inp.release.default("cuda_memory_fraction") or 1.0))
+    prefill = prefill_tokens(inp, facts, gpu, fraction)
     weights = weights_per_gpu(inp)
-    activation = activation_gib(inp, prefill, 1)
-    free = total - CONTEXT_GIB - weights - activation
-    kv = free - (1 - fraction * 0.9) * total
+    # what the warm-up prefill leaves used (its own KV blocks aside: the warm-up adds them back)
+    used = CONTEXT_GIB + weights + activation_gib(inp, prefill, 1) + _warmup_logits_gib(inp, facts, prefill)
+    wiggle = facts.wiggle_room
+    if facts.wiggle_of == "free":
+        # (free - (1 - fraction) * total) * W // block bytes + warm-up blocks; the warm-up batch's KV
+        # taken as its prefill tokens
+        per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
+        kv = wiggle * (fraction * total - used) + (1 - wiggle) * prefill * per_token / GIB
+    else:
+        kv = fraction * wiggle * total - used
     overhead = total - weights - kv
-    block = 16
-    notes = [f"cuda_memory_fraction {fraction}", "TGI_WIGGLE_ROOM 0.9"]
+    block = block_size(facts, inp.model, gpu)
+    notes = [
+        f"cuda_memory_fraction {fraction}",
+        f"TGI_WIGGLE_ROOM {wiggle} of the {facts.wiggle_of} memory",
+        f"max_batch_prefill_tokens {prefill}",
+        f"warm-up logits over the prefill: {facts.warmup_logits_copies} tensor(s)",
+        f"attention {attention(facts, inp.model, gpu)}, BLOCK_SIZE {block}",
+    ]
     found = finish(inp, total, weights, overhead, kv, block, notes, fraction)
+    return _with_default_context(inp, found, (total, weights, overhead, kv, block, notes, fraction))
+
+
+def _with_default_context(
+    inp: EstimateInput, found: GpuEstimate, parts: tuple[float, float, float, float, int, list[str], float]
+) -> GpuEstimate:
     fact = inp.context_default
     if fact is None or not fact.kv_capacity:
         return found
-    # From 2.4.1 an unset max_total_tokens is what the KV cache holds after warm-up, from 3.0
+    # From 2.4.1 an unset max_total_tokens is what the KV cache holds after warm-up, from 3.0.1
     # at most the model's maximum (the release fact's source: flash_causal_lm.py warmup).
     model_max = inp.model.derived_max_len
     length = min(found.kv_tokens, model_max) if fact.within_model and model_max else found.kv_tokens
     bound = f", the model's maximum {model_max}" if fact.within_model and model_max else ""
     version = inp.release.version if inp.release else inp.engine_version
     basis = f"engine default for {inp.engine} {version}: {length} (min(the KV cache's {found.kv_tokens} tokens{bound}))"
+    total, weights, overhead, kv, block, notes, fraction = parts
     return finish(
         replace(inp, max_model_len=max(length, 1), context_basis=basis),
         total,

@@ -1,0 +1,243 @@
+"""TGI's memory facts per release (facts.tgi_memory and facts.context_default, scripts/catalog/tgi_memory.py)
+and the warm-up arithmetic engines/tgi/memory.py computes from them.
+
+Each expected number below is the arithmetic of the release's own source, at the line cited."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from servespec import engines
+from servespec.engines.catalog import ContextDefault, EngineRelease, TgiMemory
+from servespec.engines.tgi import memory as tgi_memory
+from servespec.knowledge import gpus, models
+from servespec.knowledge.gpus import GpuModel
+from servespec.knowledge.memory import GIB, EstimateInput, GpuEstimate, cuda_total_gib
+
+TGI = engines.get("tgi")
+
+REQUIRED = {
+    # what engines/tgi/memory.py reads of each prefill variant
+    "input_plus": ("margin",),
+    "min_position": (),
+    "compute_optimal": ("card_names", "card_tflops", "min_optimal", "vram_wiggle"),
+}
+
+
+def _releases() -> list[EngineRelease]:
+    return [TGI.catalog.release(v) for v in TGI.catalog.versions]
+
+
+def _facts(release: EngineRelease) -> TgiMemory:
+    facts = release.facts.tgi_memory
+    assert facts is not None, f"tgi {release.version}: no facts.tgi_memory"
+    return facts
+
+
+def _card(name: str) -> GpuModel:
+    card = gpus.resolve(name)
+    assert isinstance(card, GpuModel)
+    return card
+
+
+def _input(
+    version: str | EngineRelease, model: str, gpu: str, tp: int = 1, **options: float
+) -> tuple[EstimateInput, GpuModel]:
+    release = version if isinstance(version, EngineRelease) else TGI.catalog.release(version)
+    found = models.catalogued(model)
+    assert found is not None
+    card = _card(gpu)
+    inp = EstimateInput(
+        engine="tgi",
+        release=release,
+        model=found,
+        gpu=card,
+        tensor_parallel=tp,
+        options=dict(options),
+        max_model_len=4096,
+        kv_cache_dtype_option="kv_cache_dtype",
+    )
+    return inp, card
+
+
+def _estimate(version: str | EngineRelease, model: str, gpu: str, **options: float) -> GpuEstimate:
+    plan = TGI.estimate(_input(version, model, gpu, **options)[0])
+    assert plan is not None
+    return plan
+
+
+def test_every_catalogued_release_has_the_memory_facts_the_estimate_reads() -> None:
+    """memory-facts: a release without them (or with a variant lacking a constant) fails here."""
+    releases = _releases()
+    assert len(releases) >= 29  # 2.0.0 -> 3.3.7
+    for release in releases:
+        facts = _facts(release)
+        tag = f"/v{release.version}/"
+        assert 0 < facts.wiggle_room < 1 and tag in facts.wiggle_source and "#L" in facts.wiggle_source
+        assert "paged" in facts.block_sizes and facts.default_attention in facts.block_sizes
+        assert tag in facts.attention_source and "#L" in facts.attention_source
+        assert facts.warmup_logits_copies in (0, 1, 2) and "#L" in facts.warmup_logits_source
+        rule = facts.prefill_default
+        assert rule.tokens > 0 and tag in rule.source and "#L" in rule.source
+        for name in REQUIRED[rule.variant]:
+            assert getattr(rule, name), f"{release.version}: {rule.variant} lacks {name}"
+        assert set(rule.card_names.values()) <= set(rule.card_tflops)
+        context = release.facts.context_default
+        assert context is not None and tag in context.source and "#L" in context.source
+        assert context.kv_capacity or context.cap
+        assert isinstance(release.default("cuda_memory_fraction"), float)  # the launcher's clap default
+        # and the estimate answers from them alone
+        plan = _estimate(release, "mistralai/Mistral-7B-v0.1", "NVIDIA A100-SXM4-80GB")
+        assert plan.kv_tokens > 0 and f"TGI_WIGGLE_ROOM {facts.wiggle_room}" in " ".join(plan.notes)
+
+
+def test_no_memory_facts_no_answer() -> None:
+    """Without the release's facts the estimate says unknown rather than guessing constants."""
+    release = TGI.catalog.release("3.3.7")
+    bare = EngineRelease(
+        release.engine,
+        release.version,
+        release.source,
+        release.options,
+        release.facts.model_copy(update={"tgi_memory": None}),
+    )
+    inp, _ = _input(bare, "mistralai/Mistral-7B-v0.1", "NVIDIA A100-SXM4-80GB")
+    assert TGI.estimate(inp) is None
+
+
+def test_the_facts_follow_the_releases() -> None:
+    """The constants change where the source changed (flash_causal_lm.py warmup, models/globals.py, launcher)."""
+    facts = {v: _facts(TGI.catalog.release(v)) for v in TGI.catalog.versions}
+    # 2.0-2.2: `int((free_memory * 0.95) // total_cache_size)`; 2.3: TGI_WIGGLE_ROOM "0.95"; 2.4: "0.90"
+    assert (facts["2.0.0"].wiggle_room, facts["2.0.0"].wiggle_of) == (0.95, "free")
+    assert (facts["2.3.1"].wiggle_room, facts["2.4.0"].wiggle_room, facts["2.4.1"].wiggle_of) == (0.95, 0.9, "free")
+    # 3.0: get_free_memory(device, MEMORY_FRACTION * TGI_WIGGLE_ROOM) with "0.95"; 3.1-3.2: "0.93"; 3.3: "0.90"
+    assert (facts["3.0.0"].wiggle_room, facts["3.0.0"].wiggle_of) == (0.95, "total")
+    assert (facts["3.1.0"].wiggle_room, facts["3.2.3"].wiggle_room, facts["3.3.0"].wiggle_room) == (0.93, 0.93, 0.9)
+    # BLOCK_SIZE: 16 before 2.1.1; flashinfer (1 per block) the launcher's default from 2.3.0
+    assert facts["2.0.0"].block_sizes == {"paged": 16} and facts["2.2.0"].default_attention == "paged"
+    assert facts["2.3.0"].block_sizes["flashinfer"] == 1 and facts["3.3.7"].default_attention == "flashinfer"
+    assert facts["3.3.7"].block_sizes["flashdecoding"] == 256 and facts["3.3.7"].fallback_attention == "by_capability"
+    # warm-up logits: logits + log_softmax (2.0-2.3), in place (2.4), dropped without REQUEST_LOGPROBS (3.0 on)
+    copies = [facts[v].warmup_logits_copies for v in ("2.0.0", "2.3.1", "2.4.0", "2.4.1", "3.0.0", "3.3.7")]
+    assert copies == [2, 2, 1, 1, 0, 0]
+    variants = [facts[v].prefill_default.variant for v in ("2.0.0", "2.4.0", "2.4.1", "3.0.0", "3.3.7")]
+    assert variants == ["input_plus", "input_plus", "min_position", "compute_optimal", "compute_optimal"]
+    assert facts["3.3.7"].prefill_default.by_model_type == {"qwen2_vl": 10000, "qwen2_5_vl": 10000, "gemma3": 8000}
+    assert facts["3.0.0"].prefill_default.card_tflops["H100"] == 900
+
+
+@pytest.mark.parametrize(
+    ("version", "model", "gpu", "expected"),
+    [
+        # 2.0.0 launcher/src/main.rs#L1344: max_input_tokens + 50, max_input_tokens = min(32768, 4096) - 1
+        ("2.0.0", "mistralai/Mistral-7B-v0.1", "NVIDIA A100-SXM4-80GB", 4095 + 50),
+        # 2.4.1 launcher#L1732: 4096.min(max_position_embeddings)
+        ("2.4.1", "mistralai/Mistral-7B-v0.1", "NVIDIA A100-SXM4-80GB", 4096),
+        # 3.3.7 launcher compute_optimal: H100 900e12 / Config::flop of Llama-3.1-8B, per layer
+        # 2*128*4096*(4*32 + 2*8) + 6*4096*14336 = 503,316,480, times 32 layers = 16,106,127,360 -> 55,879
+        # (below max_position_embeddings 131072 and vram_maximum's ~256k tokens)
+        ("3.3.7", "meta-llama/Llama-3.1-8B", "NVIDIA H100 80GB HBM3", 900 * 10**12 // 16_106_127_360),
+        # 3.3.7 on an A100 (312 TFLOPs): 19,371
+        ("3.3.7", "meta-llama/Llama-3.1-8B", "NVIDIA A100-SXM4-80GB", 312 * 10**12 // 16_106_127_360),
+        # 3.0.0 has no H200 in its card table: compute_optimal is None -> 4096
+        ("3.0.0", "meta-llama/Llama-3.1-8B", "NVIDIA H200", 4096),
+    ],
+)
+def test_prefill_default_is_the_launchers(version: str, model: str, gpu: str, expected: int) -> None:
+    inp, card = _input(version, model, gpu)
+    release = inp.release
+    assert release is not None
+    assert tgi_memory.prefill_tokens(inp, _facts(release), card, 1.0) == expected
+
+
+def test_a_given_prefill_budget_wins() -> None:
+    inp, card = _input("3.3.7", "meta-llama/Llama-3.1-8B", "NVIDIA H100 80GB HBM3", max_batch_prefill_tokens=2048)
+    assert inp.release is not None
+    assert tgi_memory.prefill_tokens(inp, _facts(inp.release), card, 1.0) == 2048
+
+
+def test_attention_and_block_size_follow_the_launcher() -> None:
+    facts = _facts(TGI.catalog.release("3.3.7"))
+    llama = models.catalogued("meta-llama/Llama-3.1-8B")
+    assert llama is not None
+    assert tgi_memory.block_size(facts, llama, _card("NVIDIA H100 80GB HBM3")) == 1  # flashinfer
+    odd = llama.__class__(**{**llama.__dict__, "head_dim": 80})  # a head dim flashinfer does not take
+    assert tgi_memory.attention(facts, odd, _card("NVIDIA H100 80GB HBM3")) == "flashdecoding"
+    assert tgi_memory.attention(facts, odd, _card("Tesla T4")) == "paged"  # below compute capability 8
+    assert tgi_memory.block_size(facts, odd, _card("Tesla T4")) == 16
+
+
+def _total_variant(release: EngineRelease, wiggle: float, shape: str) -> EngineRelease:
+    facts = _facts(release).model_copy(update={"wiggle_room": wiggle, "wiggle_of": shape})
+    return EngineRelease(
+        release.engine,
+        release.version,
+        release.source,
+        release.options,
+        release.facts.model_copy(update={"tgi_memory": facts}),
+    )
+
+
+def test_the_wiggle_room_cuts_the_total_from_3_0_and_the_free_memory_before() -> None:
+    """3.x: KV = fraction × W × total - used, so W moves it by ΔW × total; 2.x: KV = W × (fraction × total - used)
+    + (1 - W) × the warm-up batch's KV, so W scales what the warm-up prefill left."""
+    release = TGI.catalog.release("3.3.7")
+    gpu, model = "NVIDIA A100-SXM4-80GB", "mistralai/Mistral-7B-v0.1"
+    total = cuda_total_gib(_card(gpu))
+    high = _estimate(_total_variant(release, 0.9, "total"), model, gpu, max_batch_prefill_tokens=4096)
+    low = _estimate(_total_variant(release, 0.8, "total"), model, gpu, max_batch_prefill_tokens=4096)
+    assert high.kv_cache_gib - low.kv_cache_gib == pytest.approx(0.1 * total, abs=0.02)
+    used = 0.9 * total - high.kv_cache_gib  # what the warm-up prefill left used
+    free = _estimate(_total_variant(release, 0.9, "free"), model, gpu, max_batch_prefill_tokens=4096)
+    warm = 4096 * free.kv_bytes_per_token / GIB
+    assert free.kv_cache_gib == pytest.approx(0.9 * (total - used) + 0.1 * warm, abs=0.02)
+
+
+def test_cuda_memory_fraction_scales_the_budget() -> None:
+    gpu, model = "NVIDIA A100-SXM4-80GB", "mistralai/Mistral-7B-v0.1"
+    total = cuda_total_gib(_card(gpu))
+    for version in ("2.0.0", "3.3.7"):
+        wiggle = _facts(TGI.catalog.release(version)).wiggle_room
+        whole = _estimate(version, model, gpu, max_batch_prefill_tokens=4096)
+        half = _estimate(version, model, gpu, max_batch_prefill_tokens=4096, cuda_memory_fraction=0.5)
+        assert whole.kv_cache_gib - half.kv_cache_gib == pytest.approx(wiggle * 0.5 * total, abs=0.02)
+
+
+def test_the_warm_up_logits_are_counted_where_the_release_keeps_them() -> None:
+    """2.0.0 holds logits and log_softmax over every prefill token (2 × tokens × vocab × 2 bytes) at its peak."""
+    gpu, model = "NVIDIA A100-SXM4-80GB", "mistralai/Mistral-7B-v0.1"
+    release = TGI.catalog.release("2.0.0")
+    none = release.facts.model_copy(
+        update={"tgi_memory": _facts(release).model_copy(update={"warmup_logits_copies": 0})}
+    )
+    bare = EngineRelease(release.engine, release.version, release.source, release.options, none)
+    kept = _estimate(release, model, gpu, max_batch_prefill_tokens=8192)
+    dropped = _estimate(bare, model, gpu, max_batch_prefill_tokens=8192)
+    logits = 2 * 8192 * 32000 * 2 / GIB  # Mistral-7B's vocabulary, bf16
+    assert dropped.kv_cache_gib - kept.kv_cache_gib == pytest.approx(0.95 * logits, abs=0.02)
+
+
+def test_the_catalog_is_what_the_builder_reads_from_each_tag() -> None:
+    """scripts/catalog/tgi_memory.py on every catalogued tag gives the catalog's facts (skipped without a snapshot
+    of github.com/huggingface/text-generation-inference: none is downloaded by a test)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "catalog"))
+    import gitsrc
+    import tgi_memory as builder
+
+    repo = gitsrc.mirror("huggingface", "text-generation-inference") or gitsrc.CACHE / (
+        "huggingface+text-generation-inference.git"
+    )
+    if not (repo / "HEAD").is_file():
+        pytest.skip("no git snapshot of huggingface/text-generation-inference (SERVESPEC_GIT_MIRRORS or the cache)")
+    for release in _releases():
+        tag = f"v{release.version}"
+
+        def show(path: str, tag: str = tag) -> str | None:
+            return gitsrc.show(repo, tag, path)
+
+        assert release.facts.tgi_memory == TgiMemory.model_validate(builder.memory_facts(tag, show)), tag
+        assert release.facts.context_default == ContextDefault.model_validate(builder.context_default(tag, show)), tag
