@@ -6,7 +6,7 @@ own (``facts.memory`` of its catalog, read from its source by scripts/catalog/sg
 from __future__ import annotations
 
 from servespec.engines.catalog import SglangFraction, SglangMemory
-from servespec.engines.sglang import dsa
+from servespec.engines.sglang import dsa, mla
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
@@ -106,7 +106,8 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
         fraction = round(default_fraction(inp, gpu, memory) * multimodal_cut(inp, memory), 3)
     else:
         return None  # the release's default is not known (no facts.memory): no answer rather than a guess
-    weights = weights_per_gpu(inp) if weights is None else weights
+    replicated = mla.extra_gib(inp) if weights is None else 0.0
+    weights = weights_per_gpu(inp) + replicated if weights is None else weights
     # SGLang measures the memory it takes fractions of after its distributed set-up (model_runner.py
     # init_torch_distributed, then profile_max_num_token): NCCL's communicators are already allocated then.
     communicators = nccl_gib(inp)
@@ -114,6 +115,8 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     kv = before_load * fraction - weights
     overhead = before_load * (1 - fraction) + CONTEXT_GIB + communicators
     notes = [f"mem_fraction_static {fraction}"]
+    if replicated:
+        notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
     if communicators:
         notes.append(f"NCCL communicators {communicators:.2f} GiB before loading")
     if dsa.applies(inp):
