@@ -8,6 +8,7 @@ import pytest
 
 from servespec.engines import get
 from servespec.engines.sglang import dsa, mla
+from servespec.engines.sglang.memory import ROCM_SETUP_NOTE
 from servespec.knowledge.config_fields import MissingFieldsError
 from servespec.knowledge.gpus import resolve
 from servespec.knowledge.memory import GIB, EstimateInput
@@ -88,3 +89,4 @@ def test_sglang_0_5_12_on_mi355x_sizes_the_fp8_dsa_cell_and_the_replicated_weigh
     assert plan.kv_bytes_per_token == 55224
     assert any("whole on every rank" in note for note in plan.notes)
     assert plan.total_gib == pytest.approx(288.0)  # HIP reports the whole VRAM (no NVIDIA share)
+    assert ROCM_SETUP_NOTE in plan.notes  # RCCL/aiter set-up memory: said, not guessed
