@@ -338,11 +338,15 @@ def fits(plan: Any) -> bool:
 WEIGHTS_SCHEMES = {
     "CompressedTensorsW8A8Int8": ("int8", 8.0),
     "CompressedTensorsW8A8Fp8": ("fp8", 8.0),
+    "QuarkMXFP4Experts": ("mxfp4", 4.25),
 }
 """vLLM's compressed-tensors scheme classes (vllm/model_executor/layers/quantization/compressed_tensors/schemes/,
 v0.19.0) as the weights they store: 8-bit integers or FP8 with a scale per output channel (negligible). A log
 names the one vLLM built from the checkpoint's quantization_config ("Selected ...Kernel for <scheme>"); vLLM quantizes
-only the decoder's linear layers with it, the embeddings and the LM head stay in the model's dtype."""
+only the decoder's linear layers with it, the embeddings and the LM head stay in the model's dtype.
+``QuarkMXFP4Experts``: an AMD Quark checkpoint (SGLang logs ``quant=quark``) with MXFP4 routed experts (4 bits and an
+8-bit scale per 32) and the rest in the model's dtype, as servespec sizes ``mxfp4``; the log names no layout, the
+file says where it was read (sglang/005-011)."""
 
 
 def _facts(data: dict[str, Any]) -> models.ModelFacts | None:

@@ -1,9 +1,12 @@
-"""The GPU catalog: memory and compute capability of NVIDIA models, and the names nvidia-smi prints.
+"""The GPU catalog: memory and compute capability of NVIDIA and AMD Instinct models, and the names they print.
 
 Facts live in ``data/gpus.yaml`` with their sources: compute capabilities from NVIDIA's
 CUDA GPUs table, memory as `nvidia-smi` reports it (linked to real outputs where one was
-found, else the datasheet). Only facts that rules or the estimate read are loaded; the
-file's other keys are their provenance (:data:`PROVENANCE`).
+found, else the datasheet). AMD Instinct cards (``vendor: amd``) carry the LLVM target
+(``gfx_arch``) and the major.minor HIP reports for them, which is no CUDA compute capability:
+:attr:`GpuModel.cuda_capability` is None for them, so rules resting on NVIDIA facts skip them.
+Only facts that rules or the estimate read are loaded; the file's other keys are their
+provenance (:data:`PROVENANCE`).
 """
 
 from __future__ import annotations
@@ -11,15 +14,19 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from servespec.knowledge.datafile import load_yaml_data
 
 CUDA_GPUS_URL = "https://developer.nvidia.com/cuda-gpus"
-FACTS = frozenset({"id", "names", "memory_mib", "memory_mib_other", "compute_capability"})
+FACTS = frozenset({"id", "names", "memory_mib", "memory_mib_other", "compute_capability", "vendor", "gfx_arch"})
 """The keys of a catalog entry that code reads (as :class:`GpuModel`)."""
 PROVENANCE = frozenset({"source", "name_source", "memory_source", "memory_verified", "notes"})
 """The keys that say where an entry's facts come from, for the people who check them; never loaded."""
+
+
+Vendor = Literal["nvidia", "amd"]
+VENDORS: tuple[Vendor, ...] = ("nvidia", "amd")
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,16 @@ class GpuModel:
     compute_capability: tuple[int, int]
     memory_mib_other: tuple[int, ...] = ()
     """Other memory.total values real outputs showed for this model (older drivers, board variants)."""
+    vendor: Vendor = "nvidia"
+    gfx_arch: str | None = None
+    """AMD: the LLVM target the ROCm runtime names the device by (``gcnArchName``: gfx942, gfx950)."""
+
+    @property
+    def cuda_capability(self) -> tuple[int, int] | None:
+        """The CUDA compute capability; None on an AMD card, whose ``compute_capability`` is the major.minor HIP
+        reports (gfx942 -> 9.4), which NVIDIA's capability thresholds (bfloat16 from 8.0, FP8 kernels) do not
+        measure. The engines' own ROCm code compares ``compute_capability`` (what torch returns there)."""
+        return self.compute_capability if self.vendor == "nvidia" else None
 
     @property
     def display_name(self) -> str:
@@ -46,14 +63,25 @@ class GpuModel:
 
 def _normalize(name: str) -> str:
     text = name.strip().lower()
-    # "NVIDIA-L20" is how Kubernetes GPU feature discovery labels the same card
+    # "NVIDIA-L20" is how Kubernetes GPU feature discovery labels the same card; "AMD Instinct MI300X" is "MI300X"
     text = re.sub(r"^(nvidia[\s_\-]+)?((tesla|geforce)[\s_\-]+)?", "", text)
+    text = re.sub(r"^amd[\s_\-]+(instinct[\s_\-]+)?", "", text)
     return re.sub(r"[\s_\-]+", "", text)
+
+
+def _vendor(entry: dict[str, Any]) -> Vendor:
+    vendor = str(entry.get("vendor", "nvidia"))
+    for known in VENDORS:
+        if vendor == known:
+            return known
+    raise ValueError(f"gpus.yaml: {entry.get('id')}: unknown vendor {vendor!r}")
 
 
 def _from_entry(entry: dict[str, Any]) -> GpuModel:
     major, minor = (int(part) for part in str(entry["compute_capability"]).split("."))
     return GpuModel(
+        vendor=_vendor(entry),
+        gfx_arch=str(entry["gfx_arch"]) if entry.get("gfx_arch") else None,
         id=str(entry["id"]),
         names=tuple(str(n) for n in entry.get("names", [])),
         memory_mib=int(entry["memory_mib"]),

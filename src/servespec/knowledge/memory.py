@@ -442,9 +442,16 @@ def linear_state_bytes(model: ModelFacts, element: float, tensor_parallel: int) 
     return (conv // tensor_parallel * (kernel - 1) + v_heads // tensor_parallel * k_dim * v_dim) * element
 
 
+HIP_VISIBLE_SHARE = 1.0
+"""Assumed: the HIP runtime reports an AMD Instinct card's whole VRAM as total (rocm-smi's 192 GiB of an MI300X).
+NVIDIA's share cannot hold there: SGLang logs 287.31 GiB free on an MI355X (288 GiB) before its distributed set-up
+(tests/data/startup_logs/sglang/005, 007), more than 0.993 of it. A vLLM line quoting torch's total as 191.45 GiB on
+an MI300X (0.997) was found but not tied to a linkable log."""
+
+
 def cuda_total_gib(gpu: GpuModel) -> float:
-    """Memory the CUDA runtime reports as total, from nvidia-smi's memory.total."""
-    return gpu.memory_gib * CUDA_VISIBLE_SHARE
+    """Memory the CUDA (or HIP) runtime reports as total, from nvidia-smi's memory.total (rocm-smi's VRAM total)."""
+    return gpu.memory_gib * (CUDA_VISIBLE_SHARE if gpu.vendor == "nvidia" else HIP_VISIBLE_SHARE)
 
 
 def finish(

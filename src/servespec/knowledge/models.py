@@ -658,6 +658,41 @@ def _modelopt(quant: dict[str, Any]) -> dict[str, Any]:
     return {"quant_method": method, "quant_bits": bits, "_entries": skipped}
 
 
+_QUARK_MX_BITS = {"fp4": 4.0, "fp6_e2m3": 6.0, "fp6_e3m2": 6.0}
+"""AMD Quark's OCP MX weight dtypes (vLLM quark.py ``_is_ocp_mx``: per_group, group_size 32, e8m0 scales)."""
+
+
+def _quark_bits(spec: Any) -> float | None:
+    """Bits per stored weight of one Quark quantization spec's ``weight`` (None: not quantized or not read)."""
+    weight = fields.mapping(spec, "weight") if isinstance(spec, dict) else None
+    if weight is None:
+        return None
+    dtype = (fields.text(weight, "dtype") or "").lower()
+    group = weight.get("group_size")
+    if dtype in _QUARK_MX_BITS:
+        size = int(group) if isinstance(group, int) and not isinstance(group, bool) and group > 0 else 32
+        return _QUARK_MX_BITS[dtype] + 8 / size  # an 8-bit (e8m0) scale per group
+    if dtype.startswith(("fp8", "int8", "uint8")):
+        return 8.0  # per-tensor or per-channel scales: negligible
+    if dtype in ("int4", "uint4"):
+        return _group_bits(4.0, group) if weight.get("qscheme") == "per_group" else 4.0
+    return None
+
+
+def _quark(quant: dict[str, Any]) -> dict[str, Any]:
+    """AMD Quark (``quant_method: quark``), as vLLM's QuarkConfig reads it (v0.11 quark.py ``_find_matched_config``):
+    a module takes the first ``layer_quant_config`` pattern it matches, else ``global_quant_config``; modules named
+    in ``exclude`` stay in the model's dtype. The global weight spec gives ``quant_bits``; the patterns and the
+    excluded modules become per-part entries."""
+    bits = _quark_bits(quant.get("global_quant_config"))
+    entries: list[tuple[str, float | None]] = []
+    layers = fields.mapping(quant, "layer_quant_config") or {}
+    for pattern, spec in layers.items():
+        entries.append((str(pattern), _quark_bits(spec)))
+    entries += [(str(name), None) for name in fields.items(quant, "exclude") or [] if isinstance(name, str)]
+    return {"quant_method": "quark", "quant_bits": bits, "_entries": entries}
+
+
 def _is_modelopt(quant: dict[str, Any]) -> bool:
     """ModelOpt's own file read as the quantization_config (vllm/config/model.py ``_parse_quant_hf_config``:
     ``producer.name == "modelopt"``), or a config naming ``quant_method: modelopt*``."""
@@ -687,6 +722,8 @@ def _quantization(config: dict[str, Any], hf_quant: dict[str, Any] | None = None
         # ``ignore``: modules left unquantized (names or ``re:`` patterns), in the model's dtype
         ignored = [(str(name), None) for name in fields.items(quant, "ignore") or [] if isinstance(name, str)]
         return {"quant_method": method, "quant_bits": bits, "_entries": ignored}
+    elif method == "quark":
+        return _quark(quant)
     elif method in ("fp8", "fbgemm_fp8"):
         method, bits = "fp8", 8.0
     elif method == "mxfp4":

@@ -332,7 +332,7 @@ class InvalidEngineOptionValue(Rule):
             return
         for host in known.hosts:
             gpu = resolve.host_gpus(host)
-            cc = gpu.model.compute_capability if gpu.count and gpu.model else None
+            cc = gpu.model.cuda_capability if gpu.count and gpu.model else None  # None: not NVIDIA
             if cc is not None and cc < minimum:
                 yield self.report(
                     deployment.document,

@@ -17,10 +17,12 @@ _VLLM_BF16 = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/platforms/c
 
 
 def _cc(host: HostView) -> tuple[int, int] | None:
+    """The host's CUDA compute capability; None when unknown or not an NVIDIA GPU (an AMD card's major.minor is
+    HIP's, which NVIDIA's thresholds do not measure: the rules resting on them skip it)."""
     gpu = resolve.host_gpus(host)
     if not gpu.count or gpu.model is None:
         return None
-    return gpu.model.compute_capability
+    return gpu.model.cuda_capability
 
 
 def _text(cc: tuple[int, int]) -> str:
@@ -35,7 +37,8 @@ class DtypeNotSupported(Rule):
     setting the `dtype` flag" (platforms/cuda.py, check_if_supports_dtype). TensorRT-LLM
     raises "Pre SM 80 GPUs do not support bfloat16". With ``dtype: auto`` engines fall
     back to float16 on such GPUs, so only an explicit bfloat16 is an error. T4 (7.5) and
-    V100 (7.0) are the common cases.
+    V100 (7.0) are the common cases. AMD Instinct cards are not judged: they have no CUDA compute
+    capability, and every catalogued one (CDNA 2 and later) computes in bfloat16.
 
     Fix: set ``model.dtype: float16`` (or ``auto``), or use an Ampere or newer GPU.
 
@@ -94,7 +97,8 @@ class QuantizationNeedsNewerGpu(Rule):
     weight-only kernels, GPTQ 6.0 in 0.11.0), SGLang's the same way, TensorRT-LLM's
     support matrix (FP8 needs Ada/Hopper 8.9+, NVFP4 Blackwell 10.0+). The engine refuses
     to start: "The quantization method X is not supported for the current GPU. Minimum
-    capability: N. Current capability: M."
+    capability: N. Current capability: M." AMD Instinct cards are not judged: the minimums are
+    CUDA capabilities, and an engine's ROCm platform decides its methods by its own list.
 
     Fix: pick a method the GPU supports (the hint lists the minimum), or a newer GPU.
 
@@ -298,7 +302,7 @@ class EngineNeedsNewerGpu(Rule):
     vLLM requires compute capability 7.0 or higher (installation docs); TGI's official
     image compiles its kernels for 8.0, 8.6 and 9.0 only (``TORCH_CUDA_ARCH_LIST``);
     TensorRT-LLM supports Ampere and newer (support matrix); llama.cpp's CUDA 12 builds
-    and Ollama start at 5.0.
+    and Ollama start at 5.0. These are CUDA minimums: AMD Instinct cards are not judged by them.
 
     Fix: use an engine that supports the GPU (llama.cpp, Ollama, vLLM for Volta/Turing),
     or a newer GPU.
@@ -347,7 +351,7 @@ class DriverTooOld(Rule):
     Since CUDA 11, an application built with CUDA X.y runs on any driver of that major
     family's minimum (minor version compatibility): CUDA 11.x needs ≥ 450.80.02, 12.x
     ≥ 525, 13.x ≥ 580. The image's CUDA version comes from the release's catalog (its
-    Dockerfile or wheel); custom images are not checked.
+    Dockerfile or wheel); custom images are not checked, nor AMD hosts (ROCm has no CUDA driver).
 
     Fix: upgrade the host's driver, or pin an engine release built for an older CUDA.
 
@@ -366,8 +370,11 @@ class DriverTooOld(Rule):
             known = resolve.resolved(deployment)
             release = known.release
             driver = host.hardware.driver_version if host.hardware else None
-            if release is None or driver is None or not resolve.host_gpus(host).count:
+            gpus = resolve.host_gpus(host)
+            if release is None or driver is None or not gpus.count:
                 continue
+            if gpus.model is not None and gpus.model.vendor != "nvidia":
+                continue  # an AMD host's driver_version is amdgpu's: CUDA's minor-version rule does not apply
             engine = deployment.spec.engine
             policy = image_policy(known.engine, engine.version, engine.image, release)
             cuda, minimum, source = policy.cuda, policy.min_driver, policy.cuda_source

@@ -15,11 +15,18 @@ _NCCL_ACS = (
 _NCCL_TOPO = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-p2p-level"
 
 
+_DIRECT_LINKS = ("NV", "XGMI")
+"""Link kinds that join two GPUs without PCIe: NVLink (``nvidia-smi topo -m`` cells ``NV#``) and AMD Infinity Fabric
+(``XGMI``, the link type ``rocm-smi --showtopo`` prints between two Instinct GPUs:
+https://rocm.docs.amd.com/projects/rocm_smi_lib/en/latest/)."""
+
+
 def _over_pcie(host: HostView, group: list[int]) -> bool | None:
-    """Whether GPUs of the group exchange data over PCIe (no NVLink between some pair); None: unknown."""
+    """Whether GPUs of the group exchange data over PCIe (no NVLink or Infinity Fabric link between some pair);
+    None: unknown."""
     hardware = host.hardware
     if host.links:
-        nvlinked = {(a, b) for a, b, kind in host.links if kind.upper().startswith("NV")}
+        nvlinked = {(a, b) for a, b, kind in host.links if kind.upper().startswith(_DIRECT_LINKS)}
         pairs = [(a, b) for i, a in enumerate(group) for b in group[i + 1 :]]
         return any((a, b) not in nvlinked and (b, a) not in nvlinked for a, b in pairs)
     if hardware is None or hardware.interconnect is None:

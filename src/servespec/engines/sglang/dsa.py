@@ -14,8 +14,10 @@ the cell of one token is, per attention layer:
   them without counting them in the cell.
 
 The KV-cache dtype ``auto`` of a DSA model is FP8 (``fp8_e4m3``) on compute capability 10 and
-above, else bfloat16. 0.5.3 also sets ``mem_fraction_static`` to 0.8 for these models,
-whatever was given.
+above, else bfloat16; the release reads ``torch.cuda.get_device_capability()``, which on ROCm is the
+major.minor HIP reports (9 on MI300X and MI355X: bfloat16 there). On ROCm the FP8 latent keeps its raw
+layout with the HIP kernels (TileLang, AITER; Triton from 0.5.23), the HIP defaults. 0.5.3 also sets
+``mem_fraction_static`` to 0.8 for these models, whatever was given.
 
 Sources (each read in the release's sdist or wheel; the ranges below are the releases read):
 
@@ -53,6 +55,14 @@ QUANT_BLOCK = 128
 """``NSATokenToKVPool.quant_block_size``: one float32 scale per 128 FP8 values."""
 FIXED_FRACTION = 0.8
 """0.5.3's ``mem_fraction_static`` for DSA models (server_args.py L823)."""
+HIP_RAW_BACKENDS = ("tilelang", "aiter")
+"""ROCm kernels that read the raw FP8 latent (v0.5.17 mem_cache/kv_cache_configurator.py L2011-L2017); the HIP
+default of both backends is tilelang (v0.5.12 server_args.py L1718-L1720, v0.5.17 arg_groups/overrides.py
+L1635-L1637)."""
+HIP_TRITON = Version("0.5.23")
+HIP_RAW_BACKENDS_TRITON = ("tilelang", "triton", "aiter")
+"""v0.5.23 adds Triton to that list (kv_cache_configurator.py L3442-L3448) and makes it the HIP default of both
+backends (arg_groups/overrides.py L709-L713). 0.5.18-0.5.22 were not read: taken to keep 0.5.17's list."""
 
 
 def _version(inp: EstimateInput) -> Version | None:
@@ -85,12 +95,23 @@ def _fp8(inp: EstimateInput) -> bool:
     return inp.gpu is not None and inp.gpu.compute_capability[0] >= 10
 
 
+def _hip_raw(inp: EstimateInput, prefill: str, decode: str) -> bool:
+    """On ROCm the latent keeps its raw layout unless both backends are set to kernels outside the HIP list."""
+    version = _version(inp)
+    hip_raw = HIP_RAW_BACKENDS_TRITON if version is not None and version >= HIP_TRITON else HIP_RAW_BACKENDS
+    given = [name for name in (prefill, decode) if name]
+    return len(given) < 2 or any(name in hip_raw for name in given)  # an unset side takes the HIP default
+
+
 def _raw_layout(inp: EstimateInput) -> bool:
-    """The FP8 latent keeps its raw layout: trtllm kernels (Blackwell's default) or TileLang on both sides."""
+    """The FP8 latent keeps its raw layout: trtllm kernels (Blackwell's default) or TileLang on both sides;
+    on ROCm also the HIP kernels (TileLang, AITER, Triton), which are its defaults."""
     prefill = str(inp.options.get("dsa_prefill_backend") or inp.options.get("nsa_prefill_backend") or "")
     decode = str(inp.options.get("dsa_decode_backend") or inp.options.get("nsa_decode_backend") or "")
     if "trtllm" in (prefill, decode) or (prefill == decode == "tilelang"):
         return True
+    if inp.gpu is not None and inp.gpu.vendor == "amd":
+        return _hip_raw(inp, prefill, decode)
     if prefill and decode:
         return False
     return inp.gpu is not None and inp.gpu.compute_capability[0] >= 10  # the default: trtllm from capability 10

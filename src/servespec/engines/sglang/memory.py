@@ -6,7 +6,7 @@ own (``facts.memory`` of its catalog, read from its source by scripts/catalog/sg
 from __future__ import annotations
 
 from servespec.engines.catalog import SglangFraction, SglangMemory
-from servespec.engines.sglang import dsa
+from servespec.engines.sglang import dsa, mla
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
@@ -20,6 +20,16 @@ from servespec.knowledge.memory import (
     plan,
     weights_per_gpu,
 )
+
+ROCM_SETUP_NOTE = (
+    "ROCm: RCCL, aiter all-reduce and their warm-up allocate before SGLang measures its baseline; their size is "
+    "not modelled (8-10 GB per rank on MI355X logs), so the KV pool may be smaller than estimated"
+)
+"""On ROCm SGLang warms RCCL up inside its distributed set-up (``pre_warm_nccl`` defaults to ``is_hip()``, v0.5.12
+server_args.py L725-L727; the warm-up all-reduce runs before ``pre_model_load_memory`` is read, model_runner.py
+L1280-L1303) and builds aiter's custom all-reduce for every group (custom_all_reduce.py L375-L392). What RCCL and aiter
+allocate is set in their own code, not SGLang's: the GLM-5.1 logs (tests/data/startup_logs/sglang/005-011) show 8.18 GB
+at TP2 and 10.04 GB at TP8 ("Init torch distributed ends ... mem usage"), against the 0.25 GiB fitted for NCCL."""
 
 VIT_BLOCK_PARAMS = 12
 """Assumed: a ViT block holds about 12 × hidden² parameters (attention 4h², MLP 8h²), so a tower's
@@ -106,7 +116,8 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
         fraction = round(default_fraction(inp, gpu, memory) * multimodal_cut(inp, memory), 3)
     else:
         return None  # the release's default is not known (no facts.memory): no answer rather than a guess
-    weights = weights_per_gpu(inp) if weights is None else weights
+    replicated = mla.extra_gib(inp) if weights is None else 0.0
+    weights = weights_per_gpu(inp) + replicated if weights is None else weights
     # SGLang measures the memory it takes fractions of after its distributed set-up (model_runner.py
     # init_torch_distributed, then profile_max_num_token): NCCL's communicators are already allocated then.
     communicators = nccl_gib(inp)
@@ -114,8 +125,12 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     kv = before_load * fraction - weights
     overhead = before_load * (1 - fraction) + CONTEXT_GIB + communicators
     notes = [f"mem_fraction_static {fraction}"]
+    if replicated:
+        notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
     if communicators:
         notes.append(f"NCCL communicators {communicators:.2f} GiB before loading")
+    if gpu.vendor == "amd" and inp.tensor_parallel * inp.pipeline_parallel > 1:
+        notes.append(ROCM_SETUP_NOTE)
     if dsa.applies(inp):
         # DeepSeek Sparse Attention: the release's own cell (MLA latent in its dtype and layout, indexer keys)
         per_token = dsa.cell_bytes(inp)

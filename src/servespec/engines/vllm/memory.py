@@ -190,7 +190,9 @@ def mxfp4_backend(inp: EstimateInput) -> Mxfp4Choice | None:
     method = load_quantization(inp.quantization) or model.quant_method
     if fact is None or not fact.supported or inp.gpu is None or method != "mxfp4" or not model.is_moe:
         return None
-    capability = inp.gpu.compute_capability
+    capability = inp.gpu.cuda_capability
+    if capability is None:
+        return None  # the by-capability table is CUDA's; vLLM's ROCm platform picks its own MXFP4 kernels
     for choice in fact.by_capability:
         below = _capability(choice.below) if choice.below else None
         if _capability(choice.min_capability) <= capability and (below is None or capability < below):
