@@ -30,7 +30,8 @@ from typing import Any, Protocol
 
 from servespec.knowledge import config_fields as fields
 
-MODEL_TYPE = "gemma4_text"
+MODEL_TYPES = ("gemma4_text", "gemma4")
+"""A config.json's text model type, and the GGUF architecture whose header keys gguf_header turns into its fields."""
 SOURCE = "transformers 5.25.0 models/gemma4 (configuration_gemma4.py, modeling_gemma4.py)"
 _PATTERN = 6
 """Gemma4TextConfig's default: five sliding-window layers, then one full layer."""

@@ -221,6 +221,9 @@ class GpuEstimate:
     (a hybrid model on a release whose hybrid-manager fact is not catalogued): full-attention
     layers at the whole context, windowed ones at their window, state layers nothing per token.
     None: ``one_sequence_gib`` is the layout's own figure."""
+    kv_cache_bytes: float | None = None
+    """The KV cache's bytes on one GPU before rounding, windowed layers' cells included (GGUF engines, which
+    allocate every cell up front); None: ``kv_tokens`` × ``kv_bytes_per_token`` is the cache."""
 
 
 @dataclass(frozen=True)
@@ -690,4 +693,5 @@ def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuE
     claimed = (weights + overhead + kv) / total if total else 1.0
     sized = replace(inp, max_model_len=context, context_basis=basis)
     found = plan(sized, total, weights, overhead, kv, tokens, per_gpu_token, claimed, notes)
-    return replace(found, offload=offload)
+    cache_bytes = kv * GIB if free_for_kv >= kv else tokens * per_gpu_token + fixed * GIB
+    return replace(found, offload=offload, kv_cache_bytes=cache_bytes)

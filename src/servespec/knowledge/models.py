@@ -710,7 +710,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
         linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
     )
-    if model_type == gemma4.MODEL_TYPE:
+    if model_type in gemma4.MODEL_TYPES:
         towers = gemma4.towers(raw, hidden)
         facts = replace(facts, **gemma4.layout(config, layers), vision_params=towers)
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
@@ -853,7 +853,7 @@ def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
 
 def count_parameters(m: ModelFacts) -> tuple[float, float]:
     """(total, active) parameters of the decoder, embeddings and head; MTP layers excluded."""
-    if m.model_type == gemma4.MODEL_TYPE:
+    if m.model_type in gemma4.MODEL_TYPES:
         return gemma4.count(m)
     h = m.hidden_size
     # Gemma's four RMSNorms per layer; StarCoder2's two LayerNorms with weight and bias
