@@ -133,3 +133,28 @@ def test_shared_kv_layers_cache_nothing(tmp_path: Path) -> None:
     )
     assert not facts.value_from_key and facts.per_layer_input == 256 and facts.per_layer_vocab == 1000
     assert _kv_mib("b9093", facts, 65536, 1) == 1024 + 40
+
+
+@pytest.mark.parametrize(("num_ctx", "mib"), [(4096, 224), (16384, 436)])
+def test_e4b_on_ollama_go_engine(num_ctx: int, mib: int) -> None:
+    """Ollama 0.20.7's Go engine (model/models/gemma4/model.go: NewSWAMemCache(window, 4096), a causal cache for the
+    full layers; model_text.go: shared layers read their donor's cache): 4 full layers × num_ctx cells × (2 + 2) × 512
+    f16 bytes, 20 SWA layers × min(num_ctx, 4096 + 512) cells × (2 + 2) × 256 (kvcache/causal.go). The two loads of
+    tests/data/startup_logs/ollama/015-*: "kv cache" 224.0 MiB at KvSize 4096, 436.0 MiB at 16384."""
+    from servespec.knowledge.models import catalogued
+
+    facts = catalogued("google/gemma-4-E4B-it")
+    assert facts is not None
+    release = get("ollama").select("0.20.7").release
+    assert release is not None
+    inp = EstimateInput(
+        "ollama",
+        release,
+        facts,
+        None,
+        max_model_len=num_ctx,
+        options={"num_parallel": 1, "flash_attention": True},
+        host_memory_gib=1e6,
+    )
+    plan = get("ollama").estimate(inp)
+    assert plan is not None and plan.kv_cache_bytes == mib * MIB
