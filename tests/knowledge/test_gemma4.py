@@ -137,3 +137,13 @@ def test_a_bad_gemma4_field_is_named_not_raised() -> None:
     config["text_config"]["num_kv_shared_layers"] = "18"
     with pytest.raises(ConfigFieldError, match="num_kv_shared_layers"):
         facts_from_config(config, "g")
+
+
+def test_a_lock_keeps_the_audio_tower() -> None:
+    """models.lock.yaml keeps audio_config beside vision_config: a locked E4B config gives the same facts."""
+    from servespec.knowledge.lock import locked_config
+    from servespec.knowledge.models import _catalog
+
+    for repo in ("google/gemma-4-E4B-it", "google/gemma-4-26B-A4B"):
+        config = _catalog()[repo.lower()]["config"]
+        assert facts_from_config(locked_config(config), repo) == facts_from_config(config, repo), repo
