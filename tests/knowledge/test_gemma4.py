@@ -127,6 +127,7 @@ def test_defaults_transformers_fills_in() -> None:
     assert (facts.full_kv_heads, facts.full_head_dim) == (2, 512)
     with_equal = facts_from_config({"model_type": "gemma4", "text_config": {**text, "attention_k_eq_v": True}}, "t")
     assert with_equal.full_kv_heads == 1
+    assert facts.tie_word_embeddings  # Gemma4TextConfig.tie_word_embeddings defaults to true
 
 
 def test_a_bad_gemma4_field_is_named_not_raised() -> None:

@@ -25,7 +25,7 @@ TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/sr
 
 # transformers' own default for tie_word_embeddings differs by model type
 # (e.g. GemmaConfig ties, LlamaConfig does not); see each configuration_<type>.py.
-_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2"}
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text", "starcoder2"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe"}
 # Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
