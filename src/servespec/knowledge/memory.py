@@ -408,11 +408,11 @@ def kv_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: int, 
     ``num_kv_shared_layers``); sliding-window layers are, as engines without a hybrid layout do.
     """
     sliding, full = model.kv_sliding_layers, model.kv_full_layers
+    per_layer = layer_bytes_per_token(model, element, tensor_parallel)
     if model.uniform_kv:
-        return math.ceil((sliding + full) / pipeline_parallel) * layer_bytes_per_token(model, element, tensor_parallel)
-    return math.ceil(sliding / pipeline_parallel) * layer_bytes_per_token(model, element, tensor_parallel) + math.ceil(
-        full / pipeline_parallel
-    ) * full_layer_bytes_per_token(model, element, tensor_parallel)
+        return math.ceil((sliding + full) / pipeline_parallel) * per_layer
+    per_full = full_layer_bytes_per_token(model, element, tensor_parallel)
+    return math.ceil(sliding / pipeline_parallel) * per_layer + math.ceil(full / pipeline_parallel) * per_full
 
 
 def linear_state_bytes(model: ModelFacts, element: float, tensor_parallel: int) -> float:
