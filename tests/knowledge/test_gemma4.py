@@ -148,3 +148,17 @@ def test_a_lock_keeps_the_audio_tower() -> None:
     for repo in ("google/gemma-4-E4B-it", "google/gemma-4-26B-A4B"):
         config = _catalog()[repo.lower()]["config"]
         assert facts_from_config(locked_config(config), repo) == facts_from_config(config, repo), repo
+
+
+def test_the_attention_part_is_gemma4_s_own() -> None:
+    """quant_parts' attention share (part_params): the 31B's 50 sliding layers of q/o 32 x 256 and k/v 16 x 256, and 10
+    full layers of q/o 32 x 512 and k only 4 x 512 (attention_k_eq_v; the module tree of the 31B-it report shows
+    k_proj 5376 -> 2048 and no v_proj), with q_norm and k_norm."""
+    from servespec.knowledge.models import part_params
+
+    facts = catalogued("google/gemma-4-31B-it")
+    assert facts is not None
+    h = 5376
+    sliding = 50 * (2 * h * 8192 + 2 * h * 4096 + 2 * 256)
+    full = 10 * (2 * h * 16384 + h * 2048 + 2 * 512)
+    assert part_params(facts)["attention"] == sliding + full

@@ -170,10 +170,10 @@ def _audio(audio: dict[str, Any], text_hidden: int) -> int:
     return subsample + depth * per_layer + width * out + out + out * text_hidden  # output_proj (biased), embed_audio
 
 
-def count(m: Layout) -> tuple[float, float]:
-    """(total, active) parameters of a Gemma 4 checkpoint as transformers builds it, towers included."""
-    h, layers = m.hidden_size, m.layers
-    full = layers - m.sliding_layers
+def attention(m: Layout) -> int:
+    """Parameters of every layer's attention: q and o of each kind's head size, k (and v) where the layer keeps
+    its own cache, q_norm and k_norm."""
+    h, full = m.hidden_size, m.layers - m.sliding_layers
     shared_full = m.kv_shared_layers - m.kv_shared_sliding
     full_dim = m.full_head_dim or m.head_dim
     full_kv = m.full_kv_heads or m.kv_heads
@@ -182,7 +182,12 @@ def count(m: Layout) -> tuple[float, float]:
     sliding_kv = (m.sliding_layers - m.kv_shared_sliding) * (2 * h * m.kv_heads * m.head_dim + m.head_dim)
     full_kv_projections = 1 if m.value_from_key else 2
     full_kv_params = (full - shared_full) * (full_kv_projections * h * full_kv * full_dim + full_dim)
-    attention = q_o + q_norm + sliding_kv + full_kv_params
+    return q_o + q_norm + sliding_kv + full_kv_params
+
+
+def count(m: Layout) -> tuple[float, float]:
+    """(total, active) parameters of a Gemma 4 checkpoint as transformers builds it, towers included."""
+    h, layers = m.hidden_size, m.layers
     width = m.intermediate_size or 0
     wide = m.kv_shared_layers if m.double_wide_shared_mlp else 0
     mlp = 3 * h * width * (layers + wide)
@@ -191,7 +196,7 @@ def count(m: Layout) -> tuple[float, float]:
         stacked = layers * m.per_layer_input
         per_layer_input += m.per_layer_vocab * stacked + h * stacked + m.per_layer_input
     embed = (m.vocab_size or 0) * h * (1 if m.tie_word_embeddings else 2)
-    common = attention + mlp + layers * 4 * h + per_layer_input + embed + h + m.vision_params
+    common = attention(m) + mlp + layers * 4 * h + per_layer_input + embed + h + m.vision_params
     experts = m.experts or 0
     if experts <= 1:
         return float(common), float(common)

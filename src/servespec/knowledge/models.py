@@ -883,6 +883,8 @@ def part_params(m: ModelFacts) -> dict[str, float]:
     total = m.params
     embed = (m.vocab_size or 0) * m.hidden_size * (1 if m.tie_word_embeddings else 2)
     attention = (m.layers - m.linear_layers) * _attention_params(m) + m.linear_layers * _linear_params(m)
+    if m.model_type in gemma4.MODEL_TYPES:
+        attention = gemma4.attention(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     experts = moe_layers * (m.experts or 0) * 3 * m.hidden_size * (m.moe_intermediate_size or 0)
     return {"attention": attention, "experts": experts, "mlp": max(total - embed - attention - experts, 0.0)}
