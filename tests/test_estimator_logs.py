@@ -167,6 +167,8 @@ def test_ollama_startup_log_figures_are_read_from_the_quoted_lines() -> None:
             assert re.search(rf"n_ctx +=\s*{observed['n_ctx']}\b", log), (path.name, observed["n_ctx"])
         if observed.get("kv_cache_mib") is not None:
             sizes = re.findall(r"(?:KV self size|llama_kv_cache(?:_unified)?: size) +=\s*([\d.]+) MiB", log)
+            # the Go engine's own allocation lines when no llama.cpp runner printed one (msg="kv cache" device=...)
+            sizes = sizes or re.findall(r'msg="kv cache" device=\S+ size="([\d.]+) MiB"', log)
             assert sizes and abs(sum(map(float, sizes)) - observed["kv_cache_mib"]) < 0.01, (path.name, sizes)
 
 

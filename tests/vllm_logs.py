@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 from servespec.engines import get
 from servespec.knowledge import gpus, models
 from servespec.knowledge.error_band import CLASSES, model_class
-from servespec.knowledge.gguf_header import deltanet_config, swa_layout
+from servespec.knowledge.gguf_header import deltanet_config, per_kind_config, swa_layout
 from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput
 
 LOGS = Path(__file__).resolve().parent / "data" / "vllm_logs"
@@ -517,6 +517,9 @@ def _gguf_config(block: dict[str, Any]) -> dict[str, Any] | None:
         value = block.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool) and value:
             config[name] = int(value)
+    per_layer = _per_layer_heads(block)
+    if per_layer is not None:
+        config.update(per_layer)
     if not config["model_type"] or "num_hidden_layers" not in config or "num_key_value_heads" not in config:
         return None
     n_layers = int(config["num_hidden_layers"])
@@ -530,7 +533,7 @@ def _gguf_config(block: dict[str, Any]) -> dict[str, Any] | None:
     }
     config.update(deltanet_config(config["model_type"], ssm.get))
     arch, swa = config["model_type"], block.get("n_swa")
-    pattern = block.get("n_swa_pattern")
+    pattern = config.pop("_pattern", None) or block.get("n_swa_pattern")
     header = {f"{arch}.attention.sliding_window": swa, f"{arch}.attention.sliding_window_pattern": pattern}
     config.update(swa_layout(arch, {key: value for key, value in header.items() if value is not None}, n_layers))
     if "qk_rope_head_dim" in config and "kv_lora_rank" not in config:
@@ -538,6 +541,47 @@ def _gguf_config(block: dict[str, Any]) -> dict[str, Any] | None:
     config.setdefault("num_attention_heads", config["num_key_value_heads"])
     config.setdefault("hidden_size", config.get("head_dim", 0) * config["num_attention_heads"])
     return config
+
+
+def _layer_list(value: Any) -> list[int] | None:
+    """A per-layer list print_info prints (``[8, 8, 2, ...]``), as whole numbers; None when it is not one."""
+    text = str(value or "").strip()
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    try:
+        return [int(item) for item in text[1:-1].split(",")]
+    except ValueError:
+        return None
+
+
+def _per_layer_heads(block: dict[str, Any]) -> dict[str, Any] | None:
+    """Gemma 4's per-layer-kind layout from print_info's per-layer lists, as gguf_header.per_kind_config reads the
+    header: ``n_head_kv`` and ``n_embd_k_gqa`` per layer give each layer's head size (``n_embd_head_k(il)``: the
+    SWA size on sliding layers, src/llama-hparams.cpp), so the window flags; ``n_embd_head_k`` is the full layers'.
+    print_info does not print ``shared_kv_layers``: the block's ``shared_kv_layers`` when recorded, else 0."""
+    heads, widths = _layer_list(block.get("n_head_kv")), _layer_list(block.get("n_embd_k_gqa"))
+    swa_dim, full_dim = block.get("n_embd_head_k_swa"), block.get("n_embd_head_k")
+    if heads is None or not isinstance(swa_dim, int) or not isinstance(full_dim, int):
+        return None
+    found: dict[str, Any] = {"num_key_value_heads": max(heads)}
+    arch = str(block.get("arch") or "")
+    if widths is None or len(widths) != len(heads) or swa_dim == full_dim or 0 in heads:
+        return found
+    flags = tuple(width // head == swa_dim for width, head in zip(widths, heads, strict=True))
+    header = {
+        "attention.sliding_window_pattern": flags,
+        "attention.head_count_kv": tuple(heads),
+        "attention.key_length": full_dim,
+        "attention.key_length_swa": swa_dim,
+        "attention.shared_kv_layers": block.get("shared_kv_layers"),
+        "expert_count": block.get("n_expert"),
+    }
+    # no tensor table in a log: a full layer's attn_v is taken as absent only where the full layers' KV heads differ
+    # from the sliding ones' (num_global_key_value_heads applies with attention_k_eq_v only)
+    distinct = len({heads[il] for il, flag in enumerate(flags) if not flag} | {max(heads)}) > 1
+    found.update(per_kind_config(arch, header.get, lambda name: not distinct))
+    found["_pattern"] = flags
+    return found
 
 
 def _other_facts(data: dict[str, Any]) -> models.ModelFacts | None:

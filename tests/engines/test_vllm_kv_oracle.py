@@ -148,3 +148,27 @@ def test_sliding_reservation_at_long_context(name: str, version: str, tmp_path: 
     ours = servespec_tokens(version, repo, LONG, SMALL_BATCH)
     print(f"vllm {version} {name} {LONG}/{SMALL_BATCH}: engine {found['tokens']} tokens, servespec {ours} ({found})")
     assert ours == found["tokens"], f"engine {found['tokens']} tokens, servespec {ours}: {found}"
+
+
+GEMMA4 = {
+    "gemma-4-26b-a4b": "google/gemma-4-26B-A4B",  # 25 sliding of 8 x 256, 5 full of 2 x 512: full blocks of 32
+    "gemma-4-31b": "google/gemma-4-31B-it",  # 50 sliding of 16 x 256, 10 full of 4 x 512
+    "gemma-4-e4b": "google/gemma-4-E4B-it",  # 20 sliding of 2 x 256, 4 full of 2 x 512 (sliding blocks of 32)
+}
+"""Gemma 4 (vLLM 0.19.0+): full and sliding layers of different bytes per token, so the release doubles the block size
+of the kind with the smaller page (``unify_kv_cache_spec_page_size``), and shared-KV layers get no spec."""
+
+
+@pytest.mark.parametrize("name", list(GEMMA4))
+def test_gemma4_unified_pages_match_the_release(name: str, tmp_path: Path) -> None:
+    """0.33.0 (the one parser environment with Gemma 4's layout code; 0.19.0 is the first release with the model): the
+    tokens it reports for 20 GiB at 32K context; measured equal at 408,422, 102,105 and 968,032 tokens."""
+    repo = GEMMA4[name]
+    found = engine_layout(
+        "0.33.0", _catalog()[repo.lower()]["config"], tmp_path, LONG, SMALL_BATCH, IN_FLIGHT["0.33.0"]
+    )
+    assert found is not None
+    assert set(found["block_size"]) == {BLOCK, 2 * BLOCK}  # the page sizes were unified
+    ours = servespec_tokens("0.33.0", repo, LONG, SMALL_BATCH)
+    print(f"vllm 0.33.0 {name}: engine {found['tokens']} tokens, servespec {ours} ({found})")
+    assert ours == found["tokens"], f"engine {found['tokens']} tokens, servespec {ours}: {found}"

@@ -154,7 +154,6 @@ def test_glm45_counts_its_attention_biases() -> None:
 UNSIZED = [
     ("deepseek-ai--DeepSeek-V4-Flash", "deepseek_v4", ("compress_ratios", "o_lora_rank", "hc_mult")),
     ("sgl-project--DeepSeek-V4-Flash-FP8", "deepseek_ref", ("compress_ratios", "o_lora_rank", "hc_mult")),
-    ("google--gemma-4-26B-A4B", "gemma4_text", ("hidden_size_per_layer_input", "global_head_dim")),
     # Mamba-2 + attention + MoE layers by a pattern string (31.6B in transformers; 102.3B from the shared fields)
     ("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron_h", ("hybrid_override_pattern",)),
     # the pattern as a list, and no num_hidden_layers: the layout is named, not only the missing count

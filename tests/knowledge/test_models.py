@@ -282,14 +282,14 @@ def test_parameters_match_transformers_own_models() -> None:
 
 
 def test_an_architecture_servespec_does_not_size_says_which_fields() -> None:
-    """Gemma 4 (per-layer embeddings, global layers of their own shape): refused, naming the fields, instead of a
-    count 42 % low against transformers' model."""
+    """DeepSeek V4 (compressed attention per layer, grouped low-rank output): refused, naming the fields, instead of
+    a count from the shared fields."""
     from servespec.knowledge.models import UnsizedArchitectureError, facts_from_config
 
-    text = {"model_type": "gemma4_text", "num_hidden_layers": 30, "hidden_size": 2816, "num_attention_heads": 16}
-    config = {"model_type": "gemma4", "text_config": {**text, "global_head_dim": 512, "hidden_size_per_layer_input": 0}}
-    with pytest.raises(UnsizedArchitectureError, match="global_head_dim") as err:
-        facts_from_config(config, "google/gemma-4-26B-A4B")
+    text = {"model_type": "deepseek_v4", "num_hidden_layers": 43, "hidden_size": 4096, "num_attention_heads": 64}
+    config = {**text, "compress_ratios": [4] * 43, "o_lora_rank": 1024}
+    with pytest.raises(UnsizedArchitectureError, match="compress_ratios") as err:
+        facts_from_config(config, "deepseek-ai/DeepSeek-V4-Flash")
     assert len(str(err.value)) <= 120  # REF003 quotes at most 120 characters
 
 

@@ -82,7 +82,16 @@ def _specs(vllm: Any, config: dict[str, Any], block_size: int) -> dict[str, Any]
     head_dim = int(text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"])
     mla_spec = getattr(iface, "MLAAttentionSpec", None)
     specs: dict[str, Any] = {}
-    for i, (kind, window) in enumerate(_layers(config)):
+    layers = _layers(config)
+    # Gemma 4 (model_executor/models/gemma4.py, 0.19.0+): full layers take global_head_dim, and with
+    # attention_k_eq_v num_global_key_value_heads; the last num_kv_shared_layers layers set
+    # kv_sharing_target_layer_name and get no spec (gpu_model_runner.get_kv_cache_spec skips them)
+    owners = len(layers) - int(text.get("num_kv_shared_layers") or 0)
+    full_dim = int(text.get("global_head_dim") or head_dim)
+    full_heads = int(text.get("num_global_key_value_heads") or heads) if text.get("attention_k_eq_v") else heads
+    for i, (kind, window) in enumerate(layers):
+        if i >= owners:
+            continue
         name = f"model.layers.{i}.self_attn.attn"
         if kind == "mla":
             size = int(text["kv_lora_rank"]) + int(text["qk_rope_head_dim"])
@@ -98,7 +107,7 @@ def _specs(vllm: Any, config: dict[str, Any], block_size: int) -> dict[str, Any]
         if kind == "sliding":
             specs[name] = iface.SlidingWindowSpec(sliding_window=window, **common)
         else:
-            specs[name] = iface.FullAttentionSpec(**common)
+            specs[name] = iface.FullAttentionSpec(**{**common, "num_kv_heads": full_heads, "head_size": full_dim})
     return specs
 
 

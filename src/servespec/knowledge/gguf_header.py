@@ -89,7 +89,8 @@ def swa_layout(arch: str, fields: dict[str, Any], layers: int) -> dict[str, Any]
     if arch == "llama4":
         return {"sliding_window": None} | ({} if window == 0 else {"attention_chunk_size": _LLAMA4_CHUNK})
     if isinstance(pattern, tuple) and len(pattern) == layers and window:
-        return {"layer_types": ["sliding_attention" if flag else "full_attention" for flag in pattern]}
+        types = ["sliding_attention" if flag else "full_attention" for flag in pattern]
+        return {"sliding_window": window, "layer_types": types}
     rule = _SWA_PATTERNS.get(arch)
     if rule is None or not (window or rule[2]) or layers <= 0:
         return {}
@@ -100,6 +101,44 @@ def swa_layout(arch: str, fields: dict[str, Any], layers: int) -> dict[str, Any]
         "sliding_window": window or default,
         "layer_types": ["sliding_attention" if flag else "full_attention" for flag in kinds],
     }
+
+
+PER_LAYER_ARRAYS = (".attention.sliding_window_pattern", ".attention.head_count_kv")
+"""Keys read as one value per layer (``get_key_or_arr``): Gemma 4's and gpt-oss's window flags, per-layer KV heads."""
+
+
+def per_kind_config(arch: str, value: Any, has_tensor: Any) -> dict[str, Any]:
+    """Gemma 4's per-layer-kind layout from its GGUF keys (``value(key)``: the key below ``<arch>.``, or None;
+    ``has_tensor(name)``: whether the file holds that tensor), as transformers' config names it.
+
+    llama.cpp's gemma4 loader (src/models/gemma4.cpp L3-L19 at b9093, L4-L21 at b11434) reads the window flags per
+    layer, ``attention.shared_kv_layers`` (the last ones reuse the cache of an earlier layer of their kind and keep
+    none: ``hparams.has_kv``, llama-model.cpp L2008-L2016 at b9093) and ``attention.key_length_swa`` beside
+    ``attention.key_length`` (the full layers' head size: ``n_embd_head_k(il)``, llama-hparams.cpp L87-L111 at b9093);
+    ``attention.head_count_kv`` is one count per layer. A full layer without ``attn_v`` uses its keys as values
+    (``attention_k_eq_v``; "v_proj is optional" in gemma4.cpp's tensor loading)."""
+    if arch != "gemma4":
+        return {}
+    flags, heads = value("attention.sliding_window_pattern"), value("attention.head_count_kv")
+    swa_dim, full_dim = value("attention.key_length_swa"), value("attention.key_length")
+    if not isinstance(flags, tuple) or not flags or not all(isinstance(n, int) for n in (swa_dim, full_dim)):
+        return {}
+    first_full = next((il for il, flag in enumerate(flags) if not flag), None)
+    first_swa = next((il for il, flag in enumerate(flags) if flag), None)
+    config: dict[str, Any] = {"head_dim": swa_dim, "global_head_dim": full_dim}
+    if isinstance(heads, tuple) and len(heads) == len(flags):
+        if first_swa is not None:
+            config["num_key_value_heads"] = heads[first_swa]
+        if first_full is not None:
+            config["num_global_key_value_heads"] = heads[first_full]
+    if first_full is not None:
+        config["attention_k_eq_v"] = not has_tensor(f"blk.{first_full}.attn_v.weight")
+    shared = value("attention.shared_kv_layers")
+    config["num_kv_shared_layers"] = shared if isinstance(shared, int) else 0
+    per_layer = value("embedding_length_per_layer_input")
+    config["hidden_size_per_layer_input"] = per_layer if isinstance(per_layer, int) else 0
+    config["enable_moe_block"] = isinstance(value("expert_count"), int) and value("expert_count") > 1
+    return config
 
 
 GATED_DELTANET_ARCHS = ("qwen3next", "qwen35", "qwen35moe")
@@ -266,7 +305,7 @@ def read_gguf(path: Path) -> GgufHeader:
         for _ in range(entries):
             key = reader.string()
             kind = int(reader.number("I"))
-            whole = key.endswith(".attention.sliding_window_pattern")  # one flag per layer (Gemma 4, gpt-oss)
+            whole = key.endswith(PER_LAYER_ARRAYS)  # one value per layer (Gemma 4, gpt-oss)
             fields[key] = reader.value(kind, wanted=not key.startswith("tokenizer."), whole=whole)
         names, weight_bytes = _tensor_table(reader, tensors)
     arch = fields.get("general.architecture")
@@ -275,12 +314,18 @@ def read_gguf(path: Path) -> GgufHeader:
     config: dict[str, Any] = {"model_type": arch}
     for name, key in _KEYS.items():
         if f"{arch}.{key}" in fields:
-            config[name] = fields[f"{arch}.{key}"]
+            found = fields[f"{arch}.{key}"]
+            # a per-layer array (KV heads): its largest, unless the architecture's own reading below says otherwise
+            config[name] = max(found) if isinstance(found, tuple) and found else found
     layers = config.get("num_hidden_layers")
     config.update(swa_layout(arch, fields, layers if isinstance(layers, int) else 0))
     config.update(deltanet_config(arch, lambda key: fields.get(f"{arch}.{key}")))
+    config.update(per_kind_config(arch, lambda key: fields.get(f"{arch}.{key}"), names.__contains__))
     if "vocab_size" not in config and "tokenizer.ggml.tokens" in fields:
         config["vocab_size"] = fields["tokenizer.ggml.tokens"]
+    if config.get("hidden_size_per_layer_input"):
+        # llama.cpp's per-layer token embedding has n_vocab rows (gemma4.cpp load_arch_tensors: per_layer_tok_embd)
+        config.setdefault("vocab_size_per_layer_input", config.get("vocab_size"))
     config["tie_word_embeddings"] = "output.weight" not in names
     number = fields.get("general.file_type")
     return GgufHeader(config, weight_bytes, file_type_name(number) if isinstance(number, int) else None)

@@ -52,6 +52,7 @@ _KEPT_MAPS = {
     "compression_config",
     "text_config",
     "vision_config",
+    "audio_config",  # Gemma 4's audio tower is counted (knowledge/gemma4.py)
     "rope_scaling",
     "rope_parameters",
     "attn_config",  # MPT: kv_n_heads and qk_ln size its attention (transformers MptConfig.attn_config)
@@ -160,7 +161,7 @@ def locked_config(config: dict[str, Any]) -> dict[str, Any]:
         if key in _DROPPED or key.endswith("_token_id") or len(key) > 256:
             continue
         if key in _KEPT_MAPS and isinstance(value, dict):
-            locked = locked_config(value) if key in ("text_config", "vision_config") else value
+            locked = locked_config(value) if key in ("text_config", "vision_config", "audio_config") else value
             if _fits(locked):
                 kept[key] = locked
         elif (_scalar(value) or (isinstance(value, list) and all(_scalar(v) for v in value))) and _fits(value):

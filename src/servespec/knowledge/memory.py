@@ -410,7 +410,8 @@ def kv_element_bytes(inp: EstimateInput) -> float:
 
 
 def layer_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: int) -> float:
-    """KV-cache bytes one token occupies in one attention layer on one GPU.
+    """KV-cache bytes one token occupies in one attention layer on one GPU (a sliding one where the full-attention
+    layers have a shape of their own: :func:`full_layer_bytes_per_token`).
 
     KV heads split across tensor-parallel ranks; with fewer KV heads than ranks each rank
     keeps a replicated head (PAR004). MLA caches one latent per layer on every rank.
@@ -421,14 +422,33 @@ def layer_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: in
     return 2 * heads * model.head_dim * element
 
 
+def full_layer_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: int) -> float:
+    """KV-cache bytes one token occupies in one full-attention layer on one GPU.
+
+    Gemma 4's full layers have their own head size and KV heads (``global_head_dim``, ``num_global_key_value_heads``):
+    llama.cpp caches ``n_embd_k_gqa(il)`` + ``n_embd_v_gqa(il)`` per layer (src/llama-hparams.cpp), vLLM one
+    ``FullAttentionSpec`` of the layer's ``head_size`` and ``num_kv_heads`` (model_executor/models/gemma4.py); a value
+    is cached even where the keys serve as values (``attention_k_eq_v``).
+    """
+    if model.uniform_kv or model.is_mla:
+        return layer_bytes_per_token(model, element, tensor_parallel)
+    heads = max(1, (model.full_kv_heads or model.kv_heads) // tensor_parallel)
+    return 2 * heads * (model.full_head_dim or model.head_dim) * element
+
+
 def kv_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: int, pipeline_parallel: int) -> float:
     """KV-cache bytes one token occupies on one GPU when every attention layer caches every token.
 
     Linear-attention (Gated DeltaNet, Mamba) layers keep a fixed state per sequence instead
-    and are not counted; sliding-window layers are, as engines without a hybrid layout do.
+    and are not counted, nor are layers that read another layer's cache (Gemma 3n/4
+    ``num_kv_shared_layers``); sliding-window layers are, as engines without a hybrid layout do.
     """
-    layers = math.ceil((model.layers - model.linear_layers) / pipeline_parallel)
-    return layers * layer_bytes_per_token(model, element, tensor_parallel)
+    sliding, full = model.kv_sliding_layers, model.kv_full_layers
+    per_layer = layer_bytes_per_token(model, element, tensor_parallel)
+    if model.uniform_kv:
+        return math.ceil((sliding + full) / pipeline_parallel) * per_layer
+    per_full = full_layer_bytes_per_token(model, element, tensor_parallel)
+    return math.ceil(sliding / pipeline_parallel) * per_layer + math.ceil(full / pipeline_parallel) * per_full
 
 
 def linear_state_bytes(model: ModelFacts, element: float, tensor_parallel: int) -> float:
@@ -636,18 +656,23 @@ def _align_down(tokens: float, step: int) -> int:
 
 
 def _kv_bytes(inp: EstimateInput, cells: KvCells) -> tuple[Callable[[int], float], float]:
-    """Bytes of the whole KV cache for a context, and the bytes per cell of the layers that grow with it."""
-    per_layer = layer_bytes_per_token(inp.model, kv_element_bytes(inp), 1)
-    attention = inp.model.layers - inp.model.linear_layers
-    windowed = min(cells.window_layers, attention) if cells.window_cells is not None else 0
-    full = attention - windowed
+    """Bytes of the whole KV cache for a context, and the bytes per cell of the layers that grow with it.
+
+    Each layer kind takes its own bytes per cell (Gemma 4's full layers, :func:`full_layer_bytes_per_token`);
+    layers that reuse another's cache take none (llama.cpp ``hparams.has_kv``)."""
+    element = kv_element_bytes(inp)
+    per_window = layer_bytes_per_token(inp.model, element, 1)
+    per_full = full_layer_bytes_per_token(inp.model, element, 1)
+    sliding = inp.model.kv_sliding_layers
+    windowed = min(cells.window_layers, sliding) if cells.window_cells is not None else 0
+    growing = inp.model.kv_full_layers * per_full + (sliding - windowed) * per_window
 
     def total(context: int) -> float:
         grown = cells.full_cells(context) if cells.full_cells is not None else context * cells.streams
-        fixed = cells.window_cells(context) * windowed if cells.window_cells is not None else 0
-        return (grown * full + fixed) * per_layer
+        fixed = cells.window_cells(context) * windowed * per_window if cells.window_cells is not None else 0
+        return grown * growing + fixed
 
-    return total, per_layer * (full or attention)
+    return total, growing or inp.model.kv_full_layers * per_full + sliding * per_window
 
 
 def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuEstimate:
@@ -713,4 +738,5 @@ def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuE
     claimed = (weights + overhead + kv) / total if total else 1.0
     sized = replace(inp, max_model_len=context, context_basis=basis)
     found = plan(sized, total, weights, overhead, kv, tokens, per_gpu_token, claimed, notes)
-    return replace(found, offload=offload)
+    cache_bytes = kv * GIB if free_for_kv >= kv else tokens * per_gpu_token + fixed * GIB
+    return replace(found, offload=offload, kv_cache_bytes=cache_bytes)

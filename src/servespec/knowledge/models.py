@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from servespec.knowledge import config_fields as fields
+from servespec.knowledge import gemma4
 from servespec.knowledge.datafile import load_yaml_data
 from servespec.spec.grammars import MAX_FLOAT, oversized_number
 from servespec.spec.models import Architecture
@@ -24,7 +25,7 @@ TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/sr
 
 # transformers' own default for tie_word_embeddings differs by model type
 # (e.g. GemmaConfig ties, LlamaConfig does not); see each configuration_<type>.py.
-_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "starcoder2"}
+_TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text", "starcoder2"}
 _TIED_BY_DEFAULT |= {"opt", "gpt2", "gpt_bigcode", "falcon", "bloom", "mpt", "RefinedWeb", "RefinedWebModel"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe"}
@@ -146,7 +147,7 @@ class ModelFacts:
     index_topk: int | None = None
     """Tokens each query attends to under DSA (``index_topk``)."""
     vision_params: float = 0.0
-    """Parameters of a multimodal checkpoint's vision tower and projector (``vision_config``): loaded with it."""
+    """Parameters of a multimodal checkpoint's vision (and audio) towers and projectors: loaded with it."""
     qkv_bias: bool = False
     """The q, k and v projections carry biases (Qwen2; GLM-4.5 with ``attention_bias``)."""
     linear_bias: bool = False
@@ -173,6 +174,42 @@ class ModelFacts:
     """A LayerNorm right after the token embeddings (BLOOM ``word_embeddings_layernorm``)."""
     lm_head_bias: bool = False
     """The LM head carries a bias (GPT-J)."""
+    full_kv_heads: int | None = None
+    """KV heads of the full-attention layers where they differ from ``kv_heads`` (the sliding layers'): Gemma 4's
+    ``num_global_key_value_heads`` with ``attention_k_eq_v``. None: the same."""
+    full_head_dim: int | None = None
+    """Head size of the full-attention layers where it differs from ``head_dim``: Gemma 4's ``global_head_dim``."""
+    kv_shared_layers: int = 0
+    """Trailing layers that read an earlier layer's KV cache and keep none (Gemma 3n/4 ``num_kv_shared_layers``)."""
+    kv_shared_sliding: int = 0
+    """How many of the ``kv_shared_layers`` are sliding-window layers (the rest are full-attention ones)."""
+    value_from_key: bool = False
+    """Full-attention layers without a ``v_proj``: the keys are the values (Gemma 4 ``attention_k_eq_v``); the
+    engines still cache a value tensor of the keys' shape."""
+    per_layer_input: int = 0
+    """Per-layer input width (Gemma 4 ``hidden_size_per_layer_input``; 0: none)."""
+    per_layer_vocab: int = 0
+    """Rows of the per-layer embedding table (``vocab_size_per_layer_input``)."""
+    double_wide_shared_mlp: bool = False
+    """The KV-shared layers' MLPs are twice ``intermediate_size`` wide (Gemma 4 ``use_double_wide_mlp``)."""
+
+    @property
+    def kv_sliding_layers(self) -> int:
+        """Sliding-window (or chunked) layers that keep a KV cache of their own."""
+        return max(self.sliding_layers - self.kv_shared_sliding, 0)
+
+    @property
+    def kv_full_layers(self) -> int:
+        """Full-attention layers that keep a KV cache of their own (linear-attention and shared layers excluded)."""
+        shared_full = self.kv_shared_layers - self.kv_shared_sliding
+        return max(self.layers - self.linear_layers - self.sliding_layers - shared_full, 0)
+
+    @property
+    def uniform_kv(self) -> bool:
+        """Every layer that caches keeps the same KV shape (no full-attention shape of its own)."""
+        return (self.full_kv_heads or self.kv_heads) == self.kv_heads and (
+            self.full_head_dim or self.head_dim
+        ) == self.head_dim
 
     @property
     def derived_max_len(self) -> int | None:
@@ -262,9 +299,6 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 _UNSIZED: dict[str, tuple[str, ...]] = {
-    # Gemma 4: per-layer input embeddings and global layers of their own head shape (transformers
-    # Gemma4TextConfig): the count from the shared fields is 42 % low against transformers' model.
-    "gemma4_text": ("hidden_size_per_layer_input", "global_head_dim"),
     # DeepSeek V4: compressed attention per layer and grouped low-rank output (DeepseekV4 config.json);
     # sgl-project's FP8 checkpoints name the same layout deepseek_ref.
     "deepseek_v4": ("compress_ratios", "o_lora_rank", "hc_mult"),
@@ -814,6 +848,9 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     layout = _family_layout(config, model_type, hidden, heads)
     if layout:
         facts = replace(facts, **layout)
+    if model_type in gemma4.MODEL_TYPES:
+        towers = gemma4.towers(raw, hidden)
+        facts = replace(facts, **gemma4.layout(config, layers), vision_params=towers)
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 
 
@@ -1065,6 +1102,8 @@ def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
 
 def count_parameters(m: ModelFacts) -> tuple[float, float]:
     """(total, active) parameters of the decoder, embeddings and head; MTP layers excluded."""
+    if m.model_type in gemma4.MODEL_TYPES:
+        return gemma4.count(m)
     h = m.hidden_size
     # Gemma's four RMSNorms per layer; StarCoder2's two LayerNorms with weight and bias
     norm = m.norm_weights * h
@@ -1098,6 +1137,8 @@ def part_params(m: ModelFacts) -> dict[str, float]:
     total = m.params
     embed = (m.vocab_size or 0) * (m.embed_dim or m.hidden_size) * (1 if m.tie_word_embeddings else 2)
     attention = (m.layers - m.linear_layers) * _attention_params(m) + m.linear_layers * _linear_params(m)
+    if m.model_type in gemma4.MODEL_TYPES:
+        attention = gemma4.attention(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     experts = moe_layers * (m.experts or 0) * 3 * m.hidden_size * (m.moe_intermediate_size or 0)
     return {"attention": attention, "experts": experts, "mlp": max(total - embed - attention - experts, 0.0)}

@@ -17,6 +17,7 @@ from servespec.knowledge.memory import (
     cuda_total_gib,
     finish,
     forward_activation_gib,
+    full_layer_bytes_per_token,
     kv_bytes_per_token,
     kv_element_bytes,
     layer_bytes_per_token,
@@ -391,7 +392,9 @@ def lora_slots_gib(inp: EstimateInput) -> float:
 
 
 def _windowed_layers(model: ModelFacts) -> int:
-    return model.sliding_layers if model.sliding_window else 0
+    """Windowed layers with a cache of their own (Gemma 3n/4's shared-KV layers keep none: vLLM's
+    ``kv_sharing_target_layer_name``, model_executor/models/gemma4.py from 0.19.0)."""
+    return model.kv_sliding_layers if model.sliding_window else 0
 
 
 def hybrid_layout_unknown(inp: EstimateInput) -> bool:
@@ -425,11 +428,13 @@ def one_sequence_floor(inp: EstimateInput) -> float:
     model = inp.model
     pipeline = inp.pipeline_parallel
     windowed = _windowed_layers(model)
-    full = math.ceil((model.layers - model.linear_layers - windowed) / pipeline)
-    per_layer = layer_bytes_per_token(model, kv_element_bytes(inp), inp.tensor_parallel)
+    full = math.ceil((model.kv_full_layers + model.kv_sliding_layers - windowed) / pipeline)
+    element = kv_element_bytes(inp)
+    per_layer = layer_bytes_per_token(model, element, inp.tensor_parallel)
+    per_full = full_layer_bytes_per_token(model, element, inp.tensor_parallel) if model.kv_full_layers else per_layer
     length = max(inp.max_model_len, 1)
     window = min(model.sliding_window or 0, length)
-    return (full * length + math.ceil(windowed / pipeline) * window) * per_layer
+    return full * length * per_full + math.ceil(windowed / pipeline) * window * per_layer
 
 
 def _group_size(counts: list[int], ratio: float | None) -> int:
@@ -463,8 +468,8 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
     if inp.options.get("disable_hybrid_kv_cache_manager") is True or _engine_core(inp) != "v1":
         fact = None  # the manager off, or the V0 engine: every attention layer caches every token
     pipeline = inp.pipeline_parallel
-    attention = model.layers - model.linear_layers
-    windowed = model.sliding_layers if model.sliding_window else 0
+    attention = model.kv_full_layers + model.kv_sliding_layers
+    windowed = _windowed_layers(model)
     keeps_window = fact is not None and (
         fact.chunked_local_attention if model.window_kind == "chunked" else fact.sliding_window_blocks
     )
@@ -478,6 +483,10 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
         return None
     element = kv_element_bytes(inp)
     per_layer = layer_bytes_per_token(model, element, inp.tensor_parallel)
+    if not model.uniform_kv and windowed:
+        if state:
+            return None  # a state page beside two attention page sizes: not modelled (hedged)
+        return _unified_pages(inp, fact, kv_gib, block, batched, (full, windowed))
     if state:
         # Attention blocks grow until one page holds a linear layer's state, in multiples of the
         # release's ``linear_state_block`` (model_executor/models/config.py HybridAttentionMambaModelConfig);
@@ -508,4 +517,47 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
         sequences=sequences,
         one_sequence_bytes=per_request * page * size,
         growing_bytes_per_token=full_groups * size * per_layer,
+    )
+
+
+def _window_blocks(model: ModelFacts, window: int, batched: int, length: int, block: int) -> int:
+    """Blocks a windowed layer holds per request (``SlidingWindowSpec``/``ChunkedLocalAttentionSpec``)."""
+    if model.window_kind == "chunked":
+        return math.ceil(min(window + batched, length) / block)
+    return math.ceil(min(window - 1 + batched, length) / block) + 1
+
+
+def _unified_pages(
+    inp: EstimateInput, fact: HybridKvCache | None, kv_gib: float, block: int, batched: int, counts: tuple[int, int]
+) -> KvLayout | None:
+    """Full and windowed layers of different bytes per token (Gemma 4's full layers: ``global_head_dim``, their own KV
+    heads): vLLM's ``unify_kv_cache_spec_page_size`` (v1/core/kv_cache_utils.py, 0.19.0 L914-L951) multiplies the
+    block size of the kind with the smaller page until both pages hold the same bytes (NotImplementedError when
+    they do not divide: None, hedged), then groups layers as for one page size; the reported size is
+    ``num_blocks // groups × min block_size`` (``_report_kv_cache_config``) or concurrency × length."""
+    model = inp.model
+    element = kv_element_bytes(inp)
+    per_window = layer_bytes_per_token(model, element, inp.tensor_parallel)
+    per_full = full_layer_bytes_per_token(model, element, inp.tensor_parallel)
+    page = max(block * per_window, block * per_full)
+    if page % (block * per_window) or page % (block * per_full):
+        return None
+    full_block, window_block = int(page // per_full), int(page // per_window)
+    full, windowed = counts
+    size = _group_size([count for count in counts if count], fact.group_size_ratio if fact else None)
+    full_groups, window_groups = math.ceil(full / size), math.ceil(windowed / size)
+    blocks = int(max(kv_gib, 0.0) * GIB // (page * size))
+    length = max(inp.max_model_len, 1)
+    batched *= _in_flight_batches(inp, fact)
+    window_blocks = _window_blocks(model, model.sliding_window or 0, batched, length, window_block)
+    per_request = full_groups * math.ceil(length / full_block) + window_groups * window_blocks
+    groups = full_groups + window_groups
+    reported = fact.reported_tokens if fact else "blocks_per_group"
+    smallest = min(full_block if full else window_block, window_block)
+    tokens = blocks // groups * smallest if reported == "blocks_per_group" else int(blocks / per_request * length)
+    return KvLayout(
+        tokens=tokens,
+        sequences=blocks / per_request,
+        one_sequence_bytes=per_request * page * size,
+        growing_bytes_per_token=full_groups * size * per_full,
     )
