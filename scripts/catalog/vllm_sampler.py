@@ -148,7 +148,9 @@ def v0_sorts(version: str, src: Path) -> dict[str, Any] | None:
         isinstance(n, ast.Call) and ast.unparse(n.func) == "_apply_top_k_top_p" for n in ast.walk(forward)
     )
     value = params is not None and groups is not None and sort is not None and applied
-    sources = [builder.url(version, V0_RUNNER, (params or profile).lineno) + " (SamplingParams top_k = vocab - 1, top_p)"]
+    sources = [
+        builder.url(version, V0_RUNNER, (params or profile).lineno) + " (SamplingParams top_k = vocab - 1, top_p)"
+    ]
     if groups is not None:
         sources.append(builder.url(version, V0_RUNNER, groups.lineno) + " (max_num_seqs dummy sequence groups)")
     if sort is not None:
