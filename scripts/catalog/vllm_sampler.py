@@ -1,6 +1,7 @@
-"""Derive the ``profile_sampler_triton_rows`` fact of every catalogued vLLM release from its own source.
+"""Derive the ``profile_sampler_triton_rows`` and ``profile_sampler_v0_sorts_vocab`` facts of every catalogued vLLM
+release from its own source.
 
-    python scripts/catalog/vllm_sampler.py            # every catalogued release with a V1 sampler
+    python scripts/catalog/vllm_sampler.py            # every catalogued release
     python scripts/catalog/vllm_sampler.py 0.17.0     # only these
 
 The profiling run's sampler warm-up (``_dummy_sampler_run``: ``top_k = vocab - 1`` with a ``top_p``, for
@@ -10,6 +11,14 @@ over the whole vocabulary (values and int64 indices, then a scatter back); from 
 (``apply_top_k_top_p_triton``) when the batch has at least N rows (``logits.shape[0] >= N``) and sorts only
 below. The fact is N, read by ``ast`` from the release's file (0: the op always sorts). Sources are the
 releases' sdists, unpacked by scripts/catalog/vllm_mxfp4.py's ``sdist`` (its wheel fallback for 0.15.x).
+
+The V0 engine (vllm/worker/model_runner.py, 0.6.0-0.10.2) warms its sampler up inside ``profile_run`` (from 0.8:
+its ``_dummy_run``): ``SamplingParams(top_p=0.99, top_k=self.vocab_size - 1)`` for ``max_num_seqs`` dummy sequence
+groups (``for group_id in range(max_num_seqs)``, each a prompt of ``max_num_batched_tokens // max_num_seqs``
+tokens that samples one token), and the V0 ``Sampler`` (vllm/model_executor/layers/sampler.py) applies top-k/top-p
+by ``_apply_top_k_top_p``, which sorts the float32 logits over the whole vocabulary (``logits.sort(dim=-1)``).
+``profile_sampler_v0_sorts_vocab`` is True where all three are found, False where the V0 model runner profiles
+otherwise, and absent where the release has no V0 model runner.
 
 A development tool: the CLI never imports it.
 """
@@ -28,7 +37,7 @@ import vllm as builder  # scripts/catalog/vllm.py (url, fetch)
 import vllm_mxfp4
 from catalog_io import releases_dir
 
-from servespec.engines.catalog import SourcedInt
+from servespec.engines.catalog import SourcedBool, SourcedInt
 
 OPS = "vllm/v1/sample/ops/topk_topp_sampler.py"
 
@@ -69,7 +78,87 @@ def triton_rows(version: str, src: Path) -> dict[str, Any] | None:
     return {"value": 0, "source": builder.url(version, OPS, function.lineno)}
 
 
-def tree(version: str) -> Path | None:
+V0_RUNNER = "vllm/worker/model_runner.py"
+V0_SAMPLER = "vllm/model_executor/layers/sampler.py"
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+
+
+def _vocab_minus_one(node: ast.expr) -> bool:
+    """``self.vocab_size - 1`` (or any ``<...vocab...> - 1``)."""
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Sub)
+        and isinstance(node.right, ast.Constant)
+        and node.right.value == 1
+        and "vocab" in ast.unparse(node.left)
+    )
+
+
+def v0_sorts(version: str, src: Path) -> dict[str, Any] | None:
+    """``{value, source}``: whether V0's profiling run warms a vocabulary-wide top-k/top-p sort up, for one sampled
+    row per ``max_num_seqs`` dummy sequence group; None when the release has no V0 model runner."""
+    runner = src / V0_RUNNER
+    if not runner.is_file():
+        return None
+    functions = _functions(ast.parse(runner.read_text(encoding="utf-8")))
+    profile = functions.get("profile_run")
+    if profile is None:
+        return None
+    scopes = [profile] + ([functions["_dummy_run"]] if "_dummy_run" in functions else [])
+    params = next(
+        (
+            node
+            for scope in scopes
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Call)
+            and ast.unparse(node.func).endswith("SamplingParams")
+            and any(kw.arg == "top_p" for kw in node.keywords)
+            and any(kw.arg == "top_k" and _vocab_minus_one(kw.value) for kw in node.keywords)
+        ),
+        None,
+    )
+    groups = next(
+        (
+            node
+            for scope in scopes
+            for node in ast.walk(scope)
+            if isinstance(node, ast.For)
+            and isinstance(node.iter, ast.Call)
+            and ast.unparse(node.iter) == "range(max_num_seqs)"
+            and any(isinstance(n, ast.Name) and n.id == "SequenceGroupMetadata" for n in ast.walk(node))
+        ),
+        None,
+    )
+    sampler = src / V0_SAMPLER
+    ops = _functions(ast.parse(sampler.read_text(encoding="utf-8"))) if sampler.is_file() else {}
+    top_k_top_p = ops.get("_apply_top_k_top_p")
+    sort = next(
+        (
+            node
+            for node in ast.walk(top_k_top_p)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "sort"
+        ),
+        None,
+    ) if top_k_top_p is not None else None  # fmt: skip
+    forward = ops.get("forward")
+    applied = forward is not None and any(
+        isinstance(n, ast.Call) and ast.unparse(n.func) == "_apply_top_k_top_p" for n in ast.walk(forward)
+    )
+    value = params is not None and groups is not None and sort is not None and applied
+    sources = [
+        builder.url(version, V0_RUNNER, (params or profile).lineno) + " (SamplingParams top_k = vocab - 1, top_p)"
+    ]
+    if groups is not None:
+        sources.append(builder.url(version, V0_RUNNER, groups.lineno) + " (max_num_seqs dummy sequence groups)")
+    if sort is not None:
+        sources.append(builder.url(version, V0_SAMPLER, sort.lineno) + " (_apply_top_k_top_p sorts the logits)")
+    return {"value": value, "source": "; ".join(sources)}
+
+
+def tree(version: str) -> Path:
     folder = vllm_mxfp4.sdist(version)
     if folder is not None:
         return folder / "src"
@@ -84,17 +173,23 @@ def main(argv: list[str]) -> int:
             continue
         data = json.loads(path.read_text())
         facts = data.setdefault("facts", {})
-        if "profile_sampler_sorts_vocab" not in facts:
-            continue  # no V1 sampler warm-up read for the release: nothing to refine
         src = tree(data["version"])
-        found = triton_rows(data["version"], src) if src is not None else None
-        if found is None:
-            print(f"{data['version']}: {OPS} not found", file=sys.stderr)
-            continue
-        SourcedInt.model_validate(found)
-        facts["profile_sampler_triton_rows"] = found
+        v0 = v0_sorts(data["version"], src)
+        if v0 is None:
+            facts.pop("profile_sampler_v0_sorts_vocab", None)
+        else:
+            SourcedBool.model_validate(v0)
+            facts["profile_sampler_v0_sorts_vocab"] = v0
+        print(f"{data['version']}: V0 sampler warm-up {'absent' if v0 is None else v0['value']}", file=sys.stderr)
+        if "profile_sampler_sorts_vocab" in facts:  # a V1 sampler warm-up read for the release: refine it
+            found = triton_rows(data["version"], src)
+            if found is None:
+                print(f"{data['version']}: {OPS} not found", file=sys.stderr)
+            else:
+                SourcedInt.model_validate(found)
+                facts["profile_sampler_triton_rows"] = found
+                print(f"{data['version']}: triton from {found['value']} rows", file=sys.stderr)
         path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-        print(f"{data['version']}: triton from {found['value']} rows", file=sys.stderr)
     return 0
 
 

@@ -356,3 +356,104 @@ def test_every_release_with_a_v0_engine_says_when_it_chunks_long_prefills(versio
         return
     assert fact is not None and fact.value == 32768, version
     assert f"/blob/v{version}/vllm/engine/arg_utils.py#L" in fact.source, version
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_release_with_a_v0_engine_says_how_its_profile_run_samples(version: str) -> None:
+    """``profile_sampler_v0_sorts_vocab``, read by scripts/catalog/vllm_sampler.py: every release that still ships
+    the V0 engine (the same releases as its ``v0_chunked_prefill_above`` fact, read from arg_utils.py) profiles
+    with ``SamplingParams(top_p=0.99, top_k=vocab_size - 1)`` over ``max_num_seqs`` dummy groups and sorts in
+    ``_apply_top_k_top_p``, each cited at its tag; a V1-only release (0.11.0 on) has no such fact."""
+    release = VLLM.catalog.release(version)
+    fact = release.facts.profile_sampler_v0_sorts_vocab
+    if release.facts.v0_chunked_prefill_above is None:
+        assert fact is None, version
+        return
+    assert fact is not None and fact.value is True, version
+    urls = [part.split(" ")[0] for part in fact.source.split("; ")]
+    pinned = f"https://github.com/vllm-project/vllm/blob/v{version}/"
+    assert [u.removeprefix(pinned).split("#L")[0] for u in urls] == [
+        "vllm/worker/model_runner.py",
+        "vllm/worker/model_runner.py",
+        "vllm/model_executor/layers/sampler.py",
+    ], (version, fact.source)
+    assert all("#L" in u for u in urls), (version, fact.source)
+
+
+def _sampler_extractor() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("vllm_sampler", SCRIPTS / "vllm_sampler.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_V0_RUNNER = """class ModelRunner:
+    def profile_run(self):
+        max_num_seqs = self.scheduler_config.max_num_seqs
+        self._dummy_run(self.max_num_batched_tokens, max_num_seqs)
+
+    def _dummy_run(self, max_num_batched_tokens, max_num_seqs=1):
+        sampling_params = SamplingParams(top_p=0.99, top_k=self.vocab_size - 1)
+        seqs = []
+        for group_id in range(max_num_seqs):
+            seqs.append(SequenceGroupMetadata(request_id=str(group_id), sampling_params=sampling_params))
+"""
+
+_V0_SAMPLER = """class Sampler:
+    def forward(self, logits, sampling_tensors):
+        logits = logits.to(torch.float)
+        logits = _apply_top_k_top_p(logits, sampling_tensors.top_ps, sampling_tensors.top_ks)
+
+
+def _apply_top_k_top_p(logits, p, k):
+    logits_sort, logits_idx = logits.sort(dim=-1, descending=False)
+    return logits_sort
+"""
+
+
+def test_v0_sampler_reader_needs_the_vocabulary_wide_params_the_groups_and_the_sort(tmp_path: Path) -> None:
+    """The reader says True only where the profiling params ask for ``top_k = vocab - 1``, the run builds
+    ``max_num_seqs`` groups, and the sampler sorts; each missing piece turns it False; no V0 runner: None."""
+    reader = _sampler_extractor()
+    runner = tmp_path / "vllm" / "worker" / "model_runner.py"
+    sampler = tmp_path / "vllm" / "model_executor" / "layers" / "sampler.py"
+    assert reader.v0_sorts("9.9.9", tmp_path) is None
+    runner.parent.mkdir(parents=True)
+    sampler.parent.mkdir(parents=True)
+    runner.write_text(_V0_RUNNER)
+    sampler.write_text(_V0_SAMPLER)
+    found = reader.v0_sorts("9.9.9", tmp_path)
+    assert found is not None and found["value"] is True
+    assert "model_runner.py#L7 (SamplingParams" in found["source"]
+    assert "model_runner.py#L9 (max_num_seqs" in found["source"]
+    assert "sampler.py#L8 (_apply_top_k_top_p" in found["source"]
+    for path, old, new in (
+        (runner, "top_k=self.vocab_size - 1", "top_k=-1"),  # no top-k over the vocabulary: nothing to sort
+        (runner, "range(max_num_seqs)", "range(1)"),
+        (sampler, "logits.sort(", "logits.topk("),
+        (sampler, "logits = _apply_top_k_top_p(", "logits = flashinfer_sample("),
+    ):
+        original = path.read_text()
+        path.write_text(original.replace(old, new))
+        changed = reader.v0_sorts("9.9.9", tmp_path)
+        assert changed is not None and changed["value"] is False, (old, new)
+        path.write_text(original)
+
+
+@pytest.mark.slow
+def test_v0_sampler_reader_reproduces_the_catalogued_facts_from_the_cached_sources() -> None:
+    """scripts/catalog/vllm_sampler.py re-run on every release whose sdist is unpacked here gives the catalogued
+    ``profile_sampler_v0_sorts_vocab`` (skipped where none is cached)."""
+    reader = _sampler_extractor()
+    checked = 0
+    for version in VERSIONS:
+        src = reader.vllm_mxfp4.SDISTS / version / "src"
+        if not (src / "vllm").is_dir():
+            continue
+        path = Path(engines.__file__).parent / "vllm" / "releases" / f"{version}.json"
+        data = json.loads(path.read_text())
+        assert reader.v0_sorts(version, src) == data["facts"].get("profile_sampler_v0_sorts_vocab"), version
+        checked += 1
+    if not checked:
+        pytest.skip("no vLLM sdist unpacked (scripts/catalog/vllm_mxfp4.py fetches them)")

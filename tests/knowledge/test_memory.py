@@ -315,7 +315,7 @@ def test_vllm_profiling_peak_is_the_sampler_sort_where_the_release_sorts_the_voc
 
 def test_a_release_whose_sampler_warm_up_is_not_read_keeps_the_generic_peak() -> None:
     """0.34.0 rewrote the warm-up (gpu/model_runner.py SamplingParams.for_sampler_warmup): not modelled, so the
-    generic formula (forward + 8 B x requests x vocab) stays, as for the V0 engine."""
+    generic formula (forward + 8 B x requests x vocab) stays, as for a release whose warm-up is not read."""
     from servespec.knowledge.memory import activation_gib
 
     release = get("vllm").select("0.34.0").release

@@ -450,6 +450,12 @@ class ReleaseFacts(_Fact):
     """vLLM V1: from how many rows ``apply_top_k_top_p`` (vllm/v1/sample/ops/topk_topp_sampler.py) runs its Triton
     kernel on a GPU instead of sorting the vocabulary (8 from 0.17.0, 1 from 0.30.0); 0: it always sorts
     (scripts/catalog/vllm_sampler.py). None: not read (the sort is assumed)."""
+    profile_sampler_v0_sorts_vocab: SourcedBool | None = None
+    """vLLM V0 (vllm/worker/model_runner.py, 0.6.0-0.10.2): the profiling run (``profile_run``, from 0.8 its
+    ``_dummy_run``) samples one token for each of ``max_num_seqs`` dummy sequence groups with
+    ``SamplingParams(top_p=0.99, top_k=vocab_size - 1)``, and the V0 sampler's ``_apply_top_k_top_p``
+    (vllm/model_executor/layers/sampler.py) sorts their float32 logits over the whole vocabulary, inside the measured
+    peak (scripts/catalog/vllm_sampler.py). None: the release has no V0 model runner."""
     """vLLM: the hybrid KV-cache manager's layout (on by default from 0.9.2); None: full KV for every layer."""
     v0_chunked_prefill_above: SourcedInt | None = None
     """vLLM V0: the ``max_model_len`` above which the engine turns chunked prefill on by itself (arg_utils.py

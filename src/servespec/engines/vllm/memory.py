@@ -74,7 +74,12 @@ SAMPLER_SORT_BYTES = 37
 vocabulary (vLLM before 0.17.0, or fewer rows than the Triton kernel takes): the float32 logits, the sorted values
 and their int64 indices, the scattered copy, the top-p softmax and mask, and the sort's own buffers. Logged
 activation peaks over ``rows × vocab``: 38.5 bytes (Qwen3-30B-A3B on 0.10.2, 1024 rows, tests/data/vllm_logs 102)
-and 38.6 (Phi-4-mini on 0.10.2, 256 rows, 117), the forward pass included; the 0.10.0 TP8 logs (110, 111) agree."""
+and 38.6 (Phi-4-mini on 0.10.2, 256 rows, 117), the forward pass included; the 0.10.0 TP8 logs (110, 111) agree.
+Used for V0's warm-up too (``profile_sampler_v0_sorts_vocab``): its sampler (vllm/model_executor/layers/sampler.py
+``_apply_top_k_top_p``) runs the same ``Tensor.sort`` over float32 logits, the same top-k gather and mask, top-p
+softmax and cumsum, and scatter back; it differs in a cumsum not done in place (V1 0.10.2 writes it into the
+softmax's tensor), 0.6.x's inverse-index scatter plus gather, and probs and logprobs both kept after the sort.
+Not refitted on V0 logs: the logged V0 peaks (116, 121, 124, 127) lie within 0.2 GiB of the estimate."""
 
 SAMPLER_TRITON_BYTES = 16
 """Measured: the same where the Triton top-k/top-p kernel runs (no sort): the float32 logits, the softmax
@@ -153,17 +158,24 @@ def after_kv(inp: EstimateInput, total: float, utilization: float, reserved: flo
 def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
     """The profiling peak the release measures above the weights (GiB).
 
-    Where the release's sampler warm-up applies top-k/top-p over the whole vocabulary
-    (``profile_sampler_sorts_vocab``: V1 0.8.0-0.33.0, read from each release's gpu_model_runner.py
-    ``_dummy_sampler_run``), it runs after the forward pass, on ``min(max_num_seqs, max_num_batched_tokens)``
-    requests, sorting or through Triton as the release does (:func:`_sampler_bytes`): the peak is the larger of
-    the two. Otherwise (V0, releases not read) the generic formula.
+    Where the release's sampler warm-up applies top-k/top-p over the whole vocabulary, it runs after the forward
+    pass, on ``min(max_num_seqs, max_num_batched_tokens)`` rows: the peak is the larger of the two. V1
+    (``profile_sampler_sorts_vocab``: 0.8.0-0.33.0, read from each release's gpu_model_runner.py
+    ``_dummy_sampler_run``) sorts or runs Triton as the release does (:func:`_sampler_bytes`); V0
+    (``profile_sampler_v0_sorts_vocab``: 0.6.0-0.10.2, model_runner.py ``profile_run``) samples one token for each
+    of its ``max_num_seqs`` dummy sequence groups with ``top_k = vocab - 1`` and ``top_p``, and its sampler's
+    ``_apply_top_k_top_p`` sorts the float32 logits with the same ``Tensor.sort`` and the same top-k/top-p masking
+    as V1 before 0.17: :data:`SAMPLER_SORT_BYTES` per row per vocabulary entry. Otherwise (releases not read) the
+    generic formula.
     """
-    fact = inp.release.facts.profile_sampler_sorts_vocab if inp.release else None
-    if fact is None or not fact.value or _engine_core(inp) != "v1":
+    facts = inp.release.facts if inp.release else None
+    v1 = _engine_core(inp) == "v1"
+    fact = (facts.profile_sampler_sorts_vocab if v1 else facts.profile_sampler_v0_sorts_vocab) if facts else None
+    if fact is None or not fact.value:
         return activation_gib(inp, batched, seqs)
     rows = min(seqs, batched)
-    sampler = rows * (inp.model.vocab_size or 32000) * _sampler_bytes(inp, rows) / GIB
+    per_entry = _sampler_bytes(inp, rows) if v1 else SAMPLER_SORT_BYTES
+    sampler = rows * (inp.model.vocab_size or 32000) * per_entry / GIB
     return max(forward_activation_gib(inp, batched), sampler)
 
 

@@ -1,0 +1,85 @@
+"""vLLM V0's profiling peak: the sampler warm-up of ``profile_run`` (``profile_sampler_v0_sorts_vocab``) against the
+"PyTorch activation peak memory" the V0 worker logs (tests/data/vllm_logs)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from servespec.engines import get
+from servespec.knowledge.memory import VLLM_NON_TORCH_GIB, EstimateInput, activation_gib, forward_activation_gib
+from tests.vllm_logs import _facts, _gpu
+
+LOGS = Path(__file__).resolve().parents[1] / "data" / "vllm_logs"
+
+# V0 logs that print the activation peak (worker.py "PyTorch activation peak memory takes X GiB")
+V0_PEAK_LOGS = (
+    "116-llama-3.1-8b-base-l4-v0-0.7.3-util0.99",
+    "121-opt-125m-t4-v0-fallback-0.10.2",
+    "124-deepseek-r1-0528-qwen3-8b-v100-32gb-v0-0.10.0",
+    "127-llama-3.2-3b-t4-v0-fallback-0.9.2",
+)
+
+
+def _input(data: dict[str, Any], **changes: Any) -> EstimateInput:
+    facts = _facts(data)
+    gpu = _gpu(data)
+    assert facts is not None and gpu is not None
+    settings = data.get("settings") or {}
+    version = str(data["vllm_version"])
+    inp = EstimateInput(
+        engine="vllm",
+        release=get("vllm").select(version).release,
+        model=facts,
+        gpu=gpu,
+        max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
+        engine_version=version,
+        engine_core="v0",
+        kv_cache_dtype_option="kv_cache_dtype",
+    )
+    return replace(inp, **changes)
+
+
+def _activation(inp: EstimateInput) -> float:
+    plan = get("vllm").estimate(inp)
+    assert plan is not None
+    return plan.overhead_gib - VLLM_NON_TORCH_GIB[0]  # one GPU, no LoRA, no draft: V0 counts no CUDA graphs
+
+
+@pytest.mark.parametrize("log", V0_PEAK_LOGS)
+def test_v0_profiling_peak_is_the_larger_of_the_forward_pass_and_the_vocabulary_sort(log: str) -> None:
+    """V0's ``profile_run`` samples one token for each of ``max_num_seqs`` (256 below 70 GiB) dummy groups with
+    ``top_k = vocab - 1`` and a ``top_p``: the sampler sorts their float32 logits over the whole vocabulary. The
+    estimate, max(forward, 37 B × rows × vocab), is within 0.2 GiB of the logged peak on every V0 log that prints
+    it; the generic forward + 8 B × rows × vocab was 0.33-0.72 GiB off on three of them (121, 124: the sort
+    dominates; 116: the 24,576-token prompt does)."""
+    data = YAML(typ="safe").load((LOGS / f"{log}.yaml").read_text())
+    logged = float(data["observed"]["activation_peak_gib"])
+    inp = _input(data)
+    release = inp.release
+    assert release is not None and release.facts.profile_sampler_v0_sorts_vocab is not None
+    assert release.facts.profile_sampler_v0_sorts_vocab.value is True
+    assert _activation(inp) == pytest.approx(logged, abs=0.2)
+
+
+def test_v0_sampler_term_replaces_the_generic_one_only_where_the_release_is_read() -> None:
+    """With the fact the V0 peak is max(forward, 37 B × rows × vocab); a release without it keeps the generic
+    forward + 8 B × rows × vocab; a V1 engine core on the same release reads its own fact instead."""
+    data = YAML(typ="safe").load((LOGS / "124-deepseek-r1-0528-qwen3-8b-v100-32gb-v0-0.10.0.yaml").read_text())
+    inp = _input(data, options={"max_model_len": 4096, "max_num_seqs": 256})
+    release = inp.release
+    assert release is not None
+    rows, vocab, batched = 256, inp.model.vocab_size, 4096  # V0: chunked prefill off, one max_model_len prompt
+    sort = rows * vocab * 37 / 2**30
+    assert sort > forward_activation_gib(inp, batched)
+    assert _activation(inp) == pytest.approx(sort, abs=0.01)
+    unread = replace(release, facts=release.facts.model_copy(update={"profile_sampler_v0_sorts_vocab": None}))
+    generic = _input(data, release=unread, options=inp.options)
+    assert _activation(generic) == pytest.approx(activation_gib(generic, batched, rows), abs=0.01)
+    assert _activation(generic) < sort - 0.5
+    more_rows = _input(data, options={**inp.options, "max_num_seqs": 512, "max_num_batched_tokens": 4096})
+    assert _activation(more_rows) == pytest.approx(2 * sort, abs=0.02)
