@@ -14,6 +14,7 @@ from servespec.knowledge.memory import (
     KvLayout,
     activation_gib,
     cuda_total_gib,
+    dtype_bytes,
     finish,
     forward_activation_gib,
     kv_bytes_per_token,
@@ -196,7 +197,10 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     if _engine_core(inp) == "v0" and inp.max_model_len <= 32768 and not chunked:
         batched = max(batched, inp.max_model_len)
     padded, padding_notes = mxfp4_padding_gib(inp)
-    weights = weights_per_gpu(inp) + padded
+    rope = rope_cache_gib(inp)
+    weights = weights_per_gpu(inp) + padded + rope
+    if rope >= 0.05:
+        padding_notes = [*padding_notes, f"rotary cos/sin cache {rope:.2f} GiB (one per GPU, in the model dtype)"]
     nvls = nvls_gib(inp)
     overhead = _activation(inp, batched, seqs) + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
@@ -237,6 +241,23 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         found = finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
         return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3))
     return finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
+
+
+def rope_cache_gib(inp: EstimateInput) -> float:
+    """GiB of the rotary embedding's cos/sin cache on each GPU, which "Model loading took" includes.
+
+    vLLM registers it as a buffer of ``max_position × rotary_dim`` in the model dtype when the layer is built
+    (model_executor/layers/rotary_embedding/base.py ``RotaryEmbedding.__init__``: ``_compute_cos_sin_cache``,
+    ``cache.to(dtype)``, ``register_buffer``; v0.19.0 L58-63, the same in v0.6.3 rotary_embedding.py), one instance
+    shared by every layer (``get_rope``'s ``_ROPE_DICT``) and not split by tensor parallelism. Its length is the
+    model's ``max_position_embeddings``, times the factor for the scaling types that extend the cache (YaRN from
+    ``original_max_position_embeddings``, linear and dynamic NTK): ``derived_max_len``. Negligible for most models
+    (32 MiB at 131,072 positions); Llama 4 Scout's 10,485,760 positions make it 2.5 GiB.
+    """
+    model = inp.model
+    positions = model.derived_max_len or model.max_position_embeddings or 0
+    rotary = (model.qk_rope_head_dim or model.head_dim) if model.is_mla else model.head_dim
+    return positions * rotary * dtype_bytes(model, inp.dtype) / GIB
 
 
 def block_size(inp: EstimateInput) -> int:
