@@ -83,3 +83,15 @@ def test_llama4_catalog_counts_its_vision_tower() -> None:
     assert scout.params == CASES["meta-llama/Llama-4-Scout-17B-16E-Instruct"]["params"]
     assert scout.vision_params == maverick.vision_params == pytest.approx(0.872e9, rel=1e-3)
     assert scout.params == pytest.approx(109e9, rel=0.01) and maverick.params == pytest.approx(400e9, rel=0.02)
+
+
+def test_catalogued_vision_language_models_match_their_published_sizes() -> None:
+    """Qwen2-VL-2B-Instruct (2.21B on its model page; vLLM 0.10.2 loaded 4.1513 GiB of bfloat16 weights,
+    vllm_logs/081) and Llama-3.2-11B-Vision (10.6B on its model card), each counted with its tower."""
+    qwen = catalogued("Qwen/Qwen2-VL-2B-Instruct")
+    assert qwen is not None and qwen.model_type == "qwen2_vl" and qwen.sliding_layers == 0
+    assert qwen.params == pytest.approx(2.21e9, rel=0.005)
+    assert qwen.params * 2 / 2**30 == pytest.approx(4.1513, abs=0.05)
+    mllama = catalogued("meta-llama/Llama-3.2-11B-Vision")
+    assert mllama is not None and (mllama.layers, mllama.cross_layers, mllama.kv_heads) == (40, 8, 8)
+    assert mllama.params == pytest.approx(10.6e9, rel=0.01)

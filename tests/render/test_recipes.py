@@ -54,12 +54,12 @@ PARSED = ("vllm", "sglang", "ktransformers")  # compared through the release's o
 # Strict: an entry whose recipe passes fails the run, so it must be removed with the fix.
 XFAIL: dict[tuple[str, str], str] = {
     ("validate", "sglang-0.5.23-llama4-maverick-eagle3-1m"): (
-        "Llama 4 Maverick's catalogued config.json now carries its vision tower (0.87B), so SGLang 0.5.23 applies "
-        "its VLM cut to mem_fraction_static (memory_hook.py L332 adjust_mem_fraction_for_vlm; "
-        "Llama4ForConditionalGeneration is multimodal there): about 1 GiB of KV per GPU is left, and MEM002 sizes "
-        "one 1M-token sequence with all 48 layers at full length. Waits for issue 23 item 1: SGLang's hybrid SWA "
-        "pool for chunked layers, and whether the release refuses a context its pool cannot hold (0.5.23 warns and "
-        "caps max_req_len at the pool: managers/tp_worker.py L558-571)."
+        "issue 12, a false error outside items 1-11: Llama 4 Maverick's catalogued config.json now carries its vision "
+        "tower (0.87B), so SGLang 0.5.23 applies its VLM cut to mem_fraction_static (memory_hook.py L332 "
+        "adjust_mem_fraction_for_vlm; Llama4ForConditionalGeneration is multimodal there) and about 1 GiB of KV per "
+        "GPU is left; MEM002 then sizes one 1M-token sequence with all 48 layers at full length, while 0.5.23 warns "
+        "and caps max_req_len at its pool instead of refusing (managers/tp_worker.py L558-571). Waits for SGLang's "
+        "hybrid SWA pool for chunked layers and its start-up check (issue 23 item 1)."
     ),
 }
 
