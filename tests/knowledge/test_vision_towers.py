@@ -95,3 +95,30 @@ def test_catalogued_vision_language_models_match_their_published_sizes() -> None
     mllama = catalogued("meta-llama/Llama-3.2-11B-Vision")
     assert mllama is not None and (mllama.layers, mllama.cross_layers, mllama.kv_heads) == (40, 8, 8)
     assert mllama.params == pytest.approx(10.6e9, rel=0.01)
+
+
+def test_a_lock_keeps_what_the_towers_read() -> None:
+    """models.lock.yaml keeps scalars and lists of scalars of vision_config: the facts of a locked config are the
+    same (mllama's supported_aspect_ratios, a list of lists, is dropped; its default, 8 ratios, is read)."""
+    from servespec.knowledge.lock import locked_config
+
+    repos = (
+        "Qwen/Qwen2-VL-2B-Instruct",
+        "meta-llama/Llama-3.2-11B-Vision",
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    )
+    for repo in repos:
+        facts = catalogued(repo)
+        assert facts is not None
+        config = _catalog_config(repo)
+        assert facts_from_config(locked_config(config), repo) == facts_from_config(config, repo), repo
+    for name in ("granite-vision shape (LlavaNext, granite + SigLIP)", "Qwen2_5_VLConfig", "MllamaConfig"):
+        config = CASES[name]["config"]
+        assert facts_from_config(locked_config(config), name).params == facts_from_config(config, name).params, name
+
+
+def _catalog_config(repo: str) -> dict[str, Any]:
+    from servespec.knowledge.models import _catalog
+
+    config: dict[str, Any] = _catalog()[repo.lower()]["config"]
+    return config

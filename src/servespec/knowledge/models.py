@@ -115,6 +115,10 @@ class ModelFacts:
     """The q, k and v projections carry biases (Qwen2; GLM-4.5 with ``attention_bias``)."""
     linear_bias: bool = False
     """Every attention and MLP projection carries a bias (StarCoder2's ``use_bias``, true by default)."""
+    encoder_states: tuple[int, int, int] = (0, 0, 0)
+    """Llama 3.2 Vision's encoder: (tokens per image, width, hidden states held at once) for vLLM's V0 profiling
+    run, which runs every profiled image through the tower in one batch (knowledge/vision.py
+    ``mllama_encoder_states``)."""
     cross_layers: int = 0
     """Llama 3.2 Vision: how many of the ``layers`` attend to the image (``cross_attention_layers``). Each has
     q, k, v and o projections as wide as self-attention's, q_norm, k_norm and two gates (transformers
@@ -691,6 +695,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
         linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
         cross_layers=len(fields.items(config, "cross_attention_layers") or []) if model_type == _MLLAMA_TEXT else 0,
+        encoder_states=towers.mllama_encoder_states(raw),
     )
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 

@@ -123,6 +123,25 @@ def _siglip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: i
     return float(tower + projector + text_hidden)
 
 
+def mllama_encoder_states(config: dict[str, Any]) -> tuple[int, int, int]:
+    """Llama 3.2 Vision: (tokens one image occupies in the vision encoder, its width, hidden states it holds at once).
+
+    vLLM's MllamaVisionModel pads each tile's ``(image_size / patch_size)^2 + 1`` patches to a multiple of 8 and runs
+    ``max_num_tiles`` tiles per image; MllamaVisionEncoder keeps the hidden state of every
+    ``intermediate_layers_indices`` layer until the last layer has run, beside the live one (vLLM v0.6.3 and v0.8.0
+    model_executor/models/mllama.py ``MllamaVisionEncoder.forward``: ``encoder_states += (hidden_states,)``).
+    (0, 0, 0) for any other model.
+    """
+    vision = fields.mapping(config, "vision_config")
+    if vision is None or fields.text(config, "model_type") != "mllama":
+        return (0, 0, 0)
+    patch = _count(vision, "patch_size", 14)
+    patches = (_count(vision, "image_size", 448) // patch) ** 2 + 1
+    padded = patches + (8 - patches % 8) % 8
+    kept = len(fields.items(vision, "intermediate_layers_indices") or []) + 1
+    return (_count(vision, "max_num_tiles", 4) * padded, _count(vision, "hidden_size", 1280), kept)
+
+
 def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
     """The vision tower and projector of a config whose tower is one of the classes above; None otherwise."""
     vision = fields.mapping(config, "vision_config")

@@ -204,6 +204,10 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     nvls = nvls_gib(inp)
     overhead = _activation(inp, batched, seqs) + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
+    encoder = encoder_profile_gib(inp, seqs)
+    if encoder:
+        overhead += encoder
+        notes.append(f"V0 profiling run's vision encoder states {encoder:.2f} GiB (at least)")
     notes += padding_notes
     if nvls:
         notes.append(f"NCCL NVLS buffers {nvls} GiB (tensor parallel on an NVSwitch board; measured)")
@@ -241,6 +245,30 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         found = finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
         return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3))
     return finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
+
+
+def _images_per_prompt(inp: EstimateInput) -> int:
+    """``limit_mm_per_prompt``'s image count (vLLM's default: 1)."""
+    limit = inp.options.get("limit_mm_per_prompt")
+    images = limit.get("image") if isinstance(limit, dict) else None
+    return images if isinstance(images, int) and not isinstance(images, bool) and images >= 0 else 1
+
+
+def encoder_profile_gib(inp: EstimateInput, seqs: int) -> float:
+    """GiB per GPU the V0 encoder-decoder profiling run holds in Llama 3.2 Vision's encoder, at the least.
+
+    ``EncoderDecoderModelRunner.profile_run`` builds ``max_num_seqs`` dummy sequences, each with the per-prompt
+    image limit of maximum-size images (vLLM v0.6.3 worker/enc_dec_model_runner.py L288-320, v0.8.0 L268-300;
+    mllama's dummy data: every image at ``max_num_tiles`` tiles), and runs them through the model in one batch: the
+    tower sees ``seqs × images × tiles`` tiles at once, and keeps the hidden state of each
+    ``intermediate_layers_indices`` layer beside the live one, each ``tokens × vision hidden`` in the model dtype and
+    not split by tensor parallelism (:func:`servespec.knowledge.vision.mllama_encoder_states`). A lower bound: the
+    attention and MLP buffers of a layer come on top. 0 on V1 and for other models.
+    """
+    tokens, width, kept = inp.model.encoder_states
+    if not tokens or _engine_core(inp) != "v0":
+        return 0.0
+    return seqs * _images_per_prompt(inp) * tokens * width * kept * dtype_bytes(inp.model, inp.dtype) / GIB
 
 
 def rope_cache_gib(inp: EstimateInput) -> float:
