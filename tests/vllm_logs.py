@@ -27,6 +27,7 @@ _OPTIONS = (
     "block_size",
     "kv_cache_dtype",
     "enforce_eager",
+    "limit_mm_per_prompt",
 )
 
 

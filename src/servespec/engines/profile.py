@@ -136,6 +136,20 @@ class KvExhausted(_Strict):
     source: str
 
 
+class ShortKvCache(_Strict):
+    """What the engine does at start-up when its KV cache holds less than one ``max_model_len`` sequence (MEM002).
+
+    ``caps``: it starts and lowers the longest request it accepts to what the cache holds (SGLang:
+    ``max_req_len = min(context_len - 1, max_total_num_tokens - 1)``), refusing only an empty pool; MEM002 is then
+    a warning while the pool is not empty. Engines without this entry refuse (vLLM's
+    ``check_enough_kv_cache_memory``, TGI's router)."""
+
+    behaviour: Literal["caps"]
+    effect: str
+    """Quoted by MEM002: what a user sees instead of a refusal."""
+    source: str
+
+
 class Profile(_Strict):
     """Version-independent traits of an engine (``profile.yaml``)."""
 
@@ -150,6 +164,8 @@ class Profile(_Strict):
     """The slot count when the batch option is unset or automatic (GGUF engines)."""
     kv_exhausted: KvExhausted | None = None
     """MEM003: the scheduler's behaviour beyond what the KV cache holds, with the engine's advice."""
+    short_kv_cache: ShortKvCache | None = None
+    """MEM002: an engine that starts with less KV cache than one sequence needs; None: it refuses."""
     memory_fraction_option: str | None
     memory_fraction_of: Literal["total", "free"] = "total"
     """Whether the memory fraction is a share of the GPU's total memory or of what is free after loading."""

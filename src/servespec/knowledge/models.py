@@ -17,6 +17,7 @@ from typing import Any
 
 from servespec.knowledge import config_fields as fields
 from servespec.knowledge import gemma4
+from servespec.knowledge import vision as towers
 from servespec.knowledge.datafile import load_yaml_data
 from servespec.spec.grammars import MAX_FLOAT, oversized_number
 from servespec.spec.models import Architecture
@@ -28,10 +29,16 @@ TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/sr
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text", "starcoder2"}
 _TIED_BY_DEFAULT |= {"opt", "gpt2", "gpt_bigcode", "falcon", "bloom", "mpt", "RefinedWeb", "RefinedWebModel"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
-_QKV_BIAS = {"qwen2", "qwen2_moe"}
+_QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"}
 # Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
 # (transformers Glm4MoeAttention: GLM-4.5/4.6/4.7 set it true).
 _QKV_BIAS_WHEN_SET = {"glm4_moe"}
+# Model types whose sliding_window applies only when use_sliding_window is set (Qwen2 and its VL text models:
+# Qwen2-VL and Qwen2.5-VL configs give sliding_window 32768 beside use_sliding_window false).
+_QWEN_WINDOW_FLAG = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", *sorted(_QKV_BIAS - {"qwen2", "qwen2_moe"}))
+# Llama 3.2 Vision's text model (transformers MllamaTextModel): cross-attention layers among the
+# num_hidden_layers, an embedding of vocab_size + 8 rows.
+_MLLAMA_TEXT = "mllama_text_model"
 _GEMMA_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 # StarCoder2 (transformers Starcoder2Config / modeling_starcoder2.py): a two-matrix MLP (c_fc, c_proj), every
 # projection biased when use_bias (default true), LayerNorms with a bias, embeddings tied by default.
@@ -210,6 +217,15 @@ class ModelFacts:
         return (self.full_kv_heads or self.kv_heads) == self.kv_heads and (
             self.full_head_dim or self.head_dim
         ) == self.head_dim
+    encoder_states: tuple[int, int, int] = (0, 0, 0)
+    """Llama 3.2 Vision's encoder: (tokens per image, width, hidden states held at once) for vLLM's V0 profiling
+    run, which runs every profiled image through the tower in one batch (knowledge/vision.py
+    ``mllama_encoder_states``)."""
+    cross_layers: int = 0
+    """Llama 3.2 Vision: how many of the ``layers`` attend to the image (``cross_attention_layers``). Each has
+    q, k, v and o projections as wide as self-attention's, q_norm, k_norm and two gates (transformers
+    MllamaCrossAttentionDecoderLayer); vLLM 0.6/0.7 cache their keys and values in the same blocks as every
+    other layer's (the block spans all ``num_hidden_layers``), so the KV layout is the full-attention one."""
 
     @property
     def derived_max_len(self) -> int | None:
@@ -366,7 +382,7 @@ def _sliding_layers(config: dict[str, Any], layers: int, model_type: str) -> tup
         return window, sum(1 for kind in layer_types if kind == "sliding_attention")
     if not window:
         return None, 0
-    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe") and not fields.flag(config, "use_sliding_window"):
+    if model_type in _QWEN_WINDOW_FLAG and not fields.flag(config, "use_sliding_window"):
         return None, 0
     if model_type == "gemma2":
         return window, layers // 2  # modeling_gemma2: every other layer is local
@@ -425,6 +441,9 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
     An estimate within a few percent of the tower (which is itself a few percent of the model):
     enough for weight memory, never used for anything finer.
     """
+    exact = towers.tower_params(config, text_hidden)
+    if exact is not None:
+        return exact
     vision = fields.mapping(config, "vision_config")
     if vision is None:
         return 0.0
@@ -844,13 +863,15 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         vision_params=_vision_params(raw, hidden),
         qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
         linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
+        cross_layers=len(fields.items(config, "cross_attention_layers") or []) if model_type == _MLLAMA_TEXT else 0,
+        encoder_states=towers.mllama_encoder_states(raw),
     )
     layout = _family_layout(config, model_type, hidden, heads)
     if layout:
         facts = replace(facts, **layout)
     if model_type in gemma4.MODEL_TYPES:
-        towers = gemma4.towers(raw, hidden)
-        facts = replace(facts, **gemma4.layout(config, layers), vision_params=towers)
+        gemma4_towers = gemma4.towers(raw, hidden)
+        facts = replace(facts, **gemma4.layout(config, layers), vision_params=gemma4_towers)
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
 
 
@@ -863,6 +884,9 @@ _LINEAR = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_di
 _KDA = ("num_heads", "head_dim")
 """Kimi Delta Attention's heads (``linear_attn_config``): vLLM reads both with no default (kimi_gdn_linear_attn.py)."""
 _INDEXER = ("index_n_heads", "index_head_dim")
+_CROSS = ("cross_attention_layers",)
+"""Llama 3.2 Vision's image layers (transformers MllamaTextConfig): which of the layers are cross-attention ones,
+with parameters of their own; without it the count would take every layer for a self-attention one."""
 """DeepSeek Sparse Attention's indexer (DeepseekV32 ``index_topk``): its own per-token key cache."""
 
 
@@ -887,6 +911,8 @@ def _missing(config: dict[str, Any]) -> tuple[str, ...]:
     if config.get("index_topk") is not None:
         needed += _INDEXER
     own = _FAMILY_FIELDS.get(family, {})
+    if config.get("model_type") == _MLLAMA_TEXT:
+        needed += _CROSS
     absent = [own.get(key, key) for key in needed if config.get(key) is None]
     linear = config.get("linear_attn_config")
     if isinstance(linear, dict) and linear.get("kda_layers"):
@@ -1115,9 +1141,12 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     attention = full * _attention_params(m) + m.linear_layers * _linear_params(m) + m.layers * norms
     if m.is_sparse:
         attention += m.layers * _indexer_params(m)
+    attention += m.cross_layers * (2 * m.head_dim + 2)  # q_norm, k_norm, cross_attn_attn_gate, cross_attn_mlp_gate
     width = m.embed_dim or h
     embed = (m.vocab_size or 0) * width
     head = 0 if m.tie_word_embeddings else embed + (m.vocab_size or 0) * m.lm_head_bias
+    if m.model_type == _MLLAMA_TEXT:
+        embed += 8 * h  # MllamaTextModel.embed_tokens: vocab_size + 8 rows
     # the final norm; OPT's project_in and project_out; learned positions; BLOOM's embedding LayerNorm
     edges = (norm if m.final_norm else 0) + (2 * h * width if width != h else 0)
     edges += m.position_embeddings * h + (norm if m.embed_norm else 0)

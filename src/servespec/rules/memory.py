@@ -166,6 +166,10 @@ class NoRoomForKvCache(Rule):
     their window) decides: within it, a "may not fit" warning. As for MEM001, only a shortfall
     beyond the estimator's measured error for the model's class is an error.
 
+    SGLang (and KTransformers' sglang-kt) do not refuse: they start and cap the longest request
+    at what the pool holds (profile ``short_kv_cache``, tp_worker.py ``max_req_len``), so there a
+    pool that is not empty gets a warning that says so.
+
     Fix: lower ``model.max_model_len``, raise the engine's memory fraction
     (``gpu_memory_utilization``, ``mem_fraction_static``), use an FP8 KV cache, or add GPUs.
 
@@ -206,8 +210,11 @@ class NoRoomForKvCache(Rule):
                     " with every layer at full length (the release's hybrid KV-cache layout for this model is not "
                     f"modelled; any layout needs at least {floor:.2f} GiB)"
                 )
+            caps = known.profile.short_kv_cache
             if floor is not None and floor <= free:
                 severity, hedge = Severity.WARNING, "may not fit: "
+            elif caps is not None and not gguf and free > 0:
+                severity, hedge = Severity.WARNING, f"{caps.effect} ({caps.source}): "
             else:
                 severity, hedge = _verdict(known, (need if floor is None else floor) - free)
             yield self.report(

@@ -15,6 +15,7 @@ from servespec.knowledge.memory import (
     KvLayout,
     activation_gib,
     cuda_total_gib,
+    dtype_bytes,
     finish,
     forward_activation_gib,
     full_layer_bytes_per_token,
@@ -276,11 +277,18 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     if _engine_core(inp) == "v0" and inp.max_model_len <= (above.value if above else 32768) and not chunked:
         batched = max(batched, inp.max_model_len)
     padded, padding_notes = mxfp4_padding_gib(inp)
-    weights = weights_per_gpu(inp) + padded
+    rope = rope_cache_gib(inp)
+    weights = weights_per_gpu(inp) + padded + rope
+    if rope >= 0.05:
+        padding_notes = [*padding_notes, f"rotary cos/sin cache {rope:.2f} GiB (one per GPU, in the model dtype)"]
     nvls = nvls_gib(inp)
     activation = _activation(inp, batched, seqs)
     overhead = activation + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
+    encoder = encoder_profile_gib(inp, seqs)
+    if encoder:
+        overhead += encoder
+        notes.append(f"V0 profiling run's vision encoder states {encoder:.2f} GiB (at least)")
     notes += padding_notes
     if nvls:
         notes.append(f"NCCL NVLS buffers {nvls} GiB (tensor parallel on an NVSwitch board; measured)")
@@ -319,6 +327,47 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         found = finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
         return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3), after_kv=warmup)
     return replace(finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv), after_kv=warmup)
+
+
+def _images_per_prompt(inp: EstimateInput) -> int:
+    """``limit_mm_per_prompt``'s image count (vLLM's default: 1)."""
+    limit = inp.options.get("limit_mm_per_prompt")
+    images = limit.get("image") if isinstance(limit, dict) else None
+    return images if isinstance(images, int) and not isinstance(images, bool) and images >= 0 else 1
+
+
+def encoder_profile_gib(inp: EstimateInput, seqs: int) -> float:
+    """GiB per GPU the V0 encoder-decoder profiling run holds in Llama 3.2 Vision's encoder, at the least.
+
+    ``EncoderDecoderModelRunner.profile_run`` builds ``max_num_seqs`` dummy sequences, each with the per-prompt
+    image limit of maximum-size images (vLLM v0.6.3 worker/enc_dec_model_runner.py L288-320, v0.8.0 L268-300;
+    mllama's dummy data: every image at ``max_num_tiles`` tiles), and runs them through the model in one batch: the
+    tower sees ``seqs × images × tiles`` tiles at once, and keeps the hidden state of each
+    ``intermediate_layers_indices`` layer beside the live one, each ``tokens × vision hidden`` in the model dtype and
+    not split by tensor parallelism (:func:`servespec.knowledge.vision.mllama_encoder_states`). A lower bound: the
+    attention and MLP buffers of a layer come on top. 0 on V1 and for other models.
+    """
+    tokens, width, kept = inp.model.encoder_states
+    if not tokens or _engine_core(inp) != "v0":
+        return 0.0
+    return seqs * _images_per_prompt(inp) * tokens * width * kept * dtype_bytes(inp.model, inp.dtype) / GIB
+
+
+def rope_cache_gib(inp: EstimateInput) -> float:
+    """GiB of the rotary embedding's cos/sin cache on each GPU, which "Model loading took" includes.
+
+    vLLM registers it as a buffer of ``max_position × rotary_dim`` in the model dtype when the layer is built
+    (model_executor/layers/rotary_embedding/base.py ``RotaryEmbedding.__init__``: ``_compute_cos_sin_cache``,
+    ``cache.to(dtype)``, ``register_buffer``; v0.19.0 L58-63, the same in v0.6.3 rotary_embedding.py), one instance
+    shared by every layer (``get_rope``'s ``_ROPE_DICT``) and not split by tensor parallelism. Its length is the
+    model's ``max_position_embeddings``, times the factor for the scaling types that extend the cache (YaRN from
+    ``original_max_position_embeddings``, linear and dynamic NTK): ``derived_max_len``. Negligible for most models
+    (32 MiB at 131,072 positions); Llama 4 Scout's 10,485,760 positions make it 2.5 GiB.
+    """
+    model = inp.model
+    positions = model.derived_max_len or model.max_position_embeddings or 0
+    rotary = (model.qk_rope_head_dim or model.head_dim) if model.is_mla else model.head_dim
+    return positions * rotary * dtype_bytes(model, inp.dtype) / GIB
 
 
 def block_size(inp: EstimateInput) -> int:

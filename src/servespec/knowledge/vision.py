@@ -1,0 +1,162 @@
+"""Vision towers counted as transformers builds them, from a multimodal config.json's ``vision_config``.
+
+Each tower below is one transformers vision model class, counted parameter by parameter from its
+modeling file (transformers v5.24.0, the vllm-0.11.0 parser environment) and checked against the
+model transformers builds on the meta device (tests/data/transformers_vision_param_counts.json):
+
+- Qwen2-VL (``Qwen2VisionTransformerPretrainedModel``): LayerNorm blocks of width ``embed_dim`` with a
+  two-matrix MLP ``embed_dim x mlp_ratio`` wide, a patch merger to the text width (``hidden_size``);
+- Qwen2.5-VL (``Qwen2_5_VisionTransformerPretrainedModel``): RMSNorm blocks with a gated MLP of
+  ``intermediate_size``, a merger to ``out_hidden_size``;
+- Llama 3.2 Vision (``MllamaVisionModel``): local and gated global layers, tile and aspect-ratio position
+  embeddings, a projector from ``vision_output_dim`` to the text width;
+- Llama 4 (``Llama4VisionModel``): a ViT with a pixel-shuffle MLP adapter and a bias-free projector;
+- LLaVA-NeXT with a SigLIP tower (granite-vision): SigLIP's encoder with its attention-pooling head, a
+  two-layer projector over the concatenated ``vision_feature_layer`` outputs, the ``image_newline``.
+
+Other towers are left to the generic estimate in :mod:`servespec.knowledge.models`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servespec.knowledge import config_fields as fields
+
+
+def _count(config: dict[str, Any], key: str, default: int) -> int:
+    value = fields.count(config, key)
+    return value if value else default
+
+
+def _qwen2_vl(vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers Qwen2VisionTransformerPretrainedModel: Conv3d patch embedding without bias; blocks of two
+    LayerNorms, qkv and proj with biases, fc1/fc2 with biases (quick GELU); PatchMerger (LayerNorm ln_q, two
+    linears with biases) from ``embed_dim x merge^2`` to ``hidden_size`` (the text width)."""
+    width = _count(vision, "embed_dim", 1280)
+    ratio = fields.number(vision, "mlp_ratio") or 4.0
+    mlp = int(width * ratio)
+    out = fields.count(vision, "hidden_size") or text_hidden
+    block = 4 * width + (3 * width * width + 3 * width) + (width * width + width) + 2 * width * mlp + mlp + width
+    merged = width * _count(vision, "spatial_merge_size", 2) ** 2
+    merger = 2 * width + merged * merged + merged + merged * out + out
+    embed = _count(vision, "in_channels", _count(vision, "in_chans", 3)) * _patch_volume(vision) * width
+    return float(_count(vision, "depth", 32) * block + embed + merger)
+
+
+def _qwen2_5_vl(vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers Qwen2_5_VisionTransformerPretrainedModel: blocks of two RMSNorms, qkv and proj with biases, a
+    gated MLP (gate, up, down with biases); the merger's ln_q is an RMSNorm."""
+    width = _count(vision, "hidden_size", 1280)
+    mlp = _count(vision, "intermediate_size", 3420)
+    out = fields.count(vision, "out_hidden_size") or text_hidden
+    block = 2 * width + (3 * width * width + 3 * width) + (width * width + width) + 3 * width * mlp + 2 * mlp + width
+    merged = width * _count(vision, "spatial_merge_size", 2) ** 2
+    merger = width + merged * merged + merged + merged * out + out
+    embed = _count(vision, "in_channels", _count(vision, "in_chans", 3)) * _patch_volume(vision) * width
+    return float(_count(vision, "depth", 32) * block + embed + merger)
+
+
+def _patch_volume(vision: dict[str, Any]) -> int:
+    patch = _count(vision, "patch_size", 14)
+    return _count(vision, "temporal_patch_size", 2) * patch * patch
+
+
+def _mllama(vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers MllamaVisionModel and MllamaForConditionalGeneration's projector: class embedding, a bias-free
+    patch Conv2d, gated position embeddings per tile and aspect ratio (``len(supported_aspect_ratios) + 1`` ids),
+    pre- and post-tile embeddings, LayerNorms; ``num_hidden_layers`` local layers (bias-free attention, fc1/fc2 with
+    biases, two LayerNorms) and ``num_global_layers`` gated ones; a Linear ``vision_output_dim -> text width``."""
+    width = _count(vision, "hidden_size", 1280)
+    mlp = _count(vision, "intermediate_size", 5120)
+    patch = _count(vision, "patch_size", 14)
+    positions = (_count(vision, "image_size", 448) // patch) ** 2 + 1
+    tiles = _count(vision, "max_num_tiles", 4)
+    ratios = len(fields.items(vision, "supported_aspect_ratios") or [[1, 1]] * 8) + 1
+    layer = 4 * width * width + 2 * width * mlp + mlp + width + 4 * width
+    embeddings = width + _count(vision, "num_channels", 3) * patch * patch * width
+    embeddings += 1 + positions * width + ratios * tiles * positions * width  # gated_positional_embedding
+    embeddings += 2 * (1 + ratios * tiles * width) + 4 * width  # pre/post tile embeddings, layernorm_pre/post
+    local = _count(vision, "num_hidden_layers", 32) * layer
+    global_layers = _count(vision, "num_global_layers", 8) * (layer + 2)  # gate_attn, gate_ffn
+    output = _count(vision, "vision_output_dim", 7680)
+    return float(embeddings + local + global_layers + output * text_hidden + text_hidden)
+
+
+def _llama4(vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers Llama4VisionModel and Llama4MultiModalProjector: class and position embeddings, an unfolded
+    bias-free patch linear, LayerNorms, layers with biased attention and fc1/fc2, the pixel-shuffle adapter
+    (fc1 ``intermediate_size -> projector_input_dim``, fc2 ``projector_output_dim`` square, no biases), and a
+    bias-free projector ``vision_output_dim -> text width``."""
+    width = _count(vision, "hidden_size", 768)
+    mlp = _count(vision, "intermediate_size", 5632)
+    patch = _count(vision, "patch_size", 14)
+    positions = (_count(vision, "image_size", 448) // patch) ** 2 + 1
+    layer = 4 * width * width + 4 * width + 2 * width * mlp + mlp + width + 4 * width
+    embeddings = width + positions * width + _count(vision, "num_channels", 3) * patch * patch * width + 4 * width
+    adapter = mlp * _count(vision, "projector_input_dim", 4096) + _count(vision, "projector_output_dim", 4096) ** 2
+    projector = _count(vision, "vision_output_dim", 7680) * text_hidden
+    return float(embeddings + _count(vision, "num_hidden_layers", 34) * layer + adapter + projector)
+
+
+def _siglip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers SiglipVisionModel inside LlavaNextForConditionalGeneration: biased patch Conv2d, position
+    embeddings (no class token), layers with biased attention, LayerNorms and fc1/fc2, the post LayerNorm and the
+    attention-pooling head (``vision_use_head``, true by default); LlavaNextMultiModalProjector (linear_1 over the
+    concatenated ``vision_feature_layer`` outputs, linear_2, biased unless ``multimodal_projector_bias`` is false)
+    and ``image_newline``."""
+    width = _count(vision, "hidden_size", 768)
+    mlp = _count(vision, "intermediate_size", 3072)
+    patch = _count(vision, "patch_size", 16)
+    mlp_block = 2 * width * mlp + mlp + width
+    layer = 4 * width * width + 4 * width + 4 * width + mlp_block
+    embeddings = _count(vision, "num_channels", 3) * patch * patch * width + width
+    embeddings += (_count(vision, "image_size", 224) // patch) ** 2 * width
+    head = 0
+    if fields.flag(vision, "vision_use_head") is not False:
+        head = width + 4 * width * width + 4 * width + 2 * width + mlp_block  # probe, attention, layernorm, mlp
+    tower = embeddings + _count(vision, "num_hidden_layers", 12) * layer + 2 * width + head
+    feature = config.get("vision_feature_layer")
+    taps = len(feature) if isinstance(feature, list) and feature else 1
+    bias = fields.flag(config, "multimodal_projector_bias") is not False
+    projector = width * taps * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
+    return float(tower + projector + text_hidden)
+
+
+def mllama_encoder_states(config: dict[str, Any]) -> tuple[int, int, int]:
+    """Llama 3.2 Vision: (tokens one image occupies in the vision encoder, its width, hidden states it holds at once).
+
+    vLLM's MllamaVisionModel pads each tile's ``(image_size / patch_size)^2 + 1`` patches to a multiple of 8 and runs
+    ``max_num_tiles`` tiles per image; MllamaVisionEncoder keeps the hidden state of every
+    ``intermediate_layers_indices`` layer until the last layer has run, beside the live one (vLLM v0.6.3 and v0.8.0
+    model_executor/models/mllama.py ``MllamaVisionEncoder.forward``: ``encoder_states += (hidden_states,)``).
+    (0, 0, 0) for any other model.
+    """
+    vision = fields.mapping(config, "vision_config")
+    if vision is None or fields.text(config, "model_type") != "mllama":
+        return (0, 0, 0)
+    patch = _count(vision, "patch_size", 14)
+    patches = (_count(vision, "image_size", 448) // patch) ** 2 + 1
+    padded = patches + (8 - patches % 8) % 8
+    kept = len(fields.items(vision, "intermediate_layers_indices") or []) + 1
+    return (_count(vision, "max_num_tiles", 4) * padded, _count(vision, "hidden_size", 1280), kept)
+
+
+def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
+    """The vision tower and projector of a config whose tower is one of the classes above; None otherwise."""
+    vision = fields.mapping(config, "vision_config")
+    if vision is None:
+        return None
+    model_type = fields.text(config, "model_type") or ""
+    vision_type = fields.text(vision, "model_type") or ""
+    if model_type == "qwen2_vl" or vision_type in ("qwen2_vl", "qwen2_vl_vision"):
+        return _qwen2_vl(vision, text_hidden)
+    if model_type == "qwen2_5_vl" or vision_type in ("qwen2_5_vl", "qwen2_5_vl_vision"):
+        return _qwen2_5_vl(vision, text_hidden)
+    if model_type == "mllama" or vision_type == "mllama_vision_model":
+        return _mllama(vision, text_hidden)
+    if model_type == "llama4" or vision_type == "llama4_vision_model":
+        return _llama4(vision, text_hidden)
+    if model_type == "llava_next" and vision_type == "siglip_vision_model":
+        return _siglip_llava(config, vision, text_hidden)
+    return None
