@@ -52,8 +52,7 @@ PARSED = ("vllm", "sglang", "ktransformers")  # compared through the release's o
 
 # Recipes that fail until a fix of issue 12 lands: (check, recipe id) -> the item it waits for.
 # Strict: an entry whose recipe passes fails the run, so it must be removed with the fix.
-XFAIL: dict[tuple[str, str], str] = {
-}
+XFAIL: dict[tuple[str, str], str] = {}
 
 _yaml = YAML(typ="safe")
 

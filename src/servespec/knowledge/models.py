@@ -217,6 +217,7 @@ class ModelFacts:
         return (self.full_kv_heads or self.kv_heads) == self.kv_heads and (
             self.full_head_dim or self.head_dim
         ) == self.head_dim
+
     encoder_states: tuple[int, int, int] = (0, 0, 0)
     """Llama 3.2 Vision's encoder: (tokens per image, width, hidden states held at once) for vLLM's V0 profiling
     run, which runs every profiled image through the tower in one batch (knowledge/vision.py
