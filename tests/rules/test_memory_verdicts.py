@@ -87,13 +87,14 @@ def _qwen3_next(tmp_path: Path, version: str, options: str = "") -> Path:
     return _write(tmp_path, model, engine, "nvs8", "resources: {tensor_parallel: 8}\n")
 
 
-def test_a_linear_attention_page_the_release_aligns_otherwise_is_hedged(tmp_path: Path) -> None:
-    """vLLM 0.11.1+ aligns the attention block to a Gated DeltaNet state page by kernel/chunk size, not the
-    16 x cdiv rule the estimator models (linear_state_block None): sized with every attention layer at full
-    length and a floor, as a warning at most; 0.11.0's rule (16 x cdiv, HybridAttentionMambaModelConfig) is sized."""
+def test_a_linear_attention_layout_the_release_makes_otherwise_is_hedged(tmp_path: Path) -> None:
+    """vLLM 0.33.0 turns prefix caching on for hybrid models by default, and its align mode adds Mamba prefill
+    checkpoints the estimator does not model (hybrid_kv_cache.linear_prefill_checkpoints): sized with every attention
+    layer at full length and a floor, as a warning at most; 0.11.0's rule (16 x cdiv, HybridAttentionMambaModelConfig)
+    is sized."""
     _, plan = _plan(_qwen3_next(tmp_path, "0.33.0"))
     assert plan.one_sequence_floor_gib is not None  # type: ignore[attr-defined]
-    assert any("linear-attention layer's state is not modelled" in note for note in plan.notes)  # type: ignore[attr-defined]
+    assert any("prefill checkpoints" in note for note in plan.notes)  # type: ignore[attr-defined]
     _, sized = _plan(_qwen3_next(tmp_path, "0.11.0"))
     assert sized.one_sequence_floor_gib is None  # type: ignore[attr-defined]
     assert any("hybrid KV-cache layout" in note for note in sized.notes)  # type: ignore[attr-defined]

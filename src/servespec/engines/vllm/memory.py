@@ -14,6 +14,7 @@ from servespec.knowledge.memory import (
     KvLayout,
     activation_gib,
     cuda_total_gib,
+    dtype_bytes,
     finish,
     forward_activation_gib,
     kv_bytes_per_token,
@@ -224,12 +225,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         return plan(inp, total, weights, overhead, kv, 0, 0.0, utilization, notes, layout)
     if hybrid_layout_unknown(inp):
         version = inp.release.version if inp.release else ""
-        known = inp.release is not None and inp.release.facts.hybrid_kv_cache is not None
-        what = (
-            "whose page size for a linear-attention layer's state is not modelled"
-            if known
-            else "whose layout is not catalogued"
-        )
+        fact = inp.release.facts.hybrid_kv_cache if inp.release else None
+        rule = linear_state_rule(inp, fact) if fact is not None else None
+        what = f"for which {rule}" if isinstance(rule, str) else "whose layout is not catalogued"
         notes.append(
             f"vLLM {version} has a hybrid KV-cache manager {what}: "
             "every layer sized at full length, the least one sequence needs given as a floor"
@@ -341,8 +339,71 @@ def hybrid_layout_unknown(inp: EstimateInput) -> bool:
         return False  # the manager is off: every layer caches every token, as sized
     fact = release.facts.hybrid_kv_cache
     if fact is not None:
-        return bool(inp.model.linear_layers) and fact.linear_state_block is None
+        return bool(inp.model.linear_layers) and isinstance(linear_state_rule(inp, fact), str)
     return bool(_windowed_layers(inp.model) or inp.model.linear_layers)
+
+
+_STATE_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
+"""``--mamba-cache-dtype`` / ``--mamba-ssm-cache-dtype`` values and a config's ``mamba_ssm_dtype`` (vllm/config/cache.py
+``MambaDType``: auto, float32, float16; bfloat16 from Qwen3.5's configs)."""
+
+
+def _prefix_caching(inp: EstimateInput, fact: HybridKvCache) -> bool:
+    """Prefix caching for this hybrid model: the option when given, else the release's default for hybrid models."""
+    wanted = inp.options.get("enable_prefix_caching")
+    return wanted if isinstance(wanted, bool) else fact.hybrid_prefix_caching
+
+
+def linear_state_rule(inp: EstimateInput, fact: HybridKvCache) -> tuple[int, int] | str:
+    """(attention-block multiple, blocks per request of a linear layer's group) the release lays a linear-attention
+    model out with, or why that layout is not modelled.
+
+    Prefix caching puts a Gated DeltaNet or KDA model in ``align`` mode (neither supports ``all``): two state blocks
+    per request from 0.15 (``linear_state_blocks`` ``cache_mode``), one without prefix caching. Not modelled: prefix
+    caching on 0.11.1-0.14 (``mamba_block_size`` follows the attention block, aligned to the chunk size), align mode
+    where the release adds prefill checkpoints (0.32+), speculative blocks (0.15+), MLA attention beside the state
+    (Kimi Linear: the MLA kernels' alignment, 0.11.1+)."""
+    multiple = fact.linear_state_block
+    if multiple is None or fact.linear_state_blocks is None:
+        return "the page size for a linear-attention layer's state is not modelled"
+    caching = _prefix_caching(inp, fact)
+    if fact.linear_state_blocks == "one":
+        blocks = 1
+    elif inp.model.is_mla:
+        return "the MLA kernels' block alignment beside a linear-attention state is not modelled"
+    elif fact.linear_state_blocks == "mamba_block":
+        if caching:
+            return "prefix caching aligns a linear layer's blocks to its chunk size, which is not modelled"
+        blocks = 1
+    elif not caching:
+        blocks = 1
+    elif fact.linear_prefill_checkpoints:
+        return "prefix caching's align mode adds prefill checkpoints (per GDN prefill kernel), which are not modelled"
+    else:
+        blocks = 2
+    if fact.linear_state_blocks == "cache_mode" and inp.speculative is not None:
+        return "speculative decoding adds state blocks per request, which are not modelled"
+    if fact.linear_state_block_scales:
+        multiple = max(multiple, block_size(inp))
+    return multiple, blocks
+
+
+def linear_state_page(inp: EstimateInput, fact: HybridKvCache | None) -> float:
+    """Bytes of one linear layer's state per sequence on one GPU, in the dtypes the release gives it: the conv state
+    in ``mamba_cache_dtype`` (auto: the model's dtype), the recurrent state in ``mamba_ssm_cache_dtype``; auto
+    follows the conv state, except where the release applies the config's ``mamba_ssm_dtype``
+    (``ssm_dtype_from_config``: Qwen3.5/3.6, float32) or keeps KDA's state in float32 (``kda_state_float32``)."""
+    model = inp.model
+    element = dtype_bytes(model, inp.dtype)
+    conv = _STATE_DTYPE_BYTES.get(str(inp.options.get("mamba_cache_dtype")), element)
+    asked = _STATE_DTYPE_BYTES.get(str(inp.options.get("mamba_ssm_cache_dtype")))
+    recurrent = conv if asked is None else asked
+    if asked is None and fact is not None:
+        if model.linear_kind == "kda" and fact.kda_state_float32:
+            recurrent = 4.0
+        elif model.architecture in fact.ssm_dtype_from_config and model.linear_ssm_dtype in _STATE_DTYPE_BYTES:
+            recurrent = _STATE_DTYPE_BYTES[str(model.linear_ssm_dtype)]
+    return linear_state_bytes(model, conv, inp.tensor_parallel, recurrent)
 
 
 def one_sequence_floor(inp: EstimateInput) -> float:
@@ -409,14 +470,16 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
         return None
     element = kv_element_bytes(inp)
     per_layer = layer_bytes_per_token(model, element, inp.tensor_parallel)
+    state_blocks = 1
     if state:
         # Attention blocks grow until one page holds a linear layer's state, in multiples of the
-        # release's ``linear_state_block`` (model_executor/models/config.py HybridAttentionMambaModelConfig);
-        # a release that aligns otherwise is hedged (hybrid_layout_unknown), not sized here.
-        multiple = fact.linear_state_block if fact is not None else None
-        if multiple is None:
+        # release's alignment (:func:`linear_state_rule`); a layout the release makes otherwise is
+        # hedged (hybrid_layout_unknown), not sized here.
+        rule = linear_state_rule(inp, fact) if fact is not None else "no hybrid manager"
+        if isinstance(rule, str):
             return None
-        needed = linear_state_bytes(model, 2.0 if element < 2 else element, inp.tensor_parallel)
+        multiple, state_blocks = rule
+        needed = linear_state_page(inp, fact)
         block = max(block, multiple * math.ceil(needed / (multiple * per_layer)))
     page = block * per_layer
     size = _group_size(counts, fact.group_size_ratio if fact else None)
@@ -429,7 +492,7 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
         window_blocks = math.ceil(min(window + batched, length) / block)
     else:
         window_blocks = math.ceil(min(window - 1 + batched, length) / block) + 1
-    per_request = full_groups * math.ceil(length / block) + window_groups * window_blocks + state_groups
+    per_request = full_groups * math.ceil(length / block) + window_groups * window_blocks + state_groups * state_blocks
     sequences = blocks / per_request
     groups = full_groups + window_groups + state_groups
     reported = fact.reported_tokens if fact else "blocks_per_group"
