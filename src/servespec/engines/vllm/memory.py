@@ -440,6 +440,19 @@ def _in_flight_batches(inp: EstimateInput, fact: HybridKvCache | None) -> int:
     return max(inp.pipeline_parallel, 1)
 
 
+def state_block(inp: EstimateInput, fact: HybridKvCache, block: int) -> tuple[int, int] | None:
+    """(attention block in tokens, blocks per request of a state group) for a linear-attention model: the block
+    grows to ``M × ceil(state page / (M × per-token page))`` tokens, ``M`` the release's alignment
+    (:func:`linear_state_rule`), so that one page holds a layer's state; None where the layout is not modelled."""
+    rule = linear_state_rule(inp, fact)
+    if isinstance(rule, str):
+        return None
+    multiple, blocks = rule
+    per_layer = layer_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel)
+    needed = linear_state_page(inp, fact)
+    return max(block, multiple * math.ceil(needed / (multiple * per_layer))), blocks
+
+
 def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -> KvLayout | None:
     """The hybrid KV-cache manager's arithmetic (vllm/v1/core/kv_cache_utils.py), or None for one layer type.
 
@@ -472,15 +485,12 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
     per_layer = layer_bytes_per_token(model, element, inp.tensor_parallel)
     state_blocks = 1
     if state:
-        # Attention blocks grow until one page holds a linear layer's state, in multiples of the
-        # release's alignment (:func:`linear_state_rule`); a layout the release makes otherwise is
-        # hedged (hybrid_layout_unknown), not sized here.
-        rule = linear_state_rule(inp, fact) if fact is not None else "no hybrid manager"
-        if isinstance(rule, str):
+        # Attention blocks grow until one page holds a linear layer's state (:func:`state_block`); a layout
+        # the release makes otherwise is hedged (hybrid_layout_unknown), not sized here.
+        found = state_block(inp, fact, block) if fact is not None else None
+        if found is None:
             return None
-        multiple, state_blocks = rule
-        needed = linear_state_page(inp, fact)
-        block = max(block, multiple * math.ceil(needed / (multiple * per_layer)))
+        block, state_blocks = found
     page = block * per_layer
     size = _group_size(counts, fact.group_size_ratio if fact else None)
     full_groups, window_groups, state_groups = (math.ceil(count / size) for count in (full, windowed, state))
