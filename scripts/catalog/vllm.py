@@ -771,6 +771,32 @@ def _non_mla_alignment(cls: ast.ClassDef) -> ast.Assign | None:
     return None
 
 
+def _blackwell_alignment(version: str, src: Path) -> tuple[int | None, bool, str]:
+    """(multiple, whole 10.x family, source) of 0.11.1-0.17's FlashInfer case in HybridAttentionMambaModelConfig:
+    ``if current_platform.is_device_capability[_family](100) and model_config.get_head_size() == 256 and (no
+    backend or FLASHINFER): kernel_block_alignment_size = 32``; (None, False, "") where the release has none."""
+    rel = "vllm/model_executor/models/config.py"
+    cls = _class_node(_parse(src, rel), "HybridAttentionMambaModelConfig")
+    for node in ast.walk(cls) if cls else ():
+        if not isinstance(node, ast.If):
+            continue
+        names = _names(node.test)
+        capability = {"is_device_capability", "is_device_capability_family"} & names
+        constants = {n.value for n in ast.walk(node.test) if isinstance(n, ast.Constant)}
+        if not capability or "get_head_size" not in names or not {100, 256} <= constants:
+            continue
+        for a in node.body:
+            if (
+                isinstance(a, ast.Assign)
+                and getattr(a.targets[0], "id", "") == "kernel_block_alignment_size"
+                and isinstance(a.value, ast.Constant)
+                and isinstance(a.value.value, int)
+            ):
+                family = "is_device_capability_family" in capability
+                return int(a.value.value), family, url(version, rel, node.lineno)
+    return None, False, ""
+
+
 def _platform_alignment(version: str, src: Path, where: str) -> tuple[int | None, bool, str]:
     """0.20+: platforms/interface.py ``_align_hybrid_block_size``'s ``max(min(kernel sizes), block_size)``."""
     iface = "vllm/platforms/interface.py"
@@ -975,6 +1001,7 @@ def hybrid_kv_cache(
     gate = _chunked_gate(version, src) if chunked_spec else None
     chunked = bool(chunked_spec) and (gate[0] if gate else True)
     block, block_scales, block_source = _linear_state_block(version, src)
+    blackwell, blackwell_family, blackwell_source = _blackwell_alignment(version, src)
     state_blocks, state_blocks_source = _linear_state_blocks(version, src)
     prefix_caching, prefix_source = _hybrid_prefix_caching(version, src)
     ssm_from_config, ssm_source = _ssm_dtype_from_config(version, src)
@@ -1016,6 +1043,11 @@ def hybrid_kv_cache(
         sliding_text,
         chunked_text,
         f"{block_source} (attention block for a linear layer's state: {block_text})",
+        *(
+            [f"{blackwell_source} (compute capability {'10.x' if blackwell_family else '10.0'}, head size 256, "
+             f"FlashInfer or no backend chosen: multiple {blackwell})"]
+            if blackwell else []
+        ),
         f"{state_blocks_source} (a linear layer's blocks per request: {state_blocks or 'not read'})",
         f"{prefix_source} (prefix caching for hybrid models by default: {prefix_caching})",
         f"{ssm_source} (recurrent state dtype from the config's mamba_ssm_dtype: "
@@ -1031,6 +1063,8 @@ def hybrid_kv_cache(
         "reported_tokens": reported[0],
         "linear_state_block": block,
         "linear_state_block_scales": block_scales,
+        "linear_state_block_blackwell": blackwell,
+        "linear_state_block_blackwell_family": blackwell_family,
         "linear_state_blocks": state_blocks,
         "hybrid_prefix_caching": bool(prefix_caching),
         "ssm_dtype_from_config": list(ssm_from_config),

@@ -131,3 +131,26 @@ def test_speculative_blocks_are_hedged_from_0_15() -> None:
     inp = replace(_input("0.24.0", LOGGED), speculative="mtp")
     assert isinstance(linear_state_rule(inp, _fact("0.24.0")), str)
     assert linear_state_rule(replace(inp, speculative=None), _fact("0.24.0")) == (16, 2)
+
+
+@pytest.mark.parametrize(
+    ("version", "gpu", "options", "block"),
+    [
+        ("0.14.0", "H100-SXM5-80GB", {}, 1072),  # 16 x cdiv(1,097,728, 16 x 1024): bf16 state before 0.17
+        ("0.14.0", "B200", {}, 1088),  # FlashInfer's head-256 case on Blackwell: 32 x cdiv(...)
+        ("0.14.0", "B300", {}, 1088),  # is_device_capability_family(100) from 0.13: 10.3 too
+        ("0.11.1", "B300", {}, 1072),  # is_device_capability(100): 10.0 only
+        ("0.11.1", "B200", {}, 1088),
+        ("0.14.0", "B200", {"attention_backend": "FLASH_ATTN"}, 1072),  # another backend chosen
+        ("0.17.1", "B200", {}, 2112),  # float32 recurrent state from 0.17: 32 x cdiv(2,146,304, 32 x 1024)
+        ("0.18.0", "B200", {}, 2096),  # the case is gone from 0.18: 16 x cdiv(...)
+    ],
+)
+def test_blackwell_head_256_aligns_to_32_where_the_release_says(
+    version: str, gpu: str, options: dict[str, Any], block: int
+) -> None:
+    from servespec.engines.vllm.memory import state_block
+    from servespec.knowledge import gpus
+
+    inp = replace(_input(version, {"kv_cache_dtype": "fp8", **options}), gpu=gpus.resolve(gpu))
+    assert state_block(inp, _fact(version), 16) == (block, 1)

@@ -212,6 +212,11 @@ class HybridKvCache(_Fact):
     linear_state_block_scales: bool = False
     """The multiple is ``max(linear_state_block, block_size)`` (0.20+: the backend's smallest kernel block against
     the block size in use), not ``linear_state_block`` alone."""
+    linear_state_block_blackwell: int | None = None
+    """The multiple instead on Blackwell for head size 256 when FlashInfer (or no backend) is chosen
+    (flashinfer-ai/flashinfer#1993): 32 in 0.11.1-0.17; None: no such case."""
+    linear_state_block_blackwell_family: bool = False
+    """That case covers compute capability 10.x (``is_device_capability_family(100)``, 0.14+), else exactly 10.0."""
     linear_prefill_checkpoints: bool = False
     """In ``align`` mode the release adds Mamba prefill checkpoints where the FlashInfer GDN prefill runs (one more
     block per request, a 64-token alignment; 0.32+): not modelled, such layouts are hedged."""

@@ -366,26 +366,43 @@ def linear_state_rule(inp: EstimateInput, fact: HybridKvCache) -> tuple[int, int
     multiple = fact.linear_state_block
     if multiple is None or fact.linear_state_blocks is None:
         return "the page size for a linear-attention layer's state is not modelled"
-    caching = _prefix_caching(inp, fact)
-    if fact.linear_state_blocks == "one":
-        blocks = 1
-    elif inp.model.is_mla:
-        return "the MLA kernels' block alignment beside a linear-attention state is not modelled"
-    elif fact.linear_state_blocks == "mamba_block":
-        if caching:
-            return "prefix caching aligns a linear layer's blocks to its chunk size, which is not modelled"
-        blocks = 1
-    elif not caching:
-        blocks = 1
-    elif fact.linear_prefill_checkpoints:
-        return "prefix caching's align mode adds prefill checkpoints (per GDN prefill kernel), which are not modelled"
-    else:
-        blocks = 2
-    if fact.linear_state_blocks == "cache_mode" and inp.speculative is not None:
-        return "speculative decoding adds state blocks per request, which are not modelled"
+    blocks = _state_blocks(inp, fact)
+    if isinstance(blocks, str):
+        return blocks
+    if fact.linear_state_block_blackwell and _blackwell_head_256(inp, fact):
+        multiple = fact.linear_state_block_blackwell
     if fact.linear_state_block_scales:
         multiple = max(multiple, block_size(inp))
     return multiple, blocks
+
+
+def _state_blocks(inp: EstimateInput, fact: HybridKvCache) -> int | str:
+    """Blocks a state group holds per request (:func:`linear_state_rule`), or why they are not modelled."""
+    caching = _prefix_caching(inp, fact)
+    if fact.linear_state_blocks == "one":
+        return 1
+    if inp.model.is_mla:
+        return "the MLA kernels' block alignment beside a linear-attention state is not modelled"
+    if fact.linear_state_blocks == "mamba_block":
+        return "prefix caching aligns a linear layer's blocks to its chunk size (not modelled)" if caching else 1
+    if inp.speculative is not None:
+        return "speculative decoding adds state blocks per request, which are not modelled"
+    if not caching:
+        return 1
+    if fact.linear_prefill_checkpoints:
+        return "prefix caching's align mode adds prefill checkpoints (per GDN prefill kernel), which are not modelled"
+    return 2
+
+
+def _blackwell_head_256(inp: EstimateInput, fact: HybridKvCache) -> bool:
+    """The release's FlashInfer case: head size 256 on compute capability 10.0 (10.x from 0.14), FlashInfer or no
+    attention backend chosen (``attention_backend``)."""
+    if inp.gpu is None or inp.model.head_dim != 256:
+        return False
+    if inp.options.get("attention_backend") not in (None, "FLASHINFER"):
+        return False
+    major, minor = inp.gpu.compute_capability
+    return major == 10 and (fact.linear_state_block_blackwell_family or minor == 0)
 
 
 def linear_state_page(inp: EstimateInput, fact: HybridKvCache | None) -> float:
