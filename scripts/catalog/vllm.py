@@ -944,6 +944,72 @@ def _kda_state_float32(version: str, src: Path) -> tuple[bool, str]:
     return False, url(version, rel, function.lineno)
 
 
+GDN = "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py"
+
+
+def _checkpoint_layout(version: str, src: Path) -> tuple[dict[str, Any], list[str]]:
+    """The align-mode prefill checkpoints of Qwen's Gated DeltaNet layer (0.33+): the alignment constant, the
+    blocks its spec adds, and the GPUs ``_resolve_gdn_prefill_backend`` gives FlashInfer's prefill."""
+    found: dict[str, Any] = {}
+    sources: list[str] = []
+    constants = "vllm/v1/attention/backends/gdn_attn.py"
+    tree = _parse(src, constants)
+    for node in _assigns(tree, "FLASHINFER_GDN_CHECKPOINT_ALIGNMENT") if tree else []:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, int):
+            found["checkpoint_alignment"] = node.value.value
+            sources.append(url(version, constants, node.lineno))
+    layer = _parse(src, GDN)
+    for node in ast.walk(layer) if layer else ():
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg == "num_prefill_checkpoint_blocks"
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, int)
+        ):
+            found["checkpoint_blocks"] = node.value.value
+            sources.append(url(version, GDN, node.value.lineno))
+    resolve = _function_node(layer, "_resolve_gdn_prefill_backend")
+    gpus = []
+    for branch in ast.walk(resolve) if resolve else ():
+        if not isinstance(branch, ast.If) or "supports_flashinfer" not in _names(branch.body[0]):
+            continue
+        rule = _checkpoint_gpu(branch.test)
+        if rule is not None:
+            gpus.append(rule)
+            sources.append(url(version, GDN, branch.lineno))
+    if gpus:
+        found["checkpoint_gpus"] = gpus
+    return found, sources
+
+
+CAPABILITY_CHECKS = ("is_device_capability", "is_device_capability_family")
+
+
+def _checkpoint_gpu(test: ast.expr) -> dict[str, Any] | None:
+    """One ``is_device_capability[_family](N) [and head_k_dim == K] [and get_cuda_runtime_major() >= R]`` test."""
+    calls = [
+        n for n in ast.walk(test)
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", "") in CAPABILITY_CHECKS
+        and n.args and isinstance(n.args[0], ast.Constant)
+    ]  # fmt: skip
+    if len(calls) != 1:
+        return None
+    code = int(calls[0].args[0].value)  # type: ignore[attr-defined]
+    rule: dict[str, Any] = {
+        "capability": f"{code // 10}.{code % 10}",
+        "family": getattr(calls[0].func, "attr", "") == "is_device_capability_family",
+    }
+    for compare in (n for n in ast.walk(test) if isinstance(n, ast.Compare) and len(n.comparators) == 1):
+        right = compare.comparators[0]
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, int)):
+            continue
+        if "head_k_dim" in _names(compare.left) and isinstance(compare.ops[0], ast.Eq):
+            rule["head_k_dim"] = right.value
+        elif "get_cuda_runtime_major" in _names(compare.left) and isinstance(compare.ops[0], ast.GtE):
+            rule["cuda_runtime_min"] = right.value
+    return rule
+
+
 def _prefill_checkpoints(version: str, src: Path) -> tuple[bool, str]:
     """Whether align mode adds Mamba prefill checkpoints (an extra block and a 64-token alignment where the
     FlashInfer GDN prefill runs: platforms/interface.py ``get_mamba_prefill_checkpoint_alignment``, 0.32+)."""
@@ -1007,6 +1073,7 @@ def hybrid_kv_cache(
     ssm_from_config, ssm_source = _ssm_dtype_from_config(version, src)
     kda_float32, kda_source = _kda_state_float32(version, src)
     checkpoints, checkpoints_source = _prefill_checkpoints(version, src)
+    checkpoint_layout, checkpoint_sources = _checkpoint_layout(version, src) if checkpoints else ({}, [])
     in_flight, in_flight_source = _in_flight_window(version, src)
     interface = "vllm/v1/kv_cache_interface.py"
     ratio = grouping[0]
@@ -1054,6 +1121,7 @@ def hybrid_kv_cache(
         f"{', '.join(ssm_from_config) or 'none'})",
         f"{kda_source} (KDA recurrent state float32: {kda_float32})",
         f"{checkpoints_source} (align-mode prefill checkpoints: {checkpoints})",
+        *(f"{where} (prefill checkpoints where FlashInfer's GDN prefill runs)" for where in checkpoint_sources),
         in_flight_source,
     ]
     fact = {
@@ -1070,6 +1138,7 @@ def hybrid_kv_cache(
         "ssm_dtype_from_config": list(ssm_from_config),
         "kda_state_float32": kda_float32,
         "linear_prefill_checkpoints": checkpoints,
+        **checkpoint_layout,
         "in_flight_window": in_flight,
         "source": "; ".join(sources),
     }

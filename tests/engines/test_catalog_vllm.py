@@ -282,6 +282,19 @@ def test_linear_attention_layout_follows_each_release(version: str) -> None:
     assert found == LINEAR_CHANGES[version]
 
 
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_gdn_prefill_checkpoints_are_read_where_align_mode_adds_them(version: str) -> None:
+    """gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64; qwen_gdn_linear_attn.py's spec adds
+    num_prefill_checkpoint_blocks=1 and ``_resolve_gdn_prefill_backend`` picks FlashInfer on 9.0, and on the 10.x and
+    12.x families for head_k_dim 128 with a CUDA 13 runtime (read by hand in both releases)."""
+    fact = VLLM.catalog.release(version).facts.hybrid_kv_cache
+    assert fact is not None and fact.linear_prefill_checkpoints
+    assert (fact.checkpoint_alignment, fact.checkpoint_blocks) == (64, 1)
+    rules = [(g.capability, g.family, g.head_k_dim, g.cuda_runtime_min) for g in fact.checkpoint_gpus]
+    assert rules == [("9.0", False, None, None), ("10.0", True, 128, 13), ("12.0", True, 128, 13)]
+    assert VLLM.catalog.release("0.32.0").facts.hybrid_kv_cache.checkpoint_gpus == ()  # type: ignore[union-attr]
+
+
 def test_no_hybrid_manager_before_0_9_1() -> None:
     """0.8.x-0.9.0 V1 turns sliding-window specs into full attention (kv_cache_utils.py unify_hybrid_kv_cache_specs)."""
     for version in ("0.7.3", "0.8.0", "0.8.5", "0.9.0.1"):

@@ -106,8 +106,8 @@ def test_a_larger_block_size_scales_the_alignment_from_0_20() -> None:
 @pytest.mark.parametrize(
     ("version", "options", "reason"),
     [
-        ("0.33.0", {}, "prefill checkpoints"),  # prefix caching on by default for hybrid models from 0.28
         ("0.14.0", {"enable_prefix_caching": True}, "chunk size"),
+        ("0.33.0", {}, None),  # prefix caching on by default from 0.28; on Hopper, prefill checkpoints modelled
         ("0.24.0", {"enable_prefix_caching": True}, None),
         ("0.33.0", {"enable_prefix_caching": False}, None),
     ],
@@ -154,3 +154,25 @@ def test_blackwell_head_256_aligns_to_32_where_the_release_says(
 
     inp = replace(_input(version, {"kv_cache_dtype": "fp8", **options}), gpu=gpus.resolve(gpu))
     assert state_block(inp, _fact(version), 16) == (block, 1)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "options", "rule"),
+    [
+        ("H100-SXM5-80GB", {}, (64, 3)),  # FlashInfer's GDN prefill on 9.0: lcm(16, 64), 2 + 1 checkpoint block
+        ("B200", {}, (64, 3)),  # 10.x with head_k_dim 128 and the wheel's CUDA 13 runtime
+        ("RTX-4090", {}, (16, 2)),  # 8.9: Triton's prefill, no checkpoints
+        ("H100-SXM5-80GB", {"gdn_prefill_backend": "triton"}, (16, 2)),
+        ("H100-SXM5-80GB", {"enable_prefix_caching": False}, (16, 1)),
+        (None, {}, None),  # the GPU decides the prefill kernel: not known without one
+    ],
+)
+def test_0_33_prefill_checkpoints_follow_the_gdn_prefill_kernel(
+    gpu: str | None, options: dict[str, Any], rule: tuple[int, int] | None
+) -> None:
+    from servespec.engines.vllm.memory import linear_state_rule
+    from servespec.knowledge import gpus
+
+    inp = replace(_input("0.33.0", options), gpu=gpus.resolve(gpu) if gpu else None)
+    found = linear_state_rule(inp, _fact("0.33.0"))
+    assert found == rule if rule is not None else isinstance(found, str)

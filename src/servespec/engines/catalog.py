@@ -184,6 +184,19 @@ class SglangMemory(_Fact):
     total measured after the distributed set-up (``profile_max_num_token``)."""
 
 
+class CheckpointGpus(_Fact):
+    """GPUs where a release runs Gated DeltaNet's prefill on FlashInfer (``_resolve_gdn_prefill_backend``), whose
+    align-mode prefill checkpoints change the layout."""
+
+    capability: str
+    """``9.0``: that compute capability; with ``family``, every ``10.x`` / ``12.x``."""
+    family: bool = False
+    head_k_dim: int | None = None
+    """Only for this ``linear_key_head_dim``; None: any."""
+    cuda_runtime_min: int | None = None
+    """Only when the CUDA runtime's major version is at least this (the release's wheel: ``image_cuda``)."""
+
+
 class HybridKvCache(_Fact):
     """How a release's KV-cache manager lays out a model with several attention kinds.
 
@@ -218,8 +231,14 @@ class HybridKvCache(_Fact):
     linear_state_block_blackwell_family: bool = False
     """That case covers compute capability 10.x (``is_device_capability_family(100)``, 0.14+), else exactly 10.0."""
     linear_prefill_checkpoints: bool = False
-    """In ``align`` mode the release adds Mamba prefill checkpoints where the FlashInfer GDN prefill runs (one more
-    block per request, a 64-token alignment; 0.32+): not modelled, such layouts are hedged."""
+    """In ``align`` mode the release adds Mamba prefill checkpoints where the FlashInfer GDN prefill runs (0.33+):
+    the alignment becomes ``lcm(multiple, checkpoint_alignment)`` and each state group holds ``checkpoint_blocks``
+    more blocks per request, on ``checkpoint_gpus``; where a field is not read, such layouts are hedged."""
+    checkpoint_alignment: int | None = None
+    """``FLASHINFER_GDN_CHECKPOINT_ALIGNMENT`` (vllm/v1/attention/backends/gdn_attn.py): 64."""
+    checkpoint_blocks: int | None = None
+    """``num_prefill_checkpoint_blocks`` a Qwen GDN layer's spec takes (qwen_gdn_linear_attn.py): 1."""
+    checkpoint_gpus: tuple[CheckpointGpus, ...] = ()
     linear_state_blocks: Literal["one", "mamba_block", "cache_mode"] | None = None
     """Blocks a linear-attention (Mamba-style) group holds per request (``MambaSpec.max_memory_usage_bytes``):
     ``one`` (0.10-0.11.0, prefix caching off for hybrid models); ``mamba_block``: ``cdiv(max_model_len,

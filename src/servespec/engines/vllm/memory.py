@@ -366,32 +366,60 @@ def linear_state_rule(inp: EstimateInput, fact: HybridKvCache) -> tuple[int, int
     multiple = fact.linear_state_block
     if multiple is None or fact.linear_state_blocks is None:
         return "the page size for a linear-attention layer's state is not modelled"
-    blocks = _state_blocks(inp, fact)
-    if isinstance(blocks, str):
-        return blocks
+    found = _state_blocks(inp, fact)
+    if isinstance(found, str):
+        return found
+    blocks, checkpoint_alignment = found
     if fact.linear_state_block_blackwell and _blackwell_head_256(inp, fact):
         multiple = fact.linear_state_block_blackwell
     if fact.linear_state_block_scales:
         multiple = max(multiple, block_size(inp))
-    return multiple, blocks
+    return math.lcm(multiple, checkpoint_alignment), blocks
 
 
-def _state_blocks(inp: EstimateInput, fact: HybridKvCache) -> int | str:
-    """Blocks a state group holds per request (:func:`linear_state_rule`), or why they are not modelled."""
+def _state_blocks(inp: EstimateInput, fact: HybridKvCache) -> tuple[int, int] | str:
+    """(blocks a state group holds per request, the prefill checkpoints' alignment or 1) (:func:`linear_state_rule`),
+    or why they are not modelled."""
     caching = _prefix_caching(inp, fact)
     if fact.linear_state_blocks == "one":
-        return 1
+        return 1, 1
     if inp.model.is_mla:
         return "the MLA kernels' block alignment beside a linear-attention state is not modelled"
     if fact.linear_state_blocks == "mamba_block":
-        return "prefix caching aligns a linear layer's blocks to its chunk size (not modelled)" if caching else 1
+        return "prefix caching aligns a linear layer's blocks to its chunk size (not modelled)" if caching else (1, 1)
     if inp.speculative is not None:
         return "speculative decoding adds state blocks per request, which are not modelled"
     if not caching:
-        return 1
-    if fact.linear_prefill_checkpoints:
+        return 1, 1
+    if not fact.linear_prefill_checkpoints:
+        return 2, 1
+    flashinfer = _flashinfer_gdn_prefill(inp, fact)
+    if flashinfer is None or fact.checkpoint_alignment is None or fact.checkpoint_blocks is None:
         return "prefix caching's align mode adds prefill checkpoints (per GDN prefill kernel), which are not modelled"
-    return 2
+    return (2 + fact.checkpoint_blocks, fact.checkpoint_alignment) if flashinfer else (2, 1)
+
+
+def _flashinfer_gdn_prefill(inp: EstimateInput, fact: HybridKvCache) -> bool | None:
+    """Whether the release runs a Qwen Gated DeltaNet layer's prefill on FlashInfer here (``checkpoint_gpus``, the
+    ``gdn_prefill_backend`` option, the wheel's CUDA runtime: ``image_cuda``); None: not known (no GPU, KDA)."""
+    backend = inp.options.get("gdn_prefill_backend")
+    if backend not in (None, "auto", "flashinfer"):
+        return False
+    if inp.gpu is None or inp.model.linear_kind != "gated_delta_net" or not fact.checkpoint_gpus:
+        return None
+    cuda = inp.release.facts.image_cuda if inp.release else None
+    runtime = int(cuda.value.split(".")[0]) if cuda is not None and cuda.value.split(".")[0].isdigit() else None
+    major, minor = inp.gpu.compute_capability
+    for rule in fact.checkpoint_gpus:
+        want_major, _, want_minor = rule.capability.partition(".")
+        if major != int(want_major) or (not rule.family and minor != int(want_minor or 0)):
+            continue
+        if rule.head_k_dim is not None and inp.model.linear_state[3] != rule.head_k_dim:
+            continue
+        if rule.cuda_runtime_min is not None and (runtime is None or runtime < rule.cuda_runtime_min):
+            return None if runtime is None else False
+        return True
+    return False
 
 
 def _blackwell_head_256(inp: EstimateInput, fact: HybridKvCache) -> bool:
