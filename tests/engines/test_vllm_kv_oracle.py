@@ -159,17 +159,20 @@ LINEAR_CONTEXT = 131072
 
 def _linear_cases() -> list[Any]:
     # 0.11.0 does not know Qwen3.5's architecture (qwen3_5 arrives later): Qwen3-Next only there
-    return [
-        pytest.param(name, version, id=f"{name}-{version}")
+    cases = [
+        pytest.param(name, version, False, id=f"{name}-{version}")
         for name in LINEAR_MODELS
         for version in ("0.11.0", "0.33.0")
         if not (name == "qwen3.6-35b" and version == "0.11.0")
     ]
+    return [*cases, pytest.param("qwen3.6-35b", "0.33.0", True, id="qwen3.6-35b-0.33.0-prefix-caching-h100")]
 
 
-@pytest.mark.parametrize(("name", "version"), _linear_cases())
-def test_linear_attention_layout_matches_the_release(name: str, version: str, tmp_path: Path) -> None:
-    """A hybrid Gated DeltaNet model, prefix caching off (mamba_cache_mode none: one state block per request).
+@pytest.mark.parametrize(("name", "version", "caching"), _linear_cases())
+def test_linear_attention_layout_matches_the_release(name: str, version: str, caching: bool, tmp_path: Path) -> None:
+    """A hybrid Gated DeltaNet model, prefix caching off (mamba_cache_mode none: one state block per request), and
+    on 0.33.0 with it on, on an H100 (align mode, the FlashInfer GDN prefill's checkpoint block: the case passes the
+    ``num_prefill_checkpoint_blocks`` the catalog read from qwen_gdn_linear_attn.py).
 
     The release's own code gives the state's shapes and dtypes (its MambaStateShapeCalculator and
     MambaStateDtypeCalculator, and the Qwen3.5 config class where it maps the architecture), the groups, the pages
@@ -185,19 +188,22 @@ def test_linear_attention_layout_matches_the_release(name: str, version: str, tm
     model = catalogued(repo)
     assert model is not None
     release = get("vllm").select(version).release
+    from servespec.knowledge import gpus
+
     inp = EstimateInput(
         engine="vllm",
         release=release,
         model=model,
-        gpu=None,
+        gpu=gpus.resolve("H100-SXM5-80GB") if caching else None,
         max_model_len=LINEAR_CONTEXT,
-        options={"max_num_batched_tokens": BATCHED, "enable_prefix_caching": False},
+        options={"max_num_batched_tokens": BATCHED, "enable_prefix_caching": caching},
     )
     fact = release.facts.hybrid_kv_cache
     assert fact is not None
     found_block = state_block(inp, fact, BLOCK)
-    assert found_block is not None and found_block[1] == 1
+    assert found_block is not None and found_block[1] == (2 + (fact.checkpoint_blocks or 0) if caching else 1)
     block = found_block[0]
+    multiple = (fact.checkpoint_alignment or 16) if caching else 16
     ours = kv_tokens(replace(inp, options={**inp.options, "block_size": BLOCK}), BUDGET_GIB, BATCHED)
     python = env_python("vllm", version)
     case = tmp_path / "case.json"
@@ -209,7 +215,8 @@ def test_linear_attention_layout_matches_the_release(name: str, version: str, tm
                 "block_size": block,
                 "max_model_len": LINEAR_CONTEXT,
                 "max_num_batched_tokens": BATCHED,
-                "mamba_cache_mode": "none",
+                "mamba_cache_mode": "align" if caching else "none",
+                "num_prefill_checkpoint_blocks": fact.checkpoint_blocks if caching else 0,
             }
         )
     )
@@ -223,6 +230,6 @@ def test_linear_attention_layout_matches_the_release(name: str, version: str, tm
     assert found["vllm"] == version
     per_token = 2 * model.kv_heads * model.head_dim * 2  # bf16 attention page for one token and layer
     state = found["state_bytes"][0]
-    assert (block - 16) * per_token < state <= block * per_token, (block, state)
+    assert (block - multiple) * per_token < state <= block * per_token, (block, state)
     print(f"vllm {version} {name}: block {block}, engine {found['tokens']} tokens, servespec {ours} ({found})")
     assert ours == found["tokens"], f"engine {found['tokens']} tokens, servespec {ours}: {found}"

@@ -9,7 +9,8 @@ Run INSIDE a vLLM environment made by ``scripts/parser-envs`` (not in the serves
 ``KVCacheSpec`` dict is built from the config as the release's model runner builds it
 (``get_kv_cache_spec``: one spec per attention layer: full, sliding-window or MLA; a Gated DeltaNet layer's
 ``MambaSpec`` from the release's own state calculators, padded to the attention page of the case's
-``block_size``, in ``mamba_cache_mode`` ``none`` unless the case says ``align``), then the
+``block_size``, in ``mamba_cache_mode`` ``none`` unless the case says ``align``, with the case's
+``num_prefill_checkpoint_blocks``), then the
 release's own grouping and block arithmetic lays it out for ``available_memory`` bytes. Prints
 one JSON object: ``tokens`` (the figure the release logs as "GPU KV cache size: N tokens",
 captured from its own log record), ``num_blocks``, ``block_size`` (of each group), ``groups``
@@ -121,6 +122,8 @@ def _linear_spec(config: dict[str, Any], case: dict[str, Any], block_size: int, 
         extra["mamba_type"] = _gdn_type(fields["mamba_type"].default)
     if "mamba_cache_mode" in fields:
         extra["mamba_cache_mode"] = case.get("mamba_cache_mode", "none")
+    if case.get("num_prefill_checkpoint_blocks"):  # 0.33+: what the Qwen GDN layer's spec adds under FlashInfer
+        extra["num_prefill_checkpoint_blocks"] = int(case["num_prefill_checkpoint_blocks"])
     return iface.MambaSpec(
         block_size=block_size, shapes=tuple(shapes), dtypes=tuple(dtypes), page_size_padded=page, **extra
     )
