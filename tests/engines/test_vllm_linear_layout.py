@@ -176,3 +176,15 @@ def test_0_33_prefill_checkpoints_follow_the_gdn_prefill_kernel(
     inp = replace(_input("0.33.0", options), gpu=gpus.resolve(gpu) if gpu else None)
     found = linear_state_rule(inp, _fact("0.33.0"))
     assert found == rule if rule is not None else isinstance(found, str)
+
+
+def test_mla_beside_a_linear_state_is_hedged_from_0_11_1() -> None:
+    """Kimi Linear's MLA layers: the release aligns the block to the MLA kernels (64, or the MLA backend's sizes from
+    0.20), which the estimator does not model; 0.10-0.11.0's literal 16 applies to any attention."""
+    from servespec.engines.vllm.memory import linear_state_rule
+
+    mla = replace(_model(), kv_lora_rank=512, qk_rope_head_dim=64)
+    assert mla.is_mla
+    found = linear_state_rule(_input("0.24.0", {}, mla), _fact("0.24.0"))
+    assert isinstance(found, str) and "MLA" in found
+    assert linear_state_rule(_input("0.11.0", {}, mla), _fact("0.11.0")) == (16, 1)
