@@ -683,34 +683,345 @@ def _chunked_gate(version: str, src: Path) -> tuple[bool, str] | None:
     return None
 
 
-def _linear_state_block(version: str, src: Path) -> tuple[int | None, str]:
-    """(multiple, source) of HybridAttentionMambaModelConfig's attention block size when a linear
-    layer's state sets the page: ``attn_block_size = N * cdiv(mamba_page_size, ...)`` is its only
-    assignment (0.10.1-0.18). Any other rule (kernel or chunk alignment, 0.19+) is not modelled: None."""
+def _class_node(tree: ast.Module | None, name: str) -> ast.ClassDef | None:
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node
+    return None
+
+
+def _function_node(node: ast.AST | None, name: str) -> ast.FunctionDef | None:
+    for sub in ast.walk(node) if node else ():
+        if isinstance(sub, ast.FunctionDef) and sub.name == name:
+            return sub
+    return None
+
+
+def _assigns(node: ast.AST, name: str) -> list[ast.Assign]:
+    """Assignments to the plain name ``name`` under ``node``, in source order."""
+    found = [
+        n for n in ast.walk(node)
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == name for t in n.targets)
+    ]  # fmt: skip
+    return sorted(found, key=lambda n: n.lineno)
+
+
+def _aligned_to(value: ast.expr, multiple: str | int) -> bool:
+    """``value`` is ``M * cdiv(mamba_page_size, ...)`` with ``M`` the literal ``multiple`` or the name ``multiple``."""
+    if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult)):
+        return False
+    left, right = value.left, value.right
+    same = (
+        isinstance(left, ast.Constant) and left.value == multiple
+        if isinstance(multiple, int)
+        else isinstance(left, ast.Name) and left.id == multiple
+    )
+    return (
+        same
+        and isinstance(right, ast.Call)
+        and getattr(right.func, "id", "") == "cdiv"
+        and "mamba_page_size" in _names(right)
+    )
+
+
+def _linear_state_block(version: str, src: Path) -> tuple[int | None, bool, str]:
+    """(multiple, scales with the block size, source) of the attention block a linear layer's state sets.
+
+    - 0.10.1-0.11.0: ``attn_block_size = 16 * cdiv(mamba_page_size, ...)``, the only assignment in
+      models/config.py ``HybridAttentionMambaModelConfig``.
+    - 0.11.1-0.19: ``attn_block_size = kernel_block_alignment_size * cdiv(...)`` there, the alignment the
+      literal of the non-MLA branch (``if model_config.use_mla: ... else: kernel_block_alignment_size = 16``;
+      Blackwell's head-256 FlashInfer case, 32, is not modelled).
+    - 0.20+: the same formula in platforms/interface.py ``Platform._align_hybrid_block_size``, the alignment
+      ``max(min(backend.get_supported_kernel_block_sizes()), cache_config.block_size)``: FlashAttention's smallest
+      size (vllm/v1/attention/backends/flash_attn.py), against the block size (scales: True).
+    Any other form: None (not modelled)."""
+    rel = "vllm/model_executor/models/config.py"
+    cls = _class_node(_parse(src, rel), "HybridAttentionMambaModelConfig")
+    if cls is None:
+        return None, False, url(version, rel)
+    blocks = _assigns(cls, "attn_block_size")
+    if len(blocks) == 1 and _aligned_to(blocks[0].value, 16):
+        return 16, False, url(version, rel, blocks[0].lineno)
+    plain = [b for b in blocks if _aligned_to(b.value, "kernel_block_alignment_size")]
+    if plain:
+        literal = _non_mla_alignment(cls)
+        if literal is None:
+            return None, False, url(version, rel, plain[0].lineno)
+        assert isinstance(literal.value, ast.Constant)
+        lines = f"{url(version, rel, literal.lineno)}; {url(version, rel, plain[0].lineno)}"
+        return int(literal.value.value), False, lines
+    if blocks:
+        return None, False, url(version, rel, blocks[0].lineno)
+    return _platform_alignment(version, src, url(version, rel, cls.lineno))
+
+
+def _non_mla_alignment(cls: ast.ClassDef) -> ast.Assign | None:
+    """``kernel_block_alignment_size = N`` first in the ``else`` of ``if model_config.use_mla``."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.If) and "use_mla" in _names(node.test):
+            for a in node.orelse:
+                if (
+                    isinstance(a, ast.Assign)
+                    and getattr(a.targets[0], "id", "") == "kernel_block_alignment_size"
+                    and isinstance(a.value, ast.Constant)
+                    and isinstance(a.value.value, int)
+                ):
+                    return a
+    return None
+
+
+def _blackwell_alignment(version: str, src: Path) -> tuple[int | None, bool, str]:
+    """(multiple, whole 10.x family, source) of 0.11.1-0.17's FlashInfer case in HybridAttentionMambaModelConfig:
+    ``if current_platform.is_device_capability[_family](100) and model_config.get_head_size() == 256 and (no
+    backend or FLASHINFER): kernel_block_alignment_size = 32``; (None, False, "") where the release has none."""
+    rel = "vllm/model_executor/models/config.py"
+    cls = _class_node(_parse(src, rel), "HybridAttentionMambaModelConfig")
+    for node in ast.walk(cls) if cls else ():
+        if not isinstance(node, ast.If):
+            continue
+        names = _names(node.test)
+        capability = {"is_device_capability", "is_device_capability_family"} & names
+        constants = {n.value for n in ast.walk(node.test) if isinstance(n, ast.Constant)}
+        if not capability or "get_head_size" not in names or not {100, 256} <= constants:
+            continue
+        for a in node.body:
+            if (
+                isinstance(a, ast.Assign)
+                and getattr(a.targets[0], "id", "") == "kernel_block_alignment_size"
+                and isinstance(a.value, ast.Constant)
+                and isinstance(a.value.value, int)
+            ):
+                family = "is_device_capability_family" in capability
+                return int(a.value.value), family, url(version, rel, node.lineno)
+    return None, False, ""
+
+
+def _platform_alignment(version: str, src: Path, where: str) -> tuple[int | None, bool, str]:
+    """0.20+: platforms/interface.py ``_align_hybrid_block_size``'s ``max(min(kernel sizes), block_size)``."""
+    iface = "vllm/platforms/interface.py"
+    align = _function_node(_parse(src, iface), "_align_hybrid_block_size")
+    if align is None:
+        return None, False, where
+    formula = [b for b in _assigns(align, "attn_block_size") if _aligned_to(b.value, "kernel_block_alignment_size")]
+    alignment = _assigns(align, "kernel_block_alignment_size")
+    rule = alignment[0].value if alignment else None
+    if (
+        not formula
+        or not isinstance(rule, ast.Call)
+        or getattr(rule.func, "id", "") != "max"
+        or "get_supported_kernel_block_sizes" not in _names(rule)
+        or "block_size" not in _names(rule)
+    ):
+        return None, False, url(version, iface, align.lineno)
+    smallest, backend_source = _flash_attn_smallest_block(version, src)
+    if smallest is None:
+        return None, False, backend_source
+    lines = f"{url(version, iface, alignment[0].lineno)}; {url(version, iface, formula[0].lineno)}; {backend_source}"
+    return smallest, True, lines
+
+
+def _flash_attn_smallest_block(version: str, src: Path) -> tuple[int | None, str]:
+    """The smallest kernel block size FlashAttention lists (``MultipleOf(N)`` counts as N) over its returns."""
+    rel = "vllm/v1/attention/backends/flash_attn.py"
+    function = _function_node(_parse(src, rel), "get_supported_kernel_block_sizes")
+    if function is None:
+        return None, url(version, rel)
+    sizes: list[int] = []
+    for ret in (n for n in ast.walk(function) if isinstance(n, ast.Return) and isinstance(n.value, ast.List)):
+        assert isinstance(ret.value, ast.List)
+        for item in ret.value.elts:
+            if isinstance(item, ast.Constant) and isinstance(item.value, int):
+                sizes.append(item.value)
+            elif isinstance(item, ast.Call) and item.args and isinstance(item.args[0], ast.Constant):
+                sizes.append(int(item.args[0].value))
+    return (min(sizes) if sizes else None), url(version, rel, function.lineno)
+
+
+def _linear_state_blocks(version: str, src: Path) -> tuple[str | None, str]:
+    """How many blocks a linear layer's group holds per request (``MambaSpec.max_memory_usage_bytes``)."""
+    rel = "vllm/v1/kv_cache_interface.py"
+    function = _function_node(_class_node(_parse(src, rel), "MambaSpec"), "max_memory_usage_bytes")
+    if function is None:
+        return None, url(version, rel)
+    names = _names(function)
+    where = url(version, rel, function.lineno)
+    if "mamba_cache_mode" in names:
+        return "cache_mode", where
+    if "cdiv" in names and "max_model_len" in names:
+        return "mamba_block", where
+    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
+    if len(returns) == 1 and returns[0].value is not None and _names(returns[0].value) == {"self", "page_size_bytes"}:
+        return "one", where
+    return None, where
+
+
+def _hybrid_prefix_caching(version: str, src: Path) -> tuple[bool | None, str]:
+    """Whether prefix caching is on by default for a hybrid model: engine/arg_utils.py's ``default_prefix_caching``
+    is False where it says ``not model_config.is_hybrid``; where it is ``model_config.is_prefix_caching_supported``,
+    what config/model.py's ``is_prefix_caching_supported`` returns in its ``attn_type == "hybrid"`` branch.
+    Releases without the default (0.10-0.11.0): models/config.py ``MambaModelConfig`` turns it off (False)."""
+    rel = "vllm/engine/arg_utils.py"
+    tree = _parse(src, rel)
+    for node in _assigns(tree, "default_prefix_caching") if tree else []:
+        names = _names(node.value)
+        if "is_hybrid" in names:
+            return False, url(version, rel, node.lineno)
+        if "is_prefix_caching_supported" in names:
+            model = "vllm/config/model.py"
+            function = _function_node(_parse(src, model), "is_prefix_caching_supported")
+            for branch in ast.walk(function) if function else ():
+                if isinstance(branch, ast.If) and any(_is_string(n, "hybrid") for n in ast.walk(branch.test)):
+                    ret = next((n for n in branch.body if isinstance(n, ast.Return)), None)
+                    if ret is not None and isinstance(ret.value, ast.Constant) and isinstance(ret.value.value, bool):
+                        lines = f"{url(version, rel, node.lineno)}; {url(version, model, ret.lineno)}"
+                        return ret.value.value, lines
+            return None, url(version, rel, node.lineno)
+    config = "vllm/model_executor/models/config.py"
+    cls = _class_node(_parse(src, config), "MambaModelConfig")
+    for node in ast.walk(cls) if cls else ():
+        if (
+            isinstance(node, ast.Assign)
+            and any(getattr(t, "attr", "") == "enable_prefix_caching" for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is False
+        ):
+            return False, url(version, config, node.lineno)
+    return None, url(version, rel)
+
+
+def _ssm_dtype_from_config(version: str, src: Path) -> tuple[tuple[str, ...], str]:
+    """Architectures whose verify-and-update class (models/config.py ``MODELS_CONFIG_MAP``) copies the config's
+    ``mamba_ssm_dtype`` into ``cache_config.mamba_ssm_cache_dtype`` when the option is ``auto``."""
     rel = "vllm/model_executor/models/config.py"
     tree = _parse(src, rel)
+    readers: dict[str, int] = {}
     for node in ast.walk(tree) if tree else ():
-        if isinstance(node, ast.ClassDef) and node.name == "HybridAttentionMambaModelConfig":
-            assigns = [
-                n for n in ast.walk(node)
-                if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "attn_block_size" for t in n.targets)
-            ]  # fmt: skip
+        if isinstance(node, ast.ClassDef) and any(_is_string(n, "mamba_ssm_dtype") for n in ast.walk(node)):
+            assigns = any(
+                isinstance(n, ast.Assign) and any(getattr(t, "attr", "") == "mamba_ssm_cache_dtype" for t in n.targets)
+                for n in ast.walk(node)
+            )
+            if assigns:
+                readers[node.name] = node.lineno
+    architectures: list[str] = []
+    where = url(version, rel)
+    for node in ast.walk(tree) if tree else ():
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(getattr(t, "id", "") == "MODELS_CONFIG_MAP" for t in targets):
+            value = getattr(node, "value", None)
+            mapping = value if isinstance(value, ast.Dict) else None
+            for key, item in zip(mapping.keys, mapping.values, strict=True) if mapping else ():
+                if isinstance(key, ast.Constant) and getattr(item, "id", "") in readers:
+                    architectures.append(str(key.value))
             where = url(version, rel, node.lineno)
-            if len(assigns) != 1:
-                return None, where
-            value = assigns[0].value
-            if (
-                isinstance(value, ast.BinOp)
-                and isinstance(value.op, ast.Mult)
-                and isinstance(value.left, ast.Constant)
-                and isinstance(value.left.value, int)
-                and isinstance(value.right, ast.Call)
-                and getattr(value.right.func, "id", "") == "cdiv"
-                and "mamba_page_size" in _names(value.right)
-            ):
-                return int(value.left.value), url(version, rel, assigns[0].lineno)
-            return None, url(version, rel, assigns[0].lineno)
-    return None, url(version, rel)
+    if not architectures:
+        return (), where
+    first = min(readers.values())
+    return tuple(sorted(architectures)), f"{url(version, rel, first)}; {where}"
+
+
+def _kda_state_float32(version: str, src: Path) -> tuple[bool, str]:
+    """Whether ``MambaStateDtypeCalculator.kda_state_dtype`` returns ``torch.float32`` for the recurrent state."""
+    rel = "vllm/model_executor/layers/mamba/mamba_utils.py"
+    function = _function_node(_parse(src, rel), "kda_state_dtype")
+    if function is None:
+        return False, url(version, rel)
+    auto_float32 = {
+        target.id
+        for branch in ast.walk(function) if isinstance(branch, ast.If)
+        and any(_is_string(n, "auto") for n in ast.walk(branch.test))
+        for a in branch.body if isinstance(a, ast.Assign) and getattr(a.value, "attr", "") == "float32"
+        for target in a.targets if isinstance(target, ast.Name)
+    }  # fmt: skip
+    for ret in (n for n in ast.walk(function) if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)):
+        assert isinstance(ret.value, ast.Tuple)
+        last = ret.value.elts[-1]
+        if getattr(last, "attr", "") == "float32" or (isinstance(last, ast.Name) and last.id in auto_float32):
+            return True, url(version, rel, ret.lineno)
+    return False, url(version, rel, function.lineno)
+
+
+GDN = "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py"
+
+
+def _checkpoint_layout(version: str, src: Path) -> tuple[dict[str, Any], list[str]]:
+    """The align-mode prefill checkpoints of Qwen's Gated DeltaNet layer (0.33+): the alignment constant, the
+    blocks its spec adds, and the GPUs ``_resolve_gdn_prefill_backend`` gives FlashInfer's prefill."""
+    found: dict[str, Any] = {}
+    sources: list[str] = []
+    constants = "vllm/v1/attention/backends/gdn_attn.py"
+    tree = _parse(src, constants)
+    for node in _assigns(tree, "FLASHINFER_GDN_CHECKPOINT_ALIGNMENT") if tree else []:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, int):
+            found["checkpoint_alignment"] = node.value.value
+            sources.append(url(version, constants, node.lineno))
+    layer = _parse(src, GDN)
+    for node in ast.walk(layer) if layer else ():
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg == "num_prefill_checkpoint_blocks"
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, int)
+        ):
+            found["checkpoint_blocks"] = node.value.value
+            sources.append(url(version, GDN, node.value.lineno))
+    resolve = _function_node(layer, "_resolve_gdn_prefill_backend")
+    gpus = []
+    for branch in ast.walk(resolve) if resolve else ():
+        if not isinstance(branch, ast.If) or "supports_flashinfer" not in _names(branch.body[0]):
+            continue
+        rule = _checkpoint_gpu(branch.test)
+        if rule is not None:
+            gpus.append(rule)
+            sources.append(url(version, GDN, branch.lineno))
+    if gpus:
+        found["checkpoint_gpus"] = gpus
+    return found, sources
+
+
+CAPABILITY_CHECKS = ("is_device_capability", "is_device_capability_family")
+
+
+def _checkpoint_gpu(test: ast.expr) -> dict[str, Any] | None:
+    """One ``is_device_capability[_family](N) [and head_k_dim == K] [and get_cuda_runtime_major() >= R]`` test."""
+    calls = [
+        n for n in ast.walk(test)
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", "") in CAPABILITY_CHECKS
+        and n.args and isinstance(n.args[0], ast.Constant)
+    ]  # fmt: skip
+    if len(calls) != 1:
+        return None
+    code = int(calls[0].args[0].value)  # type: ignore[attr-defined]
+    rule: dict[str, Any] = {
+        "capability": f"{code // 10}.{code % 10}",
+        "family": getattr(calls[0].func, "attr", "") == "is_device_capability_family",
+    }
+    for compare in (n for n in ast.walk(test) if isinstance(n, ast.Compare) and len(n.comparators) == 1):
+        right = compare.comparators[0]
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, int)):
+            continue
+        if "head_k_dim" in _names(compare.left) and isinstance(compare.ops[0], ast.Eq):
+            rule["head_k_dim"] = right.value
+        elif "get_cuda_runtime_major" in _names(compare.left) and isinstance(compare.ops[0], ast.GtE):
+            rule["cuda_runtime_min"] = right.value
+    return rule
+
+
+def _prefill_checkpoints(version: str, src: Path) -> tuple[bool, str]:
+    """Whether align mode adds Mamba prefill checkpoints (an extra block and a 64-token alignment where the
+    FlashInfer GDN prefill runs: platforms/interface.py ``get_mamba_prefill_checkpoint_alignment``, 0.32+)."""
+    rel = "vllm/platforms/interface.py"
+    function = _function_node(_parse(src, rel), "_align_hybrid_block_size")
+    if function is None or "get_mamba_prefill_checkpoint_alignment" not in _names(function):
+        return False, url(version, rel)
+    line = next(
+        n.lineno for n in ast.walk(function)
+        if isinstance(n, ast.Name) and n.id == "get_mamba_prefill_checkpoint_alignment"
+    )  # fmt: skip
+    return True, url(version, rel, line)
 
 
 def _in_flight_window(version: str, src: Path) -> tuple[bool, str]:
@@ -755,7 +1066,14 @@ def hybrid_kv_cache(
     chunked_spec = _has_class(src, "vllm/v1/kv_cache_interface.py", "ChunkedLocalAttentionSpec")
     gate = _chunked_gate(version, src) if chunked_spec else None
     chunked = bool(chunked_spec) and (gate[0] if gate else True)
-    block, block_source = _linear_state_block(version, src)
+    block, block_scales, block_source = _linear_state_block(version, src)
+    blackwell, blackwell_family, blackwell_source = _blackwell_alignment(version, src)
+    state_blocks, state_blocks_source = _linear_state_blocks(version, src)
+    prefix_caching, prefix_source = _hybrid_prefix_caching(version, src)
+    ssm_from_config, ssm_source = _ssm_dtype_from_config(version, src)
+    kda_float32, kda_source = _kda_state_float32(version, src)
+    checkpoints, checkpoints_source = _prefill_checkpoints(version, src)
+    checkpoint_layout, checkpoint_sources = _checkpoint_layout(version, src) if checkpoints else ({}, [])
     in_flight, in_flight_source = _in_flight_window(version, src)
     interface = "vllm/v1/kv_cache_interface.py"
     ratio = grouping[0]
@@ -778,13 +1096,32 @@ def hybrid_kv_cache(
     if gate:
         chunked_text += f"; {gate[1]} (hybrid manager {'kept' if gate[0] else 'turned off'} for chunked local "
         chunked_text += "attention by default)"
-    block_text = f"{block} * cdiv(state page, {block} * per-token page)" if block else "another rule: not modelled"
+    if block and block_scales:
+        block_text = f"max({block}, block_size) * cdiv(state page, max({block}, block_size) * per-token page)"
+    elif block:
+        block_text = f"{block} * cdiv(state page, {block} * per-token page)"
+    else:
+        block_text = "another rule: not modelled"
+    if prefix_caching is None and state_blocks != "one":
+        state_blocks = None  # the state's blocks per request hang on prefix caching, whose default is not read
     sources = [
         f"{grouping[1]} (group size: {group_text})",
         f"{reported[1]} (GPU KV cache size: {token_text})",
         sliding_text,
         chunked_text,
         f"{block_source} (attention block for a linear layer's state: {block_text})",
+        *(
+            [f"{blackwell_source} (compute capability {'10.x' if blackwell_family else '10.0'}, head size 256, "
+             f"FlashInfer or no backend chosen: multiple {blackwell})"]
+            if blackwell else []
+        ),
+        f"{state_blocks_source} (a linear layer's blocks per request: {state_blocks or 'not read'})",
+        f"{prefix_source} (prefix caching for hybrid models by default: {prefix_caching})",
+        f"{ssm_source} (recurrent state dtype from the config's mamba_ssm_dtype: "
+        f"{', '.join(ssm_from_config) or 'none'})",
+        f"{kda_source} (KDA recurrent state float32: {kda_float32})",
+        f"{checkpoints_source} (align-mode prefill checkpoints: {checkpoints})",
+        *(f"{where} (prefill checkpoints where FlashInfer's GDN prefill runs)" for where in checkpoint_sources),
         in_flight_source,
     ]
     fact = {
@@ -793,6 +1130,15 @@ def hybrid_kv_cache(
         "group_size_ratio": grouping[0],
         "reported_tokens": reported[0],
         "linear_state_block": block,
+        "linear_state_block_scales": block_scales,
+        "linear_state_block_blackwell": blackwell,
+        "linear_state_block_blackwell_family": blackwell_family,
+        "linear_state_blocks": state_blocks,
+        "hybrid_prefix_caching": bool(prefix_caching),
+        "ssm_dtype_from_config": list(ssm_from_config),
+        "kda_state_float32": kda_float32,
+        "linear_prefill_checkpoints": checkpoints,
+        **checkpoint_layout,
         "in_flight_window": in_flight,
         "source": "; ".join(sources),
     }

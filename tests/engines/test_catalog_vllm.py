@@ -211,6 +211,11 @@ def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) ->
     assert urls and all(u.startswith("https://github.com/vllm-project/vllm/blob/") for u in urls), hybrid.source
     assert all(pinned in u for u in urls), (version, hybrid.source)
     assert all("#L" in u for u in urls[:2]), (version, hybrid.source)  # the grouping and the reported tokens
+    if version_key(version) >= (0, 10):
+        # HybridAttentionMambaModelConfig (0.10+): how a linear-attention state sets the page, and its blocks
+        assert hybrid.linear_state_block is not None and hybrid.linear_state_blocks is not None, version
+        cited = [part for part in hybrid.source.split("; ") if "linear layer's state" in part or "blocks per" in part]
+        assert len(cited) == 2 and all("#L" in part for part in cited), (version, cited)
 
 
 # Read by hand in each release's wheel source (the lines the catalog cites), on both sides of each change.
@@ -220,16 +225,16 @@ HYBRID_CHANGES = {
     "0.10.0": (None, "blocks_per_group", True, 16),  # ChunkedLocalAttentionSpec, no VLLM_ALLOW_CHUNKED_... gate
     "0.10.1": (None, "blocks_per_group", False, 16),  # envs.py VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE "0"
     "0.11.0": (None, "blocks_per_group", False, 16),  # models/config.py L367 attn_block_size = 16 * cdiv(...)
-    "0.11.1": (None, "blocks_per_group", False, None),  # kernel_block_alignment_size / chunk_size alignment
-    "0.12.0": (1.25, "blocks_per_group", False, None),  # max_num_layers < min_num_layers * 1.25
-    "0.13.0": (1.25, "blocks_per_group", False, None),
-    "0.14.0": (1.25, "blocks_per_group", True, None),  # the env default becomes "1"
-    "0.17.1": (1.25, "blocks_per_group", True, None),
-    "0.18.0": (1.5, "blocks_per_group", True, None),  # * 1.5
-    "0.20.0": (1.5, "blocks_per_group", True, None),  # L1694 num_blocks // len(groups) * block_size
-    "0.20.1": (1.5, "max_concurrency", True, None),  # L1706 int(max_concurrency * max_model_len)
-    "0.33.0": (1.5, "max_concurrency", True, None),  # kv_cache_planning.py L524; envs.py L1932 default "1"
-    "0.34.0": (1.5, "max_concurrency", True, None),
+    "0.11.1": (None, "blocks_per_group", False, 16),  # kernel_block_alignment_size = 16 (non-MLA branch)
+    "0.12.0": (1.25, "blocks_per_group", False, 16),  # max_num_layers < min_num_layers * 1.25
+    "0.13.0": (1.25, "blocks_per_group", False, 16),
+    "0.14.0": (1.25, "blocks_per_group", True, 16),  # the env default becomes "1"
+    "0.17.1": (1.25, "blocks_per_group", True, 16),
+    "0.18.0": (1.5, "blocks_per_group", True, 16),  # * 1.5
+    "0.20.0": (1.5, "blocks_per_group", True, 16),  # L1694 num_blocks // len(groups) * block_size
+    "0.20.1": (1.5, "max_concurrency", True, 16),  # L1706 int(max_concurrency * max_model_len)
+    "0.33.0": (1.5, "max_concurrency", True, 16),  # kv_cache_planning.py L524; envs.py L1932 default "1"
+    "0.34.0": (1.5, "max_concurrency", True, 16),
 }
 
 
@@ -239,6 +244,55 @@ def test_hybrid_layout_follows_each_release(version: str) -> None:
     assert fact is not None and fact.sliding_window_blocks
     found = (fact.group_size_ratio, fact.reported_tokens, fact.chunked_local_attention, fact.linear_state_block)
     assert found == HYBRID_CHANGES[version]
+
+
+QWEN3_5 = ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")
+LINEAR_CHANGES = {
+    # version: (linear_state_block_scales, linear_state_blocks, hybrid_prefix_caching, ssm_dtype_from_config,
+    #           kda_state_float32, linear_prefill_checkpoints), read by hand on both sides of each change
+    "0.10.1": (False, "one", False, (), False, False),  # MambaSpec.max_memory_usage_bytes: return page_size_bytes
+    "0.11.0": (False, "one", False, (), False, False),
+    "0.11.1": (False, "mamba_block", False, (), True, False),  # cdiv(max_model_len, block_size); kda float32
+    "0.14.1": (False, "mamba_block", False, (), True, False),
+    "0.15.0": (False, "cache_mode", False, (), True, False),  # by mamba_cache_mode: all / align (2) / none (1)
+    "0.16.0": (False, "cache_mode", False, (), True, False),
+    "0.17.0": (False, "cache_mode", False, QWEN3_5, True, False),  # Qwen3_5ForConditionalGenerationConfig
+    "0.19.1": (False, "cache_mode", False, ("ColQwen3_5", *QWEN3_5), True, False),
+    "0.20.0": (True, "cache_mode", False, ("ColQwen3_5", *QWEN3_5), True, False),  # platforms/interface.py
+    "0.27.1": (True, "cache_mode", False, QWEN3_5, True, False),  # default_prefix_caching ... and not is_hybrid
+    "0.28.0": (True, "cache_mode", True, QWEN3_5, True, False),  # is_prefix_caching_supported: hybrid True
+    "0.32.0": (True, "cache_mode", True, QWEN3_5, True, False),
+    "0.33.0": (True, "cache_mode", True, QWEN3_5, True, True),  # get_mamba_prefill_checkpoint_alignment
+    "0.34.0": (True, "cache_mode", True, QWEN3_5, True, True),
+}
+
+
+@pytest.mark.parametrize("version", sorted(LINEAR_CHANGES, key=version_key))
+def test_linear_attention_layout_follows_each_release(version: str) -> None:
+    fact = VLLM.catalog.release(version).facts.hybrid_kv_cache
+    assert fact is not None and fact.linear_state_block == 16
+    found = (
+        fact.linear_state_block_scales,
+        fact.linear_state_blocks,
+        fact.hybrid_prefix_caching,
+        fact.ssm_dtype_from_config,
+        fact.kda_state_float32,
+        fact.linear_prefill_checkpoints,
+    )
+    assert found == LINEAR_CHANGES[version]
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_gdn_prefill_checkpoints_are_read_where_align_mode_adds_them(version: str) -> None:
+    """gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64; qwen_gdn_linear_attn.py's spec adds
+    num_prefill_checkpoint_blocks=1 and ``_resolve_gdn_prefill_backend`` picks FlashInfer on 9.0, and on the 10.x and
+    12.x families for head_k_dim 128 with a CUDA 13 runtime (read by hand in both releases)."""
+    fact = VLLM.catalog.release(version).facts.hybrid_kv_cache
+    assert fact is not None and fact.linear_prefill_checkpoints
+    assert (fact.checkpoint_alignment, fact.checkpoint_blocks) == (64, 1)
+    rules = [(g.capability, g.family, g.head_k_dim, g.cuda_runtime_min) for g in fact.checkpoint_gpus]
+    assert rules == [("9.0", False, None, None), ("10.0", True, 128, 13), ("12.0", True, 128, 13)]
+    assert VLLM.catalog.release("0.32.0").facts.hybrid_kv_cache.checkpoint_gpus == ()  # type: ignore[union-attr]
 
 
 def test_no_hybrid_manager_before_0_9_1() -> None:

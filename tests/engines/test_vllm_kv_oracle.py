@@ -172,3 +172,88 @@ def test_gemma4_unified_pages_match_the_release(name: str, tmp_path: Path) -> No
     ours = servespec_tokens("0.33.0", repo, LONG, SMALL_BATCH)
     print(f"vllm 0.33.0 {name}: engine {found['tokens']} tokens, servespec {ours} ({found})")
     assert ours == found["tokens"], f"engine {found['tokens']} tokens, servespec {ours}: {found}"
+
+
+LINEAR_MODELS = {
+    "qwen3-next-80b": "Qwen/Qwen3-Next-80B-A3B-Thinking",  # 36 Gated DeltaNet + 12 full, bf16 state
+    "qwen3.6-35b": "nvidia/Qwen3.6-35B-A3B-NVFP4",  # 30 + 10, the config's float32 recurrent state (0.17+)
+}
+LINEAR_CONTEXT = 131072
+
+
+def _linear_cases() -> list[Any]:
+    # 0.11.0 does not know Qwen3.5's architecture (qwen3_5 arrives later): Qwen3-Next only there
+    cases = [
+        pytest.param(name, version, False, id=f"{name}-{version}")
+        for name in LINEAR_MODELS
+        for version in ("0.11.0", "0.33.0")
+        if not (name == "qwen3.6-35b" and version == "0.11.0")
+    ]
+    return [*cases, pytest.param("qwen3.6-35b", "0.33.0", True, id="qwen3.6-35b-0.33.0-prefix-caching-h100")]
+
+
+@pytest.mark.parametrize(("name", "version", "caching"), _linear_cases())
+def test_linear_attention_layout_matches_the_release(name: str, version: str, caching: bool, tmp_path: Path) -> None:
+    """A hybrid Gated DeltaNet model, prefix caching off (mamba_cache_mode none: one state block per request), and
+    on 0.33.0 with it on, on an H100 (align mode, the FlashInfer GDN prefill's checkpoint block: the case passes the
+    ``num_prefill_checkpoint_blocks`` the catalog read from qwen_gdn_linear_attn.py).
+
+    The release's own code gives the state's shapes and dtypes (its MambaStateShapeCalculator and
+    MambaStateDtypeCalculator, and the Qwen3.5 config class where it maps the architecture), the groups, the pages
+    and the token figure, for the attention block servespec computes. That block is not the engine's output here
+    (the release picks it in HybridAttentionMambaModelConfig / Platform._align_hybrid_block_size, which need the
+    built model and its attention backend): the release's own state page checks it instead, as the smallest
+    multiple of 16 tokens whose attention page holds the state (hybrid_kv_cache.linear_state_block, from source)."""
+    from dataclasses import replace
+
+    from servespec.engines.vllm.memory import state_block
+
+    repo = LINEAR_MODELS[name]
+    model = catalogued(repo)
+    assert model is not None
+    release = get("vllm").select(version).release
+    from servespec.knowledge import gpus
+
+    inp = EstimateInput(
+        engine="vllm",
+        release=release,
+        model=model,
+        gpu=gpus.resolve("H100-SXM5-80GB") if caching else None,
+        max_model_len=LINEAR_CONTEXT,
+        options={"max_num_batched_tokens": BATCHED, "enable_prefix_caching": caching},
+    )
+    fact = release.facts.hybrid_kv_cache
+    assert fact is not None
+    found_block = state_block(inp, fact, BLOCK)
+    assert found_block is not None and found_block[1] == (2 + (fact.checkpoint_blocks or 0) if caching else 1)
+    block = found_block[0]
+    multiple = (fact.checkpoint_alignment or 16) if caching else 16
+    ours = kv_tokens(replace(inp, options={**inp.options, "block_size": BLOCK}), BUDGET_GIB, BATCHED)
+    python = env_python("vllm", version)
+    case = tmp_path / "case.json"
+    case.write_text(
+        json.dumps(
+            {
+                "config": _catalog()[repo.lower()]["config"],
+                "available_memory": BUDGET_GIB * GIB,
+                "block_size": block,
+                "max_model_len": LINEAR_CONTEXT,
+                "max_num_batched_tokens": BATCHED,
+                "mamba_cache_mode": "align" if caching else "none",
+                "num_prefill_checkpoint_blocks": fact.checkpoint_blocks if caching else 0,
+            }
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1")
+    done = subprocess.run(
+        [str(python), str(KV_LAYOUT), str(case)], capture_output=True, text=True, env=env, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["vllm"] == version
+    per_token = 2 * model.kv_heads * model.head_dim * 2  # bf16 attention page for one token and layer
+    state = found["state_bytes"][0]
+    assert (block - multiple) * per_token < state <= block * per_token, (block, state)
+    print(f"vllm {version} {name}: block {block}, engine {found['tokens']} tokens, servespec {ours} ({found})")
+    assert ours == found["tokens"], f"engine {found['tokens']} tokens, servespec {ours}: {found}"

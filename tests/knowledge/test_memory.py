@@ -241,9 +241,20 @@ def test_qwen3_next_linear_layers_hold_no_per_token_kv() -> None:
     assert old is not None and new is not None
     # 0.11.0 grows attention blocks to 16 x cdiv(DeltaNet state page, 16 x per-token page): the layout is sized.
     assert old.one_sequence_floor_gib is None and "hybrid KV-cache layout (per-type layer groups)" in old.notes
-    # 0.33.0 aligns that block otherwise (linear_state_block None in its catalog): hedged with a floor.
-    assert new.one_sequence_floor_gib is not None
-    assert any("linear-attention layer's state is not modelled" in note for note in new.notes)
+    # 0.33.0 turns prefix caching on for hybrid models by default; on Hopper its align mode adds a prefill checkpoint
+    # block and a 64-token alignment (hybrid_kv_cache.checkpoint_*): sized, each sequence taking more than without.
+    assert new.one_sequence_floor_gib is None and "hybrid KV-cache layout (per-type layer groups)" in new.notes
+    off = get("vllm").estimate(
+        _vllm_input(model, "0.33.0", 32768, tensor_parallel=4, options={"enable_prefix_caching": False})
+    )
+    assert off is not None and off.one_sequence_floor_gib is None
+    assert new.one_sequence_gib > off.one_sequence_gib
+    # 0.14.0 with prefix caching aligns the state's blocks to its chunk size, not modelled: hedged with a floor.
+    hedged = get("vllm").estimate(
+        _vllm_input(model, "0.14.0", 32768, tensor_parallel=4, options={"enable_prefix_caching": True})
+    )
+    assert hedged is not None and hedged.one_sequence_floor_gib is not None
+    assert any("chunk size" in note for note in hedged.notes)
 
 
 def test_a_gguf_header_gives_the_weights_exactly() -> None:

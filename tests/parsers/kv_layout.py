@@ -7,7 +7,10 @@ Run INSIDE a vLLM environment made by ``scripts/parser-envs`` (not in the serves
 ``CASE.json`` holds ``{"config": <a model's config.json>, "available_memory": BYTES,
 "block_size": N, "max_model_len": N, "max_num_batched_tokens": N}``. The per-layer
 ``KVCacheSpec`` dict is built from the config as the release's model runner builds it
-(``get_kv_cache_spec``: one spec per attention layer: full, sliding-window or MLA), then the
+(``get_kv_cache_spec``: one spec per attention layer: full, sliding-window or MLA; a Gated DeltaNet layer's
+``MambaSpec`` from the release's own state calculators, padded to the attention page of the case's
+``block_size``, in ``mamba_cache_mode`` ``none`` unless the case says ``align``, with the case's
+``num_prefill_checkpoint_blocks``), then the
 release's own grouping and block arithmetic lays it out for ``available_memory`` bytes. Prints
 one JSON object: ``tokens`` (the figure the release logs as "GPU KV cache size: N tokens",
 captured from its own log record), ``num_blocks``, ``block_size`` (of each group), ``groups``
@@ -24,8 +27,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import json
 import logging
+import math
 import re
 import sys
 import types
@@ -60,7 +65,13 @@ def _layers(config: dict[str, Any]) -> list[tuple[str, int | None]]:
     n = int(text["num_hidden_layers"])
     types = text.get("layer_types")
     if types:
-        return [("sliding", int(text["sliding_window"])) if t == "sliding_attention" else ("full", None) for t in types]
+        kinds = {"sliding_attention": "sliding", "linear_attention": "linear"}
+        return [
+            (kinds.get(t, "full"), int(text["sliding_window"]) if t == "sliding_attention" else None) for t in types
+        ]
+    interval = text.get("full_attention_interval")
+    if interval and text.get("linear_num_value_heads"):  # Qwen3-Next: every interval-th layer is full attention
+        return [("full", None) if (i + 1) % int(interval) == 0 else ("linear", None) for i in range(n)]
     pattern = text.get("sliding_window_pattern")
     if pattern and text.get("sliding_window"):  # Gemma 3: every pattern-th layer is global
         return [
@@ -72,12 +83,66 @@ def _layers(config: dict[str, Any]) -> list[tuple[str, int | None]]:
     return [("full", None)] * n
 
 
-def _specs(vllm: Any, config: dict[str, Any], block_size: int) -> dict[str, Any]:
+def _linear_spec(config: dict[str, Any], case: dict[str, Any], block_size: int, page: int) -> Any:
+    """A Gated DeltaNet layer's ``MambaSpec``, its shapes and dtypes from the release's own calculators
+    (``MambaStateShapeCalculator.gated_delta_net_state_shape``,
+    ``MambaStateDtypeCalculator.gated_delta_net_state_dtype``) and, where the release maps the architecture
+    to ``Qwen3_5ForConditionalGenerationConfig``, the recurrent state's dtype that class sets from the config.
+    Padded to ``page`` bytes (the attention page the block size gives)."""
+    import torch
+
+    iface = importlib.import_module("vllm.v1.kv_cache_interface")
+    utils = importlib.import_module("vllm.model_executor.layers.mamba.mamba_utils")
+    text = config.get("text_config") or config
+    dtype = getattr(torch, str(text.get("torch_dtype") or text.get("dtype") or config.get("dtype") or "bfloat16"))
+    cache = SimpleNamespace(mamba_ssm_cache_dtype="auto", mamba_cache_dtype="auto")
+    configs = importlib.import_module("vllm.model_executor.models.config")
+    verifier = getattr(configs, "MODELS_CONFIG_MAP", {}).get((config.get("architectures") or [""])[0])
+    if verifier is not None and "mamba_ssm_dtype" in (verifier.verify_and_update_config.__doc__ or ""):
+        stand_in = SimpleNamespace(  # STAND-IN: the two settings that class reads
+            cache_config=cache, model_config=SimpleNamespace(hf_text_config=SimpleNamespace(**text))
+        )
+        verifier.verify_and_update_config(stand_in)
+    shapes = utils.MambaStateShapeCalculator.gated_delta_net_state_shape(
+        1,
+        int(text["linear_num_key_heads"]),
+        int(text["linear_num_value_heads"]),
+        int(text["linear_key_head_dim"]),
+        int(text["linear_value_head_dim"]),
+        int(text.get("linear_conv_kernel_dim") or 4),
+    )
+    calculator = utils.MambaStateDtypeCalculator.gated_delta_net_state_dtype
+    if "mamba_ssm_cache_dtype" in inspect.signature(calculator).parameters:
+        dtypes = calculator(dtype, cache.mamba_cache_dtype, cache.mamba_ssm_cache_dtype)
+    else:  # before 0.17: both states in the model's dtype
+        dtypes = calculator(dtype, cache.mamba_cache_dtype)
+    fields = iface.MambaSpec.__dataclass_fields__
+    extra: dict[str, Any] = {}
+    if "mamba_type" in fields:
+        extra["mamba_type"] = _gdn_type(fields["mamba_type"].default)
+    if "mamba_cache_mode" in fields:
+        extra["mamba_cache_mode"] = case.get("mamba_cache_mode", "none")
+    if case.get("num_prefill_checkpoint_blocks"):  # 0.33+: what the Qwen GDN layer's spec adds under FlashInfer
+        extra["num_prefill_checkpoint_blocks"] = int(case["num_prefill_checkpoint_blocks"])
+    return iface.MambaSpec(
+        block_size=block_size, shapes=tuple(shapes), dtypes=tuple(dtypes), page_size_padded=page, **extra
+    )
+
+
+def _gdn_type(default: Any) -> Any:
+    """The release's mamba_type for Gated DeltaNet: a string (0.10-0.11) or the backend enum's member."""
+    if isinstance(default, str):
+        return "linear_attention" if default == "mamba2" else default
+    enum = type(default)
+    return next((member for member in enum if "GDN" in member.name or "GATED" in member.name), default)
+
+
+def _specs(vllm: Any, config: dict[str, Any], block_size: int, case: dict[str, Any] | None = None) -> dict[str, Any]:
     import torch
 
     iface = importlib.import_module("vllm.v1.kv_cache_interface")
     text = config.get("text_config") or config
-    dtype = getattr(torch, str(text.get("torch_dtype") or config.get("torch_dtype") or "bfloat16"))
+    dtype = getattr(torch, str(text.get("torch_dtype") or config.get("torch_dtype") or text.get("dtype") or "bfloat16"))
     heads = int(text.get("num_key_value_heads") or text["num_attention_heads"])
     head_dim = int(text.get("head_dim") or text["hidden_size"] // text["num_attention_heads"])
     mla_spec = getattr(iface, "MLAAttentionSpec", None)
@@ -104,7 +169,11 @@ def _specs(vllm: Any, config: dict[str, Any], block_size: int) -> dict[str, Any]
             continue
         extra = {"use_mla": False} if "use_mla" in iface.AttentionSpec.__dataclass_fields__ else {}
         common = {"block_size": block_size, "num_kv_heads": heads, "head_size": head_dim, "dtype": dtype, **extra}
-        if kind == "sliding":
+        if kind == "linear":
+            specs[f"model.layers.{i}.linear_attn"] = _linear_spec(
+                config, case or {}, block_size, iface.FullAttentionSpec(**common).page_size_bytes
+            )
+        elif kind == "sliding":
             specs[name] = iface.SlidingWindowSpec(sliding_window=window, **common)
         else:
             specs[name] = iface.FullAttentionSpec(**{**common, "num_kv_heads": full_heads, "head_size": full_dim})
@@ -143,7 +212,7 @@ def main(path: str) -> int:
             del sys.modules[name]
         utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
     block = int(case["block_size"])
-    specs = _specs(vllm, case["config"], block)
+    specs = _specs(vllm, case["config"], block, case)
     config = SimpleNamespace(  # STAND-IN: the VllmConfig settings the layout functions read
         cache_config=SimpleNamespace(block_size=block, num_gpu_blocks_override=None),
         model_config=SimpleNamespace(max_model_len=int(case["max_model_len"])),
@@ -162,7 +231,7 @@ def main(path: str) -> int:
 
         config.cache_config.enable_prefix_caching = True
         config.cache_config.prefix_cache_retention_interval = None
-        config.cache_config.mamba_cache_mode = "none"
+        config.cache_config.mamba_cache_mode = case.get("mamba_cache_mode", "none")
         config.cache_config.get_resolved_kv_cache_layout = lambda: _layout_from_name(case.get("layout", "NHD"))
         config.model_config.original_max_model_len = int(case["max_model_len"])
         config.model_config.supports_kv_cache_grouping = False
@@ -197,6 +266,11 @@ def main(path: str) -> int:
             {
                 "vllm": vllm.__version__,
                 "tokens": capture.tokens,
+                "state_bytes": [
+                    sum(math.prod(shape) * dtype.itemsize for shape, dtype in zip(s.shapes, s.dtypes, strict=True))
+                    for s in specs.values()
+                    if hasattr(s, "shapes")
+                ][:1],
                 "num_blocks": found.num_blocks,
                 "block_size": [g.kv_cache_spec.block_size for g in groups],
                 "groups": [len(g.layer_names) for g in groups],

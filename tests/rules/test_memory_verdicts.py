@@ -87,22 +87,31 @@ def _qwen3_next(tmp_path: Path, version: str, options: str = "") -> Path:
     return _write(tmp_path, model, engine, "nvs8", "resources: {tensor_parallel: 8}\n")
 
 
-def test_a_linear_attention_page_the_release_aligns_otherwise_is_hedged(tmp_path: Path) -> None:
-    """vLLM 0.11.1+ aligns the attention block to a Gated DeltaNet state page by kernel/chunk size, not the
-    16 x cdiv rule the estimator models (linear_state_block None): sized with every attention layer at full
-    length and a floor, as a warning at most; 0.11.0's rule (16 x cdiv, HybridAttentionMambaModelConfig) is sized."""
-    _, plan = _plan(_qwen3_next(tmp_path, "0.33.0"))
+PREFIX_CACHING = ", options: {enable_prefix_caching: true}"
+
+
+def test_a_linear_attention_layout_the_release_makes_otherwise_is_hedged(tmp_path: Path) -> None:
+    """vLLM 0.14.0 with prefix caching sets a Gated DeltaNet layer's blocks to the attention block and aligns that
+    to the chunk size, which the estimator does not model (hybrid_kv_cache.linear_state_blocks ``mamba_block``):
+    sized with every attention layer at full length and a floor, as a warning at most; 0.11.0's rule
+    (16 x cdiv, HybridAttentionMambaModelConfig) is sized, and so is 0.33.0's default (prefix caching on, its
+    align-mode prefill checkpoints on Hopper)."""
+    _, plan = _plan(_qwen3_next(tmp_path, "0.14.0", PREFIX_CACHING))
     assert plan.one_sequence_floor_gib is not None  # type: ignore[attr-defined]
-    assert any("linear-attention layer's state is not modelled" in note for note in plan.notes)  # type: ignore[attr-defined]
+    assert any("chunk size" in note for note in plan.notes)  # type: ignore[attr-defined]
+    _, newest = _plan(_qwen3_next(tmp_path, "0.33.0"))
+    assert newest.one_sequence_floor_gib is None  # type: ignore[attr-defined]
     _, sized = _plan(_qwen3_next(tmp_path, "0.11.0"))
     assert sized.one_sequence_floor_gib is None  # type: ignore[attr-defined]
     assert any("hybrid KV-cache layout" in note for note in sized.notes)  # type: ignore[attr-defined]
 
 
 def test_an_unmodelled_layout_short_of_room_is_a_warning_naming_the_floor(tmp_path: Path) -> None:
-    """0.33.0, Qwen3-Next: 3.00 GiB for one 262144-token sequence, about 2.2 GiB left at utilization 0.3;
-    the need rests on a layout the estimator does not model, so "may not fit" with the floor, not an error."""
-    found = _mem(_qwen3_next(tmp_path, "0.33.0", ", options: {gpu_memory_utilization: 0.3}"))
+    """0.14.0 with prefix caching, Qwen3-Next: 3.00 GiB for one 262144-token sequence, about 2.5 GiB left at
+    utilization 0.36; the need rests on a layout the estimator does not model, so "may not fit" with the floor,
+    not an error."""
+    options = ", options: {gpu_memory_utilization: 0.36, enable_prefix_caching: true}"
+    found = _mem(_qwen3_next(tmp_path, "0.14.0", options))
     assert [(f.rule, f.severity) for f in found] == [("MEM002", Severity.WARNING)], [f.message for f in found]
     assert "not modelled" in found[0].message and "any layout needs at least" in found[0].message
 

@@ -253,6 +253,19 @@ class TgiMemory(_Fact):
     warmup_logits_source: str
 
 
+class CheckpointGpus(_Fact):
+    """GPUs where a release runs Gated DeltaNet's prefill on FlashInfer (``_resolve_gdn_prefill_backend``), whose
+    align-mode prefill checkpoints change the layout."""
+
+    capability: str
+    """``9.0``: that compute capability; with ``family``, every ``10.x`` / ``12.x``."""
+    family: bool = False
+    head_k_dim: int | None = None
+    """Only for this ``linear_key_head_dim``; None: any."""
+    cuda_runtime_min: int | None = None
+    """Only when the CUDA runtime's major version is at least this (the release's wheel: ``image_cuda``)."""
+
+
 class HybridKvCache(_Fact):
     """How a release's KV-cache manager lays out a model with several attention kinds.
 
@@ -270,12 +283,47 @@ class HybridKvCache(_Fact):
     """"GPU KV cache size": ``num_blocks // groups × block_size``, or ``max_concurrency × max_model_len``."""
     linear_state_block: int | None = None
     """With linear-attention (Mamba-style) layers, the attention block grows to ``N × ceil(state /
-    (N × per-token page))`` tokens so one page holds a layer's state; None: the release aligns it
-    otherwise, which is not modelled (linear-attention models are then hedged)."""
+    (N × per-token page))`` tokens so one page holds a layer's state: ``N`` 16 as a literal (0.10.1-0.11.0), the
+    non-MLA ``kernel_block_alignment_size`` (0.11.1-0.19, models/config.py), or the attention backend's smallest
+    kernel block size against the default block size (0.20+, platforms/interface.py ``_align_hybrid_block_size``).
+    None: the release aligns it otherwise, which is not modelled (linear-attention models are then hedged)."""
     in_flight_window: bool = False
     """A windowed layer reserves ``window - 1 + max_in_flight_tokens`` per request: one batch per concurrent
     step (2 under async scheduling, on by default, at pipeline size 1; the pipeline size otherwise); False:
     one batch (before 0.26)."""
+    linear_state_block_scales: bool = False
+    """The multiple is ``max(linear_state_block, block_size)`` (0.20+: the backend's smallest kernel block against
+    the block size in use), not ``linear_state_block`` alone."""
+    linear_state_block_blackwell: int | None = None
+    """The multiple instead on Blackwell for head size 256 when FlashInfer (or no backend) is chosen
+    (flashinfer-ai/flashinfer#1993): 32 in 0.11.1-0.17; None: no such case."""
+    linear_state_block_blackwell_family: bool = False
+    """That case covers compute capability 10.x (``is_device_capability_family(100)``, 0.14+), else exactly 10.0."""
+    linear_prefill_checkpoints: bool = False
+    """In ``align`` mode the release adds Mamba prefill checkpoints where the FlashInfer GDN prefill runs (0.33+):
+    the alignment becomes ``lcm(multiple, checkpoint_alignment)`` and each state group holds ``checkpoint_blocks``
+    more blocks per request, on ``checkpoint_gpus``; where a field is not read, such layouts are hedged."""
+    checkpoint_alignment: int | None = None
+    """``FLASHINFER_GDN_CHECKPOINT_ALIGNMENT`` (vllm/v1/attention/backends/gdn_attn.py): 64."""
+    checkpoint_blocks: int | None = None
+    """``num_prefill_checkpoint_blocks`` a Qwen GDN layer's spec takes (qwen_gdn_linear_attn.py): 1."""
+    checkpoint_gpus: tuple[CheckpointGpus, ...] = ()
+    linear_state_blocks: Literal["one", "mamba_block", "cache_mode"] | None = None
+    """Blocks a linear-attention (Mamba-style) group holds per request (``MambaSpec.max_memory_usage_bytes``):
+    ``one`` (0.10-0.11.0, prefix caching off for hybrid models); ``mamba_block``: ``cdiv(max_model_len,
+    mamba_block_size)``, one block unless prefix caching sets ``mamba_block_size`` to the attention block
+    (0.11.1-0.14); ``cache_mode``: by ``mamba_cache_mode``: one (``none``), two (``align``, what prefix caching
+    gives Gated DeltaNet and KDA models, which do not support the ``all`` mode), one per block (``all``) (0.15+).
+    None: not read (linear-attention models are then hedged)."""
+    hybrid_prefix_caching: bool = False
+    """Prefix caching is on by default for hybrid (linear-attention) models (0.28+: ``is_prefix_caching_supported``
+    is True for them and the default no longer excludes ``is_hybrid``)."""
+    ssm_dtype_from_config: tuple[str, ...] = ()
+    """Architectures whose config's ``mamba_ssm_dtype`` sets the recurrent state's dtype when
+    ``--mamba-ssm-cache-dtype`` is ``auto`` (models/config.py ``Qwen3_5ForConditionalGenerationConfig``, 0.17+)."""
+    kda_state_float32: bool = False
+    """Kimi Delta Attention's recurrent state is float32 whatever the model dtype (mamba_utils.py
+    ``MambaStateDtypeCalculator.kda_state_dtype``)."""
     source: str
 
 

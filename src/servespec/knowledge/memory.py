@@ -451,15 +451,19 @@ def kv_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: int, 
     return math.ceil(sliding / pipeline_parallel) * per_layer + math.ceil(full / pipeline_parallel) * per_full
 
 
-def linear_state_bytes(model: ModelFacts, element: float, tensor_parallel: int) -> float:
+def linear_state_bytes(
+    model: ModelFacts, element: float, tensor_parallel: int, recurrent: float | None = None
+) -> float:
     """Bytes of one linear-attention layer's state for one sequence on one GPU.
 
     Gated DeltaNet (vLLM ``MambaStateShapeCalculator.gated_delta_net_state_shape``): a conv
-    state of ``conv_channels / tp × (kernel − 1)`` and a recurrent state of
-    ``value_heads / tp × key_head_dim × value_head_dim``, in the model's dtype.
+    state of ``conv_channels / tp × (kernel − 1)`` elements of ``element`` bytes and a recurrent
+    state of ``value_heads / tp × key_head_dim × value_head_dim`` elements of ``recurrent`` bytes
+    (``element`` when None: both in the model's dtype).
     """
     conv, kernel, v_heads, k_dim, v_dim = model.linear_state
-    return (conv // tensor_parallel * (kernel - 1) + v_heads // tensor_parallel * k_dim * v_dim) * element
+    state = element if recurrent is None else recurrent
+    return conv // tensor_parallel * (kernel - 1) * element + v_heads // tensor_parallel * k_dim * v_dim * state
 
 
 HIP_VISIBLE_SHARE = 1.0

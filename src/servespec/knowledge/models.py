@@ -142,6 +142,12 @@ class ModelFacts:
     """Linear-attention (Gated DeltaNet) or Mamba layers: a fixed state per sequence, no per-token KV."""
     linear_state: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
     """Gated DeltaNet state shape: (conv channels, conv kernel, value heads, key head dim, value head dim)."""
+    linear_ssm_dtype: str | None = None
+    """The dtype the config asks for a Gated DeltaNet layer's recurrent state (Qwen3.5's ``mamba_ssm_dtype``);
+    whether a release applies it is the release's fact (``hybrid_kv_cache.ssm_dtype_from_config``)."""
+    architecture: str | None = None
+    """The config's first ``architectures`` entry, read for linear-attention models (the release's per-architecture
+    state dtype rules)."""
     linear_kind: str = "gated_delta_net"
     """Which linear attention the ``linear_layers`` are: Qwen3-Next's ``gated_delta_net`` or Kimi Linear's ``kda``
     (Kimi Delta Attention: q, k and v convolved separately, a low-rank per-channel forget gate and output gate)."""
@@ -512,7 +518,14 @@ def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:
     v_dim = fields.count(config, "linear_value_head_dim") or 0
     conv = k_dim * k_heads * 2 + v_dim * v_heads
     kernel = fields.count(config, "linear_conv_kernel_dim") or 4
-    return {"linear_layers": linear, "linear_state": (conv, kernel, v_heads, k_dim, v_dim)}
+    architectures = fields.items(config, "architectures") or []
+    first = architectures[0] if architectures and isinstance(architectures[0], str) else None
+    return {
+        "linear_layers": linear,
+        "linear_state": (conv, kernel, v_heads, k_dim, v_dim),
+        "linear_ssm_dtype": fields.text(config, "mamba_ssm_dtype"),
+        "architecture": first if first is not None and len(first) <= fields.MAX_TEXT else None,
+    }
 
 
 def _kda(config: dict[str, Any], layers: int) -> dict[str, Any]:

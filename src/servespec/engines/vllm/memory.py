@@ -314,12 +314,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         return replace(plan(inp, total, weights, overhead, kv, 0, 0.0, utilization, notes, layout), after_kv=warmup)
     if hybrid_layout_unknown(inp):
         version = inp.release.version if inp.release else ""
-        known = inp.release is not None and inp.release.facts.hybrid_kv_cache is not None
-        what = (
-            "whose page size for a linear-attention layer's state is not modelled"
-            if known
-            else "whose layout is not catalogued"
-        )
+        fact = inp.release.facts.hybrid_kv_cache if inp.release else None
+        rule = linear_state_rule(inp, fact) if fact is not None else None
+        what = f"for which {rule}" if isinstance(rule, str) else "whose layout is not catalogued"
         notes.append(
             f"vLLM {version} has a hybrid KV-cache manager {what}: "
             "every layer sized at full length, the least one sequence needs given as a floor"
@@ -474,8 +471,116 @@ def hybrid_layout_unknown(inp: EstimateInput) -> bool:
         return False  # the manager is off: every layer caches every token, as sized
     fact = release.facts.hybrid_kv_cache
     if fact is not None:
-        return bool(inp.model.linear_layers) and fact.linear_state_block is None
+        return bool(inp.model.linear_layers) and isinstance(linear_state_rule(inp, fact), str)
     return bool(_windowed_layers(inp.model) or inp.model.linear_layers)
+
+
+_STATE_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
+"""``--mamba-cache-dtype`` / ``--mamba-ssm-cache-dtype`` values and a config's ``mamba_ssm_dtype`` (vllm/config/cache.py
+``MambaDType``: auto, float32, float16; bfloat16 from Qwen3.5's configs)."""
+
+
+def _prefix_caching(inp: EstimateInput, fact: HybridKvCache) -> bool:
+    """Prefix caching for this hybrid model: the option when given, else the release's default for hybrid models."""
+    wanted = inp.options.get("enable_prefix_caching")
+    return wanted if isinstance(wanted, bool) else fact.hybrid_prefix_caching
+
+
+def linear_state_rule(inp: EstimateInput, fact: HybridKvCache) -> tuple[int, int] | str:
+    """(attention-block multiple, blocks per request of a linear layer's group) the release lays a linear-attention
+    model out with, or why that layout is not modelled.
+
+    Prefix caching puts a Gated DeltaNet or KDA model in ``align`` mode (neither supports ``all``): two state blocks
+    per request from 0.15 (``linear_state_blocks`` ``cache_mode``), one without prefix caching. Not modelled: prefix
+    caching on 0.11.1-0.14 (``mamba_block_size`` follows the attention block, aligned to the chunk size), align mode
+    where the release adds prefill checkpoints (0.32+), speculative blocks (0.15+), MLA attention beside the state
+    (Kimi Linear: the MLA kernels' alignment, 0.11.1+)."""
+    multiple = fact.linear_state_block
+    if multiple is None or fact.linear_state_blocks is None:
+        return "the page size for a linear-attention layer's state is not modelled"
+    found = _state_blocks(inp, fact)
+    if isinstance(found, str):
+        return found
+    blocks, checkpoint_alignment = found
+    if fact.linear_state_block_blackwell and _blackwell_head_256(inp, fact):
+        multiple = fact.linear_state_block_blackwell
+    if fact.linear_state_block_scales:
+        multiple = max(multiple, block_size(inp))
+    return math.lcm(multiple, checkpoint_alignment), blocks
+
+
+def _state_blocks(inp: EstimateInput, fact: HybridKvCache) -> tuple[int, int] | str:
+    """(blocks a state group holds per request, the prefill checkpoints' alignment or 1) (:func:`linear_state_rule`),
+    or why they are not modelled."""
+    caching = _prefix_caching(inp, fact)
+    if fact.linear_state_blocks == "one":
+        return 1, 1
+    if inp.model.is_mla:
+        return "the MLA kernels' block alignment beside a linear-attention state is not modelled"
+    if fact.linear_state_blocks == "mamba_block":
+        return "prefix caching aligns a linear layer's blocks to its chunk size (not modelled)" if caching else (1, 1)
+    if inp.speculative is not None:
+        return "speculative decoding adds state blocks per request, which are not modelled"
+    if not caching:
+        return 1, 1
+    if not fact.linear_prefill_checkpoints:
+        return 2, 1
+    flashinfer = _flashinfer_gdn_prefill(inp, fact)
+    if flashinfer is None or fact.checkpoint_alignment is None or fact.checkpoint_blocks is None:
+        return "prefix caching's align mode adds prefill checkpoints (per GDN prefill kernel), which are not modelled"
+    return (2 + fact.checkpoint_blocks, fact.checkpoint_alignment) if flashinfer else (2, 1)
+
+
+def _flashinfer_gdn_prefill(inp: EstimateInput, fact: HybridKvCache) -> bool | None:
+    """Whether the release runs a Qwen Gated DeltaNet layer's prefill on FlashInfer here (``checkpoint_gpus``, the
+    ``gdn_prefill_backend`` option, the wheel's CUDA runtime: ``image_cuda``); None: not known (no GPU, KDA)."""
+    backend = inp.options.get("gdn_prefill_backend")
+    if backend not in (None, "auto", "flashinfer"):
+        return False
+    if inp.gpu is None or inp.model.linear_kind != "gated_delta_net" or not fact.checkpoint_gpus:
+        return None
+    cuda = inp.release.facts.image_cuda if inp.release else None
+    runtime = int(cuda.value.split(".")[0]) if cuda is not None and cuda.value.split(".")[0].isdigit() else None
+    major, minor = inp.gpu.compute_capability
+    for rule in fact.checkpoint_gpus:
+        want_major, _, want_minor = rule.capability.partition(".")
+        if major != int(want_major) or (not rule.family and minor != int(want_minor or 0)):
+            continue
+        if rule.head_k_dim is not None and inp.model.linear_state[3] != rule.head_k_dim:
+            continue
+        if rule.cuda_runtime_min is not None and (runtime is None or runtime < rule.cuda_runtime_min):
+            return None if runtime is None else False
+        return True
+    return False
+
+
+def _blackwell_head_256(inp: EstimateInput, fact: HybridKvCache) -> bool:
+    """The release's FlashInfer case: head size 256 on compute capability 10.0 (10.x from 0.14), FlashInfer or no
+    attention backend chosen (``attention_backend``)."""
+    if inp.gpu is None or inp.model.head_dim != 256:
+        return False
+    if inp.options.get("attention_backend") not in (None, "FLASHINFER"):
+        return False
+    major, minor = inp.gpu.compute_capability
+    return major == 10 and (fact.linear_state_block_blackwell_family or minor == 0)
+
+
+def linear_state_page(inp: EstimateInput, fact: HybridKvCache | None) -> float:
+    """Bytes of one linear layer's state per sequence on one GPU, in the dtypes the release gives it: the conv state
+    in ``mamba_cache_dtype`` (auto: the model's dtype), the recurrent state in ``mamba_ssm_cache_dtype``; auto
+    follows the conv state, except where the release applies the config's ``mamba_ssm_dtype``
+    (``ssm_dtype_from_config``: Qwen3.5/3.6, float32) or keeps KDA's state in float32 (``kda_state_float32``)."""
+    model = inp.model
+    element = dtype_bytes(model, inp.dtype)
+    conv = _STATE_DTYPE_BYTES.get(str(inp.options.get("mamba_cache_dtype")), element)
+    asked = _STATE_DTYPE_BYTES.get(str(inp.options.get("mamba_ssm_cache_dtype")))
+    recurrent = conv if asked is None else asked
+    if asked is None and fact is not None:
+        if model.linear_kind == "kda" and fact.kda_state_float32:
+            recurrent = 4.0
+        elif model.architecture in fact.ssm_dtype_from_config and model.linear_ssm_dtype in _STATE_DTYPE_BYTES:
+            recurrent = _STATE_DTYPE_BYTES[str(model.linear_ssm_dtype)]
+    return linear_state_bytes(model, conv, inp.tensor_parallel, recurrent)
 
 
 def one_sequence_floor(inp: EstimateInput) -> float:
@@ -514,6 +619,19 @@ def _in_flight_batches(inp: EstimateInput, fact: HybridKvCache | None) -> int:
     return max(inp.pipeline_parallel, 1)
 
 
+def state_block(inp: EstimateInput, fact: HybridKvCache, block: int) -> tuple[int, int] | None:
+    """(attention block in tokens, blocks per request of a state group) for a linear-attention model: the block
+    grows to ``M × ceil(state page / (M × per-token page))`` tokens, ``M`` the release's alignment
+    (:func:`linear_state_rule`), so that one page holds a layer's state; None where the layout is not modelled."""
+    rule = linear_state_rule(inp, fact)
+    if isinstance(rule, str):
+        return None
+    multiple, blocks = rule
+    per_layer = layer_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel)
+    needed = linear_state_page(inp, fact)
+    return max(block, multiple * math.ceil(needed / (multiple * per_layer))), blocks
+
+
 def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -> KvLayout | None:
     """The hybrid KV-cache manager's arithmetic (vllm/v1/core/kv_cache_utils.py), or None for one layer type.
 
@@ -544,19 +662,18 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
         return None
     element = kv_element_bytes(inp)
     per_layer = layer_bytes_per_token(model, element, inp.tensor_parallel)
+    state_blocks = 1
     if not model.uniform_kv and windowed:
         if state:
             return None  # a state page beside two attention page sizes: not modelled (hedged)
         return _unified_pages(inp, fact, kv_gib, block, batched, (full, windowed))
     if state:
-        # Attention blocks grow until one page holds a linear layer's state, in multiples of the
-        # release's ``linear_state_block`` (model_executor/models/config.py HybridAttentionMambaModelConfig);
-        # a release that aligns otherwise is hedged (hybrid_layout_unknown), not sized here.
-        multiple = fact.linear_state_block if fact is not None else None
-        if multiple is None:
+        # Attention blocks grow until one page holds a linear layer's state (:func:`state_block`); a layout
+        # the release makes otherwise is hedged (hybrid_layout_unknown), not sized here.
+        found = state_block(inp, fact, block) if fact is not None else None
+        if found is None:
             return None
-        needed = linear_state_bytes(model, 2.0 if element < 2 else element, inp.tensor_parallel)
-        block = max(block, multiple * math.ceil(needed / (multiple * per_layer)))
+        block, state_blocks = found
     page = block * per_layer
     size = _group_size(counts, fact.group_size_ratio if fact else None)
     full_groups, window_groups, state_groups = (math.ceil(count / size) for count in (full, windowed, state))
@@ -568,7 +685,7 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
         window_blocks = math.ceil(min(window + batched, length) / block)
     else:
         window_blocks = math.ceil(min(window - 1 + batched, length) / block) + 1
-    per_request = full_groups * math.ceil(length / block) + window_groups * window_blocks + state_groups
+    per_request = full_groups * math.ceil(length / block) + window_groups * window_blocks + state_groups * state_blocks
     sequences = blocks / per_request
     groups = full_groups + window_groups + state_groups
     reported = fact.reported_tokens if fact else "blocks_per_group"
