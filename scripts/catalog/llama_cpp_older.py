@@ -41,21 +41,39 @@ VENDOR = "llama/llama.cpp"
 URL = "https://github.com/ollama/ollama/blob"
 
 READS: tuple[tuple[str, str, str], ...] = (
-    # (build, Ollama commit vendoring it, what names the build)
+    # (build, Ollama commit vendoring it, what names the build). The build number of a vendored commit is
+    # taken from what llama.cpp itself prints for it where that is quoted ("version: 5359 (de4c07f9)",
+    # "build: 3cfa9c3f1 (6840)"); an Ollama PR title alone can name an earlier build than the commit
+    # the squashed PR ended on (0cf7794b1 "ggml update to b7108" vendors 7f8ef50c, which prints 7209).
     (
         "b5359",
         "0cefd46f2",
-        "llama.cpp de4c07f93 (Ollama 0cefd46f2 'llama: update to commit de4c07f93'); `llama-cli --version` of that "
-        "commit prints 'version: 5359 (de4c07f9)' (as quoted in a llama.cpp bug report)",
+        "llama.cpp de4c07f93 (Ollama 0cefd46f2 'llama: update to commit de4c07f93', llama/build-info.cpp); "
+        "`llama-cli --version` of that commit prints 'version: 5359 (de4c07f9)' (quoted in a llama.cpp bug report)",
     ),
-    ("b6646", "c68f367ef", "Ollama c68f367ef 'Update GGML to b6646'"),
-    ("b6840", "544b6739d", "Ollama 544b6739d 'ggml update to b6840'"),
-    ("b7108", "0cf7794b1", "Ollama 0cf7794b1 'ggml update to b7108'"),
+    (
+        "b6646",
+        "c68f367ef",
+        "llama.cpp 364a7a6d (llama/build-info.cpp); named b6646 by Ollama c68f367ef's title 'Update GGML to b6646' "
+        "only (not confirmed by a build line)",
+    ),
+    (
+        "b6840",
+        "544b6739d",
+        "llama.cpp 3cfa9c3f (llama/build-info.cpp; Ollama 544b6739d 'ggml update to b6840'); a llama-bench run "
+        "prints 'build: 3cfa9c3f1 (6840)' and Homebrew's formula pins tag b6840 at that revision",
+    ),
+    (
+        "b7209",
+        "0cf7794b1",
+        "llama.cpp 7f8ef50c (llama/build-info.cpp, Makefile.sync FETCH_HEAD); two benchmark reports quote its build "
+        "line 'build 7f8ef50cc (7209)' (Ollama 0cf7794b1's title 'ggml update to b7108' names where the PR began)",
+    ),
     (
         "b7847",
         "ef00199fb",
-        "Ollama ef00199fb 'Update vendor ggml code to a5bb8ba4', reverted by b1fccabb3 "
-        "'Revert \"Update vendored llama.cpp to b7847\"'",
+        "llama.cpp a5bb8ba4 (Ollama ef00199fb 'Update vendor ggml code to a5bb8ba4'); named b7847 only by the "
+        "revert b1fccabb3 'Revert \"Update vendored llama.cpp to b7847\"': a point inside the range, not a bound",
     ),
 )
 """The older builds read, each from the tree an Ollama commit vendors."""

@@ -5,10 +5,10 @@ Worked from the trees Ollama vendored, not from the code under test:
 - b5359 (Ollama 0cefd46f2, llama.cpp de4c07f93): no llama-kv-cache-iswa.cpp; one llama_kv_cache_unified
   (src/llama-model.cpp ``new llama_kv_cache_unified``) for every layer, cells padded by ``get_padding``
   (``flash_attn ? 256u : 32u``, src/llama-kv-cache.cpp:22).
-- b7108 (Ollama 0cf7794b1) and b7847 (Ollama ef00199fb): src/llama-kv-cache-iswa.cpp:50
+- b7209 (Ollama 0cf7794b1, llama.cpp 7f8ef50c) and b7847 (Ollama ef00199fb): src/llama-kv-cache-iswa.cpp:50
   ``size_swa = GGML_PAD(std::min(size_base, hparams.n_swa*(unified ? n_seq_max : 1) + n_ubatch), 256)``,
   src/llama-context.cpp ``cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256)``, common/common.h
-  ``bool swa_full = false``, ``n_ubatch = 512``: the same as catalogued b9093, so b7108-b9092 is one range.
+  ``bool swa_full = false``, ``n_ubatch = 512``: the same as catalogued b9093, so b7209-b9092 is one range.
 
 Gemma 3 4B's 34 layers (29 sliding, window 1024, 4 KV heads of 256) as in test_gguf_kv_cells.py.
 """
