@@ -59,7 +59,9 @@ def test_a_build_before_iswa_sizes_sliding_layers_at_the_full_context(gemma3: Mo
     cells = llama_memory.kv_cells(_older("b5359", gemma3, 32768, parallel=1))
     assert cells.window_cells is None
     assert "no windowed cache" in cells.window_note
-    assert cells.full_cells is not None and cells.full_cells(1000) == 1024  # get_padding: 32 without flash attention
+    assert cells.full_cells is not None and cells.full_cells(1100) == 1120  # get_padding: 32 without flash attention
+    cells = llama_memory.kv_cells(_older("b5359", gemma3, 32768, parallel=1, flash_attn=True))
+    assert cells.full_cells is not None and cells.full_cells(1100) == 1280  # and 256 with it
 
 
 def test_a_build_after_iswa_uses_the_window_formula(gemma3: ModelFacts) -> None:

@@ -102,7 +102,10 @@ def _windowed(inp: EstimateInput, cells: KvCells, layout: Slots) -> KvCells:
         )
         return replace(cells, window_note=note)
     streams = cells.streams
-    full: Callable[[int], int] = lambda context: _pad(context, fact.cell_pad) * streams  # noqa: E731
+    # a build whose padding follows flash attention (get_padding: flash_attn ? 256 : 32) pads by the spec's choice
+    flash = fact.cell_pad_flash_attn is not None and switched_on(inp.options.get("flash_attn"))
+    cell_pad = fact.cell_pad_flash_attn if flash and fact.cell_pad_flash_attn else fact.cell_pad
+    full: Callable[[int], int] = lambda context: _pad(context, cell_pad) * streams  # noqa: E731
     cells = replace(cells, full_cells=full)
     swa = fact.swa
     if not (model.sliding_window and model.sliding_layers):
