@@ -116,3 +116,8 @@ def test_ranges_are_ordered_disjoint_and_cite_the_tree_read() -> None:
     reads = {entry["build"]: entry for entry in TABLE["reads"]}
     assert set(reads) == {b for entry in ranges for b in entry.read_at}
     assert all(entry["build_named_by"] for entry in reads.values())
+
+
+def test_the_note_says_which_range_of_the_table_sized_the_build(gemma3: ModelFacts) -> None:
+    note = llama_memory.kv_cells(_older("b7772", gemma3, 32768, parallel=1)).window_note
+    assert "b7209-b9092 in kv_layout_older_builds.json" in note and "not read" in note

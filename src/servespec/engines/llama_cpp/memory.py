@@ -101,6 +101,16 @@ def _windowed(inp: EstimateInput, cells: KvCells, layout: Slots) -> KvCells:
             else f"{model.sliding_layers} sliding-window layers counted at the full context: {why}"
         )
         return replace(cells, window_note=note)
+    laid = _laid_out(inp, cells, layout, fact)
+    if older is None or not laid.window_note:
+        return laid
+    where = f"llama.cpp {inp.engine_version}: {older.first}-{older.last} in kv_layout_older_builds.json ({older.basis})"
+    return replace(laid, window_note=f"{laid.window_note}; {where}")
+
+
+def _laid_out(inp: EstimateInput, cells: KvCells, layout: Slots, fact: KvCacheCells | OlderLayout) -> KvCells:
+    """``cells`` laid out by the build's ``fact``."""
+    model, release = inp.model, inp.release
     streams = cells.streams
     # a build whose padding follows flash attention (get_padding: flash_attn ? 256 : 32) pads by the spec's choice
     flash = fact.cell_pad_flash_attn is not None and switched_on(inp.options.get("flash_attn"))
