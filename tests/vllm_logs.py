@@ -660,6 +660,10 @@ def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuM
     )
 
 
+BATCHES = (("ubatch_size", "n_ubatch"), ("batch_size", "n_batch"))
+"""llama-server's options and the llama_context lines' names for them."""
+
+
 def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None:
     """The KV cache a llama.cpp or Ollama start-up lays out over all its devices, as the estimator sizes it
     for the logged context, slots and cache types (the layers' split between devices aside)."""
@@ -679,6 +683,8 @@ def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None
     unified = settings.get("kv_unified")
     if unified is not None:
         options["kv_unified"] = _truthy(unified)
+    if engine == "llama.cpp":  # the logged batch sizes: a windowed cache holds n_swa + n_ubatch cells
+        options |= {key: _whole(settings.get(logged)) for key, logged in BATCHES if settings.get(logged)}
     version = _version(data, "engine_version")[0]
     release = _release(engine, version)
     inp = EstimateInput(

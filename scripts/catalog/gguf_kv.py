@@ -42,6 +42,10 @@ FILES = (
 )
 """Members of a llama.cpp tree the facts are read from (those absent are skipped)."""
 
+OPTION_UNCHECKED = "(no common/arg.cpp)"
+"""A key of ``files`` that, set, lets a tree without ``common/arg.cpp`` (a vendored copy without it) be read
+by :func:`layout`: the ``swa_full`` default of common/common.h is read, the ``--swa-full`` flag not checked."""
+
 _SWA_OUTSIDE = re.compile(
     r"size_swa\s*=\s*GGML_PAD\(\s*std::min\(\s*size_base,\s*hparams\.n_swa\s*\*\s*\(\s*unified\s*\?\s*n_seq_max\s*:\s*1\s*\)"
     r"\s*\+\s*n_ubatch\s*\),\s*(\d+)\s*\)"
@@ -93,7 +97,8 @@ def _swa_full_default(files: dict[str, str], at: Url, server: bool, where: str) 
     if server:
         common = files.get("common/common.h", "")
         match = _need(re.search(r"bool\s+swa_full\s*=\s*(true|false);", common), f"{where}: no swa_full in common.h")
-        _need('"--swa-full"' in files.get("common/arg.cpp", ""), f"{where}: no --swa-full in common/arg.cpp")
+        if "common/arg.cpp" in files or not files.get(OPTION_UNCHECKED):
+            _need('"--swa-full"' in files.get("common/arg.cpp", ""), f"{where}: no --swa-full in common/arg.cpp")
         return match.group(1) == "true", f"{at('common/common.h')}#L{_line(common, match.start())}"
     context = files.get("src/llama-context.cpp", "")
     match = re.search(r"/\*\.swa_full\s*=\*/\s*(true|false),", context)
@@ -180,6 +185,24 @@ def kv_cache(
         "cache_types": names,
         "cache_type_default": default,
         "source": "; ".join(part for part in (pad_source, types_source, "" if swa else swa_source) if part),
+    }
+    if flash is not None:
+        fact["cell_pad_flash_attn"] = flash
+    return fact
+
+
+def layout(files: dict[str, str], at: Url, where: str, server: bool = True) -> dict[str, Any]:
+    """The cells part of ``facts.kv_cache`` alone (``swa``, ``cell_pad``, ``cell_pad_flash_attn``, ``source``).
+
+    For a tree that lacks ``common/arg.cpp`` (the element types are not read, nor the ``--swa-full`` flag
+    checked; ``common/common.h`` must still give the ``swa_full`` default).
+    """
+    swa, swa_source = _swa({**files, OPTION_UNCHECKED: "1"}, at, server, where)
+    pad, flash, pad_source = _padding(files, at, where)
+    fact: dict[str, Any] = {
+        "swa": swa,
+        "cell_pad": pad,
+        "source": "; ".join(part for part in (pad_source, "" if swa else swa_source) if part),
     }
     if flash is not None:
         fact["cell_pad_flash_attn"] = flash

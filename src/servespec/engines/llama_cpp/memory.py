@@ -11,8 +11,9 @@ context, then the GPU layers, to leave its target free on each device. The relea
 
 Sliding-window (and Llama 4 chunked) layers get their own, smaller cache (src/llama-kv-cache-iswa.cpp):
 ``pad(min(n_ctx_seq, n_swa × (n_seq_max if unified else 1) + n_ubatch), 256)`` cells per KV stream, unless
-``--swa-full``; the release fact ``kv_cache`` holds the rule per build. A release without it sizes every
-layer at the full context, and says so in the plan's notes.
+``--swa-full``; the release fact ``kv_cache`` holds the rule per build. A build older than the catalog takes the
+cells part of it from ``kv_layout_older_builds.json`` (older_builds.py: the trees Ollama vendored, per range of
+builds). A build with neither sizes every layer at the full context, and says so in the plan's notes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from servespec.engines.catalog import EngineRelease
+from servespec.engines.catalog import EngineRelease, KvCacheCells
 from servespec.engines.gguf import integer, pad, switched_on
+from servespec.engines.llama_cpp.older_builds import OlderLayout, lookup
 from servespec.knowledge.memory import EstimateInput, GpuEstimate, GpuLayers, KvCells, estimate_gguf
 
 AUTO_SLOTS = 4
@@ -82,19 +84,38 @@ def kv_cells(inp: EstimateInput) -> KvCells:
 def _windowed(inp: EstimateInput, cells: KvCells, layout: Slots) -> KvCells:
     """``cells`` with the release's cells per layer: padded full layers, sliding-window layers by their window."""
     model, release = inp.model, inp.release
-    fact = release.facts.kv_cache if release else None
+    fact: KvCacheCells | OlderLayout | None = release.facts.kv_cache if release else None
+    older = lookup(inp.engine_version) if fact is None and release is None else None
+    if older is not None:
+        fact = older.kv_cache
     if fact is None:
+        build = release.version if release else inp.engine_version or "(unknown)"
+        why = (
+            f"build {build} read ({older.why}), its rule not expressible"
+            if older is not None
+            else f"no kv_cache fact for llama.cpp {build} (neither catalogued nor in kv_layout_older_builds.json)"
+        )
         note = (
             ""
             if not model.sliding_layers
-            else (
-                f"{model.sliding_layers} sliding-window layers counted at the full context: "
-                f"no kv_cache fact for llama.cpp {release.version if release else inp.engine_version or '(unknown)'}"
-            )
+            else f"{model.sliding_layers} sliding-window layers counted at the full context: {why}"
         )
         return replace(cells, window_note=note)
+    laid = _laid_out(inp, cells, layout, fact)
+    if older is None or not laid.window_note:
+        return laid
+    where = f"llama.cpp {inp.engine_version}: {older.first}-{older.last} in kv_layout_older_builds.json ({older.basis})"
+    return replace(laid, window_note=f"{laid.window_note}; {where}")
+
+
+def _laid_out(inp: EstimateInput, cells: KvCells, layout: Slots, fact: KvCacheCells | OlderLayout) -> KvCells:
+    """``cells`` laid out by the build's ``fact``."""
+    model, release = inp.model, inp.release
     streams = cells.streams
-    full: Callable[[int], int] = lambda context: _pad(context, fact.cell_pad) * streams  # noqa: E731
+    # a build whose padding follows flash attention (get_padding: flash_attn ? 256 : 32) pads by the spec's choice
+    flash = fact.cell_pad_flash_attn is not None and switched_on(inp.options.get("flash_attn"))
+    cell_pad = fact.cell_pad_flash_attn if flash and fact.cell_pad_flash_attn else fact.cell_pad
+    full: Callable[[int], int] = lambda context: _pad(context, cell_pad) * streams  # noqa: E731
     cells = replace(cells, full_cells=full)
     swa = fact.swa
     if not (model.sliding_window and model.sliding_layers):
