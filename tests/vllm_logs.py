@@ -933,7 +933,7 @@ def class_table(rows: list[Comparison]) -> list[dict[str, Any]]:
 
     for (engine, label, attention), members in sorted(groups.items(), key=lambda item: place(item[0])):
         if not label:
-            versions = sorted({m.version for m in members if m.version}, key=version_key)
+            versions = sorted({m.version for m in members if m.version}, key=lambda v: (version_key(v), v))  # ties: by name
             guessed = {m.version for m in members if any(text.startswith("release ") for text in m.assumed)}
             shown = [f"{v}*" if v in guessed else v for v in versions]  # * a release assumed from the log's date
             label = f"{shown[0]} - {shown[-1]}" if len(shown) > 1 else shown[0] if shown else "unstated"
