@@ -8,7 +8,7 @@ memory (2.x) or the total (3.x), ``BLOCK_SIZE`` of the attention the launcher pi
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from servespec.engines.catalog import TgiMemory, TgiPrefillDefault
 from servespec.knowledge.gpus import GpuModel
@@ -17,7 +17,6 @@ from servespec.knowledge.memory import (
     GIB,
     EstimateInput,
     GpuEstimate,
-    activation_gib,
     cuda_total_gib,
     dtype_bytes,
     finish,
@@ -103,11 +102,59 @@ def prefill_tokens(inp: EstimateInput, facts: TgiMemory, gpu: GpuModel, fraction
     return _compute_optimal(inp, rule, gpu, fraction)
 
 
-def _warmup_logits_gib(inp: EstimateInput, facts: TgiMemory, prefill: int) -> float:
-    """The warm-up prefill's logits over every prompt token (its requests ask for prefill logprobs), in the
-    model's dtype and over the whole vocabulary on every shard (the LM head gathers it)."""
-    vocab = inp.model.vocab_size or 0
-    return facts.warmup_logits_copies * prefill * vocab * dtype_bytes(inp.model, inp.dtype) / GIB
+@dataclass(frozen=True)
+class WarmupPeak:
+    """What the warm-up prefill leaves torch holding when the free memory is read (GiB per GPU)."""
+
+    layers: float
+    """The layers' activations at the MLP's peak (freed into torch's cache before the LM head)."""
+    logits: float
+    """The ``[tokens × vocab]`` tensors live at once at ``log_softmax`` (prefill logprobs)."""
+    head_shard: float
+    """The gathered LM head's local shard, freed into torch's cache (every later tensor is larger)."""
+    held: float
+    """What the free-memory reading sees of it."""
+    note: str
+
+
+def warmup_peak(inp: EstimateInput, facts: TgiMemory, prefill: int, room: float) -> WarmupPeak:
+    """The warm-up prefill's activations as torch's caching allocator holds them when TGI reads the free memory.
+
+    ``room``: the memory left to the activations (after the context, weights and the warm-up batch's KV). TGI
+    reads ``mem_get_info`` right after the prefill (``free_read_cached``): blocks torch cached during it still
+    count, so the layers' activations and the LM head's tensors add up, being too large to reuse one another's
+    blocks. Where that sum does not fit, a ``cudaMalloc`` failed on the way and the caching allocator released
+    its unused blocks before retrying (c10 ``CUDACachingAllocator``: ``release_cached_blocks``), so only the
+    largest live set remains.
+    """
+    model = inp.model
+    size = dtype_bytes(model, inp.dtype)
+    shards = max(inp.tensor_parallel, 1)
+    # Assumed, not from TGI: four hidden-size buffers per token beside the MLP's intermediates (residual,
+    # normed input, attention output and its norm)
+    intermediate = (model.moe_intermediate_size if model.is_moe else model.intermediate_size) or 4 * model.hidden_size
+    layers = prefill * (facts.mlp_intermediates * intermediate / shards + 4 * model.hidden_size) * size / GIB
+    vocab = model.vocab_size or 0
+    one = prefill * vocab * size / GIB
+    # TensorParallelHead gathers only when the vocabulary splits evenly over the shards (else the whole head
+    # on every shard, a contiguous output)
+    gathered = shards > 1 and vocab % shards == 0 and facts.warmup_logits_copies_sharded > 0
+    copies = facts.warmup_logits_copies_sharded if gathered else facts.warmup_logits_copies
+    logits = copies * one
+    head_shard = one / shards if gathered else 0.0
+    cached = layers + logits + head_shard
+    if not facts.free_read_cached:
+        held, how = 0.0, "the cache emptied before the free memory is read"
+    elif cached <= room:
+        held, how = cached, "held in torch's cache when the free memory is read"
+    else:
+        held, how = max(layers, logits), "over the room left: torch's cache released, the largest live set counts"
+    note = (
+        f"warm-up prefill {prefill} tokens: layers {layers:.2f} GiB, logits {copies} x {one:.2f} GiB"
+        + (f" + the head's shard {head_shard:.2f} GiB" if head_shard else "")
+        + f"; {how}: {held:.2f} GiB"
+    )
+    return WarmupPeak(layers, logits, head_shard, held, note)
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
@@ -120,14 +167,15 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     fraction = number(inp.options, "cuda_memory_fraction", float(inp.release.default("cuda_memory_fraction") or 1.0))
     prefill = prefill_tokens(inp, facts, gpu, fraction)
     weights = weights_per_gpu(inp)
+    per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
+    warm_kv = prefill * per_token / GIB  # the warm-up batch's KV, taken as its prefill tokens
+    peak = warmup_peak(inp, facts, prefill, total - CONTEXT_GIB - weights - warm_kv)
     # what the warm-up prefill leaves used (its own KV blocks aside: the warm-up adds them back)
-    used = CONTEXT_GIB + weights + activation_gib(inp, prefill, 1) + _warmup_logits_gib(inp, facts, prefill)
+    used = CONTEXT_GIB + weights + peak.held
     wiggle = facts.wiggle_room
     if facts.wiggle_of == "free":
-        # (free - (1 - fraction) * total) * W // block bytes + warm-up blocks; the warm-up batch's KV
-        # taken as its prefill tokens
-        per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
-        kv = wiggle * (fraction * total - used) + (1 - wiggle) * prefill * per_token / GIB
+        # (free - (1 - fraction) * total) * W // block bytes + warm-up blocks
+        kv = wiggle * (fraction * total - used) + (1 - wiggle) * warm_kv
     else:
         kv = fraction * wiggle * total - used
     overhead = total - weights - kv
@@ -136,7 +184,7 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         f"cuda_memory_fraction {fraction}",
         f"TGI_WIGGLE_ROOM {wiggle} of the {facts.wiggle_of} memory",
         f"max_batch_prefill_tokens {prefill}",
-        f"warm-up logits over the prefill: {facts.warmup_logits_copies} tensor(s)",
+        peak.note,
         f"attention {attention(facts, inp.model, gpu)}, BLOCK_SIZE {block}",
     ]
     found = finish(inp, total, weights, overhead, kv, block, notes, fraction)
