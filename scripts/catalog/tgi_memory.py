@@ -357,6 +357,44 @@ def warmup_peak(tag: str, show: Show, copies: int) -> dict[str, Any]:
     }
 
 
+def warmup_requests(tag: str, show: Show) -> dict[str, Any]:
+    """How the router's warm-up splits the prefill budget into requests, and the KV blocks each one takes.
+
+    * ``input_steps`` (2.0-2.4.0): ``truncate = min(max_input_length, budget - n_tokens)``, ``n_tokens +=
+      max_input_length``, ``max_new_tokens = max_total_tokens - truncate``;
+    * ``input_optional`` (2.4.1 on): ``truncate = min(max_input_tokens if set, budget - n_tokens)``, ``n_tokens +=
+      truncate``, ``max_new_tokens = max_total_tokens - truncate`` if set, else 1.
+
+    The server maps ``prompt + max_new_tokens - 1`` tokens of each to blocks (``FlashCausalLMBatch.from_tokenized``),
+    all allocated for the warm-up and added back to the KV cache after it.
+    """
+    client = next((p for p in WARMUP_CLIENTS if show(p) is not None), None)
+    text = (show(client) if client else None) or ""
+    steps = re.search(r"n_tokens \+= max_input_length;", text)
+    new_tokens = re.search(r"max_new_tokens: max_total_tokens - truncate,", text)
+    optional = re.search(
+        r"let max_new_tokens = if let Some\(max_total_tokens\) = max_total_tokens \{\s*max_total_tokens - truncate"
+        r"\s*\} else \{\s*1\s*\};",
+        text,
+    )
+    by_truncate = re.search(r"n_tokens \+= truncate;", text)
+    if client is not None and steps is not None and new_tokens is not None:
+        return {
+            "warmup_requests": "input_steps",
+            "warmup_requests_source": _cite(tag, client, text, steps.start(), "warm-up requests of max_input_length")
+            + "; "
+            + _cite(tag, client, text, new_tokens.start(), "max_new_tokens = max_total_tokens - truncate"),
+        }
+    if client is not None and optional is not None and by_truncate is not None:
+        return {
+            "warmup_requests": "input_optional",
+            "warmup_requests_source": _cite(tag, client, text, by_truncate.start(), "warm-up requests of truncate")
+            + "; "
+            + _cite(tag, client, text, optional.start(), "max_new_tokens: max_total_tokens - truncate, else 1"),
+        }
+    raise ValueError(f"{tag}: the router's warm-up requests match no known shape")
+
+
 def memory_facts(tag: str, show: Show) -> dict[str, Any]:
     """``facts.tgi_memory`` of one release (``show(path)``: the file at ``tag``, or None)."""
     logits = warmup_logits(tag, show)
@@ -367,4 +405,5 @@ def memory_facts(tag: str, show: Show) -> dict[str, Any]:
         "warmup_logits_copies": logits["copies"],
         "warmup_logits_source": logits["source"],
         **warmup_peak(tag, show, logits["copies"]),
+        **warmup_requests(tag, show),
     }

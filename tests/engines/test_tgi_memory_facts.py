@@ -6,6 +6,7 @@ Each expected number below is the arithmetic of the release's own source, at the
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -305,3 +306,37 @@ def test_the_estimate_takes_the_warm_up_peak_from_the_release() -> None:
     # without sharded copies the single-shard count (1, in place) applies and no shard is cached
     assert dropped.kv_cache_gib - kept.kv_cache_gib == pytest.approx(0.9 * (3.5 * one - one), abs=0.01)
     assert any("logits 3 x" in note for note in kept.notes)
+
+
+def test_the_warm_up_batch_is_the_router_s_requests() -> None:
+    """2.0-2.4.0 send requests of max_input_length, each holding max_total_tokens - 1 tokens of blocks; from 2.4.1
+    requests of max_input_tokens if set (else one), holding max_total_tokens - 1 if set, else their prompt."""
+    facts = {v: _facts(TGI.catalog.release(v)) for v in ("2.0.0", "2.4.0", "2.4.1", "3.3.7")}
+    assert [facts[v].warmup_requests for v in facts] == ["input_steps"] * 2 + ["input_optional"] * 2
+    assert all("#L" in facts[v].warmup_requests_source for v in facts)
+    # tests/data/startup_logs/tgi/003: 2.0.0, max_input 8000, max_total 8512, 32768 prefill tokens: 5 requests
+    # (8000 x 4 + 768), each ceil(8511 / 16) = 532 blocks of 16
+    inp, _ = _input("2.0.0", "mistralai/Mistral-7B-v0.1", "NVIDIA A100-SXM4-80GB", max_input_length=8000)
+    inp = replace(inp, max_model_len=8512)
+    assert tgi_memory.warmup_batch_tokens(inp, facts["2.0.0"], 32768, 16) == 5 * 532 * 16
+    # 004: 2.4.0, max_input 9999, 10049 prefill tokens: 2 requests (9999 + 50) of max_total - 1 tokens, block 1
+    inp, _ = _input("2.4.0", "meta-llama/Llama-3.1-70B-Instruct", "NVIDIA A100-SXM4-80GB", 2, max_input_tokens=9999)
+    inp = replace(inp, max_model_len=10000)
+    assert tgi_memory.warmup_batch_tokens(inp, facts["2.4.0"], 10049, 1) == 2 * 9999
+    # 3.3.7 without max_input_tokens: one request of the whole budget; with max_total_tokens unset (the KV cache
+    # decides it) it holds its prompt only
+    inp, _ = _input("3.3.7", "meta-llama/Llama-3.1-8B", "NVIDIA A100-SXM4-80GB")
+    inp = replace(inp, max_model_len=16384)  # given: the request holds max_total_tokens - 1
+    assert tgi_memory.warmup_batch_tokens(inp, facts["3.3.7"], 8192, 1) == 16383
+    assert tgi_memory.warmup_batch_tokens(inp, facts["3.3.7"], 8192, 256) == 64 * 256  # whole blocks
+    unset = replace(inp, context_default=TGI.catalog.release("3.3.7").facts.context_default)
+    assert tgi_memory.warmup_batch_tokens(unset, facts["3.3.7"], 8192, 1) == 8192
+
+
+def test_a_warm_up_that_does_not_fit_leaves_no_kv_cache() -> None:
+    """The largest live set of the prefill beyond the memory left: TGI's warm-up fails, the estimate fits nothing."""
+    inp, facts = _peak_input("2.4.0", "meta-llama/Llama-3.1-70B-Instruct", 2)
+    peak = tgi_memory.warmup_peak(inp, facts, 10049, room=5.0)
+    assert peak.shortfall == pytest.approx(3 * 10049 * 128256 * 2 / GIB - 5.0)
+    plan = TGI.estimate(replace(inp, max_model_len=131072, options={"max_batch_prefill_tokens": 131072}))
+    assert plan is not None and plan.kv_tokens <= 0

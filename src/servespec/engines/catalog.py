@@ -262,6 +262,11 @@ class TgiMemory(_Fact):
     """The free memory is read after the warm-up prefill without ``empty_cache()``: torch's cached blocks of the
     prefill count as used (unless a failed allocation made the caching allocator release them)."""
     warmup_peak_source: str
+    warmup_requests: Literal["input_steps", "input_optional"]
+    """How the router's warm-up splits the prefill budget: ``input_steps`` (2.0-2.4.0) requests of
+    ``max_input_length`` each holding ``max_total_tokens - 1`` tokens of blocks; ``input_optional`` (2.4.1 on)
+    requests of ``max_input_tokens`` if set (else one), holding ``max_total_tokens - 1`` if set, else their prompt."""
+    warmup_requests_source: str
 
 
 class CheckpointGpus(_Fact):

@@ -102,6 +102,32 @@ def prefill_tokens(inp: EstimateInput, facts: TgiMemory, gpu: GpuModel, fraction
     return _compute_optimal(inp, rule, gpu, fraction)
 
 
+def warmup_batch_tokens(inp: EstimateInput, facts: TgiMemory, prefill: int, block: int) -> int:
+    """KV tokens (whole blocks) of the router's warm-up batch, which the warm-up allocates before its prefill and
+    adds back to the cache after (``facts.warmup_requests``)."""
+    given = int(number(inp.options, "max_input_tokens", 0) or number(inp.options, "max_input_length", 0))
+    batch = int(number(inp.options, "max_batch_size", 0))
+    unset = inp.context_default is not None and inp.context_default.kv_capacity
+    total: int | None = None if unset else inp.max_model_len
+    if facts.warmup_requests == "input_steps":
+        # the launcher's max_input_tokens when unset: min(max_position_embeddings, max_default) - 1
+        rule = facts.prefill_default
+        position = inp.model.max_position_embeddings or rule.tokens
+        step = given or min(position, rule.tokens) - 1
+    else:
+        step = given or prefill
+    held, sent, requests = 0, 0, 0
+    while sent < prefill and step > 0:
+        truncate = min(step, prefill - sent)
+        tokens = max(total - 1, truncate) if total else truncate  # prompt + max_new_tokens - 1
+        held += -(-tokens // block) * block
+        sent += step if facts.warmup_requests == "input_steps" else truncate
+        requests += 1
+        if batch and requests == batch:
+            break
+    return held
+
+
 @dataclass(frozen=True)
 class WarmupPeak:
     """What the warm-up prefill leaves torch holding when the free memory is read (GiB per GPU)."""
@@ -115,6 +141,9 @@ class WarmupPeak:
     held: float
     """What the free-memory reading sees of it."""
     note: str
+    shortfall: float = 0.0
+    """GiB the largest live set lacks in the room left: the warm-up prefill runs out of memory (TGI: "Not enough
+    memory to handle ... prefill tokens")."""
 
 
 def warmup_peak(inp: EstimateInput, facts: TgiMemory, prefill: int, room: float) -> WarmupPeak:
@@ -143,12 +172,16 @@ def warmup_peak(inp: EstimateInput, facts: TgiMemory, prefill: int, room: float)
     logits = copies * one
     head_shard = one / shards if gathered else 0.0
     cached = layers + logits + head_shard
+    live = max(layers, logits)
+    if live > room:
+        note = f"warm-up prefill {prefill} tokens: its largest live set {live:.2f} GiB exceeds the {room:.2f} GiB left"
+        return WarmupPeak(layers, logits, head_shard, live, note, live - room)
     if not facts.free_read_cached:
         held, how = 0.0, "the cache emptied before the free memory is read"
     elif cached <= room:
         held, how = cached, "held in torch's cache when the free memory is read"
     else:
-        held, how = max(layers, logits), "over the room left: torch's cache released, the largest live set counts"
+        held, how = live, "over the room left: torch's cache released, the largest live set counts"
     note = (
         f"warm-up prefill {prefill} tokens: layers {layers:.2f} GiB, logits {copies} x {one:.2f} GiB"
         + (f" + the head's shard {head_shard:.2f} GiB" if head_shard else "")
@@ -168,7 +201,9 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     prefill = prefill_tokens(inp, facts, gpu, fraction)
     weights = weights_per_gpu(inp)
     per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
-    warm_kv = prefill * per_token / GIB  # the warm-up batch's KV, taken as its prefill tokens
+    block = block_size(facts, inp.model, gpu)
+    warm_tokens = warmup_batch_tokens(inp, facts, prefill, block)
+    warm_kv = warm_tokens * per_token / GIB
     peak = warmup_peak(inp, facts, prefill, total - CONTEXT_GIB - weights - warm_kv)
     # what the warm-up prefill leaves used (its own KV blocks aside: the warm-up adds them back)
     used = CONTEXT_GIB + weights + peak.held
@@ -178,12 +213,14 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         kv = wiggle * (fraction * total - used) + (1 - wiggle) * warm_kv
     else:
         kv = fraction * wiggle * total - used
+    if peak.shortfall:
+        kv = -peak.shortfall  # the warm-up itself fails: no KV cache
     overhead = total - weights - kv
-    block = block_size(facts, inp.model, gpu)
     notes = [
         f"cuda_memory_fraction {fraction}",
         f"TGI_WIGGLE_ROOM {wiggle} of the {facts.wiggle_of} memory",
         f"max_batch_prefill_tokens {prefill}",
+        f"the warm-up batch's KV: {warm_tokens} tokens ({facts.warmup_requests})",
         peak.note,
         f"attention {attention(facts, inp.model, gpu)}, BLOCK_SIZE {block}",
     ]
