@@ -2,8 +2,11 @@
 
 Every constant is the release's own (``facts.tgi_memory`` and ``facts.context_default`` of its catalog,
 read from its source by scripts/catalog/tgi_memory.py): the wiggle room and whether it cuts the free
-memory (2.x) or the total (3.x), ``BLOCK_SIZE`` of the attention the launcher picks, and the launcher's
-``max_batch_prefill_tokens`` when it is not given (the warm-up prefill whose peak the KV cache is sized after).
+memory (2.x) or the total (3.x), ``BLOCK_SIZE`` of the attention the launcher picks, the launcher's
+``max_batch_prefill_tokens`` when it is not given (the warm-up prefill whose peak the KV cache is sized after),
+the router's warm-up requests (whose KV blocks are allocated first and added back), and that prefill's peak: the
+MLP's intermediates, the ``[tokens × vocab]`` logits tensors the release keeps for prefill logprobs (three with a
+gathered head), and torch's cached blocks, which the free memory is read with.
 """
 
 from __future__ import annotations
