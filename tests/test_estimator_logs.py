@@ -293,6 +293,9 @@ def test_an_assumed_release_is_used_and_labelled(tmp_path) -> None:
     data = YAML(typ="safe").load(path.read_text())
     data["engine_version"] = "2.4.0"
     del data["engine_version_assumed"]
+    # an assumed setting is labelled too, and is what a stated one would give
+    assert any(label.startswith("max_total_tokens 10000 assumed") for label in row.assumed), row.assumed
+    data["settings"]["max_total_tokens"] = data.pop("settings_assumed")["max_total_tokens"]["value"]
     plain = compare_other(_write_log(tmp_path / "tgi", "904-stated.yaml", data))  # type: ignore[arg-type]
     assert plain.predicted == row.predicted and not plain.assumed  # the assumed release is the one estimated with
     assert any(entry["versions"] == "2.4.0*" for entry in class_table([row])), class_table([row])

@@ -238,6 +238,19 @@ def _version(data: dict[str, Any], key: str) -> tuple[str, tuple[str, ...]]:
     return version, (f"release {version} assumed: {str(assumed.get('why') or '').strip()}",)
 
 
+def _settings_assumed(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A launch setting the log does not show but the estimate needs, as ``settings_assumed: {name: {value, why}}``:
+    the values (used only where ``settings`` leaves it null) and their labels for the bench."""
+    found: dict[str, Any] = {}
+    labels: list[str] = []
+    settings = data.get("settings") or {}
+    for name, entry in (data.get("settings_assumed") or {}).items():
+        if isinstance(entry, dict) and settings.get(name) is None and entry.get("value") is not None:
+            found[name] = entry["value"]
+            labels.append(f"{name} {entry['value']} assumed: {str(entry.get('why') or '').strip()}")
+    return found, tuple(labels)
+
+
 def _sized_by_name(method: str) -> bool:
     """Whether the estimator sizes weights from the quantization name alone (knowledge.memory)."""
     from servespec.knowledge.memory import quant_bits_of_name
@@ -636,8 +649,8 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
 
 
 def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuModel) -> Any:
-    """TGI with the launcher's logged arguments."""
-    settings = data.get("settings") or {}
+    """TGI with the launcher's logged arguments (and those ``settings_assumed`` supplies, labelled)."""
+    settings = {**(data.get("settings") or {}), **_settings_assumed(data)[0]}
     logged = ("cuda_memory_fraction", "max_batch_prefill_tokens", "max_input_tokens", "max_input_length")
     logged += ("max_batch_size",)
     options: dict[str, Any] = _numbers(settings, logged)
@@ -721,6 +734,7 @@ def compare_other(path: Path) -> Comparison:
     calibration = data.get("calibration") or {}
     facts = _other_facts(data)
     version, assumed = _version(data, "engine_version")
+    assumed += _settings_assumed(data)[1]
     observed = _other_observed(data)
     seen: dict[str, Any] = {
         "engine": engine,

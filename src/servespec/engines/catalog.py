@@ -251,6 +251,22 @@ class TgiMemory(_Fact):
     router's warm-up asks for prefill logprobs, so the LM head runs on every prefill token; 2 (2.0-2.3: logits
     and log_softmax), 1 (2.4: log_softmax in place), 0 (3.0 on: dropped unless ``REQUEST_LOGPROBS``)."""
     warmup_logits_source: str
+    warmup_logits_copies_sharded: int
+    """The same tensors with the LM head split over several shards: the gathered head returns a transposed
+    view, which ``log_softmax`` copies contiguous and writes through a temporary (2.4) or a new tensor (2.0-2.3):
+    3 where the logits are kept, 0 from 3.0; the head's local shard (``1/shards`` of one) goes to torch's cache
+    before."""
+    mlp_intermediates: int
+    """``[tokens × intermediate/shard]`` tensors at the MLP's peak (gate_up 2, the activation 1, the product 1)."""
+    free_read_cached: bool
+    """The free memory is read after the warm-up prefill without ``empty_cache()``: torch's cached blocks of the
+    prefill count as used (unless a failed allocation made the caching allocator release them)."""
+    warmup_peak_source: str
+    warmup_requests: Literal["input_steps", "input_optional"]
+    """How the router's warm-up splits the prefill budget: ``input_steps`` (2.0-2.4.0) requests of
+    ``max_input_length`` each holding ``max_total_tokens - 1`` tokens of blocks; ``input_optional`` (2.4.1 on)
+    requests of ``max_input_tokens`` if set (else one), holding ``max_total_tokens - 1`` if set, else their prompt."""
+    warmup_requests_source: str
 
 
 class CheckpointGpus(_Fact):
