@@ -9,7 +9,8 @@ aiter's default applies. Per tag this script reads:
 * ``default_max_size``: the ``max_size=`` default of ``CustomAllreduce.__init__`` (bytes);
 * ``meta_multiple``: the uncached meta/signal buffer is ``meta_size() + meta_multiple * max_size``;
 * ``full_buffers``: how many more ``max_size`` buffers it allocates (input, output);
-* ``rank_data``: the rank-data buffer, ``8 MiB`` or ``max_size`` bytes.
+* ``rank_data``: the rank-data buffer, ``8 MiB`` or ``max_size`` bytes;
+* ``parameters``: ``__init__``'s parameters (what a caller may pass), ``world_sizes``: the group sizes it serves.
 
 None of these depend on the group's size (world size 2-8). Writes
 ``src/servespec/engines/sglang/aiter_all_reduce.json``. Usage:
@@ -63,6 +64,10 @@ def layout(tag: str, text: str) -> dict[str, Any] | None:
         raise ValueError(f"{tag}: the meta buffer's size matches no known shape")
     full = len(re.findall(r"self\.(?:input_buffer|output_buffer|buffer) = torch\.empty\(\s*max_size,", text))
     full += len(re.findall(r'_pool\.create\(\s*"(?:input|output)",\s*max_size\b', text))
+    signature = text[init.end() : text.find(") -> None", init.end())]
+    sizes = re.search(r"_SUPPORTED_WORLD_SIZES(?::[^=]+)? = \[([\d, ]+)\]", text)
+    if sizes is None:
+        raise ValueError(f"{tag}: _SUPPORTED_WORLD_SIZES not found")
     rank = re.search(r"self\.rank_data = torch\.empty\(\s*(8 \* 1024 \* 1024|max_size),", text)
     if rank is None or full == 0:
         raise ValueError(f"{tag}: rank_data or the registered buffers not found")
@@ -71,6 +76,8 @@ def layout(tag: str, text: str) -> dict[str, Any] | None:
         "meta_multiple": meta_multiple,
         "full_buffers": full,
         "rank_data": 8 * 1024 * 1024 if rank.group(1).startswith("8") else None,
+        "parameters": re.findall(r"^\s*(\w+)\s*[:=]", signature, re.M),
+        "world_sizes": [int(n) for n in sizes.group(1).split(",")],
         "source": f"{URL}/{tag}/{PATH}#L{_line(text, default.start())}",
     }
 
