@@ -77,7 +77,9 @@ def test_the_aiter_assumed_is_the_newest_before_the_release_that_takes_its_argum
     assert all_reduce.aiter_for(_fact("0.5.12").model_copy(update={"released": None})) is None
 
 
-def _estimate(version: str, gpu: str, tp: int, release: EngineRelease | None = None) -> tuple[float, tuple[str, ...]]:
+def _estimate(
+    version: str, gpu: str, tp: int, release: EngineRelease | None = None, **options: object
+) -> tuple[float, tuple[str, ...]]:
     model = models.catalogued("Qwen/Qwen2.5-7B-Instruct")
     card = gpus.resolve(gpu)
     assert model is not None and isinstance(card, GpuModel)
@@ -90,7 +92,7 @@ def _estimate(version: str, gpu: str, tp: int, release: EngineRelease | None = N
             tensor_parallel=tp,
             max_model_len=4096,
             engine_version=version,
-            options={"mem_fraction_static": 0.85},
+            options={"mem_fraction_static": 0.85, **options},
         )
     )
     assert found is not None
@@ -128,3 +130,12 @@ def test_one_gpu_and_cuda_take_nothing_more(gpu: str, tp: int) -> None:
     without, _ = _estimate("0.5.12", gpu, tp, _without_fact("0.5.12"))
     assert with_fact == without
     assert not any("all-reduce" in n for n in notes if not n.startswith("ROCm:"))
+
+
+def test_disable_custom_all_reduce_takes_nothing() -> None:
+    """--disable-custom-all-reduce: set_custom_all_reduce(False), the tp group builds none (model_runner.py)."""
+    off, notes = _estimate("0.5.12", "AMD Instinct MI355X", 2, disable_custom_all_reduce=True)
+    without, _ = _estimate("0.5.12", "AMD Instinct MI355X", 2, _without_fact("0.5.12"))
+    on, _ = _estimate("0.5.12", "AMD Instinct MI355X", 2, disable_custom_all_reduce=False)
+    assert off == without > on
+    assert not any(n.startswith("aiter") for n in notes)

@@ -25,6 +25,7 @@ from functools import cache
 from importlib.resources import files
 
 from servespec.engines.catalog import SglangAllReduce
+from servespec.engines.layout import flag
 from servespec.knowledge.memory import GIB, EstimateInput
 
 
@@ -84,6 +85,8 @@ def rocm_gib(inp: EstimateInput, fact: SglangAllReduce | None) -> tuple[float, s
     group = inp.moe_group or inp.tensor_parallel  # SGLang's tp group: all ranks with --enable-dp-attention
     if inp.gpu is None or inp.gpu.vendor != "amd" or fact is None or group < 2:
         return 0.0, None
+    if flag(inp.options.get("disable_custom_all_reduce")):
+        return 0.0, None  # set_custom_all_reduce(False): the group builds no custom all-reduce (model_runner.py)
     if fact.hip == "sglang":
         size = fact.sglang_max_size_hip
         return 3 * size / GIB, f"SGLang custom all-reduce 3 x {size / 2**20:.0f} MiB before loading ({fact.source})"
