@@ -191,6 +191,28 @@ class SglangMultimodal(_Fact):
     source: str
 
 
+class SglangAllReduce(_Fact):
+    """SGLang: the custom all-reduce its tensor-parallel group builds in the distributed set-up, before the
+    memory it takes fractions of is measured (scripts/catalog/sglang_memory.py ``_all_reduce``).
+
+    ``hip``: ``aiter`` where ``dispatch_custom_allreduce`` returns aiter's ``CustomAllreduce`` by default
+    (``aiter_kwargs``: what SGLang passes it; no ``max_size``, so aiter's default sizes its buffers:
+    ``engines/sglang/aiter_all_reduce.json``), ``sglang`` for SGLang's own class (buffers meta_size +
+    max_size, max_size, max_size). ``cuda``: ``v2`` where the JIT ``CustomAllReduceV2`` (buffers allocated
+    in C++) is the CUDA default. ``quick_reduce_default``: ``ROCM_QUICK_REDUCE_QUANTIZATION``'s default
+    (``NONE``: no quick all-reduce buffers); None where the release has no quick all-reduce.
+    ``released``: the artefact's PyPI upload time (ISO 8601)."""
+
+    hip: Literal["aiter", "sglang"]
+    aiter_kwargs: tuple[str, ...] = ()
+    sglang_max_size_cuda: int
+    sglang_max_size_hip: int
+    cuda: Literal["sglang", "v2"]
+    quick_reduce_default: str | None = None
+    released: str | None = None
+    source: str
+
+
 class SglangMemory(_Fact):
     """SGLang: what the KV pool's size reads, per release (scripts/catalog/sglang_memory.py)."""
 
@@ -200,6 +222,8 @@ class SglangMemory(_Fact):
     pool_baseline: SourcedText
     """``total_minus_reserved``: ``rest_memory = available - total * (1 - mem_fraction_static)``,
     total measured after the distributed set-up (``profile_max_num_token``)."""
+    all_reduce: SglangAllReduce | None = None
+    """None in catalogs built before this fact (KTransformers' sglang-kt); every SGLang release has it."""
 
 
 class TgiPrefillDefault(_Fact):
