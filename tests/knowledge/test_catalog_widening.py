@@ -1,0 +1,101 @@
+"""Issue 23 item 4: catalogue entries added for the models held-out start-up logs are likely to name.
+
+Each entry is a cited config.json copy (knowledge/data/models.yaml ``source``); these tests check that every one
+resolves to facts, that its parameter count matches the count published for the model within 1 %, and, where
+transformers 5.24 built the model from the same config on the meta device (scripts/catalog/transformers_params.py
+in the vllm-0.33.0 parser environment), that servespec counts exactly what transformers builds.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from servespec.knowledge.models import catalogued
+
+ADDED = [
+    "Qwen/Qwen2.5-VL-3B-Instruct",
+    "Qwen/Qwen2.5-VL-7B-Instruct",
+    "Qwen/Qwen3-VL-4B-Instruct",
+    "Qwen/Qwen3-VL-32B-Thinking",
+    "XiaomiMiMo/MiMo-7B-Base",
+    "nvidia/Qwen3-235B-A22B-NVFP4",
+    "nvidia/Kimi-K2.6-NVFP4",
+    "nvidia/MiniMax-M2.5-NVFP4",
+    "nvidia/Gemma-4-31B-IT-NVFP4",
+    "nvidia/Qwen3.5-397B-A17B-NVFP4",
+    "nvidia/DeepSeek-V3.1-NVFP4",
+    "nvidia/GLM-5-NVFP4",
+    "zai-org/GLM-5-FP8",
+    "allenai/OLMo-2-1124-7B",
+    "allenai/OLMo-2-1124-13B",
+    "allenai/OLMo-2-0325-32B",
+]
+
+# (repo id, published total parameters, where it is published)
+PUBLISHED = [
+    ("Qwen/Qwen2.5-VL-3B-Instruct", 3.75e9, "https://huggingface.co/Qwen/Qwen2.5-VL-3B-Instruct"),
+    ("Qwen/Qwen2.5-VL-7B-Instruct", 8.29e9, "https://huggingface.co/Qwen/Qwen2.5-VL-7B-Instruct"),
+    ("Qwen/Qwen3-VL-4B-Instruct", 4.44e9, "https://huggingface.co/Qwen/Qwen3-VL-4B-Instruct"),
+    ("Qwen/Qwen3-VL-32B-Thinking", 33.4e9, "https://huggingface.co/Qwen/Qwen3-VL-32B-Thinking"),
+    ("nvidia/Qwen3-235B-A22B-NVFP4", 235e9, "https://huggingface.co/Qwen/Qwen3-235B-A22B"),
+    ("nvidia/MiniMax-M2.5-NVFP4", 229.9e9, "https://www.emergentmind.com/topics/minimax-m2-5"),
+    ("nvidia/Gemma-4-31B-IT-NVFP4", 31.27e9, "https://huggingface.co/google/gemma-4-31B-it"),
+    ("nvidia/Qwen3.5-397B-A17B-NVFP4", 397e9, "https://huggingface.co/Qwen/Qwen3.5-397B-A17B"),
+    ("nvidia/DeepSeek-V3.1-NVFP4", 671e9, "https://huggingface.co/deepseek-ai/DeepSeek-V3.1"),
+    ("nvidia/GLM-5-NVFP4", 744e9, "https://arxiv.org/abs/2602.15763"),
+    ("zai-org/GLM-5-FP8", 744e9, "https://arxiv.org/abs/2602.15763"),
+    ("allenai/OLMo-2-1124-7B", 7.3e9, "https://huggingface.co/allenai/OLMo-2-1124-7B"),
+    ("allenai/OLMo-2-1124-13B", 13.7e9, "https://huggingface.co/allenai/OLMo-2-1124-13B"),
+    ("allenai/OLMo-2-0325-32B", 32.2e9, "https://huggingface.co/allenai/OLMo-2-0325-32B"),
+]
+
+# Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
+TRANSFORMERS_COUNTS = {
+    "Qwen/Qwen2.5-VL-3B-Instruct": 3_754_622_976,  # Qwen2_5_VLForConditionalGeneration, vision 668,684,288
+    "Qwen/Qwen2.5-VL-7B-Instruct": 8_292_166_656,  # vision 676,550,144
+    "Qwen/Qwen3-VL-4B-Instruct": 4_437_815_808,
+    "Qwen/Qwen3-VL-32B-Thinking": 33_357_390_064,
+    "nvidia/Qwen3-235B-A22B-NVFP4": 235_093_634_560,
+    "nvidia/MiniMax-M2.5-NVFP4": 228_689_748_992,
+    "nvidia/Gemma-4-31B-IT-NVFP4": 31_273_086_512,
+    "allenai/OLMo-2-1124-7B": 7_298_617_344,  # Olmo2ForCausalLM: q_norm and k_norm over all heads
+    "allenai/OLMo-2-1124-13B": 13_716_198_400,
+    "allenai/OLMo-2-0325-32B": 32_234_279_936,
+}
+
+
+@pytest.mark.parametrize("repo", ADDED)
+def test_every_added_entry_resolves(repo: str) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert facts.name == repo
+    assert facts.layers > 0 and facts.hidden_size > 0 and facts.params > facts.active_params / 2 > 0
+
+
+@pytest.mark.parametrize(("repo", "total", "card"), PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_added_entries_match_their_published_counts(repo: str, total: float, card: str) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert facts.params == pytest.approx(total, rel=0.01), card
+
+
+@pytest.mark.parametrize("repo", list(TRANSFORMERS_COUNTS))
+def test_added_entries_count_what_transformers_builds(repo: str) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert facts.params == TRANSFORMERS_COUNTS[repo]
+
+
+def test_quantized_checkpoints_keep_their_base_layout_and_name_their_scheme() -> None:
+    """An NVFP4 or FP8 checkpoint of a catalogued model sizes the same layers; only the weights' packing differs."""
+    for quantized, base, method in [
+        ("nvidia/Qwen3-235B-A22B-NVFP4", "Qwen/Qwen3-235B-A22B", "nvfp4"),
+        ("nvidia/MiniMax-M2.5-NVFP4", "MiniMaxAI/MiniMax-M2.5", "nvfp4"),
+        ("nvidia/DeepSeek-V3.1-NVFP4", "deepseek-ai/DeepSeek-V3.1", "nvfp4"),
+        ("zai-org/GLM-5-FP8", "zai-org/GLM-5", "fp8"),
+    ]:
+        q, b = catalogued(quantized), catalogued(base)
+        assert q is not None and b is not None
+        assert (q.layers, q.kv_heads, q.head_dim, q.params) == (b.layers, b.kv_heads, b.head_dim, b.params)
+        assert q.quant_method == method
+        assert b.quant_method != method
