@@ -29,6 +29,17 @@ ADDED = [
     "allenai/OLMo-2-1124-7B",
     "allenai/OLMo-2-1124-13B",
     "allenai/OLMo-2-0325-32B",
+    "moonshotai/Kimi-K2.6",
+    "zai-org/GLM-5.1-FP8",
+    "nvidia/GLM-5.1-NVFP4",
+    "nvidia/Gemma-4-26B-A4B-NVFP4",
+    "nvidia/Kimi-K2.5-NVFP4",
+    "nvidia/Kimi-K2.7-Code-NVFP4",
+    "nvidia/MiniMax-M2.7-NVFP4",
+    "nvidia/Qwen3.5-122B-A10B-NVFP4",
+    "meta-llama/Meta-Llama-3.1-8B",
+    "meta-llama/Meta-Llama-3.1-70B",
+    "meta-llama/Meta-Llama-3.1-405B",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -47,6 +58,13 @@ PUBLISHED = [
     ("allenai/OLMo-2-1124-7B", 7.3e9, "https://huggingface.co/allenai/OLMo-2-1124-7B"),
     ("allenai/OLMo-2-1124-13B", 13.7e9, "https://huggingface.co/allenai/OLMo-2-1124-13B"),
     ("allenai/OLMo-2-0325-32B", 32.2e9, "https://huggingface.co/allenai/OLMo-2-0325-32B"),
+    ("zai-org/GLM-5.1-FP8", 744e9, "https://arxiv.org/abs/2602.15763"),
+    ("nvidia/GLM-5.1-NVFP4", 744e9, "https://arxiv.org/abs/2602.15763"),
+    ("nvidia/MiniMax-M2.7-NVFP4", 230e9, "https://huggingface.co/docs/transformers/model_doc/minimax_m2"),
+    ("nvidia/Qwen3.5-122B-A10B-NVFP4", 122e9, "https://huggingface.co/Qwen/Qwen3.5-122B-A10B"),
+    ("meta-llama/Meta-Llama-3.1-8B", 8.03e9, "https://huggingface.co/meta-llama/Llama-3.1-8B"),
+    ("meta-llama/Meta-Llama-3.1-70B", 70.6e9, "https://huggingface.co/meta-llama/Llama-3.1-70B"),
+    ("meta-llama/Meta-Llama-3.1-405B", 405.9e9, "https://huggingface.co/meta-llama/Llama-3.1-405B"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -61,7 +79,32 @@ TRANSFORMERS_COUNTS = {
     "allenai/OLMo-2-1124-7B": 7_298_617_344,  # Olmo2ForCausalLM: q_norm and k_norm over all heads
     "allenai/OLMo-2-1124-13B": 13_716_198_400,
     "allenai/OLMo-2-0325-32B": 32_234_279_936,
+    "nvidia/MiniMax-M2.7-NVFP4": 228_689_748_992,
 }
+
+# A checkpoint whose config has the layer shapes of a catalogued model: (checkpoint, the catalogued model)
+SAME_LAYOUT = [
+    ("nvidia/Qwen3-235B-A22B-NVFP4", "Qwen/Qwen3-235B-A22B"),
+    ("nvidia/MiniMax-M2.5-NVFP4", "MiniMaxAI/MiniMax-M2.5"),
+    ("nvidia/MiniMax-M2.7-NVFP4", "MiniMaxAI/MiniMax-M2.7"),
+    ("nvidia/DeepSeek-V3.1-NVFP4", "deepseek-ai/DeepSeek-V3.1"),
+    ("nvidia/Gemma-4-31B-IT-NVFP4", "google/gemma-4-31B-it"),
+    ("nvidia/Gemma-4-26B-A4B-NVFP4", "google/gemma-4-26B-A4B"),
+    ("nvidia/Qwen3.5-397B-A17B-NVFP4", "Qwen/Qwen3.5-397B-A17B"),
+    ("nvidia/Qwen3.5-122B-A10B-NVFP4", "Qwen/Qwen3.5-122B-A10B"),
+    ("nvidia/GLM-5-NVFP4", "zai-org/GLM-5"),
+    ("zai-org/GLM-5-FP8", "zai-org/GLM-5"),
+    ("nvidia/GLM-5.1-NVFP4", "zai-org/GLM-5.1"),
+    ("zai-org/GLM-5.1-FP8", "zai-org/GLM-5.1"),
+    ("moonshotai/Kimi-K2.6", "moonshotai/Kimi-K2.5"),
+    ("nvidia/Kimi-K2.5-NVFP4", "moonshotai/Kimi-K2.5"),
+    ("nvidia/Kimi-K2.6-NVFP4", "moonshotai/Kimi-K2.5"),
+    ("nvidia/Kimi-K2.7-Code-NVFP4", "moonshotai/Kimi-K2.5"),
+    ("Qwen/Qwen3-VL-32B-Thinking", "Qwen/Qwen3-VL-32B-Instruct"),
+    ("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
+    ("meta-llama/Meta-Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
+    ("meta-llama/Meta-Llama-3.1-405B", "meta-llama/Llama-3.1-405B"),
+]
 
 
 @pytest.mark.parametrize("repo", ADDED)
@@ -86,16 +129,37 @@ def test_added_entries_count_what_transformers_builds(repo: str) -> None:
     assert facts.params == TRANSFORMERS_COUNTS[repo]
 
 
-def test_quantized_checkpoints_keep_their_base_layout_and_name_their_scheme() -> None:
-    """An NVFP4 or FP8 checkpoint of a catalogued model sizes the same layers; only the weights' packing differs."""
-    for quantized, base, method in [
-        ("nvidia/Qwen3-235B-A22B-NVFP4", "Qwen/Qwen3-235B-A22B", "nvfp4"),
-        ("nvidia/MiniMax-M2.5-NVFP4", "MiniMaxAI/MiniMax-M2.5", "nvfp4"),
-        ("nvidia/DeepSeek-V3.1-NVFP4", "deepseek-ai/DeepSeek-V3.1", "nvfp4"),
-        ("zai-org/GLM-5-FP8", "zai-org/GLM-5", "fp8"),
-    ]:
-        q, b = catalogued(quantized), catalogued(base)
-        assert q is not None and b is not None
-        assert (q.layers, q.kv_heads, q.head_dim, q.params) == (b.layers, b.kv_heads, b.head_dim, b.params)
-        assert q.quant_method == method
-        assert b.quant_method != method
+@pytest.mark.parametrize(("checkpoint", "base"), SAME_LAYOUT, ids=[c for c, _ in SAME_LAYOUT])
+def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, base: str) -> None:
+    """A quantized or renamed checkpoint of a catalogued model sizes the same layers, weights and cache.
+
+    (NVIDIA's GLM-5.1 config, written by transformers 5.8, drops head_dim; an MLA cache does not read it.)"""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    q, b = catalogued(checkpoint), catalogued(base)
+    assert q is not None and b is not None
+    assert (q.layers, q.experts, q.kv_lora_rank, q.params, q.active_params) == (
+        b.layers,
+        b.experts,
+        b.kv_lora_rank,
+        b.params,
+        b.active_params,
+    )
+    assert kv_bytes_per_token(q, 2.0, 1, 1) == kv_bytes_per_token(b, 2.0, 1, 1) > 0
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "method"),
+    [
+        ("nvidia/Qwen3-235B-A22B-NVFP4", "nvfp4"),
+        ("nvidia/Kimi-K2.7-Code-NVFP4", "nvfp4"),
+        ("zai-org/GLM-5-FP8", "fp8"),
+        ("zai-org/GLM-5.1-FP8", "fp8"),
+        ("moonshotai/Kimi-K2.6", "int4"),
+        ("Qwen/Qwen3-VL-4B-Instruct", None),
+    ],
+)
+def test_quantized_checkpoints_name_their_scheme(checkpoint: str, method: str | None) -> None:
+    facts = catalogued(checkpoint)
+    assert facts is not None
+    assert facts.quant_method == method
