@@ -40,6 +40,13 @@ ADDED = [
     "meta-llama/Meta-Llama-3.1-8B",
     "meta-llama/Meta-Llama-3.1-70B",
     "meta-llama/Meta-Llama-3.1-405B",
+    "meta-llama/Llama-3.2-90B-Vision-Instruct",
+    "Qwen/Qwen2.5-32B-Instruct",
+    "LGAI-EXAONE/EXAONE-4.0-32B",
+    "mistralai/Devstral-Small-2-24B-Instruct-2512",
+    "mistralai/Devstral-2-123B-Instruct-2512",
+    "allenai/Olmo-3.1-32B-Instruct",
+    "Qwen/Qwen3.5-9B",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -65,6 +72,19 @@ PUBLISHED = [
     ("meta-llama/Meta-Llama-3.1-8B", 8.03e9, "https://huggingface.co/meta-llama/Llama-3.1-8B"),
     ("meta-llama/Meta-Llama-3.1-70B", 70.6e9, "https://huggingface.co/meta-llama/Llama-3.1-70B"),
     ("meta-llama/Meta-Llama-3.1-405B", 405.9e9, "https://huggingface.co/meta-llama/Llama-3.1-405B"),
+    (
+        "meta-llama/Llama-3.2-90B-Vision-Instruct",
+        88.6e9,
+        "https://huggingface.co/meta-llama/Llama-3.2-90B-Vision-Instruct",
+    ),
+    ("Qwen/Qwen2.5-32B-Instruct", 32.5e9, "https://huggingface.co/Qwen/Qwen2.5-32B-Instruct"),
+    ("LGAI-EXAONE/EXAONE-4.0-32B", 32.0e9, "https://huggingface.co/LGAI-EXAONE/EXAONE-4.0-32B"),
+    (
+        "mistralai/Devstral-Small-2-24B-Instruct-2512",
+        24e9,
+        "https://huggingface.co/mistralai/Devstral-Small-2-24B-Instruct-2512",
+    ),
+    ("allenai/Olmo-3.1-32B-Instruct", 32e9, "https://huggingface.co/allenai/Olmo-3.1-32B-Instruct"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -80,7 +100,17 @@ TRANSFORMERS_COUNTS = {
     "allenai/OLMo-2-1124-13B": 13_716_198_400,
     "allenai/OLMo-2-0325-32B": 32_234_279_936,
     "nvidia/MiniMax-M2.7-NVFP4": 228_689_748_992,
+    "meta-llama/Llama-3.2-90B-Vision-Instruct": 88_593_355_323,  # MllamaForConditionalGeneration
+    "Qwen/Qwen2.5-32B-Instruct": 32_763_876_352,
+    "LGAI-EXAONE/EXAONE-4.0-32B": 32_003_216_384,  # Exaone4Attention: q_norm and k_norm per head
+    "mistralai/Devstral-2-123B-Instruct-2512": 125_025_988_608,
+    "allenai/Olmo-3.1-32B-Instruct": 32_233_522_176,  # Olmo3Attention: q_norm and k_norm over all heads
+    "Qwen/Qwen3.5-9B": 9_409_813_744,
 }
+
+# transformers 5.24's Mistral3ForConditionalGeneration holds 24,011,361,280: servespec is 1,024 short (the Pixtral
+# tower or projector), as for Mistral-Small-3.1; within 1e-7 here.
+NEAR_TRANSFORMERS = {"mistralai/Devstral-Small-2-24B-Instruct-2512": 24_011_361_280}
 
 # A checkpoint whose config has the layer shapes of a catalogued model: (checkpoint, the catalogued model)
 SAME_LAYOUT = [
@@ -127,6 +157,29 @@ def test_added_entries_count_what_transformers_builds(repo: str) -> None:
     facts = catalogued(repo)
     assert facts is not None, repo
     assert facts.params == TRANSFORMERS_COUNTS[repo]
+
+
+@pytest.mark.parametrize("repo", list(NEAR_TRANSFORMERS))
+def test_added_entries_come_within_a_rounding_of_transformers(repo: str) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert facts.params == pytest.approx(NEAR_TRANSFORMERS[repo], rel=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("repo", "sliding", "full", "window"),
+    [
+        ("LGAI-EXAONE/EXAONE-4.0-32B", 48, 16, 4096),
+        ("allenai/Olmo-3.1-32B-Instruct", 48, 16, 4096),
+        ("Qwen/Qwen2.5-32B-Instruct", 0, 64, None),
+    ],
+)
+def test_added_sliding_layouts_follow_layer_types(repo: str, sliding: int, full: int, window: int | None) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert (facts.kv_sliding_layers, facts.kv_full_layers) == (sliding, full)
+    if window is not None:
+        assert facts.sliding_window == window
 
 
 @pytest.mark.parametrize(("checkpoint", "base"), SAME_LAYOUT, ids=[c for c, _ in SAME_LAYOUT])
