@@ -47,6 +47,15 @@ ADDED = [
     "mistralai/Devstral-2-123B-Instruct-2512",
     "allenai/Olmo-3.1-32B-Instruct",
     "Qwen/Qwen3.5-9B",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+    "Qwen/Qwen2.5-1.5B",
+    "Qwen/Qwen2.5-72B",
+    "meta-llama/Llama-2-7b-hf",
+    "meta-llama/Llama-2-13b-hf",
+    "meta-llama/Llama-2-70b-hf",
+    "nvidia/DeepSeek-V3-0324-NVFP4",
+    "nvidia/Qwen3-30B-A3B-NVFP4",
+    "nvidia/Qwen3-32B-NVFP4",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -85,6 +94,19 @@ PUBLISHED = [
         "https://huggingface.co/mistralai/Devstral-Small-2-24B-Instruct-2512",
     ),
     ("allenai/Olmo-3.1-32B-Instruct", 32e9, "https://huggingface.co/allenai/Olmo-3.1-32B-Instruct"),
+    (
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+        32.8e9,
+        "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+    ),
+    ("Qwen/Qwen2.5-1.5B", 1.54e9, "https://huggingface.co/Qwen/Qwen2.5-1.5B"),
+    ("Qwen/Qwen2.5-72B", 72.7e9, "https://huggingface.co/Qwen/Qwen2.5-72B"),
+    ("meta-llama/Llama-2-7b-hf", 6.74e9, "https://huggingface.co/meta-llama/Llama-2-7b-hf"),
+    ("meta-llama/Llama-2-13b-hf", 13.0e9, "https://huggingface.co/meta-llama/Llama-2-13b-hf"),
+    ("meta-llama/Llama-2-70b-hf", 69.0e9, "https://huggingface.co/meta-llama/Llama-2-70b-hf"),
+    ("nvidia/DeepSeek-V3-0324-NVFP4", 671e9, "https://arxiv.org/abs/2412.19437"),
+    ("nvidia/Qwen3-30B-A3B-NVFP4", 30.5e9, "https://huggingface.co/Qwen/Qwen3-30B-A3B"),
+    ("nvidia/Qwen3-32B-NVFP4", 32.8e9, "https://huggingface.co/Qwen/Qwen3-32B"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -106,6 +128,14 @@ TRANSFORMERS_COUNTS = {
     "mistralai/Devstral-2-123B-Instruct-2512": 125_025_988_608,
     "allenai/Olmo-3.1-32B-Instruct": 32_233_522_176,  # Olmo3Attention: q_norm and k_norm over all heads
     "Qwen/Qwen3.5-9B": 9_409_813_744,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": 32_763_876_352,
+    "Qwen/Qwen2.5-1.5B": 1_543_714_304,
+    "Qwen/Qwen2.5-72B": 72_706_203_648,
+    "meta-llama/Llama-2-7b-hf": 6_738_415_616,
+    "meta-llama/Llama-2-13b-hf": 13_015_864_320,
+    "meta-llama/Llama-2-70b-hf": 68_976_648_192,
+    "nvidia/Qwen3-30B-A3B-NVFP4": 30_532_122_624,
+    "nvidia/Qwen3-32B-NVFP4": 32_762_123_264,
 }
 
 # transformers 5.24's Mistral3ForConditionalGeneration holds 24,011,361,280: servespec is 1,024 short (the Pixtral
@@ -134,6 +164,9 @@ SAME_LAYOUT = [
     ("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
     ("meta-llama/Meta-Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
     ("meta-llama/Meta-Llama-3.1-405B", "meta-llama/Llama-3.1-405B"),
+    ("nvidia/DeepSeek-V3-0324-NVFP4", "deepseek-ai/DeepSeek-V3"),
+    ("nvidia/Qwen3-30B-A3B-NVFP4", "Qwen/Qwen3-30B-A3B"),
+    ("nvidia/Qwen3-32B-NVFP4", "Qwen/Qwen3-32B"),
 ]
 
 
