@@ -56,6 +56,7 @@ ADDED = [
     "nvidia/DeepSeek-V3-0324-NVFP4",
     "nvidia/Qwen3-30B-A3B-NVFP4",
     "nvidia/Qwen3-32B-NVFP4",
+    "Qwen/Qwen3-30B-A3B-Thinking-2507-FP8",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -167,6 +168,7 @@ SAME_LAYOUT = [
     ("nvidia/DeepSeek-V3-0324-NVFP4", "deepseek-ai/DeepSeek-V3"),
     ("nvidia/Qwen3-30B-A3B-NVFP4", "Qwen/Qwen3-30B-A3B"),
     ("nvidia/Qwen3-32B-NVFP4", "Qwen/Qwen3-32B"),
+    ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "Qwen/Qwen3-30B-A3B-Thinking-2507"),
 ]
 
 
@@ -241,6 +243,8 @@ def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, bas
         ("nvidia/Kimi-K2.7-Code-NVFP4", "nvfp4"),
         ("zai-org/GLM-5-FP8", "fp8"),
         ("zai-org/GLM-5.1-FP8", "fp8"),
+        ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "fp8"),
+        ("mistralai/Devstral-2-123B-Instruct-2512", "fp8"),
         ("moonshotai/Kimi-K2.6", "int4"),
         ("Qwen/Qwen3-VL-4B-Instruct", None),
     ],
