@@ -1071,10 +1071,11 @@ def _attention_params(m: ModelFacts) -> float:
         params += q + kv + h + m.attention_heads  # biases and attention sinks
     if m.model_type == "phi" or m.linear_bias or m.attention_biases:
         params += q + kv + h  # q, k, v and dense biases (transformers PhiAttention, Starcoder2Attention)
-    if m.model_type in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text"):
-        params += 2 * m.head_dim  # q_norm and k_norm
-    if m.model_type == "minimax_m2":
-        params += q + kv // 2  # q_norm and k_norm over all heads (transformers MiniMaxM2Attention)
+    if m.model_type in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text", "exaone4"):
+        params += 2 * m.head_dim  # q_norm and k_norm (transformers Qwen3Attention, Exaone4Attention)
+    if m.model_type in ("minimax_m2", "olmo2", "olmo3"):
+        # q_norm and k_norm over all heads (transformers MiniMaxM2Attention, Olmo2Attention, Olmo3Attention)
+        params += q + kv // 2
     return params
 
 

@@ -1,0 +1,255 @@
+"""Issue 23 item 4: catalogue entries added for the models held-out start-up logs are likely to name.
+
+Each entry is a cited config.json copy (knowledge/data/models.yaml ``source``); these tests check that every one
+resolves to facts, that its parameter count matches the count published for the model within 1 %, and, where
+transformers 5.24 built the model from the same config on the meta device (scripts/catalog/transformers_params.py
+in the vllm-0.33.0 parser environment), that servespec counts exactly what transformers builds.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from servespec.knowledge.models import catalogued
+
+ADDED = [
+    "Qwen/Qwen2.5-VL-3B-Instruct",
+    "Qwen/Qwen2.5-VL-7B-Instruct",
+    "Qwen/Qwen3-VL-4B-Instruct",
+    "Qwen/Qwen3-VL-32B-Thinking",
+    "XiaomiMiMo/MiMo-7B-Base",
+    "nvidia/Qwen3-235B-A22B-NVFP4",
+    "nvidia/Kimi-K2.6-NVFP4",
+    "nvidia/MiniMax-M2.5-NVFP4",
+    "nvidia/Gemma-4-31B-IT-NVFP4",
+    "nvidia/Qwen3.5-397B-A17B-NVFP4",
+    "nvidia/DeepSeek-V3.1-NVFP4",
+    "nvidia/GLM-5-NVFP4",
+    "zai-org/GLM-5-FP8",
+    "allenai/OLMo-2-1124-7B",
+    "allenai/OLMo-2-1124-13B",
+    "allenai/OLMo-2-0325-32B",
+    "moonshotai/Kimi-K2.6",
+    "zai-org/GLM-5.1-FP8",
+    "nvidia/GLM-5.1-NVFP4",
+    "nvidia/Gemma-4-26B-A4B-NVFP4",
+    "nvidia/Kimi-K2.5-NVFP4",
+    "nvidia/Kimi-K2.7-Code-NVFP4",
+    "nvidia/MiniMax-M2.7-NVFP4",
+    "nvidia/Qwen3.5-122B-A10B-NVFP4",
+    "meta-llama/Meta-Llama-3.1-8B",
+    "meta-llama/Meta-Llama-3.1-70B",
+    "meta-llama/Meta-Llama-3.1-405B",
+    "meta-llama/Llama-3.2-90B-Vision-Instruct",
+    "Qwen/Qwen2.5-32B-Instruct",
+    "LGAI-EXAONE/EXAONE-4.0-32B",
+    "mistralai/Devstral-Small-2-24B-Instruct-2512",
+    "mistralai/Devstral-2-123B-Instruct-2512",
+    "allenai/Olmo-3.1-32B-Instruct",
+    "Qwen/Qwen3.5-9B",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+    "Qwen/Qwen2.5-1.5B",
+    "Qwen/Qwen2.5-72B",
+    "meta-llama/Llama-2-7b-hf",
+    "meta-llama/Llama-2-13b-hf",
+    "meta-llama/Llama-2-70b-hf",
+    "nvidia/DeepSeek-V3-0324-NVFP4",
+    "nvidia/Qwen3-30B-A3B-NVFP4",
+    "nvidia/Qwen3-32B-NVFP4",
+    "Qwen/Qwen3-30B-A3B-Thinking-2507-FP8",
+]
+
+# (repo id, published total parameters, where it is published)
+PUBLISHED = [
+    ("Qwen/Qwen2.5-VL-3B-Instruct", 3.75e9, "https://huggingface.co/Qwen/Qwen2.5-VL-3B-Instruct"),
+    ("Qwen/Qwen2.5-VL-7B-Instruct", 8.29e9, "https://huggingface.co/Qwen/Qwen2.5-VL-7B-Instruct"),
+    ("Qwen/Qwen3-VL-4B-Instruct", 4.44e9, "https://huggingface.co/Qwen/Qwen3-VL-4B-Instruct"),
+    ("Qwen/Qwen3-VL-32B-Thinking", 33.4e9, "https://huggingface.co/Qwen/Qwen3-VL-32B-Thinking"),
+    ("nvidia/Qwen3-235B-A22B-NVFP4", 235e9, "https://huggingface.co/Qwen/Qwen3-235B-A22B"),
+    ("nvidia/MiniMax-M2.5-NVFP4", 229.9e9, "https://www.emergentmind.com/topics/minimax-m2-5"),
+    ("nvidia/Gemma-4-31B-IT-NVFP4", 31.27e9, "https://huggingface.co/google/gemma-4-31B-it"),
+    ("nvidia/Qwen3.5-397B-A17B-NVFP4", 397e9, "https://huggingface.co/Qwen/Qwen3.5-397B-A17B"),
+    ("nvidia/DeepSeek-V3.1-NVFP4", 671e9, "https://huggingface.co/deepseek-ai/DeepSeek-V3.1"),
+    ("nvidia/GLM-5-NVFP4", 744e9, "https://arxiv.org/abs/2602.15763"),
+    ("zai-org/GLM-5-FP8", 744e9, "https://arxiv.org/abs/2602.15763"),
+    ("allenai/OLMo-2-1124-7B", 7.3e9, "https://huggingface.co/allenai/OLMo-2-1124-7B"),
+    ("allenai/OLMo-2-1124-13B", 13.7e9, "https://huggingface.co/allenai/OLMo-2-1124-13B"),
+    ("allenai/OLMo-2-0325-32B", 32.2e9, "https://huggingface.co/allenai/OLMo-2-0325-32B"),
+    ("zai-org/GLM-5.1-FP8", 744e9, "https://arxiv.org/abs/2602.15763"),
+    ("nvidia/GLM-5.1-NVFP4", 744e9, "https://arxiv.org/abs/2602.15763"),
+    ("nvidia/MiniMax-M2.7-NVFP4", 230e9, "https://huggingface.co/docs/transformers/model_doc/minimax_m2"),
+    ("nvidia/Qwen3.5-122B-A10B-NVFP4", 122e9, "https://huggingface.co/Qwen/Qwen3.5-122B-A10B"),
+    ("meta-llama/Meta-Llama-3.1-8B", 8.03e9, "https://huggingface.co/meta-llama/Llama-3.1-8B"),
+    ("meta-llama/Meta-Llama-3.1-70B", 70.6e9, "https://huggingface.co/meta-llama/Llama-3.1-70B"),
+    ("meta-llama/Meta-Llama-3.1-405B", 405.9e9, "https://huggingface.co/meta-llama/Llama-3.1-405B"),
+    (
+        "meta-llama/Llama-3.2-90B-Vision-Instruct",
+        88.6e9,
+        "https://huggingface.co/meta-llama/Llama-3.2-90B-Vision-Instruct",
+    ),
+    ("Qwen/Qwen2.5-32B-Instruct", 32.5e9, "https://huggingface.co/Qwen/Qwen2.5-32B-Instruct"),
+    ("LGAI-EXAONE/EXAONE-4.0-32B", 32.0e9, "https://huggingface.co/LGAI-EXAONE/EXAONE-4.0-32B"),
+    (
+        "mistralai/Devstral-Small-2-24B-Instruct-2512",
+        24e9,
+        "https://huggingface.co/mistralai/Devstral-Small-2-24B-Instruct-2512",
+    ),
+    ("allenai/Olmo-3.1-32B-Instruct", 32e9, "https://huggingface.co/allenai/Olmo-3.1-32B-Instruct"),
+    (
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+        32.8e9,
+        "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+    ),
+    ("Qwen/Qwen2.5-1.5B", 1.54e9, "https://huggingface.co/Qwen/Qwen2.5-1.5B"),
+    ("Qwen/Qwen2.5-72B", 72.7e9, "https://huggingface.co/Qwen/Qwen2.5-72B"),
+    ("meta-llama/Llama-2-7b-hf", 6.74e9, "https://huggingface.co/meta-llama/Llama-2-7b-hf"),
+    ("meta-llama/Llama-2-13b-hf", 13.0e9, "https://huggingface.co/meta-llama/Llama-2-13b-hf"),
+    ("meta-llama/Llama-2-70b-hf", 69.0e9, "https://huggingface.co/meta-llama/Llama-2-70b-hf"),
+    ("nvidia/DeepSeek-V3-0324-NVFP4", 671e9, "https://arxiv.org/abs/2412.19437"),
+    ("nvidia/Qwen3-30B-A3B-NVFP4", 30.5e9, "https://huggingface.co/Qwen/Qwen3-30B-A3B"),
+    ("nvidia/Qwen3-32B-NVFP4", 32.8e9, "https://huggingface.co/Qwen/Qwen3-32B"),
+]
+
+# Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
+TRANSFORMERS_COUNTS = {
+    "Qwen/Qwen2.5-VL-3B-Instruct": 3_754_622_976,  # Qwen2_5_VLForConditionalGeneration, vision 668,684,288
+    "Qwen/Qwen2.5-VL-7B-Instruct": 8_292_166_656,  # vision 676,550,144
+    "Qwen/Qwen3-VL-4B-Instruct": 4_437_815_808,
+    "Qwen/Qwen3-VL-32B-Thinking": 33_357_390_064,
+    "nvidia/Qwen3-235B-A22B-NVFP4": 235_093_634_560,
+    "nvidia/MiniMax-M2.5-NVFP4": 228_689_748_992,
+    "nvidia/Gemma-4-31B-IT-NVFP4": 31_273_086_512,
+    "allenai/OLMo-2-1124-7B": 7_298_617_344,  # Olmo2ForCausalLM: q_norm and k_norm over all heads
+    "allenai/OLMo-2-1124-13B": 13_716_198_400,
+    "allenai/OLMo-2-0325-32B": 32_234_279_936,
+    "nvidia/MiniMax-M2.7-NVFP4": 228_689_748_992,
+    "meta-llama/Llama-3.2-90B-Vision-Instruct": 88_593_355_323,  # MllamaForConditionalGeneration
+    "Qwen/Qwen2.5-32B-Instruct": 32_763_876_352,
+    "LGAI-EXAONE/EXAONE-4.0-32B": 32_003_216_384,  # Exaone4Attention: q_norm and k_norm per head
+    "mistralai/Devstral-2-123B-Instruct-2512": 125_025_988_608,
+    "allenai/Olmo-3.1-32B-Instruct": 32_233_522_176,  # Olmo3Attention: q_norm and k_norm over all heads
+    "Qwen/Qwen3.5-9B": 9_409_813_744,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": 32_763_876_352,
+    "Qwen/Qwen2.5-1.5B": 1_543_714_304,
+    "Qwen/Qwen2.5-72B": 72_706_203_648,
+    "meta-llama/Llama-2-7b-hf": 6_738_415_616,
+    "meta-llama/Llama-2-13b-hf": 13_015_864_320,
+    "meta-llama/Llama-2-70b-hf": 68_976_648_192,
+    "nvidia/Qwen3-30B-A3B-NVFP4": 30_532_122_624,
+    "nvidia/Qwen3-32B-NVFP4": 32_762_123_264,
+}
+
+# transformers 5.24's Mistral3ForConditionalGeneration holds 24,011,361,280: servespec is 1,024 short (the Pixtral
+# tower or projector), as for Mistral-Small-3.1; within 1e-7 here.
+NEAR_TRANSFORMERS = {"mistralai/Devstral-Small-2-24B-Instruct-2512": 24_011_361_280}
+
+# A checkpoint whose config has the layer shapes of a catalogued model: (checkpoint, the catalogued model)
+SAME_LAYOUT = [
+    ("nvidia/Qwen3-235B-A22B-NVFP4", "Qwen/Qwen3-235B-A22B"),
+    ("nvidia/MiniMax-M2.5-NVFP4", "MiniMaxAI/MiniMax-M2.5"),
+    ("nvidia/MiniMax-M2.7-NVFP4", "MiniMaxAI/MiniMax-M2.7"),
+    ("nvidia/DeepSeek-V3.1-NVFP4", "deepseek-ai/DeepSeek-V3.1"),
+    ("nvidia/Gemma-4-31B-IT-NVFP4", "google/gemma-4-31B-it"),
+    ("nvidia/Gemma-4-26B-A4B-NVFP4", "google/gemma-4-26B-A4B"),
+    ("nvidia/Qwen3.5-397B-A17B-NVFP4", "Qwen/Qwen3.5-397B-A17B"),
+    ("nvidia/Qwen3.5-122B-A10B-NVFP4", "Qwen/Qwen3.5-122B-A10B"),
+    ("nvidia/GLM-5-NVFP4", "zai-org/GLM-5"),
+    ("zai-org/GLM-5-FP8", "zai-org/GLM-5"),
+    ("nvidia/GLM-5.1-NVFP4", "zai-org/GLM-5.1"),
+    ("zai-org/GLM-5.1-FP8", "zai-org/GLM-5.1"),
+    ("moonshotai/Kimi-K2.6", "moonshotai/Kimi-K2.5"),
+    ("nvidia/Kimi-K2.5-NVFP4", "moonshotai/Kimi-K2.5"),
+    ("nvidia/Kimi-K2.6-NVFP4", "moonshotai/Kimi-K2.5"),
+    ("nvidia/Kimi-K2.7-Code-NVFP4", "moonshotai/Kimi-K2.5"),
+    ("Qwen/Qwen3-VL-32B-Thinking", "Qwen/Qwen3-VL-32B-Instruct"),
+    ("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
+    ("meta-llama/Meta-Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
+    ("meta-llama/Meta-Llama-3.1-405B", "meta-llama/Llama-3.1-405B"),
+    ("nvidia/DeepSeek-V3-0324-NVFP4", "deepseek-ai/DeepSeek-V3"),
+    ("nvidia/Qwen3-30B-A3B-NVFP4", "Qwen/Qwen3-30B-A3B"),
+    ("nvidia/Qwen3-32B-NVFP4", "Qwen/Qwen3-32B"),
+    ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "Qwen/Qwen3-30B-A3B-Thinking-2507"),
+]
+
+
+@pytest.mark.parametrize("repo", ADDED)
+def test_every_added_entry_resolves(repo: str) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert facts.name == repo
+    assert facts.layers > 0 and facts.hidden_size > 0 and facts.params > facts.active_params / 2 > 0
+
+
+@pytest.mark.parametrize(("repo", "total", "card"), PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_added_entries_match_their_published_counts(repo: str, total: float, card: str) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert facts.params == pytest.approx(total, rel=0.01), card
+
+
+@pytest.mark.parametrize("repo", list(TRANSFORMERS_COUNTS))
+def test_added_entries_count_what_transformers_builds(repo: str) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert facts.params == TRANSFORMERS_COUNTS[repo]
+
+
+@pytest.mark.parametrize("repo", list(NEAR_TRANSFORMERS))
+def test_added_entries_come_within_a_rounding_of_transformers(repo: str) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert facts.params == pytest.approx(NEAR_TRANSFORMERS[repo], rel=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("repo", "sliding", "full", "window"),
+    [
+        ("LGAI-EXAONE/EXAONE-4.0-32B", 48, 16, 4096),
+        ("allenai/Olmo-3.1-32B-Instruct", 48, 16, 4096),
+        ("Qwen/Qwen2.5-32B-Instruct", 0, 64, None),
+    ],
+)
+def test_added_sliding_layouts_follow_layer_types(repo: str, sliding: int, full: int, window: int | None) -> None:
+    facts = catalogued(repo)
+    assert facts is not None, repo
+    assert (facts.kv_sliding_layers, facts.kv_full_layers) == (sliding, full)
+    if window is not None:
+        assert facts.sliding_window == window
+
+
+@pytest.mark.parametrize(("checkpoint", "base"), SAME_LAYOUT, ids=[c for c, _ in SAME_LAYOUT])
+def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, base: str) -> None:
+    """A quantized or renamed checkpoint of a catalogued model sizes the same layers, weights and cache.
+
+    (NVIDIA's GLM-5.1 config, written by transformers 5.8, drops head_dim; an MLA cache does not read it.)"""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    q, b = catalogued(checkpoint), catalogued(base)
+    assert q is not None and b is not None
+    assert (q.layers, q.experts, q.kv_lora_rank, q.params, q.active_params) == (
+        b.layers,
+        b.experts,
+        b.kv_lora_rank,
+        b.params,
+        b.active_params,
+    )
+    assert kv_bytes_per_token(q, 2.0, 1, 1) == kv_bytes_per_token(b, 2.0, 1, 1) > 0
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "method"),
+    [
+        ("nvidia/Qwen3-235B-A22B-NVFP4", "nvfp4"),
+        ("nvidia/Kimi-K2.7-Code-NVFP4", "nvfp4"),
+        ("zai-org/GLM-5-FP8", "fp8"),
+        ("zai-org/GLM-5.1-FP8", "fp8"),
+        ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "fp8"),
+        ("mistralai/Devstral-2-123B-Instruct-2512", "fp8"),
+        ("moonshotai/Kimi-K2.6", "int4"),
+        ("Qwen/Qwen3-VL-4B-Instruct", None),
+    ],
+)
+def test_quantized_checkpoints_name_their_scheme(checkpoint: str, method: str | None) -> None:
+    facts = catalogued(checkpoint)
+    assert facts is not None
+    assert facts.quant_method == method
