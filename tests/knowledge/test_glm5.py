@@ -90,3 +90,18 @@ def test_sglang_0_5_12_on_mi355x_sizes_the_fp8_dsa_cell_and_the_replicated_weigh
     assert any("whole on every rank" in note for note in plan.notes)
     assert plan.total_gib == pytest.approx(288.0)  # HIP reports the whole VRAM (no NVIDIA share)
     assert ROCM_SETUP_NOTE in plan.notes  # RCCL/aiter set-up memory: said, not guessed
+
+
+def test_glm52_index_share_is_refused_naming_its_fields() -> None:
+    """GLM-5.2 (same model type as GLM-5) shares indexer results between layers: servespec does not size that,
+    so it names the fields instead of sizing an indexer in every layer; an all-"full" list (GLM-5 copies) is sized."""
+    from servespec.knowledge import models
+
+    base = models._catalog()["zai-org/glm-5.1"]["config"]
+    kinds = ["full" if (layer - 3) % 4 == 0 else "shared" for layer in range(base["num_hidden_layers"])]
+    shared = {**base, "indexer_types": kinds, "index_topk_freq": 4, "index_skip_topk_offset": 3}
+    with pytest.raises(models.UnsizedArchitectureError) as err:
+        models.facts_from_config(shared, "zai-org/GLM-5.2")
+    assert "indexer_types" in str(err.value) and "index_topk_freq" in str(err.value)
+    every = {**base, "indexer_types": ["full"] * base["num_hidden_layers"], "index_topk_freq": 1}
+    assert models.facts_from_config(every, "GLM-5").params == models.facts_from_config(base, "GLM-5").params

@@ -341,6 +341,19 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
 fields would be wrong, so a config of one that names any of them is refused, naming the ones it gives."""
 
 
+def _index_share(config: dict[str, Any]) -> tuple[str, ...]:
+    """GLM-5.2's IndexShare fields when they share indices: only the ``full`` layers of ``indexer_types`` (every
+    ``index_topk_freq``-th after ``index_skip_topk_offset``) compute top-k indices and the ``shared`` ones reuse
+    them, so the indexer is not in every layer as servespec sizes it for GLM-5/5.1 (the same model type, whose
+    copies list every layer ``full``)."""
+    kinds = config.get("indexer_types")
+    shared = isinstance(kinds, list) and any(kind != "full" for kind in kinds)
+    freq = config.get("index_topk_freq")
+    if not shared and not (isinstance(freq, int) and freq > 1):
+        return ()
+    return tuple(key for key in ("indexer_types", "index_topk_freq", "index_skip_topk_offset") if key in config)
+
+
 class UnsizedArchitectureError(ValueError):
     """A model type servespec does not size; the message names the fields it would need to read."""
 
@@ -824,7 +837,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     """
     raw, config = config, _with_defaults(_flatten(config))
     model_type = fields.text(config, "model_type") or "unknown"
-    unread = tuple(key for key in _UNSIZED.get(model_type, ()) if config.get(key) is not None)
+    unread = tuple(key for key in _UNSIZED.get(model_type, ()) if config.get(key) is not None) + _index_share(config)
     if unread:
         raise UnsizedArchitectureError(model_type, unread)
     missing = _missing(config)
