@@ -40,8 +40,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import vllm as builder  # scripts/catalog/vllm.py (url, fetch)
-import vllm_mxfp4
 from catalog_io import releases_dir
+from vllm_sampler import tree  # a release's source: its sdist, else its wheel's .py members
 
 from servespec.engines.catalog import PostKvWarmup, SourcedInt
 
@@ -148,13 +148,6 @@ def v0_chunked_prefill_above(version: str, src: Path) -> dict[str, Any] | None:
         ):
             return {"value": test.comparators[0].value, "source": builder.url(version, ARG_UTILS, node.lineno)}
     return None
-
-
-def tree(version: str) -> Path:
-    folder = vllm_mxfp4.sdist(version)
-    if folder is not None:
-        return folder / "src"
-    return builder.fetch(version) / "src"  # the wheel's .py members (0.15.x: no sdist on PyPI)
 
 
 def main(argv: list[str]) -> int:

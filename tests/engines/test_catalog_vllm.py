@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -347,12 +348,32 @@ def test_every_release_says_what_it_allocates_after_the_kv_cache(version: str) -
     assert fact.sized_after_warmup_option == ("enable_extensible_kv_cache" if key >= (0, 34) else None), version
 
 
-def _post_kv_extractor() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("vllm_post_kv", SCRIPTS / "vllm_post_kv.py")
+def _script(name: str) -> ModuleType:
+    """One of scripts/catalog's extractors, imported from its file."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _post_kv_extractor() -> ModuleType:
+    return _script("vllm_post_kv")
+
+
+def _unpacked_sdists() -> Iterator[tuple[str, Path, dict[str, Any]]]:
+    """(release, its unpacked sdist's source, its catalogued facts) for every release whose sdist is cached here;
+    skips the test when none is."""
+    sdists = _script("vllm_mxfp4").SDISTS
+    found = 0
+    for version in VERSIONS:
+        src = sdists / version / "src"
+        if (src / "vllm").is_dir():
+            found += 1
+            path = Path(engines.__file__).parent / "vllm" / "releases" / f"{version}.json"
+            yield version, src, json.loads(path.read_text())["facts"]
+    if not found:
+        pytest.skip("no vLLM sdist unpacked (scripts/catalog/vllm_mxfp4.py fetches them)")
 
 
 def test_post_kv_reader_follows_the_workers_own_helpers(tmp_path: Path) -> None:
@@ -385,19 +406,10 @@ def test_post_kv_reader_reproduces_the_catalogued_facts_from_the_cached_sources(
     """scripts/catalog/vllm_post_kv.py re-run on every release whose sdist is unpacked here gives the catalogued
     fact (skipped where none is cached)."""
     reader = _post_kv_extractor()
-    checked = 0
-    for version in VERSIONS:
-        src = reader.vllm_mxfp4.SDISTS / version / "src"
-        if not (src / "vllm").is_dir():
-            continue
-        path = Path(engines.__file__).parent / "vllm" / "releases" / f"{version}.json"
-        data = json.loads(path.read_text())
-        engine = data["facts"]["default_engine"]["value"]
-        assert reader.post_kv_warmup(version, src, engine) == data["facts"]["post_kv_warmup"], version
-        assert reader.v0_chunked_prefill_above(version, src) == data["facts"].get("v0_chunked_prefill_above"), version
-        checked += 1
-    if not checked:
-        pytest.skip("no vLLM sdist unpacked (scripts/catalog/vllm_mxfp4.py fetches them)")
+    for version, src, facts in _unpacked_sdists():
+        engine = facts["default_engine"]["value"]
+        assert reader.post_kv_warmup(version, src, engine) == facts["post_kv_warmup"], version
+        assert reader.v0_chunked_prefill_above(version, src) == facts.get("v0_chunked_prefill_above"), version
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -435,11 +447,7 @@ def test_every_release_with_a_v0_engine_says_how_its_profile_run_samples(version
 
 
 def _sampler_extractor() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("vllm_sampler", SCRIPTS / "vllm_sampler.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _script("vllm_sampler")
 
 
 _V0_RUNNER = """class ModelRunner:
@@ -500,14 +508,5 @@ def test_v0_sampler_reader_reproduces_the_catalogued_facts_from_the_cached_sourc
     """scripts/catalog/vllm_sampler.py re-run on every release whose sdist is unpacked here gives the catalogued
     ``profile_sampler_v0_sorts_vocab`` (skipped where none is cached)."""
     reader = _sampler_extractor()
-    checked = 0
-    for version in VERSIONS:
-        src = reader.vllm_mxfp4.SDISTS / version / "src"
-        if not (src / "vllm").is_dir():
-            continue
-        path = Path(engines.__file__).parent / "vllm" / "releases" / f"{version}.json"
-        data = json.loads(path.read_text())
-        assert reader.v0_sorts(version, src) == data["facts"].get("profile_sampler_v0_sorts_vocab"), version
-        checked += 1
-    if not checked:
-        pytest.skip("no vLLM sdist unpacked (scripts/catalog/vllm_mxfp4.py fetches them)")
+    for version, src, facts in _unpacked_sdists():
+        assert reader.v0_sorts(version, src) == facts.get("profile_sampler_v0_sorts_vocab"), version
