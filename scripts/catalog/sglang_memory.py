@@ -523,7 +523,7 @@ def hybrid_swa_facts(version: str, sources: dict[str, str]) -> dict[str, Any]:  
         fact["ratio_option"] = "swa_full_tokens_ratio"
         fact["ratio_default"] = ratio[0]
         cites.append(ratio[1])
-    if any("disable_hybrid_swa_memory" in sources.get(p, "") for p in ("sglang/srt/server_args.py", _RUNNERS[2])):
+    if any("disable_hybrid_swa_memory" in sources.get(p, "") for p in ("sglang/srt/server_args.py", _RUNNER, _CONFIG)):
         fact["disable_option"] = "disable_hybrid_swa_memory"
     fact["arithmetic"], cite = _arithmetic(version, sources)
     cites.append(cite)
