@@ -8,10 +8,18 @@ bytes alike)."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
+import pytest
+
 from servespec import engines
 from servespec.engines.catalog import SglangHybridSwa
-from servespec.knowledge import gpus, models
+from servespec.findings import Severity
+from servespec.knowledge import gpus, models, resolve
 from servespec.knowledge.memory import EstimateInput, GpuEstimate
+from servespec.rules.runner import check_fleet
+from servespec.spec.fleet import load_fleet
 
 SGLANG = engines.get("sglang")
 KTRANSFORMERS = engines.get("ktransformers")
@@ -146,3 +154,40 @@ def test_llama_4_takes_the_pool_on_0_5_1_only_with_hybrid_kvcache_ratio() -> Non
     # 0.5.8 on: Llama 4 is on the allowlist, the default ratio applies without any option
     listed = _estimate(model, "0.5.8", tp=8, mem_fraction_static=0.9)
     assert listed.kv_tokens == int(int(listed.kv_cache_bytes // (48 * layer)) * 48 / (0.8 * 36 + 12))
+
+
+FLEET = Path(__file__).resolve().parents[1] / "rules" / "cases" / "_fleet"
+GPT_OSS_CONFIG = Path(__file__).resolve().parents[1] / "data" / "hybrid" / "openai--gpt-oss-120b.config.json"
+
+
+def _gpt_oss_spec(tmp_path: Path, version: str) -> Path:
+    """gpt-oss-120b (its config.json) at 131072 tokens on one H100, mem_fraction_static 0.855."""
+    shutil.copytree(FLEET, tmp_path, dirs_exist_ok=True)
+    shutil.copy(GPT_OSS_CONFIG, tmp_path / "config.json")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: app}\ninventory: inventory.yaml\n"
+        "model:\n  source: openai/gpt-oss-120b\n  config: config.json\n  max_model_len: 131072\n"
+        f'engine: {{name: sglang, version: "{version}", options: {{mem_fraction_static: 0.855}}}}\n'
+        "resources: {gpu_ids: [0]}\nplacement: {hosts: [nvs8]}\n"
+    )
+    return spec
+
+
+@pytest.mark.parametrize(("version", "pooled"), [("0.5.7", False), ("0.5.8", True), ("0.5.23", True)])
+def test_mem002_reads_the_pool_of_the_release(tmp_path: Path, version: str, pooled: bool) -> None:
+    """One 131072-token sequence needs 9.00 GiB with every layer at full length and 4.50 GiB with the hybrid pool
+    (18 full layers, 18 windows of 128); about 6.4 GiB is left. Without the pool (0.5.7) SGLang caps max_req_len:
+    a MEM002 warning, never an error; with it nothing is reported."""
+    spec = _gpt_oss_spec(tmp_path, version)
+    fleet = load_fleet([spec])
+    known = resolve.resolved(fleet.deployments[0])
+    plan = known.estimate_on(known.hosts[0])
+    assert plan is not None
+    findings = [f for f in check_fleet(fleet) if f.rule in ("MEM001", "MEM002")]
+    if pooled:
+        assert plan.one_sequence_gib < plan.kv_cache_gib < 9.0, plan
+        assert findings == []
+    else:
+        assert plan.kv_cache_gib < plan.one_sequence_gib, plan
+        assert [(f.rule, f.severity) for f in findings] == [("MEM002", Severity.WARNING)]
