@@ -290,12 +290,18 @@ def test_an_assumed_release_is_used_and_labelled(tmp_path) -> None:
     path = next((OTHER_LOGS / "tgi").glob("004-*.yaml"))
     row = compare_other(path)
     assert row.version == "2.4.0" and row.assumed and row.assumed[0].startswith("release 2.4.0 assumed"), row
+    assert any(entry["versions"] == "2.4.0*" for entry in class_table([row])), class_table([row])
+    # max_total_tokens is not logged, and the values the launcher accepts move the figure: not answered, with why
+    assert row.skipped.startswith("max_total_tokens not logged"), row
     data = YAML(typ="safe").load(path.read_text())
     data["engine_version"] = "2.4.0"
     del data["engine_version_assumed"]
-    plain = compare_other(_write_log(tmp_path / "tgi", "904-stated.yaml", data))  # type: ignore[arg-type]
-    assert plain.predicted == row.predicted and not plain.assumed  # the assumed release is the one estimated with
-    assert any(entry["versions"] == "2.4.0*" for entry in class_table([row])), class_table([row])
+    data["settings_assumed"]["max_total_tokens"] = {"value": 10000, "why": "the least the launcher accepts"}
+    one = compare_other(_write_log(tmp_path / "tgi", "904-assumed.yaml", data))  # type: ignore[arg-type]
+    assert any(label.startswith("max_total_tokens 10000 assumed") for label in one.assumed), one.assumed
+    data["settings"]["max_total_tokens"] = data.pop("settings_assumed")["max_total_tokens"]["value"]
+    plain = compare_other(_write_log(tmp_path / "tgi", "905-stated.yaml", data))  # type: ignore[arg-type]
+    assert plain.predicted == one.predicted and not plain.assumed  # an assumed setting is what a stated one gives
 
 
 def test_an_unstated_release_is_answered_only_when_no_catalogued_release_changes_the_figure(tmp_path) -> None:

@@ -238,6 +238,43 @@ def _version(data: dict[str, Any], key: str) -> tuple[str, tuple[str, ...]]:
     return version, (f"release {version} assumed: {str(assumed.get('why') or '').strip()}",)
 
 
+def _settings_assumed(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A launch setting the log does not show but the estimate needs, as ``settings_assumed: {name: {value, why}}``:
+    the values (used only where ``settings`` leaves it null) and their labels for the bench."""
+    found: dict[str, Any] = {}
+    labels: list[str] = []
+    settings = data.get("settings") or {}
+    for name, entry in (data.get("settings_assumed") or {}).items():
+        if not isinstance(entry, dict) or settings.get(name) is not None:
+            continue
+        if entry.get("value") is not None:
+            found[name] = entry["value"]
+            labels.append(f"{name} {entry['value']} assumed: {str(entry.get('why') or '').strip()}")
+        elif isinstance(entry.get("range"), list) and len(entry["range"]) == 2:
+            low, high = entry["range"]
+            found[name] = low
+            labels.append(f"{name} {low}-{high} (not logged): {str(entry.get('why') or '').strip()}")
+    return found, tuple(labels)
+
+
+def _setting_range_spread(data: dict[str, Any], estimate: Any) -> str:
+    """Why a log is not answered when a setting it does not show (``settings_assumed: {name: {range: [low, high]}}``,
+    the values its launcher accepts) moves the estimate between the range's ends; "" when neither end moves it."""
+    for name, entry in (data.get("settings_assumed") or {}).items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("range"), list):
+            continue
+        ends = []
+        for value in entry["range"]:
+            plan = estimate({**data, "settings": {**(data.get("settings") or {}), name: value}})
+            ends.append(plan.kv_tokens if plan is not None else None)
+        if len(set(ends)) > 1:
+            low, high = entry["range"]
+            return (
+                f"{name} not logged: the values its launcher accepts ({low}-{high}) give {ends[0]}-{ends[1]} KV tokens"
+            )
+    return ""
+
+
 def _sized_by_name(method: str) -> bool:
     """Whether the estimator sizes weights from the quantization name alone (knowledge.memory)."""
     from servespec.knowledge.memory import quant_bits_of_name
@@ -636,8 +673,8 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
 
 
 def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuModel) -> Any:
-    """TGI with the launcher's logged arguments."""
-    settings = data.get("settings") or {}
+    """TGI with the launcher's logged arguments (and those ``settings_assumed`` supplies, labelled)."""
+    settings = {**(data.get("settings") or {}), **_settings_assumed(data)[0]}
     logged = ("cuda_memory_fraction", "max_batch_prefill_tokens", "max_input_tokens", "max_input_length")
     logged += ("max_batch_size",)
     options: dict[str, Any] = _numbers(settings, logged)
@@ -721,6 +758,7 @@ def compare_other(path: Path) -> Comparison:
     calibration = data.get("calibration") or {}
     facts = _other_facts(data)
     version, assumed = _version(data, "engine_version")
+    assumed += _settings_assumed(data)[1]
     observed = _other_observed(data)
     seen: dict[str, Any] = {
         "engine": engine,
@@ -807,6 +845,9 @@ def _compare_on_gpu(
         why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens")
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
     plan = runs[0][0]
+    spread = _setting_range_spread(data, lambda changed: estimator(changed, facts, gpu)) if plan is not None else ""
+    if spread:
+        return Comparison(name, observed, None, spread, assumed=assumed, **seen)
     if plan is None:
         why = f"no estimate for {engine} {seen['version']}"
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
@@ -933,7 +974,9 @@ def class_table(rows: list[Comparison]) -> list[dict[str, Any]]:
 
     for (engine, label, attention), members in sorted(groups.items(), key=lambda item: place(item[0])):
         if not label:
-            versions = sorted({m.version for m in members if m.version}, key=version_key)
+            versions = sorted(
+                {m.version for m in members if m.version}, key=lambda v: (version_key(v), v)
+            )  # ties: by name
             guessed = {m.version for m in members if any(text.startswith("release ") for text in m.assumed)}
             shown = [f"{v}*" if v in guessed else v for v in versions]  # * a release assumed from the log's date
             label = f"{shown[0]} - {shown[-1]}" if len(shown) > 1 else shown[0] if shown else "unstated"

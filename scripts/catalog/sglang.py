@@ -530,7 +530,7 @@ def build(version: str, entry: dict[str, Any], raw: dict[str, Any]) -> dict[str,
     methods = quantization_facts(version, raw["min_capabilities"], options.get("quantization", {}).get("choices"))
     if methods:
         facts["quantization_methods"] = methods
-    facts["memory"] = memory_facts(version, read_sources(fetch(entry)))
+    facts["memory"] = memory_facts(version, read_sources(fetch(entry)), entry.get("upload-time"))
     stubs = raw["stubs"]
     method = (
         "ran the release's own parser: ServerArgs.add_cli_args(argparse.ArgumentParser(prog='sglang serve')) "
@@ -641,7 +641,8 @@ def refresh_memory() -> int:
     for path in sorted(releases_dir(ENGINE).glob("[0-9]*.json")):
         release = json.loads(path.read_text())
         version = release["version"]
-        release["facts"]["memory"] = memory_facts(version, read_sources(fetch(files[version])))
+        entry = files[version]
+        release["facts"]["memory"] = memory_facts(version, read_sources(fetch(entry)), entry.get("upload-time"))
         release["facts"] = dict(sorted(release["facts"].items()))
         path.write_text(_dump(release))
         print(path, file=sys.stderr)

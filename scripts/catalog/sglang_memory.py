@@ -27,6 +27,17 @@ What the estimator's SGLang arithmetic (``engines/sglang/memory.py``) reads, per
   available_gpu_memory - total_gpu_memory * (1 - mem_fraction_static)``, where
   ``total_gpu_memory`` is measured after the distributed set-up, before the weights load.
 
+* ``all_reduce``: the custom all-reduce the tensor-parallel group builds inside the distributed set-up
+  (before that baseline is measured): on ROCm ``hip`` is ``aiter`` where ``dispatch_custom_allreduce``
+  returns aiter's ``CustomAllreduce`` by default (``SGLANG_USE_AITER_AR`` defaults to true;
+  ``aiter_kwargs`` what SGLang passes it: no ``max_size``, so aiter's own default sizes the buffers,
+  scripts/catalog/aiter_all_reduce.py), else ``sglang``; SGLang's own class's ``max_size`` on CUDA and
+  on HIP (``_MAX_CAR_SIZE``; its buffers are meta_size + max_size, max_size and max_size); ``cuda``:
+  ``v2`` where the JIT ``CustomAllReduceV2`` is the CUDA default (its buffers are allocated in C++);
+  ``quick_reduce_default``: ``ROCM_QUICK_REDUCE_QUANTIZATION``'s default (``NONE``: the quick
+  all-reduce allocates nothing); ``released``: the artefact's PyPI upload time. None of these sizes
+  depends on the group's size.
+
 Every fact cites the release's file and line (``source``). A release whose source matches none of
 the shapes raises: nothing is guessed.
 """
@@ -50,6 +61,8 @@ _FILES = (
     "sglang/srt/mem_cache/kv_cache_configurator.py",
     "sglang/srt/configs/model_config.py",
     "sglang/srt/arg_groups/fields/schedule.py",
+    "sglang/srt/distributed/device_communicators/custom_all_reduce.py",
+    "sglang/srt/distributed/device_communicators/quick_all_reduce.py",
 )
 _MODELS = "sglang/srt/models/"
 """Model files are read too where they define ``get_attention_sliding_window_size`` (what made a model use the
@@ -375,7 +388,66 @@ def _baseline(version: str, sources: dict[str, str]) -> dict[str, Any]:
     raise ValueError(f"{version}: profile_max_num_token's rest_memory not found")
 
 
-def memory_facts(version: str, sources: dict[str, str]) -> dict[str, Any]:
+_CAR = "sglang/srt/distributed/device_communicators/custom_all_reduce.py"
+_QR = "sglang/srt/distributed/device_communicators/quick_all_reduce.py"
+
+
+def _bytes(expression: str) -> int:
+    value = 1
+    for factor in re.findall(r"\d+", expression):
+        value *= int(factor)
+    return value
+
+
+def _all_reduce(version: str, sources: dict[str, str], released: str | None) -> dict[str, Any]:
+    text = sources.get(_CAR)
+    if text is None:
+        raise ValueError(f"{version}: {_CAR} not found")
+    table = re.search(
+        r"_MAX_CAR_SIZE = ([\d *]+)\n(?:.*\n){0,3}?\s*if _?is_hip_?:\s*\n(?:\s*#.*\n)*\s*_MAX_CAR_SIZE = ([\d *]+)",
+        text,
+    )
+    if table is not None:
+        cuda, hip, at = _bytes(table.group(1)), _bytes(table.group(2)), table.start()
+    else:
+        default = re.search(r"max_size=([\d *]+),", text)
+        if default is None:
+            raise ValueError(f"{version}: CustomAllreduce's max_size not found")
+        cuda = hip = _bytes(default.group(1))
+        at = default.start()
+    dispatch = text.find("def dispatch_custom_allreduce")
+    end = re.compile(r"^(?:def|class) ", re.M).search(text, dispatch + 1) if dispatch >= 0 else None
+    body = text[dispatch : end.start() if end else len(text)] if dispatch >= 0 else ""
+    aiter = re.search(r'get_bool_env_var\("SGLANG_USE_AITER_AR", default="true"\)', body)
+    kwargs: list[str] = []
+    if aiter is not None:
+        call = re.search(r"partial\(\s*AiterCustomAllreduce,([^)]*)\)", body)
+        kwargs = re.findall(r"(\w+)=", call.group(1)) if call else []
+        if "max_size" in kwargs:
+            raise ValueError(f"{version}: SGLang passes aiter a max_size; read it before cataloguing")
+    quick = sources.get(_QR)
+    regime = re.search(r'os\.environ\.get\("ROCM_QUICK_REDUCE_QUANTIZATION", "(\w+)"\)', quick or "")
+    if quick is not None and regime is None:
+        raise ValueError(f"{version}: quick all-reduce's quantization default not found")
+    where = dispatch + (aiter.start() if aiter else 0) if dispatch >= 0 else at
+    return {
+        "hip": "aiter" if aiter else "sglang",
+        "aiter_kwargs": kwargs,
+        "sglang_max_size_cuda": cuda,
+        "sglang_max_size_hip": hip,
+        "cuda": "v2" if "return CustomAllReduceV2" in body else "sglang",
+        "quick_reduce_default": regime.group(1) if regime else None,
+        "released": released,
+        "source": _cite(
+            version,
+            _CAR,
+            _line_of(text, where),
+            "dispatch_custom_allreduce" if aiter else f"CustomAllreduce max_size {cuda} (CUDA), {hip} (HIP)",
+        ),
+    }
+
+
+def memory_facts(version: str, sources: dict[str, str], released: str | None = None) -> dict[str, Any]:
     """``facts.memory`` of one release from its source files (see the module docstring)."""
     path, _text, line, block = _fraction_block(sources)
     if re.search(r"(?:self\.tp_size|parallel_size) >= 16:", block):
@@ -391,6 +463,7 @@ def memory_facts(version: str, sources: dict[str, str]) -> dict[str, Any]:
         "multimodal": _multimodal(version, sources, path, line, block),
         "pool_baseline": _baseline(version, sources),
         "hybrid_swa": hybrid_swa_facts(version, sources),
+        "all_reduce": _all_reduce(version, sources, released),
     }
 
 

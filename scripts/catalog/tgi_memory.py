@@ -19,6 +19,8 @@ What the estimator's TGI arithmetic (``engines/tgi/memory.py``) reads, per relea
 * ``warmup_logits_copies``: the ``[prefill tokens × vocab]`` logits tensors the warm-up prefill holds (the
   router's warm-up asks for prefill logprobs): 2 (2.0-2.3), 1 (2.4: ``log_softmax`` in place), 0 (3.0 on:
   dropped unless ``REQUEST_LOGPROBS``).
+* ``warmup_logits_copies_sharded``, ``mlp_intermediates``, ``free_read_cached``: the rest of the warm-up
+  prefill's peak and how the free memory is read after it (:func:`warmup_peak`).
 * ``context_default`` (a fact of its own, :func:`context_default`): the context served when unset.
 * ``prefill_default``: the launcher's ``max_batch_prefill_tokens`` when it is not given:
 
@@ -46,7 +48,9 @@ WARMUP = "server/text_generation_server/models/flash_causal_lm.py"
 GLOBALS = "server/text_generation_server/models/globals.py"
 CACHE_MANAGER = "server/text_generation_server/models/cache_manager.py"
 LAUNCHER = "launcher/src/main.rs"
-FILES = (WARMUP, GLOBALS, CACHE_MANAGER, LAUNCHER)  # and the router's warm-up client (WARMUP_CLIENTS)
+HEADS = ("server/text_generation_server/layers/tensor_parallel.py", "server/text_generation_server/utils/layers.py")
+LLAMA = "server/text_generation_server/models/custom_modeling/flash_llama_modeling.py"
+FILES = (WARMUP, GLOBALS, CACHE_MANAGER, LAUNCHER, LLAMA, *HEADS)  # and the router's warm-up client (WARMUP_CLIENTS)
 
 Show = Callable[[str], "str | None"]
 
@@ -303,6 +307,94 @@ def warmup_logits(tag: str, show: Show) -> dict[str, Any]:
     raise ValueError(f"{tag}: the prefill logprobs' log_softmax not found")
 
 
+def warmup_peak(tag: str, show: Show, copies: int) -> dict[str, Any]:
+    """What else the warm-up prefill holds at its peak, and how the free memory is read after it.
+
+    * ``warmup_logits_copies_sharded``: the ``[prefill tokens × vocab]`` tensors with the LM head split over
+      several shards. ``TensorParallelHead`` (unquantized, ``FastLinear``) gathers the shards into
+      ``world_out`` ``[vocab × tokens]`` and returns ``world_out.T``, a transposed view: ``log_softmax`` on it
+      copies its input to a contiguous tensor (ATen ``host_softmax``: ``input_.contiguous()``) and writes a new
+      output (2.0-2.3), or, in place into the non-contiguous view (2.4), a temporary (ATen ``log_softmax_out``:
+      ``output_temp`` when the output is not contiguous): 3 either way where logits are kept (``copies`` > 0),
+      else 0. The head's local shard ``[vocab/shards × tokens]`` is freed before, into torch's cache.
+    * ``mlp_intermediates``: ``[tokens × intermediate/shard]`` tensors live at the MLP's peak
+      (``self.act(gate_up_states[:, 0]) * gate_up_states[:, 1]``: gate_up (2), the activation (1), the product (1)).
+    * ``free_read_cached``: the free memory is read (``mem_get_info``) after the warm-up prefill with no
+      ``empty_cache()`` between, so torch's cached blocks of the prefill (the layers' activations, the head's
+      local shard) count as used, unless an allocation failed and the caching allocator released them.
+    """
+    head_path = next((p for p in HEADS if "return world_out.T" in (show(p) or "")), None)
+    if head_path is None:
+        raise ValueError(f"{tag}: the gathered LM head (world_out.T) not found")
+    head = show(head_path) or ""
+    gathered = _need(re.search(r"return world_out\.T", head), tag, "world_out.T")
+    llama = show(LLAMA) or ""
+    mlp = _need(
+        re.search(r"self\.act\(gate_up_states\[:, 0\]\) \* gate_up_states\[:, 1\]", llama), tag, "the MLP's product"
+    )
+    warmup = show(WARMUP) or ""
+    body = _need(re.search(r"def warmup\(.*?num_blocks = \(", warmup, re.S), tag, "the warm-up's KV sizing")
+    prefill = body.group(0).rfind("generate_token(")
+    read = max(body.group(0).rfind("get_free_memory("), body.group(0).rfind("mem_get_info("))
+    if prefill < 0 or read < prefill:
+        raise ValueError(f"{tag}: the free memory is not read after the warm-up prefill")
+    cached = "empty_cache()" not in body.group(0)[prefill:read]
+    return {
+        "warmup_logits_copies_sharded": 3 if copies else 0,
+        "mlp_intermediates": 4,
+        "free_read_cached": cached,
+        "warmup_peak_source": _cite(tag, head_path, head, gathered.start(), "gathered LM head returns world_out.T")
+        + "; "
+        + _cite(tag, LLAMA, llama, mlp.start(), "MLP: act(gate) * up")
+        + "; "
+        + _cite(
+            tag,
+            WARMUP,
+            warmup,
+            body.start() + read,
+            "free memory read after the warm-up prefill" + (" without empty_cache" if cached else ""),
+        ),
+    }
+
+
+def warmup_requests(tag: str, show: Show) -> dict[str, Any]:
+    """How the router's warm-up splits the prefill budget into requests, and the KV blocks each one takes.
+
+    * ``input_steps`` (2.0-2.4.0): ``truncate = min(max_input_length, budget - n_tokens)``, ``n_tokens +=
+      max_input_length``, ``max_new_tokens = max_total_tokens - truncate``;
+    * ``input_optional`` (2.4.1 on): ``truncate = min(max_input_tokens if set, budget - n_tokens)``, ``n_tokens +=
+      truncate``, ``max_new_tokens = max_total_tokens - truncate`` if set, else 1.
+
+    The server maps ``prompt + max_new_tokens - 1`` tokens of each to blocks (``FlashCausalLMBatch.from_tokenized``),
+    all allocated for the warm-up and added back to the KV cache after it.
+    """
+    client = next((p for p in WARMUP_CLIENTS if show(p) is not None), None)
+    text = (show(client) if client else None) or ""
+    steps = re.search(r"n_tokens \+= max_input_length;", text)
+    new_tokens = re.search(r"max_new_tokens: max_total_tokens - truncate,", text)
+    optional = re.search(
+        r"let max_new_tokens = if let Some\(max_total_tokens\) = max_total_tokens \{\s*max_total_tokens - truncate"
+        r"\s*\} else \{\s*1\s*\};",
+        text,
+    )
+    by_truncate = re.search(r"n_tokens \+= truncate;", text)
+    if client is not None and steps is not None and new_tokens is not None:
+        return {
+            "warmup_requests": "input_steps",
+            "warmup_requests_source": _cite(tag, client, text, steps.start(), "warm-up requests of max_input_length")
+            + "; "
+            + _cite(tag, client, text, new_tokens.start(), "max_new_tokens = max_total_tokens - truncate"),
+        }
+    if client is not None and optional is not None and by_truncate is not None:
+        return {
+            "warmup_requests": "input_optional",
+            "warmup_requests_source": _cite(tag, client, text, by_truncate.start(), "warm-up requests of truncate")
+            + "; "
+            + _cite(tag, client, text, optional.start(), "max_new_tokens: max_total_tokens - truncate, else 1"),
+        }
+    raise ValueError(f"{tag}: the router's warm-up requests match no known shape")
+
+
 def memory_facts(tag: str, show: Show) -> dict[str, Any]:
     """``facts.tgi_memory`` of one release (``show(path)``: the file at ``tag``, or None)."""
     logits = warmup_logits(tag, show)
@@ -312,4 +404,6 @@ def memory_facts(tag: str, show: Show) -> dict[str, Any]:
         "prefill_default": prefill(tag, show),
         "warmup_logits_copies": logits["copies"],
         "warmup_logits_source": logits["source"],
+        **warmup_peak(tag, show, logits["copies"]),
+        **warmup_requests(tag, show),
     }

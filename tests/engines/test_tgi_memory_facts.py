@@ -6,6 +6,7 @@ Each expected number below is the arithmetic of the release's own source, at the
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,10 @@ def test_every_catalogued_release_has_the_memory_facts_the_estimate_reads() -> N
         assert "paged" in facts.block_sizes and facts.default_attention in facts.block_sizes
         assert tag in facts.attention_source and "#L" in facts.attention_source
         assert facts.warmup_logits_copies in (0, 1, 2) and "#L" in facts.warmup_logits_source
+        # the gathered head's transposed logits cost 3 tensors wherever the logits are kept at all
+        assert facts.warmup_logits_copies_sharded == (3 if facts.warmup_logits_copies else 0)
+        assert facts.mlp_intermediates == 4 and facts.free_read_cached
+        assert facts.warmup_peak_source.count(tag) == 3 and facts.warmup_peak_source.count("#L") == 3
         rule = facts.prefill_default
         assert rule.tokens > 0 and tag in rule.source and "#L" in rule.source
         for name in REQUIRED[rule.variant]:
@@ -124,6 +129,11 @@ def test_the_facts_follow_the_releases() -> None:
     # warm-up logits: logits + log_softmax (2.0-2.3), in place (2.4), dropped without REQUEST_LOGPROBS (3.0 on)
     copies = [facts[v].warmup_logits_copies for v in ("2.0.0", "2.3.1", "2.4.0", "2.4.1", "3.0.0", "3.3.7")]
     assert copies == [2, 2, 1, 1, 0, 0]
+    sharded = [facts[v].warmup_logits_copies_sharded for v in ("2.0.0", "2.3.1", "2.4.0", "2.4.1", "3.0.0", "3.3.7")]
+    assert sharded == [3, 3, 3, 3, 0, 0]
+    # the gathered head lived in utils/layers.py before 2.1 (layers/tensor_parallel.py after)
+    assert "utils/layers.py" in facts["2.0.0"].warmup_peak_source
+    assert "layers/tensor_parallel.py" in facts["3.3.7"].warmup_peak_source
     variants = [facts[v].prefill_default.variant for v in ("2.0.0", "2.4.0", "2.4.1", "3.0.0", "3.3.7")]
     assert variants == ["input_plus", "input_plus", "min_position", "compute_optimal", "compute_optimal"]
     assert facts["3.3.7"].prefill_default.by_model_type == {"qwen2_vl": 10000, "qwen2_5_vl": 10000, "gemma3": 8000}
@@ -241,3 +251,92 @@ def test_the_catalog_is_what_the_builder_reads_from_each_tag() -> None:
 
         assert release.facts.tgi_memory == TgiMemory.model_validate(builder.memory_facts(tag, show)), tag
         assert release.facts.context_default == ContextDefault.model_validate(builder.context_default(tag, show)), tag
+
+
+def _peak_input(version: str, model: str, tp: int) -> tuple[EstimateInput, TgiMemory]:
+    inp, _ = _input(version, model, "NVIDIA A100-SXM4-80GB", tp=tp)
+    assert inp.release is not None
+    return inp, _facts(inp.release)
+
+
+def test_the_warm_up_peak_of_a_sharded_head_is_three_logits_tensors_and_its_shard() -> None:
+    """2.4.0, Llama-3.1-70B over 2 shards, 10,049 prefill tokens (tests/data/startup_logs/tgi/004): the gathered
+    head returns world_out.T; log_softmax in place copies it contiguous and writes a temporary, so 3 bf16
+    [10049 × 128256] tensors live at once (2.40 GiB each), and the head's local half (1.20 GiB) stays cached."""
+    inp, facts = _peak_input("2.4.0", "meta-llama/Llama-3.1-70B-Instruct", 2)
+    one = 10049 * 128256 * 2 / GIB
+    layers = 10049 * (4 * 28672 / 2 + 4 * 8192) * 2 / GIB  # gate_up, act, product at intermediate/shard
+    roomy = tgi_memory.warmup_peak(inp, facts, 10049, room=100.0)
+    assert roomy.logits == pytest.approx(3 * one) and roomy.head_shard == pytest.approx(one / 2)
+    assert roomy.layers == pytest.approx(layers)
+    assert roomy.held == pytest.approx(layers + 3.5 * one)  # all of it cached when the free memory is read
+    # less room than that sum: a cudaMalloc failed and the allocator released its cache: the largest live set
+    tight = tgi_memory.warmup_peak(inp, facts, 10049, room=layers + 3.5 * one - 0.1)
+    assert tight.held == pytest.approx(3 * one) and "released" in tight.note
+    emptied = facts.model_copy(update={"free_read_cached": False})
+    assert tgi_memory.warmup_peak(inp, emptied, 10049, room=100.0).held == 0.0
+
+
+def test_one_shard_or_an_uneven_vocabulary_keeps_the_release_s_single_tensor_count() -> None:
+    one = 4096 * 128256 * 2 / GIB
+    for version, copies in (("2.0.0", 2), ("2.4.0", 1), ("3.3.7", 0)):
+        inp, facts = _peak_input(version, "meta-llama/Llama-3.1-8B", 1)
+        peak = tgi_memory.warmup_peak(inp, facts, 4096, room=100.0)
+        assert peak.logits == pytest.approx(copies * one) and peak.head_shard == 0.0, version
+    # 5 shards do not divide 128,256: TGI loads the whole head on each shard (no gather, a contiguous output)
+    inp, facts = _peak_input("2.4.0", "meta-llama/Llama-3.1-8B", 5)
+    assert 128256 % 5 and tgi_memory.warmup_peak(inp, facts, 4096, room=100.0).logits == pytest.approx(one)
+    inp, facts = _peak_input("2.4.0", "meta-llama/Llama-3.1-8B", 2)
+    assert tgi_memory.warmup_peak(inp, facts, 4096, room=100.0).logits == pytest.approx(3 * one)
+
+
+def test_the_estimate_takes_the_warm_up_peak_from_the_release() -> None:
+    """Removing the sharded copies from 2.4.0's facts raises a 2-shard 70B estimate by W × what they held."""
+    release = TGI.catalog.release("2.4.0")
+    model, gpu = "meta-llama/Llama-3.1-70B-Instruct", "NVIDIA A100-SXM4-80GB"
+    inp, _ = _input(release, model, gpu, tp=2, max_batch_prefill_tokens=2048)
+    kept = TGI.estimate(inp)
+    none = release.facts.model_copy(
+        update={"tgi_memory": _facts(release).model_copy(update={"warmup_logits_copies_sharded": 0})}
+    )
+    bare = EngineRelease(release.engine, release.version, release.source, release.options, none)
+    dropped = TGI.estimate(_input(bare, model, gpu, tp=2, max_batch_prefill_tokens=2048)[0])
+    assert kept is not None and dropped is not None
+    one = 2048 * 128256 * 2 / GIB
+    # without sharded copies the single-shard count (1, in place) applies and no shard is cached
+    assert dropped.kv_cache_gib - kept.kv_cache_gib == pytest.approx(0.9 * (3.5 * one - one), abs=0.01)
+    assert any("logits 3 x" in note for note in kept.notes)
+
+
+def test_the_warm_up_batch_is_the_router_s_requests() -> None:
+    """2.0-2.4.0 send requests of max_input_length, each holding max_total_tokens - 1 tokens of blocks; from 2.4.1
+    requests of max_input_tokens if set (else one), holding max_total_tokens - 1 if set, else their prompt."""
+    facts = {v: _facts(TGI.catalog.release(v)) for v in ("2.0.0", "2.4.0", "2.4.1", "3.3.7")}
+    assert [facts[v].warmup_requests for v in facts] == ["input_steps"] * 2 + ["input_optional"] * 2
+    assert all("#L" in facts[v].warmup_requests_source for v in facts)
+    # tests/data/startup_logs/tgi/003: 2.0.0, max_input 8000, max_total 8512, 32768 prefill tokens: 5 requests
+    # (8000 x 4 + 768), each ceil(8511 / 16) = 532 blocks of 16
+    inp, _ = _input("2.0.0", "mistralai/Mistral-7B-v0.1", "NVIDIA A100-SXM4-80GB", max_input_length=8000)
+    inp = replace(inp, max_model_len=8512)
+    assert tgi_memory.warmup_batch_tokens(inp, facts["2.0.0"], 32768, 16) == 5 * 532 * 16
+    # 004: 2.4.0, max_input 9999, 10049 prefill tokens: 2 requests (9999 + 50) of max_total - 1 tokens, block 1
+    inp, _ = _input("2.4.0", "meta-llama/Llama-3.1-70B-Instruct", "NVIDIA A100-SXM4-80GB", 2, max_input_tokens=9999)
+    inp = replace(inp, max_model_len=10000)
+    assert tgi_memory.warmup_batch_tokens(inp, facts["2.4.0"], 10049, 1) == 2 * 9999
+    # 3.3.7 without max_input_tokens: one request of the whole budget; with max_total_tokens unset (the KV cache
+    # decides it) it holds its prompt only
+    inp, _ = _input("3.3.7", "meta-llama/Llama-3.1-8B", "NVIDIA A100-SXM4-80GB")
+    inp = replace(inp, max_model_len=16384)  # given: the request holds max_total_tokens - 1
+    assert tgi_memory.warmup_batch_tokens(inp, facts["3.3.7"], 8192, 1) == 16383
+    assert tgi_memory.warmup_batch_tokens(inp, facts["3.3.7"], 8192, 256) == 64 * 256  # whole blocks
+    unset = replace(inp, context_default=TGI.catalog.release("3.3.7").facts.context_default)
+    assert tgi_memory.warmup_batch_tokens(unset, facts["3.3.7"], 8192, 1) == 8192
+
+
+def test_a_warm_up_that_does_not_fit_leaves_no_kv_cache() -> None:
+    """The largest live set of the prefill beyond the memory left: TGI's warm-up fails, the estimate fits nothing."""
+    inp, facts = _peak_input("2.4.0", "meta-llama/Llama-3.1-70B-Instruct", 2)
+    peak = tgi_memory.warmup_peak(inp, facts, 10049, room=5.0)
+    assert peak.shortfall == pytest.approx(3 * 10049 * 128256 * 2 / GIB - 5.0)
+    plan = TGI.estimate(replace(inp, max_model_len=131072, options={"max_batch_prefill_tokens": 131072}))
+    assert plan is not None and plan.kv_tokens <= 0

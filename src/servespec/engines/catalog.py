@@ -214,6 +214,28 @@ class SglangHybridSwa(_Fact):
     source: str
 
 
+class SglangAllReduce(_Fact):
+    """SGLang: the custom all-reduce its tensor-parallel group builds in the distributed set-up, before the
+    memory it takes fractions of is measured (scripts/catalog/sglang_memory.py ``_all_reduce``).
+
+    ``hip``: ``aiter`` where ``dispatch_custom_allreduce`` returns aiter's ``CustomAllreduce`` by default
+    (``aiter_kwargs``: what SGLang passes it; no ``max_size``, so aiter's default sizes its buffers:
+    ``engines/sglang/aiter_all_reduce.json``), ``sglang`` for SGLang's own class (buffers meta_size +
+    max_size, max_size, max_size). ``cuda``: ``v2`` where the JIT ``CustomAllReduceV2`` (buffers allocated
+    in C++) is the CUDA default. ``quick_reduce_default``: ``ROCM_QUICK_REDUCE_QUANTIZATION``'s default
+    (``NONE``: no quick all-reduce buffers); None where the release has no quick all-reduce.
+    ``released``: the artefact's PyPI upload time (ISO 8601)."""
+
+    hip: Literal["aiter", "sglang"]
+    aiter_kwargs: tuple[str, ...] = ()
+    sglang_max_size_cuda: int
+    sglang_max_size_hip: int
+    cuda: Literal["sglang", "v2"]
+    quick_reduce_default: str | None = None
+    released: str | None = None
+    source: str
+
+
 class SglangMemory(_Fact):
     """SGLang: what the KV pool's size reads, per release (scripts/catalog/sglang_memory.py)."""
 
@@ -225,6 +247,8 @@ class SglangMemory(_Fact):
     pool_baseline: SourcedText
     """``total_minus_reserved``: ``rest_memory = available - total * (1 - mem_fraction_static)``,
     total measured after the distributed set-up (``profile_max_num_token``)."""
+    all_reduce: SglangAllReduce | None = None
+    """None in catalogs built before this fact (KTransformers' sglang-kt); every SGLang release has it."""
 
 
 class TgiPrefillDefault(_Fact):
@@ -276,6 +300,22 @@ class TgiMemory(_Fact):
     router's warm-up asks for prefill logprobs, so the LM head runs on every prefill token; 2 (2.0-2.3: logits
     and log_softmax), 1 (2.4: log_softmax in place), 0 (3.0 on: dropped unless ``REQUEST_LOGPROBS``)."""
     warmup_logits_source: str
+    warmup_logits_copies_sharded: int
+    """The same tensors with the LM head split over several shards: the gathered head returns a transposed
+    view, which ``log_softmax`` copies contiguous and writes through a temporary (2.4) or a new tensor (2.0-2.3):
+    3 where the logits are kept, 0 from 3.0; the head's local shard (``1/shards`` of one) goes to torch's cache
+    before."""
+    mlp_intermediates: int
+    """``[tokens × intermediate/shard]`` tensors at the MLP's peak (gate_up 2, the activation 1, the product 1)."""
+    free_read_cached: bool
+    """The free memory is read after the warm-up prefill without ``empty_cache()``: torch's cached blocks of the
+    prefill count as used (unless a failed allocation made the caching allocator release them)."""
+    warmup_peak_source: str
+    warmup_requests: Literal["input_steps", "input_optional"]
+    """How the router's warm-up splits the prefill budget: ``input_steps`` (2.0-2.4.0) requests of
+    ``max_input_length`` each holding ``max_total_tokens - 1`` tokens of blocks; ``input_optional`` (2.4.1 on)
+    requests of ``max_input_tokens`` if set (else one), holding ``max_total_tokens - 1`` if set, else their prompt."""
+    warmup_requests_source: str
 
 
 class CheckpointGpus(_Fact):

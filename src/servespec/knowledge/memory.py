@@ -387,12 +387,23 @@ def _by_part(model: ModelFacts, bits: float | None, element: float) -> float:
     Each part (attention, routed experts, other MLPs, the LM head) is stored as ``quant_parts``
     says for its share of layers and in ``bits`` for the rest (the model's dtype when a
     MIXED_PRECISION map, ``bits`` None, leaves it unnamed); the input embedding stays in the dtype.
+
+    Under a MIXED_PRECISION map the vision tower and the MoE routers stay in the dtype as well, whatever the MLP
+    part's bits: ``part_params`` counts them with the MLPs, but vLLM quantizes only the modules the map names
+    (modelopt.py ``ModelOptMixedPrecisionConfig.get_quant_method``, v0.24.0 L2481-2490: a linear layer not in
+    ``quantized_layers`` takes ``UnquantizedLinearMethod``), and the map names decoder projections only.
     """
     default = bits / 8 if bits is not None and bits < element * 8 else element
     sizes = part_params(model)
+    unnamed = 0.0
+    if bits is None:
+        moe_layers = model.layers - model.dense_layers if model.is_moe else 0
+        unnamed = model.vision_params + moe_layers * (model.experts or 0) * model.hidden_size
+        unnamed = min(unnamed, sizes["mlp"])
+        sizes["mlp"] -= unnamed
     head = 0.0 if model.tie_word_embeddings else (model.vocab_size or 0) * model.hidden_size
     sizes["lm_head"] = head
-    total = (model.vocab_size or 0) * model.hidden_size * element
+    total = (model.vocab_size or 0) * model.hidden_size * element + unnamed * element
     for part, count in sizes.items():
         rows = [(share, stored) for name, share, stored in model.quant_parts if name == part]
         covered = min(sum(share for share, _ in rows), 1.0)

@@ -6,7 +6,7 @@ own (``facts.memory`` of its catalog, read from its source by scripts/catalog/sg
 from __future__ import annotations
 
 from servespec.engines.catalog import SglangFraction, SglangMemory
-from servespec.engines.sglang import dsa, mla, swa
+from servespec.engines.sglang import all_reduce, dsa, mla, swa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
@@ -22,14 +22,18 @@ from servespec.knowledge.memory import (
 )
 
 ROCM_SETUP_NOTE = (
-    "ROCm: RCCL, aiter all-reduce and their warm-up allocate before SGLang measures its baseline; their size is "
-    "not modelled (8-10 GB per rank on MI355X logs), so the KV pool may be smaller than estimated"
+    "ROCm: what RCCL allocates for its communicators in SGLang's distributed set-up (before its baseline) is set "
+    "in RCCL, not SGLang or aiter, and is not modelled beyond the NCCL allowance (the MI355X logs show 8-10 GB "
+    "per rank in all, about 3 GiB of it aiter's all-reduce), so the KV pool may be smaller than estimated"
 )
-"""On ROCm SGLang warms RCCL up inside its distributed set-up (``pre_warm_nccl`` defaults to ``is_hip()``, v0.5.12
-server_args.py L725-L727; the warm-up all-reduce runs before ``pre_model_load_memory`` is read, model_runner.py
-L1280-L1303) and builds aiter's custom all-reduce for every group (custom_all_reduce.py L375-L392). What RCCL and aiter
-allocate is set in their own code, not SGLang's: the GLM-5.1 logs (tests/data/startup_logs/sglang/005-011) show 8.18 GB
-at TP2 and 10.04 GB at TP8 ("Init torch distributed ends ... mem usage"), against the 0.25 GiB fitted for NCCL."""
+"""On ROCm SGLang's distributed set-up creates an RCCL communicator for the tensor-parallel group and warms it
+up with a one-element all-reduce (``PyNcclCommunicator.__init__``, v0.5.12 pynccl.py L110-L120), and builds
+aiter's custom all-reduce (engines/sglang/all_reduce.py, modelled), all before ``pre_model_load_memory`` is
+read (model_runner.py L1250-L1303). ``pre_warm_nccl`` (default ``is_hip()`` in the dataclass, v0.5.12
+server_args.py L725) is a store_true flag on the command line (L6522-L6526), so a CLI launch leaves it off: the
+GLM-5.1 logs print ``pre_warm_nccl=False``. The logs (tests/data/startup_logs/sglang/005-011) show 8.18 GB at
+TP2 and 10.04 GB at TP8 ("Init torch distributed ends ... mem usage"): about 3.2 GB of it aiter's buffers,
+the rest RCCL's."""
 
 VIT_BLOCK_PARAMS = 12
 """Assumed: a ViT block holds about 12 × hidden² parameters (attention 4h², MLP 8h²), so a tower's
@@ -120,15 +124,18 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     weights = weights_per_gpu(inp) + replicated if weights is None else weights
     # SGLang measures the memory it takes fractions of after its distributed set-up (model_runner.py
     # init_torch_distributed, then profile_max_num_token): NCCL's communicators are already allocated then.
-    communicators = nccl_gib(inp)
+    reduce_gib, reduce_note = all_reduce.rocm_gib(inp, memory.all_reduce if memory is not None else None)
+    communicators = nccl_gib(inp) + reduce_gib
     before_load = total - CONTEXT_GIB - communicators
     kv = before_load * fraction - weights
     overhead = before_load * (1 - fraction) + CONTEXT_GIB + communicators
     notes = [f"mem_fraction_static {fraction}"]
     if replicated:
         notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
-    if communicators:
-        notes.append(f"NCCL communicators {communicators:.2f} GiB before loading")
+    if communicators - reduce_gib:
+        notes.append(f"NCCL communicators {communicators - reduce_gib:.2f} GiB before loading")
+    if reduce_note:
+        notes.append(reduce_note)
     if gpu.vendor == "amd" and inp.tensor_parallel * inp.pipeline_parallel > 1:
         notes.append(ROCM_SETUP_NOTE)
     if dsa.applies(inp):

@@ -2,13 +2,16 @@
 
 Every constant is the release's own (``facts.tgi_memory`` and ``facts.context_default`` of its catalog,
 read from its source by scripts/catalog/tgi_memory.py): the wiggle room and whether it cuts the free
-memory (2.x) or the total (3.x), ``BLOCK_SIZE`` of the attention the launcher picks, and the launcher's
-``max_batch_prefill_tokens`` when it is not given (the warm-up prefill whose peak the KV cache is sized after).
+memory (2.x) or the total (3.x), ``BLOCK_SIZE`` of the attention the launcher picks, the launcher's
+``max_batch_prefill_tokens`` when it is not given (the warm-up prefill whose peak the KV cache is sized after),
+the router's warm-up requests (whose KV blocks are allocated first and added back), and that prefill's peak: the
+MLP's intermediates, the ``[tokens × vocab]`` logits tensors the release keeps for prefill logprobs (three with a
+gathered head), and torch's cached blocks, which the free memory is read with.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from servespec.engines.catalog import TgiMemory, TgiPrefillDefault
 from servespec.knowledge.gpus import GpuModel
@@ -17,7 +20,6 @@ from servespec.knowledge.memory import (
     GIB,
     EstimateInput,
     GpuEstimate,
-    activation_gib,
     cuda_total_gib,
     dtype_bytes,
     finish,
@@ -103,11 +105,92 @@ def prefill_tokens(inp: EstimateInput, facts: TgiMemory, gpu: GpuModel, fraction
     return _compute_optimal(inp, rule, gpu, fraction)
 
 
-def _warmup_logits_gib(inp: EstimateInput, facts: TgiMemory, prefill: int) -> float:
-    """The warm-up prefill's logits over every prompt token (its requests ask for prefill logprobs), in the
-    model's dtype and over the whole vocabulary on every shard (the LM head gathers it)."""
-    vocab = inp.model.vocab_size or 0
-    return facts.warmup_logits_copies * prefill * vocab * dtype_bytes(inp.model, inp.dtype) / GIB
+def warmup_batch_tokens(inp: EstimateInput, facts: TgiMemory, prefill: int, block: int) -> int:
+    """KV tokens (whole blocks) of the router's warm-up batch, which the warm-up allocates before its prefill and
+    adds back to the cache after (``facts.warmup_requests``)."""
+    given = int(number(inp.options, "max_input_tokens", 0) or number(inp.options, "max_input_length", 0))
+    batch = int(number(inp.options, "max_batch_size", 0))
+    unset = inp.context_default is not None and inp.context_default.kv_capacity
+    total: int | None = None if unset else inp.max_model_len
+    if facts.warmup_requests == "input_steps":
+        # the launcher's max_input_tokens when unset: min(max_position_embeddings, max_default) - 1
+        rule = facts.prefill_default
+        position = inp.model.max_position_embeddings or rule.tokens
+        step = given or min(position, rule.tokens) - 1
+    else:
+        step = given or prefill
+    held, sent, requests = 0, 0, 0
+    while sent < prefill and step > 0:
+        truncate = min(step, prefill - sent)
+        tokens = max(total - 1, truncate) if total else truncate  # prompt + max_new_tokens - 1
+        held += -(-tokens // block) * block
+        sent += step if facts.warmup_requests == "input_steps" else truncate
+        requests += 1
+        if batch and requests == batch:
+            break
+    return held
+
+
+@dataclass(frozen=True)
+class WarmupPeak:
+    """What the warm-up prefill leaves torch holding when the free memory is read (GiB per GPU)."""
+
+    layers: float
+    """The layers' activations at the MLP's peak (freed into torch's cache before the LM head)."""
+    logits: float
+    """The ``[tokens × vocab]`` tensors live at once at ``log_softmax`` (prefill logprobs)."""
+    head_shard: float
+    """The gathered LM head's local shard, freed into torch's cache (every later tensor is larger)."""
+    held: float
+    """What the free-memory reading sees of it."""
+    note: str
+    shortfall: float = 0.0
+    """GiB the largest live set lacks in the room left: the warm-up prefill runs out of memory (TGI: "Not enough
+    memory to handle ... prefill tokens")."""
+
+
+def warmup_peak(inp: EstimateInput, facts: TgiMemory, prefill: int, room: float) -> WarmupPeak:
+    """The warm-up prefill's activations as torch's caching allocator holds them when TGI reads the free memory.
+
+    ``room``: the memory left to the activations (after the context, weights and the warm-up batch's KV). TGI
+    reads ``mem_get_info`` right after the prefill (``free_read_cached``): blocks torch cached during it still
+    count, so the layers' activations and the LM head's tensors add up, being too large to reuse one another's
+    blocks. Where that sum does not fit, a ``cudaMalloc`` failed on the way and the caching allocator released
+    its unused blocks before retrying (c10 ``CUDACachingAllocator``: ``release_cached_blocks``), so only the
+    largest live set remains.
+    """
+    model = inp.model
+    size = dtype_bytes(model, inp.dtype)
+    shards = max(inp.tensor_parallel, 1)
+    # Assumed, not from TGI: four hidden-size buffers per token beside the MLP's intermediates (residual,
+    # normed input, attention output and its norm)
+    intermediate = (model.moe_intermediate_size if model.is_moe else model.intermediate_size) or 4 * model.hidden_size
+    layers = prefill * (facts.mlp_intermediates * intermediate / shards + 4 * model.hidden_size) * size / GIB
+    vocab = model.vocab_size or 0
+    one = prefill * vocab * size / GIB
+    # TensorParallelHead gathers only when the vocabulary splits evenly over the shards (else the whole head
+    # on every shard, a contiguous output)
+    gathered = shards > 1 and vocab % shards == 0 and facts.warmup_logits_copies_sharded > 0
+    copies = facts.warmup_logits_copies_sharded if gathered else facts.warmup_logits_copies
+    logits = copies * one
+    head_shard = one / shards if gathered else 0.0
+    cached = layers + logits + head_shard
+    live = max(layers, logits)
+    if live > room:
+        note = f"warm-up prefill {prefill} tokens: its largest live set {live:.2f} GiB exceeds the {room:.2f} GiB left"
+        return WarmupPeak(layers, logits, head_shard, live, note, live - room)
+    if not facts.free_read_cached:
+        held, how = 0.0, "the cache emptied before the free memory is read"
+    elif cached <= room:
+        held, how = cached, "held in torch's cache when the free memory is read"
+    else:
+        held, how = live, "over the room left: torch's cache released, the largest live set counts"
+    note = (
+        f"warm-up prefill {prefill} tokens: layers {layers:.2f} GiB, logits {copies} x {one:.2f} GiB"
+        + (f" + the head's shard {head_shard:.2f} GiB" if head_shard else "")
+        + f"; {how}: {held:.2f} GiB"
+    )
+    return WarmupPeak(layers, logits, head_shard, held, note)
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
@@ -120,23 +203,28 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     fraction = number(inp.options, "cuda_memory_fraction", float(inp.release.default("cuda_memory_fraction") or 1.0))
     prefill = prefill_tokens(inp, facts, gpu, fraction)
     weights = weights_per_gpu(inp)
+    per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
+    block = block_size(facts, inp.model, gpu)
+    warm_tokens = warmup_batch_tokens(inp, facts, prefill, block)
+    warm_kv = warm_tokens * per_token / GIB
+    peak = warmup_peak(inp, facts, prefill, total - CONTEXT_GIB - weights - warm_kv)
     # what the warm-up prefill leaves used (its own KV blocks aside: the warm-up adds them back)
-    used = CONTEXT_GIB + weights + activation_gib(inp, prefill, 1) + _warmup_logits_gib(inp, facts, prefill)
+    used = CONTEXT_GIB + weights + peak.held
     wiggle = facts.wiggle_room
     if facts.wiggle_of == "free":
-        # (free - (1 - fraction) * total) * W // block bytes + warm-up blocks; the warm-up batch's KV
-        # taken as its prefill tokens
-        per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
-        kv = wiggle * (fraction * total - used) + (1 - wiggle) * prefill * per_token / GIB
+        # (free - (1 - fraction) * total) * W // block bytes + warm-up blocks
+        kv = wiggle * (fraction * total - used) + (1 - wiggle) * warm_kv
     else:
         kv = fraction * wiggle * total - used
+    if peak.shortfall:
+        kv = -peak.shortfall  # the warm-up itself fails: no KV cache
     overhead = total - weights - kv
-    block = block_size(facts, inp.model, gpu)
     notes = [
         f"cuda_memory_fraction {fraction}",
         f"TGI_WIGGLE_ROOM {wiggle} of the {facts.wiggle_of} memory",
         f"max_batch_prefill_tokens {prefill}",
-        f"warm-up logits over the prefill: {facts.warmup_logits_copies} tensor(s)",
+        f"the warm-up batch's KV: {warm_tokens} tokens ({facts.warmup_requests})",
+        peak.note,
         f"attention {attention(facts, inp.model, gpu)}, BLOCK_SIZE {block}",
     ]
     found = finish(inp, total, weights, overhead, kv, block, notes, fraction)
