@@ -59,12 +59,17 @@ _FILES = (
     "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
     "sglang/srt/model_executor/pool_configurator.py",
     "sglang/srt/mem_cache/kv_cache_configurator.py",
+    "sglang/srt/configs/model_config.py",
+    "sglang/srt/arg_groups/fields/schedule.py",
     "sglang/srt/distributed/device_communicators/custom_all_reduce.py",
     "sglang/srt/distributed/device_communicators/quick_all_reduce.py",
 )
+_MODELS = "sglang/srt/models/"
+"""Model files are read too where they define ``get_attention_sliding_window_size`` (what made a model use the
+hybrid SWA pool from 0.4.9.post3 to 0.5.6)."""
 
 
-def read_sources(artifact: Path) -> dict[str, str]:
+def read_sources(artifact: Path) -> dict[str, str]:  # noqa: C901
     """The files above from an sdist or wheel, keyed by their path under ``sglang/``'s parent."""
     found: dict[str, str] = {}
     if artifact.name.endswith(".tar.gz"):
@@ -75,12 +80,32 @@ def read_sources(artifact: Path) -> dict[str, str]:
                         handle = tar.extractfile(member)
                         if handle is not None and want not in found:
                             found[want] = handle.read().decode()
+                model = _model_file(member.name)
+                if model is not None and model not in found:
+                    handle = tar.extractfile(member)
+                    text = handle.read().decode() if handle is not None else ""
+                    if "def get_attention_sliding_window_size" in text:
+                        found[model] = text
     else:
         with zipfile.ZipFile(artifact) as wheel:
             for want in _FILES:
                 if want in wheel.namelist():
                     found[want] = wheel.read(want).decode()
+            for name in wheel.namelist():
+                if _model_file(name) == name:
+                    text = wheel.read(name).decode()
+                    if "def get_attention_sliding_window_size" in text:
+                        found[name] = text
     return found
+
+
+def _model_file(name: str) -> str | None:
+    """``sglang/srt/models/<file>.py`` for a member of the artefact that is one (no sub-packages)."""
+    at = name.find(_MODELS)
+    if at < 0 or (at > 0 and name[at - 1] != "/") or "/python/" in name[:at][-8:]:
+        return None
+    rest = name[at + len(_MODELS) :]
+    return name[at:] if rest.endswith(".py") and "/" not in rest else None
 
 
 def _cite(version: str, path: str, line: int, note: str = "") -> str:
@@ -437,5 +462,143 @@ def memory_facts(version: str, sources: dict[str, str], released: str | None = N
         "fraction_default": fraction,
         "multimodal": _multimodal(version, sources, path, line, block),
         "pool_baseline": _baseline(version, sources),
+        "hybrid_swa": hybrid_swa_facts(version, sources),
         "all_reduce": _all_reduce(version, sources, released),
     }
+
+
+_CONFIG = "sglang/srt/configs/model_config.py"
+_RUNNER = "sglang/srt/model_executor/model_runner.py"
+_RUNNERS = (
+    "sglang/srt/model_executor/pool_configurator.py",
+    "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
+    "sglang/srt/model_executor/model_runner.py",
+)
+
+
+def _names(body: str, text: str) -> list[str]:
+    """The quoted names of a set or list literal's body, ``*CONSTANT`` entries expanded from ``text``."""
+    names = re.findall(r'"(\w+)"', body)
+    for constant in re.findall(r"\*([A-Z_0-9]+)", body):
+        defined = re.search(rf"^{constant} = (?:frozenset\()?\s*[\[({{](.*?)[\])}}]", text, re.M | re.S)
+        if defined is None:
+            raise ValueError(f"{constant} not found in model_config.py")
+        names += re.findall(r'"(\w+)"', defined.group(1))
+    return names
+
+
+def _ratio_default(version: str, sources: dict[str, str]) -> tuple[float, str] | None:
+    """``swa_full_tokens_ratio``'s default and its citation (None where the release has no such option)."""
+    for path in ("sglang/srt/arg_groups/fields/schedule.py", "sglang/srt/server_args.py"):
+        text = sources.get(path, "")
+        head = re.search(r"^[ \t]+swa_full_tokens_ratio: ", text, re.M)
+        if head is None:
+            continue
+        tail = text[head.start() : head.start() + 1500]
+        value = re.search(r"\A[^\n]*float = ([\d.]+)|^\s*\] = ([\d.]+)|fallback=([\d.]+)", tail, re.M)
+        if value is None:
+            raise ValueError(f"{version}: swa_full_tokens_ratio's default not read")
+        number = next(g for g in value.groups() if g is not None)
+        return float(number), _cite(version, path, _line_of(text, head.start()), "swa_full_tokens_ratio default")
+    return None
+
+
+def _arithmetic(version: str, sources: dict[str, str]) -> tuple[str, str]:
+    """How the full pool's tokens follow from the memory left: per-layer bytes or a count of equal layers."""
+    for path in _RUNNERS:
+        text = sources.get(path, "")
+        bytes_form = re.search(r"\+ (?:self\._)?swa_full_tokens_ratio\s*\*\s*(?:self\._)?swa_per_token", text)
+        if bytes_form is None:
+            bytes_form = re.search(
+                r"\+ self\._swa_full_tokens_ratio\s*\n?\s*\*\s*self\._swa_(?:per_token|cell_bytes\(\))", text
+            )
+        if bytes_form is not None:
+            note = "full_tokens = memory / (F * n_full + ratio * S * n_swa), swa_tokens = full_tokens * ratio"
+            return "layer_bytes", _cite(version, path, _line_of(text, bytes_form.start()), note)
+        count = re.search(r"denominator = swa_full_tokens_ratio \* swa_layers_num \+ full_layers_num", text)
+        if count is not None:
+            note = "full_tokens = max_total_num_tokens * layers / (ratio * n_swa + n_full)"
+            return "layer_count", _cite(version, path, _line_of(text, count.start()), note)
+        chunked = re.search(r"4 \* self\.max_total_num_tokens \* temp_ratio // \(3 \* temp_ratio \+ 1\)", text)
+        if chunked is not None:
+            note = "Llama 4: swa = 4 * tokens * t / (3t + 1), t = (1 - r) + r * chunk / context_len"
+            return "layer_count", _cite(version, path, _line_of(text, chunked.start()), note)
+    raise ValueError(f"{version}: the hybrid SWA pool's token arithmetic not found")
+
+
+def hybrid_swa_facts(version: str, sources: dict[str, str]) -> dict[str, Any]:  # noqa: C901
+    """``facts.memory.hybrid_swa``: which models get SGLang's hybrid SWA pool (a full pool and a sliding-window
+    pool whose tokens are ``ratio`` × the full pool's) and how its tokens are computed, per release.
+
+    ``selection``: ``none`` (one pool for every model), ``sliding_model`` (0.4.9.post3-0.5.6: any model whose
+    SGLang class defines ``get_attention_sliding_window_size`` and returns a window, Llama 4 excepted:
+    ``ModelRunner.__init__``), ``allowlist`` (the architectures ``is_hybrid_swa_model`` / ``is_hybrid_model``
+    names). ``chunked_ratio_option``: Llama 4's opt-in ``--hybrid-kvcache-ratio`` (0.4.9-0.5.7)."""
+    config = sources.get(_CONFIG, "")
+    runner = sources.get(_RUNNER, "")
+    cites: list[str] = []
+    architectures: list[str] = []
+    selection = "none"
+    allow = re.search(r"hybrid_swa_archs = \{(.*?)\}", config, re.S)
+    always = re.search(
+        r"def is_hybrid_model\(.*?\):\n(?:\s*\n)?\s*if model_architectures\[0\] in \[(.*?)\]:\s*\n\s*return 1",
+        config,
+        re.S,
+    )
+    sliding = re.search(
+        r"not self\.server_args\.disable_hybrid_swa_memory\s*\n\s*and self\.sliding_window_size is not None", runner
+    )
+    if allow is not None:
+        selection = "allowlist"
+        architectures = _names(allow.group(1), config)
+        cites.append(_cite(version, _CONFIG, _line_of(config, allow.start()), "is_hybrid_swa_model"))
+    elif sliding is not None:
+        selection = "sliding_model"
+        excluded = re.search(r'not any\("(\w+)" in arch for arch in architectures\)', runner[sliding.end() :][:600])
+        cites.append(_cite(version, _RUNNER, _line_of(runner, sliding.start()), "sliding window -> hybrid"))
+        for path in sorted(p for p in sources if p.startswith(_MODELS)):
+            text = sources[path]
+            entry = re.search(r"^EntryClass = (?:\[([\w,\s]+)\]|(\w+))", text, re.M)
+            if entry is None:
+                continue
+            names = [n.strip() for n in (entry.group(1) or entry.group(2)).split(",") if n.strip()]
+            architectures += [n for n in names if excluded is None or excluded.group(1) not in n]
+            offset = text.index("def get_attention_sliding_window_size")
+            cites.append(_cite(version, path, _line_of(text, offset)))
+    if always is not None and selection != "allowlist":
+        selection = "allowlist" if selection == "none" else selection
+        architectures += re.findall(r'"(\w+)"', always.group(1))
+        cites.append(_cite(version, _CONFIG, _line_of(config, always.start()), "is_hybrid_model"))
+    chunked = re.search(
+        r"hybrid_kvcache_ratio > 0\s*\n\s*and model_architectures\[0\] == \"Llama4ForConditionalGeneration\"", config
+    )
+    if chunked is not None:
+        selection = "allowlist" if selection == "none" else selection
+        cites.append(_cite(version, _CONFIG, _line_of(config, chunked.start()), "--hybrid-kvcache-ratio"))
+    fact: dict[str, Any] = {
+        "selection": selection,
+        "architectures": sorted(set(architectures)),
+        "chunked_ratio_option": "hybrid_kvcache_ratio" if chunked is not None else None,
+        "config_opt_in": bool(re.search(r'getattr\(hf_text_config, "is_hybrid_swa", False\)', config)),
+        "ratio_option": None,
+        "ratio_default": None,
+        "disable_option": None,
+        "arithmetic": None,
+    }
+    if selection == "none":
+        pool = re.search(r"self\.token_to_kv_pool = MHATokenToKVPool\(", runner)
+        if pool is None:
+            raise ValueError(f"{version}: neither a hybrid SWA pool nor the single MHA pool found")
+        fact["source"] = _cite(version, _RUNNER, _line_of(runner, pool.start()), "one pool")
+        return fact
+    ratio = _ratio_default(version, sources)
+    if ratio is not None:
+        fact["ratio_option"] = "swa_full_tokens_ratio"
+        fact["ratio_default"] = ratio[0]
+        cites.append(ratio[1])
+    if any("disable_hybrid_swa_memory" in sources.get(p, "") for p in ("sglang/srt/server_args.py", _RUNNER, _CONFIG)):
+        fact["disable_option"] = "disable_hybrid_swa_memory"
+    fact["arithmetic"], cite = _arithmetic(version, sources)
+    cites.append(cite)
+    fact["source"] = "; ".join(cites)
+    return fact

@@ -191,6 +191,29 @@ class SglangMultimodal(_Fact):
     source: str
 
 
+class SglangHybridSwa(_Fact):
+    """SGLang's hybrid SWA pool: a full-attention pool and a sliding-window one holding ``ratio`` × its tokens.
+
+    ``selection``: ``none`` (one pool for every model), ``sliding_model`` (0.4.9.post3-0.5.6: every model in
+    ``architectures``, the ones whose SGLang class returns a sliding window, Llama 4 excepted), ``allowlist``
+    (``is_hybrid_swa_model`` / ``is_hybrid_model``: the ``architectures`` named). ``chunked_ratio_option``: Llama 4
+    takes the pool only with that option above 0 (0.4.9-0.5.7), its ratio ``(1 - r) + r * chunk / context_len``.
+    ``config_opt_in``: a config's ``is_hybrid_swa`` also selects it (not read by servespec: model facts do not keep
+    it). ``arithmetic``: ``layer_bytes`` ``full = memory / (F * n_full + ratio * S * n_swa)`` or ``layer_count``
+    ``full = (memory / cell) * layers / (ratio * n_swa + n_full)`` (every layer's bytes alike); both page-aligned,
+    ``swa = full * ratio``; the reported ``max_total_num_tokens`` is ``full``."""
+
+    selection: Literal["none", "sliding_model", "allowlist"]
+    architectures: tuple[str, ...] = ()
+    chunked_ratio_option: str | None = None
+    config_opt_in: bool = False
+    ratio_option: str | None = None
+    ratio_default: float | None = None
+    disable_option: str | None = None
+    arithmetic: Literal["layer_bytes", "layer_count"] | None = None
+    source: str
+
+
 class SglangAllReduce(_Fact):
     """SGLang: the custom all-reduce its tensor-parallel group builds in the distributed set-up, before the
     memory it takes fractions of is measured (scripts/catalog/sglang_memory.py ``_all_reduce``).
@@ -219,6 +242,8 @@ class SglangMemory(_Fact):
     fraction_default: SglangFraction
     multimodal: SglangMultimodal | None
     """None: the release applies no multimodal cut."""
+    hybrid_swa: SglangHybridSwa | None = None
+    """None only where the release was catalogued before the fact was read (a test requires it for SGLang's)."""
     pool_baseline: SourcedText
     """``total_minus_reserved``: ``rest_memory = available - total * (1 - mem_fraction_static)``,
     total measured after the distributed set-up (``profile_max_num_token``)."""

@@ -6,7 +6,7 @@ own (``facts.memory`` of its catalog, read from its source by scripts/catalog/sg
 from __future__ import annotations
 
 from servespec.engines.catalog import SglangFraction, SglangMemory
-from servespec.engines.sglang import all_reduce, dsa, mla
+from servespec.engines.sglang import all_reduce, dsa, mla, swa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
@@ -144,4 +144,12 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
         tokens = int(max(kv, 0.0) * GIB // per_token) if per_token else 0
         notes.append(f"DSA cell {per_token:,.0f} bytes per token (MLA latent + indexer keys)")
         return plan(inp, total, weights, overhead, kv, tokens, per_token, fraction, notes)
+    hybrid = swa.pool(inp, memory, kv) if memory is not None else None
+    if hybrid is not None:
+        # the release's hybrid SWA pool (facts.memory.hybrid_swa): full layers and sliding ones in pools of their own
+        notes.append(hybrid.note)
+        layout = hybrid.layout(inp)
+        return plan(
+            inp, total, weights, overhead, kv, layout.tokens, layout.growing_bytes_per_token, fraction, notes, layout
+        )
     return finish(inp, total, weights, overhead, kv, 1, notes, fraction)
