@@ -57,6 +57,8 @@ ADDED = [
     "nvidia/Qwen3-30B-A3B-NVFP4",
     "nvidia/Qwen3-32B-NVFP4",
     "Qwen/Qwen3-30B-A3B-Thinking-2507-FP8",
+    # second widening (i23t-configs2)
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -108,6 +110,8 @@ PUBLISHED = [
     ("nvidia/DeepSeek-V3-0324-NVFP4", 671e9, "https://arxiv.org/abs/2412.19437"),
     ("nvidia/Qwen3-30B-A3B-NVFP4", 30.5e9, "https://huggingface.co/Qwen/Qwen3-30B-A3B"),
     ("nvidia/Qwen3-32B-NVFP4", 32.8e9, "https://huggingface.co/Qwen/Qwen3-32B"),
+    # second widening (i23t-configs2)
+    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", 30.5e9, "https://huggingface.co/Qwen/Qwen3-Coder-30B-A3B-Instruct"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
