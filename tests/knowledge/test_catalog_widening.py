@@ -59,6 +59,7 @@ ADDED = [
     "Qwen/Qwen3-30B-A3B-Thinking-2507-FP8",
     # second widening (i23t-configs2)
     "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+    "HuggingFaceTB/SmolLM3-3B",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -112,6 +113,7 @@ PUBLISHED = [
     ("nvidia/Qwen3-32B-NVFP4", 32.8e9, "https://huggingface.co/Qwen/Qwen3-32B"),
     # second widening (i23t-configs2)
     ("Qwen/Qwen3-Coder-30B-A3B-Instruct", 30.5e9, "https://huggingface.co/Qwen/Qwen3-Coder-30B-A3B-Instruct"),
+    ("HuggingFaceTB/SmolLM3-3B", 3.08e9, "https://huggingface.co/HuggingFaceTB/SmolLM3-3B"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -141,6 +143,8 @@ TRANSFORMERS_COUNTS = {
     "meta-llama/Llama-2-70b-hf": 68_976_648_192,
     "nvidia/Qwen3-30B-A3B-NVFP4": 30_532_122_624,
     "nvidia/Qwen3-32B-NVFP4": 32_762_123_264,
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct": 30_532_122_624,  # Qwen3MoeForCausalLM
+    "HuggingFaceTB/SmolLM3-3B": 3_075_098_624,  # SmolLM3ForCausalLM: tie_word_embeddings defaults to true
 }
 
 # transformers 5.24's Mistral3ForConditionalGeneration holds 24,011,361,280: servespec is 1,024 short (the Pixtral
@@ -257,3 +261,11 @@ def test_quantized_checkpoints_name_their_scheme(checkpoint: str, method: str | 
     facts = catalogued(checkpoint)
     assert facts is not None
     assert facts.quant_method == method
+
+
+def test_smollm3_ties_its_head_when_the_config_is_silent() -> None:
+    """SmolLM3's config.json has no tie_word_embeddings; transformers' SmolLM3Config defaults it to true."""
+    facts = catalogued("HuggingFaceTB/SmolLM3-3B")
+    assert facts is not None
+    assert facts.tie_word_embeddings is True
+    assert (facts.layers, facts.kv_heads, facts.head_dim) == (36, 4, 128)

@@ -28,6 +28,8 @@ TRANSFORMERS_CONFIGS = "https://github.com/huggingface/transformers/tree/main/sr
 # (e.g. GemmaConfig ties, LlamaConfig does not); see each configuration_<type>.py.
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text", "starcoder2"}
 _TIED_BY_DEFAULT |= {"opt", "gpt2", "gpt_bigcode", "falcon", "bloom", "mpt", "RefinedWeb", "RefinedWebModel"}
+# SmolLM3Config: tie_word_embeddings defaults to True (transformers 5.20 and 5.24 configuration_smollm3.py).
+_TIED_BY_DEFAULT |= {"smollm3"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"}
 # Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
