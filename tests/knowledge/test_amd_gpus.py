@@ -12,6 +12,7 @@ from servespec.knowledge.gpus import resolve
 from servespec.knowledge.memory import EstimateInput, nvls_gib
 from servespec.knowledge.models import catalogued
 from tests.conftest import run_cli
+from tests.knowledge.test_gpu_catalog_cards import _fleet
 
 
 @pytest.mark.parametrize(
@@ -51,30 +52,9 @@ def test_no_nvls_buffers_on_infinity_fabric() -> None:
         assert nvls_gib(inp) == expected, name
 
 
-_QWEN7B = {
-    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
-    "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
-    "num_key_value_heads": 4, "max_position_embeddings": 32768, "vocab_size": 152064,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-}  # fmt: skip
-
-
 def _hw_rules(root: Path, gpu: str, driver: str, quantization: str = "", engine: str = "vllm 0.11.0") -> list[str]:
     name, version = engine.split()
-    (root / "qwen.json").write_text(json.dumps(_QWEN7B))
-    (root / "inventory.yaml").write_text(
-        "apiVersion: servespec/v1\nkind: Inventory\ndefaults: {ssh_user: deploy}\nhosts:\n"
-        "  box:\n    address: 10.0.0.9\n    hardware:\n"
-        f"      gpus: {{model: {gpu}, count: 1}}\n      gpu_numa_nodes: [0]\n"
-        f'      pcie_acs: disabled\n      driver_version: "{driver}"\n'
-    )
-    quant = f"\n  quantization: {quantization}" if quantization else ""
-    (root / "spec.yaml").write_text(
-        "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: qwen}\ninventory: inventory.yaml\n"
-        "model:\n  source: Qwen/Qwen2.5-7B-Instruct\n  revision: a09a35458c702b33eeacc393d103063234e8bc28\n"
-        f"  config: qwen.json\n  dtype: bfloat16{quant}\n"
-        f'  max_model_len: 8192\nengine: {{name: {name}, version: "{version}"}}\nplacement: {{hosts: [box]}}\n'
-    )
+    _fleet(root, gpu, quantization=quantization or None, engine=name, version=version, driver=driver)
     result = run_cli("validate", "--strict", "--format", "json", "spec.yaml")
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return sorted(f["rule"] for f in json.loads(result.stdout)["findings"] if f["rule"].startswith(("HW", "REF")))

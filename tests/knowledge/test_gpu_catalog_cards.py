@@ -153,13 +153,14 @@ _QWEN7B = {
 
 
 def _fleet(root: Path, gpu: str, dtype: str = "bfloat16", quantization: str | None = None, engine: str = "vllm",
-           version: str = "0.11.0") -> None:  # fmt: skip
+           version: str = "0.11.0", driver: str = "580.126.09") -> None:  # fmt: skip
+    """Qwen2.5-7B on one ``gpu`` of a host with ``driver`` (tests/knowledge/test_amd_gpus.py uses it too)."""
     (root / "qwen.json").write_text(json.dumps(_QWEN7B))
     (root / "inventory.yaml").write_text(
         "apiVersion: servespec/v1\nkind: Inventory\ndefaults: {ssh_user: deploy}\nhosts:\n"
         "  box:\n    address: 10.0.0.9\n    hardware:\n"
         f"      gpus: {{model: {gpu}, count: 1}}\n      interconnect: pcie\n      gpu_numa_nodes: [0]\n"
-        '      pcie_acs: disabled\n      driver_version: "580.126.09"\n'
+        f'      pcie_acs: disabled\n      driver_version: "{driver}"\n'
     )
     quant = f"\n  quantization: {quantization}" if quantization else ""
     (root / "spec.yaml").write_text(
