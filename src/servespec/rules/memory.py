@@ -168,7 +168,8 @@ class NoRoomForKvCache(Rule):
 
     SGLang (and KTransformers' sglang-kt) do not refuse: they start and cap the longest request
     at what the pool holds (profile ``short_kv_cache``, tp_worker.py ``max_req_len``), so there a
-    pool that is not empty gets a warning that says so.
+    pool that is not empty gets a warning that says so. An empty pool, which they refuse ("Not enough
+    memory"), is MEM001's: the weights and overheads exceed the memory fraction's budget.
 
     Fix: lower ``model.max_model_len``, raise the engine's memory fraction
     (``gpu_memory_utilization``, ``mem_fraction_static``), use an FP8 KV cache, or add GPUs.
