@@ -8,6 +8,7 @@ Llama-3.2-11B-Vision: (560 / 14)^2 + 1 = 1601 patches per tile, padded to 1608; 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -63,17 +64,6 @@ def test_the_failed_start_of_log_160_does_not_fit() -> None:
     gpu = vllm_logs._gpu(data)
     assert facts is not None and gpu is not None
     settings = {"max_num_seqs": 2, "limit_mm_per_prompt": {"image": 4, "video": 0}}
-    inp = EstimateInput(
-        engine="vllm",
-        release=VLLM.select("0.7.3").release,
-        model=facts,
-        gpu=gpu,
-        tensor_parallel=2,
-        dtype="bfloat16",
-        max_model_len=2048,
-        options=settings,
-        engine_version="0.7.3",
-        engine_core="v0",
-    )
+    inp = dataclasses.replace(_input("v0", settings), model=facts, gpu=gpu, engine_version="0.7.3")
     plan = VLLM.estimate(inp)
     assert plan is not None and vllm_logs.fits(plan)
