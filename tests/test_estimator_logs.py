@@ -341,7 +341,7 @@ def test_a_loose_gpu_name_is_estimated_as_every_card_it_fits(tmp_path) -> None:
 def test_a_vllm_log_without_a_token_count_is_scored_on_its_kv_memory(tmp_path) -> None:
     """Log 170 (vLLM 0.6.4) prints kv_cache_size=22.74GiB and no token count: it is scored on the memory (labelled
     KV_MIB), which on logs that give both tracks the token error (bench legend)."""
-    from tests.vllm_logs import KV_MIB, LOGS, compare, kv_memory_pairs
+    from tests.vllm_logs import KV_MIB, LOGS, compare, compare_all, kv_memory_pairs
 
     row = compare(next(LOGS.glob("170-*.yaml")))
     assert row.figure == KV_MIB and row.observed == round(22.74 * 1024) and not row.skipped, row
@@ -350,7 +350,12 @@ def test_a_vllm_log_without_a_token_count_is_scored_on_its_kv_memory(tmp_path) -
     log["observed"] = {"available_kv_cache_gib": 60.0}
     assert compare(_write_log(tmp_path, "908-gib.yaml", log)).figure == KV_MIB  # type: ignore[arg-type]
     pairs = kv_memory_pairs()
-    assert len(pairs) >= 20 and max(gap for _, gap in pairs) < 0.0025, sorted(pairs, key=lambda pair: pair[1])[-3:]
+    # Both memory figures are rounded to 0.01 GiB (the log's print, the plan's kv_cache_gib), so on a small cache
+    # the two errors may part by up to 0.01 GiB of rounding alone (log 123: 2.39 logged, 2.38 planned, 2.3862 and
+    # 2.3833 GiB unrounded); a gap beyond both 0.25 % and that rounding is a real difference.
+    logged = {row.name: row.logged_kv_gib or 0.0 for row in compare_all()}
+    wide = [(name, gap) for name, gap in pairs if gap >= 0.0025 and gap * logged[name] > 0.0101]
+    assert len(pairs) >= 20 and not wide, wide
     pipelined = _unnamed_vllm_log(1, True)
     pipelined["settings"]["pipeline_parallel_size"] = 2
     pipelined["observed"] = {"available_kv_cache_gib": 60.0}

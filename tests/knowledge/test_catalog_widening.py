@@ -60,6 +60,9 @@ ADDED = [
     # second widening (i23t-configs2)
     "Qwen/Qwen3-Coder-30B-A3B-Instruct",
     "HuggingFaceTB/SmolLM3-3B",
+    # third widening (i23v-configs)
+    "naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
+    "meta-llama/Llama-3.2-1B",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -114,6 +117,13 @@ PUBLISHED = [
     # second widening (i23t-configs2)
     ("Qwen/Qwen3-Coder-30B-A3B-Instruct", 30.5e9, "https://huggingface.co/Qwen/Qwen3-Coder-30B-A3B-Instruct"),
     ("HuggingFaceTB/SmolLM3-3B", 3.08e9, "https://huggingface.co/HuggingFaceTB/SmolLM3-3B"),
+    # third widening (i23v-configs)
+    (
+        "naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
+        0.57e9,
+        "https://huggingface.co/naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
+    ),
+    ("meta-llama/Llama-3.2-1B", 1.23e9, "https://huggingface.co/meta-llama/Llama-3.2-1B"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -145,6 +155,8 @@ TRANSFORMERS_COUNTS = {
     "nvidia/Qwen3-32B-NVFP4": 32_762_123_264,
     "Qwen/Qwen3-Coder-30B-A3B-Instruct": 30_532_122_624,  # Qwen3MoeForCausalLM
     "HuggingFaceTB/SmolLM3-3B": 3_075_098_624,  # SmolLM3ForCausalLM: tie_word_embeddings defaults to true
+    "naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B": 566_281_216,  # LlamaForCausalLM, tied head
+    "meta-llama/Llama-3.2-1B": 1_235_814_400,  # LlamaForCausalLM, tied head
 }
 
 # transformers 5.24's Mistral3ForConditionalGeneration holds 24,011,361,280: servespec is 1,024 short (the Pixtral
@@ -177,6 +189,7 @@ SAME_LAYOUT = [
     ("nvidia/Qwen3-30B-A3B-NVFP4", "Qwen/Qwen3-30B-A3B"),
     ("nvidia/Qwen3-32B-NVFP4", "Qwen/Qwen3-32B"),
     ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "Qwen/Qwen3-30B-A3B-Thinking-2507"),
+    ("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct"),
 ]
 
 
