@@ -337,6 +337,7 @@ def compare(path: Path) -> Comparison:
                 pipeline_parallel=placed.pipeline,
                 data_parallel=placed.data,
                 moe_group=placed.moe_group,
+                expert_parallel=placed.expert,
                 dtype=str(settings.get("dtype") or "auto"),
                 quantization=settings.get("quantization"),
                 max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),

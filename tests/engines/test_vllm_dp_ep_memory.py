@@ -126,3 +126,21 @@ def test_estimate_moves_with_the_layout() -> None:
     experts_gib = EXPERT_PARAMS * 2 / GIB
     assert dp2_plan.weights_gib - dp4_plan.weights_gib == pytest.approx(experts_gib / 2 - experts_gib / 4, abs=0.01)
     assert replace(dp4, data_parallel=2, moe_group=2) == dp2
+
+
+def test_mxfp4_padding_follows_the_layouts_expert_split() -> None:
+    """gpt-oss-120b (MXFP4 experts) at DP2: whole experts per GPU under expert parallelism whether the layout says
+    so (``resources.expert_parallel``, which renders the flag: ``EstimateInput.expert_parallel``) or the option
+    does; each expert's intermediate size halved over the two GPUs without it."""
+    from servespec.engines.vllm.memory import mxfp4_padding_gib
+
+    from tests.engines.test_vllm_mxfp4 import _log
+
+    _data, one = _log("151")  # 0.14.1 on an H100: the Triton backend
+    by_layout = replace(one, data_parallel=2, moe_group=2, expert_parallel=2)
+    by_option = replace(one, data_parallel=2, moe_group=2, options={**one.options, "enable_expert_parallel": True})
+    sharded = replace(one, data_parallel=2, moe_group=2)
+    assert mxfp4_padding_gib(by_layout) == mxfp4_padding_gib(by_option)
+    assert mxfp4_padding_gib(by_layout)[1] != mxfp4_padding_gib(sharded)[1]
+    assert "intermediate 2880 per rank" in mxfp4_padding_gib(by_layout)[1][0]
+    assert "intermediate 2880 per rank" not in mxfp4_padding_gib(sharded)[1][0]

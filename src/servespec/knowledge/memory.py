@@ -150,6 +150,10 @@ class EstimateInput:
     moe_group: int = 0
     """GPUs of a pipeline stage that the routed experts are split over, by expert or tensor
     parallelism alike (each holds ``experts / moe_group`` of them); 0: ``tensor_parallel``."""
+    expert_parallel: int = 1
+    """GPUs of the MoE group that split the routed experts by expert, each holding whole experts (the layout's
+    ``expert``: vLLM ``--enable-expert-parallel`` or ``resources.expert_parallel``); 1: each expert is
+    tensor-sharded over the group."""
     dtype: str = "auto"
     quantization: str | None = None
     gguf_type: str | None = None

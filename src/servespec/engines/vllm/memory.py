@@ -235,7 +235,8 @@ def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     if padding is None or not experts or not inter:
         return 0.0, [f"MXFP4 MoE backend {choice.backend}: padding not known, experts counted unpadded"]
     group = inp.moe_group or inp.tensor_parallel
-    expert_parallel = inp.options.get("enable_expert_parallel") is True and group > 1
+    # the layout's expert split (resources.expert_parallel renders --enable-expert-parallel) or the option itself
+    expert_parallel = (inp.expert_parallel > 1 or inp.options.get("enable_expert_parallel") is True) and group > 1
     local = experts / group if expert_parallel else experts
     per_rank = inter if expert_parallel else inter / group  # vLLM's MoE tensor split spans tensor x data
     hidden = model.hidden_size
