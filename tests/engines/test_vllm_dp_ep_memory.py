@@ -18,6 +18,7 @@ from dataclasses import replace
 import pytest
 
 from servespec.engines import get
+from servespec.engines.vllm.memory import mxfp4_padding_gib, redundant_experts_gib
 from servespec.engines.vllm.parallel import vllm_layout
 from servespec.knowledge import gpus, models
 from servespec.knowledge.memory import (
@@ -28,6 +29,7 @@ from servespec.knowledge.memory import (
     weight_bytes,
     weights_per_gpu,
 )
+from tests.engines.test_vllm_mxfp4 import _log
 
 VLLM = get("vllm")
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, EXPERTS, MOE_I, VOCAB = 1024, 4, 8, 4, 128, 8, 512, 32000
@@ -132,10 +134,6 @@ def test_mxfp4_padding_follows_the_layouts_expert_split() -> None:
     """gpt-oss-120b (MXFP4 experts) at DP2: whole experts per GPU under expert parallelism whether the layout says
     so (``resources.expert_parallel``, which renders the flag: ``EstimateInput.expert_parallel``) or the option
     does; each expert's intermediate size halved over the two GPUs without it."""
-    from servespec.engines.vllm.memory import mxfp4_padding_gib
-
-    from tests.engines.test_vllm_mxfp4 import _log
-
     _data, one = _log("151")  # 0.14.1 on an H100: the Triton backend
     by_layout = replace(one, data_parallel=2, moe_group=2, expert_parallel=2)
     by_option = replace(one, data_parallel=2, moe_group=2, options={**one.options, "enable_expert_parallel": True})
@@ -144,3 +142,29 @@ def test_mxfp4_padding_follows_the_layouts_expert_split() -> None:
     assert mxfp4_padding_gib(by_layout)[1] != mxfp4_padding_gib(sharded)[1]
     assert "intermediate 2880 per rank" in mxfp4_padding_gib(by_layout)[1][0]
     assert "intermediate 2880 per rank" not in mxfp4_padding_gib(sharded)[1][0]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"enable_eplb": True, "num_redundant_experts": 2},
+        {"enable_eplb": True, "eplb_config": {"num_redundant_experts": 2}},
+    ],
+)
+def test_eplb_redundant_experts_add_to_each_rank(options: dict[str, object]) -> None:
+    """DP2 + EP with 2 redundant experts: vLLM builds 8 + 2 physical experts per layer, 5 per GPU instead of 4 (one
+    expert of every layer more: 4 layers x 3 x 1024 x 512 x 2 bytes); without EPLB vLLM refuses the option, and
+    nothing is added."""
+    dp2 = _input(1, 2, True)
+    base = VLLM.estimate(dp2)
+    with_eplb = VLLM.estimate(replace(dp2, options={**dp2.options, **options}))
+    assert base is not None and with_eplb is not None
+    one_expert_per_layer = LAYERS * 3 * HIDDEN * MOE_I * 2 / GIB
+    assert redundant_experts_gib(replace(dp2, options={**dp2.options, **options}))[0] == pytest.approx(
+        one_expert_per_layer, rel=1e-9
+    )
+    assert with_eplb.weights_gib - base.weights_gib == pytest.approx(one_expert_per_layer, abs=0.011)  # two roundings
+    assert any("EPLB: 2 redundant experts" in note for note in with_eplb.notes)
+    off = {key: value for key, value in options.items() if key != "enable_eplb"}
+    without = VLLM.estimate(replace(dp2, options={**dp2.options, **off}))
+    assert without is not None and without.weights_gib == base.weights_gib
