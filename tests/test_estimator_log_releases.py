@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from tests.vllm_logs import LOGS, compare
+from tests.vllm_logs import LOGS, OTHER_LOGS, _release_choices, _release_spread, compare, compare_other
 
 LOG = "039"
 """An answered single-GPU log on 0.19.0 whose figure moves between 0.16.0 and 0.17.0 (the sampler warm-up's
@@ -58,3 +58,18 @@ def test_dp8_ep_failed_starts_are_caught() -> None:
         assert row.logged_kv_gib == logged
         assert logged < row.kv_gib < logged * 1.1, (stem, row.kv_gib)
         assert any("between 0.10.0 and 0.10.1" in label for label in row.assumed)
+
+
+def test_other_engines_builds_between_releases_take_both() -> None:
+    """The same rule for the other engines' logs: SGLang 0.5.10rc0 lies between the catalogued 0.5.9 and 0.5.10, and
+    is answered under both, labelled as such."""
+    assert _release_choices("sglang", {"engine_version": "0.5.10rc0"}) == ["0.5.9", "0.5.10"]
+    assert _release_choices("sglang", {"engine_version": "0.5.10"}) == []
+    row = compare_other(next(OTHER_LOGS.glob("sglang/006-*.yaml")))
+    assert row.predicted is not None and not row.skipped
+    assert any("lies between 0.5.9 and 0.5.10" in label for label in row.assumed)
+    said = _release_spread("sglang", [10, 12], "KV tokens", ["0.5.9", "0.5.10"])
+    assert said == (
+        "sglang release not catalogued, and the catalogued releases on either side of it (0.5.9 and 0.5.10) "
+        "disagree: 10 to 12 KV tokens"
+    )

@@ -851,7 +851,7 @@ def _compare_gguf(
     engine = str(seen["engine"])
     figures = {_gguf_kv_bytes({**data, "engine_version": v}, facts) for v in choices} or {_gguf_kv_bytes(data, facts)}
     if len(figures) > 1:
-        why = _release_spread(engine, [f for f in figures if f is not None], "KV bytes")
+        why = _release_spread(engine, [f for f in figures if f is not None], "KV bytes", choices)
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
     predicted = figures.pop()
     if predicted is None:
@@ -894,7 +894,7 @@ def _compare_on_gpu(
     if unsettled:
         return Comparison(name, observed, None, unsettled, assumed=assumed, **seen)
     if len({(p.kv_tokens, fits(p)) if p is not None else None for p, _ in runs}) > 1:
-        why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens")
+        why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens", choices)
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
     plan = runs[0][0]
     spread = _setting_range_spread(data, lambda changed: estimator(changed, facts, gpu)) if plan is not None else ""
@@ -914,16 +914,29 @@ SGLANG_ENGINES = ("sglang", "ktransformers")
 
 
 def _release_choices(engine: str, data: dict[str, Any]) -> list[str]:
-    """The releases a log that states none (and assumes none) may have run: every catalogued one, and "unknown"
-    (the arithmetic without release facts, which releases older than the catalogue get); [] when it states one."""
+    """The releases a log may have run when the catalogue does not give it one: for a log that states none (and
+    assumes none), every catalogued one and "unknown" (the arithmetic without release facts, which releases older
+    than the catalogue get); for a stated build the catalogue lacks between two catalogued releases (a development
+    or release-candidate build), those two (:meth:`Catalog.candidates`); [] otherwise."""
     stated = str(data.get("engine_version") or "").strip()
     if stated and stated != "unknown":
-        return []
+        between = get(engine).catalog.candidates(stated)
+        return list(between) if len(between) == 2 else []
     return ["unknown", *get(engine).select("unknown").known]
 
 
-def _release_spread(engine: str, figures: list[int], unit: str) -> str:
+def _stated_between(choices: list[str]) -> bool:
+    """The choices are the two catalogued releases around a stated build (:func:`_release_choices`)."""
+    return len(choices) == 2 and "unknown" not in choices
+
+
+def _release_spread(engine: str, figures: list[int], unit: str, choices: list[str] | None = None) -> str:
     low, high = (min(figures), max(figures)) if figures else (0, 0)
+    if choices and _stated_between(choices):
+        return (
+            f"{engine} release not catalogued, and the catalogued releases on either side of it ({choices[0]} and "
+            f"{choices[1]}) disagree: {low:,} to {high:,} {unit}"
+        )
     return (
         f"{engine} release not stated, and the figure depends on it: {low:,} to {high:,} {unit} over the catalogued "
         "releases and the arithmetic before them"
@@ -933,6 +946,11 @@ def _release_spread(engine: str, figures: list[int], unit: str) -> str:
 def _release_free_label(engine: str, choices: list[str]) -> tuple[str, ...]:
     if not choices:
         return ()
+    if _stated_between(choices):
+        return (
+            f"{engine} release not catalogued: it lies between {choices[0]} and {choices[1]}, and the figure is the "
+            "same under both (their facts stand in for the build's)",
+        )
     return (
         f"{engine} release not stated: the figure is the same under all {len(choices) - 1} catalogued releases and "
         "the arithmetic before them (no release assumed)",
