@@ -125,6 +125,8 @@ def test_estimate_moves_with_the_layout() -> None:
     tp_plan, dp2_plan, dp4_plan = plans
     assert tp_plan is not None and dp2_plan is not None and dp4_plan is not None
     assert dp2_plan.weights_gib > tp_plan.weights_gib
+    assert any("see all 2 data-parallel ranks' tokens" in note for note in dp2_plan.notes)
+    assert not any("data-parallel ranks' tokens" in note for note in tp_plan.notes)
     experts_gib = EXPERT_PARAMS * 2 / GIB
     assert dp2_plan.weights_gib - dp4_plan.weights_gib == pytest.approx(experts_gib / 2 - experts_gib / 4, abs=0.01)
     assert replace(dp4, data_parallel=2, moe_group=2) == dp2

@@ -290,6 +290,18 @@ def redundant_experts_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     return gib, [f"EPLB: {extra} redundant experts per MoE layer over {group} GPUs (+{gib:.2f} GiB)"]
 
 
+def _gathered_tokens_note(inp: EstimateInput) -> list[str]:
+    """What the estimate leaves out under data parallelism: the default dispatch gathers every rank's tokens before
+    the experts (fused_moe/layer.py ``forward_impl``, v0.10.1 L1639-L1645; ``VLLM_ALL2ALL_BACKEND`` "naive" in
+    0.10.x, "allgather_reducescatter" in 0.11.0), so the profiling step's MoE layers run on D x its tokens."""
+    if inp.data_parallel <= 1 or not inp.model.is_moe:
+        return []
+    return [
+        f"profiling: the MoE layers see all {inp.data_parallel} data-parallel ranks' tokens (gathered by the "
+        "default all2all dispatch); the experts' kernel workspace on them is not modelled"
+    ]
+
+
 def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
@@ -309,14 +321,7 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     padded, padding_notes = mxfp4_padding_gib(inp)
     rope = rope_cache_gib(inp)
     redundant, redundant_notes = redundant_experts_gib(inp)
-    if inp.data_parallel > 1 and inp.model.is_moe:
-        # fused_moe/layer.py forward_impl (v0.10.1 L1639-L1645): with DP the default dispatch gathers every rank's
-        # tokens before the experts (VLLM_ALL2ALL_BACKEND "naive" in 0.10.x, "allgather_reducescatter" in 0.11.0)
-        redundant_notes = [
-            *redundant_notes,
-            f"profiling: the MoE layers see all {inp.data_parallel} data-parallel ranks' tokens (gathered by the "
-            "default all2all dispatch); the experts' kernel workspace on them is not modelled",
-        ]
+    redundant_notes += _gathered_tokens_note(inp)
     weights = weights_per_gpu(inp) + padded + rope + redundant
     padding_notes = [*padding_notes, *redundant_notes]
     if rope >= 0.05:
