@@ -14,6 +14,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from servespec.engines import get
+from servespec.engines.vllm.parallel import vllm_layout
 from servespec.knowledge import gpus, models
 from servespec.knowledge.error_band import CLASSES, model_class
 from servespec.knowledge.gguf_header import deltanet_config, per_kind_config, swa_layout
@@ -28,6 +29,7 @@ _OPTIONS = (
     "kv_cache_dtype",
     "enforce_eager",
     "limit_mm_per_prompt",
+    "enable_expert_parallel",
 )
 
 
@@ -317,15 +319,25 @@ def compare(path: Path) -> Comparison:
         why = f"weights' width unknown: {method} without its config"
         return Comparison(name, observed, None, why, version, **seen)
 
-    def run(card: gpus.GpuModel) -> Any:
+    placed = vllm_layout(
+        int(settings.get("tensor_parallel_size") or 1),
+        int(settings.get("pipeline_parallel_size") or 1),
+        int(settings.get("data_parallel_size") or 1),
+        settings.get("enable_expert_parallel") is True,
+    )
+
+    def run(card: gpus.GpuModel, release: Any) -> Any:
         return get("vllm").estimate(
             EstimateInput(
                 engine="vllm",
-                release=get("vllm").select(version).release,
+                release=release,
                 model=facts,
                 gpu=card,
-                tensor_parallel=int(settings.get("tensor_parallel_size") or 1),
-                pipeline_parallel=int(settings.get("pipeline_parallel_size") or 1),
+                tensor_parallel=placed.tensor,
+                pipeline_parallel=placed.pipeline,
+                data_parallel=placed.data,
+                moe_group=placed.moe_group,
+                expert_parallel=placed.expert,
                 dtype=str(settings.get("dtype") or "auto"),
                 quantization=settings.get("quantization"),
                 max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
@@ -337,9 +349,16 @@ def compare(path: Path) -> Comparison:
         )
 
     assumed += _stand_in_label(gpu)
-    plan, unsettled = _settled(run, gpu, _gpu_candidates(data))
+    releases = _candidate_releases(version)
+    runs = [_settled(lambda card, r=release: run(card, r), gpu, _gpu_candidates(data)) for release in releases]
+    unsettled = next((why for _, why in runs if why), "")
     if unsettled:
         return Comparison(name, observed, None, unsettled, version, assumed=assumed, **seen)
+    if len({(p.kv_tokens, fits(p)) if p is not None else None for p, _ in runs}) > 1:
+        why = _candidate_spread(version, releases, [p for p, _ in runs])
+        return Comparison(name, observed, None, why, version, assumed=assumed, **seen)
+    assumed += _candidate_label(version, releases)
+    plan = runs[0][0]
     assert plan is not None
     hybrid = bool(facts.linear_layers or (facts.sliding_window and facts.sliding_layers))
     kind = model_class(facts)
@@ -359,6 +378,39 @@ def compare(path: Path) -> Comparison:
         assumed=assumed,
         **seen,
     )
+
+
+def _candidate_releases(version: str) -> list[Any]:
+    """The catalogued releases a vLLM log's build is estimated under: the one :meth:`Catalog.select` gives, or,
+    for a build the catalogue lacks that lies between two catalogued releases (a development or release-candidate
+    build, ``0.10.1.dev101``; an uncatalogued release), both of them (:meth:`Catalog.candidates`)."""
+    catalog = get("vllm").catalog
+    names = catalog.candidates(version) if version and version != "unknown" else ()
+    if len(names) == 2:
+        return [catalog.release(name) for name in names]
+    return [get("vllm").select(version).release]
+
+
+def _candidate_label(version: str, releases: list[Any]) -> tuple[str, ...]:
+    """The stand-in label of a build estimated under the catalogued releases on either side of it."""
+    if len(releases) < 2:
+        return ()
+    low, high = (release.version for release in releases)
+    return (
+        f"release {version} not catalogued: it lies between {low} and {high}, and the figure is the same under both "
+        "(their facts stand in for the build's)",
+    )
+
+
+def _candidate_spread(version: str, releases: list[Any], plans: list[Any]) -> str:
+    """Why a build between two catalogued releases is not answered: they give different figures."""
+    said = ", ".join(
+        f"{release.version}: {plan.kv_tokens:,} KV tokens ({'fits' if fits(plan) else 'does not fit'})"
+        if plan is not None
+        else f"{release.version}: no estimate"
+        for release, plan in zip(releases, plans, strict=True)
+    )
+    return f"release {version} not catalogued, and the catalogued releases on either side of it disagree: {said}"
 
 
 def fits(plan: Any) -> bool:
@@ -799,7 +851,7 @@ def _compare_gguf(
     engine = str(seen["engine"])
     figures = {_gguf_kv_bytes({**data, "engine_version": v}, facts) for v in choices} or {_gguf_kv_bytes(data, facts)}
     if len(figures) > 1:
-        why = _release_spread(engine, [f for f in figures if f is not None], "KV bytes")
+        why = _release_spread(engine, [f for f in figures if f is not None], "KV bytes", choices)
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
     predicted = figures.pop()
     if predicted is None:
@@ -842,7 +894,7 @@ def _compare_on_gpu(
     if unsettled:
         return Comparison(name, observed, None, unsettled, assumed=assumed, **seen)
     if len({(p.kv_tokens, fits(p)) if p is not None else None for p, _ in runs}) > 1:
-        why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens")
+        why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens", choices)
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
     plan = runs[0][0]
     spread = _setting_range_spread(data, lambda changed: estimator(changed, facts, gpu)) if plan is not None else ""
@@ -862,16 +914,29 @@ SGLANG_ENGINES = ("sglang", "ktransformers")
 
 
 def _release_choices(engine: str, data: dict[str, Any]) -> list[str]:
-    """The releases a log that states none (and assumes none) may have run: every catalogued one, and "unknown"
-    (the arithmetic without release facts, which releases older than the catalogue get); [] when it states one."""
+    """The releases a log may have run when the catalogue does not give it one: for a log that states none (and
+    assumes none), every catalogued one and "unknown" (the arithmetic without release facts, which releases older
+    than the catalogue get); for a stated build the catalogue lacks between two catalogued releases (a development
+    or release-candidate build), those two (:meth:`Catalog.candidates`); [] otherwise."""
     stated = str(data.get("engine_version") or "").strip()
     if stated and stated != "unknown":
-        return []
+        between = get(engine).catalog.candidates(stated)
+        return list(between) if len(between) == 2 else []
     return ["unknown", *get(engine).select("unknown").known]
 
 
-def _release_spread(engine: str, figures: list[int], unit: str) -> str:
+def _stated_between(choices: list[str]) -> bool:
+    """The choices are the two catalogued releases around a stated build (:func:`_release_choices`)."""
+    return len(choices) == 2 and "unknown" not in choices
+
+
+def _release_spread(engine: str, figures: list[int], unit: str, choices: list[str] | None = None) -> str:
     low, high = (min(figures), max(figures)) if figures else (0, 0)
+    if choices and _stated_between(choices):
+        return (
+            f"{engine} release not catalogued, and the catalogued releases on either side of it ({choices[0]} and "
+            f"{choices[1]}) disagree: {low:,} to {high:,} {unit}"
+        )
     return (
         f"{engine} release not stated, and the figure depends on it: {low:,} to {high:,} {unit} over the catalogued "
         "releases and the arithmetic before them"
@@ -881,6 +946,11 @@ def _release_spread(engine: str, figures: list[int], unit: str) -> str:
 def _release_free_label(engine: str, choices: list[str]) -> tuple[str, ...]:
     if not choices:
         return ()
+    if _stated_between(choices):
+        return (
+            f"{engine} release not catalogued: it lies between {choices[0]} and {choices[1]}, and the figure is the "
+            "same under both (their facts stand in for the build's)",
+        )
     return (
         f"{engine} release not stated: the figure is the same under all {len(choices) - 1} catalogued releases and "
         "the arithmetic before them (no release assumed)",

@@ -826,6 +826,34 @@ class Catalog:
         relation = "between" if len(earlier) < len(names) else "newer"
         return Selection(self.release(earlier[-1]), version, relation, names)
 
+    def candidates(self, version: str) -> tuple[str, ...]:
+        """The catalogued releases whose code a build of ``version`` lies between: the release itself when it is
+        catalogued, else the last catalogued release before it and the first after it (PEP 440 order: a development
+        or release-candidate build precedes its release, ``0.10.1.dev101`` lies after 0.10.0 and before 0.10.1; a
+        local label, ``+gbda9d0535``, is ignored). One release when the version is newer than every catalogued one
+        (the newest: unbounded above, as :meth:`select` takes it); none when it is older than all of them.
+
+        A figure that is the same under every candidate does not depend on where between them the build lies
+        (tests/vllm_logs.py answers such a log and labels the release as a stand-in)."""
+        public = version.strip().removeprefix("v").split("+")[0]
+        wanted = version_key(public)
+        if public in self.files:
+            return (public,)
+        exact = [
+            name for name in self.versions if version_key(name) == wanted and re.fullmatch(r"\d+(?:\.\d+)*", public)
+        ]
+        if exact or not wanted:  # the same release spelled otherwise ("0.12" is 0.12.0), as :meth:`select` takes it
+            return tuple(exact[-1:])
+        numeric = re.match(r"^[vb]?\d+(?:\.\d+)*(?:\.?post\d+)?", public)
+        tail = public[numeric.end() :] if numeric else ""
+        pre = re.match(r"^[.\-_]?(?:a|alpha|b|beta|c|rc|pre|preview|dev)\d*", tail) is not None
+        # a pre-release of X precedes X; any other uncatalogued spelling sits after the releases of its number
+        below = [
+            name for name in self.versions if version_key(name) < wanted or (not pre and version_key(name) == wanted)
+        ]
+        above = [name for name in self.versions if version_key(name) >= wanted and name not in below]
+        return tuple(below[-1:] + above[:1]) if below else ()
+
     def nearest(self, version: str) -> tuple[str, ...]:
         """The catalogued versions on either side of ``version`` (for a finding to name)."""
         wanted = version_key(version)

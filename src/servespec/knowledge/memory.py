@@ -150,6 +150,10 @@ class EstimateInput:
     moe_group: int = 0
     """GPUs of a pipeline stage that the routed experts are split over, by expert or tensor
     parallelism alike (each holds ``experts / moe_group`` of them); 0: ``tensor_parallel``."""
+    expert_parallel: int = 1
+    """GPUs of the MoE group that split the routed experts by expert, each holding whole experts (the layout's
+    ``expert``: vLLM ``--enable-expert-parallel`` or ``resources.expert_parallel``); 1: each expert is
+    tensor-sharded over the group."""
     dtype: str = "auto"
     quantization: str | None = None
     gguf_type: str | None = None
@@ -376,9 +380,28 @@ def weight_bytes(inp: EstimateInput) -> float:
         return experts * (bits or _QUANT_BITS["mxfp4"]) / 8 + (params - experts) * element
     if explicit is None and model.quant_parts:
         return _by_part(model, bits, element)
-    if bits is None or bits >= element * 8:
+    linear_bits = _linear_bits(inp)
+    if linear_bits is None:
         return params * element
-    return linear * bits / 8 + embed * element
+    return linear * linear_bits / 8 + embed * element
+
+
+def _linear_bits(inp: EstimateInput) -> float | None:
+    """Bits per weight of every linear layer where :func:`weight_bytes` sizes the model as quantized linear layers
+    beside embeddings (and an LM head) in the model's dtype; None where it sizes it otherwise (unquantized, GGUF,
+    MXFP4 experts, a checkpoint's own tensors or parts)."""
+    model = inp.model
+    element = dtype_bytes(model, inp.dtype)
+    explicit = load_quantization(inp.quantization)
+    if explicit is not None and model.quant_method is not None and explicit != "gguf":
+        explicit = None
+    method = explicit or model.quant_method
+    if method == "gguf" or inp.gguf_type or (method == "mxfp4" and model.is_moe):
+        return None
+    if (explicit is None and model.weight_bytes and inp.dtype == "auto") or (explicit is None and model.quant_parts):
+        return None
+    bits = _QUANT_BITS.get(explicit) if explicit else model.quant_bits or _QUANT_BITS.get(method or "")
+    return None if bits is None or bits >= element * 8 else bits
 
 
 def _by_part(model: ModelFacts, bits: float | None, element: float) -> float:
@@ -598,6 +621,11 @@ def routed_expert_bytes(inp: EstimateInput) -> float:
         return whole  # share unknown: the lower bound, all split over the MoE group (no error rests on a guess)
     if (load_quantization(inp.quantization) or model.quant_method) == "mxfp4":
         return min(experts * _QUANT_BITS["mxfp4"] / 8, whole)
+    bits = _linear_bits(inp)
+    if bits is not None:
+        # quantized linear layers beside embeddings kept in the dtype: the experts are linear layers, at ``bits``
+        # (their share of the parameters would hand them part of the 16-bit embeddings)
+        return min(experts * bits / 8, whole)
     return whole * min(experts / model.params, 1.0)
 
 

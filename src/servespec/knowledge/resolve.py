@@ -250,6 +250,7 @@ class Resolved:
             pipeline_parallel=self.layout.pipeline,
             data_parallel=self.layout.data,
             moe_group=self.layout.moe_group,
+            expert_parallel=self.layout.expert,
             dtype=spec.model.dtype,
             quantization=quantization,
             gguf_type=spec.model.gguf_type or facts.file_type,

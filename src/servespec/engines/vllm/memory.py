@@ -28,6 +28,7 @@ from servespec.knowledge.memory import (
     number,
     nvls_gib,
     plan,
+    routed_expert_bytes,
     weight_bytes,
     weights_per_gpu,
 )
@@ -235,7 +236,8 @@ def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     if padding is None or not experts or not inter:
         return 0.0, [f"MXFP4 MoE backend {choice.backend}: padding not known, experts counted unpadded"]
     group = inp.moe_group or inp.tensor_parallel
-    expert_parallel = inp.options.get("enable_expert_parallel") is True and group > 1
+    # the layout's expert split (resources.expert_parallel renders --enable-expert-parallel) or the option itself
+    expert_parallel = (inp.expert_parallel > 1 or inp.options.get("enable_expert_parallel") is True) and group > 1
     local = experts / group if expert_parallel else experts
     per_rank = inter if expert_parallel else inter / group  # vLLM's MoE tensor split spans tensor x data
     hidden = model.hidden_size
@@ -260,6 +262,46 @@ def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     return extra / GIB, [f"{note} (+{extra / GIB:.2f} GiB)"]
 
 
+def redundant_experts(inp: EstimateInput) -> int:
+    """EPLB's redundant experts per MoE layer (``--num-redundant-experts``, or ``eplb_config``'s from 0.10.2); 0
+    unless EPLB is on (``enable_eplb``: vLLM refuses redundant experts without it, config/parallel.py v0.10.1
+    L296-L299, "num_redundant_experts should be used with EPLB")."""
+    if inp.options.get("enable_eplb") is not True:
+        return 0
+    nested = inp.options.get("eplb_config")
+    value = nested.get("num_redundant_experts") if isinstance(nested, dict) else None
+    if value is None:
+        value = inp.options.get("num_redundant_experts")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def redundant_experts_gib(inp: EstimateInput) -> tuple[float, list[str]]:
+    """GiB per GPU of EPLB's redundant experts: vLLM builds ``num_experts + num_redundant_experts`` physical experts
+    per MoE layer and splits them over the expert-parallel group (fused_moe/layer.py ``FusedMoE.__init__``:
+    ``self.global_num_experts = num_experts + num_redundant_experts``, v0.10.1 L762, v0.11.0 L995;
+    ``determine_expert_map`` over ``ep_size``), so each GPU holds ``R / group`` more experts' weights."""
+    extra = redundant_experts(inp)
+    experts = inp.model.experts or 0
+    group = inp.moe_group or inp.tensor_parallel
+    if not extra or not experts or (inp.expert_parallel <= 1 and inp.options.get("enable_expert_parallel") is not True):
+        return 0.0, []
+    per_expert = routed_expert_bytes(inp) / experts
+    gib = extra * per_expert / group / inp.pipeline_parallel / GIB
+    return gib, [f"EPLB: {extra} redundant experts per MoE layer over {group} GPUs (+{gib:.2f} GiB)"]
+
+
+def _gathered_tokens_note(inp: EstimateInput) -> list[str]:
+    """What the estimate leaves out under data parallelism: the default dispatch gathers every rank's tokens before
+    the experts (fused_moe/layer.py ``forward_impl``, v0.10.1 L1639-L1645; ``VLLM_ALL2ALL_BACKEND`` "naive" in
+    0.10.x, "allgather_reducescatter" in 0.11.0), so the profiling step's MoE layers run on D x its tokens."""
+    if inp.data_parallel <= 1 or not inp.model.is_moe:
+        return []
+    return [
+        f"profiling: the MoE layers see all {inp.data_parallel} data-parallel ranks' tokens (gathered by the "
+        "default all2all dispatch); the experts' kernel workspace on them is not modelled"
+    ]
+
+
 def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
@@ -278,7 +320,10 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         batched = max(batched, inp.max_model_len)
     padded, padding_notes = mxfp4_padding_gib(inp)
     rope = rope_cache_gib(inp)
-    weights = weights_per_gpu(inp) + padded + rope
+    redundant, redundant_notes = redundant_experts_gib(inp)
+    redundant_notes += _gathered_tokens_note(inp)
+    weights = weights_per_gpu(inp) + padded + rope + redundant
+    padding_notes = [*padding_notes, *redundant_notes]
     if rope >= 0.05:
         padding_notes = [*padding_notes, f"rotary cos/sin cache {rope:.2f} GiB (one per GPU, in the model dtype)"]
     nvls = nvls_gib(inp)
