@@ -125,12 +125,44 @@ def test_layouts_not_modelled_are_hedged(version: str, options: dict[str, Any], 
         assert any(reason in note for note in plan.notes), plan.notes
 
 
-def test_speculative_blocks_are_hedged_from_0_15() -> None:
+def test_speculative_blocks_join_a_state_group_from_0_15() -> None:
+    """``MambaSpec`` counts ``num_speculative_tokens`` more state blocks per request from 0.15.0 (its
+    ``num_speculative_blocks``; the release's ``speculative_memory.linear_state_speculative_blocks``); an MTP draft
+    without ``num_tokens`` proposes as many tokens as it has layers (vLLM's default ``n_predict``: 1 here)."""
     from servespec.engines.vllm.memory import linear_state_rule
 
     inp = replace(_input("0.24.0", LOGGED), speculative="mtp")
-    assert isinstance(linear_state_rule(inp, _fact("0.24.0")), str)
     assert linear_state_rule(replace(inp, speculative=None), _fact("0.24.0")) == (16, 2)
+    assert linear_state_rule(inp, _fact("0.24.0")) == (16, 3)
+    assert linear_state_rule(replace(inp, speculative_tokens=3), _fact("0.24.0")) == (16, 5)
+    assert linear_state_rule(replace(inp, speculative="ngram", speculative_tokens=4), _fact("0.24.0")) == (16, 6)
+    unknown = linear_state_rule(replace(inp, speculative="eagle"), _fact("0.24.0"))
+    assert isinstance(unknown, str) and "count is not given" in unknown
+    older = replace(_input("0.14.0", {"kv_cache_dtype": "fp8"}), speculative="mtp", speculative_tokens=3)
+    assert linear_state_rule(older, _fact("0.14.0"))[1] == 1  # 0.14: the state page only
+
+
+def test_mtp_layers_join_the_full_attention_groups() -> None:
+    """An MTP draft's decoder layer is a full-attention layer in the same pool (``get_kv_cache_spec`` lists the
+    drafter's layers): Qwen3.6-35B-A3B's 10 full-attention and 30 Gated DeltaNet layers become 11 and 30, grouped by
+    11 (30 >= 11 x 1.5): one full group and three state groups, each request taking ``ceil(L / block)`` blocks in the
+    first and 2 + 3 in each of the others under prefix caching with three speculative tokens."""
+    from servespec.engines.vllm.memory import hybrid_layout, linear_state_rule
+
+    base = _input("0.24.0", LOGGED)
+    inp = replace(base, speculative="mtp", speculative_tokens=3)
+    block, blocks = linear_state_rule(inp, _fact("0.24.0"))
+    assert isinstance(block, int)
+    page_block = block * math.ceil(linear_state_page(inp, _fact("0.24.0")) / (block * 2 * 2 * 256))
+    drafted = hybrid_layout(inp, 6.0, 16, 8192)
+    plain = hybrid_layout(base, 6.0, 16, 8192)
+    assert drafted is not None and plain is not None
+    per_layer = page_block * 2 * 2 * 256  # fp8: K and V, 2 heads of 256
+    per_request = math.ceil(CONTEXT / page_block) + 3 * (2 + 3)
+    assert drafted.one_sequence_bytes == per_request * per_layer * 11
+    assert drafted.growing_bytes_per_token == 11 * 2 * 2 * 256
+    assert plain.growing_bytes_per_token == 10 * 2 * 2 * 256
+    assert drafted.tokens < plain.tokens
 
 
 @pytest.mark.parametrize(
