@@ -10,6 +10,10 @@ Two things speculative decoding adds to the memory a release lays out, each read
   config as the draft's, ``n_predict = getattr(hf_config, "<field>", ...)`` per model family: the draft model
   (DeepSeekMTPModel, Qwen3_5MTP ...) builds that many decoder layers of the target's shape, each an attention
   layer the worker's ``get_kv_cache_spec`` lists beside the target's (one pool). Empty where the release reads none.
+- ``profile_rejection_rows``: the profiling run's sampler warm-up (``_dummy_sampler_run`` in
+  vllm/v1/worker/gpu_model_runner.py) also runs the rejection sampler when speculative decoding is on, on a new
+  ``torch.randn`` logits tensor of one draft token per dummy request (``num_tokens``, 0.8.1-0.11.0) or that plus one
+  bonus row each (``num_tokens + num_reqs``, 0.11.1 on): the rows per request that tensor holds (0: no such warm-up).
 - ``linear_state_speculative_blocks``: whether ``MambaSpec.max_memory_usage_bytes`` (vllm/v1/kv_cache_interface.py)
   counts ``num_speculative_blocks`` (set to ``num_speculative_tokens`` by the layer's ``get_kv_cache_spec``) in the
   blocks a request's linear-attention state takes outside the ``all`` cache mode: the last ``return`` of the method.
@@ -37,6 +41,9 @@ from servespec.engines.catalog import SpeculativeMemory
 CONFIGS = ("vllm/config/speculative.py", "vllm/config/__init__.py", "vllm/config.py")
 """Where ``SpeculativeConfig`` lives, newest layout first."""
 SPECS = "vllm/v1/kv_cache_interface.py"
+RUNNER = "vllm/v1/worker/gpu_model_runner.py"
+_ROWS = {"num_tokens": 1, "num_tokens + num_reqs": 2}
+"""The dummy rejection logits' first dimension as the releases write it, as rows per dummy request."""
 
 
 def _method(tree: ast.Module, owner: str, name: str) -> ast.FunctionDef | None:
@@ -98,6 +105,24 @@ def state_blocks(src: Path) -> tuple[bool, str] | None:
     return counted, f"{SPECS}#L{last.lineno}"
 
 
+def rejection_rows(src: Path) -> tuple[int, str] | None:
+    """(rows per dummy request of the rejection sampler's warm-up logits, the cited line); (0, line) where the
+    sampler warm-up runs no rejection sampler; None without a V1 ``_dummy_sampler_run``."""
+    path = src / RUNNER
+    if not path.is_file():
+        return None
+    function = _method(ast.parse(path.read_text()), "GPUModelRunner", "_dummy_sampler_run")
+    if function is None:
+        return None
+    calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+    if not any(ast.unparse(node.func) == "self.rejection_sampler" for node in calls):
+        return 0, f"{RUNNER}#L{function.lineno}"
+    for node in calls:
+        if ast.unparse(node.func) == "torch.randn" and node.args and ast.unparse(node.args[0]) in _ROWS:
+            return _ROWS[ast.unparse(node.args[0])], f"{RUNNER}#L{node.lineno}"
+    raise ValueError(f"{path}: the rejection sampler's warm-up logits are not built as known")
+
+
 def fact(version: str, src: Path) -> dict[str, Any] | None:
     """``{mtp_layer_keys, linear_state_speculative_blocks, source}``, or None where the release has neither a
     ``SpeculativeConfig.hf_config_override`` nor a V1 ``MambaSpec``."""
@@ -110,6 +135,11 @@ def fact(version: str, src: Path) -> dict[str, Any] | None:
         path, _, lines = keys[1].partition("#")
         cited = builder.url(version, path, int(lines.split(" ")[0].removeprefix("L")))
         sources.append(f"{cited} (MTP layer fields: {', '.join(keys[0]) or 'none'})")
+    rows = rejection_rows(src)
+    if rows is not None:
+        path, _, line = rows[1].partition("#L")
+        said = f"{rows[0]} logits row(s) per dummy request" if rows[0] else "no rejection sampler"
+        sources.append(f"{builder.url(version, path, int(line))} (the sampler warm-up's rejection pass: {said})")
     if blocks is not None:
         path, _, line = blocks[1].partition("#L")
         counted = "num_speculative_tokens more state blocks" if blocks[0] else "its state page only"
@@ -117,6 +147,7 @@ def fact(version: str, src: Path) -> dict[str, Any] | None:
     return {
         "mtp_layer_keys": keys[0] if keys is not None else [],
         "linear_state_speculative_blocks": blocks[0] if blocks is not None else False,
+        "profile_rejection_rows": rows[0] if rows is not None else 0,
         "source": "; ".join(sources),
     }
 

@@ -517,8 +517,9 @@ def test_speculative_memory_per_release(version: str) -> None:
     """``speculative_memory``, read by scripts/catalog/vllm_speculative.py: every release with a
     ``SpeculativeConfig.hf_config_override`` (0.7.3 on) reads DeepSeek's ``num_nextn_predict_layers`` as an MTP
     draft's layer count, Qwen3.5's ``mtp_num_hidden_layers`` from 0.17.0 (qwen3_5 joins then); a linear layer's
-    state holds the speculative tokens' blocks from 0.15.0 (``MambaSpec.max_memory_usage_bytes``), each cited at the
-    release's tag."""
+    state holds the speculative tokens' blocks from 0.15.0 (``MambaSpec.max_memory_usage_bytes``); the sampler
+    warm-up's rejection logits hold a draft row per dummy request from 0.8.1 and a bonus row too from 0.11.1 (0.34.0's
+    model runner is not read); each cited at the release's tag."""
     fact = VLLM.catalog.release(version).facts.speculative_memory
     key = version_key(version)
     if key < (0, 7, 3):
@@ -528,6 +529,8 @@ def test_speculative_memory_per_release(version: str) -> None:
     assert fact.mtp_layer_keys[0] == "num_nextn_predict_layers", version
     assert ("mtp_num_hidden_layers" in fact.mtp_layer_keys) == (key >= (0, 17)), version
     assert fact.linear_state_speculative_blocks == (key >= (0, 15)), version
+    rows = 0 if key < (0, 8, 1) or key >= (0, 34) else 1 if key < (0, 11, 1) else 2
+    assert fact.profile_rejection_rows == rows, version
     for part in fact.source.split("; "):
         assert part.startswith(f"https://github.com/vllm-project/vllm/blob/v{version}/vllm/"), (version, part)
 
@@ -555,6 +558,15 @@ _MAMBA_SPEC = '''class MambaSpec:
 '''
 
 
+_RUNNER = '''class GPUModelRunner:
+    def _dummy_sampler_run(self, hidden_states):
+        logits = self.model.compute_logits(hidden_states)
+        if self.speculative_config:
+            logits = torch.randn(num_tokens + num_reqs, logits.shape[-1], device=self.device)
+            self.rejection_sampler(metadata, None, logits, dummy_metadata)
+'''
+
+
 def test_speculative_reader_on_a_small_source(tmp_path: Path) -> None:
     """The reader takes the fields assigned to ``n_predict`` (not other ``getattr`` reads) in first-read order, and the
     state's speculative blocks from the method's last ``return`` only."""
@@ -570,6 +582,16 @@ def test_speculative_reader_on_a_small_source(tmp_path: Path) -> None:
     assert "blob/v9.9.9/vllm/config/speculative.py#L3" in found["source"]
     spec.write_text(_MAMBA_SPEC.replace("(1 + self.num_speculative_blocks)", "1"))
     assert reader.fact("9.9.9", tmp_path)["linear_state_speculative_blocks"] is False
+    assert reader.fact("9.9.9", tmp_path)["profile_rejection_rows"] == 0  # no model runner
+    runner = tmp_path / "vllm" / "v1" / "worker" / "gpu_model_runner.py"
+    runner.parent.mkdir()
+    runner.write_text(_RUNNER)
+    assert reader.fact("9.9.9", tmp_path)["profile_rejection_rows"] == 2
+    runner.write_text(_RUNNER.replace("num_tokens + num_reqs", "num_tokens"))
+    assert reader.fact("9.9.9", tmp_path)["profile_rejection_rows"] == 1
+    runner.write_text(_RUNNER.replace("self.rejection_sampler(", "print("))
+    assert reader.fact("9.9.9", tmp_path)["profile_rejection_rows"] == 0
+    runner.unlink()
     spec.unlink()
     (tmp_path / "vllm" / "config" / "speculative.py").unlink()
     assert reader.fact("9.9.9", tmp_path) is None

@@ -220,3 +220,21 @@ def test_mla_beside_a_linear_state_is_hedged_from_0_11_1() -> None:
     found = linear_state_rule(_input("0.24.0", {}, mla), _fact("0.24.0"))
     assert isinstance(found, str) and "MLA" in found
     assert linear_state_rule(_input("0.11.0", {}, mla), _fact("0.11.0")) == (16, 1)
+
+
+def test_the_sampler_warm_up_holds_the_rejection_logits_under_speculative_decoding() -> None:
+    """V1's ``_dummy_sampler_run`` builds a logits tensor of one draft row (0.8.1-0.11.0), then a draft and a bonus
+    row (0.11.1 on), per dummy request for the rejection sampler (``profile_rejection_rows``): the profiled sampler
+    peak grows by it, in the model's dtype, for any method (n-gram too); without speculative decoding nothing."""
+    from servespec.engines.vllm.memory import _activation, rejection_warmup_gib
+
+    model = _model()
+    for version, per_request in (("0.10.2", 1), ("0.24.0", 2)):
+        inp = replace(_input(version, {}), speculative="ngram", speculative_tokens=3)
+        expected = per_request * 256 * (model.vocab_size or 0) * 2 / GIB
+        assert rejection_warmup_gib(inp, 256) == pytest.approx(expected)
+        assert rejection_warmup_gib(replace(inp, speculative=None), 256) == 0.0
+        # 512 batched tokens: the sampler's pass over 256 rows of a 248k vocabulary is the peak, not the forward pass
+        plain = _activation(replace(inp, speculative=None), 512, 256)
+        assert _activation(inp, 512, 256) - plain == pytest.approx(expected), version
+    assert rejection_warmup_gib(replace(_input("0.8.0", {}), speculative="ngram"), 256) == 0.0

@@ -341,6 +341,10 @@ class SpeculativeMemory(_Fact):
     linear_state_speculative_blocks: bool
     """A linear-attention (Mamba, Gated DeltaNet) layer holds ``num_speculative_tokens`` more state blocks per request
     (``MambaSpec.max_memory_usage_bytes`` adds ``num_speculative_blocks``: 0.15.0 on); False: its state page only."""
+    profile_rejection_rows: int = 0
+    """V1's profiling sampler warm-up also runs the rejection sampler under speculative decoding, on a new logits
+    tensor of this many rows per dummy request (1 draft token: 0.8.1-0.11.0; plus a bonus row: 0.11.1 on); 0: none
+    (0.8.0), or not read (0.34.0's model runner, whose sampler warm-up is not modelled either)."""
     source: str
 
 

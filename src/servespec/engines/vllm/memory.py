@@ -142,6 +142,7 @@ def after_kv(inp: EstimateInput, total: float, utilization: float, reserved: flo
     sampler = 0.0
     if fact.sampler and _engine_core(inp) == "v1":
         sampler = rows * (inp.model.vocab_size or 32000) * _sampler_bytes(inp, rows) / GIB
+        sampler += rejection_warmup_gib(inp, rows)  # the same _dummy_sampler_run, its rejection pass included
         if inp.release is not None and inp.release.facts.profile_sampler_sorts_vocab is not None:
             # the profiling run warms the same sampler up (0.34: written otherwise, its size not modelled there)
             reserved = max(reserved, sampler)
@@ -177,7 +178,24 @@ def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
     rows = min(seqs, batched)
     per_entry = _sampler_bytes(inp, rows) if v1 else SAMPLER_SORT_BYTES
     sampler = rows * (inp.model.vocab_size or 32000) * per_entry / GIB
+    if v1:
+        sampler += rejection_warmup_gib(inp, rows)
     return max(forward_activation_gib(inp, batched), sampler)
+
+
+def rejection_warmup_gib(inp: EstimateInput, rows: int) -> float:
+    """GiB the sampler warm-up's rejection pass holds beside a sampling pass over ``rows`` requests, at the least.
+
+    Under speculative decoding (any method) V1's ``_dummy_sampler_run`` then builds a new ``torch.randn`` logits
+    tensor of ``profile_rejection_rows`` rows per dummy request in the logits' dtype (the model's) and runs the
+    rejection sampler on it, whose bonus and target passes sample those rows as the plain warm-up does while the
+    tensor stays allocated (vllm/v1/sample/rejection_sampler.py ``forward``). From the code, not measured against a
+    log: the pass's own float32 copies of the target rows come on top."""
+    fact = inp.release.facts.speculative_memory if inp.release else None
+    if inp.speculative is None or fact is None or not fact.profile_rejection_rows:
+        return 0.0
+    element = dtype_bytes(inp.model, inp.dtype)
+    return fact.profile_rejection_rows * rows * (inp.model.vocab_size or 32000) * element / GIB
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
