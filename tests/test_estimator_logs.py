@@ -402,7 +402,8 @@ def test_a_speculative_log_is_estimated_with_its_draft_or_says_why_not(tmp_path)
     assert drafted.predicted < plain.predicted  # one more attention layer, 3 more state blocks per request
     assert abs(drafted.error) < abs(plain.error)
     for value, reason in [
-        ({"method": "dflash", "num_tokens": 5}, "speculative method dflash"),
+        ({"method": "medusa", "num_tokens": 5}, "speculative method medusa"),
+        ({"method": "dflash", "draft": "x", "num_tokens": 5}, "the dflash draft's config is not in the log"),
         ({"method": "draft", "draft": "x", "num_tokens": 5}, "the draft draft's config is not in the log"),
         ("mtp, 3 tokens", "speculative decoding's settings are not given as"),
     ]:

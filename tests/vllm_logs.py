@@ -366,7 +366,7 @@ def compare(path: Path) -> Comparison:
     )
 
 
-SPECULATIVE_METHODS = ("mtp", "ngram", "eagle", "eagle3", "draft")
+SPECULATIVE_METHODS = ("mtp", "ngram", "eagle", "eagle3", "draft", "dflash")
 """``settings.speculative.method`` values the estimator takes (spec-v1 ``model.speculative.method``)."""
 
 

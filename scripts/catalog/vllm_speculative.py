@@ -5,9 +5,10 @@
 
 Two things speculative decoding adds to the memory a release lays out, each read by ``ast``:
 
-- ``mtp_layer_keys``: the config fields an MTP draft's layer count is read from. ``SpeculativeConfig.hf_config_override``
-  (vllm/config/speculative.py from 0.10.2; vllm/config.py or vllm/config/__init__.py before) rewrites the target's
-  config as the draft's, ``n_predict = getattr(hf_config, "<field>", ...)`` per model family: the draft model
+- ``mtp_layer_keys``: the config fields an MTP draft's layer count is read from.
+  ``SpeculativeConfig.hf_config_override`` (vllm/config/speculative.py from 0.11.0; vllm/config.py or
+  vllm/config/__init__.py before) rewrites the target's config as the draft's,
+  ``n_predict = getattr(hf_config, "<field>", ...)`` per model family: the draft model
   (DeepSeekMTPModel, Qwen3_5MTP ...) builds that many decoder layers of the target's shape, each an attention
   layer the worker's ``get_kv_cache_spec`` lists beside the target's (one pool). Empty where the release reads none.
 - ``profile_rejection_rows``: the profiling run's sampler warm-up (``_dummy_sampler_run`` in

@@ -539,7 +539,7 @@ def _speculative_extractor() -> ModuleType:
     return _script("vllm_speculative")
 
 
-_SPEC_CONFIG = '''class SpeculativeConfig:
+_SPEC_CONFIG = """class SpeculativeConfig:
     @staticmethod
     def hf_config_override(hf_config):
         if hf_config.model_type == "deepseek_mtp":
@@ -548,23 +548,23 @@ _SPEC_CONFIG = '''class SpeculativeConfig:
             n_predict = getattr(hf_config, "mtp_num_hidden_layers", None)
             other = getattr(hf_config, "text_config", None)
         return hf_config
-'''
-_MAMBA_SPEC = '''class MambaSpec:
+"""
+_MAMBA_SPEC = """class MambaSpec:
     def max_memory_usage_bytes(self, vllm_config):
         if vllm_config.cache_config.mamba_cache_mode == "align":
             return self.page_size_bytes * (2 + self.num_speculative_blocks)
         else:
             return self.page_size_bytes * (1 + self.num_speculative_blocks)
-'''
+"""
 
 
-_RUNNER = '''class GPUModelRunner:
+_RUNNER = """class GPUModelRunner:
     def _dummy_sampler_run(self, hidden_states):
         logits = self.model.compute_logits(hidden_states)
         if self.speculative_config:
             logits = torch.randn(num_tokens + num_reqs, logits.shape[-1], device=self.device)
             self.rejection_sampler(metadata, None, logits, dummy_metadata)
-'''
+"""
 
 
 def test_speculative_reader_on_a_small_source(tmp_path: Path) -> None:

@@ -151,7 +151,7 @@ def test_mtp_layers_join_the_full_attention_groups() -> None:
 
     base = _input("0.24.0", LOGGED)
     inp = replace(base, speculative="mtp", speculative_tokens=3)
-    block, blocks = linear_state_rule(inp, _fact("0.24.0"))
+    block, _ = linear_state_rule(inp, _fact("0.24.0"))
     assert isinstance(block, int)
     page_block = block * math.ceil(linear_state_page(inp, _fact("0.24.0")) / (block * 2 * 2 * 256))
     drafted = hybrid_layout(inp, 6.0, 16, 8192)

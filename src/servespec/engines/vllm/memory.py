@@ -331,19 +331,24 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         notes.append("hybrid KV-cache layout (per-type layer groups)")
         return replace(plan(inp, total, weights, overhead, kv, 0, 0.0, utilization, notes, layout), after_kv=warmup)
     if hybrid_layout_unknown(inp):
-        version = inp.release.version if inp.release else ""
-        fact = inp.release.facts.hybrid_kv_cache if inp.release else None
-        rule = linear_state_rule(inp, fact) if fact is not None else None
-        what = f"for which {rule}" if isinstance(rule, str) else "whose layout is not catalogued"
-        if fact is not None and draft_attention_layers(inp) is None:
-            what = f"whose layout beside the {inp.speculative} draft's own attention layers is not modelled"
-        notes.append(
-            f"vLLM {version} has a hybrid KV-cache manager {what}: "
-            "every layer sized at full length, the least one sequence needs given as a floor"
-        )
+        notes.append(_unknown_layout_note(inp))
         found = finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
         return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3), after_kv=warmup)
     return replace(finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv), after_kv=warmup)
+
+
+def _unknown_layout_note(inp: EstimateInput) -> str:
+    """Why the hybrid manager's layout is not sized (:func:`hybrid_layout_unknown`), for the plan's notes."""
+    version = inp.release.version if inp.release else ""
+    fact = inp.release.facts.hybrid_kv_cache if inp.release else None
+    rule = linear_state_rule(inp, fact) if fact is not None else None
+    what = f"for which {rule}" if isinstance(rule, str) else "whose layout is not catalogued"
+    if fact is not None and draft_attention_layers(inp) is None:
+        what = f"whose layout beside the {inp.speculative} draft's own attention layers is not modelled"
+    return (
+        f"vLLM {version} has a hybrid KV-cache manager {what}: "
+        "every layer sized at full length, the least one sequence needs given as a floor"
+    )
 
 
 def _images_per_prompt(inp: EstimateInput) -> int:
@@ -453,7 +458,8 @@ def draft_share(inp: EstimateInput) -> tuple[float, float, list[str]]:
     """(GiB per GPU of the draft's weights, its KV bytes per token per GPU, notes) for ``model.speculative``.
 
     ``mtp`` runs :func:`mtp_layers` more layers of the target's shape (weights: the target's per
-    layer; KV: one layer's each); ``eagle``, ``eagle3`` and ``draft`` load the draft checkpoint, sized
+    layer; KV: one layer's each); ``eagle``, ``eagle3``, ``draft`` and ``dflash`` (its attention layers cache the
+    context's keys and values as a draft model's do, v1/spec_decode/dflash.py) load the draft checkpoint, sized
     from its config when known (split over the same tensor-parallel GPUs: vLLM's draft
     ``tensor_parallel_size`` defaults to the target's); ``ngram`` loads nothing. The KV of the
     draft's layers shares the target's pool (:data:`VLLM_DRAFT_KV`), so each token costs both.
