@@ -238,3 +238,22 @@ def test_the_sampler_warm_up_holds_the_rejection_logits_under_speculative_decodi
         plain = _activation(replace(inp, speculative=None), 512, 256)
         assert _activation(inp, 512, 256) - plain == pytest.approx(expected), version
     assert rejection_warmup_gib(replace(_input("0.8.0", {}), speculative="ngram"), 256) == 0.0
+
+
+def test_a_draft_checkpoint_of_the_targets_layer_shape_joins_its_groups_else_it_is_hedged() -> None:
+    """A draft checkpoint (EAGLE head, draft model, DFlash) whose layers are full attention with a target layer's
+    KV bytes per token joins the full-attention groups as an MTP layer does; one of another shape (or not known)
+    leaves the hybrid layout unsized (``hybrid_layout_unknown``, the one-sequence floor)."""
+    from servespec.engines.vllm.memory import hybrid_layout, hybrid_layout_unknown
+    from servespec.knowledge.models import facts_from_config
+
+    head = {"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 2048, "num_attention_heads": 16}
+    same = facts_from_config({**head, "num_key_value_heads": 2, "head_dim": 256}, "same")
+    other = facts_from_config({**head, "num_key_value_heads": 8, "head_dim": 128}, "other")
+    base = replace(_input("0.24.0", LOGGED), speculative_tokens=3)
+    mtp = hybrid_layout(replace(base, speculative="mtp"), 6.0, 16, 8192)
+    drafted = hybrid_layout(replace(base, speculative="eagle3", draft=same), 6.0, 16, 8192)
+    assert mtp is not None and drafted == mtp
+    for draft in (other, None):
+        inp = replace(base, speculative="dflash", draft=draft)
+        assert hybrid_layout(inp, 6.0, 16, 8192) is None and hybrid_layout_unknown(inp)

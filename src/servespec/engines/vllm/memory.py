@@ -433,15 +433,24 @@ def mtp_layers(inp: EstimateInput) -> tuple[int, str]:
 
 
 def draft_attention_layers(inp: EstimateInput) -> int | None:
-    """Attention layers of the target's shape that the draft adds to the KV-cache groups (an ``mtp`` draft's layers,
-    each a full-attention decoder layer); None where the draft's layers have a shape of their own (an EAGLE head, a
-    draft model), whose place in a hybrid layout is not modelled; 0 without a draft."""
+    """Attention layers of the target's shape that the draft adds to the KV-cache groups: an ``mtp`` draft's layers
+    (each a full-attention decoder layer), or a draft checkpoint's (EAGLE head, draft model, DFlash) when every one is
+    a full-attention layer whose KV bytes per token equal a target layer's, so that its spec joins the target's
+    full-attention groups; None where the draft's layers have a shape of their own or are not known, whose place
+    in a hybrid layout is not modelled; 0 without a draft."""
     method = inp.speculative
     if method is None or method == "ngram":
         return 0
     if method == "mtp":
         return mtp_layers(inp)[0]
-    return None
+    draft = inp.draft
+    if draft is None or draft.linear_layers or draft.kv_sliding_layers or draft.is_mla != inp.model.is_mla:
+        return None
+    element = kv_element_bytes(inp)
+    target = full_layer_bytes_per_token(inp.model, element, inp.tensor_parallel)
+    if layer_bytes_per_token(draft, element, inp.tensor_parallel) != target:
+        return None
+    return draft.kv_full_layers
 
 
 def speculative_tokens(inp: EstimateInput) -> int | None:
