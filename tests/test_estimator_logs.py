@@ -388,3 +388,30 @@ def test_an_ollama_engine_log_is_scored_on_its_kv_cache_lines() -> None:
         row = compare_other(path)
         assert row.figure == OLLAMA_ENGINE_KV and row.observed == mib * 2**20, row
         assert not row.skipped and abs(row.error) < 0.003, row  # Ollama prints one decimal
+
+
+def test_a_speculative_log_is_estimated_with_its_draft_or_says_why_not(tmp_path) -> None:
+    """``settings.speculative`` in spec-v1's ``model.speculative`` spelling reaches the estimate (an MTP draft's layer
+    and state blocks move the figure of the MTP log 171, re-enabled here); a method the spec does not express, a
+    draft whose config the log does not give, or free text leave the log unanswered with the reason."""
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import LOGS, compare
+
+    data = YAML(typ="safe").load(next(LOGS.glob("171-*.yaml")).read_text())
+    del data["calibration"]
+    drafted = compare(_write_log(tmp_path, "971-mtp.yaml", data))  # type: ignore[arg-type]
+    data["settings"]["speculative"] = None
+    plain = compare(_write_log(tmp_path, "972-plain.yaml", data))  # type: ignore[arg-type]
+    assert drafted.predicted and plain.predicted and not drafted.skipped, drafted
+    assert drafted.predicted < plain.predicted  # one more attention layer, 3 more state blocks per request
+    assert abs(drafted.error) < abs(plain.error)
+    for value, reason in [
+        ({"method": "medusa", "num_tokens": 5}, "speculative method medusa"),
+        ({"method": "dflash", "draft": "x", "num_tokens": 5}, "the dflash draft's config is not in the log"),
+        ({"method": "draft", "draft": "x", "num_tokens": 5}, "the draft draft's config is not in the log"),
+        ("mtp, 3 tokens", "speculative decoding's settings are not given as"),
+    ]:
+        data["settings"]["speculative"] = value
+        row = compare(_write_log(tmp_path, "973-other.yaml", data))  # type: ignore[arg-type]
+        assert row.predicted is None and row.skipped.startswith(reason), row

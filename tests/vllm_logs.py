@@ -325,6 +325,9 @@ def compare(path: Path) -> Comparison:
         int(settings.get("data_parallel_size") or 1),
         settings.get("enable_expert_parallel") is True,
     )
+    speculative, why = _speculative(settings, data)
+    if why:
+        return Comparison(name, observed, None, why, version, **seen)
 
     def run(card: gpus.GpuModel, release: Any) -> Any:
         return get("vllm").estimate(
@@ -345,6 +348,7 @@ def compare(path: Path) -> Comparison:
                 engine_version=version,
                 engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
                 kv_cache_dtype_option="kv_cache_dtype",
+                **speculative,
             )
         )
 
@@ -411,6 +415,34 @@ def _candidate_spread(version: str, releases: list[Any], plans: list[Any]) -> st
         for release, plan in zip(releases, plans, strict=True)
     )
     return f"release {version} not catalogued, and the catalogued releases on either side of it disagree: {said}"
+
+
+SPECULATIVE_METHODS = ("mtp", "ngram", "eagle", "eagle3", "draft", "dflash")
+"""``settings.speculative.method`` values the estimator takes (spec-v1 ``model.speculative.method``)."""
+
+
+def _speculative(settings: dict[str, Any], data: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The estimate's speculative-decoding input from ``settings.speculative`` (``{method, num_tokens, draft}`` as
+    spec-v1's ``model.speculative`` spells them; ``draft_config``: the draft's config.json when the log shows it), or
+    why the log is not answered: a method the spec does not express, or a draft whose config the log does not give
+    (its weights and attention layers would be guessed)."""
+    found = settings.get("speculative")
+    if found is None:
+        return {}, ""
+    if not isinstance(found, dict) or not isinstance(found.get("method"), str):
+        return {}, "speculative decoding's settings are not given as {method, num_tokens, draft}"
+    method = found["method"]
+    if method not in SPECULATIVE_METHODS:
+        return {}, f"speculative method {method}: not one the spec expresses, so its draft is not modelled"
+    tokens = found.get("num_tokens")
+    out: dict[str, Any] = {"speculative": method, "speculative_tokens": int(tokens) if tokens else None}
+    if method in ("mtp", "ngram"):
+        return out, ""
+    config = data.get("draft_config")
+    if not isinstance(config, dict):
+        return {}, f"the {method} draft's config is not in the log: its weights and attention layers are not known"
+    out["draft"] = models.facts_from_config(config, str(found.get("draft") or ""))
+    return out, ""
 
 
 def fits(plan: Any) -> bool:

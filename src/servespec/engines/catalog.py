@@ -331,6 +331,23 @@ class CheckpointGpus(_Fact):
     """Only when the CUDA runtime's major version is at least this (the release's wheel: ``image_cuda``)."""
 
 
+class SpeculativeMemory(_Fact):
+    """vLLM: what speculative decoding adds to the memory a release lays out (scripts/catalog/vllm_speculative.py)."""
+
+    mtp_layer_keys: list[str]
+    """The config fields ``SpeculativeConfig.hf_config_override`` reads as an MTP draft's layer count (``n_predict``,
+    per model family: ``num_nextn_predict_layers``, Qwen3.5's ``mtp_num_hidden_layers`` from 0.17.0 ...); the draft
+    runs those layers of the target's checkpoint, each with its own attention KV cache in the shared pool."""
+    linear_state_speculative_blocks: bool
+    """A linear-attention (Mamba, Gated DeltaNet) layer holds ``num_speculative_tokens`` more state blocks per request
+    (``MambaSpec.max_memory_usage_bytes`` adds ``num_speculative_blocks``: 0.15.0 on); False: its state page only."""
+    profile_rejection_rows: int = 0
+    """V1's profiling sampler warm-up also runs the rejection sampler under speculative decoding, on a new logits
+    tensor of this many rows per dummy request (1 draft token: 0.8.1-0.11.0; plus a bonus row: 0.11.1 on); 0: none
+    (0.8.0), or not read (0.34.0's model runner, whose sampler warm-up is not modelled either)."""
+    source: str
+
+
 class HybridKvCache(_Fact):
     """How a release's KV-cache manager lays out a model with several attention kinds.
 
@@ -553,6 +570,8 @@ class ReleaseFacts(_Fact):
     block_size_multiple: SourcedInt | None = None
     """vLLM: the multiple the default CUDA attention backend needs of ``--block-size`` (ENG002)."""
     hybrid_kv_cache: HybridKvCache | None = None
+    speculative_memory: SpeculativeMemory | None = None
+    """vLLM: the MTP draft's layer-count fields and the linear-attention state's speculative blocks; None: not read."""
     profile_sampler_sorts_vocab: SourcedBool | None = None
     """vLLM V1: the profiling run's sampler warm-up (gpu_model_runner.py ``_dummy_sampler_run``, after the
     forward pass over the batched-token budget) passes ``top_k = vocab - 1`` for ``min(max_num_seqs,

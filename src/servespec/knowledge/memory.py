@@ -180,6 +180,8 @@ class EstimateInput:
     """``model.speculative.method`` (None: no speculative decoding)."""
     draft: ModelFacts | None = None
     """The draft model's facts (``model.speculative.draft``) when known."""
+    speculative_tokens: int | None = None
+    """``model.speculative.num_tokens`` (vLLM ``num_speculative_tokens``); None: not given."""
 
 
 @dataclass(frozen=True)

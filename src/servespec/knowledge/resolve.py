@@ -265,6 +265,7 @@ class Resolved:
             adapters=len(spec.model.adapters),
             speculative=spec.model.speculative.method if spec.model.speculative else None,
             draft=_draft_facts(self.deployment) if spec.model.speculative else None,
+            speculative_tokens=spec.model.speculative.num_tokens if spec.model.speculative else None,
         )
 
     def _estimate(self, host: HostView) -> GpuEstimate | None:

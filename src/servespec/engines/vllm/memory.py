@@ -143,6 +143,7 @@ def after_kv(inp: EstimateInput, total: float, utilization: float, reserved: flo
     sampler = 0.0
     if fact.sampler and _engine_core(inp) == "v1":
         sampler = rows * (inp.model.vocab_size or 32000) * _sampler_bytes(inp, rows) / GIB
+        sampler += rejection_warmup_gib(inp, rows)  # the same _dummy_sampler_run, its rejection pass included
         if inp.release is not None and inp.release.facts.profile_sampler_sorts_vocab is not None:
             # the profiling run warms the same sampler up (0.34: written otherwise, its size not modelled there)
             reserved = max(reserved, sampler)
@@ -178,7 +179,24 @@ def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
     rows = min(seqs, batched)
     per_entry = _sampler_bytes(inp, rows) if v1 else SAMPLER_SORT_BYTES
     sampler = rows * (inp.model.vocab_size or 32000) * per_entry / GIB
+    if v1:
+        sampler += rejection_warmup_gib(inp, rows)
     return max(forward_activation_gib(inp, batched), sampler)
+
+
+def rejection_warmup_gib(inp: EstimateInput, rows: int) -> float:
+    """GiB the sampler warm-up's rejection pass holds beside a sampling pass over ``rows`` requests, at the least.
+
+    Under speculative decoding (any method) V1's ``_dummy_sampler_run`` then builds a new ``torch.randn`` logits
+    tensor of ``profile_rejection_rows`` rows per dummy request in the logits' dtype (the model's) and runs the
+    rejection sampler on it, whose bonus and target passes sample those rows as the plain warm-up does while the
+    tensor stays allocated (vllm/v1/sample/rejection_sampler.py ``forward``). From the code, not measured against a
+    log: the pass's own float32 copies of the target rows come on top."""
+    fact = inp.release.facts.speculative_memory if inp.release else None
+    if inp.speculative is None or fact is None or not fact.profile_rejection_rows:
+        return 0.0
+    element = dtype_bytes(inp.model, inp.dtype)
+    return fact.profile_rejection_rows * rows * (inp.model.vocab_size or 32000) * element / GIB
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
@@ -358,17 +376,24 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         notes.append("hybrid KV-cache layout (per-type layer groups)")
         return replace(plan(inp, total, weights, overhead, kv, 0, 0.0, utilization, notes, layout), after_kv=warmup)
     if hybrid_layout_unknown(inp):
-        version = inp.release.version if inp.release else ""
-        fact = inp.release.facts.hybrid_kv_cache if inp.release else None
-        rule = linear_state_rule(inp, fact) if fact is not None else None
-        what = f"for which {rule}" if isinstance(rule, str) else "whose layout is not catalogued"
-        notes.append(
-            f"vLLM {version} has a hybrid KV-cache manager {what}: "
-            "every layer sized at full length, the least one sequence needs given as a floor"
-        )
+        notes.append(_unknown_layout_note(inp))
         found = finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
         return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3), after_kv=warmup)
     return replace(finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv), after_kv=warmup)
+
+
+def _unknown_layout_note(inp: EstimateInput) -> str:
+    """Why the hybrid manager's layout is not sized (:func:`hybrid_layout_unknown`), for the plan's notes."""
+    version = inp.release.version if inp.release else ""
+    fact = inp.release.facts.hybrid_kv_cache if inp.release else None
+    rule = linear_state_rule(inp, fact) if fact is not None else None
+    what = f"for which {rule}" if isinstance(rule, str) else "whose layout is not catalogued"
+    if fact is not None and draft_attention_layers(inp) is None:
+        what = f"whose layout beside the {inp.speculative} draft's own attention layers is not modelled"
+    return (
+        f"vLLM {version} has a hybrid KV-cache manager {what}: "
+        "every layer sized at full length, the least one sequence needs given as a floor"
+    )
 
 
 def _images_per_prompt(inp: EstimateInput) -> int:
@@ -429,18 +454,66 @@ def kv_tokens(inp: EstimateInput, kv_gib: float, batched: int) -> int:
 
 
 MTP_LAYERS = 1
-"""Layers a ``mtp`` draft runs: the checkpoint's ``num_nextn_predict_layers`` (1 in DeepSeek-V3's and Qwen3-Next's
-configs), loaded beside the target's ``num_hidden_layers`` only when speculative decoding is on."""
+"""Layers a ``mtp`` draft runs where the model's config names none (:func:`mtp_layers`): DeepSeek-V3's and
+Qwen3-Next's ``num_nextn_predict_layers`` are 1."""
 VLLM_DRAFT_KV = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_model_runner.py"
 """``get_kv_cache_spec`` lists every attention layer of the forward context, the draft's (EAGLE, MTP, draft model)
-with the target's: one pool, each token cached in both."""
+with the target's: one pool, each token cached in both (v0.20.1 L6944-L6974 the same)."""
+
+
+def mtp_layers(inp: EstimateInput) -> tuple[int, str]:
+    """(layers an ``mtp`` draft builds, a note when they are not the config's own count as the release reads it).
+
+    The release's ``SpeculativeConfig.hf_config_override`` reads the count from a config field per model family
+    (its ``speculative_memory.mtp_layer_keys``): Qwen3.5's ``mtp_num_hidden_layers`` from 0.17.0, DeepSeek's
+    ``num_nextn_predict_layers``; a config without such a field: :data:`MTP_LAYERS`."""
+    model = inp.model
+    fact = inp.release.facts.speculative_memory if inp.release else None
+    if not model.mtp_layers or model.mtp_key is None:
+        return MTP_LAYERS, f"MTP layers not named by the config: {MTP_LAYERS} assumed"
+    if fact is not None and model.mtp_key not in fact.mtp_layer_keys:
+        version = inp.release.version if inp.release else ""
+        return MTP_LAYERS, f"vLLM {version} reads no {model.mtp_key}: {MTP_LAYERS} MTP layer assumed"
+    return model.mtp_layers, ""
+
+
+def draft_attention_layers(inp: EstimateInput) -> int | None:
+    """Attention layers of the target's shape that the draft adds to the KV-cache groups: an ``mtp`` draft's layers
+    (each a full-attention decoder layer), or a draft checkpoint's (EAGLE head, draft model, DFlash) when every one is
+    a full-attention layer whose KV bytes per token equal a target layer's, so that its spec joins the target's
+    full-attention groups; None where the draft's layers have a shape of their own or are not known, whose place
+    in a hybrid layout is not modelled; 0 without a draft."""
+    method = inp.speculative
+    if method is None or method == "ngram":
+        return 0
+    if method == "mtp":
+        return mtp_layers(inp)[0]
+    draft = inp.draft
+    if draft is None or draft.linear_layers or draft.kv_sliding_layers or draft.is_mla != inp.model.is_mla:
+        return None
+    element = kv_element_bytes(inp)
+    target = full_layer_bytes_per_token(inp.model, element, inp.tensor_parallel)
+    if layer_bytes_per_token(draft, element, inp.tensor_parallel) != target:
+        return None
+    return draft.kv_full_layers
+
+
+def speculative_tokens(inp: EstimateInput) -> int | None:
+    """``num_speculative_tokens``: the spec's, else an MTP draft's layer count (vLLM's default: ``n_predict``,
+    vllm/config/speculative.py ``__post_init__``); None where neither says."""
+    if inp.speculative_tokens:
+        return inp.speculative_tokens
+    if inp.speculative == "mtp":
+        return mtp_layers(inp)[0]
+    return None
 
 
 def draft_share(inp: EstimateInput) -> tuple[float, float, list[str]]:
     """(GiB per GPU of the draft's weights, its KV bytes per token per GPU, notes) for ``model.speculative``.
 
-    ``mtp`` runs :data:`MTP_LAYERS` more layers of the target's shape (weights: the target's per
-    layer; KV: one layer's); ``eagle``, ``eagle3`` and ``draft`` load the draft checkpoint, sized
+    ``mtp`` runs :func:`mtp_layers` more layers of the target's shape (weights: the target's per
+    layer; KV: one layer's each); ``eagle``, ``eagle3``, ``draft`` and ``dflash`` (its attention layers cache the
+    context's keys and values as a draft model's do, v1/spec_decode/dflash.py) load the draft checkpoint, sized
     from its config when known (split over the same tensor-parallel GPUs: vLLM's draft
     ``tensor_parallel_size`` defaults to the target's); ``ngram`` loads nothing. The KV of the
     draft's layers shares the target's pool (:data:`VLLM_DRAFT_KV`), so each token costs both.
@@ -451,9 +524,11 @@ def draft_share(inp: EstimateInput) -> tuple[float, float, list[str]]:
     element = kv_element_bytes(inp)
     tp = max(inp.tensor_parallel, 1)
     if method == "mtp":
+        layers, said = mtp_layers(inp)
         per_layer = weight_bytes(inp) / max(inp.model.layers, 1) / tp / GIB
-        kv = MTP_LAYERS * layer_bytes_per_token(inp.model, element, tp)
-        return per_layer * MTP_LAYERS, kv, [f"MTP draft: {MTP_LAYERS} more layer(s), {per_layer:.2f} GiB"]
+        kv = layers * layer_bytes_per_token(inp.model, element, tp)
+        notes = [f"MTP draft: {layers} more layer(s), {per_layer * layers:.2f} GiB"] + ([said] if said else [])
+        return per_layer * layers, kv, notes
     if inp.draft is None:
         return 0.0, 0.0, [f"{method} draft not known (no config at hand): its weights and KV cache are not counted"]
     draft = replace(inp, model=inp.draft, quantization=None, gguf_type=None, adapters=0, speculative=None)
@@ -515,9 +590,12 @@ def hybrid_layout_unknown(inp: EstimateInput) -> bool:
     if disabled is True:
         return False  # the manager is off: every layer caches every token, as sized
     fact = release.facts.hybrid_kv_cache
+    hybrid = bool(_windowed_layers(inp.model) or inp.model.linear_layers)
+    if fact is not None and hybrid and draft_attention_layers(inp) is None:
+        return True  # a draft model's or EAGLE head's own layers beside the hybrid groups: not modelled
     if fact is not None:
         return bool(inp.model.linear_layers) and isinstance(linear_state_rule(inp, fact), str)
-    return bool(_windowed_layers(inp.model) or inp.model.linear_layers)
+    return hybrid
 
 
 _STATE_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
@@ -564,16 +642,34 @@ def _state_blocks(inp: EstimateInput, fact: HybridKvCache) -> tuple[int, int] | 
         return "the MLA kernels' block alignment beside a linear-attention state is not modelled"
     if fact.linear_state_blocks == "mamba_block":
         return "prefix caching aligns a linear layer's blocks to its chunk size (not modelled)" if caching else (1, 1)
-    if inp.speculative is not None:
-        return "speculative decoding adds state blocks per request, which are not modelled"
+    spare = _speculative_state_blocks(inp)
+    if isinstance(spare, str):
+        return spare
     if not caching:
-        return 1, 1
+        return 1 + spare, 1
     if not fact.linear_prefill_checkpoints:
-        return 2, 1
+        return 2 + spare, 1
     flashinfer = _flashinfer_gdn_prefill(inp, fact)
     if flashinfer is None or fact.checkpoint_alignment is None or fact.checkpoint_blocks is None:
         return "prefix caching's align mode adds prefill checkpoints (per GDN prefill kernel), which are not modelled"
-    return (2 + fact.checkpoint_blocks, fact.checkpoint_alignment) if flashinfer else (2, 1)
+    return (2 + spare + fact.checkpoint_blocks, fact.checkpoint_alignment) if flashinfer else (2 + spare, 1)
+
+
+def _speculative_state_blocks(inp: EstimateInput) -> int | str:
+    """State blocks a linear layer holds per request for speculative decoding: ``num_speculative_tokens`` where the
+    release counts them (``speculative_memory.linear_state_speculative_blocks``: ``MambaSpec``'s
+    ``num_speculative_blocks``, 0.15.0 on), else 0; or why that is not known."""
+    if inp.speculative is None:
+        return 0
+    fact = inp.release.facts.speculative_memory if inp.release else None
+    if fact is None:
+        return "speculative decoding's state blocks per request are not read for this release"
+    if not fact.linear_state_speculative_blocks:
+        return 0
+    tokens = speculative_tokens(inp)
+    if tokens is None:
+        return "speculative decoding adds num_speculative_tokens state blocks per request, and the count is not given"
+    return tokens
 
 
 def _flashinfer_gdn_prefill(inp: EstimateInput, fact: HybridKvCache) -> bool | None:
@@ -705,6 +801,11 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
     counts = [count for count in (full, windowed, state) if count]
     if len(counts) < 2:
         return None
+    drafted = draft_attention_layers(inp) if fact is not None else 0
+    if drafted is None:
+        return None  # a draft of its own shape in a hybrid layout: hedged (hybrid_layout_unknown)
+    full += drafted  # the draft's attention layers join the pool's full-attention groups (VLLM_DRAFT_KV)
+    counts = [count for count in (full, windowed, state) if count]
     element = kv_element_bytes(inp)
     per_layer = layer_bytes_per_token(model, element, inp.tensor_parallel)
     state_blocks = 1
