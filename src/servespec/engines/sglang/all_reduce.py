@@ -10,11 +10,20 @@ a 1 GiB input pool and 8 MiB of rank data, about 3 GiB per GPU whatever the grou
 is the ROCm image's (its ``AITER_COMMIT``), not the SGLang release's: the estimate assumes the newest aiter
 tag published before the release that accepts what the release passes, and says so.
 
+The same group builds SGLang's quick all-reduce on ROCm (``QuickAllReduce``, facts.memory.all_reduce
+``quick_reduce_*``, read from the release's quick_all_reduce.py): it allocates nothing while
+``ROCM_QUICK_REDUCE_QUANTIZATION`` is ``NONE`` (the release's default); set to another of its values
+(``FP``, ``INT8``, ``INT6``, ``INT4``) on a gfx94x/gfx95x card in a group of 2, 4 or 8, it calls
+``init_custom_qr(rank, world_size, qr_max_size)`` with ``qr_max_size`` from
+``ROCM_QUICK_REDUCE_MAX_SIZE_BYTES_MB`` (MB; 0 or unset: the kernel's 2 GB, as the release's comment states),
+and the kernel allocates two stages of that size uncached (:data:`QUICK_REDUCE_STAGES`): 4 GiB per GPU by
+default. SGLang's ROCm images set ``ROCM_QUICK_REDUCE_QUANTIZATION=INT8`` in their Dockerfile
+(:data:`ROCM_IMAGE_NOTE`); the estimate reads the variable from ``engine.env``.
+
 What RCCL allocates for its communicators (SGLang's ``PyNcclCommunicator`` warms one up with an all-reduce
 inside the same set-up) is RCCL's own and is not modelled here beyond the NCCL allowance every engine
-shares (``knowledge.memory.nccl_gib``). The quick all-reduce allocates nothing by default
-(``ROCM_QUICK_REDUCE_QUANTIZATION`` defaults to ``NONE``). On CUDA SGLang's own buffers are small (3 x 8 MiB
-for its original class; the v2 class's are allocated in C++) and are left to that NCCL allowance too."""
+shares (``knowledge.memory.nccl_gib``). On CUDA SGLang's own buffers are small (3 x 8 MiB for its original
+class; the v2 class's are allocated in C++) and are left to that NCCL allowance too."""
 
 from __future__ import annotations
 
@@ -27,6 +36,25 @@ from importlib.resources import files
 from servespec.engines.catalog import SglangAllReduce
 from servespec.engines.layout import flag
 from servespec.knowledge.memory import GIB, EstimateInput
+
+QUICK_REDUCE_STAGES = 2
+"""The quick all-reduce kernel's buffer is two stages of its largest input (plus a few KiB of flags):
+``DeviceComms::init`` allocates ``2 * kMaxProblemSize`` with ``hipExtMallocWithFlags(..., hipDeviceMallocUncached)``,
+``kMaxProblemSize`` ``int32 max + 1`` (2 GiB) unless ``init_custom_qr`` passes ``qr_max_size``
+(sgl-kernel/csrc/allreduce/quick_all_reduce.cuh, the port of vLLM's csrc/quickreduce/quick_reduce.h that
+sgl_kernel.allreduce.init_custom_qr calls; vLLM PR 19744 and SGLang PR 6619: "the default maximum input size of
+quickreduce is 2GB"). The C++ is not in the Python artefact the catalog builder reads, so this is a constant."""
+
+ROCM_IMAGE_NOTE = (
+    "SGLang's ROCm images set ROCM_QUICK_REDUCE_QUANTIZATION=INT8 (docker/rocm.Dockerfile, 'Performance environment "
+    "variable'): there the quick all-reduce takes {gib:.2f} GiB more per GPU before the baseline; set the variable "
+    "in engine.env (INT8, or NONE) to have it counted"
+)
+"""Where ``engine.env`` does not set the quick all-reduce's variable on a card and group where it would run. The
+Dockerfile's ``ENV ROCM_QUICK_REDUCE_QUANTIZATION=INT8`` (next to ``NCCL_MIN_NCHANNELS=112``) is in the versions
+of sgl-project/sglang docker/rocm.Dockerfile whose usage lines name v0.5.9 (AITER v0.1.10.post3) and
+v0.5.10.post1 (AITER_COMMIT 32e1e6d7 of 2026-05-18, d9e5ef7c of 2026-07-29), and in the newest (v0.5.17). An image
+is not a release's source the catalog builder reads, so this is a note, not a default."""
 
 
 @dataclass(frozen=True)
@@ -101,3 +129,42 @@ def rocm_gib(inp: EstimateInput, fact: SglangAllReduce | None) -> tuple[float, s
         f"this release; the ROCm image pins its own; default max_size {aiter.default_max_size / 2**20:.0f} MiB, "
         f"{aiter.source})"
     )
+
+
+def quick_reduce_gib(inp: EstimateInput, fact: SglangAllReduce | None) -> tuple[float, str | None]:
+    """GiB per GPU SGLang's quick all-reduce allocates before the baseline on ROCm, and a note saying how.
+
+    ``QuickAllReduce`` is built where the custom all-reduce is (``--disable-custom-all-reduce`` off, a group of
+    more than one GPU), on a card whose ``gcnArchName`` has one of ``quick_reduce_archs``, in a group of
+    ``quick_reduce_world_sizes`` (more than two GPUs only when all are linked to each other: taken as so on the
+    XGMI platforms gfx94x/gfx95x cards come on), and allocates only when ``ROCM_QUICK_REDUCE_QUANTIZATION``
+    names a regime other than ``NONE``."""
+    group = inp.moe_group or inp.tensor_parallel
+    gpu = inp.gpu
+    if gpu is None or gpu.vendor != "amd" or fact is None or fact.quick_reduce_default is None or group < 2:
+        return 0.0, None
+    if flag(inp.options.get("disable_custom_all_reduce")):
+        return 0.0, None
+    arch = gpu.gfx_arch or ""
+    if not any(prefix in arch for prefix in fact.quick_reduce_archs) or group not in fact.quick_reduce_world_sizes:
+        return 0.0, None
+    stated = inp.env.get("ROCM_QUICK_REDUCE_QUANTIZATION")
+    regime = fact.quick_reduce_default if stated is None else stated.strip()
+    limit_mb = _whole_mb(inp.env.get(fact.quick_reduce_max_size_env or "", "0"))
+    size = limit_mb * 2**20 if limit_mb > 0 else (fact.quick_reduce_default_max_gb or 0) * GIB
+    gib = QUICK_REDUCE_STAGES * size / GIB
+    if regime == "NONE" or regime not in fact.quick_reduce_regimes:
+        return 0.0, ROCM_IMAGE_NOTE.format(gib=gib) if stated is None else None
+    where = f"{fact.quick_reduce_max_size_env}={limit_mb} MB" if limit_mb > 0 else "the kernel's default"
+    return gib, (
+        f"SGLang quick all-reduce ({regime}) {gib:.2f} GiB before loading: {QUICK_REDUCE_STAGES} stages of "
+        f"{size / GIB:.2f} GiB ({where}; {fact.quick_reduce_source})"
+    )
+
+
+def _whole_mb(value: str) -> int:
+    """``int(os.environ.get(..., 0))`` as the release reads it; a value it could not read counts as unset."""
+    try:
+        return int(value)
+    except ValueError:
+        return 0
