@@ -682,6 +682,7 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
             engine_version=version,
             kv_cache_dtype_option="kv_cache_dtype",
             env=_engine_env(data)[0],
+            image=str(data["image"]) if data.get("image") else None,
         )
     )
 

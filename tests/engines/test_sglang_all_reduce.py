@@ -234,14 +234,54 @@ def test_quick_all_reduce_allocates_nothing_where_it_is_not_built(
 
 
 def test_engine_env_reaches_the_estimate(tmp_path: Path) -> None:
-    """A spec's engine.env is the environment the estimate reads (EstimateInput.env)."""
+    """A spec's engine.env and engine.image are what the estimate reads (EstimateInput.env, .image)."""
     shutil.copytree(FLEET, tmp_path, dirs_exist_ok=True)
     spec = tmp_path / "spec.yaml"
     spec.write_text(
         "apiVersion: servespec/v1\nkind: Deployment\nmetadata: {name: app}\ninventory: inventory.yaml\n"
         "model:\n  source: meta-llama/Llama-3.1-8B-Instruct\n  max_model_len: 8192\n"
-        'engine: {name: sglang, version: "0.5.12", env: {ROCM_QUICK_REDUCE_QUANTIZATION: INT8}}\n'
+        'engine: {name: sglang, version: "0.5.12", env: {ROCM_QUICK_REDUCE_QUANTIZATION: INT8},\n'
+        '  image: "rocm/sgl-dev:v0.5.12-rocm720-mi35x-20260517"}\n'
         "resources: {gpu_ids: [0]}\nplacement: {hosts: [nvs8]}\n"
     )
     inp = resolve.resolved(load_fleet([spec]).deployments[0]).estimate_input()
     assert inp is not None and inp.env == {"ROCM_QUICK_REDUCE_QUANTIZATION": "INT8"}
+    assert inp.image == "rocm/sgl-dev:v0.5.12-rocm720-mi35x-20260517"
+
+
+def test_an_images_build_date_bounds_its_aiter() -> None:
+    """SGLang's ROCm images are rebuilt under a release's name with a newer AITER_COMMIT: a tag's build date
+    (rocm/sgl-dev:v0.5.10.post1-rocm720-mi35x-20260430) moves the aiter assumed to the newest tag before that day."""
+    built = all_reduce.image_built("rocm/sgl-dev:v0.5.10.post1-rocm720-mi35x-20260430")
+    assert built is not None and (built.year, built.month, built.day) == (2026, 4, 30)
+    assert all_reduce.image_built("lmsysorg/sglang:v0.5.12") is None
+    assert all_reduce.image_built(None) is None
+    assert all_reduce.image_built("registry:5000/sglang:v0.5.12-rocm720-mi35x-20261399") is None  # no such day
+    fact = _fact("0.5.10.post1")
+    assert (found := all_reduce.aiter_for(fact)) is not None and found.tag == "v0.1.11.post1"  # before 2026-04-08
+    assert (found := all_reduce.aiter_for(fact, built)) is not None and found.tag == "v0.1.12.post2"
+    _, notes = _quick("0.5.10.post1", "AMD Instinct MI355X", 2, {})
+    assert any("aiter custom all-reduce 0.38 GiB" in n for n in notes)
+    inp_notes = _image_notes("0.5.10.post1", "rocm/sgl-dev:v0.5.10.post1-rocm720-mi35x-20260430")
+    assert any(n.startswith("aiter custom all-reduce 3.01 GiB") and "build day 2026-04-30" in n for n in inp_notes)
+
+
+def _image_notes(version: str, image: str) -> tuple[str, ...]:
+    model = models.catalogued("Qwen/Qwen2.5-7B-Instruct")
+    card = gpus.resolve("AMD Instinct MI355X")
+    assert model is not None and isinstance(card, GpuModel)
+    found = SGLANG.estimate(
+        EstimateInput(
+            engine="sglang",
+            release=SGLANG.select(version).release,
+            model=model,
+            gpu=card,
+            tensor_parallel=2,
+            max_model_len=4096,
+            engine_version=version,
+            options={"mem_fraction_static": 0.85},
+            image=image,
+        )
+    )
+    assert found is not None
+    return tuple(found.notes)

@@ -176,6 +176,8 @@ class EstimateInput:
     """``model.speculative.method`` (None: no speculative decoding)."""
     draft: ModelFacts | None = None
     """The draft model's facts (``model.speculative.draft``) when known."""
+    image: str | None = None
+    """``engine.image``: the container image reference (None: the engine's official image)."""
     env: dict[str, str] = field(default_factory=dict)
     """The engine process's environment as the spec sets it (``engine.env``): variables an engine reads at
     start-up that change its memory (SGLang's ``ROCM_QUICK_REDUCE_QUANTIZATION``)."""

@@ -264,6 +264,7 @@ class Resolved:
             adapters=len(spec.model.adapters),
             speculative=spec.model.speculative.method if spec.model.speculative else None,
             draft=_draft_facts(self.deployment) if spec.model.speculative else None,
+            image=spec.engine.image,
             env={name: str(value) for name, value in spec.engine.env.items()},
         )
 

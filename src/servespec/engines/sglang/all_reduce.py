@@ -8,7 +8,9 @@ are aiter's default (``aiter_all_reduce.json``, read from ROCm/aiter's tags by
 scripts/catalog/aiter_all_reduce.py): from aiter v0.1.12 an uncached meta buffer of ``meta_size + 2 x 1 GiB``,
 a 1 GiB input pool and 8 MiB of rank data, about 3 GiB per GPU whatever the group's size. Which aiter runs
 is the ROCm image's (its ``AITER_COMMIT``), not the SGLang release's: the estimate assumes the newest aiter
-tag published before the release that accepts what the release passes, and says so.
+tag published before the release that accepts what the release passes, and says so; for an image whose tag
+carries its build date (SGLang's ROCm images are rebuilt under one release's name: ``rocm/sgl-dev:
+v0.5.10.post1-rocm720-mi35x-20260430``), the newest tag published before that day instead.
 
 The same group builds SGLang's quick all-reduce on ROCm (``QuickAllReduce``, facts.memory.all_reduce
 ``quick_reduce_*``, read from the release's quick_all_reduce.py): it allocates nothing while
@@ -28,8 +30,9 @@ class; the v2 class's are allocated in C++) and are left to that NCCL allowance 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from importlib.resources import files
 
@@ -99,12 +102,28 @@ def aiter_releases() -> tuple[AiterAllReduce, ...]:
     return tuple(sorted(rows, key=lambda row: row.date))
 
 
-def aiter_for(fact: SglangAllReduce) -> AiterAllReduce | None:
-    """The newest aiter tag published before the SGLang release that accepts every keyword it passes."""
-    if fact.released is None:
+_BUILD_DATE = re.compile(r":[^:@/]*-(20\d\d)(\d\d)(\d\d)(?:$|[^0-9])")
+
+
+def image_built(image: str | None) -> datetime | None:
+    """The day an image's tag says it was built (``...-rocm720-mi35x-20260430``: 2026-04-30, 00:00 UTC); None
+    when the tag carries no date."""
+    found = _BUILD_DATE.search(image or "")
+    if found is None:
         return None
-    released = datetime.fromisoformat(fact.released)
-    fits = [r for r in aiter_releases() if r.date <= released and all(k in r.parameters for k in fact.aiter_kwargs)]
+    try:
+        return datetime(int(found.group(1)), int(found.group(2)), int(found.group(3)), tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def aiter_for(fact: SglangAllReduce, built: datetime | None = None) -> AiterAllReduce | None:
+    """The newest aiter tag published before the SGLang release (or, given, the day its image was built) that
+    accepts every keyword the release passes."""
+    if fact.released is None and built is None:
+        return None
+    cutoff = built if built is not None else datetime.fromisoformat(str(fact.released))
+    fits = [r for r in aiter_releases() if r.date <= cutoff and all(k in r.parameters for k in fact.aiter_kwargs)]
     return fits[-1] if fits else None
 
 
@@ -118,15 +137,17 @@ def rocm_gib(inp: EstimateInput, fact: SglangAllReduce | None) -> tuple[float, s
     if fact.hip == "sglang":
         size = fact.sglang_max_size_hip
         return 3 * size / GIB, f"SGLang custom all-reduce 3 x {size / 2**20:.0f} MiB before loading ({fact.source})"
-    aiter = aiter_for(fact)
+    built = image_built(inp.image)
+    aiter = aiter_for(fact, built)
     if aiter is None:
         return 0.0, "aiter custom all-reduce: no aiter release known before this SGLang release; not modelled"
     if group not in aiter.world_sizes:
         return 0.0, None
     gib = aiter.bytes() / GIB
+    before = f"the image's build day {built:%Y-%m-%d} (its tag)" if built is not None else "this release"
     return gib, (
         f"aiter custom all-reduce {gib:.2f} GiB before loading (aiter {aiter.tag} assumed: the newest tag before "
-        f"this release; the ROCm image pins its own; default max_size {aiter.default_max_size / 2**20:.0f} MiB, "
+        f"{before}; the ROCm image pins its own; default max_size {aiter.default_max_size / 2**20:.0f} MiB, "
         f"{aiter.source})"
     )
 
