@@ -285,3 +285,44 @@ def _image_notes(version: str, image: str) -> tuple[str, ...]:
     )
     assert found is not None
     return tuple(found.notes)
+
+
+def _quick_image(image: str, env: dict[str, str], version: str = "0.5.12") -> tuple[float, tuple[str, ...]]:
+    model = models.catalogued("Qwen/Qwen2.5-7B-Instruct")
+    card = gpus.resolve("AMD Instinct MI355X")
+    assert model is not None and isinstance(card, GpuModel)
+    found = SGLANG.estimate(
+        EstimateInput(
+            engine="sglang",
+            release=SGLANG.select(version).release,
+            model=model,
+            gpu=card,
+            tensor_parallel=2,
+            max_model_len=4096,
+            engine_version=version,
+            options={"mem_fraction_static": 0.85},
+            image=image,
+            env=env,
+        )
+    )
+    assert found is not None
+    return found.kv_cache_gib, tuple(found.notes)
+
+
+def test_sglangs_rocm_images_bring_the_quick_all_reduce() -> None:
+    """An SGLang ROCm image from v0.5.9 sets ROCM_QUICK_REDUCE_QUANTIZATION=INT8 in its Dockerfile: 0.85 x 4 GiB off
+    the pool unless engine.env says otherwise; an image of an older release or another image: only the note."""
+    none = {"ROCM_QUICK_REDUCE_QUANTIZATION": "NONE"}
+    for image in ("lmsysorg/sglang:v0.5.12-rocm720-mi35x", "rocm/sgl-dev:v0.5.10.post1-rocm720-mi35x-20260503"):
+        on, notes = _quick_image(image, {})
+        off, _ = _quick_image(image, none)
+        assert off - on == pytest.approx(0.85 * 4, abs=0.01)
+        assert any(n.startswith("SGLang quick all-reduce (INT8 (the ROCm image's ENV") for n in notes)
+    plain, plain_notes = _quick_image("lmsysorg/sglang:v0.5.12", {})
+    off, _ = _quick_image("lmsysorg/sglang:v0.5.12", none)
+    assert plain == off and any("ROCM_QUICK_REDUCE_QUANTIZATION=INT8" in n for n in plain_notes)
+    old, old_notes = _quick_image("lmsysorg/sglang:v0.5.8-rocm700-mi30x", {}, "0.5.8")
+    old_off, _ = _quick_image("lmsysorg/sglang:v0.5.8-rocm700-mi30x", none, "0.5.8")
+    assert old == old_off and not any(n.startswith("SGLang quick all-reduce") for n in old_notes)
+    assert all_reduce.rocm_image_release("rocm/sgl-dev:v0.5.10.post1-rocm720-mi35x-20260430") == (0, 5, 10, 1)
+    assert all_reduce.rocm_image_release("rocm/vllm:rocm6.3") is None

@@ -38,6 +38,7 @@ from importlib.resources import files
 
 from servespec.engines.catalog import SglangAllReduce
 from servespec.engines.layout import flag
+from servespec.engines.versions import version_key
 from servespec.knowledge.memory import GIB, EstimateInput
 
 QUICK_REDUCE_STAGES = 2
@@ -50,14 +51,24 @@ quickreduce is 2GB"). The C++ is not in the Python artefact the catalog builder 
 
 ROCM_IMAGE_NOTE = (
     "SGLang's ROCm images set ROCM_QUICK_REDUCE_QUANTIZATION=INT8 (docker/rocm.Dockerfile, 'Performance environment "
-    "variable'): there the quick all-reduce takes {gib:.2f} GiB more per GPU before the baseline; set the variable "
-    "in engine.env (INT8, or NONE) to have it counted"
+    "variable'): there the quick all-reduce takes {gib:.2f} GiB more per GPU before the baseline; name the image in "
+    "engine.image, or set the variable in engine.env (INT8, or NONE), to have it counted"
 )
-"""Where ``engine.env`` does not set the quick all-reduce's variable on a card and group where it would run. The
-Dockerfile's ``ENV ROCM_QUICK_REDUCE_QUANTIZATION=INT8`` (next to ``NCCL_MIN_NCHANNELS=112``) is in the versions
-of sgl-project/sglang docker/rocm.Dockerfile whose usage lines name v0.5.9 (AITER v0.1.10.post3) and
-v0.5.10.post1 (AITER_COMMIT 32e1e6d7 of 2026-05-18, d9e5ef7c of 2026-07-29), and in the newest (v0.5.17). An image
-is not a release's source the catalog builder reads, so this is a note, not a default."""
+"""Where neither ``engine.env`` sets the quick all-reduce's variable nor ``engine.image`` names one of SGLang's ROCm
+images (:data:`ROCM_IMAGE_SINCE` on), on a card and group where it would run."""
+
+ROCM_IMAGE_QUICK_REDUCE = "INT8"
+ROCM_IMAGE_SINCE = (0, 5, 9)
+"""SGLang's ROCm images (``lmsysorg/sglang:v0.5.12-rocm720-mi35x``, ``lmsysorg/sglang-rocm:...``,
+``rocm/sgl-dev:v0.5.10.post1-rocm720-mi35x-20260430``: built from sgl-project/sglang docker/rocm.Dockerfile) set
+``ENV ROCM_QUICK_REDUCE_QUANTIZATION=INT8`` (next to ``NCCL_MIN_NCHANNELS=112``) in the versions of that Dockerfile
+read here: those whose usage lines name v0.5.9 (AITER v0.1.10.post3), v0.5.10.post1 (AITER_COMMIT 32e1e6d7 of
+2026-05-18; d9e5ef7c of 2026-07-29) and the newest (v0.5.17). The earliest of them bounds where the estimate takes
+it as the image's default: an image of an older release gets the note only. (Before 2026-02, sgl-project/sglang
+PR 19091, the ROCm 7.2 images lacked the amdsmi package the quick all-reduce's set-up needs.) An image's file is
+not what the catalog builder reads (the Python artefact), so this is a constant with its provenance."""
+
+_ROCM_IMAGE = re.compile(r"^(?:[^/@]+/)*(?:sglang[\w.-]*|sgl-dev):v?([0-9][\w.]*)-rocm\d")
 
 
 @dataclass(frozen=True)
@@ -170,17 +181,28 @@ def quick_reduce_gib(inp: EstimateInput, fact: SglangAllReduce | None) -> tuple[
     if not any(prefix in arch for prefix in fact.quick_reduce_archs) or group not in fact.quick_reduce_world_sizes:
         return 0.0, None
     stated = inp.env.get("ROCM_QUICK_REDUCE_QUANTIZATION")
-    regime = fact.quick_reduce_default if stated is None else stated.strip()
+    image = rocm_image_release(inp.image)
+    from_image = stated is None and image is not None and image >= ROCM_IMAGE_SINCE
+    regime = (ROCM_IMAGE_QUICK_REDUCE if from_image else fact.quick_reduce_default) if stated is None else stated
+    regime = regime.strip()
     limit_mb = _whole_mb(inp.env.get(fact.quick_reduce_max_size_env or "", "0"))
     size = limit_mb * 2**20 if limit_mb > 0 else (fact.quick_reduce_default_max_gb or 0) * GIB
     gib = QUICK_REDUCE_STAGES * size / GIB
     if regime == "NONE" or regime not in fact.quick_reduce_regimes:
         return 0.0, ROCM_IMAGE_NOTE.format(gib=gib) if stated is None else None
     where = f"{fact.quick_reduce_max_size_env}={limit_mb} MB" if limit_mb > 0 else "the kernel's default"
+    origin = " (the ROCm image's ENV, docker/rocm.Dockerfile; engine.env overrides it)" if from_image else ""
     return gib, (
-        f"SGLang quick all-reduce ({regime}) {gib:.2f} GiB before loading: {QUICK_REDUCE_STAGES} stages of "
+        f"SGLang quick all-reduce ({regime}{origin}) {gib:.2f} GiB before loading: {QUICK_REDUCE_STAGES} stages of "
         f"{size / GIB:.2f} GiB ({where}; {fact.quick_reduce_source})"
     )
+
+
+def rocm_image_release(image: str | None) -> tuple[int, ...] | None:
+    """The SGLang release an image of SGLang's ROCm builds carries in its tag (``v0.5.10.post1-rocm720-mi35x``:
+    (0, 5, 10, 1)); None for any other image."""
+    found = _ROCM_IMAGE.match(image or "")
+    return version_key(found.group(1)) or None if found else None
 
 
 def _whole_mb(value: str) -> int:
