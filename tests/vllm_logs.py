@@ -259,6 +259,19 @@ def _settings_assumed(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, 
     return found, tuple(labels)
 
 
+def _engine_env(data: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Environment variables the engine ran with that its command line does not show (an image's own ``ENV``),
+    as ``engine_env: {NAME: {value, why}}``: the values (``EstimateInput.env``, what ``engine.env`` gives a spec)
+    and their labels for the bench."""
+    env: dict[str, str] = {}
+    labels: list[str] = []
+    for name, entry in (data.get("engine_env") or {}).items():
+        if isinstance(entry, dict) and entry.get("value") is not None:
+            env[str(name)] = str(entry["value"])
+            labels.append(f"environment {name}={entry['value']}: {str(entry.get('why') or '').strip()}")
+    return env, tuple(labels)
+
+
 def _setting_range_spread(data: dict[str, Any], estimate: Any) -> str:
     """Why a log is not answered when a setting it does not show (``settings_assumed: {name: {range: [low, high]}}``,
     the values its launcher accepts) moves the estimate between the range's ends; "" when neither end moves it."""
@@ -752,6 +765,8 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
             options=options,
             engine_version=version,
             kv_cache_dtype_option="kv_cache_dtype",
+            env=_engine_env(data)[0],
+            image=str(data["image"]) if data.get("image") else None,
         )
     )
 
@@ -842,7 +857,7 @@ def compare_other(path: Path) -> Comparison:
     calibration = data.get("calibration") or {}
     facts = _other_facts(data)
     version, assumed = _version(data, "engine_version")
-    assumed += _settings_assumed(data)[1]
+    assumed += _settings_assumed(data)[1] + _engine_env(data)[1]
     observed = _other_observed(data)
     seen: dict[str, Any] = {
         "engine": engine,

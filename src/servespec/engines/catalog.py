@@ -224,6 +224,13 @@ class SglangAllReduce(_Fact):
     max_size, max_size, max_size). ``cuda``: ``v2`` where the JIT ``CustomAllReduceV2`` (buffers allocated
     in C++) is the CUDA default. ``quick_reduce_default``: ``ROCM_QUICK_REDUCE_QUANTIZATION``'s default
     (``NONE``: no quick all-reduce buffers); None where the release has no quick all-reduce.
+    ``quick_reduce_archs`` / ``quick_reduce_world_sizes``: where ``QuickAllReduce`` initialises (the
+    ``gcnArchName`` prefixes of ``qr_rocm_arch_available``, ``_SUPPORTED_WORLD_SIZES``; more than two GPUs only
+    when fully connected); ``quick_reduce_max_size_env``: the variable that sets its largest input in MB (0 or
+    unset: the kernel's default, which ``quick_reduce_default_max_gb`` states as the release's comment does);
+    ``quick_reduce_regimes``: the values that variable takes (``QuickReduceRegime``; any other is refused with a
+    warning and allocates nothing); ``quick_reduce_source``: the line of ``init_quick_all_reduce`` that reads
+    the quantization variable.
     ``released``: the artefact's PyPI upload time (ISO 8601)."""
 
     hip: Literal["aiter", "sglang"]
@@ -232,6 +239,12 @@ class SglangAllReduce(_Fact):
     sglang_max_size_hip: int
     cuda: Literal["sglang", "v2"]
     quick_reduce_default: str | None = None
+    quick_reduce_regimes: tuple[str, ...] = ()
+    quick_reduce_archs: tuple[str, ...] = ()
+    quick_reduce_world_sizes: tuple[int, ...] = ()
+    quick_reduce_max_size_env: str | None = None
+    quick_reduce_default_max_gb: int | None = None
+    quick_reduce_source: str | None = None
     released: str | None = None
     source: str
 

@@ -182,6 +182,11 @@ class EstimateInput:
     """The draft model's facts (``model.speculative.draft``) when known."""
     speculative_tokens: int | None = None
     """``model.speculative.num_tokens`` (vLLM ``num_speculative_tokens``); None: not given."""
+    image: str | None = None
+    """``engine.image``: the container image reference (None: the engine's official image)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """The engine process's environment as the spec sets it (``engine.env``): variables an engine reads at
+    start-up that change its memory (SGLang's ``ROCM_QUICK_REDUCE_QUANTIZATION``)."""
 
 
 @dataclass(frozen=True)

@@ -266,6 +266,8 @@ class Resolved:
             speculative=spec.model.speculative.method if spec.model.speculative else None,
             draft=_draft_facts(self.deployment) if spec.model.speculative else None,
             speculative_tokens=spec.model.speculative.num_tokens if spec.model.speculative else None,
+            image=spec.engine.image,
+            env={name: str(value) for name, value in spec.engine.env.items()},
         )
 
     def _estimate(self, host: HostView) -> GpuEstimate | None:
