@@ -857,6 +857,7 @@ def compare_other(path: Path) -> Comparison:
     calibration = data.get("calibration") or {}
     facts = _other_facts(data)
     version, assumed = _version(data, "engine_version")
+    version_assumed = bool(assumed)  # a release assumed from the log's date: no neighbouring releases to try
     assumed += _settings_assumed(data)[1] + _engine_env(data)[1]
     observed = _other_observed(data)
     seen: dict[str, Any] = {
@@ -879,7 +880,7 @@ def compare_other(path: Path) -> Comparison:
     if why:
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
     assert facts is not None and observed is not None
-    choices = _release_choices(engine, data) if not assumed else []
+    choices = _release_choices(engine, data) if not version_assumed else []
     if engine in GGUF_ENGINES:
         return _compare_gguf(name, data, facts, observed, choices, assumed, seen)
     return _compare_on_gpu(name, data, facts, observed, choices, assumed, seen)
