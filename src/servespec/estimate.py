@@ -78,7 +78,7 @@ class HostEstimate:
 def context_line(row: HostEstimate) -> str | None:
     """The context the plan assumes and why, for the text report (None without a plan)."""
     plan = row.plan
-    free = row.kv_without_device
+    free = getattr(row, "kv_without_device", None)  # rows built elsewhere (tests, callers) may lack it
     if plan is None and free is not None:
         head = f"{row.deployment.name} on {row.host.name}: GPU {free.device} not catalogued, no memory plan; "
         if free.kv_bytes is None:
