@@ -234,3 +234,28 @@ def test_a_catalogued_gpu_host_keeps_its_memory_plan(tmp_path: Path) -> None:
     row = _row(_host_fleet(tmp_path, "llama.cpp", "b11434", model + ARCH + "}", "{parallel: 2}", gpu="NVIDIA L4"))
     assert row.plan is not None and row.kv_without_device is None and "kv_cache_all_devices" not in row.to_json()
     assert round(row.plan.kv_cache_bytes_all_devices) == 2 * 8192 * 32 * 2 * 8 * 128 * 2  # the same bytes on an L4
+
+
+def test_an_ollama_log_on_a_vram_default_release_is_read_for_the_default_it_logs(tmp_path: Path) -> None:
+    """Without a recorded context_from, an Ollama release that picks num_ctx by VRAM is taken at its default unless
+    the logged default ("vram-based default context ... default_num_ctx=N") differs from the runner's context."""
+    from tests.vllm_logs import _context_source
+
+    data = _load("ollama/011-llama2-7b-apple-m3-max-0.1.32")
+    data.pop("context_from")
+    data.update(engine_version="0.30.7")
+    data["settings"] = {**data["settings"], "num_ctx": 2048, "parallel": 1, "ollama_context_length": "0"}
+    assert _context_source(data) == "vram_default"  # the excerpt does not show which applied
+    line = 'level=INFO source=routes.go:2031 msg="vram-based default context" total_vram="{}" default_num_ctx={}\n'
+    asked = {**data, "log": data["log"] + line.format("128.0 GiB", 262144)}
+    assert _context_source(asked) == "given"  # 262144 lowered to n_ctx_train is 4096, the runner had 2048
+    row = compare_other(_write(tmp_path, "ollama", "901-asked.yaml", asked))
+    assert row.predicted == row.observed, row
+    defaulted = {**data, "log": data["log"] + line.format("8.0 GiB", 2048)}
+    assert _context_source(defaulted) == "vram_default"
+    assert _context_source({**defaulted, "settings": {**data["settings"], "ollama_context_length": "2048"}}) == "given"
+    assert _context_source({**data, "engine_version": "0.1.32"}) == "given"  # no VRAM default in that release
+    # a CPU-only log (no GPU named) keeps its KV cache in host memory; an Apple name is unified memory
+    assert _kv_device({"gpu": None, "observed": {}}) == "host"
+    assert _kv_device({"gpu": "Apple M2 Ultra", "observed": {}}) == "unified-memory"
+    assert _kv_device({"gpu": "NVIDIA GeForce RTX 4060 Ti", "observed": {}}) == "uncatalogued"

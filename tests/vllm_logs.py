@@ -857,29 +857,56 @@ MEMORY_CONTEXTS = {
 """How a context may have been chosen from the device's memory (a log's ``context_from``; :func:`_context_source`)."""
 
 
+UNIFIED_MEMORY = re.compile(r"has unified memory\s*=\s*true|\b(Apple M\d|Jetson|Orin|GB10|Thor)\b")
+"""What marks a unified-memory device in a log or its GPU name: ggml-metal's "has unified memory = true" line, Apple
+silicon, NVIDIA Jetson (Orin, Thor) and DGX Spark (GB10)."""
+NO_GPU = ("", "cpu", "none", "null")
+
+
 def _kv_device(data: dict[str, Any]) -> str:
     """Where a GGUF log's KV cache is, when not on a catalogued discrete GPU (a :data:`DEVICE_KINDS` key): the
-    recorded ``kv_device``, else ``host`` when no layer was offloaded, ``uncatalogued`` when no catalogued card (nor a
-    stand-in of a logged total) fits the logged name; "" for a catalogued discrete GPU."""
+    recorded ``kv_device``; else ``host`` when no layer was offloaded or no GPU is named (a CPU-only run);
+    ``unified-memory`` where the log or the name says so (:data:`UNIFIED_MEMORY`); ``uncatalogued`` when no
+    catalogued card (nor a stand-in of a logged total) fits the logged name; "" for a catalogued discrete GPU."""
     recorded = str(data.get("kv_device") or "")
     if recorded:
         if recorded not in DEVICE_KINDS:
             raise ValueError(f"kv_device {recorded!r}: one of {', '.join(DEVICE_KINDS)}")
         return recorded
-    if str((data.get("observed") or {}).get("offloaded_layers") or "").startswith("0/"):
+    named = str(data.get("gpu") or "").strip()
+    if str((data.get("observed") or {}).get("offloaded_layers") or "").startswith("0/") or named.lower() in NO_GPU:
         return "host"
+    if UNIFIED_MEMORY.search(named) or UNIFIED_MEMORY.search(str(data.get("log") or "")):
+        return "unified-memory"
     return "" if _gpu_candidates(data) else "uncatalogued"
 
 
 def _context_source(data: dict[str, Any]) -> str:
     """How the logged context was chosen: the recorded ``context_from`` (``given``, ``default``, or a
-    :data:`MEMORY_CONTEXTS` key), else ``fit`` where llama.cpp logs that --fit reduced it, else ``given``."""
+    :data:`MEMORY_CONTEXTS` key); else ``fit`` where llama.cpp logs that --fit reduced it ("context size reduced
+    from", llama_params_fit_impl); else, for an Ollama release whose default num_ctx follows the VRAM (catalog
+    ``context_default.by_vram``) and no positive OLLAMA_CONTEXT_LENGTH, ``vram_default`` unless its logged default
+    ("vram-based default context ... default_num_ctx=N", server/routes.go) differs from each slot's context (then a
+    request or Modelfile set it); else ``given``."""
     recorded = str(data.get("context_from") or "")
     if recorded:
         if recorded not in ("given", "default", *MEMORY_CONTEXTS):
             raise ValueError(f"context_from {recorded!r}: given, default or one of {', '.join(MEMORY_CONTEXTS)}")
         return recorded
-    return "fit" if "context size reduced from" in str(data.get("log") or "") else "given"
+    log = str(data.get("log") or "")
+    if "context size reduced from" in log:
+        return "fit"
+    settings = data.get("settings") or {}
+    release = _release(str(data.get("engine")), _version(data, "engine_version")[0])
+    fact = release.facts.context_default if release and data.get("engine") == "ollama" else None
+    if fact is None or not fact.by_vram or _whole(settings.get("ollama_context_length"), 0) > 0:
+        return "given"
+    logged = re.search(r"default_num_ctx=(\d+)", log)
+    if logged is None:
+        return "vram_default"  # the default may have applied, and the excerpt does not say which it was
+    default, trained = int(logged.group(1)), _whole((data.get("gguf") or {}).get("n_ctx_train"), 0)
+    per_slot = _whole(settings.get("num_ctx"), 0) // _whole(settings.get("parallel"))
+    return "vram_default" if per_slot in (default, min(default, trained or default)) else "given"
 
 
 def _memory_contexts(data: dict[str, Any], facts: models.ModelFacts, source: str) -> list[int]:
