@@ -940,7 +940,10 @@ def _device_free_kv(
     decide is varied, and the log is answered only when every combination gives one figure: a context chosen from
     memory (:func:`_memory_contexts`), flash attention left to the release (it sets the cells' padding in some),
     Ollama's automatic slots before 0.10 (4 or 2 where they fit, else 1), and the estimate's own device (host memory,
-    the smallest and the largest catalogued GPU)."""
+    the smallest and the largest catalogued GPU). The size llama.cpp logs sums its KV buffers (``total_size``), each
+    the tensors' sizes aligned to the buffer type; Metal reports the unrounded size, not its page-rounded allocation
+    (https://github.com/ollama/ollama/blob/v0.20.7/ml/backend/ggml/ggml/src/ggml-metal/ggml-metal.cpp#L177-L183),
+    and a K or V tensor of whole padded cells is already a multiple of those alignments."""
     engine = str(data.get("engine"))
     where = f"KV cache in {DEVICE_KINDS[kind]} ({str(data.get('gpu') or '').strip()})"
     settings = data.get("settings") or {}
