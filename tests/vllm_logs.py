@@ -6,6 +6,7 @@ Shared by tests/test_estimator_logs.py and bench/estimator_accuracy.py.
 from __future__ import annotations
 
 import dataclasses
+import re
 import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from servespec.engines import get
+from servespec.engines.gguf import KV_PLACEMENT_SOURCE, GgufEngine
 from servespec.engines.vllm.parallel import vllm_layout
 from servespec.knowledge import gpus, models
 from servespec.knowledge.error_band import CLASSES, model_class
@@ -803,6 +805,15 @@ BATCHES = (("ubatch_size", "n_ubatch"), ("batch_size", "n_batch"))
 def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None:
     """The KV cache a llama.cpp or Ollama start-up lays out over all its devices, as the estimator sizes it
     for the logged context, slots and cache types (the layers' split between devices aside)."""
+    inp = _gguf_input(data, facts, None)
+    plan = get(str(data.get("engine"))).estimate(inp) if inp is not None else None
+    # full layers' cells and the windowed ones, over the GPU and host memory alike
+    return round(plan.kv_cache_bytes_all_devices) if plan is not None else None
+
+
+def _gguf_input(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuModel | None) -> EstimateInput | None:
+    """The estimator's input for a llama.cpp or Ollama log's context, slots and cache types, ``gpu`` its device
+    (None: host memory; :func:`_device_free_kv` varies it); None when the log gives no context."""
     engine = str(data.get("engine"))
     settings = data.get("settings") or {}
     seen = data.get("observed") or {}
@@ -821,13 +832,16 @@ def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None
         options["kv_unified"] = _truthy(unified)
     if engine == "llama.cpp":  # the logged batch sizes: a windowed cache holds n_swa + n_ubatch cells
         options |= {key: _whole(settings.get(logged)) for key, logged in BATCHES if settings.get(logged)}
+    flash = _flash_attention(data)
+    if flash is not None:  # as the runner got it; "auto" or unlogged: unset (the release's resolution)
+        options[getattr(get(engine), "flash_option", "flash_attn")] = flash
     version = _version(data, "engine_version")[0]
     release = _release(engine, version)
     inp = EstimateInput(
         engine=engine,
         release=release,
         model=facts,
-        gpu=None,
+        gpu=gpu,
         gguf_type=str((data.get("gguf") or {}).get("file_type") or "") or None,
         max_model_len=total,
         options=options,
@@ -835,9 +849,7 @@ def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None
         engine_version=version,
         kv_cache_dtype_option=option,
     )
-    cells = _gguf_cells(engine, inp, total, slots)
-    plan = get(engine).estimate(replace(inp, max_model_len=cells))
-    return round(plan.kv_cache_bytes) if plan is not None else None  # full layers' cells and the windowed ones
+    return replace(inp, max_model_len=_gguf_cells(engine, inp, total, slots))
 
 
 def _gguf_cells(engine: str, inp: EstimateInput, total: int, slots: int) -> int:
@@ -897,6 +909,13 @@ def _compare_gguf(
 ) -> Comparison:
     """A llama.cpp or Ollama log: the KV bytes laid out for its context (under every release it may have run)."""
     engine = str(seen["engine"])
+    kind = _kv_device(data)
+    if kind:  # the KV cache is not on a catalogued discrete GPU: answered only where the device cannot matter
+        predicted, why, label = _device_free_kv(data, facts, choices, kind)
+        if predicted is None:
+            return Comparison(name, observed, None, why, assumed=assumed, **seen)
+        assumed += (label, *_release_free_label(engine, choices))
+        return Comparison(name, observed, predicted, model_class=model_class(facts), assumed=assumed, **seen)
     figures = {_gguf_kv_bytes({**data, "engine_version": v}, facts) for v in choices} or {_gguf_kv_bytes(data, facts)}
     if len(figures) > 1:
         why = _release_spread(engine, [f for f in figures if f is not None], "KV bytes", choices)
@@ -906,6 +925,171 @@ def _compare_gguf(
         return Comparison(name, observed, None, "context not logged", assumed=assumed, **seen)
     assumed += _release_free_label(engine, choices)
     return Comparison(name, observed, predicted, model_class=model_class(facts), assumed=assumed, **seen)
+
+
+_ON, _OFF = ("1", "true", "on", "yes", "enabled"), ("0", "false", "off", "no", "disabled")
+
+
+def _flash_attention(data: dict[str, Any]) -> bool | None:
+    """Flash attention as the runner got it: the logged setting when it is on or off, else (``auto``, unlogged) the
+    line llama.cpp prints where it resolves ``auto`` on the device ("Flash Attention was auto, set to enabled"), else
+    None: the release decides, and it may decide by the device."""
+    settings = data.get("settings") or {}
+    text = str(settings.get("flash_attn", settings.get("flash_attention"))).strip().lower()
+    if text in _ON or text in _OFF:
+        return text in _ON
+    resolved = re.search(r"Flash Attention was auto, set to (enabled|disabled)", str(data.get("log") or ""))
+    return resolved.group(1) == "enabled" if resolved else None
+
+
+DEVICE_KINDS = {
+    "unified-memory": "a unified-memory device (CPU and GPU share one memory: Apple silicon, NVIDIA Jetson)",
+    "host": "host memory (no layer offloaded)",
+    "uncatalogued": "a GPU the catalogue lacks",
+}
+"""Where a GGUF log's KV cache may be other than on a catalogued discrete GPU (:func:`_kv_device`)."""
+
+MEMORY_CONTEXTS = {
+    "fit": "llama.cpp's --fit reduced the unset context to leave its target free (llama_params_fit_impl)",
+    "vram_default": "Ollama's default num_ctx, chosen by the GPUs' total VRAM",
+    "scheduler": "Ollama's scheduler lowered num_ctx or num_parallel to fit free memory",
+}
+"""How a context may have been chosen from the device's memory (a log's ``context_from``; :func:`_context_source`)."""
+
+
+UNIFIED_MEMORY = re.compile(r"has unified memory\s*=\s*true|\b(Apple M\d|Jetson|Orin|GB10|Thor)\b")
+"""What marks a unified-memory device in a log or its GPU name: ggml-metal's "has unified memory = true" line, Apple
+silicon, NVIDIA Jetson (Orin, Thor) and DGX Spark (GB10)."""
+NO_GPU = ("", "cpu", "none", "null")
+
+
+def _kv_device(data: dict[str, Any]) -> str:
+    """Where a GGUF log's KV cache is, when not on a catalogued discrete GPU (a :data:`DEVICE_KINDS` key): the
+    recorded ``kv_device``; else ``host`` when no layer was offloaded or no GPU is named (a CPU-only run);
+    ``unified-memory`` where the log or the name says so (:data:`UNIFIED_MEMORY`); ``uncatalogued`` when no
+    catalogued card (nor a stand-in of a logged total) fits the logged name; "" for a catalogued discrete GPU."""
+    recorded = str(data.get("kv_device") or "")
+    if recorded:
+        if recorded not in DEVICE_KINDS:
+            raise ValueError(f"kv_device {recorded!r}: one of {', '.join(DEVICE_KINDS)}")
+        return recorded
+    named = str(data.get("gpu") or "").strip()
+    if str((data.get("observed") or {}).get("offloaded_layers") or "").startswith("0/") or named.lower() in NO_GPU:
+        return "host"
+    if UNIFIED_MEMORY.search(named) or UNIFIED_MEMORY.search(str(data.get("log") or "")):
+        return "unified-memory"
+    return "" if _gpu_candidates(data) else "uncatalogued"
+
+
+def _context_source(data: dict[str, Any]) -> str:
+    """How the logged context was chosen: the recorded ``context_from`` (``given``, ``default``, or a
+    :data:`MEMORY_CONTEXTS` key); else ``fit`` where llama.cpp logs that --fit reduced it ("context size reduced
+    from", llama_params_fit_impl); else, for an Ollama release whose default num_ctx follows the VRAM (catalog
+    ``context_default.by_vram``) and no positive OLLAMA_CONTEXT_LENGTH, ``vram_default`` unless its logged default
+    ("vram-based default context ... default_num_ctx=N", server/routes.go) differs from each slot's context (then a
+    request or Modelfile set it); else ``given``."""
+    recorded = str(data.get("context_from") or "")
+    if recorded:
+        if recorded not in ("given", "default", *MEMORY_CONTEXTS):
+            raise ValueError(f"context_from {recorded!r}: given, default or one of {', '.join(MEMORY_CONTEXTS)}")
+        return recorded
+    log = str(data.get("log") or "")
+    if "context size reduced from" in log:
+        return "fit"
+    settings = data.get("settings") or {}
+    release = _release(str(data.get("engine")), _version(data, "engine_version")[0])
+    fact = release.facts.context_default if release and data.get("engine") == "ollama" else None
+    if fact is None or not fact.by_vram or _whole(settings.get("ollama_context_length"), 0) > 0:
+        return "given"
+    logged = re.search(r"default_num_ctx=(\d+)", log)
+    if logged is None:
+        return "vram_default"  # the default may have applied, and the excerpt does not say which it was
+    default, trained = int(logged.group(1)), _whole((data.get("gguf") or {}).get("n_ctx_train"), 0)
+    per_slot = _whole(settings.get("num_ctx"), 0) // _whole(settings.get("parallel"))
+    return "vram_default" if per_slot in (default, min(default, trained or default)) else "given"
+
+
+def _memory_contexts(data: dict[str, Any], facts: models.ModelFacts, source: str) -> list[int]:
+    """The runner's contexts a context chosen from memory may take on other devices ([] where not known): --fit
+    anywhere from the release's floor (``fit_min``) to ``n_ctx_train``; Ollama's VRAM default each tier of the
+    release (lowered to ``n_ctx_train`` where the release does), times the slots. The scheduler's lowering has no
+    known range."""
+    engine = str(data.get("engine"))
+    release = _release(engine, _version(data, "engine_version")[0])
+    fact = release.facts.context_default if release else None
+    trained = _whole((data.get("gguf") or {}).get("n_ctx_train"), 0) or facts.derived_max_len or 0
+    if fact is None or not trained:
+        return []
+    if source == "fit":
+        return [fact.fit_min, trained] if fact.fit_min else []
+    if source == "vram_default" and fact.by_vram:
+        slots = _whole((data.get("settings") or {}).get("parallel"))
+        tiers = {min(t.tokens, trained) if fact.within_model else t.tokens for t in fact.by_vram}
+        return sorted(tier * slots for tier in tiers)
+    return []
+
+
+def _device_free_kv(
+    data: dict[str, Any], facts: models.ModelFacts, choices: list[str], kind: str
+) -> tuple[int | None, str, str]:
+    """A GGUF log whose KV cache is not on a catalogued discrete GPU: (figure, "", label) when the KV bytes do not
+    depend on the device, else (None, why, "").
+
+    llama.cpp sizes the KV cache from the context, the slots, the cache types and the layer layout, and places each
+    layer's tensors on its device without changing their size (:data:`KV_PLACEMENT_SOURCE`). What a device may still
+    decide is varied, and the log is answered only when every combination gives one figure: a context chosen from
+    memory (:func:`_memory_contexts`), flash attention left to the release (it sets the cells' padding in some),
+    Ollama's automatic slots before 0.10 (4 or 2 where they fit, else 1), and the estimate's own device (host memory,
+    the smallest and the largest catalogued GPU). The size llama.cpp logs sums its KV buffers (``total_size``), each
+    the tensors' sizes aligned to the buffer type; Metal reports the unrounded size, not its page-rounded allocation
+    (https://github.com/ollama/ollama/blob/v0.20.7/ml/backend/ggml/ggml/src/ggml-metal/ggml-metal.cpp#L177-L183),
+    and a K or V tensor of whole padded cells is already a multiple of those alignments."""
+    engine = str(data.get("engine"))
+    where = f"KV cache in {DEVICE_KINDS[kind]} ({str(data.get('gpu') or '').strip()})"
+    settings = data.get("settings") or {}
+    variants, varied = [settings], []
+    source = _context_source(data)
+    if source in MEMORY_CONTEXTS:
+        contexts = _memory_contexts(data, facts, source)
+        if not contexts:
+            return None, f"{where}; {MEMORY_CONTEXTS[source]}, and the values it takes on other devices are unknown", ""
+        key = "num_ctx" if engine == "ollama" else "n_ctx"
+        variants = [{**v, key: n} for v in variants for n in contexts]
+        varied.append(f"context {min(contexts)}-{max(contexts)} ({MEMORY_CONTEXTS[source]})")
+    if _flash_attention(data) is None:  # the estimator's kv_without_device tries it on and off
+        varied.append("flash attention on or off (left to the release)")
+    release = _release(engine, _version(data, "engine_version")[0])
+    auto = release.facts.auto_parallel if engine == "ollama" and release else None
+    if auto is not None and not (settings.get("parallel") or (data.get("observed") or {}).get("n_seq_max")):
+        variants = [{**v, "parallel": n} for v in variants for n in (1, auto.value)]
+        varied.append(f"1 or {auto.value} automatic slots")
+    cards = sorted(gpus.catalog(), key=lambda card: card.memory_mib)
+    devices: list[gpus.GpuModel | None] = [None, cards[0], cards[-1]]
+    unit = get(engine)
+    assert isinstance(unit, GgufEngine)
+    found = [
+        unit.kv_without_device(
+            lambda device, v=v, version=version: _gguf_input(  # type: ignore[misc]
+                {**data, "settings": v, "engine_version": version}, facts, device
+            ),
+            devices,
+        )
+        for v in variants
+        for version in choices or [str(data.get("engine_version") or "")]
+    ]
+    figures = sorted({free.kv_bytes or 0 for free in found})
+    unsettled = next((free.why for free in found if free.kv_bytes is None), "")
+    if unsettled.startswith("no estimate input"):
+        return None, "context not logged", ""
+    if unsettled or len(figures) > 1:
+        spread = unsettled or f"{figures[0]:,} to {figures[-1]:,} KV bytes"
+        return None, f"{where}, and the figure depends on what the device decides ({'; '.join(varied)}): {spread}", ""
+    label = (
+        f"{where}: the KV bytes do not depend on the device: one figure in host memory and on the {cards[0].id} and "
+        f"{cards[-1].id} records, {len(variants)} setting combination(s) the device may decide "
+        f"({'; '.join(varied) or 'none: every one is logged'}); {KV_PLACEMENT_SOURCE}"
+    )
+    return figures[0], "", label
 
 
 def _compare_on_gpu(

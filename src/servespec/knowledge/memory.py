@@ -271,6 +271,9 @@ class GpuEstimate:
     kv_cache_bytes: float = 0.0
     """``kv_cache_gib`` in bytes, unrounded: what a GGUF engine allocates is compared with its log to the byte
     (the per-token figure leaves out sliding-window layers' fixed cells)."""
+    kv_cache_bytes_all_devices: float = 0.0
+    """GGUF engines: the whole KV cache the engine lays out, every cell of every layer over the GPUs and host memory
+    alike (llama.cpp sizes each layer's K and V the same wherever the layer is); 0 for the other engines."""
 
 
 @dataclass(frozen=True)
@@ -789,4 +792,4 @@ def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuE
     sized = replace(inp, max_model_len=context, context_basis=basis)
     found = plan(sized, total, weights, overhead, kv, tokens, per_gpu_token, claimed, notes)
     cache_bytes = kv * GIB if free_for_kv >= kv else tokens * per_gpu_token + fixed * GIB
-    return replace(found, offload=offload, kv_cache_bytes=cache_bytes)
+    return replace(found, offload=offload, kv_cache_bytes=cache_bytes, kv_cache_bytes_all_devices=kv_bytes(context))

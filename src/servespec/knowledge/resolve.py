@@ -15,6 +15,7 @@ from typing import Any
 from servespec import engines, hostpaths
 from servespec.engines.base import Engine, EngineCheck, Profile
 from servespec.engines.catalog import EngineRelease, Selection, normalize_option
+from servespec.engines.gguf import DeviceFreeKv, GgufEngine
 from servespec.engines.layout import Layout
 from servespec.engines.options import Setting, coerce, extra_arg_settings, nested, spelled
 from servespec.knowledge import gpus, sources
@@ -269,6 +270,22 @@ class Resolved:
             image=spec.engine.image,
             env={name: str(value) for name, value in spec.engine.env.items()},
         )
+
+    def kv_without_device(self, host: HostView) -> DeviceFreeKv | None:
+        """A GGUF engine on a host whose GPU the catalogue lacks (Apple silicon, Jetson, any unified-memory or
+        uncatalogued device), where :meth:`_estimate` has no plan: the KV cache it lays out over all its devices
+        when no device changes it, tried on host memory and on the smallest and largest catalogued GPU (never
+        standing in for the host's own). None for other engines and hosts (their plan covers it)."""
+        hardware = host_gpus(host)
+        if not isinstance(self.engine, GgufEngine) or hardware.known or not hardware.count:
+            return None
+        memory = host.hardware.memory_gib if host.hardware else None
+        cards = sorted(gpus.catalog(), key=lambda card: card.memory_mib)
+
+        def build(device: GpuModel | None) -> EstimateInput | None:
+            return self.estimate_input(device, memory or 0.0, host_ram_gib=memory)
+
+        return self.engine.kv_without_device(build, [None, cards[0], cards[-1]])
 
     def _estimate(self, host: HostView) -> GpuEstimate | None:
         hardware = host_gpus(host)
