@@ -28,6 +28,9 @@ _OPTIONS = (
     "kv_cache_dtype",
     "enforce_eager",
     "limit_mm_per_prompt",
+    "language_model_only",
+    "skip_mm_profiling",
+    "mm_processor_kwargs",
 )
 
 
