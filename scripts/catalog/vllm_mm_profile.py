@@ -90,6 +90,49 @@ def _division(src: Path) -> tuple[str, str] | None:
     return None
 
 
+CONFIG_FILES = ("vllm/config/multimodal.py", "vllm/config/__init__.py", "vllm/config.py")
+
+
+def _int_default(node: ast.expr, function: ast.FunctionDef, tree: ast.Module) -> int | None:
+    """An int the expression evaluates to on V1: a constant, ``N if envs.VLLM_USE_V1 else M``, a local name assigned
+    one of those, or ``self.f()`` whose ``return`` is one (0.8.4: ``get_default_limit_per_prompt``)."""
+    if isinstance(node, ast.IfExp) and "VLLM_USE_V1" in ast.unparse(node.test):
+        node = node.body
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name):
+        for n in ast.walk(function):
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets):
+                return _int_default(n.value, function, tree)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args:
+        callee = _function(tree, node.func.attr)
+        returns = [n for n in ast.walk(callee) if isinstance(n, ast.Return) and n.value] if callee else []
+        if callee is not None and len(returns) == 1 and returns[0].value is not None:
+            return _int_default(returns[0].value, callee, tree)
+    return None
+
+
+def _default_limit(src: Path) -> tuple[int, str] | None:
+    """The V1 default of ``get_limit_per_prompt`` for a modality the limits do not name, with its file:line:
+    ``limit_per_prompt.get(modality, <default>)`` (:func:`_int_default`), or ``return N`` (N > 0) where the limit is
+    missing (0.12+)."""
+    for rel in CONFIG_FILES:
+        tree = _parse(src, rel)
+        function = _function(tree, "get_limit_per_prompt")
+        if tree is None or function is None:
+            continue
+        for n in ast.walk(function):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get":
+                value = _int_default(n.args[1], function, tree) if len(n.args) == 2 else None
+                if value is not None:
+                    return value, builder.url("", rel, n.lineno)
+        for n in ast.walk(function):
+            value = n.value.value if isinstance(n, ast.Return) and isinstance(n.value, ast.Constant) else None
+            if isinstance(value, int) and value > 0:
+                return value, builder.url("", rel, n.lineno)
+    return None
+
+
 def mm_encoder_profile(version: str, src: Path, options: set[str]) -> dict[str, Any] | None:
     """``MmEncoderProfile`` as a dict, or None where the release has no V1 ``profile_run``."""
     for rel in RUNNERS:
@@ -104,10 +147,15 @@ def mm_encoder_profile(version: str, src: Path, options: set[str]) -> dict[str, 
         if callee is not None:
             scopes.append((ENCODER_RUNNER, callee))
     calls = [(where, call) for where, scope in scopes for call in _calls(scope, ENCODER_CALLS)]
+    calls.sort(key=lambda found: found[1].func.attr == "profile_encoder_cache")  # type: ignore[attr-defined]
+    # cite the model's own embedding call where the profiling code makes it, else the encoder runner's entry
     division = _division(src)
-    if not calls or division is None:
-        return {"runs_encoder": False, "items_division": "floor", "holds_outputs": False,
+    limit = _default_limit(src)
+    if not calls:
+        return {"runs_encoder": False, "items_division": "floor", "holds_outputs": False, "default_limit": 1,
                 "source": builder.url(version, rel, profile.lineno)}  # fmt: skip
+    if division is None or limit is None:
+        return None  # not read: the estimator then leaves the encoder out, and the catalog test names the release
     skip = (
         any(isinstance(n, ast.Attribute) and n.attr == "skip_mm_profiling" for n in ast.walk(profile))
         and "skip_mm_profiling" in options
@@ -115,12 +163,15 @@ def mm_encoder_profile(version: str, src: Path, options: set[str]) -> dict[str, 
     where, call = calls[0]
     kind, budget = division
     budget = budget.replace("/blob/v/", f"/blob/v{version}/")
+    default, limit_at = limit
+    limit_at = limit_at.replace("/blob/v/", f"/blob/v{version}/")
     fact: dict[str, Any] = {
         "runs_encoder": True,
         "items_division": kind,
         "holds_outputs": any(_stores_outputs(scope) for _w, scope in scopes),
+        "default_limit": default,
         "source": f"{builder.url(version, where, call.lineno)} (profile_run's encoder pass); "
-        f"{budget} (items per batch)",
+        f"{budget} (items per batch); {limit_at} (default items per prompt)",
     }
     if skip:
         fact["skip_option"] = "skip_mm_profiling"

@@ -121,6 +121,9 @@ class MmEncoderProfile(_Fact):
     """The encoder's outputs stay in ``encoder_cache`` through the language model's dummy run and sampler warm-up."""
     skip_option: str | None = None
     """The option that turns the encoder profiling off (``skip_mm_profiling``); None: the release has none."""
+    default_limit: int
+    """Items per prompt of a modality ``--limit-mm-per-prompt`` does not name, on V1 (``get_limit_per_prompt``:
+    1 in 0.8.x, 999 from 0.9.0)."""
     source: str
 
 

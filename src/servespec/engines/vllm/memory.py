@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from servespec.engines.catalog import HybridKvCache, Mxfp4Choice
+from servespec.engines.catalog import HybridKvCache, MmEncoderProfile, Mxfp4Choice
 from servespec.knowledge import vision as towers
 from servespec.knowledge.memory import (
     GIB,
@@ -329,11 +329,12 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     return replace(finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv), after_kv=warmup)
 
 
-def _images_per_prompt(inp: EstimateInput) -> int:
-    """``limit_mm_per_prompt``'s image count (vLLM's default: 1)."""
+def _images_per_prompt(inp: EstimateInput, default: int = 1) -> int:
+    """``limit_mm_per_prompt``'s image count (``default`` where it names none: V0's 1, or the V1 release's
+    ``mm_encoder_profile.default_limit``)."""
     limit = inp.options.get("limit_mm_per_prompt")
     images = limit.get("image") if isinstance(limit, dict) else None
-    return images if isinstance(images, int) and not isinstance(images, bool) and images >= 0 else 1
+    return images if isinstance(images, int) and not isinstance(images, bool) and images >= 0 else default
 
 
 ROTARY_ATTENTION_WIDTHS = 10
@@ -345,7 +346,7 @@ PLAIN_ATTENTION_WIDTHS = 4
 """The same without rotary embeddings (SigLIP): the qkv output (3) and the attention output (1)."""
 
 
-def _mm_items(inp: EstimateInput, tokens: int, batched: int, seqs: int, ceil: bool) -> int:
+def _mm_items(inp: EstimateInput, tokens: int, batched: int, seqs: int, fact: MmEncoderProfile) -> int:
     """Dummy items the release's profiling run feeds the encoder (v0.24.0 multimodal/encoder_budget.py
     ``_get_max_items`` L140-180, v1/core/encoder_cache_manager.py ``compute_mm_encoder_budget`` L296-316): the
     encoder budget ``min(max(max_num_encoder_input_tokens, T), max(encoder_cache_size, T))`` (both default to
@@ -355,9 +356,9 @@ def _mm_items(inp: EstimateInput, tokens: int, batched: int, seqs: int, ceil: bo
     compute = int(number(inp.options, "max_num_encoder_input_tokens", batched))
     cache = int(number(inp.options, "encoder_cache_size", batched))
     budget = min(max(compute, tokens), max(cache, tokens))
-    encoder = -(-budget // tokens) if ceil else budget // tokens
+    encoder = -(-budget // tokens) if fact.items_division == "ceil" else budget // tokens
     requests = seqs if inp.options.get("enable_chunked_prefill") is not False else min(seqs, batched // tokens)
-    per_prompt = max(1, min(_images_per_prompt(inp), inp.max_model_len // tokens))
+    per_prompt = max(1, min(_images_per_prompt(inp, fact.default_limit), inp.max_model_len // tokens))
     return max(1, min(encoder, requests * per_prompt))
 
 
@@ -390,13 +391,13 @@ def mm_encoder_profile_gib(inp: EstimateInput, batched: int, seqs: int) -> tuple
     if inp.options.get("language_model_only") is True and inp.release and inp.release.option("language_model_only"):
         # every modality's limit is 0 (v0.27.1 config/multimodal.py get_limit_per_prompt L350): no tower modality
         return 0.0, 0.0, ["language_model_only: no multimodal encoder to profile"]
-    if _images_per_prompt(inp) == 0:
+    if _images_per_prompt(inp, fact.default_limit) == 0:
         return 0.0, 0.0, ["no image per prompt: the encoder profiling of other modalities is not modelled"]
     kwargs = inp.options.get("mm_processor_kwargs")
     override = kwargs.get("max_pixels") if isinstance(kwargs, dict) else None
     if isinstance(override, int) and not isinstance(override, bool):
         profile = towers.with_max_pixels(profile, override)
-    items = _mm_items(inp, profile.tokens, batched, seqs, fact.items_division == "ceil")
+    items = _mm_items(inp, profile.tokens, batched, seqs, fact)
     element = dtype_bytes(inp.model, inp.dtype)
     tp = max(inp.tensor_parallel, 1)
     attention = (ROTARY_ATTENTION_WIDTHS if profile.rotary else PLAIN_ATTENTION_WIDTHS) * profile.width
