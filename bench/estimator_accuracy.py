@@ -69,13 +69,16 @@ def print_class_table(band: dict[str, object]) -> None:
         f"median {median_abs_error(answered):.1%}, p90 {_p90(answered):.1%}"
     )
     failed = [row for row in rows if not row.started]
-    judged = [row for row in failed if row.fits is not None]
+    judged = [row for row in failed if row.fits is not None and not row.failure_cause]
     caught = [row.name for row in judged if row.fits is False]
     missed = [row.name for row in judged if row.fits is True]
     print(
         f"failed starts: {len(failed)}; estimated {len(judged)}; predicted not to fit (MEM001/MEM002, 'caught'): "
         f"{len(caught)}; predicted to start: {len(missed)} ({', '.join(missed) or '-'})"
     )
+    other = [f"{row.name} ({row.failure_cause})" for row in failed if row.failure_cause]
+    if other:
+        print(f"  not memory failures (scored on their KV figure, not judged on fitting): {', '.join(other)}")
     warned = [row.name for row in judged if row.fits and row.warned_after_kv]
     started_warned = [row.name for row in rows if row.started and row.warned_after_kv]
     print(
@@ -137,7 +140,11 @@ def main() -> None:
     print(f"{'log':48} {'class':>8} {'logged':>12} {'estimated':>12} {'error':>8} {'GiB':>7}")
     for row in rows:
         verdict = (
-            "" if row.started or row.fits is None else f"  [failed start; {'fits' if row.fits else 'does not fit'}]"
+            ""
+            if row.started or row.fits is None
+            else f"  [failed start: {row.failure_cause}, not memory]"
+            if row.failure_cause
+            else f"  [failed start; {'fits' if row.fits else 'does not fit'}]"
         )
         verdict += f"  [{'; '.join(row.assumed)}]" if row.assumed else ""
         if row.skipped:
