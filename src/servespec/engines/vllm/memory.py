@@ -348,8 +348,10 @@ copy for the attention 1, its output 1). One figure, 10, for both: the tower's s
 embedding's convolution, the rotary tables, ``cu_seqlens``) are not counted. Checked, not fitted, against the logs:
 081 (0.10.2, Qwen2-VL-2B) logs a 2.65 GiB activation peak for one 16,384-token image, estimated 2.31 GiB; 002 and 155
 (0.24.0, Qwen3.6-35B-A3B) come out within 1% of their logged KV cache."""
-PLAIN_ATTENTION_WIDTHS = 4
-"""The same without rotary embeddings (SigLIP): the qkv output (3) and the attention output (1)."""
+PLAIN_ATTENTION_WIDTHS = 5
+"""The same without rotary embeddings: v0.19.0's SiglipAttention.forward (model_executor/models/siglip.py) keeps the
+qkv output (3; q, k and v are views of it, which the encoder attention's flash-attention path reshapes without a
+copy: v1/attention/ops/vit_attn_wrappers.py), the attention output (1) and the output projection's (1)."""
 
 
 def _mm_items(inp: EstimateInput, tokens: int, batched: int, seqs: int, fact: MmEncoderProfile) -> int:
