@@ -389,6 +389,12 @@ def mm_encoder_profile_gib(inp: EstimateInput, batched: int, seqs: int) -> tuple
     :data:`PLAIN_ATTENTION_WIDTHS`) and the MLP's (its two ``intermediate_size`` outputs), both split by tensor
     parallelism. (0, 0, []) without the fact, on V0, for a model whose dummy image is not derived, with
     ``skip_mm_profiling``, or with no image allowed (``limit_mm_per_prompt`` image 0).
+
+    Images only: the release profiles the modality with the most tokens per item, and for Qwen2-VL / Qwen2.5-VL (and
+    Qwen3-VL before its dummy video was fixed at two frames, 0.15.0) the dummy video's frames grow with
+    ``max_model_len`` (qwen2_vl.py ``get_num_frames_with_most_features``), so from 32,768 tokens a video could be
+    the profiled item. Not modelled: log 104 (0.12.0, Qwen3-VL at 65,536 tokens) agrees with the image (+1.0%), which
+    a video of that size would contradict, and no log settles it.
     """
     fact = inp.release.facts.mm_encoder_profile if inp.release else None
     profile = inp.model.vision_profile
