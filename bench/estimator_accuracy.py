@@ -46,6 +46,29 @@ def _band_of(band: dict[str, object], name: str) -> float:
     return own if int(entry["logs"]) >= int(str(band["min_logs"])) else max(own, widest)
 
 
+def _print_failed_starts(rows: list[Comparison]) -> None:
+    """Failed starts: how many the estimate judged, caught and missed; those whose cause is not memory (a software
+    error after the KV cache was sized) are scored on their KV figure but not judged on fitting."""
+    failed = [row for row in rows if not row.started]
+    judged = [row for row in failed if row.fits is not None and not row.failure_cause]
+    caught = [row.name for row in judged if row.fits is False]
+    missed = [row.name for row in judged if row.fits is True]
+    print(
+        f"failed starts: {len(failed)}; estimated {len(judged)}; predicted not to fit (MEM001/MEM002, 'caught'): "
+        f"{len(caught)}; predicted to start: {len(missed)} ({', '.join(missed) or '-'})"
+    )
+    other = [f"{row.name} ({row.failure_cause})" for row in failed if row.failure_cause]
+    if other:
+        print(f"  not memory failures (scored on their KV figure, not judged on fitting): {', '.join(other)}")
+    warned = [row.name for row in judged if row.fits and row.warned_after_kv]
+    started_warned = [row.name for row in rows if row.started and row.warned_after_kv]
+    print(
+        f"  of those predicted to start, warned 'may not fit' after the KV cache (MEM008): {len(warned)} "
+        f"({', '.join(warned) or '-'}); started logs with that warning: {len(started_warned)} "
+        f"({', '.join(started_warned) or '-'})"
+    )
+
+
 def print_class_table(band: dict[str, object]) -> None:
     """Issue 23's table over the whole corpus (every engine), then the unanswered logs by reason."""
     rows = compare_corpus()
@@ -68,21 +91,7 @@ def print_class_table(band: dict[str, object]) -> None:
         f"overall: {len(answered)} of {len(rows)} answered ({len(answered_started)} of {len(started)} started logs); "
         f"median {median_abs_error(answered):.1%}, p90 {_p90(answered):.1%}"
     )
-    failed = [row for row in rows if not row.started]
-    judged = [row for row in failed if row.fits is not None]
-    caught = [row.name for row in judged if row.fits is False]
-    missed = [row.name for row in judged if row.fits is True]
-    print(
-        f"failed starts: {len(failed)}; estimated {len(judged)}; predicted not to fit (MEM001/MEM002, 'caught'): "
-        f"{len(caught)}; predicted to start: {len(missed)} ({', '.join(missed) or '-'})"
-    )
-    warned = [row.name for row in judged if row.fits and row.warned_after_kv]
-    started_warned = [row.name for row in rows if row.started and row.warned_after_kv]
-    print(
-        f"  of those predicted to start, warned 'may not fit' after the KV cache (MEM008): {len(warned)} "
-        f"({', '.join(warned) or '-'}); started logs with that warning: {len(started_warned)} "
-        f"({', '.join(started_warned) or '-'})"
-    )
+    _print_failed_starts(rows)
     print("error = (estimated - logged) / logged, of the figure each engine's logs are scored on:")
     for engine in sorted({row.engine for row in rows}):
         print(f"  {engine:10} {SCORED_FIGURE.get(engine, 'not scored')}")
@@ -137,7 +146,11 @@ def main() -> None:
     print(f"{'log':48} {'class':>8} {'logged':>12} {'estimated':>12} {'error':>8} {'GiB':>7}")
     for row in rows:
         verdict = (
-            "" if row.started or row.fits is None else f"  [failed start; {'fits' if row.fits else 'does not fit'}]"
+            ""
+            if row.started or row.fits is None
+            else f"  [failed start: {row.failure_cause}, not memory]"
+            if row.failure_cause
+            else f"  [failed start; {'fits' if row.fits else 'does not fit'}]"
         )
         verdict += f"  [{'; '.join(row.assumed)}]" if row.assumed else ""
         if row.skipped:

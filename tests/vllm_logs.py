@@ -32,6 +32,10 @@ _OPTIONS = (
     "enforce_eager",
     "limit_mm_per_prompt",
     "enable_expert_parallel",
+    "language_model_only",
+    "skip_mm_profiling",
+    "mm_processor_kwargs",
+    "enable_prefix_caching",
 )
 
 
@@ -55,6 +59,10 @@ class Comparison:
     """The model's attention class (:func:`attention_class`); ``unknown`` when its facts are not known."""
     started: bool = True
     """The log reaches the engine's "ready" line (False: a failed start)."""
+    failure_cause: str = ""
+    """A failed start's cause where it is not memory (the file's ``failure_cause``, e.g. ``software``: an error
+    after the KV cache was sized): still a failed start, scored on its KV figure, but not a failure MEM001/MEM002
+    should catch; "" for a memory failure or a clean start."""
     fits: bool | None = None
     """Whether the estimate says the engine starts with these settings (:func:`fits`); None: not estimated."""
     warned_after_kv: bool = False
@@ -308,6 +316,8 @@ def compare(path: Path) -> Comparison:
     version, assumed = _version(data, "vllm_version")
     facts = _facts(data)
     seen: dict[str, Any] = {"attention": attention_class(facts), "started": data.get("started") is not False}
+    if not seen["started"] and data.get("failure_cause"):
+        seen["failure_cause"] = str(data["failure_cause"])
     logged_gib = _logged_kv_gib(data)
     figure = KV_MIB if observed is None and seen["started"] and logged_gib and _memory_tracks_tokens(data) else ""
     if figure:  # no token count: the KV-cache memory it logs is scored instead (SCORED_FIGURE, bench legend)

@@ -107,6 +107,26 @@ class SourcedBool(_Fact):
     source: str
 
 
+class MmEncoderProfile(_Fact):
+    """vLLM V1: how ``profile_run`` profiles a multimodal model's encoder before the KV cache is sized
+    (scripts/catalog/vllm_mm_profile.py, read by ``ast`` from the release's model runner and encoder budget)."""
+
+    runs_encoder: bool
+    """The profiling run feeds dummy items of the modality with the most tokens per item through the encoder
+    (``get_multimodal_embeddings`` / ``embed_multimodal`` / ``profile_encoder_cache``), inside the measured peak."""
+    items_division: Literal["floor", "ceil"]
+    """Items per dummy batch: ``encoder_budget // tokens_per_item`` (floor) or ``cdiv`` (ceil, before 0.10), capped by
+    ``max_num_seqs`` x the items one prompt may hold, at least 1."""
+    holds_outputs: bool
+    """The encoder's outputs stay in ``encoder_cache`` through the language model's dummy run and sampler warm-up."""
+    skip_option: str | None = None
+    """The option that turns the encoder profiling off (``skip_mm_profiling``); None: the release has none."""
+    default_limit: int
+    """Items per prompt of a modality ``--limit-mm-per-prompt`` does not name, on V1 (``get_limit_per_prompt``:
+    1 in 0.8.x, 999 from 0.9.0)."""
+    source: str
+
+
 class PostKvWarmup(_Fact):
     """vLLM: what the worker allocates after it has sized and allocated the KV cache (``compile_or_warm_up_model``).
 
@@ -606,6 +626,8 @@ class ReleaseFacts(_Fact):
     """vLLM V0: the ``max_model_len`` above which the engine turns chunked prefill on by itself (arg_utils.py
     ``use_long_context``, 32768 in 0.6-0.10); below it, chunked prefill off, profiling runs a whole
     ``max_model_len`` prompt. None: the release has no V0 engine."""
+    mm_encoder_profile: MmEncoderProfile | None = None
+    """vLLM V1: the profiling run's multimodal encoder pass (dummy items through the vision tower); None: V0."""
     post_kv_warmup: PostKvWarmup | None = None
     """vLLM: what the default engine core allocates after the KV cache is sized (CUDA graphs, the sampler
     warm-up); None: not read (no check after the KV cache)."""

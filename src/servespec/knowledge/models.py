@@ -232,6 +232,9 @@ class ModelFacts:
             self.full_head_dim or self.head_dim
         ) == self.head_dim
 
+    vision_profile: towers.VisionProfile | None = None
+    """The dummy image vLLM V1's profiling run feeds the vision tower, and the tower's shape (knowledge/vision.py
+    ``vision_profile``); None where it is not derived."""
     encoder_states: tuple[int, int, int] = (0, 0, 0)
     """Llama 3.2 Vision's encoder: (tokens per image, width, hidden states held at once) for vLLM's V0 profiling
     run, which runs every profiled image through the tower in one batch (knowledge/vision.py
@@ -901,6 +904,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         cross_layers=len(fields.items(config, "cross_attention_layers") or []) if model_type == _MLLAMA_TEXT else 0,
         encoder_states=towers.mllama_encoder_states(raw),
         **_mtp(config),
+        vision_profile=towers.vision_profile(raw),
     )
     layout = _family_layout(config, model_type, hidden, heads)
     if layout:
