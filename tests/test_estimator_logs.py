@@ -383,3 +383,55 @@ def test_an_ollama_engine_log_is_scored_on_its_kv_cache_lines() -> None:
         row = compare_other(path)
         assert row.figure == OLLAMA_ENGINE_KV and row.observed == mib * 2**20, row
         assert not row.skipped and abs(row.error) < 0.003, row  # Ollama prints one decimal
+
+
+def test_a_failed_start_on_a_loose_gpu_name_is_judged_on_the_verdict_every_card_gives(tmp_path) -> None:
+    """A failed start is judged on its verdict, not its figure: when every card 'NVIDIA H100' may be predicts the
+    same verdict, that verdict is its answer (labelled with the cards); when they disagree, it is unanswered and the
+    reason names which cards say what. Log 150 (gpt-oss-120b at 131072 tokens, vLLM 0.10.1): the weights leave no
+    KV cache on the 80 GB cards, the 94 GB NVL starts."""
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import LOGS, MIXED_VERDICT, VERDICT_ONLY, VERDICT_OVER, compare
+
+    data = YAML(typ="safe").load(next(LOGS.glob("150-*.yaml")).read_text())
+    assert compare(next(LOGS.glob("150-*.yaml"))).fits is False  # the thread's collect_env names the PCIe card
+    data["gpu"] = "NVIDIA H100"
+    mixed = compare(_write_log(tmp_path, "910-loose.yaml", data))  # type: ignore[arg-type]
+    assert mixed.fits is None and mixed.skipped.startswith(MIXED_VERDICT), mixed
+    assert "'does not fit' on H100-PCIE-80GB, H100-SXM5-80GB" in mixed.skipped, mixed.skipped
+    assert "'starts' on H100-NVL-94GB" in mixed.skipped, mixed.skipped
+    data["settings"].update(max_model_len=8192, gpu_memory_utilization=0.95)  # a KV cache on every card: all start
+    starts = compare(_write_log(tmp_path, "911-short.yaml", data))  # type: ignore[arg-type]
+    assert starts.fits is True and starts.skipped == VERDICT_OVER, starts
+    assert any("all 3 candidates predict 'starts'" in label for label in starts.assumed), starts.assumed
+    data["settings"]["gpu_memory_utilization"] = 0.5  # half of any H100 is less than the weights: none starts
+    caught = compare(_write_log(tmp_path, "912-half.yaml", data))  # type: ignore[arg-type]
+    assert caught.fits is False and caught.skipped in (VERDICT_OVER, VERDICT_ONLY), caught  # no KV cache on any
+    data["started"] = True  # a started log is still answered on its figure only (which differs between the cards)
+    data["settings"]["gpu_memory_utilization"] = 0.95
+    data["observed"]["kv_cache_tokens"] = 100000
+    started = compare(_write_log(tmp_path, "913-started.yaml", data))  # type: ignore[arg-type]
+    assert started.predicted is None and "GPU fact the log does not show" in started.skipped, started
+
+
+def test_a_failed_start_of_another_engine_is_judged_over_every_release_and_card_it_may_be(tmp_path) -> None:
+    """sglang/012 ('NVIDIA H100', release not stated) as a failed start without a KV figure: judged on the verdict
+    every card and catalogued release gives, which here is a start (a miss, not an answer left open); SGLang starts
+    with a pool shorter than the context and caps the request length (profile short_kv_cache), so its verdict does
+    not read vLLM's one-sequence check: the started sglang/001 (46,611 tokens for a 131,072 context) fits."""
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import OTHER_LOGS, VERDICT_OVER, compare_other
+
+    assert compare_other(next((OTHER_LOGS / "sglang").glob("001-*.yaml"))).fits is True
+    data = YAML(typ="safe").load(next((OTHER_LOGS / "sglang").glob("012-*.yaml")).read_text())
+    data.update(started=False, observed={})
+    data.pop("calibration", None)
+    row = compare_other(_write_log(tmp_path / "sglang", "914-failed.yaml", data))  # type: ignore[arg-type]
+    assert row.fits is True and row.skipped == VERDICT_OVER, row
+    label = next(text for text in row.assumed if text.startswith("verdict over candidates"))
+    assert "H100-NVL-94GB" in label and "sglang release not stated" in label and "predict 'starts'" in label, label
+    data["settings"]["mem_fraction_static"] = 0.3  # 30 % of any H100 holds less than the weights: none starts
+    caught = compare_other(_write_log(tmp_path / "sglang", "915-small.yaml", data))  # type: ignore[arg-type]
+    assert caught.fits is False, caught
