@@ -435,3 +435,57 @@ def test_a_failed_start_of_another_engine_is_judged_over_every_release_and_card_
     data["settings"]["mem_fraction_static"] = 0.3  # 30 % of any H100 holds less than the weights: none starts
     caught = compare_other(_write_log(tmp_path / "sglang", "915-small.yaml", data))  # type: ignore[arg-type]
     assert caught.fits is False, caught
+
+
+def _after_kv_margin(log: str) -> float | None:
+    """GiB free after vLLM 0.19.0's KV cache less the CUDA graphs it then captured and the profiled peak (the sampler
+    warm-up's), from the log's own lines; None when it does not print them."""
+    import re
+
+    init = re.search(r"worker init memory snapshot: .*?free_memory=([\d.]+)GiB", log)
+    after = re.search(r"Free memory after profiling: ([\d.]+) GiB \(total\)", log)
+    peak = re.search(r"torch peak memory increase: ([\d.]+)GiB", log)
+    kv = re.search(r"Available KV cache memory: ([\d.]+) GiB", log)
+    graphs = re.search(r"CUDA graph pool memory: ([\d.]+) GiB \(actual\)", log)
+    if not (init and after and peak and kv and graphs):
+        return None
+    return float(after[1]) - float(kv[1]) - float(graphs[1]) - float(peak[1])
+
+
+def test_mem008_stays_a_warning_because_the_logged_after_kv_margin_does_not_separate_failed_from_started() -> None:
+    """gpt-oss-20b at 0.95 on H100 (075, 076) fails in the sampler warm-up after the KV cache, and the logs' own
+    figures say why it is no arithmetic proof: the allocation that failed was smaller than the free memory plus what
+    PyTorch held reserved but unallocated (fragmentation), and the margin after the cache (free - graphs - the
+    sampler's profiled peak) is lower on logs that started (051, 058) than on 075. So MEM008 may not be an error
+    here, the estimate predicts their start (a miss the bench reports), and no started log is predicted to fail on
+    the warm-up."""
+    import re
+
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import LOGS, compare_all
+
+    margins: dict[str, tuple[bool, float]] = {}
+    for path in sorted(LOGS.glob("*.yaml")):
+        data = YAML(typ="safe").load(path.read_text())
+        margin = _after_kv_margin(str(data.get("log") or ""))
+        if margin is not None and str(data.get("vllm_version")) == "0.19.0":
+            margins[path.stem[:3]] = (data.get("started") is not False, margin)
+        if path.stem[:3] in ("075", "076"):
+            oom = re.search(
+                r"Tried to allocate ([\d.]+) MiB\. .*? of which ([\d.]+) MiB is free\..*?([\d.]+) GiB is reserved by "
+                r"PyTorch but unallocated",
+                str(data["log"]),
+            )
+            assert oom is not None, path.name
+            missing = float(oom[1]) - float(oom[2])
+            assert 0 < missing < float(oom[3]) * 1024, (path.name, missing)  # fragmentation, not a total shortfall
+    failed = [margin for started, margin in margins.values() if not started]
+    started = [margin for ok, margin in margins.values() if ok]
+    assert len(failed) == 2 and len(started) >= 40, margins
+    assert min(started) < max(failed) < 0, margins  # a started log had less room after the cache than 075
+    rows = {row.name[:3]: row for row in compare_all()}
+    assert rows["075"].fits is True and rows["075"].warned_after_kv, rows["075"]
+    assert rows["076"].fits is True and rows["076"].warned_after_kv, rows["076"]
+    wrongly = [r.name for r in rows.values() if r.started and (r.after_kv_shortfall_gib or 0) > 0]
+    assert not wrongly, wrongly
