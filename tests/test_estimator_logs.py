@@ -489,3 +489,24 @@ def test_mem008_stays_a_warning_because_the_logged_after_kv_margin_does_not_sepa
     assert rows["076"].fits is True and rows["076"].warned_after_kv, rows["076"]
     wrongly = [r.name for r in rows.values() if r.started and (r.after_kv_shortfall_gib or 0) > 0]
     assert not wrongly, wrongly
+
+
+def test_a_failed_start_left_out_of_the_measure_can_still_be_judged_on_its_verdict(tmp_path) -> None:
+    """``calibration: {use: false, why, verdict: true}``: the figure stays out of the accuracy measure (169's 1,280
+    tokens rest on a vGPU's 4.09 GiB of non-torch memory), but the failed start is judged on the settings it gives;
+    without ``verdict`` it is left unanswered with the reason, and a started log is never judged so."""
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import LOGS, VERDICT_ONLY, compare
+
+    row = compare(next(LOGS.glob("169-*.yaml")))
+    assert row.predicted is None and row.fits is not None and row.skipped.startswith(VERDICT_ONLY), row
+    assert "its figure is left out: 4.09 GiB of non-torch memory" in row.skipped, row.skipped
+    data = YAML(typ="safe").load(next(LOGS.glob("169-*.yaml")).read_text())
+    data["calibration"].pop("verdict")
+    plain = compare(_write_log(tmp_path, "916-excluded.yaml", data))  # type: ignore[arg-type]
+    assert plain.fits is None and plain.skipped.startswith("4.09 GiB of non-torch memory"), plain
+    data["calibration"]["verdict"] = True
+    data["started"] = True
+    started = compare(_write_log(tmp_path, "917-started.yaml", data))  # type: ignore[arg-type]
+    assert started.fits is None and started.skipped.startswith("4.09 GiB"), started

@@ -274,10 +274,13 @@ def _some(labels: list[str], shown: int = 6) -> str:
     return ", ".join(labels[:shown]) + more
 
 
-def _stand_in_label(gpu: gpus.GpuModel, how: str = "") -> tuple[str, ...]:
-    """The label a stand-in GPU adds to a comparison's ``assumed`` (none for a catalogued card)."""
+def _stand_in_label(gpu: gpus.GpuModel, how: str = "", basis: str = "") -> tuple[str, ...]:
+    """The label a stand-in GPU adds to a comparison's ``assumed`` (none for a catalogued card); ``basis``: where
+    its total and capability come from when the log does not print them (``total_gpu_memory_basis``)."""
     if not gpu.id.startswith(STAND_IN_PREFIXES):
         return ()
+    if basis:
+        return (f"GPU stand-in {gpu.id} ({basis.strip()})",)
     known = "" if gpu.compute_capability == (0, 0) else f", compute capability {gpu.compute_capability[0]}."
     known += f"{gpu.compute_capability[1]} logged" if known else ", compute capability not logged"
     return (f"GPU stand-in {gpu.id} ({how or 'the logged CUDA total'}{known})",)
@@ -354,10 +357,14 @@ def compare(path: Path) -> Comparison:
     if figure:  # no token count: the KV-cache memory it logs is scored instead (SCORED_FIGURE, bench legend)
         observed = round(float(str(logged_gib)) * 1024)
     seen.update(figure=figure, logged_kv_gib=logged_gib)
-    if calibration.get("use") is False:
+    failed = not seen["started"]
+    left_out = ""  # a failed start whose figure is left out of the measure, judged on its verdict (VERDICT_ONLY)
+    if calibration.get("use") is False and failed and calibration.get("verdict") is True:
+        left_out = f"; its figure is left out: {str(calibration.get('why', 'excluded')).strip()}"
+        observed, seen["figure"] = None, ""
+    elif calibration.get("use") is False:
         return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version, **seen)
     gpu = _gpu(data)
-    failed = not seen["started"]
     if (observed is None and not failed) or facts is None or gpu is None:
         why = (
             "no KV number: neither a token count nor the KV-cache memory is logged"
@@ -394,7 +401,7 @@ def compare(path: Path) -> Comparison:
             )
         )
 
-    assumed += _stand_in_label(gpu)
+    assumed += _stand_in_label(gpu, basis=str(data.get("total_gpu_memory_basis") or ""))
     plan, unsettled = _settled(run, gpu, _gpu_candidates(data))
     if unsettled and failed:  # judged on the verdict every card it may be gives, not on a figure
         return _verdict_row(name, observed, version, _candidate_plans(run, gpu, _gpu_candidates(data)), assumed, seen)
@@ -408,7 +415,7 @@ def compare(path: Path) -> Comparison:
         name,
         observed,
         predicted if observed is not None else None,
-        "" if observed is not None else VERDICT_ONLY,
+        "" if observed is not None else VERDICT_ONLY + left_out,
         version=version,
         hybrid=hybrid,
         model_class=kind,

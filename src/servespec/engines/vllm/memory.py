@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from servespec.engines.catalog import HybridKvCache, Mxfp4Choice
+from servespec.engines.catalog import HybridKvCache, Mxfp4Choice, version_key
 from servespec.knowledge.memory import (
     GIB,
     VLLM_NON_TORCH_GIB,
@@ -112,6 +112,27 @@ HELD_AFTER_PROFILING_GIB = 2.35
 activation peak nor as non-torch memory (initial free − free after profiling − weights − non-torch increase),
 0.16-2.35 GiB over the H100 logs 016-076 (largest: Gemma 2 27B, 021; the failed gpt-oss-20b starts 075/076: 2.02 and
 1.83 GiB). The sampler warm-up after the KV cache can reuse the activation peak's memory only where it is not held."""
+
+
+V0_AUTO_CHUNKED_PREFILL_SINCE = (0, 5, 3)
+"""The first release whose V0 engine turns chunked prefill on by itself above a ``max_model_len`` of 32768
+(https://github.com/vllm-project/vllm/blob/v0.5.3/vllm/engine/arg_utils.py#L746-L768 ``use_long_context``); up to
+v0.5.2 ``enable_chunked_prefill`` defaults to False with no such rule
+(https://github.com/vllm-project/vllm/blob/v0.5.2/vllm/engine/arg_utils.py#L85), so the profiling run takes a whole
+``max_model_len`` prompt at any length (``max_num_batched_tokens = max(max_model_len, 2048)``,
+https://github.com/vllm-project/vllm/blob/v0.4.1/vllm/config.py#L573-L582). For releases the catalog does not hold;
+the catalogued ones carry ``v0_chunked_prefill_above``."""
+
+
+def _v0_chunked_prefill_above(inp: EstimateInput) -> float:
+    """The ``max_model_len`` above which the release's V0 engine turns chunked prefill on by itself: the catalogued
+    release's ``v0_chunked_prefill_above``; for a release the catalog lacks, none before
+    :data:`V0_AUTO_CHUNKED_PREFILL_SINCE` (its stated version), else 32768 as every catalogued release has it."""
+    above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
+    if above is not None:
+        return float(above.value)
+    stated = version_key(inp.engine_version or "")
+    return math.inf if inp.release is None and stated and stated < V0_AUTO_CHUNKED_PREFILL_SINCE else 32768.0
 
 
 def _extensible(inp: EstimateInput) -> bool:
@@ -273,8 +294,7 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
     # v0_chunked_prefill_above (32768 in every catalogued release; assumed for an uncatalogued one).
     chunked = inp.options.get("enable_chunked_prefill") is True
-    above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
-    if _engine_core(inp) == "v0" and inp.max_model_len <= (above.value if above else 32768) and not chunked:
+    if _engine_core(inp) == "v0" and inp.max_model_len <= _v0_chunked_prefill_above(inp) and not chunked:
         batched = max(batched, inp.max_model_len)
     padded, padding_notes = mxfp4_padding_gib(inp)
     rope = rope_cache_gib(inp)
