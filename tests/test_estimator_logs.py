@@ -510,3 +510,24 @@ def test_a_failed_start_left_out_of_the_measure_can_still_be_judged_on_its_verdi
     data["started"] = True
     started = compare(_write_log(tmp_path, "917-started.yaml", data))  # type: ignore[arg-type]
     assert started.fits is None and started.skipped.startswith("4.09 GiB"), started
+
+
+def test_a_vllm_failed_start_with_unlogged_settings_is_judged_at_the_ends_of_their_ranges(tmp_path) -> None:
+    """161 (Llama 3.2 Vision on one L20, vLLM 0.6.3): the LLM(...) arguments are not in the stored text, the profiling
+    batch it prints (256 sequences) is. At every end of what 0.6.3 accepts (utilization 0.01-1.0, max_model_len
+    1-131072) the profiling run's encoder alone exceeds the card: caught. On an H200 the ends disagree (1.0 starts,
+    0.01 does not), so the same log there is left open and says which ends say what."""
+    from ruamel.yaml import YAML
+
+    from tests.vllm_logs import LOGS, MIXED_VERDICT, VERDICT_OVER, compare
+
+    path = next(LOGS.glob("161-*.yaml"))
+    row = compare(path)
+    assert row.fits is False and row.skipped == VERDICT_OVER, row
+    assert any("max_model_len 1-131072 (not logged)" in label for label in row.assumed), row.assumed
+    data = YAML(typ="safe").load(path.read_text())
+    data["gpu"] = "NVIDIA H200"
+    mixed = compare(_write_log(tmp_path, "918-h200.yaml", data))  # type: ignore[arg-type]
+    assert mixed.fits is None and mixed.skipped.startswith(MIXED_VERDICT), mixed
+    assert "'does not fit' on gpu_memory_utilization=0.01" in mixed.skipped, mixed.skipped
+    assert "'starts' on gpu_memory_utilization=1.0" in mixed.skipped, mixed.skipped

@@ -383,25 +383,14 @@ def compare(path: Path) -> Comparison:
         return Comparison(name, observed, None, why, version, **seen)
 
     def run(card: gpus.GpuModel) -> Any:
-        return get("vllm").estimate(
-            EstimateInput(
-                engine="vllm",
-                release=get("vllm").select(version).release,
-                model=facts,
-                gpu=card,
-                tensor_parallel=int(settings.get("tensor_parallel_size") or 1),
-                pipeline_parallel=int(settings.get("pipeline_parallel_size") or 1),
-                dtype=str(settings.get("dtype") or "auto"),
-                quantization=settings.get("quantization"),
-                max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
-                options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
-                engine_version=version,
-                engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
-                kv_cache_dtype_option="kv_cache_dtype",
-            )
-        )
+        return _estimate_vllm(data, facts, version, card)
 
     assumed += _stand_in_label(gpu, basis=str(data.get("total_gpu_memory_basis") or ""))
+    if failed and _ranged(data):  # settings it does not show: judged on the verdict at every end of their ranges
+        estimate = lambda body, card: _estimate_vllm(body, facts, version, card)  # noqa: E731
+        plans, left_open = _range_plans(data, estimate, (gpu, _gpu_candidates(data)))
+        assumed += _settings_assumed(data)[1]
+        return _verdict_row(name, observed, version, (plans, left_open), assumed, seen)
     plan, unsettled = _settled(run, gpu, _gpu_candidates(data))
     if unsettled and failed:  # judged on the verdict every card it may be gives, not on a figure
         return _verdict_row(name, observed, version, _candidate_plans(run, gpu, _gpu_candidates(data)), assumed, seen)
@@ -426,6 +415,71 @@ def compare(path: Path) -> Comparison:
         assumed=assumed,
         **seen,
     )
+
+
+def _estimate_vllm(data: dict[str, Any], facts: models.ModelFacts, version: str, card: gpus.GpuModel) -> Any:
+    """vLLM's estimate for a log's settings on ``card``."""
+    settings = data.get("settings") or {}
+    return get("vllm").estimate(
+        EstimateInput(
+            engine="vllm",
+            release=get("vllm").select(version).release,
+            model=facts,
+            gpu=card,
+            tensor_parallel=int(settings.get("tensor_parallel_size") or 1),
+            pipeline_parallel=int(settings.get("pipeline_parallel_size") or 1),
+            dtype=str(settings.get("dtype") or "auto"),
+            quantization=settings.get("quantization"),
+            max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
+            options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
+            engine_version=version,
+            engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
+            kv_cache_dtype_option="kv_cache_dtype",
+        )
+    )
+
+
+def _ranged(data: dict[str, Any]) -> dict[str, list[Any]]:
+    """The settings a log does not show, as the ``[low, high]`` its launcher accepts (``settings_assumed: {name:
+    {range}}``), where ``settings`` leaves them null."""
+    settings = data.get("settings") or {}
+    return {
+        key: list(entry["range"])
+        for key, entry in (data.get("settings_assumed") or {}).items()
+        if isinstance(entry, dict) and isinstance(entry.get("range"), list) and settings.get(key) is None
+    }
+
+
+def _range_plans(
+    data: dict[str, Any],
+    estimate: Any,
+    card: tuple[gpus.GpuModel, list[gpus.GpuModel]],
+    releases: tuple[str, list[str]] = ("", []),
+) -> tuple[list[tuple[str, Any]], str]:
+    """``estimate(data, card)`` under every candidate a failed start leaves open, each labelled, and what is left
+    open: each release it may have run (``releases``: the engine and its catalogued releases, when it states none),
+    each end of a setting's range it does not show (:func:`_ranged`), each card the logged GPU may be (``card``: the
+    card and the candidates of a loose name). A verdict at a range's ends holds between them: a higher memory
+    fraction and a shorter context only give the KV cache more room."""
+    gpu, cards = card
+    engine, choices = releases
+    ranged = _ranged(data)
+    variants = [(version, {**data, "engine_version": version}) for version in choices] or [("", data)]
+    for key, ends in ranged.items():
+        variants = [
+            (f"{label} {key}={end}".strip(), {**body, "settings": {**(body.get("settings") or {}), key: end}})
+            for label, body in variants
+            for end in ends
+        ]
+    plans: list[tuple[str, Any]] = []
+    left_open: list[str] = []
+    for label, body in variants:
+        found, what = _candidate_plans(lambda one, body=body: estimate(body, one), gpu, cards)  # type: ignore[misc]
+        plans += [(" ".join(filter(None, (card_label if what else "", label))), p) for card_label, p in found]
+        left_open += [what] if what and what not in left_open else []
+    left_open += [f"{engine} release not stated ({len(choices)} candidates)"] if choices else []
+    left_open += [f"{key} not logged ({ends[0]}-{ends[1]})" for key, ends in ranged.items()]
+    return plans, "; ".join(left_open)
 
 
 def _verdict_row(
@@ -990,37 +1044,16 @@ def _failed_on_gpu(
     """A failed start of SGLang, KTransformers or TGI, judged on the verdict (:func:`verdict_over`) every candidate
     gives: each card the logged GPU may be, each release it may have run (when it states none), each end of a
     setting's range it does not show (``settings_assumed: {name: {range}}``)."""
-    gpu, cards = card
     engine = str(seen["engine"])
-    settings = data.get("settings") or {}
-    ranged = {
-        key: entry["range"]
-        for key, entry in (data.get("settings_assumed") or {}).items()
-        if isinstance(entry, dict) and isinstance(entry.get("range"), list) and settings.get(key) is None
-    }
-    variants: list[tuple[str, dict[str, Any]]] = [(version, {**data, "engine_version": version}) for version in choices]
-    variants = variants or [("", data)]
-    for key, ends in ranged.items():
-        variants = [
-            (f"{label} {key}={end}".strip(), {**body, "settings": {**(body.get("settings") or {}), key: end}})
-            for label, body in variants
-            for end in ends
-        ]
-    plans: list[tuple[str, Any]] = []
-    open_: list[str] = []
-    for label, body in variants:
-        found, what = _candidate_plans(lambda one, body=body: estimator(body, facts, one), gpu, cards)  # type: ignore[misc]
-        plans += [(" ".join(filter(None, (card_label if what else "", label))), p) for card_label, p in found]
-        open_ += [what] if what and what not in open_ else []
-    open_ += [f"{seen['engine']} release not stated ({len(choices)} candidates)"] if choices else []
-    open_ += [f"{key} not logged ({ends[0]}-{ends[1]})" for key, ends in ranged.items()]
+    estimate = lambda body, one: estimator(body, facts, one)  # noqa: E731
+    plans, left_open = _range_plans(data, estimate, card, (engine, choices))
     if len(plans) == 1:  # nothing left open: the verdict is the plan's
         plan = plans[0][1]
         if plan is None:
             why = f"no estimate for {seen['engine']} {seen['version']}"
             return Comparison(name, observed, None, why, assumed=assumed, **seen)
         return Comparison(name, observed, None, VERDICT_ONLY, fits=fits(plan, engine), assumed=assumed, **seen)
-    return _verdict_row(name, observed, str(seen.pop("version")), (plans, "; ".join(open_)), assumed, seen)
+    return _verdict_row(name, observed, str(seen.pop("version")), (plans, left_open), assumed, seen)
 
 
 SGLANG_ENGINES = ("sglang", "ktransformers")

@@ -230,6 +230,9 @@ class ModelFacts:
     """Llama 3.2 Vision's encoder: (tokens per image, width, hidden states held at once) for vLLM's V0 profiling
     run, which runs every profiled image through the tower in one batch (knowledge/vision.py
     ``mllama_encoder_states``)."""
+    encoder_mlp: int = 0
+    """Llama 3.2 Vision's encoder: the width of its MLP, whose two activations a layer holds at once in vLLM's V0
+    profiling run (knowledge/vision.py ``mllama_encoder_mlp``)."""
     cross_layers: int = 0
     """Llama 3.2 Vision: how many of the ``layers`` attend to the image (``cross_attention_layers``). Each has
     q, k, v and o projections as wide as self-attention's, q_norm, k_norm and two gates (transformers
@@ -894,6 +897,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
         cross_layers=len(fields.items(config, "cross_attention_layers") or []) if model_type == _MLLAMA_TEXT else 0,
         encoder_states=towers.mllama_encoder_states(raw),
+        encoder_mlp=towers.mllama_encoder_mlp(raw),
     )
     layout = _family_layout(config, model_type, hidden, heads)
     if layout:

@@ -359,15 +359,29 @@ def encoder_profile_gib(inp: EstimateInput, seqs: int) -> float:
     ``EncoderDecoderModelRunner.profile_run`` builds ``max_num_seqs`` dummy sequences, each with the per-prompt
     image limit of maximum-size images (vLLM v0.6.3 worker/enc_dec_model_runner.py L288-320, v0.8.0 L268-300;
     mllama's dummy data: every image at ``max_num_tiles`` tiles), and runs them through the model in one batch: the
-    tower sees ``seqs × images × tiles`` tiles at once, and keeps the hidden state of each
-    ``intermediate_layers_indices`` layer beside the live one, each ``tokens × vision hidden`` in the model dtype and
-    not split by tensor parallelism (:func:`servespec.knowledge.vision.mllama_encoder_states`). A lower bound: the
-    attention and MLP buffers of a layer come on top. 0 on V1 and for other models.
+    tower sees ``seqs × images`` images of ``tokens`` (tiles × padded patches) at once, in the model dtype, and
+    holds, while its layers run:
+
+    - the hidden state of each ``intermediate_layers_indices`` layer beside the live one, ``tokens × width`` each
+      and not split by tensor parallelism (:func:`servespec.knowledge.vision.mllama_encoder_states`);
+    - the aspect-ratio attention mask, ``(images, 1, tokens, tokens)``, built once for both transformers
+      (model_executor/models/mllama.py ``_prepare_aspect_ratio_attention_mask``: v0.6.3 L165-192, called at L547;
+      the same through v0.10.2);
+    - one layer's MLP activations, ``fc1``'s output and GELU's, ``tokens × intermediate / TP`` each
+      (:func:`servespec.knowledge.vision.mllama_encoder_mlp`).
+
+    A lower bound: the attention's q/k/v and output, the residual and the mask's transient copy come on top. 0 on
+    V1 and for other models.
     """
     tokens, width, kept = inp.model.encoder_states
     if not tokens or _engine_core(inp) != "v0":
         return 0.0
-    return seqs * _images_per_prompt(inp) * tokens * width * kept * dtype_bytes(inp.model, inp.dtype) / GIB
+    images = seqs * _images_per_prompt(inp)
+    size = dtype_bytes(inp.model, inp.dtype)
+    held = images * tokens * width * kept * size
+    mask = images * tokens * tokens * size
+    mlp = 2 * images * tokens * math.ceil(inp.model.encoder_mlp / max(inp.tensor_parallel, 1)) * size
+    return (held + mask + mlp) / GIB
 
 
 def rope_cache_gib(inp: EstimateInput) -> float:
