@@ -201,13 +201,48 @@ def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
     return max(forward_activation_gib(inp, batched), sampler)
 
 
+MLA_LATENT_CACHE_SINCE = (0, 7, 1)
+"""The first release that caches DeepSeek's MLA latent (``ModelConfig.use_mla``,
+https://github.com/vllm-project/vllm/blob/v0.7.1/vllm/config.py#L972-L1000). Before it every DeepSeek-V2 layer caches
+keys and values per attention head (``Attention(num_local_heads, head_size, num_kv_heads=num_local_heads)`` in
+model_executor/models/deepseek_v2.py), of the head size ``ModelConfig.get_head_size`` returns: 256 for
+``deepseek_v2`` up to v0.6.6.post1 (https://github.com/vllm-project/vllm/blob/v0.6.3/vllm/config.py#L454-L457, the
+same from v0.5.1; deepseek_v2.py "TODO, support head_size 192"), ``qk_nope_head_dim + qk_rope_head_dim`` for
+``deepseek_v2`` and ``deepseek_v3`` in v0.7.0 (https://github.com/vllm-project/vllm/blob/v0.7.0/vllm/config.py#L733-L743,
+the value padded to it in deepseek_v2.py)."""
+
+_HEAD_256_BEFORE = (0, 7, 0)
+
+
+def mla_cache_head_size(inp: EstimateInput) -> int:
+    """The head size the release caches an MLA model's keys and values with per attention head, before it caches
+    the latent (:data:`MLA_LATENT_CACHE_SINCE`); 0 where it caches the latent, the release is not known, or the
+    model is one the release's source does not size so (DeepSeek-V3 before 0.7.0)."""
+    model = inp.model
+    key = version_key(inp.release.version if inp.release else (inp.engine_version or ""))
+    if not model.is_mla or not key or key >= MLA_LATENT_CACHE_SINCE:
+        return 0
+    if key < _HEAD_256_BEFORE:
+        return 256 if model.model_type == "deepseek_v2" else 0
+    if model.model_type in ("deepseek_v2", "deepseek_v3"):
+        return (model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0)
+    return 0
+
+
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU.
 
     The LoRA slots (:func:`lora_slots_gib`) are part of the overhead, and told apart as ``beside_gib``; what the
-    release allocates after the KV cache is sized is ``after_kv`` (:func:`after_kv`).
+    release allocates after the KV cache is sized is ``after_kv`` (:func:`after_kv`). An MLA model on a release that
+    caches it per attention head is sized so (:func:`mla_cache_head_size`).
     """
+    heads = mla_cache_head_size(inp)
+    if heads:
+        inp = replace(inp, model=replace(inp.model, mla_cached_heads=heads))
     found = _estimate(inp)
+    if found is not None and heads:
+        note = f"MLA cached as full keys and values per attention head of {heads} (vLLM before 0.7.1)"
+        found = replace(found, notes=(*found.notes, note))
     beside = lora_slots_gib(inp) + draft_share(inp)[0]
     return replace(found, beside_gib=round(beside, 3)) if found is not None and beside else found
 
