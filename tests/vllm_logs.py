@@ -205,20 +205,35 @@ def _variants(gpu: gpus.GpuModel) -> list[gpus.GpuModel]:
     ]
 
 
-def _settled(run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None) -> tuple[Any, str]:
-    """The estimate ``run(gpu)`` gives, and "" when it rests on the log's facts alone. For a stand-in GPU the
-    estimate is run as every card the stand-in may be (:func:`_variants`), for a loose name as every catalogued card
-    it fits (``candidates``); when the KV tokens or the verdict differ between them, the estimate reads a fact the
-    log does not show (the memory, the board's NVSwitch, an A100's defaults, the compute capability that picks a
-    kernel), and the reason names the spread instead of a figure."""
+def _candidate_plans(
+    run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None
+) -> tuple[list[tuple[str, Any]], str]:
+    """``run`` as every card the logged GPU may be, each with its label, and what makes them several ("" when the
+    log's GPU is one card): a stand-in as every identity and capability the estimate tells apart (:func:`_variants`),
+    a loose name as every catalogued card it fits (``candidates``)."""
     if gpu.id.startswith(STAND_IN_PREFIXES):
         cards, what = _variants(gpu), f"GPU {gpu.id}"
+        label = lambda card: f"{card.id} cc {card.compute_capability[0]}.{card.compute_capability[1]}"  # noqa: E731
     elif candidates and len(candidates) > 1:
         cards, what = candidates, f"GPU name fits {', '.join(card.id for card in candidates)}"
+        label = lambda card: card.id  # noqa: E731
     else:
-        return run(gpu), ""
-    plans = [(card, run(card)) for card in cards]
-    outcomes = {(plan.kv_tokens, fits(plan)) if plan is not None else None for _, plan in plans}
+        return [(gpu.id, run(gpu))], ""
+    return [(label(card), run(card)) for card in cards], what
+
+
+def _settled(
+    run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None, engine: str = "vllm"
+) -> tuple[Any, str]:
+    """The estimate ``run(gpu)`` gives, and "" when it rests on the log's facts alone. For a stand-in GPU or a loose
+    name the estimate is run as every card it may be (:func:`_candidate_plans`); when the KV tokens or the verdict
+    differ between them, the estimate reads a fact the log does not show (the memory, the board's NVSwitch, an
+    A100's defaults, the compute capability that picks a kernel), and the reason names the spread instead of a
+    figure. A failed start is judged on its verdict over them instead (:func:`verdict_over`)."""
+    plans, what = _candidate_plans(run, gpu, candidates)
+    if not what:
+        return plans[0][1], ""
+    outcomes = {(plan.kv_tokens, fits(plan, engine)) if plan is not None else None for _, plan in plans}
     if len(outcomes) > 1:
         tokens = [plan.kv_tokens for _, plan in plans if plan is not None]
         return None, (
@@ -228,10 +243,56 @@ def _settled(run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | Non
     return plans[0][1], ""
 
 
-def _stand_in_label(gpu: gpus.GpuModel, how: str = "") -> tuple[str, ...]:
-    """The label a stand-in GPU adds to a comparison's ``assumed`` (none for a catalogued card)."""
+VERDICT_ONLY = "failed start without a KV number: scored on the verdict only"
+VERDICT_OVER = "failed start on an ambiguous GPU, release or setting: scored on the verdict every candidate gives"
+MIXED_VERDICT = "failed start whose verdict differs between the candidates"
+"""The skip reasons of a failed start that is judged on its verdict (:func:`verdict_over`), or cannot be."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A failed start judged over every candidate (card, release, setting) the log leaves open."""
+
+    fits: bool | None
+    """All candidates predict a start (True) or a failure (False); None: they disagree, or one has no estimate."""
+    plan: Any
+    """A candidate's plan (the first) when they agree, for MEM008's figures; None otherwise."""
+    label: str
+    """Which candidates were judged and what they say (the disagreement, when they disagree)."""
+    warned_after_kv: bool = False
+    """Every candidate's MEM008 warns that the warm-up after the KV cache may not fit."""
+
+
+def verdict_over(plans: list[tuple[str, Any]], what: str, engine: str = "vllm") -> Verdict:
+    """A failed start's verdict over the candidates ``plans`` ((label, plan) each; ``what`` says why there are
+    several): caught when every candidate predicts that it does not fit, a miss when every one predicts a start,
+    unanswered when they disagree (the label names which candidates say which) or one has no estimate."""
+    says: dict[str, list[str]] = {}
+    for label, plan in plans:
+        verdict = "no estimate" if plan is None else "does not fit" if not fits(plan, engine) else "starts"
+        says.setdefault(verdict, []).append(label)
+    if len(says) == 1 and "no estimate" not in says:
+        verdict = next(iter(says))
+        label = f"{what}: all {len(plans)} candidates predict '{verdict}' ({_some(says[verdict])})"
+        warned = all(plan.after_kv is not None and plan.after_kv.tight for _, plan in plans)
+        return Verdict(verdict == "starts", plans[0][1], label, warned)
+    parts = "; ".join(f"'{verdict}' on {_some(labels)}" for verdict, labels in sorted(says.items()))
+    return Verdict(None, None, f"{what}: {parts}")
+
+
+def _some(labels: list[str], shown: int = 6) -> str:
+    """The first ``shown`` labels, and how many more."""
+    more = f" and {len(labels) - shown} more" if len(labels) > shown else ""
+    return ", ".join(labels[:shown]) + more
+
+
+def _stand_in_label(gpu: gpus.GpuModel, how: str = "", basis: str = "") -> tuple[str, ...]:
+    """The label a stand-in GPU adds to a comparison's ``assumed`` (none for a catalogued card); ``basis``: where
+    its total and capability come from when the log does not print them (``total_gpu_memory_basis``)."""
     if not gpu.id.startswith(STAND_IN_PREFIXES):
         return ()
+    if basis:
+        return (f"GPU stand-in {gpu.id} ({basis.strip()})",)
     known = "" if gpu.compute_capability == (0, 0) else f", compute capability {gpu.compute_capability[0]}."
     known += f"{gpu.compute_capability[1]} logged" if known else ", compute capability not logged"
     return (f"GPU stand-in {gpu.id} ({how or 'the logged CUDA total'}{known})",)
@@ -323,10 +384,14 @@ def compare(path: Path) -> Comparison:
     if figure:  # no token count: the KV-cache memory it logs is scored instead (SCORED_FIGURE, bench legend)
         observed = round(float(str(logged_gib)) * 1024)
     seen.update(figure=figure, logged_kv_gib=logged_gib)
-    if calibration.get("use") is False:
+    failed = not seen["started"]
+    left_out = ""  # a failed start whose figure is left out of the measure, judged on its verdict (VERDICT_ONLY)
+    if calibration.get("use") is False and failed and calibration.get("verdict") is True:
+        left_out = f"; its figure is left out: {str(calibration.get('why', 'excluded')).strip()}"
+        observed, seen["figure"] = None, ""
+    elif calibration.get("use") is False:
         return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version, **seen)
     gpu = _gpu(data)
-    failed = not seen["started"]
     if (observed is None and not failed) or facts is None or gpu is None:
         why = (
             "no KV number: neither a token count nor the KV-cache memory is logged"
@@ -343,44 +408,46 @@ def compare(path: Path) -> Comparison:
         # does not carry the checkpoint's quantization_config; in use servespec reads the width from the checkpoint.
         why = f"weights' width unknown: {method} without its config"
         return Comparison(name, observed, None, why, version, **seen)
+    return _compare_sized(name, data, facts, gpu, (version, assumed), observed, (figure, left_out), seen)
 
-    placed = vllm_layout(
-        int(settings.get("tensor_parallel_size") or 1),
-        int(settings.get("pipeline_parallel_size") or 1),
-        int(settings.get("data_parallel_size") or 1),
-        settings.get("enable_expert_parallel") is True,
-    )
-    speculative, why = _speculative(settings, data)
+
+def _compare_sized(
+    name: str,
+    data: dict[str, Any],
+    facts: models.ModelFacts,
+    gpu: gpus.GpuModel,
+    stated: tuple[str, tuple[str, ...]],
+    observed: int | None,
+    scored: tuple[str, str],
+    seen: dict[str, Any],
+) -> Comparison:
+    """A vLLM log the estimator can size: its figure under every candidate card and release (``stated``: the
+    version and the labels so far; ``scored``: the figure it is scored on and why a failed start's figure is left
+    out), or a failed start's verdict over them."""
+    (version, assumed), (figure, left_out) = stated, scored
+    failed = not seen["started"]
+    speculative, why = _speculative(data.get("settings") or {}, data)
     if why:
         return Comparison(name, observed, None, why, version, **seen)
-
-    def run(card: gpus.GpuModel, release: Any) -> Any:
-        return get("vllm").estimate(
-            EstimateInput(
-                engine="vllm",
-                release=release,
-                model=facts,
-                gpu=card,
-                tensor_parallel=placed.tensor,
-                pipeline_parallel=placed.pipeline,
-                data_parallel=placed.data,
-                moe_group=placed.moe_group,
-                expert_parallel=placed.expert,
-                dtype=str(settings.get("dtype") or "auto"),
-                quantization=settings.get("quantization"),
-                max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
-                options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
-                engine_version=version,
-                engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
-                kv_cache_dtype_option="kv_cache_dtype",
-                **speculative,
-            )
-        )
-
-    assumed += _stand_in_label(gpu)
     releases = _candidate_releases(version)
+
+    def run(card: gpus.GpuModel, release: Any = releases[0]) -> Any:
+        return _estimate_vllm(data, facts, version, card, release, speculative)
+
+    assumed += _stand_in_label(gpu, basis=str(data.get("total_gpu_memory_basis") or ""))
+    if failed and _ranged(data):  # settings it does not show: judged on the verdict at every end of their ranges
+        estimate = lambda body, card: _estimate_vllm(body, facts, version, card, releases[0], speculative)  # noqa: E731
+        plans, left_open = _range_plans(data, estimate, (gpu, _gpu_candidates(data)))
+        assumed += _settings_assumed(data)[1]
+        return _verdict_row(name, observed, version, (plans, left_open), assumed, seen)
     runs = [_settled(lambda card, r=release: run(card, r), gpu, _gpu_candidates(data)) for release in releases]
     unsettled = next((why for _, why in runs if why), "")
+    if unsettled and failed:  # judged on the verdict every card (and release) it may be gives, not on a figure
+        plans: list[tuple[str, Any]] = []
+        for release in releases:
+            found, what = _candidate_plans(lambda card, r=release: run(card, r), gpu, _gpu_candidates(data))
+            plans += [(f"{label} {release.version}".strip() if len(releases) > 1 else label, p) for label, p in found]
+        return _verdict_row(name, observed, version, (plans, what), assumed, seen)
     if unsettled:
         return Comparison(name, observed, None, unsettled, version, assumed=assumed, **seen)
     if len({(p.kv_tokens, fits(p)) if p is not None else None for p, _ in runs}) > 1:
@@ -396,7 +463,7 @@ def compare(path: Path) -> Comparison:
         name,
         observed,
         predicted if observed is not None else None,
-        "" if observed is not None else "failed start without a KV number: scored on the verdict only",
+        "" if observed is not None else VERDICT_ONLY + left_out,
         version=version,
         hybrid=hybrid,
         model_class=kind,
@@ -470,15 +537,130 @@ def _speculative(settings: dict[str, Any], data: dict[str, Any]) -> tuple[dict[s
     return out, ""
 
 
-def fits(plan: Any) -> bool:
+def _estimate_vllm(
+    data: dict[str, Any],
+    facts: models.ModelFacts,
+    version: str,
+    card: gpus.GpuModel,
+    release: Any,
+    speculative: dict[str, Any],
+) -> Any:
+    """vLLM's estimate for a log's settings on ``card`` under ``release`` (the catalogued release the build is sized
+    as), with its parallel layout (:func:`vllm_layout`) and speculative decoding (:func:`_speculative`)."""
+    settings = data.get("settings") or {}
+    placed = vllm_layout(
+        int(settings.get("tensor_parallel_size") or 1),
+        int(settings.get("pipeline_parallel_size") or 1),
+        int(settings.get("data_parallel_size") or 1),
+        settings.get("enable_expert_parallel") is True,
+    )
+    return get("vllm").estimate(
+        EstimateInput(
+            engine="vllm",
+            release=release,
+            model=facts,
+            gpu=card,
+            tensor_parallel=placed.tensor,
+            pipeline_parallel=placed.pipeline,
+            data_parallel=placed.data,
+            moe_group=placed.moe_group,
+            expert_parallel=placed.expert,
+            dtype=str(settings.get("dtype") or "auto"),
+            quantization=settings.get("quantization"),
+            max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
+            options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
+            engine_version=version,
+            engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
+            kv_cache_dtype_option="kv_cache_dtype",
+            **speculative,
+        )
+    )
+
+
+def _ranged(data: dict[str, Any]) -> dict[str, list[Any]]:
+    """The settings a log does not show, as the ``[low, high]`` its launcher accepts (``settings_assumed: {name:
+    {range}}``), where ``settings`` leaves them null."""
+    settings = data.get("settings") or {}
+    return {
+        key: list(entry["range"])
+        for key, entry in (data.get("settings_assumed") or {}).items()
+        if isinstance(entry, dict) and isinstance(entry.get("range"), list) and settings.get(key) is None
+    }
+
+
+def _range_plans(
+    data: dict[str, Any],
+    estimate: Any,
+    card: tuple[gpus.GpuModel, list[gpus.GpuModel]],
+    releases: tuple[str, list[str]] = ("", []),
+) -> tuple[list[tuple[str, Any]], str]:
+    """``estimate(data, card)`` under every candidate a failed start leaves open, each labelled, and what is left
+    open: each release it may have run (``releases``: the engine and its catalogued releases, when it states none),
+    each end of a setting's range it does not show (:func:`_ranged`), each card the logged GPU may be (``card``: the
+    card and the candidates of a loose name). A verdict at a range's ends holds between them: a higher memory
+    fraction and a shorter context only give the KV cache more room."""
+    gpu, cards = card
+    engine, choices = releases
+    ranged = _ranged(data)
+    variants = [(version, {**data, "engine_version": version}) for version in choices] or [("", data)]
+    for key, ends in ranged.items():
+        variants = [
+            (f"{label} {key}={end}".strip(), {**body, "settings": {**(body.get("settings") or {}), key: end}})
+            for label, body in variants
+            for end in ends
+        ]
+    plans: list[tuple[str, Any]] = []
+    left_open: list[str] = []
+    for label, body in variants:
+        found, what = _candidate_plans(lambda one, body=body: estimate(body, one), gpu, cards)  # type: ignore[misc]
+        plans += [(" ".join(filter(None, (card_label if what else "", label))), p) for card_label, p in found]
+        left_open += [what] if what and what not in left_open else []
+    left_open += [f"{engine} release not stated ({len(choices)} candidates)"] if choices else []
+    left_open += [f"{key} not logged ({ends[0]}-{ends[1]})" for key, ends in ranged.items()]
+    return plans, "; ".join(left_open)
+
+
+def _verdict_row(
+    name: str,
+    observed: int | None,
+    version: str,
+    candidates: tuple[list[tuple[str, Any]], str],
+    assumed: tuple[str, ...],
+    seen: dict[str, Any],
+) -> Comparison:
+    """A failed start judged over its candidates (:func:`verdict_over`): its verdict, labelled with the candidates
+    in ``assumed``, or unanswered with the candidates that disagree."""
+    plans, what = candidates
+    verdict = verdict_over(plans, what, str(seen.get("engine") or "vllm"))
+    if verdict.fits is None:
+        return Comparison(name, observed, None, f"{MIXED_VERDICT}: {verdict.label}", version, assumed=assumed, **seen)
+    plan = verdict.plan
+    return Comparison(
+        name,
+        observed,
+        None,
+        VERDICT_OVER,
+        version=version,
+        fits=verdict.fits,
+        warned_after_kv=verdict.warned_after_kv,
+        after_kv_shortfall_gib=plan.after_kv.shortfall_gib if plan.after_kv is not None else None,
+        assumed=(*assumed, f"verdict over candidates: {verdict.label}"),
+        **seen,
+    )
+
+
+def fits(plan: Any, engine: str = "vllm") -> bool:
     """Whether the estimate says the engine starts: the weights fit beside the overheads (MEM001) and the KV cache
-    holds one sequence of the context (MEM002: vLLM's, SGLang's and TGI's own start-up checks), as the rules in
-    servespec/rules/memory.py decide it, without their error band; and what the release allocates after sizing the
-    KV cache fits (MEM008's arithmetic: ``after_kv.shortfall_gib``)."""
+    holds one sequence of the context (MEM002: vLLM's and TGI's own start-up checks; an engine whose profile has
+    ``short_kv_cache``, SGLang's, starts with any pool that is not empty and caps the request length), as the rules
+    in servespec/rules/memory.py decide it, without their error band; and what the release allocates after sizing
+    the KV cache fits (MEM008's arithmetic: ``after_kv.shortfall_gib``)."""
     if plan.weights_gib > plan.total_gib - plan.overhead_gib:
         return False
     if plan.after_kv is not None and plan.after_kv.shortfall_gib > 0:
         return False
+    if get(engine).profile.short_kv_cache is not None:
+        return bool(plan.kv_tokens > 0)
     return bool(plan.kv_cache_gib >= plan.one_sequence_gib - 0.005 and plan.kv_tokens > 0)
 
 
@@ -895,15 +1077,16 @@ def compare_other(path: Path) -> Comparison:
     why = ""
     if calibration.get("use") is False:
         why = str(calibration.get("why", "excluded"))
-    elif observed is None:
+    elif observed is None and (seen["started"] or engine in GGUF_ENGINES):  # a failed start: judged on its verdict
         why = "no KV number: no KV figure of the engine's in the stored log"
     elif facts is None:
         why = "model not catalogued"
     if why:
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
-    assert facts is not None and observed is not None
+    assert facts is not None
     choices = _release_choices(engine, data) if not version_assumed else []
     if engine in GGUF_ENGINES:
+        assert observed is not None
         return _compare_gguf(name, data, facts, observed, choices, assumed, seen)
     return _compare_on_gpu(name, data, facts, observed, choices, assumed, seen)
 
@@ -1106,7 +1289,7 @@ def _compare_on_gpu(
     name: str,
     data: dict[str, Any],
     facts: models.ModelFacts,
-    observed: int,
+    observed: int | None,
     choices: list[str],
     assumed: tuple[str, ...],
     seen: dict[str, Any],
@@ -1114,42 +1297,86 @@ def _compare_on_gpu(
     """An SGLang, KTransformers or TGI log: the KV tokens sized from the GPU's memory (a labelled stand-in for a
     card the log does not name or the catalogue lacks), under every release it may have run when it states none."""
     engine = str(seen["engine"])
-    gpu, how = _gpu(data), ""
-    if gpu is None and engine in SGLANG_ENGINES:
-        gpu, how = _sglang_preload_gpu(data)
-        if gpu is None and how:
-            return Comparison(name, observed, None, how, assumed=assumed, **seen)
+    gpu, how = _card_of(data, engine)
     if gpu is None:
-        why = "GPU unknown: the log names no catalogued GPU and states no total memory"
-        return Comparison(name, observed, None, why, assumed=assumed, **seen)
+        return Comparison(name, observed, None, how, assumed=assumed, **seen)
     estimators = {"sglang": _estimate_sglang, "ktransformers": _estimate_sglang, "tgi": _estimate_tgi}
     if engine not in estimators:
         return Comparison(name, observed, None, f"{engine} logs not scored yet", assumed=assumed, **seen)
     estimator = estimators[engine]
     assumed += _stand_in_label(gpu, how)
     cards = _gpu_candidates(data)
+    failed = (name, data, facts, observed, (gpu, cards), estimator, choices, assumed, seen)
+    if not seen["started"] and observed is None:
+        return _failed_on_gpu(*failed)
     runs = [
-        _settled(lambda card, v=v: estimator({**data, "engine_version": v}, facts, card), gpu, cards)  # type: ignore[misc]
+        _settled(lambda card, v=v: estimator({**data, "engine_version": v}, facts, card), gpu, cards, engine)  # type: ignore[misc]
         for v in choices
-    ] or [_settled(lambda card: estimator(data, facts, card), gpu, cards)]
-    unsettled = next((why for _, why in runs if why), "")
-    if unsettled:
-        return Comparison(name, observed, None, unsettled, assumed=assumed, **seen)
-    if len({(p.kv_tokens, fits(p)) if p is not None else None for p, _ in runs}) > 1:
-        why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens", choices)
-        return Comparison(name, observed, None, why, assumed=assumed, **seen)
+    ] or [_settled(lambda card: estimator(data, facts, card), gpu, cards, engine)]
     plan = runs[0][0]
-    spread = _setting_range_spread(data, lambda changed: estimator(changed, facts, gpu)) if plan is not None else ""
-    if spread:
-        return Comparison(name, observed, None, spread, assumed=assumed, **seen)
+    why = next((why for _, why in runs if why), "")  # the GPU left open
+    if not why and len({(p.kv_tokens, fits(p, engine)) if p is not None else None for p, _ in runs}) > 1:
+        why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens", choices)
+    if not why and plan is not None:
+        why = _setting_range_spread(data, lambda changed: estimator(changed, facts, gpu))
+    if why and not seen["started"]:  # a failed start is judged on the verdict every candidate gives
+        return _failed_on_gpu(*failed)
+    if why:
+        return Comparison(name, observed, None, why, assumed=assumed, **seen)
     if plan is None:
         why = f"no estimate for {engine} {seen['version']}"
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
     assumed += _release_free_label(engine, choices)
     kind = model_class(facts)
+    tight = plan.after_kv is not None and plan.after_kv.tight
     return Comparison(
-        name, observed, plan.kv_tokens, model_class=kind, kv_gib=plan.kv_cache_gib, assumed=assumed, **seen
+        name,
+        observed,
+        plan.kv_tokens,
+        model_class=kind,
+        kv_gib=plan.kv_cache_gib,
+        fits=fits(plan, engine),
+        warned_after_kv=tight,
+        after_kv_shortfall_gib=plan.after_kv.shortfall_gib if plan.after_kv is not None else None,
+        assumed=assumed,
+        **seen,
     )
+
+
+def _card_of(data: dict[str, Any], engine: str) -> tuple[gpus.GpuModel | None, str]:
+    """The card a log of an engine on GPUs ran on, and how a stand-in for it was made; None and why not."""
+    gpu, how = _gpu(data), ""
+    if gpu is None and engine in SGLANG_ENGINES:
+        gpu, how = _sglang_preload_gpu(data)
+    if gpu is None:
+        return None, how or "GPU unknown: the log names no catalogued GPU and states no total memory"
+    return gpu, how
+
+
+def _failed_on_gpu(
+    name: str,
+    data: dict[str, Any],
+    facts: models.ModelFacts,
+    observed: int | None,
+    card: tuple[gpus.GpuModel, list[gpus.GpuModel]],
+    estimator: Any,
+    choices: list[str],
+    assumed: tuple[str, ...],
+    seen: dict[str, Any],
+) -> Comparison:
+    """A failed start of SGLang, KTransformers or TGI, judged on the verdict (:func:`verdict_over`) every candidate
+    gives: each card the logged GPU may be, each release it may have run (when it states none), each end of a
+    setting's range it does not show (``settings_assumed: {name: {range}}``)."""
+    engine = str(seen["engine"])
+    estimate = lambda body, one: estimator(body, facts, one)  # noqa: E731
+    plans, left_open = _range_plans(data, estimate, card, (engine, choices))
+    if len(plans) == 1:  # nothing left open: the verdict is the plan's
+        plan = plans[0][1]
+        if plan is None:
+            why = f"no estimate for {seen['engine']} {seen['version']}"
+            return Comparison(name, observed, None, why, assumed=assumed, **seen)
+        return Comparison(name, observed, None, VERDICT_ONLY, fits=fits(plan, engine), assumed=assumed, **seen)
+    return _verdict_row(name, observed, str(seen.pop("version")), (plans, left_open), assumed, seen)
 
 
 SGLANG_ENGINES = ("sglang", "ktransformers")

@@ -239,6 +239,13 @@ class ModelFacts:
     """Llama 3.2 Vision's encoder: (tokens per image, width, hidden states held at once) for vLLM's V0 profiling
     run, which runs every profiled image through the tower in one batch (knowledge/vision.py
     ``mllama_encoder_states``)."""
+    mla_cached_heads: int = 0
+    """An MLA model on an engine release that caches full keys and values per attention head instead of the latent:
+    the head size it caches them with (0: the latent, or not MLA). Set by the engine unit for such releases (vLLM
+    before 0.7.1: engines/vllm/memory.py ``mla_cache_head_size``)."""
+    encoder_mlp: int = 0
+    """Llama 3.2 Vision's encoder: the width of its MLP, whose two activations a layer holds at once in vLLM's V0
+    profiling run (knowledge/vision.py ``mllama_encoder_mlp``)."""
     cross_layers: int = 0
     """Llama 3.2 Vision: how many of the ``layers`` attend to the image (``cross_attention_layers``). Each has
     q, k, v and o projections as wide as self-attention's, q_norm, k_norm and two gates (transformers
@@ -905,6 +912,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         encoder_states=towers.mllama_encoder_states(raw),
         **_mtp(config),
         vision_profile=towers.vision_profile(raw),
+        encoder_mlp=towers.mllama_encoder_mlp(raw),
     )
     layout = _family_layout(config, model_type, hidden, heads)
     if layout:

@@ -144,6 +144,16 @@ def mllama_encoder_states(config: dict[str, Any]) -> tuple[int, int, int]:
     return (_count(vision, "max_num_tiles", 4) * padded, _count(vision, "hidden_size", 1280), kept)
 
 
+def mllama_encoder_mlp(config: dict[str, Any]) -> int:
+    """Llama 3.2 Vision: the width of the vision tower's MLP (``vision_config.intermediate_size``), whose ``fc1``
+    output and GELU output a layer holds at once (vLLM v0.6.3 model_executor/models/clip.py ``CLIPMLP.forward``,
+    L277-281: ``fc1`` a ColumnParallelLinear, ``nn.GELU`` out of place); 0 for any other model."""
+    vision = fields.mapping(config, "vision_config")
+    if vision is None or fields.text(config, "model_type") != "mllama":
+        return 0
+    return _count(vision, "intermediate_size", 5120)
+
+
 def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
     """The vision tower and projector of a config whose tower is one of the classes above; None otherwise."""
     vision = fields.mapping(config, "vision_config")

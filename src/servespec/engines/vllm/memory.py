@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from servespec.engines.catalog import HybridKvCache, MmEncoderProfile, Mxfp4Choice
+from servespec.engines.catalog import HybridKvCache, MmEncoderProfile, Mxfp4Choice, version_key
 from servespec.knowledge import vision as towers
 from servespec.knowledge.memory import (
     GIB,
@@ -116,6 +116,27 @@ activation peak nor as non-torch memory (initial free − free after profiling �
 1.83 GiB). The sampler warm-up after the KV cache can reuse the activation peak's memory only where it is not held."""
 
 
+V0_AUTO_CHUNKED_PREFILL_SINCE = (0, 5, 3)
+"""The first release whose V0 engine turns chunked prefill on by itself above a ``max_model_len`` of 32768
+(https://github.com/vllm-project/vllm/blob/v0.5.3/vllm/engine/arg_utils.py#L746-L768 ``use_long_context``); up to
+v0.5.2 ``enable_chunked_prefill`` defaults to False with no such rule
+(https://github.com/vllm-project/vllm/blob/v0.5.2/vllm/engine/arg_utils.py#L85), so the profiling run takes a whole
+``max_model_len`` prompt at any length (``max_num_batched_tokens = max(max_model_len, 2048)``,
+https://github.com/vllm-project/vllm/blob/v0.4.1/vllm/config.py#L573-L582). For releases the catalog does not hold;
+the catalogued ones carry ``v0_chunked_prefill_above``."""
+
+
+def _v0_chunked_prefill_above(inp: EstimateInput) -> float:
+    """The ``max_model_len`` above which the release's V0 engine turns chunked prefill on by itself: the catalogued
+    release's ``v0_chunked_prefill_above``; for a release the catalog lacks, none before
+    :data:`V0_AUTO_CHUNKED_PREFILL_SINCE` (its stated version), else 32768 as every catalogued release has it."""
+    above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
+    if above is not None:
+        return float(above.value)
+    stated = version_key(inp.engine_version or "")
+    return math.inf if inp.release is None and stated and stated < V0_AUTO_CHUNKED_PREFILL_SINCE else 32768.0
+
+
 def _extensible(inp: EstimateInput) -> bool:
     """Whether the release's extensible KV cache is on for these options (0.34.0: on by default unless a setting in
     :data:`_EXTENSIBLE_OFF` rules it out)."""
@@ -200,13 +221,48 @@ def rejection_warmup_gib(inp: EstimateInput, rows: int) -> float:
     return fact.profile_rejection_rows * rows * (inp.model.vocab_size or 32000) * element / GIB
 
 
+MLA_LATENT_CACHE_SINCE = (0, 7, 1)
+"""The first release that caches DeepSeek's MLA latent (``ModelConfig.use_mla``,
+https://github.com/vllm-project/vllm/blob/v0.7.1/vllm/config.py#L972-L1000). Before it every DeepSeek-V2 layer caches
+keys and values per attention head (``Attention(num_local_heads, head_size, num_kv_heads=num_local_heads)`` in
+model_executor/models/deepseek_v2.py), of the head size ``ModelConfig.get_head_size`` returns: 256 for
+``deepseek_v2`` up to v0.6.6.post1 (https://github.com/vllm-project/vllm/blob/v0.6.3/vllm/config.py#L454-L457, the
+same from v0.5.1; deepseek_v2.py "TODO, support head_size 192"), ``qk_nope_head_dim + qk_rope_head_dim`` for
+``deepseek_v2`` and ``deepseek_v3`` in v0.7.0 (https://github.com/vllm-project/vllm/blob/v0.7.0/vllm/config.py#L733-L743,
+the value padded to it in deepseek_v2.py)."""
+
+_HEAD_256_BEFORE = (0, 7, 0)
+
+
+def mla_cache_head_size(inp: EstimateInput) -> int:
+    """The head size the release caches an MLA model's keys and values with per attention head, before it caches
+    the latent (:data:`MLA_LATENT_CACHE_SINCE`); 0 where it caches the latent, the release is not known, or the
+    model is one the release's source does not size so (DeepSeek-V3 before 0.7.0)."""
+    model = inp.model
+    key = version_key(inp.release.version if inp.release else (inp.engine_version or ""))
+    if not model.is_mla or not key or key >= MLA_LATENT_CACHE_SINCE:
+        return 0
+    if key < _HEAD_256_BEFORE:
+        return 256 if model.model_type == "deepseek_v2" else 0
+    if model.model_type in ("deepseek_v2", "deepseek_v3"):
+        return (model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0)
+    return 0
+
+
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU.
 
     The LoRA slots (:func:`lora_slots_gib`) are part of the overhead, and told apart as ``beside_gib``; what the
-    release allocates after the KV cache is sized is ``after_kv`` (:func:`after_kv`).
+    release allocates after the KV cache is sized is ``after_kv`` (:func:`after_kv`). An MLA model on a release that
+    caches it per attention head is sized so (:func:`mla_cache_head_size`).
     """
+    heads = mla_cache_head_size(inp)
+    if heads:
+        inp = replace(inp, model=replace(inp.model, mla_cached_heads=heads))
     found = _estimate(inp)
+    if found is not None and heads:
+        note = f"MLA cached as full keys and values per attention head of {heads} (vLLM before 0.7.1)"
+        found = replace(found, notes=(*found.notes, note))
     beside = lora_slots_gib(inp) + draft_share(inp)[0]
     return replace(found, beside_gib=round(beside, 3)) if found is not None and beside else found
 
@@ -334,8 +390,7 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
     # v0_chunked_prefill_above (32768 in every catalogued release; assumed for an uncatalogued one).
     chunked = inp.options.get("enable_chunked_prefill") is True
-    above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
-    if _engine_core(inp) == "v0" and inp.max_model_len <= (above.value if above else 32768) and not chunked:
+    if _engine_core(inp) == "v0" and inp.max_model_len <= _v0_chunked_prefill_above(inp) and not chunked:
         batched = max(batched, inp.max_model_len)
     padded, padding_notes = mxfp4_padding_gib(inp)
     rope = rope_cache_gib(inp)
@@ -502,15 +557,29 @@ def encoder_profile_gib(inp: EstimateInput, seqs: int) -> float:
     ``EncoderDecoderModelRunner.profile_run`` builds ``max_num_seqs`` dummy sequences, each with the per-prompt
     image limit of maximum-size images (vLLM v0.6.3 worker/enc_dec_model_runner.py L288-320, v0.8.0 L268-300;
     mllama's dummy data: every image at ``max_num_tiles`` tiles), and runs them through the model in one batch: the
-    tower sees ``seqs × images × tiles`` tiles at once, and keeps the hidden state of each
-    ``intermediate_layers_indices`` layer beside the live one, each ``tokens × vision hidden`` in the model dtype and
-    not split by tensor parallelism (:func:`servespec.knowledge.vision.mllama_encoder_states`). A lower bound: the
-    attention and MLP buffers of a layer come on top. 0 on V1 and for other models.
+    tower sees ``seqs × images`` images of ``tokens`` (tiles × padded patches) at once, in the model dtype, and
+    holds, while its layers run:
+
+    - the hidden state of each ``intermediate_layers_indices`` layer beside the live one, ``tokens × width`` each
+      and not split by tensor parallelism (:func:`servespec.knowledge.vision.mllama_encoder_states`);
+    - the aspect-ratio attention mask, ``(images, 1, tokens, tokens)``, built once for both transformers
+      (model_executor/models/mllama.py ``_prepare_aspect_ratio_attention_mask``: v0.6.3 L165-192, called at L547;
+      the same through v0.10.2);
+    - one layer's MLP activations, ``fc1``'s output and GELU's, ``tokens × intermediate / TP`` each
+      (:func:`servespec.knowledge.vision.mllama_encoder_mlp`).
+
+    A lower bound: the attention's q/k/v and output, the residual and the mask's transient copy come on top. 0 on
+    V1 and for other models.
     """
     tokens, width, kept = inp.model.encoder_states
     if not tokens or _engine_core(inp) != "v0":
         return 0.0
-    return seqs * _images_per_prompt(inp) * tokens * width * kept * dtype_bytes(inp.model, inp.dtype) / GIB
+    images = seqs * _images_per_prompt(inp)
+    size = dtype_bytes(inp.model, inp.dtype)
+    held = images * tokens * width * kept * size
+    mask = images * tokens * tokens * size
+    mlp = 2 * images * tokens * math.ceil(inp.model.encoder_mlp / max(inp.tensor_parallel, 1)) * size
+    return (held + mask + mlp) / GIB
 
 
 def rope_cache_gib(inp: EstimateInput) -> float:
