@@ -21,6 +21,13 @@ What the estimator's TGI arithmetic (``engines/tgi/memory.py``) reads, per relea
   dropped unless ``REQUEST_LOGPROBS``).
 * ``warmup_logits_copies_sharded``, ``mlp_intermediates``, ``free_read_cached``: the rest of the warm-up
   prefill's peak and how the free memory is read after it (:func:`warmup_peak`).
+* ``rocm_free_memory``, ``rocm_image_attention``: how a ROCm (HIP) build sizes the same cache: the warm-up's
+  free memory is ``torch.cuda.mem_get_info`` there too (``IS_ROCM_SYSTEM`` beside ``IS_CUDA_SYSTEM`` in the
+  warm-up, 2.0.1-2.0.2; ``get_free_memory = get_cuda_free_memory`` under ``SYSTEM == "rocm"`` in
+  utils/import_utils.py from the MI300 merge on; 2.0.0 calls it unconditionally), and the ``ATTENTION`` the ROCm
+  image sets (``ENV ATTENTION=paged`` in Dockerfile_amd from 2.3.1), which the launcher takes over its own rule.
+  ``prefill_default.card_query``: the launcher reads the card and its memory with ``nvidia-smi`` (3.x
+  ``compute_type``/``ComputeType::vram``), absent from a ROCm image: no ``optimal`` and no ``vram_maximum`` there.
 * ``context_default`` (a fact of its own, :func:`context_default`): the context served when unset.
 * ``prefill_default``: the launcher's ``max_batch_prefill_tokens`` when it is not given:
 
@@ -50,7 +57,18 @@ CACHE_MANAGER = "server/text_generation_server/models/cache_manager.py"
 LAUNCHER = "launcher/src/main.rs"
 HEADS = ("server/text_generation_server/layers/tensor_parallel.py", "server/text_generation_server/utils/layers.py")
 LLAMA = "server/text_generation_server/models/custom_modeling/flash_llama_modeling.py"
-FILES = (WARMUP, GLOBALS, CACHE_MANAGER, LAUNCHER, LLAMA, *HEADS)  # and the router's warm-up client (WARMUP_CLIENTS)
+IMPORT_UTILS = "server/text_generation_server/utils/import_utils.py"
+ROCM_IMAGE = "Dockerfile_amd"
+FILES = (
+    WARMUP,
+    GLOBALS,
+    CACHE_MANAGER,
+    LAUNCHER,
+    LLAMA,
+    IMPORT_UTILS,
+    ROCM_IMAGE,
+    *HEADS,
+)  # and the router's warm-up client (WARMUP_CLIENTS)
 
 Show = Callable[[str], "str | None"]
 
@@ -219,8 +237,18 @@ def prefill(tag: str, show: Show) -> dict[str, Any]:
         wig = _need(
             re.search(r'env::var\("TGI_WIGGLE_ROOM"\).*?\.unwrap_or\(([\d.]+)\);', launcher, re.S), tag, "vram wiggle"
         )
+        query = _need(
+            re.search(
+                r"fn compute_type\(count: usize\) -> Option<ComputeType> \{\s*"
+                r'let output = Command::new\("(nvidia-smi)"\)',
+                launcher,
+            ),
+            tag,
+            "compute_type's card query",
+        )
         return {
             "variant": "compute_optimal",
+            "card_query": query.group(1),
             "tokens": int(fallback.group(1) or fallback.group(2)),
             "by_model_type": by_type,
             "card_names": names,
@@ -231,7 +259,9 @@ def prefill(tag: str, show: Show) -> dict[str, Any]:
             + "; "
             + _cite(tag, LAUNCHER, launcher, minimum.start(), "compute_optimal")
             + "; "
-            + _cite(tag, LAUNCHER, launcher, wig.start(), "ComputeType::vram"),
+            + _cite(tag, LAUNCHER, launcher, wig.start(), "ComputeType::vram")
+            + "; "
+            + _cite(tag, LAUNCHER, launcher, query.start(), "compute_type: the card from nvidia-smi"),
         }
     raise ValueError(f"{tag}: max_batch_prefill_tokens default matches no known shape")
 
@@ -395,6 +425,46 @@ def warmup_requests(tag: str, show: Show) -> dict[str, Any]:
     raise ValueError(f"{tag}: the router's warm-up requests match no known shape")
 
 
+def rocm(tag: str, show: Show) -> dict[str, Any]:
+    """How a ROCm build reads the warm-up's free memory, and the ``ATTENTION`` the ROCm image sets.
+
+    ``rocm_free_memory``: the free memory of a HIP build is ``torch.cuda.mem_get_info`` (torch maps it to
+    ``hipMemGetInfo``), so the CUDA arithmetic holds unchanged; False where the release's source does not show it.
+    ``rocm_image_attention``: ``ENV ATTENTION=<x>`` in Dockerfile_amd (None: the image sets none, the launcher's
+    rule decides).
+    """
+    warmup = show(WARMUP) or ""
+    utils = show(IMPORT_UTILS) or ""
+    mapped = re.search(
+        r'if torch\.version\.hip is not None:\n\s*SYSTEM = "rocm"\n(?:\s*\w+ = [\w.]+\n)*?'
+        r"\s*get_free_memory = get_cuda_free_memory\n",
+        utils,
+    )
+    reads = re.search(r"def get_cuda_free_memory\(.*?\):\n\s*total_free_memory, _ = torch\.cuda\.mem_get_info", utils)
+    branch = re.search(
+        r"if IS_CUDA_SYSTEM or IS_ROCM_SYSTEM:\n\s*total_free_memory, _ = torch\.cuda\.mem_get_info", warmup
+    )
+    body = re.search(r"def warmup\(.*?num_blocks = \(", warmup, re.S)
+    direct = re.search(r"\n        total_free_memory, _ = torch\.cuda\.mem_get_info", body.group(0)) if body else None
+    if mapped is not None and reads is not None:
+        source = _cite(
+            tag, IMPORT_UTILS, utils, mapped.start(), 'SYSTEM "rocm": get_free_memory = get_cuda_free_memory'
+        )
+        source += "; " + _cite(tag, IMPORT_UTILS, utils, reads.start(), "torch.cuda.mem_get_info")
+    elif branch is not None:
+        source = _cite(tag, WARMUP, warmup, branch.start(), "IS_CUDA_SYSTEM or IS_ROCM_SYSTEM: torch.cuda.mem_get_info")
+    elif body is not None and direct is not None:
+        offset = body.start() + direct.start() + 1
+        source = _cite(tag, WARMUP, warmup, offset, "torch.cuda.mem_get_info on every build")
+    else:
+        return {"rocm_free_memory": False, "rocm_image_attention": None, "rocm_source": ""}
+    image = show(ROCM_IMAGE) or ""
+    env = re.search(r"^ENV ATTENTION=([\w-]+)$", image, re.M)
+    if env is not None:
+        source += "; " + _cite(tag, ROCM_IMAGE, image, env.start(), "the ROCm image's ATTENTION")
+    return {"rocm_free_memory": True, "rocm_image_attention": env.group(1) if env else None, "rocm_source": source}
+
+
 def memory_facts(tag: str, show: Show) -> dict[str, Any]:
     """``facts.tgi_memory`` of one release (``show(path)``: the file at ``tag``, or None)."""
     logits = warmup_logits(tag, show)
@@ -406,4 +476,5 @@ def memory_facts(tag: str, show: Show) -> dict[str, Any]:
         "warmup_logits_source": logits["source"],
         **warmup_peak(tag, show, logits["copies"]),
         **warmup_requests(tag, show),
+        **rocm(tag, show),
     }

@@ -340,3 +340,56 @@ def test_a_warm_up_that_does_not_fit_leaves_no_kv_cache() -> None:
     assert peak.shortfall == pytest.approx(3 * 10049 * 128256 * 2 / GIB - 5.0)
     plan = TGI.estimate(replace(inp, max_model_len=131072, options={"max_batch_prefill_tokens": 131072}))
     assert plan is not None and plan.kv_tokens <= 0
+
+
+MI300X = "AMD Instinct MI300X"
+
+
+def test_every_release_reads_a_rocm_builds_free_memory_like_a_cuda_one() -> None:
+    """2.0.0 calls torch.cuda.mem_get_info on every build, 2.0.1-2.0.2 under ``IS_CUDA_SYSTEM or IS_ROCM_SYSTEM``,
+    later ones through ``get_free_memory = get_cuda_free_memory`` under ``SYSTEM == "rocm"``; the ROCm image sets
+    ``ATTENTION=paged`` from 2.3.1 (Dockerfile_amd), and 3.x's launcher reads the card with nvidia-smi."""
+    for release in _releases():
+        facts = _facts(release)
+        tag = f"/v{release.version}/"
+        assert facts.rocm_free_memory, release.version
+        assert tag in facts.rocm_source and "mem_get_info" in facts.rocm_source
+        image_sets = tuple(int(part) for part in release.version.split(".")) >= (2, 3, 1)
+        assert facts.rocm_image_attention == ("paged" if image_sets else None), release.version
+        assert ("Dockerfile_amd#L" in facts.rocm_source) == image_sets
+        rule = facts.prefill_default
+        assert (rule.card_query == "nvidia-smi") == (rule.variant == "compute_optimal"), release.version
+
+
+def test_an_amd_card_is_sized_only_where_the_release_shows_how_rocm_reads_free_memory() -> None:
+    release = TGI.catalog.release("2.0.2")
+    plan = _estimate(release, "meta-llama/Meta-Llama-3-8B-Instruct", MI300X, tp=2)
+    # 2 shards: 4 of the 8 KV heads each, 32 layers, 2 x 128 x 2 bytes: 64 KiB a token, 1 MiB a 16-token block
+    assert plan.kv_bytes_per_token == 32 * 2 * 4 * 128 * 2
+    assert any("BLOCK_SIZE 16" in note for note in plan.notes)
+    assert any(note.startswith("ROCm build: free memory from torch.cuda.mem_get_info") for note in plan.notes)
+    hidden = release.facts.model_copy(
+        update={"tgi_memory": _facts(release).model_copy(update={"rocm_free_memory": False})}
+    )
+    bare = EngineRelease(release.engine, release.version, release.source, release.options, hidden)
+    assert TGI.estimate(_input(bare, "meta-llama/Meta-Llama-3-8B-Instruct", MI300X, tp=2)[0]) is None
+    assert TGI.estimate(_input(bare, "meta-llama/Meta-Llama-3-8B-Instruct", "NVIDIA H100 80GB HBM3")[0]) is not None
+
+
+def test_the_rocm_image_attention_and_the_missing_nvidia_smi_on_an_amd_card() -> None:
+    facts = _facts(TGI.catalog.release("3.3.7"))
+    llama = models.catalogued("meta-llama/Llama-3.1-8B")
+    assert llama is not None
+    assert tgi_memory.attention(facts, llama, _card("NVIDIA H100 80GB HBM3")) == "flashinfer"
+    assert tgi_memory.attention(facts, llama, _card(MI300X)) == "paged"  # ENV ATTENTION=paged of Dockerfile_amd
+    assert tgi_memory.block_size(facts, llama, _card(MI300X)) == 16
+    # 2.3.0's ROCm image sets none: the launcher's rule decides there too
+    older = _facts(TGI.catalog.release("2.3.0"))
+    assert tgi_memory.attention(older, llama, _card(MI300X)) == tgi_memory.attention(
+        older, llama, _card("NVIDIA H100 80GB HBM3")
+    )
+    # no nvidia-smi in the ROCm image: compute_type is None, so no optimal and no vram cap -> the fallback 4096
+    inp, card = _input("3.3.7", "meta-llama/Llama-3.1-8B", MI300X)
+    assert tgi_memory.prefill_tokens(inp, facts, card, 1.0) == 4096
+    inp, card = _input("3.3.7", "meta-llama/Llama-3.1-8B", "NVIDIA H100 80GB HBM3")
+    assert tgi_memory.prefill_tokens(inp, facts, card, 1.0) == 900 * 10**12 // 16_106_127_360

@@ -304,6 +304,9 @@ class TgiPrefillDefault(_Fact):
     min_optimal: int | None = None
     vram_wiggle: float | None = None
     """``ComputeType::vram``: memory.total × shards × cuda_memory_fraction × this (its ``TGI_WIGGLE_ROOM`` default)."""
+    card_query: str | None = None
+    """The tool the launcher reads the card and its memory with (``compute_type``: ``nvidia-smi``): on a GPU it does
+    not answer for (an AMD card in the ROCm image) there is no ``optimal`` and no ``vram_maximum``."""
     source: str
 
 
@@ -349,6 +352,13 @@ class TgiMemory(_Fact):
     ``max_input_length`` each holding ``max_total_tokens - 1`` tokens of blocks; ``input_optional`` (2.4.1 on)
     requests of ``max_input_tokens`` if set (else one), holding ``max_total_tokens - 1`` if set, else their prompt."""
     warmup_requests_source: str
+    rocm_free_memory: bool = False
+    """A ROCm (HIP) build reads the warm-up's free memory with ``torch.cuda.mem_get_info`` too, so the arithmetic
+    above holds on an AMD card (False: not shown by the release's source, no estimate there)."""
+    rocm_image_attention: str | None = None
+    """``ATTENTION`` the ROCm image sets (Dockerfile_amd ``ENV ATTENTION``; 2.3.1 on: ``paged``), which the
+    launcher takes over its own rule; None: the image sets none."""
+    rocm_source: str = ""
 
 
 class CheckpointGpus(_Fact):

@@ -32,7 +32,10 @@ from servespec.knowledge.models import ModelFacts
 
 
 def attention(facts: TgiMemory, model: ModelFacts, gpu: GpuModel) -> str:
-    """The ``ATTENTION`` the launcher sets when none is given (``resolve_attention``)."""
+    """The ``ATTENTION`` the launcher sets when none is given (``resolve_attention``), or on an AMD card the one
+    the release's ROCm image sets (Dockerfile_amd ``ENV ATTENTION``), which the launcher takes as given."""
+    if gpu.vendor == "amd" and facts.rocm_image_attention:
+        return facts.rocm_image_attention
     forced = model.model_type in facts.fallback_model_types
     if facts.flashinfer_head_dims and model.head_dim not in facts.flashinfer_head_dims:
         forced = True
@@ -76,7 +79,17 @@ def _vram_maximum(inp: EstimateInput, rule: TgiPrefillDefault, gpu: GpuModel, fr
     return (available - weights) // per_token if available > weights else None
 
 
+def _queried(rule: TgiPrefillDefault, gpu: GpuModel) -> bool:
+    """Whether the launcher's card query (``compute_type``: ``nvidia-smi``) answers on this GPU: not on an AMD card,
+    whose ROCm image has no nvidia-smi (``compute_type`` None: no ``optimal``, no ``vram_maximum``)."""
+    return not (rule.card_query == "nvidia-smi" and gpu.vendor != "nvidia")
+
+
 def _compute_optimal(inp: EstimateInput, rule: TgiPrefillDefault, gpu: GpuModel, fraction: float) -> int:
+    if not _queried(rule, gpu):
+        value = rule.by_model_type.get(inp.model.model_type, rule.tokens)
+        position = inp.model.max_position_embeddings
+        return min(value, position) if position else value
     card = rule.card_names.get(gpu.display_name.replace(" ", "-").lower())
     tflops = rule.card_tflops.get(card) if card else None
     flop = _model_flop(inp.model)
@@ -199,6 +212,8 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     facts = inp.release.facts.tgi_memory if inp.release is not None else None
     if gpu is None or facts is None or inp.release is None:
         return None  # the release's arithmetic is not known: no answer rather than a guess
+    if gpu.vendor != "nvidia" and not facts.rocm_free_memory:
+        return None  # the release's source does not show how a ROCm build reads its free memory
     total = cuda_total_gib(gpu)
     fraction = number(inp.options, "cuda_memory_fraction", float(inp.release.default("cuda_memory_fraction") or 1.0))
     prefill = prefill_tokens(inp, facts, gpu, fraction)
@@ -227,6 +242,11 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         peak.note,
         f"attention {attention(facts, inp.model, gpu)}, BLOCK_SIZE {block}",
     ]
+    if gpu.vendor == "amd":
+        notes.append(
+            "ROCm build: free memory from torch.cuda.mem_get_info (HIP), the CUDA arithmetic"
+            + (f"; the ROCm image's ATTENTION={facts.rocm_image_attention}" if facts.rocm_image_attention else "")
+        )
     found = finish(inp, total, weights, overhead, kv, block, notes, fraction)
     return _with_default_context(inp, found, (total, weights, overhead, kv, block, notes, fraction))
 
