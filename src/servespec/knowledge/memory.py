@@ -260,6 +260,9 @@ class GpuEstimate:
     kv_cache_bytes: float = 0.0
     """``kv_cache_gib`` in bytes, unrounded: what a GGUF engine allocates is compared with its log to the byte
     (the per-token figure leaves out sliding-window layers' fixed cells)."""
+    unified_memory: str = ""
+    """On a GPU that shares the host's RAM (gpus.yaml ``unified_memory``): how the engine release's KV budget rests
+    on the host's memory use during start-up, in words (MEM009); "" otherwise or when the engine does not say."""
 
 
 @dataclass(frozen=True)
@@ -485,7 +488,10 @@ an MI300X (0.997) was found but not tied to a linkable log."""
 
 
 def cuda_total_gib(gpu: GpuModel) -> float:
-    """Memory the CUDA (or HIP) runtime reports as total, from nvidia-smi's memory.total (rocm-smi's VRAM total)."""
+    """Memory the CUDA (or HIP) runtime reports as total, from nvidia-smi's memory.total (rocm-smi's VRAM total);
+    a unified-memory GPU's catalogued memory is already cudaMemGetInfo's total (gpus.yaml ``unified_memory``)."""
+    if gpu.unified_memory:
+        return gpu.memory_gib
     return gpu.memory_gib * (CUDA_VISIBLE_SHARE if gpu.vendor == "nvidia" else HIP_VISIBLE_SHARE)
 
 
