@@ -6,8 +6,8 @@ Shared by tests/test_estimator_logs.py and bench/estimator_accuracy.py.
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import re
+import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
