@@ -19,8 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.vllm_logs import (
     BAND_FILE,
     KV_MIB,
+    MIXED_VERDICT,
     OLLAMA_ENGINE_KV,
     SCORED_FIGURE,
+    VERDICT_OVER,
     Comparison,
     band_text,
     bands,
@@ -68,21 +70,7 @@ def print_class_table(band: dict[str, object]) -> None:
         f"overall: {len(answered)} of {len(rows)} answered ({len(answered_started)} of {len(started)} started logs); "
         f"median {median_abs_error(answered):.1%}, p90 {_p90(answered):.1%}"
     )
-    failed = [row for row in rows if not row.started]
-    judged = [row for row in failed if row.fits is not None]
-    caught = [row.name for row in judged if row.fits is False]
-    missed = [row.name for row in judged if row.fits is True]
-    print(
-        f"failed starts: {len(failed)}; estimated {len(judged)}; predicted not to fit (MEM001/MEM002, 'caught'): "
-        f"{len(caught)}; predicted to start: {len(missed)} ({', '.join(missed) or '-'})"
-    )
-    warned = [row.name for row in judged if row.fits and row.warned_after_kv]
-    started_warned = [row.name for row in rows if row.started and row.warned_after_kv]
-    print(
-        f"  of those predicted to start, warned 'may not fit' after the KV cache (MEM008): {len(warned)} "
-        f"({', '.join(warned) or '-'}); started logs with that warning: {len(started_warned)} "
-        f"({', '.join(started_warned) or '-'})"
-    )
+    print_failed_starts(rows)
     print("error = (estimated - logged) / logged, of the figure each engine's logs are scored on:")
     for engine in sorted({row.engine for row in rows}):
         print(f"  {engine:10} {SCORED_FIGURE.get(engine, 'not scored')}")
@@ -117,6 +105,42 @@ def print_class_table(band: dict[str, object]) -> None:
         print(f"  {len(names):>3}  {why}: {', '.join(names)}")
 
 
+def print_failed_starts(rows: list[Comparison]) -> None:
+    """The failed starts: how many the estimate judges, catches and misses, over every candidate the log leaves
+    open; those whose cause is not memory (a software error after the KV cache was sized), scored on their KV figure
+    but not judged on fitting; and MEM008's warnings on them and on the logs that started."""
+    failed = [row for row in rows if not row.started]
+    judged = [row for row in failed if row.fits is not None and not row.failure_cause]
+    caught = [row.name for row in judged if row.fits is False]
+    missed = [row.name for row in judged if row.fits is True]
+    print(
+        f"failed starts: {len(failed)}; estimated {len(judged)}; predicted not to fit (MEM001/MEM002, 'caught'): "
+        f"{len(caught)}; predicted to start: {len(missed)} ({', '.join(missed) or '-'})"
+    )
+    other = [f"{row.name} ({row.failure_cause})" for row in failed if row.failure_cause]
+    if other:
+        print(f"  not memory failures (scored on their KV figure, not judged on fitting): {', '.join(other)}")
+    over = [row for row in judged if row.skipped == VERDICT_OVER]
+    print(
+        f"  of those estimated, judged on the verdict over every candidate card/release/setting the log leaves open "
+        f"(all agree): {len(over)} ({', '.join(f'{row.name} {VERDICTS[bool(row.fits)]}' for row in over) or '-'})"
+    )
+    mixed = [row for row in failed if row.skipped.startswith(MIXED_VERDICT)]
+    print(f"  not estimated because the candidates' verdicts disagree: {len(mixed)}")
+    for row in mixed:
+        print(f"    {row.name}: {row.skipped[len(MIXED_VERDICT) + 2 :]}")
+    warned = [row.name for row in judged if row.fits and row.warned_after_kv]
+    started_warned = [row.name for row in rows if row.started and row.warned_after_kv]
+    print(
+        f"  of those predicted to start, warned 'may not fit' after the KV cache (MEM008): {len(warned)} "
+        f"({', '.join(warned) or '-'}); started logs with that warning: {len(started_warned)} "
+        f"({', '.join(started_warned) or '-'})"
+    )
+
+
+VERDICTS = {True: "predicted to start", False: "caught"}
+
+
 def print_assumed(rows: list[Comparison]) -> None:
     """The logs whose figure rests on a labelled stand-in (an unnamed or uncatalogued GPU) or an assumed release."""
     marked = [row for row in rows if row.assumed]
@@ -137,7 +161,11 @@ def main() -> None:
     print(f"{'log':48} {'class':>8} {'logged':>12} {'estimated':>12} {'error':>8} {'GiB':>7}")
     for row in rows:
         verdict = (
-            "" if row.started or row.fits is None else f"  [failed start; {'fits' if row.fits else 'does not fit'}]"
+            ""
+            if row.started or row.fits is None
+            else f"  [failed start: {row.failure_cause}, not memory]"
+            if row.failure_cause
+            else f"  [failed start; {'fits' if row.fits else 'does not fit'}]"
         )
         verdict += f"  [{'; '.join(row.assumed)}]" if row.assumed else ""
         if row.skipped:

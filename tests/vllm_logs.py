@@ -15,6 +15,8 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from servespec.engines import get
+from servespec.engines.gguf import KV_PLACEMENT_SOURCE, GgufEngine
+from servespec.engines.vllm.parallel import vllm_layout
 from servespec.knowledge import gpus, models
 from servespec.knowledge.error_band import CLASSES, model_class
 from servespec.knowledge.gguf_header import deltanet_config, per_kind_config, swa_layout
@@ -29,6 +31,11 @@ _OPTIONS = (
     "kv_cache_dtype",
     "enforce_eager",
     "limit_mm_per_prompt",
+    "enable_expert_parallel",
+    "language_model_only",
+    "skip_mm_profiling",
+    "mm_processor_kwargs",
+    "enable_prefix_caching",
 )
 
 
@@ -52,6 +59,10 @@ class Comparison:
     """The model's attention class (:func:`attention_class`); ``unknown`` when its facts are not known."""
     started: bool = True
     """The log reaches the engine's "ready" line (False: a failed start)."""
+    failure_cause: str = ""
+    """A failed start's cause where it is not memory (the file's ``failure_cause``, e.g. ``software``: an error
+    after the KV cache was sized): still a failed start, scored on its KV figure, but not a failure MEM001/MEM002
+    should catch; "" for a memory failure or a clean start."""
     fits: bool | None = None
     """Whether the estimate says the engine starts with these settings (:func:`fits`); None: not estimated."""
     warned_after_kv: bool = False
@@ -194,20 +205,35 @@ def _variants(gpu: gpus.GpuModel) -> list[gpus.GpuModel]:
     ]
 
 
-def _settled(run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None) -> tuple[Any, str]:
-    """The estimate ``run(gpu)`` gives, and "" when it rests on the log's facts alone. For a stand-in GPU the
-    estimate is run as every card the stand-in may be (:func:`_variants`), for a loose name as every catalogued card
-    it fits (``candidates``); when the KV tokens or the verdict differ between them, the estimate reads a fact the
-    log does not show (the memory, the board's NVSwitch, an A100's defaults, the compute capability that picks a
-    kernel), and the reason names the spread instead of a figure."""
+def _candidate_plans(
+    run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None
+) -> tuple[list[tuple[str, Any]], str]:
+    """``run`` as every card the logged GPU may be, each with its label, and what makes them several ("" when the
+    log's GPU is one card): a stand-in as every identity and capability the estimate tells apart (:func:`_variants`),
+    a loose name as every catalogued card it fits (``candidates``)."""
     if gpu.id.startswith(STAND_IN_PREFIXES):
         cards, what = _variants(gpu), f"GPU {gpu.id}"
+        label = lambda card: f"{card.id} cc {card.compute_capability[0]}.{card.compute_capability[1]}"  # noqa: E731
     elif candidates and len(candidates) > 1:
         cards, what = candidates, f"GPU name fits {', '.join(card.id for card in candidates)}"
+        label = lambda card: card.id  # noqa: E731
     else:
-        return run(gpu), ""
-    plans = [(card, run(card)) for card in cards]
-    outcomes = {(plan.kv_tokens, fits(plan)) if plan is not None else None for _, plan in plans}
+        return [(gpu.id, run(gpu))], ""
+    return [(label(card), run(card)) for card in cards], what
+
+
+def _settled(
+    run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None, engine: str = "vllm"
+) -> tuple[Any, str]:
+    """The estimate ``run(gpu)`` gives, and "" when it rests on the log's facts alone. For a stand-in GPU or a loose
+    name the estimate is run as every card it may be (:func:`_candidate_plans`); when the KV tokens or the verdict
+    differ between them, the estimate reads a fact the log does not show (the memory, the board's NVSwitch, an
+    A100's defaults, the compute capability that picks a kernel), and the reason names the spread instead of a
+    figure. A failed start is judged on its verdict over them instead (:func:`verdict_over`)."""
+    plans, what = _candidate_plans(run, gpu, candidates)
+    if not what:
+        return plans[0][1], ""
+    outcomes = {(plan.kv_tokens, fits(plan, engine)) if plan is not None else None for _, plan in plans}
     if len(outcomes) > 1:
         tokens = [plan.kv_tokens for _, plan in plans if plan is not None]
         return None, (
@@ -217,10 +243,56 @@ def _settled(run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | Non
     return plans[0][1], ""
 
 
-def _stand_in_label(gpu: gpus.GpuModel, how: str = "") -> tuple[str, ...]:
-    """The label a stand-in GPU adds to a comparison's ``assumed`` (none for a catalogued card)."""
+VERDICT_ONLY = "failed start without a KV number: scored on the verdict only"
+VERDICT_OVER = "failed start on an ambiguous GPU, release or setting: scored on the verdict every candidate gives"
+MIXED_VERDICT = "failed start whose verdict differs between the candidates"
+"""The skip reasons of a failed start that is judged on its verdict (:func:`verdict_over`), or cannot be."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A failed start judged over every candidate (card, release, setting) the log leaves open."""
+
+    fits: bool | None
+    """All candidates predict a start (True) or a failure (False); None: they disagree, or one has no estimate."""
+    plan: Any
+    """A candidate's plan (the first) when they agree, for MEM008's figures; None otherwise."""
+    label: str
+    """Which candidates were judged and what they say (the disagreement, when they disagree)."""
+    warned_after_kv: bool = False
+    """Every candidate's MEM008 warns that the warm-up after the KV cache may not fit."""
+
+
+def verdict_over(plans: list[tuple[str, Any]], what: str, engine: str = "vllm") -> Verdict:
+    """A failed start's verdict over the candidates ``plans`` ((label, plan) each; ``what`` says why there are
+    several): caught when every candidate predicts that it does not fit, a miss when every one predicts a start,
+    unanswered when they disagree (the label names which candidates say which) or one has no estimate."""
+    says: dict[str, list[str]] = {}
+    for label, plan in plans:
+        verdict = "no estimate" if plan is None else "does not fit" if not fits(plan, engine) else "starts"
+        says.setdefault(verdict, []).append(label)
+    if len(says) == 1 and "no estimate" not in says:
+        verdict = next(iter(says))
+        label = f"{what}: all {len(plans)} candidates predict '{verdict}' ({_some(says[verdict])})"
+        warned = all(plan.after_kv is not None and plan.after_kv.tight for _, plan in plans)
+        return Verdict(verdict == "starts", plans[0][1], label, warned)
+    parts = "; ".join(f"'{verdict}' on {_some(labels)}" for verdict, labels in sorted(says.items()))
+    return Verdict(None, None, f"{what}: {parts}")
+
+
+def _some(labels: list[str], shown: int = 6) -> str:
+    """The first ``shown`` labels, and how many more."""
+    more = f" and {len(labels) - shown} more" if len(labels) > shown else ""
+    return ", ".join(labels[:shown]) + more
+
+
+def _stand_in_label(gpu: gpus.GpuModel, how: str = "", basis: str = "") -> tuple[str, ...]:
+    """The label a stand-in GPU adds to a comparison's ``assumed`` (none for a catalogued card); ``basis``: where
+    its total and capability come from when the log does not print them (``total_gpu_memory_basis``)."""
     if not gpu.id.startswith(STAND_IN_PREFIXES):
         return ()
+    if basis:
+        return (f"GPU stand-in {gpu.id} ({basis.strip()})",)
     known = "" if gpu.compute_capability == (0, 0) else f", compute capability {gpu.compute_capability[0]}."
     known += f"{gpu.compute_capability[1]} logged" if known else ", compute capability not logged"
     return (f"GPU stand-in {gpu.id} ({how or 'the logged CUDA total'}{known})",)
@@ -258,6 +330,19 @@ def _settings_assumed(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, 
     return found, tuple(labels)
 
 
+def _engine_env(data: dict[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Environment variables the engine ran with that its command line does not show (an image's own ``ENV``),
+    as ``engine_env: {NAME: {value, why}}``: the values (``EstimateInput.env``, what ``engine.env`` gives a spec)
+    and their labels for the bench."""
+    env: dict[str, str] = {}
+    labels: list[str] = []
+    for name, entry in (data.get("engine_env") or {}).items():
+        if isinstance(entry, dict) and entry.get("value") is not None:
+            env[str(name)] = str(entry["value"])
+            labels.append(f"environment {name}={entry['value']}: {str(entry.get('why') or '').strip()}")
+    return env, tuple(labels)
+
+
 def _setting_range_spread(data: dict[str, Any], estimate: Any) -> str:
     """Why a log is not answered when a setting it does not show (``settings_assumed: {name: {range: [low, high]}}``,
     the values its launcher accepts) moves the estimate between the range's ends; "" when neither end moves it."""
@@ -292,15 +377,21 @@ def compare(path: Path) -> Comparison:
     version, assumed = _version(data, "vllm_version")
     facts = _facts(data)
     seen: dict[str, Any] = {"attention": attention_class(facts), "started": data.get("started") is not False}
+    if not seen["started"] and data.get("failure_cause"):
+        seen["failure_cause"] = str(data["failure_cause"])
     logged_gib = _logged_kv_gib(data)
     figure = KV_MIB if observed is None and seen["started"] and logged_gib and _memory_tracks_tokens(data) else ""
     if figure:  # no token count: the KV-cache memory it logs is scored instead (SCORED_FIGURE, bench legend)
         observed = round(float(str(logged_gib)) * 1024)
     seen.update(figure=figure, logged_kv_gib=logged_gib)
-    if calibration.get("use") is False:
+    failed = not seen["started"]
+    left_out = ""  # a failed start whose figure is left out of the measure, judged on its verdict (VERDICT_ONLY)
+    if calibration.get("use") is False and failed and calibration.get("verdict") is True:
+        left_out = f"; its figure is left out: {str(calibration.get('why', 'excluded')).strip()}"
+        observed, seen["figure"] = None, ""
+    elif calibration.get("use") is False:
         return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version, **seen)
     gpu = _gpu(data)
-    failed = not seen["started"]
     if (observed is None and not failed) or facts is None or gpu is None:
         why = (
             "no KV number: neither a token count nor the KV-cache memory is logged"
@@ -317,30 +408,53 @@ def compare(path: Path) -> Comparison:
         # does not carry the checkpoint's quantization_config; in use servespec reads the width from the checkpoint.
         why = f"weights' width unknown: {method} without its config"
         return Comparison(name, observed, None, why, version, **seen)
+    return _compare_sized(name, data, facts, gpu, (version, assumed), observed, (figure, left_out), seen)
 
-    def run(card: gpus.GpuModel) -> Any:
-        return get("vllm").estimate(
-            EstimateInput(
-                engine="vllm",
-                release=get("vllm").select(version).release,
-                model=facts,
-                gpu=card,
-                tensor_parallel=int(settings.get("tensor_parallel_size") or 1),
-                pipeline_parallel=int(settings.get("pipeline_parallel_size") or 1),
-                dtype=str(settings.get("dtype") or "auto"),
-                quantization=settings.get("quantization"),
-                max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
-                options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
-                engine_version=version,
-                engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
-                kv_cache_dtype_option="kv_cache_dtype",
-            )
-        )
 
-    assumed += _stand_in_label(gpu)
-    plan, unsettled = _settled(run, gpu, _gpu_candidates(data))
+def _compare_sized(
+    name: str,
+    data: dict[str, Any],
+    facts: models.ModelFacts,
+    gpu: gpus.GpuModel,
+    stated: tuple[str, tuple[str, ...]],
+    observed: int | None,
+    scored: tuple[str, str],
+    seen: dict[str, Any],
+) -> Comparison:
+    """A vLLM log the estimator can size: its figure under every candidate card and release (``stated``: the
+    version and the labels so far; ``scored``: the figure it is scored on and why a failed start's figure is left
+    out), or a failed start's verdict over them."""
+    (version, assumed), (figure, left_out) = stated, scored
+    failed = not seen["started"]
+    speculative, why = _speculative(data.get("settings") or {}, data)
+    if why:
+        return Comparison(name, observed, None, why, version, **seen)
+    releases = _candidate_releases(version)
+
+    def run(card: gpus.GpuModel, release: Any = releases[0]) -> Any:
+        return _estimate_vllm(data, facts, version, card, release, speculative)
+
+    assumed += _stand_in_label(gpu, basis=str(data.get("total_gpu_memory_basis") or ""))
+    if failed and _ranged(data):  # settings it does not show: judged on the verdict at every end of their ranges
+        estimate = lambda body, card: _estimate_vllm(body, facts, version, card, releases[0], speculative)  # noqa: E731
+        plans, left_open = _range_plans(data, estimate, (gpu, _gpu_candidates(data)))
+        assumed += _settings_assumed(data)[1]
+        return _verdict_row(name, observed, version, (plans, left_open), assumed, seen)
+    runs = [_settled(lambda card, r=release: run(card, r), gpu, _gpu_candidates(data)) for release in releases]
+    unsettled = next((why for _, why in runs if why), "")
+    if unsettled and failed:  # judged on the verdict every card (and release) it may be gives, not on a figure
+        plans: list[tuple[str, Any]] = []
+        for release in releases:
+            found, what = _candidate_plans(lambda card, r=release: run(card, r), gpu, _gpu_candidates(data))
+            plans += [(f"{label} {release.version}".strip() if len(releases) > 1 else label, p) for label, p in found]
+        return _verdict_row(name, observed, version, (plans, what), assumed, seen)
     if unsettled:
         return Comparison(name, observed, None, unsettled, version, assumed=assumed, **seen)
+    if len({(p.kv_tokens, fits(p)) if p is not None else None for p, _ in runs}) > 1:
+        why = _candidate_spread(version, releases, [p for p, _ in runs])
+        return Comparison(name, observed, None, why, version, assumed=assumed, **seen)
+    assumed += _candidate_label(version, releases)
+    plan = runs[0][0]
     assert plan is not None
     if plan.unified_memory:
         return Comparison(name, observed, None, _unified_reason(gpu, data, plan.unified_memory), version, **seen)
@@ -351,7 +465,7 @@ def compare(path: Path) -> Comparison:
         name,
         observed,
         predicted if observed is not None else None,
-        "" if observed is not None else "failed start without a KV number: scored on the verdict only",
+        "" if observed is not None else VERDICT_ONLY + left_out,
         version=version,
         hybrid=hybrid,
         model_class=kind,
@@ -385,15 +499,191 @@ def _unified_reason(gpu: gpus.GpuModel, data: dict[str, Any], said: str) -> str:
     return f"{gpu.id} shares the host's RAM ({said}){total}{build}"
 
 
-def fits(plan: Any) -> bool:
+def _candidate_releases(version: str) -> list[Any]:
+    """The catalogued releases a vLLM log's build is estimated under: the one :meth:`Catalog.select` gives, or,
+    for a build the catalogue lacks that lies between two catalogued releases (a development or release-candidate
+    build, ``0.10.1.dev101``; an uncatalogued release), both of them (:meth:`Catalog.candidates`)."""
+    catalog = get("vllm").catalog
+    names = catalog.candidates(version) if version and version != "unknown" else ()
+    if len(names) == 2:
+        return [catalog.release(name) for name in names]
+    return [get("vllm").select(version).release]
+
+
+def _candidate_label(version: str, releases: list[Any]) -> tuple[str, ...]:
+    """The stand-in label of a build estimated under the catalogued releases on either side of it."""
+    if len(releases) < 2:
+        return ()
+    low, high = (release.version for release in releases)
+    return (
+        f"release {version} not catalogued: it lies between {low} and {high}, and the figure is the same under both "
+        "(their facts stand in for the build's)",
+    )
+
+
+def _candidate_spread(version: str, releases: list[Any], plans: list[Any]) -> str:
+    """Why a build between two catalogued releases is not answered: they give different figures."""
+    said = ", ".join(
+        f"{release.version}: {plan.kv_tokens:,} KV tokens ({'fits' if fits(plan) else 'does not fit'})"
+        if plan is not None
+        else f"{release.version}: no estimate"
+        for release, plan in zip(releases, plans, strict=True)
+    )
+    return f"release {version} not catalogued, and the catalogued releases on either side of it disagree: {said}"
+
+
+SPECULATIVE_METHODS = ("mtp", "ngram", "eagle", "eagle3", "draft", "dflash")
+"""``settings.speculative.method`` values the estimator takes (spec-v1 ``model.speculative.method``)."""
+
+
+def _speculative(settings: dict[str, Any], data: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The estimate's speculative-decoding input from ``settings.speculative`` (``{method, num_tokens, draft}`` as
+    spec-v1's ``model.speculative`` spells them; ``draft_config``: the draft's config.json when the log shows it), or
+    why the log is not answered: a method the spec does not express, or a draft whose config the log does not give
+    (its weights and attention layers would be guessed)."""
+    found = settings.get("speculative")
+    if found is None:
+        return {}, ""
+    if not isinstance(found, dict) or not isinstance(found.get("method"), str):
+        return {}, "speculative decoding's settings are not given as {method, num_tokens, draft}"
+    method = found["method"]
+    if method not in SPECULATIVE_METHODS:
+        return {}, f"speculative method {method}: not one the spec expresses, so its draft is not modelled"
+    tokens = found.get("num_tokens")
+    out: dict[str, Any] = {"speculative": method, "speculative_tokens": int(tokens) if tokens else None}
+    if method in ("mtp", "ngram"):
+        return out, ""
+    config = data.get("draft_config")
+    if not isinstance(config, dict):
+        return {}, f"the {method} draft's config is not in the log: its weights and attention layers are not known"
+    out["draft"] = models.facts_from_config(config, str(found.get("draft") or ""))
+    return out, ""
+
+
+def _estimate_vllm(
+    data: dict[str, Any],
+    facts: models.ModelFacts,
+    version: str,
+    card: gpus.GpuModel,
+    release: Any,
+    speculative: dict[str, Any],
+) -> Any:
+    """vLLM's estimate for a log's settings on ``card`` under ``release`` (the catalogued release the build is sized
+    as), with its parallel layout (:func:`vllm_layout`) and speculative decoding (:func:`_speculative`)."""
+    settings = data.get("settings") or {}
+    placed = vllm_layout(
+        int(settings.get("tensor_parallel_size") or 1),
+        int(settings.get("pipeline_parallel_size") or 1),
+        int(settings.get("data_parallel_size") or 1),
+        settings.get("enable_expert_parallel") is True,
+    )
+    return get("vllm").estimate(
+        EstimateInput(
+            engine="vllm",
+            release=release,
+            model=facts,
+            gpu=card,
+            tensor_parallel=placed.tensor,
+            pipeline_parallel=placed.pipeline,
+            data_parallel=placed.data,
+            moe_group=placed.moe_group,
+            expert_parallel=placed.expert,
+            dtype=str(settings.get("dtype") or "auto"),
+            quantization=settings.get("quantization"),
+            max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
+            options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
+            engine_version=version,
+            engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
+            kv_cache_dtype_option="kv_cache_dtype",
+            **speculative,
+        )
+    )
+
+
+def _ranged(data: dict[str, Any]) -> dict[str, list[Any]]:
+    """The settings a log does not show, as the ``[low, high]`` its launcher accepts (``settings_assumed: {name:
+    {range}}``), where ``settings`` leaves them null."""
+    settings = data.get("settings") or {}
+    return {
+        key: list(entry["range"])
+        for key, entry in (data.get("settings_assumed") or {}).items()
+        if isinstance(entry, dict) and isinstance(entry.get("range"), list) and settings.get(key) is None
+    }
+
+
+def _range_plans(
+    data: dict[str, Any],
+    estimate: Any,
+    card: tuple[gpus.GpuModel, list[gpus.GpuModel]],
+    releases: tuple[str, list[str]] = ("", []),
+) -> tuple[list[tuple[str, Any]], str]:
+    """``estimate(data, card)`` under every candidate a failed start leaves open, each labelled, and what is left
+    open: each release it may have run (``releases``: the engine and its catalogued releases, when it states none),
+    each end of a setting's range it does not show (:func:`_ranged`), each card the logged GPU may be (``card``: the
+    card and the candidates of a loose name). A verdict at a range's ends holds between them: a higher memory
+    fraction and a shorter context only give the KV cache more room."""
+    gpu, cards = card
+    engine, choices = releases
+    ranged = _ranged(data)
+    variants = [(version, {**data, "engine_version": version}) for version in choices] or [("", data)]
+    for key, ends in ranged.items():
+        variants = [
+            (f"{label} {key}={end}".strip(), {**body, "settings": {**(body.get("settings") or {}), key: end}})
+            for label, body in variants
+            for end in ends
+        ]
+    plans: list[tuple[str, Any]] = []
+    left_open: list[str] = []
+    for label, body in variants:
+        found, what = _candidate_plans(lambda one, body=body: estimate(body, one), gpu, cards)  # type: ignore[misc]
+        plans += [(" ".join(filter(None, (card_label if what else "", label))), p) for card_label, p in found]
+        left_open += [what] if what and what not in left_open else []
+    left_open += [f"{engine} release not stated ({len(choices)} candidates)"] if choices else []
+    left_open += [f"{key} not logged ({ends[0]}-{ends[1]})" for key, ends in ranged.items()]
+    return plans, "; ".join(left_open)
+
+
+def _verdict_row(
+    name: str,
+    observed: int | None,
+    version: str,
+    candidates: tuple[list[tuple[str, Any]], str],
+    assumed: tuple[str, ...],
+    seen: dict[str, Any],
+) -> Comparison:
+    """A failed start judged over its candidates (:func:`verdict_over`): its verdict, labelled with the candidates
+    in ``assumed``, or unanswered with the candidates that disagree."""
+    plans, what = candidates
+    verdict = verdict_over(plans, what, str(seen.get("engine") or "vllm"))
+    if verdict.fits is None:
+        return Comparison(name, observed, None, f"{MIXED_VERDICT}: {verdict.label}", version, assumed=assumed, **seen)
+    plan = verdict.plan
+    return Comparison(
+        name,
+        observed,
+        None,
+        VERDICT_OVER,
+        version=version,
+        fits=verdict.fits,
+        warned_after_kv=verdict.warned_after_kv,
+        after_kv_shortfall_gib=plan.after_kv.shortfall_gib if plan.after_kv is not None else None,
+        assumed=(*assumed, f"verdict over candidates: {verdict.label}"),
+        **seen,
+    )
+
+
+def fits(plan: Any, engine: str = "vllm") -> bool:
     """Whether the estimate says the engine starts: the weights fit beside the overheads (MEM001) and the KV cache
-    holds one sequence of the context (MEM002: vLLM's, SGLang's and TGI's own start-up checks), as the rules in
-    servespec/rules/memory.py decide it, without their error band; and what the release allocates after sizing the
-    KV cache fits (MEM008's arithmetic: ``after_kv.shortfall_gib``)."""
+    holds one sequence of the context (MEM002: vLLM's and TGI's own start-up checks; an engine whose profile has
+    ``short_kv_cache``, SGLang's, starts with any pool that is not empty and caps the request length), as the rules
+    in servespec/rules/memory.py decide it, without their error band; and what the release allocates after sizing
+    the KV cache fits (MEM008's arithmetic: ``after_kv.shortfall_gib``)."""
     if plan.weights_gib > plan.total_gib - plan.overhead_gib:
         return False
     if plan.after_kv is not None and plan.after_kv.shortfall_gib > 0:
         return False
+    if get(engine).profile.short_kv_cache is not None:
+        return bool(plan.kv_tokens > 0)
     return bool(plan.kv_cache_gib >= plan.one_sequence_gib - 0.005 and plan.kv_tokens > 0)
 
 
@@ -692,6 +982,8 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
             options=options,
             engine_version=version,
             kv_cache_dtype_option="kv_cache_dtype",
+            env=_engine_env(data)[0],
+            image=str(data["image"]) if data.get("image") else None,
         )
     )
 
@@ -728,6 +1020,15 @@ BATCHES = (("ubatch_size", "n_ubatch"), ("batch_size", "n_batch"))
 def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None:
     """The KV cache a llama.cpp or Ollama start-up lays out over all its devices, as the estimator sizes it
     for the logged context, slots and cache types (the layers' split between devices aside)."""
+    inp = _gguf_input(data, facts, None)
+    plan = get(str(data.get("engine"))).estimate(inp) if inp is not None else None
+    # full layers' cells and the windowed ones, over the GPU and host memory alike
+    return round(plan.kv_cache_bytes_all_devices) if plan is not None else None
+
+
+def _gguf_input(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuModel | None) -> EstimateInput | None:
+    """The estimator's input for a llama.cpp or Ollama log's context, slots and cache types, ``gpu`` its device
+    (None: host memory; :func:`_device_free_kv` varies it); None when the log gives no context."""
     engine = str(data.get("engine"))
     settings = data.get("settings") or {}
     seen = data.get("observed") or {}
@@ -746,13 +1047,16 @@ def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None
         options["kv_unified"] = _truthy(unified)
     if engine == "llama.cpp":  # the logged batch sizes: a windowed cache holds n_swa + n_ubatch cells
         options |= {key: _whole(settings.get(logged)) for key, logged in BATCHES if settings.get(logged)}
+    flash = _flash_attention(data)
+    if flash is not None:  # as the runner got it; "auto" or unlogged: unset (the release's resolution)
+        options[getattr(get(engine), "flash_option", "flash_attn")] = flash
     version = _version(data, "engine_version")[0]
     release = _release(engine, version)
     inp = EstimateInput(
         engine=engine,
         release=release,
         model=facts,
-        gpu=None,
+        gpu=gpu,
         gguf_type=str((data.get("gguf") or {}).get("file_type") or "") or None,
         max_model_len=total,
         options=options,
@@ -760,9 +1064,7 @@ def _gguf_kv_bytes(data: dict[str, Any], facts: models.ModelFacts) -> int | None
         engine_version=version,
         kv_cache_dtype_option=option,
     )
-    cells = _gguf_cells(engine, inp, total, slots)
-    plan = get(engine).estimate(replace(inp, max_model_len=cells))
-    return round(plan.kv_cache_bytes) if plan is not None else None  # full layers' cells and the windowed ones
+    return replace(inp, max_model_len=_gguf_cells(engine, inp, total, slots))
 
 
 def _gguf_cells(engine: str, inp: EstimateInput, total: int, slots: int) -> int:
@@ -782,7 +1084,8 @@ def compare_other(path: Path) -> Comparison:
     calibration = data.get("calibration") or {}
     facts = _other_facts(data)
     version, assumed = _version(data, "engine_version")
-    assumed += _settings_assumed(data)[1]
+    version_assumed = bool(assumed)  # a release assumed from the log's date: no neighbouring releases to try
+    assumed += _settings_assumed(data)[1] + _engine_env(data)[1]
     observed = _other_observed(data)
     seen: dict[str, Any] = {
         "engine": engine,
@@ -797,15 +1100,16 @@ def compare_other(path: Path) -> Comparison:
     why = ""
     if calibration.get("use") is False:
         why = str(calibration.get("why", "excluded"))
-    elif observed is None:
+    elif observed is None and (seen["started"] or engine in GGUF_ENGINES):  # a failed start: judged on its verdict
         why = "no KV number: no KV figure of the engine's in the stored log"
     elif facts is None:
         why = "model not catalogued"
     if why:
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
-    assert facts is not None and observed is not None
-    choices = _release_choices(engine, data) if not assumed else []
+    assert facts is not None
+    choices = _release_choices(engine, data) if not version_assumed else []
     if engine in GGUF_ENGINES:
+        assert observed is not None
         return _compare_gguf(name, data, facts, observed, choices, assumed, seen)
     return _compare_on_gpu(name, data, facts, observed, choices, assumed, seen)
 
@@ -821,9 +1125,16 @@ def _compare_gguf(
 ) -> Comparison:
     """A llama.cpp or Ollama log: the KV bytes laid out for its context (under every release it may have run)."""
     engine = str(seen["engine"])
+    kind = _kv_device(data)
+    if kind:  # the KV cache is not on a catalogued discrete GPU: answered only where the device cannot matter
+        predicted, why, label = _device_free_kv(data, facts, choices, kind)
+        if predicted is None:
+            return Comparison(name, observed, None, why, assumed=assumed, **seen)
+        assumed += (label, *_release_free_label(engine, choices))
+        return Comparison(name, observed, predicted, model_class=model_class(facts), assumed=assumed, **seen)
     figures = {_gguf_kv_bytes({**data, "engine_version": v}, facts) for v in choices} or {_gguf_kv_bytes(data, facts)}
     if len(figures) > 1:
-        why = _release_spread(engine, [f for f in figures if f is not None], "KV bytes")
+        why = _release_spread(engine, [f for f in figures if f is not None], "KV bytes", choices)
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
     predicted = figures.pop()
     if predicted is None:
@@ -832,11 +1143,176 @@ def _compare_gguf(
     return Comparison(name, observed, predicted, model_class=model_class(facts), assumed=assumed, **seen)
 
 
+_ON, _OFF = ("1", "true", "on", "yes", "enabled"), ("0", "false", "off", "no", "disabled")
+
+
+def _flash_attention(data: dict[str, Any]) -> bool | None:
+    """Flash attention as the runner got it: the logged setting when it is on or off, else (``auto``, unlogged) the
+    line llama.cpp prints where it resolves ``auto`` on the device ("Flash Attention was auto, set to enabled"), else
+    None: the release decides, and it may decide by the device."""
+    settings = data.get("settings") or {}
+    text = str(settings.get("flash_attn", settings.get("flash_attention"))).strip().lower()
+    if text in _ON or text in _OFF:
+        return text in _ON
+    resolved = re.search(r"Flash Attention was auto, set to (enabled|disabled)", str(data.get("log") or ""))
+    return resolved.group(1) == "enabled" if resolved else None
+
+
+DEVICE_KINDS = {
+    "unified-memory": "a unified-memory device (CPU and GPU share one memory: Apple silicon, NVIDIA Jetson)",
+    "host": "host memory (no layer offloaded)",
+    "uncatalogued": "a GPU the catalogue lacks",
+}
+"""Where a GGUF log's KV cache may be other than on a catalogued discrete GPU (:func:`_kv_device`)."""
+
+MEMORY_CONTEXTS = {
+    "fit": "llama.cpp's --fit reduced the unset context to leave its target free (llama_params_fit_impl)",
+    "vram_default": "Ollama's default num_ctx, chosen by the GPUs' total VRAM",
+    "scheduler": "Ollama's scheduler lowered num_ctx or num_parallel to fit free memory",
+}
+"""How a context may have been chosen from the device's memory (a log's ``context_from``; :func:`_context_source`)."""
+
+
+UNIFIED_MEMORY = re.compile(r"has unified memory\s*=\s*true|\b(Apple M\d|Jetson|Orin|GB10|Thor)\b")
+"""What marks a unified-memory device in a log or its GPU name: ggml-metal's "has unified memory = true" line, Apple
+silicon, NVIDIA Jetson (Orin, Thor) and DGX Spark (GB10)."""
+NO_GPU = ("", "cpu", "none", "null")
+
+
+def _kv_device(data: dict[str, Any]) -> str:
+    """Where a GGUF log's KV cache is, when not on a catalogued discrete GPU (a :data:`DEVICE_KINDS` key): the
+    recorded ``kv_device``; else ``host`` when no layer was offloaded or no GPU is named (a CPU-only run);
+    ``unified-memory`` where the log or the name says so (:data:`UNIFIED_MEMORY`); ``uncatalogued`` when no
+    catalogued card (nor a stand-in of a logged total) fits the logged name; "" for a catalogued discrete GPU."""
+    recorded = str(data.get("kv_device") or "")
+    if recorded:
+        if recorded not in DEVICE_KINDS:
+            raise ValueError(f"kv_device {recorded!r}: one of {', '.join(DEVICE_KINDS)}")
+        return recorded
+    named = str(data.get("gpu") or "").strip()
+    if str((data.get("observed") or {}).get("offloaded_layers") or "").startswith("0/") or named.lower() in NO_GPU:
+        return "host"
+    if UNIFIED_MEMORY.search(named) or UNIFIED_MEMORY.search(str(data.get("log") or "")):
+        return "unified-memory"
+    return "" if _gpu_candidates(data) else "uncatalogued"
+
+
+def _context_source(data: dict[str, Any]) -> str:
+    """How the logged context was chosen: the recorded ``context_from`` (``given``, ``default``, or a
+    :data:`MEMORY_CONTEXTS` key); else ``fit`` where llama.cpp logs that --fit reduced it ("context size reduced
+    from", llama_params_fit_impl); else, for an Ollama release whose default num_ctx follows the VRAM (catalog
+    ``context_default.by_vram``) and no positive OLLAMA_CONTEXT_LENGTH, ``vram_default`` unless its logged default
+    ("vram-based default context ... default_num_ctx=N", server/routes.go) differs from each slot's context (then a
+    request or Modelfile set it); else ``given``."""
+    recorded = str(data.get("context_from") or "")
+    if recorded:
+        if recorded not in ("given", "default", *MEMORY_CONTEXTS):
+            raise ValueError(f"context_from {recorded!r}: given, default or one of {', '.join(MEMORY_CONTEXTS)}")
+        return recorded
+    log = str(data.get("log") or "")
+    if "context size reduced from" in log:
+        return "fit"
+    settings = data.get("settings") or {}
+    release = _release(str(data.get("engine")), _version(data, "engine_version")[0])
+    fact = release.facts.context_default if release and data.get("engine") == "ollama" else None
+    if fact is None or not fact.by_vram or _whole(settings.get("ollama_context_length"), 0) > 0:
+        return "given"
+    logged = re.search(r"default_num_ctx=(\d+)", log)
+    if logged is None:
+        return "vram_default"  # the default may have applied, and the excerpt does not say which it was
+    default, trained = int(logged.group(1)), _whole((data.get("gguf") or {}).get("n_ctx_train"), 0)
+    per_slot = _whole(settings.get("num_ctx"), 0) // _whole(settings.get("parallel"))
+    return "vram_default" if per_slot in (default, min(default, trained or default)) else "given"
+
+
+def _memory_contexts(data: dict[str, Any], facts: models.ModelFacts, source: str) -> list[int]:
+    """The runner's contexts a context chosen from memory may take on other devices ([] where not known): --fit
+    anywhere from the release's floor (``fit_min``) to ``n_ctx_train``; Ollama's VRAM default each tier of the
+    release (lowered to ``n_ctx_train`` where the release does), times the slots. The scheduler's lowering has no
+    known range."""
+    engine = str(data.get("engine"))
+    release = _release(engine, _version(data, "engine_version")[0])
+    fact = release.facts.context_default if release else None
+    trained = _whole((data.get("gguf") or {}).get("n_ctx_train"), 0) or facts.derived_max_len or 0
+    if fact is None or not trained:
+        return []
+    if source == "fit":
+        return [fact.fit_min, trained] if fact.fit_min else []
+    if source == "vram_default" and fact.by_vram:
+        slots = _whole((data.get("settings") or {}).get("parallel"))
+        tiers = {min(t.tokens, trained) if fact.within_model else t.tokens for t in fact.by_vram}
+        return sorted(tier * slots for tier in tiers)
+    return []
+
+
+def _device_free_kv(
+    data: dict[str, Any], facts: models.ModelFacts, choices: list[str], kind: str
+) -> tuple[int | None, str, str]:
+    """A GGUF log whose KV cache is not on a catalogued discrete GPU: (figure, "", label) when the KV bytes do not
+    depend on the device, else (None, why, "").
+
+    llama.cpp sizes the KV cache from the context, the slots, the cache types and the layer layout, and places each
+    layer's tensors on its device without changing their size (:data:`KV_PLACEMENT_SOURCE`). What a device may still
+    decide is varied, and the log is answered only when every combination gives one figure: a context chosen from
+    memory (:func:`_memory_contexts`), flash attention left to the release (it sets the cells' padding in some),
+    Ollama's automatic slots before 0.10 (4 or 2 where they fit, else 1), and the estimate's own device (host memory,
+    the smallest and the largest catalogued GPU). The size llama.cpp logs sums its KV buffers (``total_size``), each
+    the tensors' sizes aligned to the buffer type; Metal reports the unrounded size, not its page-rounded allocation
+    (https://github.com/ollama/ollama/blob/v0.20.7/ml/backend/ggml/ggml/src/ggml-metal/ggml-metal.cpp#L177-L183),
+    and a K or V tensor of whole padded cells is already a multiple of those alignments."""
+    engine = str(data.get("engine"))
+    where = f"KV cache in {DEVICE_KINDS[kind]} ({str(data.get('gpu') or '').strip()})"
+    settings = data.get("settings") or {}
+    variants, varied = [settings], []
+    source = _context_source(data)
+    if source in MEMORY_CONTEXTS:
+        contexts = _memory_contexts(data, facts, source)
+        if not contexts:
+            return None, f"{where}; {MEMORY_CONTEXTS[source]}, and the values it takes on other devices are unknown", ""
+        key = "num_ctx" if engine == "ollama" else "n_ctx"
+        variants = [{**v, key: n} for v in variants for n in contexts]
+        varied.append(f"context {min(contexts)}-{max(contexts)} ({MEMORY_CONTEXTS[source]})")
+    if _flash_attention(data) is None:  # the estimator's kv_without_device tries it on and off
+        varied.append("flash attention on or off (left to the release)")
+    release = _release(engine, _version(data, "engine_version")[0])
+    auto = release.facts.auto_parallel if engine == "ollama" and release else None
+    if auto is not None and not (settings.get("parallel") or (data.get("observed") or {}).get("n_seq_max")):
+        variants = [{**v, "parallel": n} for v in variants for n in (1, auto.value)]
+        varied.append(f"1 or {auto.value} automatic slots")
+    cards = sorted(gpus.catalog(), key=lambda card: card.memory_mib)
+    devices: list[gpus.GpuModel | None] = [None, cards[0], cards[-1]]
+    unit = get(engine)
+    assert isinstance(unit, GgufEngine)
+    found = [
+        unit.kv_without_device(
+            lambda device, v=v, version=version: _gguf_input(  # type: ignore[misc]
+                {**data, "settings": v, "engine_version": version}, facts, device
+            ),
+            devices,
+        )
+        for v in variants
+        for version in choices or [str(data.get("engine_version") or "")]
+    ]
+    figures = sorted({free.kv_bytes or 0 for free in found})
+    unsettled = next((free.why for free in found if free.kv_bytes is None), "")
+    if unsettled.startswith("no estimate input"):
+        return None, "context not logged", ""
+    if unsettled or len(figures) > 1:
+        spread = unsettled or f"{figures[0]:,} to {figures[-1]:,} KV bytes"
+        return None, f"{where}, and the figure depends on what the device decides ({'; '.join(varied)}): {spread}", ""
+    label = (
+        f"{where}: the KV bytes do not depend on the device: one figure in host memory and on the {cards[0].id} and "
+        f"{cards[-1].id} records, {len(variants)} setting combination(s) the device may decide "
+        f"({'; '.join(varied) or 'none: every one is logged'}); {KV_PLACEMENT_SOURCE}"
+    )
+    return figures[0], "", label
+
+
 def _compare_on_gpu(
     name: str,
     data: dict[str, Any],
     facts: models.ModelFacts,
-    observed: int,
+    observed: int | None,
     choices: list[str],
     assumed: tuple[str, ...],
     seen: dict[str, Any],
@@ -844,58 +1320,115 @@ def _compare_on_gpu(
     """An SGLang, KTransformers or TGI log: the KV tokens sized from the GPU's memory (a labelled stand-in for a
     card the log does not name or the catalogue lacks), under every release it may have run when it states none."""
     engine = str(seen["engine"])
-    gpu, how = _gpu(data), ""
-    if gpu is None and engine in SGLANG_ENGINES:
-        gpu, how = _sglang_preload_gpu(data)
-        if gpu is None and how:
-            return Comparison(name, observed, None, how, assumed=assumed, **seen)
+    gpu, how = _card_of(data, engine)
     if gpu is None:
-        why = "GPU unknown: the log names no catalogued GPU and states no total memory"
-        return Comparison(name, observed, None, why, assumed=assumed, **seen)
+        return Comparison(name, observed, None, how, assumed=assumed, **seen)
     estimators = {"sglang": _estimate_sglang, "ktransformers": _estimate_sglang, "tgi": _estimate_tgi}
     if engine not in estimators:
         return Comparison(name, observed, None, f"{engine} logs not scored yet", assumed=assumed, **seen)
     estimator = estimators[engine]
     assumed += _stand_in_label(gpu, how)
     cards = _gpu_candidates(data)
+    failed = (name, data, facts, observed, (gpu, cards), estimator, choices, assumed, seen)
+    if not seen["started"] and observed is None:
+        return _failed_on_gpu(*failed)
     runs = [
-        _settled(lambda card, v=v: estimator({**data, "engine_version": v}, facts, card), gpu, cards)  # type: ignore[misc]
+        _settled(lambda card, v=v: estimator({**data, "engine_version": v}, facts, card), gpu, cards, engine)  # type: ignore[misc]
         for v in choices
-    ] or [_settled(lambda card: estimator(data, facts, card), gpu, cards)]
-    unsettled = next((why for _, why in runs if why), "")
-    if unsettled:
-        return Comparison(name, observed, None, unsettled, assumed=assumed, **seen)
-    if len({(p.kv_tokens, fits(p)) if p is not None else None for p, _ in runs}) > 1:
-        why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens")
-        return Comparison(name, observed, None, why, assumed=assumed, **seen)
+    ] or [_settled(lambda card: estimator(data, facts, card), gpu, cards, engine)]
     plan = runs[0][0]
-    spread = _setting_range_spread(data, lambda changed: estimator(changed, facts, gpu)) if plan is not None else ""
-    if spread:
-        return Comparison(name, observed, None, spread, assumed=assumed, **seen)
+    why = next((why for _, why in runs if why), "")  # the GPU left open
+    if not why and len({(p.kv_tokens, fits(p, engine)) if p is not None else None for p, _ in runs}) > 1:
+        why = _release_spread(engine, [p.kv_tokens for p, _ in runs if p is not None], "KV tokens", choices)
+    if not why and plan is not None:
+        why = _setting_range_spread(data, lambda changed: estimator(changed, facts, gpu))
+    if why and not seen["started"]:  # a failed start is judged on the verdict every candidate gives
+        return _failed_on_gpu(*failed)
+    if why:
+        return Comparison(name, observed, None, why, assumed=assumed, **seen)
     if plan is None:
         why = f"no estimate for {engine} {seen['version']}"
         return Comparison(name, observed, None, why, assumed=assumed, **seen)
     assumed += _release_free_label(engine, choices)
     kind = model_class(facts)
+    tight = plan.after_kv is not None and plan.after_kv.tight
     return Comparison(
-        name, observed, plan.kv_tokens, model_class=kind, kv_gib=plan.kv_cache_gib, assumed=assumed, **seen
+        name,
+        observed,
+        plan.kv_tokens,
+        model_class=kind,
+        kv_gib=plan.kv_cache_gib,
+        fits=fits(plan, engine),
+        warned_after_kv=tight,
+        after_kv_shortfall_gib=plan.after_kv.shortfall_gib if plan.after_kv is not None else None,
+        assumed=assumed,
+        **seen,
     )
+
+
+def _card_of(data: dict[str, Any], engine: str) -> tuple[gpus.GpuModel | None, str]:
+    """The card a log of an engine on GPUs ran on, and how a stand-in for it was made; None and why not."""
+    gpu, how = _gpu(data), ""
+    if gpu is None and engine in SGLANG_ENGINES:
+        gpu, how = _sglang_preload_gpu(data)
+    if gpu is None:
+        return None, how or "GPU unknown: the log names no catalogued GPU and states no total memory"
+    return gpu, how
+
+
+def _failed_on_gpu(
+    name: str,
+    data: dict[str, Any],
+    facts: models.ModelFacts,
+    observed: int | None,
+    card: tuple[gpus.GpuModel, list[gpus.GpuModel]],
+    estimator: Any,
+    choices: list[str],
+    assumed: tuple[str, ...],
+    seen: dict[str, Any],
+) -> Comparison:
+    """A failed start of SGLang, KTransformers or TGI, judged on the verdict (:func:`verdict_over`) every candidate
+    gives: each card the logged GPU may be, each release it may have run (when it states none), each end of a
+    setting's range it does not show (``settings_assumed: {name: {range}}``)."""
+    engine = str(seen["engine"])
+    estimate = lambda body, one: estimator(body, facts, one)  # noqa: E731
+    plans, left_open = _range_plans(data, estimate, card, (engine, choices))
+    if len(plans) == 1:  # nothing left open: the verdict is the plan's
+        plan = plans[0][1]
+        if plan is None:
+            why = f"no estimate for {seen['engine']} {seen['version']}"
+            return Comparison(name, observed, None, why, assumed=assumed, **seen)
+        return Comparison(name, observed, None, VERDICT_ONLY, fits=fits(plan, engine), assumed=assumed, **seen)
+    return _verdict_row(name, observed, str(seen.pop("version")), (plans, left_open), assumed, seen)
 
 
 SGLANG_ENGINES = ("sglang", "ktransformers")
 
 
 def _release_choices(engine: str, data: dict[str, Any]) -> list[str]:
-    """The releases a log that states none (and assumes none) may have run: every catalogued one, and "unknown"
-    (the arithmetic without release facts, which releases older than the catalogue get); [] when it states one."""
+    """The releases a log may have run when the catalogue does not give it one: for a log that states none (and
+    assumes none), every catalogued one and "unknown" (the arithmetic without release facts, which releases older
+    than the catalogue get); for a stated build the catalogue lacks between two catalogued releases (a development
+    or release-candidate build), those two (:meth:`Catalog.candidates`); [] otherwise."""
     stated = str(data.get("engine_version") or "").strip()
     if stated and stated != "unknown":
-        return []
+        between = get(engine).catalog.candidates(stated)
+        return list(between) if len(between) == 2 else []
     return ["unknown", *get(engine).select("unknown").known]
 
 
-def _release_spread(engine: str, figures: list[int], unit: str) -> str:
+def _stated_between(choices: list[str]) -> bool:
+    """The choices are the two catalogued releases around a stated build (:func:`_release_choices`)."""
+    return len(choices) == 2 and "unknown" not in choices
+
+
+def _release_spread(engine: str, figures: list[int], unit: str, choices: list[str] | None = None) -> str:
     low, high = (min(figures), max(figures)) if figures else (0, 0)
+    if choices and _stated_between(choices):
+        return (
+            f"{engine} release not catalogued, and the catalogued releases on either side of it ({choices[0]} and "
+            f"{choices[1]}) disagree: {low:,} to {high:,} {unit}"
+        )
     return (
         f"{engine} release not stated, and the figure depends on it: {low:,} to {high:,} {unit} over the catalogued "
         "releases and the arithmetic before them"
@@ -905,6 +1438,11 @@ def _release_spread(engine: str, figures: list[int], unit: str) -> str:
 def _release_free_label(engine: str, choices: list[str]) -> tuple[str, ...]:
     if not choices:
         return ()
+    if _stated_between(choices):
+        return (
+            f"{engine} release not catalogued: it lies between {choices[0]} and {choices[1]}, and the figure is the "
+            "same under both (their facts stand in for the build's)",
+        )
     return (
         f"{engine} release not stated: the figure is the same under all {len(choices) - 1} catalogued releases and "
         "the arithmetic before them (no release assumed)",

@@ -35,8 +35,11 @@ What the estimator's SGLang arithmetic (``engines/sglang/memory.py``) reads, per
   on HIP (``_MAX_CAR_SIZE``; its buffers are meta_size + max_size, max_size and max_size); ``cuda``:
   ``v2`` where the JIT ``CustomAllReduceV2`` is the CUDA default (its buffers are allocated in C++);
   ``quick_reduce_default``: ``ROCM_QUICK_REDUCE_QUANTIZATION``'s default (``NONE``: the quick
-  all-reduce allocates nothing); ``released``: the artefact's PyPI upload time. None of these sizes
-  depends on the group's size.
+  all-reduce allocates nothing), with where ``QuickAllReduce`` initialises (``quick_reduce_archs``,
+  ``quick_reduce_world_sizes``), the variable that sets its largest input (``quick_reduce_max_size_env``, MB)
+  and the default size the release states (``quick_reduce_default_max_gb``), and the values the variable
+  takes (``quick_reduce_regimes``, ``QuickReduceRegime``); ``released``: the artefact's
+  PyPI upload time. None of these sizes depends on the group's size.
 
 Every fact cites the release's file and line (``source``). A release whose source matches none of
 the shapes raises: nothing is guessed.
@@ -399,6 +402,38 @@ def _bytes(expression: str) -> int:
     return value
 
 
+def _quick_reduce(version: str, text: str | None) -> dict[str, Any]:
+    """``QuickAllReduce``'s facts (quick_all_reduce.py): the quantization variable's default, where it
+    initialises (``qr_rocm_arch_available``'s arch prefixes, ``_SUPPORTED_WORLD_SIZES``), the variable that sets
+    its largest input in MB and the default the release's comment states (``init_quick_all_reduce``)."""
+    if text is None:
+        return {"quick_reduce_default": None}
+    regime = re.search(r'os\.environ\.get\("ROCM_QUICK_REDUCE_QUANTIZATION", "(\w+)"\)', text)
+    archs = re.search(r"supported_archs = \[([^\]]*)\]", text)
+    sizes = re.search(r"_SUPPORTED_WORLD_SIZES = \[([\d, ]+)\]", text)
+    limit = re.search(r'os\.environ\.get\("(ROCM_QUICK_REDUCE_\w*MAX_SIZE\w*_MB)", 0\)', text)
+    stated = re.search(r"then (\d+)GB is used by default", text)
+    regimes = re.search(r"class QuickReduceRegime\(Enum\):\s*\n((?:[ \t]+\w+ = \d+\n)+)", text)
+    if regime is None or archs is None or sizes is None or limit is None or stated is None or regimes is None:
+        raise ValueError(f"{version}: quick all-reduce's variable, archs, world sizes or default size not found")
+    return {
+        "quick_reduce_default": regime.group(1),
+        "quick_reduce_regimes": re.findall(r"(\w+) = \d+", regimes.group(1)),
+        "quick_reduce_archs": re.findall(r'"(\w+)"', archs.group(1)),
+        "quick_reduce_world_sizes": [int(n) for n in re.findall(r"\d+", sizes.group(1))],
+        "quick_reduce_max_size_env": limit.group(1),
+        "quick_reduce_default_max_gb": int(stated.group(1)),
+        "quick_reduce_source": _cite(
+            version,
+            _QR,
+            _line_of(text, regime.start()),
+            f"init_quick_all_reduce: {regime.group(1)} allocates nothing; otherwise init_custom_qr("
+            f"rank, world_size, qr_max_size), qr_max_size from {limit.group(1)} or the kernel's "
+            f"{stated.group(1)}GB",
+        ),
+    }
+
+
 def _all_reduce(version: str, sources: dict[str, str], released: str | None) -> dict[str, Any]:
     text = sources.get(_CAR)
     if text is None:
@@ -425,10 +460,6 @@ def _all_reduce(version: str, sources: dict[str, str], released: str | None) -> 
         kwargs = re.findall(r"(\w+)=", call.group(1)) if call else []
         if "max_size" in kwargs:
             raise ValueError(f"{version}: SGLang passes aiter a max_size; read it before cataloguing")
-    quick = sources.get(_QR)
-    regime = re.search(r'os\.environ\.get\("ROCM_QUICK_REDUCE_QUANTIZATION", "(\w+)"\)', quick or "")
-    if quick is not None and regime is None:
-        raise ValueError(f"{version}: quick all-reduce's quantization default not found")
     where = dispatch + (aiter.start() if aiter else 0) if dispatch >= 0 else at
     return {
         "hip": "aiter" if aiter else "sglang",
@@ -436,7 +467,7 @@ def _all_reduce(version: str, sources: dict[str, str], released: str | None) -> 
         "sglang_max_size_cuda": cuda,
         "sglang_max_size_hip": hip,
         "cuda": "v2" if "return CustomAllReduceV2" in body else "sglang",
-        "quick_reduce_default": regime.group(1) if regime else None,
+        **_quick_reduce(version, sources.get(_QR)),
         "released": released,
         "source": _cite(
             version,

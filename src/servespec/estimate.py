@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from servespec.engines.gguf import DeviceFreeKv
 from servespec.findings import Finding
 from servespec.knowledge import resolve
 from servespec.knowledge.memory import GpuEstimate
@@ -20,6 +21,8 @@ class HostEstimate:
     gpu_indices: list[int]
     gpu_name: str
     findings: list[str]
+    kv_without_device: DeviceFreeKv | None = None
+    """A GGUF engine on a GPU the catalogue lacks: its whole KV cache where no device changes it (no ``plan``)."""
 
     def to_json(self) -> dict[str, object]:
         """The contract's estimate object (§2.2)."""
@@ -47,6 +50,15 @@ class HostEstimate:
             "gpus": gpus,
             "findings": self.findings,
         }
+        free = self.kv_without_device
+        if self.plan is None and free is not None:
+            out["kv_cache_all_devices"] = {
+                "bytes": free.kv_bytes,
+                "gib": round(free.kv_bytes / 2**30, 3) if free.kv_bytes is not None else None,
+                "context_tokens": free.context_tokens if free.kv_bytes is not None else None,
+                "device": f"not catalogued: {free.device}",
+                "basis": free.why,
+            }
         if self.plan is not None:
             # which context max_sequences counts, and why (the spec's, or the engine's default)
             out["context"] = {"tokens": self.plan.context_tokens, "basis": self.plan.context_basis}
@@ -66,6 +78,15 @@ class HostEstimate:
 def context_line(row: HostEstimate) -> str | None:
     """The context the plan assumes and why, for the text report (None without a plan)."""
     plan = row.plan
+    free = getattr(row, "kv_without_device", None)  # rows built elsewhere (tests, callers) may lack it
+    if plan is None and free is not None:
+        head = f"{row.deployment.name} on {row.host.name}: GPU {free.device} not catalogued, no memory plan; "
+        if free.kv_bytes is None:
+            return head + f"KV cache not known without the device: {free.why}"
+        return head + (
+            f"KV cache {free.kv_bytes / 2**30:.2f} GiB over all devices at {free.context_tokens} tokens, "
+            f"which no device changes ({free.why})"
+        )
     if plan is None:
         return None
     line = f"{row.deployment.name} on {row.host.name}: context {plan.context_tokens} tokens ({plan.context_basis})"
@@ -102,5 +123,8 @@ def estimates(fleet: Fleet, findings: list[Finding]) -> list[HostEstimate]:
             hardware = resolve.host_gpus(host)
             name = hardware.model.display_name if hardware.model else ("CPU" if hardware.count == 0 else "unknown")
             indices = known.gpu_ids if hardware.count else []
-            out.append(HostEstimate(deployment, host, known.estimate_on(host), indices, name, related))
+            plan = known.estimate_on(host)
+            free = known.kv_without_device(host) if plan is None else None
+            free = replace(free, device=hardware.name or "") if free is not None else None
+            out.append(HostEstimate(deployment, host, plan, indices, name, related, free))
     return out

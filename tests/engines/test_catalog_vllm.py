@@ -510,3 +510,97 @@ def test_v0_sampler_reader_reproduces_the_catalogued_facts_from_the_cached_sourc
     reader = _sampler_extractor()
     for version, src, facts in _unpacked_sdists():
         assert reader.v0_sorts(version, src) == facts.get("profile_sampler_v0_sorts_vocab"), version
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_speculative_memory_per_release(version: str) -> None:
+    """``speculative_memory``, read by scripts/catalog/vllm_speculative.py: every release with a
+    ``SpeculativeConfig.hf_config_override`` (0.7.3 on) reads DeepSeek's ``num_nextn_predict_layers`` as an MTP
+    draft's layer count, Qwen3.5's ``mtp_num_hidden_layers`` from 0.17.0 (qwen3_5 joins then); a linear layer's
+    state holds the speculative tokens' blocks from 0.15.0 (``MambaSpec.max_memory_usage_bytes``); the sampler
+    warm-up's rejection logits hold a draft row per dummy request from 0.8.1 and a bonus row too from 0.11.1 (0.34.0's
+    model runner is not read); each cited at the release's tag."""
+    fact = VLLM.catalog.release(version).facts.speculative_memory
+    key = version_key(version)
+    if key < (0, 7, 3):
+        assert fact is None, version
+        return
+    assert fact is not None, version
+    assert fact.mtp_layer_keys[0] == "num_nextn_predict_layers", version
+    assert ("mtp_num_hidden_layers" in fact.mtp_layer_keys) == (key >= (0, 17)), version
+    assert fact.linear_state_speculative_blocks == (key >= (0, 15)), version
+    rows = 0 if key < (0, 8, 1) or key >= (0, 34) else 1 if key < (0, 11, 1) else 2
+    assert fact.profile_rejection_rows == rows, version
+    for part in fact.source.split("; "):
+        assert part.startswith(f"https://github.com/vllm-project/vllm/blob/v{version}/vllm/"), (version, part)
+
+
+def _speculative_extractor() -> ModuleType:
+    return _script("vllm_speculative")
+
+
+_SPEC_CONFIG = """class SpeculativeConfig:
+    @staticmethod
+    def hf_config_override(hf_config):
+        if hf_config.model_type == "deepseek_mtp":
+            n_predict = getattr(hf_config, "num_nextn_predict_layers", None)
+        if hf_config.model_type == "qwen3_5":
+            n_predict = getattr(hf_config, "mtp_num_hidden_layers", None)
+            other = getattr(hf_config, "text_config", None)
+        return hf_config
+"""
+_MAMBA_SPEC = """class MambaSpec:
+    def max_memory_usage_bytes(self, vllm_config):
+        if vllm_config.cache_config.mamba_cache_mode == "align":
+            return self.page_size_bytes * (2 + self.num_speculative_blocks)
+        else:
+            return self.page_size_bytes * (1 + self.num_speculative_blocks)
+"""
+
+
+_RUNNER = """class GPUModelRunner:
+    def _dummy_sampler_run(self, hidden_states):
+        logits = self.model.compute_logits(hidden_states)
+        if self.speculative_config:
+            logits = torch.randn(num_tokens + num_reqs, logits.shape[-1], device=self.device)
+            self.rejection_sampler(metadata, None, logits, dummy_metadata)
+"""
+
+
+def test_speculative_reader_on_a_small_source(tmp_path: Path) -> None:
+    """The reader takes the fields assigned to ``n_predict`` (not other ``getattr`` reads) in first-read order, and the
+    state's speculative blocks from the method's last ``return`` only."""
+    reader = _speculative_extractor()
+    (tmp_path / "vllm" / "config").mkdir(parents=True)
+    (tmp_path / "vllm" / "v1").mkdir()
+    (tmp_path / "vllm" / "config" / "speculative.py").write_text(_SPEC_CONFIG)
+    spec = tmp_path / "vllm" / "v1" / "kv_cache_interface.py"
+    spec.write_text(_MAMBA_SPEC)
+    found = reader.fact("9.9.9", tmp_path)
+    assert found["mtp_layer_keys"] == ["num_nextn_predict_layers", "mtp_num_hidden_layers"]
+    assert found["linear_state_speculative_blocks"] is True
+    assert "blob/v9.9.9/vllm/config/speculative.py#L3" in found["source"]
+    spec.write_text(_MAMBA_SPEC.replace("(1 + self.num_speculative_blocks)", "1"))
+    assert reader.fact("9.9.9", tmp_path)["linear_state_speculative_blocks"] is False
+    assert reader.fact("9.9.9", tmp_path)["profile_rejection_rows"] == 0  # no model runner
+    runner = tmp_path / "vllm" / "v1" / "worker" / "gpu_model_runner.py"
+    runner.parent.mkdir()
+    runner.write_text(_RUNNER)
+    assert reader.fact("9.9.9", tmp_path)["profile_rejection_rows"] == 2
+    runner.write_text(_RUNNER.replace("num_tokens + num_reqs", "num_tokens"))
+    assert reader.fact("9.9.9", tmp_path)["profile_rejection_rows"] == 1
+    runner.write_text(_RUNNER.replace("self.rejection_sampler(", "print("))
+    assert reader.fact("9.9.9", tmp_path)["profile_rejection_rows"] == 0
+    runner.unlink()
+    spec.unlink()
+    (tmp_path / "vllm" / "config" / "speculative.py").unlink()
+    assert reader.fact("9.9.9", tmp_path) is None
+
+
+@pytest.mark.slow
+def test_speculative_reader_reproduces_the_catalogued_facts_from_the_cached_sources() -> None:
+    """scripts/catalog/vllm_speculative.py re-run on every release whose sdist is unpacked here gives the catalogued
+    ``speculative_memory`` (skipped where none is cached)."""
+    reader = _speculative_extractor()
+    for version, src, facts in _unpacked_sdists():
+        assert reader.fact(version, src) == facts.get("speculative_memory"), version

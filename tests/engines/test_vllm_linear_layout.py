@@ -125,12 +125,44 @@ def test_layouts_not_modelled_are_hedged(version: str, options: dict[str, Any], 
         assert any(reason in note for note in plan.notes), plan.notes
 
 
-def test_speculative_blocks_are_hedged_from_0_15() -> None:
+def test_speculative_blocks_join_a_state_group_from_0_15() -> None:
+    """``MambaSpec`` counts ``num_speculative_tokens`` more state blocks per request from 0.15.0 (its
+    ``num_speculative_blocks``; the release's ``speculative_memory.linear_state_speculative_blocks``); an MTP draft
+    without ``num_tokens`` proposes as many tokens as it has layers (vLLM's default ``n_predict``: 1 here)."""
     from servespec.engines.vllm.memory import linear_state_rule
 
     inp = replace(_input("0.24.0", LOGGED), speculative="mtp")
-    assert isinstance(linear_state_rule(inp, _fact("0.24.0")), str)
     assert linear_state_rule(replace(inp, speculative=None), _fact("0.24.0")) == (16, 2)
+    assert linear_state_rule(inp, _fact("0.24.0")) == (16, 3)
+    assert linear_state_rule(replace(inp, speculative_tokens=3), _fact("0.24.0")) == (16, 5)
+    assert linear_state_rule(replace(inp, speculative="ngram", speculative_tokens=4), _fact("0.24.0")) == (16, 6)
+    unknown = linear_state_rule(replace(inp, speculative="eagle"), _fact("0.24.0"))
+    assert isinstance(unknown, str) and "count is not given" in unknown
+    older = replace(_input("0.14.0", {"kv_cache_dtype": "fp8"}), speculative="mtp", speculative_tokens=3)
+    assert linear_state_rule(older, _fact("0.14.0"))[1] == 1  # 0.14: the state page only
+
+
+def test_mtp_layers_join_the_full_attention_groups() -> None:
+    """An MTP draft's decoder layer is a full-attention layer in the same pool (``get_kv_cache_spec`` lists the
+    drafter's layers): Qwen3.6-35B-A3B's 10 full-attention and 30 Gated DeltaNet layers become 11 and 30, grouped by
+    11 (30 >= 11 x 1.5): one full group and three state groups, each request taking ``ceil(L / block)`` blocks in the
+    first and 2 + 3 in each of the others under prefix caching with three speculative tokens."""
+    from servespec.engines.vllm.memory import hybrid_layout, linear_state_rule
+
+    base = _input("0.24.0", LOGGED)
+    inp = replace(base, speculative="mtp", speculative_tokens=3)
+    block, _ = linear_state_rule(inp, _fact("0.24.0"))
+    assert isinstance(block, int)
+    page_block = block * math.ceil(linear_state_page(inp, _fact("0.24.0")) / (block * 2 * 2 * 256))
+    drafted = hybrid_layout(inp, 6.0, 16, 8192)
+    plain = hybrid_layout(base, 6.0, 16, 8192)
+    assert drafted is not None and plain is not None
+    per_layer = page_block * 2 * 2 * 256  # fp8: K and V, 2 heads of 256
+    per_request = math.ceil(CONTEXT / page_block) + 3 * (2 + 3)
+    assert drafted.one_sequence_bytes == per_request * per_layer * 11
+    assert drafted.growing_bytes_per_token == 11 * 2 * 2 * 256
+    assert plain.growing_bytes_per_token == 10 * 2 * 2 * 256
+    assert drafted.tokens < plain.tokens
 
 
 @pytest.mark.parametrize(
@@ -188,3 +220,40 @@ def test_mla_beside_a_linear_state_is_hedged_from_0_11_1() -> None:
     found = linear_state_rule(_input("0.24.0", {}, mla), _fact("0.24.0"))
     assert isinstance(found, str) and "MLA" in found
     assert linear_state_rule(_input("0.11.0", {}, mla), _fact("0.11.0")) == (16, 1)
+
+
+def test_the_sampler_warm_up_holds_the_rejection_logits_under_speculative_decoding() -> None:
+    """V1's ``_dummy_sampler_run`` builds a logits tensor of one draft row (0.8.1-0.11.0), then a draft and a bonus
+    row (0.11.1 on), per dummy request for the rejection sampler (``profile_rejection_rows``): the profiled sampler
+    peak grows by it, in the model's dtype, for any method (n-gram too); without speculative decoding nothing."""
+    from servespec.engines.vllm.memory import _activation, rejection_warmup_gib
+
+    model = _model()
+    for version, per_request in (("0.10.2", 1), ("0.24.0", 2)):
+        inp = replace(_input(version, {}), speculative="ngram", speculative_tokens=3)
+        expected = per_request * 256 * (model.vocab_size or 0) * 2 / GIB
+        assert rejection_warmup_gib(inp, 256) == pytest.approx(expected)
+        assert rejection_warmup_gib(replace(inp, speculative=None), 256) == 0.0
+        # 512 batched tokens: the sampler's pass over 256 rows of a 248k vocabulary is the peak, not the forward pass
+        plain = _activation(replace(inp, speculative=None), 512, 256)
+        assert _activation(inp, 512, 256) - plain == pytest.approx(expected), version
+    assert rejection_warmup_gib(replace(_input("0.8.0", {}), speculative="ngram"), 256) == 0.0
+
+
+def test_a_draft_checkpoint_of_the_targets_layer_shape_joins_its_groups_else_it_is_hedged() -> None:
+    """A draft checkpoint (EAGLE head, draft model, DFlash) whose layers are full attention with a target layer's
+    KV bytes per token joins the full-attention groups as an MTP layer does; one of another shape (or not known)
+    leaves the hybrid layout unsized (``hybrid_layout_unknown``, the one-sequence floor)."""
+    from servespec.engines.vllm.memory import hybrid_layout, hybrid_layout_unknown
+    from servespec.knowledge.models import facts_from_config
+
+    head = {"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 2048, "num_attention_heads": 16}
+    same = facts_from_config({**head, "num_key_value_heads": 2, "head_dim": 256}, "same")
+    other = facts_from_config({**head, "num_key_value_heads": 8, "head_dim": 128}, "other")
+    base = replace(_input("0.24.0", LOGGED), speculative_tokens=3)
+    mtp = hybrid_layout(replace(base, speculative="mtp"), 6.0, 16, 8192)
+    drafted = hybrid_layout(replace(base, speculative="eagle3", draft=same), 6.0, 16, 8192)
+    assert mtp is not None and drafted == mtp
+    for draft in (other, None):
+        inp = replace(base, speculative="dflash", draft=draft)
+        assert hybrid_layout(inp, 6.0, 16, 8192) is None and hybrid_layout_unknown(inp)

@@ -42,16 +42,40 @@ def _input(core: str, options: dict[str, object]) -> EstimateInput:
 
 
 def test_encoder_states_by_hand() -> None:
+    """Per image: the six held states (4 x 1608 tokens x 1280, bf16), the (6432 x 6432) aspect-ratio mask in bf16,
+    and one layer's fc1 and GELU outputs (6432 x 5120 / TP 2 each)."""
     facts = models.catalogued("meta-llama/Llama-3.2-11B-Vision")
-    assert facts is not None and facts.encoder_states == (4 * 1608, 1280, 6)
-    one_image = 4 * 1608 * 1280 * 6 * 2
-    assert encoder_profile_gib(_input("v0", {}), 256) == pytest.approx(256 * one_image / GIB)
+    assert facts is not None and facts.encoder_states == (4 * 1608, 1280, 6) and facts.encoder_mlp == 5120
+    one_image = 4 * 1608 * 1280 * 6 * 2 + (4 * 1608) ** 2 * 2 + 2 * 4 * 1608 * 2560 * 2
+    assert encoder_profile_gib(_input("v0", {}), 256) == pytest.approx(256 * one_image / GIB)  # 52.3 GiB
     four = {"limit_mm_per_prompt": {"image": 4, "video": 0}}
-    assert encoder_profile_gib(_input("v0", four), 256) == pytest.approx(256 * 4 * one_image / GIB)  # 94.2 GiB
-    assert encoder_profile_gib(_input("v0", four), 2) == pytest.approx(2 * 4 * one_image / GIB)  # 0.74 GiB
+    assert encoder_profile_gib(_input("v0", four), 256) == pytest.approx(256 * 4 * one_image / GIB)
+    assert encoder_profile_gib(_input("v0", four), 2) == pytest.approx(2 * 4 * one_image / GIB)  # 1.63 GiB
     assert encoder_profile_gib(_input("v1", four), 256) == 0.0
     text_only = models.catalogued("meta-llama/Llama-3.1-8B-Instruct")
-    assert text_only is not None and text_only.encoder_states == (0, 0, 0)
+    assert text_only is not None and text_only.encoder_states == (0, 0, 0) and text_only.encoder_mlp == 0
+
+
+def test_the_failed_start_of_log_162_does_not_fit_and_its_fix_starts() -> None:
+    """vllm_logs/162: one A100 80GB, vLLM 0.6.3 (V0), --max-model-len 1024 and the defaults (256 sequences, one
+    image each): the tower's held states (24.7 GiB), mask (19.7 GiB) and one MLP's activations (31.4 GiB) beside
+    19.9 GiB of weights leave no KV cache; the reporter's fix, max_num_seqs 32, starts."""
+    path = next(LOGS.glob("162-*.yaml"))
+    data = YAML(typ="safe").load(path.read_text())
+    assert vllm_logs.compare(path).fits is False
+    facts, gpu = vllm_logs._facts(data), vllm_logs._gpu(data)
+    assert facts is not None and gpu is not None
+    inp = dataclasses.replace(
+        _input("v0", {"max_num_seqs": 32, "enforce_eager": True}),
+        model=facts,
+        gpu=gpu,
+        tensor_parallel=1,
+        max_model_len=1024,
+        release=VLLM.select("0.6.3").release,
+        engine_version="0.6.3",
+    )
+    plan = VLLM.estimate(inp)
+    assert plan is not None and vllm_logs.fits(plan), plan
 
 
 def test_the_failed_start_of_log_160_does_not_fit() -> None:

@@ -83,3 +83,20 @@ def test_v0_sampler_term_replaces_the_generic_one_only_where_the_release_is_read
     assert _activation(generic) < sort - 0.5
     more_rows = _input(data, options={**inp.options, "max_num_seqs": 512, "max_num_batched_tokens": 4096})
     assert _activation(more_rows) == pytest.approx(2 * sort, abs=0.02)
+
+
+def test_v0_before_0_5_3_profiles_a_whole_prompt_of_any_length() -> None:
+    """Up to v0.5.2 V0 never turns chunked prefill on by itself (v0.5.3 arg_utils.py ``use_long_context`` does above
+    32768), so a release the catalog lacks, stated below 0.5.3, profiles ``max_model_len`` tokens at any length:
+    log 153 (deepseek-coder-33b, linear rope x4: 65,536 tokens on vLLM 0.4.1) leaves less KV cache than one sequence,
+    the refusal its traceback shows (raise_if_cache_size_invalid); a later uncatalogued release keeps the 32768 rule."""
+    from servespec.engines.vllm.memory import V0_AUTO_CHUNKED_PREFILL_SINCE
+
+    data = YAML(typ="safe").load(next(LOGS.glob("153-*.yaml")).read_text())
+    inp = replace(_input(data), tensor_parallel=2, dtype="float16")
+    assert inp.release is None and inp.max_model_len == 65536  # 16384 positions x linear factor 4
+    old = get("vllm").estimate(inp)
+    later = get("vllm").estimate(replace(inp, engine_version=".".join(map(str, V0_AUTO_CHUNKED_PREFILL_SINCE))))
+    assert old is not None and later is not None
+    assert "max_num_batched_tokens 65536" in old.notes and "max_num_batched_tokens 2048" in later.notes
+    assert old.kv_cache_gib < old.one_sequence_gib < later.kv_cache_gib, (old, later)

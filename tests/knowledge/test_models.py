@@ -385,3 +385,17 @@ def test_starcoder2_counts_its_ungated_biased_layers() -> None:
     layers, h, inner = config["num_hidden_layers"], config["hidden_size"], config["intermediate_size"]
     q_kv_o = 36 * 128 + 2 * 4 * 128 + h
     assert facts.params - unbiased.params == layers * (q_kv_o + inner + h)
+
+
+def test_mtp_layers_are_read_from_the_field_the_family_names() -> None:
+    """Qwen3.5/3.6's ``mtp_num_hidden_layers`` (in text_config), DeepSeek's ``num_nextn_predict_layers``; a config
+    naming none has none, and the field it came from is kept (the release reads its own per family)."""
+    from servespec.knowledge.models import facts_from_config
+
+    qwen = catalogued("Qwen/Qwen3.6-27B")
+    assert qwen is not None and (qwen.mtp_layers, qwen.mtp_key) == (1, "mtp_num_hidden_layers")
+    base = {"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4}
+    assert facts_from_config(base, "x").mtp_layers == 0
+    nextn = facts_from_config({**base, "num_nextn_predict_layers": 2}, "x")
+    assert (nextn.mtp_layers, nextn.mtp_key) == (2, "num_nextn_predict_layers")
+    assert facts_from_config({**base, "num_nextn_predict_layers": 0}, "x").mtp_key is None

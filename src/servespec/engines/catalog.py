@@ -107,6 +107,26 @@ class SourcedBool(_Fact):
     source: str
 
 
+class MmEncoderProfile(_Fact):
+    """vLLM V1: how ``profile_run`` profiles a multimodal model's encoder before the KV cache is sized
+    (scripts/catalog/vllm_mm_profile.py, read by ``ast`` from the release's model runner and encoder budget)."""
+
+    runs_encoder: bool
+    """The profiling run feeds dummy items of the modality with the most tokens per item through the encoder
+    (``get_multimodal_embeddings`` / ``embed_multimodal`` / ``profile_encoder_cache``), inside the measured peak."""
+    items_division: Literal["floor", "ceil"]
+    """Items per dummy batch: ``encoder_budget // tokens_per_item`` (floor) or ``cdiv`` (ceil, before 0.10), capped by
+    ``max_num_seqs`` x the items one prompt may hold, at least 1."""
+    holds_outputs: bool
+    """The encoder's outputs stay in ``encoder_cache`` through the language model's dummy run and sampler warm-up."""
+    skip_option: str | None = None
+    """The option that turns the encoder profiling off (``skip_mm_profiling``); None: the release has none."""
+    default_limit: int
+    """Items per prompt of a modality ``--limit-mm-per-prompt`` does not name, on V1 (``get_limit_per_prompt``:
+    1 in 0.8.x, 999 from 0.9.0)."""
+    source: str
+
+
 class PostKvWarmup(_Fact):
     """vLLM: what the worker allocates after it has sized and allocated the KV cache (``compile_or_warm_up_model``).
 
@@ -224,6 +244,13 @@ class SglangAllReduce(_Fact):
     max_size, max_size, max_size). ``cuda``: ``v2`` where the JIT ``CustomAllReduceV2`` (buffers allocated
     in C++) is the CUDA default. ``quick_reduce_default``: ``ROCM_QUICK_REDUCE_QUANTIZATION``'s default
     (``NONE``: no quick all-reduce buffers); None where the release has no quick all-reduce.
+    ``quick_reduce_archs`` / ``quick_reduce_world_sizes``: where ``QuickAllReduce`` initialises (the
+    ``gcnArchName`` prefixes of ``qr_rocm_arch_available``, ``_SUPPORTED_WORLD_SIZES``; more than two GPUs only
+    when fully connected); ``quick_reduce_max_size_env``: the variable that sets its largest input in MB (0 or
+    unset: the kernel's default, which ``quick_reduce_default_max_gb`` states as the release's comment does);
+    ``quick_reduce_regimes``: the values that variable takes (``QuickReduceRegime``; any other is refused with a
+    warning and allocates nothing); ``quick_reduce_source``: the line of ``init_quick_all_reduce`` that reads
+    the quantization variable.
     ``released``: the artefact's PyPI upload time (ISO 8601)."""
 
     hip: Literal["aiter", "sglang"]
@@ -232,6 +259,12 @@ class SglangAllReduce(_Fact):
     sglang_max_size_hip: int
     cuda: Literal["sglang", "v2"]
     quick_reduce_default: str | None = None
+    quick_reduce_regimes: tuple[str, ...] = ()
+    quick_reduce_archs: tuple[str, ...] = ()
+    quick_reduce_world_sizes: tuple[int, ...] = ()
+    quick_reduce_max_size_env: str | None = None
+    quick_reduce_default_max_gb: int | None = None
+    quick_reduce_source: str | None = None
     released: str | None = None
     source: str
 
@@ -329,6 +362,23 @@ class CheckpointGpus(_Fact):
     """Only for this ``linear_key_head_dim``; None: any."""
     cuda_runtime_min: int | None = None
     """Only when the CUDA runtime's major version is at least this (the release's wheel: ``image_cuda``)."""
+
+
+class SpeculativeMemory(_Fact):
+    """vLLM: what speculative decoding adds to the memory a release lays out (scripts/catalog/vllm_speculative.py)."""
+
+    mtp_layer_keys: list[str]
+    """The config fields ``SpeculativeConfig.hf_config_override`` reads as an MTP draft's layer count (``n_predict``,
+    per model family: ``num_nextn_predict_layers``, Qwen3.5's ``mtp_num_hidden_layers`` from 0.17.0 ...); the draft
+    runs those layers of the target's checkpoint, each with its own attention KV cache in the shared pool."""
+    linear_state_speculative_blocks: bool
+    """A linear-attention (Mamba, Gated DeltaNet) layer holds ``num_speculative_tokens`` more state blocks per request
+    (``MambaSpec.max_memory_usage_bytes`` adds ``num_speculative_blocks``: 0.15.0 on); False: its state page only."""
+    profile_rejection_rows: int = 0
+    """V1's profiling sampler warm-up also runs the rejection sampler under speculative decoding, on a new logits
+    tensor of this many rows per dummy request (1 draft token: 0.8.1-0.11.0; plus a bonus row: 0.11.1 on); 0: none
+    (0.8.0), or not read (0.34.0's model runner, whose sampler warm-up is not modelled either)."""
+    source: str
 
 
 class HybridKvCache(_Fact):
@@ -553,6 +603,8 @@ class ReleaseFacts(_Fact):
     block_size_multiple: SourcedInt | None = None
     """vLLM: the multiple the default CUDA attention backend needs of ``--block-size`` (ENG002)."""
     hybrid_kv_cache: HybridKvCache | None = None
+    speculative_memory: SpeculativeMemory | None = None
+    """vLLM: the MTP draft's layer-count fields and the linear-attention state's speculative blocks; None: not read."""
     profile_sampler_sorts_vocab: SourcedBool | None = None
     """vLLM V1: the profiling run's sampler warm-up (gpu_model_runner.py ``_dummy_sampler_run``, after the
     forward pass over the batched-token budget) passes ``top_k = vocab - 1`` for ``min(max_num_seqs,
@@ -574,6 +626,8 @@ class ReleaseFacts(_Fact):
     """vLLM V0: the ``max_model_len`` above which the engine turns chunked prefill on by itself (arg_utils.py
     ``use_long_context``, 32768 in 0.6-0.10); below it, chunked prefill off, profiling runs a whole
     ``max_model_len`` prompt. None: the release has no V0 engine."""
+    mm_encoder_profile: MmEncoderProfile | None = None
+    """vLLM V1: the profiling run's multimodal encoder pass (dummy items through the vision tower); None: V0."""
     post_kv_warmup: PostKvWarmup | None = None
     """vLLM: what the default engine core allocates after the KV cache is sized (CUDA graphs, the sampler
     warm-up); None: not read (no check after the KV cache)."""
@@ -825,6 +879,34 @@ class Catalog:
             return Selection(None, version, "older", names)
         relation = "between" if len(earlier) < len(names) else "newer"
         return Selection(self.release(earlier[-1]), version, relation, names)
+
+    def candidates(self, version: str) -> tuple[str, ...]:
+        """The catalogued releases whose code a build of ``version`` lies between: the release itself when it is
+        catalogued, else the last catalogued release before it and the first after it (PEP 440 order: a development
+        or release-candidate build precedes its release, ``0.10.1.dev101`` lies after 0.10.0 and before 0.10.1; a
+        local label, ``+gbda9d0535``, is ignored). One release when the version is newer than every catalogued one
+        (the newest: unbounded above, as :meth:`select` takes it); none when it is older than all of them.
+
+        A figure that is the same under every candidate does not depend on where between them the build lies
+        (tests/vllm_logs.py answers such a log and labels the release as a stand-in)."""
+        public = version.strip().removeprefix("v").split("+")[0]
+        wanted = version_key(public)
+        if public in self.files:
+            return (public,)
+        exact = [
+            name for name in self.versions if version_key(name) == wanted and re.fullmatch(r"\d+(?:\.\d+)*", public)
+        ]
+        if exact or not wanted:  # the same release spelled otherwise ("0.12" is 0.12.0), as :meth:`select` takes it
+            return tuple(exact[-1:])
+        numeric = re.match(r"^[vb]?\d+(?:\.\d+)*(?:\.?post\d+)?", public)
+        tail = public[numeric.end() :] if numeric else ""
+        pre = re.match(r"^[.\-_]?(?:a|alpha|b|beta|c|rc|pre|preview|dev)\d*", tail) is not None
+        # a pre-release of X precedes X; any other uncatalogued spelling sits after the releases of its number
+        below = [
+            name for name in self.versions if version_key(name) < wanted or (not pre and version_key(name) == wanted)
+        ]
+        above = [name for name in self.versions if version_key(name) >= wanted and name not in below]
+        return tuple(below[-1:] + above[:1]) if below else ()
 
     def nearest(self, version: str) -> tuple[str, ...]:
         """The catalogued versions on either side of ``version`` (for a finding to name)."""

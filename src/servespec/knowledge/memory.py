@@ -150,6 +150,10 @@ class EstimateInput:
     moe_group: int = 0
     """GPUs of a pipeline stage that the routed experts are split over, by expert or tensor
     parallelism alike (each holds ``experts / moe_group`` of them); 0: ``tensor_parallel``."""
+    expert_parallel: int = 1
+    """GPUs of the MoE group that split the routed experts by expert, each holding whole experts (the layout's
+    ``expert``: vLLM ``--enable-expert-parallel`` or ``resources.expert_parallel``); 1: each expert is
+    tensor-sharded over the group."""
     dtype: str = "auto"
     quantization: str | None = None
     gguf_type: str | None = None
@@ -176,6 +180,13 @@ class EstimateInput:
     """``model.speculative.method`` (None: no speculative decoding)."""
     draft: ModelFacts | None = None
     """The draft model's facts (``model.speculative.draft``) when known."""
+    speculative_tokens: int | None = None
+    """``model.speculative.num_tokens`` (vLLM ``num_speculative_tokens``); None: not given."""
+    image: str | None = None
+    """``engine.image``: the container image reference (None: the engine's official image)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """The engine process's environment as the spec sets it (``engine.env``): variables an engine reads at
+    start-up that change its memory (SGLang's ``ROCM_QUICK_REDUCE_QUANTIZATION``)."""
 
 
 @dataclass(frozen=True)
@@ -263,6 +274,9 @@ class GpuEstimate:
     unified_memory: str = ""
     """On a GPU that shares the host's RAM (gpus.yaml ``unified_memory``): how the engine release's KV budget rests
     on the host's memory use during start-up, in words (MEM009); "" otherwise or when the engine does not say."""
+    kv_cache_bytes_all_devices: float = 0.0
+    """GGUF engines: the whole KV cache the engine lays out, every cell of every layer over the GPUs and host memory
+    alike (llama.cpp sizes each layer's K and V the same wherever the layer is); 0 for the other engines."""
 
 
 @dataclass(frozen=True)
@@ -379,9 +393,28 @@ def weight_bytes(inp: EstimateInput) -> float:
         return experts * (bits or _QUANT_BITS["mxfp4"]) / 8 + (params - experts) * element
     if explicit is None and model.quant_parts:
         return _by_part(model, bits, element)
-    if bits is None or bits >= element * 8:
+    linear_bits = _linear_bits(inp)
+    if linear_bits is None:
         return params * element
-    return linear * bits / 8 + embed * element
+    return linear * linear_bits / 8 + embed * element
+
+
+def _linear_bits(inp: EstimateInput) -> float | None:
+    """Bits per weight of every linear layer where :func:`weight_bytes` sizes the model as quantized linear layers
+    beside embeddings (and an LM head) in the model's dtype; None where it sizes it otherwise (unquantized, GGUF,
+    MXFP4 experts, a checkpoint's own tensors or parts)."""
+    model = inp.model
+    element = dtype_bytes(model, inp.dtype)
+    explicit = load_quantization(inp.quantization)
+    if explicit is not None and model.quant_method is not None and explicit != "gguf":
+        explicit = None
+    method = explicit or model.quant_method
+    if method == "gguf" or inp.gguf_type or (method == "mxfp4" and model.is_moe):
+        return None
+    if (explicit is None and model.weight_bytes and inp.dtype == "auto") or (explicit is None and model.quant_parts):
+        return None
+    bits = _QUANT_BITS.get(explicit) if explicit else model.quant_bits or _QUANT_BITS.get(method or "")
+    return None if bits is None or bits >= element * 8 else bits
 
 
 def _by_part(model: ModelFacts, bits: float | None, element: float) -> float:
@@ -428,8 +461,11 @@ def layer_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: in
     layers have a shape of their own: :func:`full_layer_bytes_per_token`).
 
     KV heads split across tensor-parallel ranks; with fewer KV heads than ranks each rank
-    keeps a replicated head (PAR004). MLA caches one latent per layer on every rank.
+    keeps a replicated head (PAR004). MLA caches one latent per layer on every rank, except on a release that caches
+    its keys and values per attention head (``mla_cached_heads``: that head size, the heads split across ranks).
     """
+    if model.is_mla and model.mla_cached_heads:
+        return 2 * max(1, model.attention_heads // tensor_parallel) * model.mla_cached_heads * element
     if model.is_mla:
         return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * element
     heads = max(1, model.kv_heads // tensor_parallel)
@@ -604,6 +640,11 @@ def routed_expert_bytes(inp: EstimateInput) -> float:
         return whole  # share unknown: the lower bound, all split over the MoE group (no error rests on a guess)
     if (load_quantization(inp.quantization) or model.quant_method) == "mxfp4":
         return min(experts * _QUANT_BITS["mxfp4"] / 8, whole)
+    bits = _linear_bits(inp)
+    if bits is not None:
+        # quantized linear layers beside embeddings kept in the dtype: the experts are linear layers, at ``bits``
+        # (their share of the parameters would hand them part of the 16-bit embeddings)
+        return min(experts * bits / 8, whole)
     return whole * min(experts / model.params, 1.0)
 
 
@@ -760,4 +801,4 @@ def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuE
     sized = replace(inp, max_model_len=context, context_basis=basis)
     found = plan(sized, total, weights, overhead, kv, tokens, per_gpu_token, claimed, notes)
     cache_bytes = kv * GIB if free_for_kv >= kv else tokens * per_gpu_token + fixed * GIB
-    return replace(found, offload=offload, kv_cache_bytes=cache_bytes)
+    return replace(found, offload=offload, kv_cache_bytes=cache_bytes, kv_cache_bytes_all_devices=kv_bytes(context))

@@ -153,6 +153,12 @@ class ModelFacts:
     linear_kind: str = "gated_delta_net"
     """Which linear attention the ``linear_layers`` are: Qwen3-Next's ``gated_delta_net`` or Kimi Linear's ``kda``
     (Kimi Delta Attention: q, k and v convolved separately, a low-rank per-channel forget gate and output gate)."""
+    mtp_layers: int = 0
+    """Multi-token-prediction layers the checkpoint carries beside ``layers`` (DeepSeek-V3's and Qwen3-Next's
+    ``num_nextn_predict_layers``, Qwen3.5's ``mtp_num_hidden_layers``, MiMo's ``num_mtp_modules``), loaded only as an
+    ``mtp`` speculative draft; 0: none named."""
+    mtp_key: str | None = None
+    """The config field ``mtp_layers`` was read from (a release reads its own per model family)."""
     attention_gate: bool = False
     """Qwen3-Next / Qwen3.5 full attention: q_proj also yields an output gate (``attn_output_gate``)."""
     index_n_heads: int | None = None
@@ -226,10 +232,20 @@ class ModelFacts:
             self.full_head_dim or self.head_dim
         ) == self.head_dim
 
+    vision_profile: towers.VisionProfile | None = None
+    """The dummy image vLLM V1's profiling run feeds the vision tower, and the tower's shape (knowledge/vision.py
+    ``vision_profile``); None where it is not derived."""
     encoder_states: tuple[int, int, int] = (0, 0, 0)
     """Llama 3.2 Vision's encoder: (tokens per image, width, hidden states held at once) for vLLM's V0 profiling
     run, which runs every profiled image through the tower in one batch (knowledge/vision.py
     ``mllama_encoder_states``)."""
+    mla_cached_heads: int = 0
+    """An MLA model on an engine release that caches full keys and values per attention head instead of the latent:
+    the head size it caches them with (0: the latent, or not MLA). Set by the engine unit for such releases (vLLM
+    before 0.7.1: engines/vllm/memory.py ``mla_cache_head_size``)."""
+    encoder_mlp: int = 0
+    """Llama 3.2 Vision's encoder: the width of its MLP, whose two activations a layer holds at once in vLLM's V0
+    profiling run (knowledge/vision.py ``mllama_encoder_mlp``)."""
     cross_layers: int = 0
     """Llama 3.2 Vision: how many of the ``layers`` attend to the image (``cross_attention_layers``). Each has
     q, k, v and o projections as wide as self-attention's, q_norm, k_norm and two gates (transformers
@@ -894,6 +910,9 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
         cross_layers=len(fields.items(config, "cross_attention_layers") or []) if model_type == _MLLAMA_TEXT else 0,
         encoder_states=towers.mllama_encoder_states(raw),
+        **_mtp(config),
+        vision_profile=towers.vision_profile(raw),
+        encoder_mlp=towers.mllama_encoder_mlp(raw),
     )
     layout = _family_layout(config, model_type, hidden, heads)
     if layout:
@@ -902,6 +921,20 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         gemma4_towers = gemma4.towers(raw, hidden)
         facts = replace(facts, **gemma4.layout(config, layers), vision_params=gemma4_towers)
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
+
+
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
+"""Config fields that count a checkpoint's multi-token-prediction layers (read by vLLM's
+``SpeculativeConfig.hf_config_override`` per model family: vllm/config/speculative.py)."""
+
+
+def _mtp(config: dict[str, Any]) -> dict[str, Any]:
+    """``mtp_layers`` and the field it came from: the first :data:`MTP_KEYS` field the (flattened) config gives."""
+    for key in MTP_KEYS:
+        count = fields.count(config, key)
+        if count:
+            return {"mtp_layers": count, "mtp_key": key}
+    return {}
 
 
 _ESSENTIAL = ("num_hidden_layers", "hidden_size", "num_attention_heads")

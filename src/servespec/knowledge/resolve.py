@@ -15,6 +15,7 @@ from typing import Any
 from servespec import engines, hostpaths
 from servespec.engines.base import Engine, EngineCheck, Profile
 from servespec.engines.catalog import EngineRelease, Selection, normalize_option
+from servespec.engines.gguf import DeviceFreeKv, GgufEngine
 from servespec.engines.layout import Layout
 from servespec.engines.options import Setting, coerce, extra_arg_settings, nested, spelled
 from servespec.knowledge import gpus, sources
@@ -250,6 +251,7 @@ class Resolved:
             pipeline_parallel=self.layout.pipeline,
             data_parallel=self.layout.data,
             moe_group=self.layout.moe_group,
+            expert_parallel=self.layout.expert,
             dtype=spec.model.dtype,
             quantization=quantization,
             gguf_type=spec.model.gguf_type or facts.file_type,
@@ -264,7 +266,26 @@ class Resolved:
             adapters=len(spec.model.adapters),
             speculative=spec.model.speculative.method if spec.model.speculative else None,
             draft=_draft_facts(self.deployment) if spec.model.speculative else None,
+            speculative_tokens=spec.model.speculative.num_tokens if spec.model.speculative else None,
+            image=spec.engine.image,
+            env={name: str(value) for name, value in spec.engine.env.items()},
         )
+
+    def kv_without_device(self, host: HostView) -> DeviceFreeKv | None:
+        """A GGUF engine on a host whose GPU the catalogue lacks (Apple silicon, Jetson, any unified-memory or
+        uncatalogued device), where :meth:`_estimate` has no plan: the KV cache it lays out over all its devices
+        when no device changes it, tried on host memory and on the smallest and largest catalogued GPU (never
+        standing in for the host's own). None for other engines and hosts (their plan covers it)."""
+        hardware = host_gpus(host)
+        if not isinstance(self.engine, GgufEngine) or hardware.known or not hardware.count:
+            return None
+        memory = host.hardware.memory_gib if host.hardware else None
+        cards = sorted(gpus.catalog(), key=lambda card: card.memory_mib)
+
+        def build(device: GpuModel | None) -> EstimateInput | None:
+            return self.estimate_input(device, memory or 0.0, host_ram_gib=memory)
+
+        return self.engine.kv_without_device(build, [None, cards[0], cards[-1]])
 
     def _estimate(self, host: HostView) -> GpuEstimate | None:
         hardware = host_gpus(host)

@@ -19,6 +19,8 @@ Other towers are left to the generic estimate in :mod:`servespec.knowledge.model
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 from servespec.knowledge import config_fields as fields
@@ -142,6 +144,16 @@ def mllama_encoder_states(config: dict[str, Any]) -> tuple[int, int, int]:
     return (_count(vision, "max_num_tiles", 4) * padded, _count(vision, "hidden_size", 1280), kept)
 
 
+def mllama_encoder_mlp(config: dict[str, Any]) -> int:
+    """Llama 3.2 Vision: the width of the vision tower's MLP (``vision_config.intermediate_size``), whose ``fc1``
+    output and GELU output a layer holds at once (vLLM v0.6.3 model_executor/models/clip.py ``CLIPMLP.forward``,
+    L277-281: ``fc1`` a ColumnParallelLinear, ``nn.GELU`` out of place); 0 for any other model."""
+    vision = fields.mapping(config, "vision_config")
+    if vision is None or fields.text(config, "model_type") != "mllama":
+        return 0
+    return _count(vision, "intermediate_size", 5120)
+
+
 def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
     """The vision tower and projector of a config whose tower is one of the classes above; None otherwise."""
     vision = fields.mapping(config, "vision_config")
@@ -160,3 +172,91 @@ def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
     if model_type == "llava_next" and vision_type == "siglip_vision_model":
         return _siglip_llava(config, vision, text_hidden)
     return None
+
+
+QWEN2_VL_MAX_PIXELS = 12845056
+"""``max_pixels`` of the Qwen2-VL and Qwen2.5-VL checkpoints' preprocessor_config.json (3584 x 3584; the
+transformers class default is lower, 28 x 28 x 1280, but vLLM reads the checkpoint's processor): with 28-pixel merged
+patches, 16,384 tokens per image, which vLLM 0.10.2 logs for Qwen2-VL-2B-Instruct as its encoder budget
+(tests/data/vllm_logs/081: "Encoder cache will be initialized with a budget of 16384 tokens")."""
+QWEN3_VL_MAX_PIXELS = 16777216
+"""``size.longest_edge`` of the Qwen3-VL, Qwen3.5 and Qwen3.6 checkpoints' preprocessor_config.json (4096 x 4096,
+e.g. Qwen/Qwen3.6-35B-A3B-FP8 and Qwen/Qwen3.5-2B-Base, image processor Qwen2VLImageProcessorFast): 16,384 tokens of
+32-pixel merged patches per image."""
+_QWEN2_TYPES = ("qwen2_vl", "qwen2_5_vl")
+_QWEN3_TYPES = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+
+
+@dataclass(frozen=True)
+class VisionProfile:
+    """What vLLM's profiling run feeds a vision tower: one dummy image of the most features the model's processor
+    gives, and the tower's shape (the working set per patch is :func:`patch_bytes`)."""
+
+    tokens: int
+    """Tokens one dummy image occupies in the language model (after the patch merger)."""
+    patches: int
+    """Patches the tower runs for that image (before merging)."""
+    width: int
+    mlp: int
+    patch_volume: int
+    """Pixel values per patch (channels x temporal x patch x patch), as the processor hands them over."""
+    rotary: bool
+    """The tower rotates q and k in float32 (Qwen's 2D RoPE), which its attention's working set holds."""
+    max_pixels: int = 0
+    """The processor's pixel cap where the image size follows it (Qwen), which ``mm_processor_kwargs`` may override;
+    0: a fixed image size."""
+    unit: int = 0
+    """Pixels per merged token along one side (patch x merge) where ``max_pixels`` applies."""
+
+
+def _qwen_tokens(max_pixels: int, unit: int) -> int:
+    """vLLM's Qwen2-VL ``get_image_size_with_most_features``: the merged-patch count ``max_pixels // unit^2``,
+    lowered until a factor pair has an aspect ratio of at most 200 (v0.24.0 model_executor/models/qwen2_vl.py
+    L965-1016; the same in v0.10.2)."""
+    for count in range(max(max_pixels // (unit * unit), 1), 0, -1):
+        side = next(d for d in range(math.isqrt(count), 0, -1) if count % d == 0)
+        if count // side / side <= 200:
+            return count
+    return 1
+
+
+def vision_profile(config: dict[str, Any]) -> VisionProfile | None:
+    """The dummy image and tower shape of the families whose dummy image servespec derives: Qwen2-VL, Qwen2.5-VL,
+    Qwen3-VL and Qwen3.5/3.6 (the processor's pixel cap, :data:`QWEN2_VL_MAX_PIXELS`, :data:`QWEN3_VL_MAX_PIXELS`)
+    and Gemma 3 (a fixed ``image_size`` square, ``mm_tokens_per_image`` tokens, pan-and-scan off by default);
+    None for any other model."""
+    vision = fields.mapping(config, "vision_config")
+    if vision is None:
+        return None
+    model_type = fields.text(config, "model_type") or ""
+    if model_type in _QWEN2_TYPES + _QWEN3_TYPES:
+        qwen2 = model_type in _QWEN2_TYPES
+        width = _count(vision, "embed_dim", 0) if model_type == "qwen2_vl" else _count(vision, "hidden_size", 0)
+        mlp = int(width * (fields.number(vision, "mlp_ratio") or 4.0)) if model_type == "qwen2_vl" else 0
+        mlp = mlp or _count(vision, "intermediate_size", 4 * width)
+        merge = _count(vision, "spatial_merge_size", 2)
+        unit = _count(vision, "patch_size", 14 if qwen2 else 16) * merge
+        max_pixels = QWEN2_VL_MAX_PIXELS if qwen2 else QWEN3_VL_MAX_PIXELS
+        tokens = _qwen_tokens(max_pixels, unit)
+        volume = _count(vision, "in_channels", _count(vision, "in_chans", 3)) * _patch_volume(vision)
+        return VisionProfile(tokens, tokens * merge * merge, width, mlp, volume, True, max_pixels, unit)
+    if model_type == "gemma3":
+        patch = _count(vision, "patch_size", 14)
+        side = _count(vision, "image_size", 896) // patch
+        width = _count(vision, "hidden_size", 1152)
+        tokens = fields.count(config, "mm_tokens_per_image") or 256
+        volume = _count(vision, "num_channels", 3) * patch * patch
+        return VisionProfile(tokens, side * side, width, _count(vision, "intermediate_size", 4304), volume, False)
+    return None
+
+
+def with_max_pixels(profile: VisionProfile, max_pixels: int) -> VisionProfile:
+    """The profile under an ``mm_processor_kwargs`` ``max_pixels`` override (Qwen: vLLM's ``_get_vision_info`` and
+    ``get_image_size_with_most_features`` apply it over the processor's ``size``); unchanged for a fixed size."""
+    if not profile.max_pixels or max_pixels <= 0:
+        return profile
+    tokens = _qwen_tokens(max_pixels, profile.unit)
+    merged = profile.patches // profile.tokens
+    return VisionProfile(
+        tokens, tokens * merged, profile.width, profile.mlp, profile.patch_volume, True, max_pixels, profile.unit
+    )

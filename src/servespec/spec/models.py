@@ -308,7 +308,7 @@ class Adapter(_Model):
         return self
 
 
-SpeculativeMethod = Literal["eagle", "eagle3", "mtp", "ngram", "draft"]
+SpeculativeMethod = Literal["eagle", "eagle3", "mtp", "ngram", "draft", "dflash"]
 
 
 class Speculative(_Model):
@@ -316,7 +316,8 @@ class Speculative(_Model):
 
     method: SpeculativeMethod = Field(
         description="eagle / eagle3: an EAGLE head (draft); mtp: the model's own multi-token-prediction layers; "
-        "ngram: prompt lookup, no draft; draft: a smaller model of the same vocabulary"
+        "ngram: prompt lookup, no draft; draft: a smaller model of the same vocabulary; dflash: a DFlash block "
+        "diffusion draft (draft)"
     )
     draft: ModelSource | None = Field(
         default=None, description="The draft model or EAGLE head: a Hugging Face repo id or a host path"
@@ -328,7 +329,7 @@ class Speculative(_Model):
 
     @model_validator(mode="after")
     def _draft_where_needed(self) -> Speculative:
-        if self.method in ("eagle", "eagle3", "draft") and self.draft is None:
+        if self.method in ("eagle", "eagle3", "draft", "dflash") and self.draft is None:
             raise PydanticCustomError(
                 "speculative_draft",
                 "model.speculative.method {method} needs model.speculative.draft",

@@ -24,6 +24,7 @@ class Ollama(GgufEngine):
     # GGUF file (docs/modelfile.md); each adapter is created as a model of its own, served under its name
     adapters_in_modelfile = True
     adapter_formats = ("gguf", "folder")
+    flash_option = "flash_attention"  # OLLAMA_FLASH_ATTENTION (engines/ollama/memory.py reads it)
 
     def default_served_name(self, known: Known) -> str | None:
         """A local GGUF file (``FROM /path/model.gguf``) has no ``name:tag`` of its own: ``ollama create``

@@ -23,17 +23,21 @@ from servespec.knowledge.memory import (
 
 ROCM_SETUP_NOTE = (
     "ROCm: what RCCL allocates for its communicators in SGLang's distributed set-up (before its baseline) is set "
-    "in RCCL, not SGLang or aiter, and is not modelled beyond the NCCL allowance (the MI355X logs show 8-10 GB "
-    "per rank in all, about 3 GiB of it aiter's all-reduce), so the KV pool may be smaller than estimated"
+    "in RCCL, not SGLang or aiter, and is not modelled beyond the NCCL allowance (on MI355X, with aiter's 3 GiB "
+    "and the quick all-reduce's 4 GiB counted, about 1 GiB per rank at TP2 and 3 GiB at TP8 stay unexplained), "
+    "so the KV pool may be smaller than estimated"
 )
 """On ROCm SGLang's distributed set-up creates an RCCL communicator for the tensor-parallel group and warms it
 up with a one-element all-reduce (``PyNcclCommunicator.__init__``, v0.5.12 pynccl.py L110-L120), and builds
-aiter's custom all-reduce (engines/sglang/all_reduce.py, modelled), all before ``pre_model_load_memory`` is
-read (model_runner.py L1250-L1303). ``pre_warm_nccl`` (default ``is_hip()`` in the dataclass, v0.5.12
-server_args.py L725) is a store_true flag on the command line (L6522-L6526), so a CLI launch leaves it off: the
-GLM-5.1 logs print ``pre_warm_nccl=False``. The logs (tests/data/startup_logs/sglang/005-011) show 8.18 GB at
-TP2 and 10.04 GB at TP8 ("Init torch distributed ends ... mem usage"): about 3.2 GB of it aiter's buffers,
-the rest RCCL's."""
+aiter's custom all-reduce and SGLang's quick all-reduce (engines/sglang/all_reduce.py, modelled), all before
+``pre_model_load_memory`` is read (model_runner.py L1250-L1303). ``pre_warm_nccl`` (default ``is_hip()`` in the
+dataclass, v0.5.12 server_args.py L725) is a store_true flag on the command line (L6522-L6526), so a CLI launch
+leaves it off: the GLM-5.1 logs print ``pre_warm_nccl=False``. The logs (tests/data/startup_logs/sglang/005-011,
+SGLang's ROCm images, which set ``ROCM_QUICK_REDUCE_QUANTIZATION=INT8`` and ``NCCL_MIN_NCHANNELS=112``) show
+8.18 GB at TP2 and 10.04 GB at TP8 ("Init torch distributed ends ... mem usage"): 3.01 GiB of it aiter's buffers
+(aiter 0.1.12.post1 and later in those images), 4.00 GiB the quick all-reduce's, and 1.17 / 3.03 GiB RCCL's
+(its 2.27.7 communicator with at least 112 channels; RCCL's buffer sizes and which connections a one-element
+all-reduce sets up are RCCL's, whose source for that release is not read here)."""
 
 VIT_BLOCK_PARAMS = 12
 """Assumed: a ViT block holds about 12 × hidden² parameters (attention 4h², MLP 8h²), so a tower's
@@ -104,6 +108,20 @@ def multimodal_cut(inp: EstimateInput, memory: SglangMemory) -> float:
     return (cut.base or 1.0) * dynamic
 
 
+def _communicators(inp: EstimateInput, memory: SglangMemory | None) -> tuple[float, list[str]]:
+    """GiB per GPU the distributed set-up allocates before SGLang measures its baseline, and notes saying how:
+    NCCL's allowance, and on ROCm the custom and quick all-reduce buffers (engines/sglang/all_reduce.py)."""
+    fact = memory.all_reduce if memory is not None else None
+    reduce_gib, reduce_note = all_reduce.rocm_gib(inp, fact)
+    quick_gib, quick_note = all_reduce.quick_reduce_gib(inp, fact)
+    nccl = nccl_gib(inp)
+    notes = [f"NCCL communicators {nccl:.2f} GiB before loading"] if nccl else []
+    notes += [note for note in (reduce_note, quick_note) if note]
+    if inp.gpu is not None and inp.gpu.vendor == "amd" and inp.tensor_parallel * inp.pipeline_parallel > 1:
+        notes.append(ROCM_SETUP_NOTE)
+    return nccl + reduce_gib + quick_gib, notes
+
+
 def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | None:
     """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU.
 
@@ -124,20 +142,14 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     weights = weights_per_gpu(inp) + replicated if weights is None else weights
     # SGLang measures the memory it takes fractions of after its distributed set-up (model_runner.py
     # init_torch_distributed, then profile_max_num_token): NCCL's communicators are already allocated then.
-    reduce_gib, reduce_note = all_reduce.rocm_gib(inp, memory.all_reduce if memory is not None else None)
-    communicators = nccl_gib(inp) + reduce_gib
+    communicators, communicator_notes = _communicators(inp, memory)
     before_load = total - CONTEXT_GIB - communicators
     kv = before_load * fraction - weights
     overhead = before_load * (1 - fraction) + CONTEXT_GIB + communicators
     notes = [f"mem_fraction_static {fraction}"]
     if replicated:
         notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
-    if communicators - reduce_gib:
-        notes.append(f"NCCL communicators {communicators - reduce_gib:.2f} GiB before loading")
-    if reduce_note:
-        notes.append(reduce_note)
-    if gpu.vendor == "amd" and inp.tensor_parallel * inp.pipeline_parallel > 1:
-        notes.append(ROCM_SETUP_NOTE)
+    notes.extend(communicator_notes)
     if dsa.applies(inp):
         # DeepSeek Sparse Attention: the release's own cell (MLA latent in its dtype and layout, indexer keys)
         per_token = dsa.cell_bytes(inp)

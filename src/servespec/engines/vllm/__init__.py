@@ -7,7 +7,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from servespec.engines.base import ClusterPorts, Engine, EngineCheck
-from servespec.engines.catalog import EngineRelease
+from servespec.engines.catalog import EngineRelease, version_key
 
 if TYPE_CHECKING:
     from servespec.engines.base import Known
@@ -35,14 +35,28 @@ def native_multinode(release: EngineRelease | None, options: Mapping[str, Any] |
     return (options or {}).get("distributed_executor_backend") != "ray"
 
 
+DFLASH_FROM = "0.20.0"
+"""The first catalogued release whose ``SpeculativeMethod`` takes ``dflash``
+(https://github.com/vllm-project/vllm/blob/v0.20.0/vllm/config/speculative.py#L53; not in v0.19.1's)."""
+
+
 class Vllm(Engine):
     name = "vllm"
     package = __name__
     adapter_option = "lora_modules"
     # vllm/config/speculative.py SpeculativeMethod (v0.11.0 L32-L35: "mtp"; v0.8.5 takes eagle and eagle3,
     # engine/arg_utils.py L1428-L1433, and knows MTP only as the deepseek_mtp model type)
+    # "dflash": DFlashModelTypes, in SpeculativeMethod from 0.20.0 (vllm/config/speculative.py L53, v0.20.0;
+    # absent in 0.19.1): DFLASH_FROM below
     speculative_methods = MappingProxyType(
-        {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "ngram": "ngram", "draft": "draft_model"}
+        {
+            "eagle": "eagle",
+            "eagle3": "eagle3",
+            "mtp": "mtp",
+            "ngram": "ngram",
+            "draft": "draft_model",
+            "dflash": "dflash",
+        }
     )
     speculative_checked = MappingProxyType({"mtp": "0.11.0"})
     # 0.11.0 has the V1 engine only: "Draft model speculative decoding is not supported yet" (engine/arg_utils.py
@@ -79,6 +93,8 @@ class Vllm(Engine):
             return f"{title} {release.version} has no speculative decoding option"
         if release.option("speculative_config") is None and speculative.method == "mtp":
             return f"{title} {release.version} takes a draft model only (--speculative-model), not MTP"
+        if speculative.method == "dflash" and version_key(release.version) < version_key(DFLASH_FROM):
+            return f"{title} {release.version} has no dflash method (SpeculativeMethod has it from {DFLASH_FROM})"
         return ""
 
     def cluster(self, release: EngineRelease | None, options: Mapping[str, Any] | None = None) -> ClusterPorts:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from servespec.engines.catalog import HybridKvCache, Mxfp4Choice
-from servespec.engines.versions import version_key
+from servespec.engines.catalog import HybridKvCache, MmEncoderProfile, Mxfp4Choice, version_key
+from servespec.knowledge import vision as towers
 from servespec.knowledge.memory import (
     GIB,
     VLLM_NON_TORCH_GIB,
@@ -29,6 +29,7 @@ from servespec.knowledge.memory import (
     number,
     nvls_gib,
     plan,
+    routed_expert_bytes,
     weight_bytes,
     weights_per_gpu,
 )
@@ -175,6 +176,27 @@ activation peak nor as non-torch memory (initial free − free after profiling �
 1.83 GiB). The sampler warm-up after the KV cache can reuse the activation peak's memory only where it is not held."""
 
 
+V0_AUTO_CHUNKED_PREFILL_SINCE = (0, 5, 3)
+"""The first release whose V0 engine turns chunked prefill on by itself above a ``max_model_len`` of 32768
+(https://github.com/vllm-project/vllm/blob/v0.5.3/vllm/engine/arg_utils.py#L746-L768 ``use_long_context``); up to
+v0.5.2 ``enable_chunked_prefill`` defaults to False with no such rule
+(https://github.com/vllm-project/vllm/blob/v0.5.2/vllm/engine/arg_utils.py#L85), so the profiling run takes a whole
+``max_model_len`` prompt at any length (``max_num_batched_tokens = max(max_model_len, 2048)``,
+https://github.com/vllm-project/vllm/blob/v0.4.1/vllm/config.py#L573-L582). For releases the catalog does not hold;
+the catalogued ones carry ``v0_chunked_prefill_above``."""
+
+
+def _v0_chunked_prefill_above(inp: EstimateInput) -> float:
+    """The ``max_model_len`` above which the release's V0 engine turns chunked prefill on by itself: the catalogued
+    release's ``v0_chunked_prefill_above``; for a release the catalog lacks, none before
+    :data:`V0_AUTO_CHUNKED_PREFILL_SINCE` (its stated version), else 32768 as every catalogued release has it."""
+    above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
+    if above is not None:
+        return float(above.value)
+    stated = version_key(inp.engine_version or "")
+    return math.inf if inp.release is None and stated and stated < V0_AUTO_CHUNKED_PREFILL_SINCE else 32768.0
+
+
 def _extensible(inp: EstimateInput) -> bool:
     """Whether the release's extensible KV cache is on for these options (0.34.0: on by default unless a setting in
     :data:`_EXTENSIBLE_OFF` rules it out)."""
@@ -203,6 +225,7 @@ def after_kv(inp: EstimateInput, total: float, utilization: float, reserved: flo
     sampler = 0.0
     if fact.sampler and _engine_core(inp) == "v1":
         sampler = rows * (inp.model.vocab_size or 32000) * _sampler_bytes(inp, rows) / GIB
+        sampler += rejection_warmup_gib(inp, rows)  # the same _dummy_sampler_run, its rejection pass included
         if inp.release is not None and inp.release.facts.profile_sampler_sorts_vocab is not None:
             # the profiling run warms the same sampler up (0.34: written otherwise, its size not modelled there)
             reserved = max(reserved, sampler)
@@ -238,16 +261,68 @@ def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
     rows = min(seqs, batched)
     per_entry = _sampler_bytes(inp, rows) if v1 else SAMPLER_SORT_BYTES
     sampler = rows * (inp.model.vocab_size or 32000) * per_entry / GIB
+    if v1:
+        sampler += rejection_warmup_gib(inp, rows)
     return max(forward_activation_gib(inp, batched), sampler)
+
+
+def rejection_warmup_gib(inp: EstimateInput, rows: int) -> float:
+    """GiB the sampler warm-up's rejection pass holds beside a sampling pass over ``rows`` requests, at the least.
+
+    Under speculative decoding (any method) V1's ``_dummy_sampler_run`` then builds a new ``torch.randn`` logits
+    tensor of ``profile_rejection_rows`` rows per dummy request in the logits' dtype (the model's) and runs the
+    rejection sampler on it, whose bonus and target passes sample those rows as the plain warm-up does while the
+    tensor stays allocated (vllm/v1/sample/rejection_sampler.py ``forward``). From the code, not measured against a
+    log: the pass's own float32 copies of the target rows come on top."""
+    fact = inp.release.facts.speculative_memory if inp.release else None
+    if inp.speculative is None or fact is None or not fact.profile_rejection_rows:
+        return 0.0
+    element = dtype_bytes(inp.model, inp.dtype)
+    return fact.profile_rejection_rows * rows * (inp.model.vocab_size or 32000) * element / GIB
+
+
+MLA_LATENT_CACHE_SINCE = (0, 7, 1)
+"""The first release that caches DeepSeek's MLA latent (``ModelConfig.use_mla``,
+https://github.com/vllm-project/vllm/blob/v0.7.1/vllm/config.py#L972-L1000). Before it every DeepSeek-V2 layer caches
+keys and values per attention head (``Attention(num_local_heads, head_size, num_kv_heads=num_local_heads)`` in
+model_executor/models/deepseek_v2.py), of the head size ``ModelConfig.get_head_size`` returns: 256 for
+``deepseek_v2`` up to v0.6.6.post1 (https://github.com/vllm-project/vllm/blob/v0.6.3/vllm/config.py#L454-L457, the
+same from v0.5.1; deepseek_v2.py "TODO, support head_size 192"), ``qk_nope_head_dim + qk_rope_head_dim`` for
+``deepseek_v2`` and ``deepseek_v3`` in v0.7.0 (https://github.com/vllm-project/vllm/blob/v0.7.0/vllm/config.py#L733-L743,
+the value padded to it in deepseek_v2.py)."""
+
+_HEAD_256_BEFORE = (0, 7, 0)
+
+
+def mla_cache_head_size(inp: EstimateInput) -> int:
+    """The head size the release caches an MLA model's keys and values with per attention head, before it caches
+    the latent (:data:`MLA_LATENT_CACHE_SINCE`); 0 where it caches the latent, the release is not known, or the
+    model is one the release's source does not size so (DeepSeek-V3 before 0.7.0)."""
+    model = inp.model
+    key = version_key(inp.release.version if inp.release else (inp.engine_version or ""))
+    if not model.is_mla or not key or key >= MLA_LATENT_CACHE_SINCE:
+        return 0
+    if key < _HEAD_256_BEFORE:
+        return 256 if model.model_type == "deepseek_v2" else 0
+    if model.model_type in ("deepseek_v2", "deepseek_v3"):
+        return (model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0)
+    return 0
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU.
 
     The LoRA slots (:func:`lora_slots_gib`) are part of the overhead, and told apart as ``beside_gib``; what the
-    release allocates after the KV cache is sized is ``after_kv`` (:func:`after_kv`).
+    release allocates after the KV cache is sized is ``after_kv`` (:func:`after_kv`). An MLA model on a release that
+    caches it per attention head is sized so (:func:`mla_cache_head_size`).
     """
+    heads = mla_cache_head_size(inp)
+    if heads:
+        inp = replace(inp, model=replace(inp.model, mla_cached_heads=heads))
     found = _estimate(inp)
+    if found is not None and heads:
+        note = f"MLA cached as full keys and values per attention head of {heads} (vLLM before 0.7.1)"
+        found = replace(found, notes=(*found.notes, note))
     beside = lora_slots_gib(inp) + draft_share(inp)[0]
     found = replace(found, beside_gib=round(beside, 3)) if found is not None and beside else found
     shared = unified_memory_note(inp)
@@ -298,7 +373,8 @@ def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     if padding is None or not experts or not inter:
         return 0.0, [f"MXFP4 MoE backend {choice.backend}: padding not known, experts counted unpadded"]
     group = inp.moe_group or inp.tensor_parallel
-    expert_parallel = inp.options.get("enable_expert_parallel") is True and group > 1
+    # the layout's expert split (resources.expert_parallel renders --enable-expert-parallel) or the option itself
+    expert_parallel = (inp.expert_parallel > 1 or inp.options.get("enable_expert_parallel") is True) and group > 1
     local = experts / group if expert_parallel else experts
     per_rank = inter if expert_parallel else inter / group  # vLLM's MoE tensor split spans tensor x data
     hidden = model.hidden_size
@@ -323,6 +399,46 @@ def mxfp4_padding_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     return extra / GIB, [f"{note} (+{extra / GIB:.2f} GiB)"]
 
 
+def redundant_experts(inp: EstimateInput) -> int:
+    """EPLB's redundant experts per MoE layer (``--num-redundant-experts``, or ``eplb_config``'s from 0.10.2); 0
+    unless EPLB is on (``enable_eplb``: vLLM refuses redundant experts without it, config/parallel.py v0.10.1
+    L296-L299, "num_redundant_experts should be used with EPLB")."""
+    if inp.options.get("enable_eplb") is not True:
+        return 0
+    nested = inp.options.get("eplb_config")
+    value = nested.get("num_redundant_experts") if isinstance(nested, dict) else None
+    if value is None:
+        value = inp.options.get("num_redundant_experts")
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def redundant_experts_gib(inp: EstimateInput) -> tuple[float, list[str]]:
+    """GiB per GPU of EPLB's redundant experts: vLLM builds ``num_experts + num_redundant_experts`` physical experts
+    per MoE layer and splits them over the expert-parallel group (fused_moe/layer.py ``FusedMoE.__init__``:
+    ``self.global_num_experts = num_experts + num_redundant_experts``, v0.10.1 L762, v0.11.0 L995;
+    ``determine_expert_map`` over ``ep_size``), so each GPU holds ``R / group`` more experts' weights."""
+    extra = redundant_experts(inp)
+    experts = inp.model.experts or 0
+    group = inp.moe_group or inp.tensor_parallel
+    if not extra or not experts or (inp.expert_parallel <= 1 and inp.options.get("enable_expert_parallel") is not True):
+        return 0.0, []
+    per_expert = routed_expert_bytes(inp) / experts
+    gib = extra * per_expert / group / inp.pipeline_parallel / GIB
+    return gib, [f"EPLB: {extra} redundant experts per MoE layer over {group} GPUs (+{gib:.2f} GiB)"]
+
+
+def _gathered_tokens_note(inp: EstimateInput) -> list[str]:
+    """What the estimate leaves out under data parallelism: the default dispatch gathers every rank's tokens before
+    the experts (fused_moe/layer.py ``forward_impl``, v0.10.1 L1639-L1645; ``VLLM_ALL2ALL_BACKEND`` "naive" in
+    0.10.x, "allgather_reducescatter" in 0.11.0), so the profiling step's MoE layers run on D x its tokens."""
+    if inp.data_parallel <= 1 or not inp.model.is_moe:
+        return []
+    return [
+        f"profiling: the MoE layers see all {inp.data_parallel} data-parallel ranks' tokens (gathered by the "
+        "default all2all dispatch); the experts' kernel workspace on them is not modelled"
+    ]
+
+
 def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
@@ -336,18 +452,22 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
     # v0_chunked_prefill_above (32768 in every catalogued release; assumed for an uncatalogued one).
     chunked = inp.options.get("enable_chunked_prefill") is True
-    above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
-    if _engine_core(inp) == "v0" and inp.max_model_len <= (above.value if above else 32768) and not chunked:
+    if _engine_core(inp) == "v0" and inp.max_model_len <= _v0_chunked_prefill_above(inp) and not chunked:
         batched = max(batched, inp.max_model_len)
     padded, padding_notes = mxfp4_padding_gib(inp)
     rope = rope_cache_gib(inp)
-    weights = weights_per_gpu(inp) + padded + rope
+    redundant, redundant_notes = redundant_experts_gib(inp)
+    redundant_notes += _gathered_tokens_note(inp)
+    weights = weights_per_gpu(inp) + padded + rope + redundant
+    padding_notes = [*padding_notes, *redundant_notes]
     if rope >= 0.05:
         padding_notes = [*padding_notes, f"rotary cos/sin cache {rope:.2f} GiB (one per GPU, in the model dtype)"]
     nvls = nvls_gib(inp)
     activation = _activation(inp, batched, seqs)
-    overhead = activation + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
     notes = [f"gpu_memory_utilization {utilization}", f"max_num_batched_tokens {batched}", f"max_num_seqs {seqs}"]
+    activation, said = _with_encoder(inp, activation, batched, seqs)
+    notes += said
+    overhead = activation + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
     encoder = encoder_profile_gib(inp, seqs)
     if encoder:
         overhead += encoder
@@ -376,24 +496,121 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         notes.append("hybrid KV-cache layout (per-type layer groups)")
         return replace(plan(inp, total, weights, overhead, kv, 0, 0.0, utilization, notes, layout), after_kv=warmup)
     if hybrid_layout_unknown(inp):
-        version = inp.release.version if inp.release else ""
-        fact = inp.release.facts.hybrid_kv_cache if inp.release else None
-        rule = linear_state_rule(inp, fact) if fact is not None else None
-        what = f"for which {rule}" if isinstance(rule, str) else "whose layout is not catalogued"
-        notes.append(
-            f"vLLM {version} has a hybrid KV-cache manager {what}: "
-            "every layer sized at full length, the least one sequence needs given as a floor"
-        )
+        notes.append(_unknown_layout_note(inp))
         found = finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv)
         return replace(found, one_sequence_floor_gib=round(one_sequence_floor(inp) / GIB, 3), after_kv=warmup)
     return replace(finish(inp, total, weights, overhead, kv, block, notes, utilization, draft_kv), after_kv=warmup)
 
 
-def _images_per_prompt(inp: EstimateInput) -> int:
-    """``limit_mm_per_prompt``'s image count (vLLM's default: 1)."""
+def _unknown_layout_note(inp: EstimateInput) -> str:
+    """Why the hybrid manager's layout is not sized (:func:`hybrid_layout_unknown`), for the plan's notes."""
+    version = inp.release.version if inp.release else ""
+    fact = inp.release.facts.hybrid_kv_cache if inp.release else None
+    rule = linear_state_rule(inp, fact) if fact is not None else None
+    what = f"for which {rule}" if isinstance(rule, str) else "whose layout is not catalogued"
+    if fact is not None and draft_attention_layers(inp) is None:
+        what = f"whose layout beside the {inp.speculative} draft's own attention layers is not modelled"
+    return (
+        f"vLLM {version} has a hybrid KV-cache manager {what}: "
+        "every layer sized at full length, the least one sequence needs given as a floor"
+    )
+
+
+def _images_per_prompt(inp: EstimateInput, default: int = 1) -> int:
+    """``limit_mm_per_prompt``'s image count (``default`` where it names none: V0's 1, or the V1 release's
+    ``mm_encoder_profile.default_limit``)."""
     limit = inp.options.get("limit_mm_per_prompt")
     images = limit.get("image") if isinstance(limit, dict) else None
-    return images if isinstance(images, int) and not isinstance(images, bool) and images >= 0 else 1
+    return images if isinstance(images, int) and not isinstance(images, bool) and images >= 0 else default
+
+
+ROTARY_ATTENTION_WIDTHS = 10
+"""Tensors of the tower's width (per tensor-parallel rank) alive at once in a ViT attention that rotates q and k
+(Qwen's 2D RoPE), besides the block's input and normed input. Counted from the releases' code: 11 in v0.10.2's
+Qwen2VisionAttention.forward (model_executor/models/qwen2_vl.py L361-384, ``apply_rotary_pos_emb_vision`` L275-284:
+the qkv output 3, the contiguous q, k and v 3, the float32 copy of the q or k being turned 2, its float32 result 2 and
+the bf16 result 1), 9 in v0.24.0's Qwen2_5_VisionAttention.forward (qwen2_5_vl.py, used by Qwen3-VL and Qwen3.5: the
+qkv output 3, the contiguous q and k 2, their rotation in bf16 2, ApplyRotaryEmb's ``enable_fp32_compute`` off, v's
+copy for the attention 1, its output 1). One figure, 10, for both: the tower's smaller buffers (the patch
+embedding's convolution, the rotary tables, ``cu_seqlens``) are not counted. Checked, not fitted, against the logs:
+081 (0.10.2, Qwen2-VL-2B) logs a 2.65 GiB activation peak for one 16,384-token image, estimated 2.31 GiB; 002 and 155
+(0.24.0, Qwen3.6-35B-A3B) come out within 1% of their logged KV cache."""
+PLAIN_ATTENTION_WIDTHS = 5
+"""The same without rotary embeddings: v0.19.0's SiglipAttention.forward (model_executor/models/siglip.py) keeps the
+qkv output (3; q, k and v are views of it, which the encoder attention's flash-attention path reshapes without a
+copy: v1/attention/ops/vit_attn_wrappers.py), the attention output (1) and the output projection's (1)."""
+
+
+def _mm_items(inp: EstimateInput, tokens: int, batched: int, seqs: int, fact: MmEncoderProfile) -> int:
+    """Dummy items the release's profiling run feeds the encoder (v0.24.0 multimodal/encoder_budget.py
+    ``_get_max_items`` L140-180, v1/core/encoder_cache_manager.py ``compute_mm_encoder_budget`` L296-316): the
+    encoder budget ``min(max(max_num_encoder_input_tokens, T), max(encoder_cache_size, T))`` (both default to
+    ``max_num_batched_tokens``) over the ``T`` tokens per item, capped by the decoder's ``max_num_seqs x
+    min(limit_mm_per_prompt, max_model_len // T)`` (requests limited to ``max_num_batched_tokens // T`` without
+    chunked prefill), at least 1."""
+    compute = int(number(inp.options, "max_num_encoder_input_tokens", batched))
+    cache = int(number(inp.options, "encoder_cache_size", batched))
+    budget = min(max(compute, tokens), max(cache, tokens))
+    encoder = -(-budget // tokens) if fact.items_division == "ceil" else budget // tokens
+    requests = seqs if inp.options.get("enable_chunked_prefill") is not False else min(seqs, batched // tokens)
+    per_prompt = max(1, min(_images_per_prompt(inp, fact.default_limit), inp.max_model_len // tokens))
+    return max(1, min(encoder, requests * per_prompt))
+
+
+def _with_encoder(inp: EstimateInput, activation: float, batched: int, seqs: int) -> tuple[float, list[str]]:
+    """The profiling peak with V1's multimodal encoder pass: the larger of the encoder's own peak and the language
+    model's (its forward pass and sampler warm-up) beside the encoder outputs the release still holds."""
+    peak, held, said = mm_encoder_profile_gib(inp, batched, seqs)
+    return (max(activation + held, peak) if peak else activation), said
+
+
+def mm_encoder_profile_gib(inp: EstimateInput, batched: int, seqs: int) -> tuple[float, float, list[str]]:
+    """(peak GiB, GiB held through the language model's dummy run, notes) of V1's multimodal encoder profiling.
+
+    The release's ``mm_encoder_profile`` fact says that ``profile_run`` runs the encoder on dummy images of the
+    most features the processor gives (:func:`servespec.knowledge.vision.vision_profile`), as many as
+    :func:`_mm_items` allows, in one batch, and keeps the outputs in ``encoder_cache`` until the language model's
+    dummy run and sampler warm-up are done. The tower's peak, per patch: the pixel values as the processor hands them
+    (float32) and their copy in the model dtype, and one block's working set in the model dtype: the residual stream
+    and the normed input (2 widths) beside the larger of the attention's (:data:`ROTARY_ATTENTION_WIDTHS` or
+    :data:`PLAIN_ATTENTION_WIDTHS`) and the MLP's (its two ``intermediate_size`` outputs), both split by tensor
+    parallelism. (0, 0, []) without the fact, on V0, for a model whose dummy image is not derived, with
+    ``skip_mm_profiling``, or with no image allowed (``limit_mm_per_prompt`` image 0).
+
+    Images only: the release profiles the modality with the most tokens per item, and for Qwen2-VL / Qwen2.5-VL (and
+    Qwen3-VL before its dummy video was fixed at two frames, 0.15.0) the dummy video's frames grow with
+    ``max_model_len`` (qwen2_vl.py ``get_num_frames_with_most_features``), so from 32,768 tokens a video could be
+    the profiled item. Not modelled: log 104 (0.12.0, Qwen3-VL at 65,536 tokens) agrees with the image (+1.0%), which
+    a video of that size would contradict, and no log settles it.
+    """
+    fact = inp.release.facts.mm_encoder_profile if inp.release else None
+    profile = inp.model.vision_profile
+    if fact is None or not fact.runs_encoder or profile is None or _engine_core(inp) != "v1":
+        return 0.0, 0.0, []
+    if fact.skip_option and inp.options.get(fact.skip_option) is True:
+        return 0.0, 0.0, [f"{fact.skip_option}: the multimodal encoder is not profiled"]
+    if inp.options.get("language_model_only") is True and inp.release and inp.release.option("language_model_only"):
+        # every modality's limit is 0 (v0.27.1 config/multimodal.py get_limit_per_prompt L350): no tower modality
+        return 0.0, 0.0, ["language_model_only: no multimodal encoder to profile"]
+    if _images_per_prompt(inp, fact.default_limit) == 0:
+        return 0.0, 0.0, ["no image per prompt: the encoder profiling of other modalities is not modelled"]
+    kwargs = inp.options.get("mm_processor_kwargs")
+    override = kwargs.get("max_pixels") if isinstance(kwargs, dict) else None
+    if isinstance(override, int) and not isinstance(override, bool):
+        profile = towers.with_max_pixels(profile, override)
+    items = _mm_items(inp, profile.tokens, batched, seqs, fact)
+    element = dtype_bytes(inp.model, inp.dtype)
+    tp = max(inp.tensor_parallel, 1)
+    attention = (ROTARY_ATTENTION_WIDTHS if profile.rotary else PLAIN_ATTENTION_WIDTHS) * profile.width
+    block = 2 * profile.width + max(attention, 2 * profile.mlp) / tp
+    per_patch = profile.patch_volume * (4 + element) + element * block
+    peak = items * profile.patches * per_patch / GIB
+    held = items * profile.tokens * inp.model.hidden_size * element / GIB if fact.holds_outputs else 0.0
+    note = (
+        f"multimodal encoder profiling: {items} image(s) of {profile.tokens} tokens ({profile.patches} patches), "
+        f"peak {peak:.2f} GiB, outputs held {held:.2f} GiB"
+    )
+    return peak, held, [note]
 
 
 def encoder_profile_gib(inp: EstimateInput, seqs: int) -> float:
@@ -402,15 +619,29 @@ def encoder_profile_gib(inp: EstimateInput, seqs: int) -> float:
     ``EncoderDecoderModelRunner.profile_run`` builds ``max_num_seqs`` dummy sequences, each with the per-prompt
     image limit of maximum-size images (vLLM v0.6.3 worker/enc_dec_model_runner.py L288-320, v0.8.0 L268-300;
     mllama's dummy data: every image at ``max_num_tiles`` tiles), and runs them through the model in one batch: the
-    tower sees ``seqs × images × tiles`` tiles at once, and keeps the hidden state of each
-    ``intermediate_layers_indices`` layer beside the live one, each ``tokens × vision hidden`` in the model dtype and
-    not split by tensor parallelism (:func:`servespec.knowledge.vision.mllama_encoder_states`). A lower bound: the
-    attention and MLP buffers of a layer come on top. 0 on V1 and for other models.
+    tower sees ``seqs × images`` images of ``tokens`` (tiles × padded patches) at once, in the model dtype, and
+    holds, while its layers run:
+
+    - the hidden state of each ``intermediate_layers_indices`` layer beside the live one, ``tokens × width`` each
+      and not split by tensor parallelism (:func:`servespec.knowledge.vision.mllama_encoder_states`);
+    - the aspect-ratio attention mask, ``(images, 1, tokens, tokens)``, built once for both transformers
+      (model_executor/models/mllama.py ``_prepare_aspect_ratio_attention_mask``: v0.6.3 L165-192, called at L547;
+      the same through v0.10.2);
+    - one layer's MLP activations, ``fc1``'s output and GELU's, ``tokens × intermediate / TP`` each
+      (:func:`servespec.knowledge.vision.mllama_encoder_mlp`).
+
+    A lower bound: the attention's q/k/v and output, the residual and the mask's transient copy come on top. 0 on
+    V1 and for other models.
     """
     tokens, width, kept = inp.model.encoder_states
     if not tokens or _engine_core(inp) != "v0":
         return 0.0
-    return seqs * _images_per_prompt(inp) * tokens * width * kept * dtype_bytes(inp.model, inp.dtype) / GIB
+    images = seqs * _images_per_prompt(inp)
+    size = dtype_bytes(inp.model, inp.dtype)
+    held = images * tokens * width * kept * size
+    mask = images * tokens * tokens * size
+    mlp = 2 * images * tokens * math.ceil(inp.model.encoder_mlp / max(inp.tensor_parallel, 1)) * size
+    return (held + mask + mlp) / GIB
 
 
 def rope_cache_gib(inp: EstimateInput) -> float:
@@ -447,18 +678,66 @@ def kv_tokens(inp: EstimateInput, kv_gib: float, batched: int) -> int:
 
 
 MTP_LAYERS = 1
-"""Layers a ``mtp`` draft runs: the checkpoint's ``num_nextn_predict_layers`` (1 in DeepSeek-V3's and Qwen3-Next's
-configs), loaded beside the target's ``num_hidden_layers`` only when speculative decoding is on."""
+"""Layers a ``mtp`` draft runs where the model's config names none (:func:`mtp_layers`): DeepSeek-V3's and
+Qwen3-Next's ``num_nextn_predict_layers`` are 1."""
 VLLM_DRAFT_KV = "https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/worker/gpu_model_runner.py"
 """``get_kv_cache_spec`` lists every attention layer of the forward context, the draft's (EAGLE, MTP, draft model)
-with the target's: one pool, each token cached in both."""
+with the target's: one pool, each token cached in both (v0.20.1 L6944-L6974 the same)."""
+
+
+def mtp_layers(inp: EstimateInput) -> tuple[int, str]:
+    """(layers an ``mtp`` draft builds, a note when they are not the config's own count as the release reads it).
+
+    The release's ``SpeculativeConfig.hf_config_override`` reads the count from a config field per model family
+    (its ``speculative_memory.mtp_layer_keys``): Qwen3.5's ``mtp_num_hidden_layers`` from 0.17.0, DeepSeek's
+    ``num_nextn_predict_layers``; a config without such a field: :data:`MTP_LAYERS`."""
+    model = inp.model
+    fact = inp.release.facts.speculative_memory if inp.release else None
+    if not model.mtp_layers or model.mtp_key is None:
+        return MTP_LAYERS, f"MTP layers not named by the config: {MTP_LAYERS} assumed"
+    if fact is not None and model.mtp_key not in fact.mtp_layer_keys:
+        version = inp.release.version if inp.release else ""
+        return MTP_LAYERS, f"vLLM {version} reads no {model.mtp_key}: {MTP_LAYERS} MTP layer assumed"
+    return model.mtp_layers, ""
+
+
+def draft_attention_layers(inp: EstimateInput) -> int | None:
+    """Attention layers of the target's shape that the draft adds to the KV-cache groups: an ``mtp`` draft's layers
+    (each a full-attention decoder layer), or a draft checkpoint's (EAGLE head, draft model, DFlash) when every one is
+    a full-attention layer whose KV bytes per token equal a target layer's, so that its spec joins the target's
+    full-attention groups; None where the draft's layers have a shape of their own or are not known, whose place
+    in a hybrid layout is not modelled; 0 without a draft."""
+    method = inp.speculative
+    if method is None or method == "ngram":
+        return 0
+    if method == "mtp":
+        return mtp_layers(inp)[0]
+    draft = inp.draft
+    if draft is None or draft.linear_layers or draft.kv_sliding_layers or draft.is_mla != inp.model.is_mla:
+        return None
+    element = kv_element_bytes(inp)
+    target = full_layer_bytes_per_token(inp.model, element, inp.tensor_parallel)
+    if layer_bytes_per_token(draft, element, inp.tensor_parallel) != target:
+        return None
+    return draft.kv_full_layers
+
+
+def speculative_tokens(inp: EstimateInput) -> int | None:
+    """``num_speculative_tokens``: the spec's, else an MTP draft's layer count (vLLM's default: ``n_predict``,
+    vllm/config/speculative.py ``__post_init__``); None where neither says."""
+    if inp.speculative_tokens:
+        return inp.speculative_tokens
+    if inp.speculative == "mtp":
+        return mtp_layers(inp)[0]
+    return None
 
 
 def draft_share(inp: EstimateInput) -> tuple[float, float, list[str]]:
     """(GiB per GPU of the draft's weights, its KV bytes per token per GPU, notes) for ``model.speculative``.
 
-    ``mtp`` runs :data:`MTP_LAYERS` more layers of the target's shape (weights: the target's per
-    layer; KV: one layer's); ``eagle``, ``eagle3`` and ``draft`` load the draft checkpoint, sized
+    ``mtp`` runs :func:`mtp_layers` more layers of the target's shape (weights: the target's per
+    layer; KV: one layer's each); ``eagle``, ``eagle3``, ``draft`` and ``dflash`` (its attention layers cache the
+    context's keys and values as a draft model's do, v1/spec_decode/dflash.py) load the draft checkpoint, sized
     from its config when known (split over the same tensor-parallel GPUs: vLLM's draft
     ``tensor_parallel_size`` defaults to the target's); ``ngram`` loads nothing. The KV of the
     draft's layers shares the target's pool (:data:`VLLM_DRAFT_KV`), so each token costs both.
@@ -469,9 +748,11 @@ def draft_share(inp: EstimateInput) -> tuple[float, float, list[str]]:
     element = kv_element_bytes(inp)
     tp = max(inp.tensor_parallel, 1)
     if method == "mtp":
+        layers, said = mtp_layers(inp)
         per_layer = weight_bytes(inp) / max(inp.model.layers, 1) / tp / GIB
-        kv = MTP_LAYERS * layer_bytes_per_token(inp.model, element, tp)
-        return per_layer * MTP_LAYERS, kv, [f"MTP draft: {MTP_LAYERS} more layer(s), {per_layer:.2f} GiB"]
+        kv = layers * layer_bytes_per_token(inp.model, element, tp)
+        notes = [f"MTP draft: {layers} more layer(s), {per_layer * layers:.2f} GiB"] + ([said] if said else [])
+        return per_layer * layers, kv, notes
     if inp.draft is None:
         return 0.0, 0.0, [f"{method} draft not known (no config at hand): its weights and KV cache are not counted"]
     draft = replace(inp, model=inp.draft, quantization=None, gguf_type=None, adapters=0, speculative=None)
@@ -533,9 +814,12 @@ def hybrid_layout_unknown(inp: EstimateInput) -> bool:
     if disabled is True:
         return False  # the manager is off: every layer caches every token, as sized
     fact = release.facts.hybrid_kv_cache
+    hybrid = bool(_windowed_layers(inp.model) or inp.model.linear_layers)
+    if fact is not None and hybrid and draft_attention_layers(inp) is None:
+        return True  # a draft model's or EAGLE head's own layers beside the hybrid groups: not modelled
     if fact is not None:
         return bool(inp.model.linear_layers) and isinstance(linear_state_rule(inp, fact), str)
-    return bool(_windowed_layers(inp.model) or inp.model.linear_layers)
+    return hybrid
 
 
 _STATE_DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
@@ -582,16 +866,34 @@ def _state_blocks(inp: EstimateInput, fact: HybridKvCache) -> tuple[int, int] | 
         return "the MLA kernels' block alignment beside a linear-attention state is not modelled"
     if fact.linear_state_blocks == "mamba_block":
         return "prefix caching aligns a linear layer's blocks to its chunk size (not modelled)" if caching else (1, 1)
-    if inp.speculative is not None:
-        return "speculative decoding adds state blocks per request, which are not modelled"
+    spare = _speculative_state_blocks(inp)
+    if isinstance(spare, str):
+        return spare
     if not caching:
-        return 1, 1
+        return 1 + spare, 1
     if not fact.linear_prefill_checkpoints:
-        return 2, 1
+        return 2 + spare, 1
     flashinfer = _flashinfer_gdn_prefill(inp, fact)
     if flashinfer is None or fact.checkpoint_alignment is None or fact.checkpoint_blocks is None:
         return "prefix caching's align mode adds prefill checkpoints (per GDN prefill kernel), which are not modelled"
-    return (2 + fact.checkpoint_blocks, fact.checkpoint_alignment) if flashinfer else (2, 1)
+    return (2 + spare + fact.checkpoint_blocks, fact.checkpoint_alignment) if flashinfer else (2 + spare, 1)
+
+
+def _speculative_state_blocks(inp: EstimateInput) -> int | str:
+    """State blocks a linear layer holds per request for speculative decoding: ``num_speculative_tokens`` where the
+    release counts them (``speculative_memory.linear_state_speculative_blocks``: ``MambaSpec``'s
+    ``num_speculative_blocks``, 0.15.0 on), else 0; or why that is not known."""
+    if inp.speculative is None:
+        return 0
+    fact = inp.release.facts.speculative_memory if inp.release else None
+    if fact is None:
+        return "speculative decoding's state blocks per request are not read for this release"
+    if not fact.linear_state_speculative_blocks:
+        return 0
+    tokens = speculative_tokens(inp)
+    if tokens is None:
+        return "speculative decoding adds num_speculative_tokens state blocks per request, and the count is not given"
+    return tokens
 
 
 def _flashinfer_gdn_prefill(inp: EstimateInput, fact: HybridKvCache) -> bool | None:
@@ -723,6 +1025,11 @@ def hybrid_layout(inp: EstimateInput, kv_gib: float, block: int, batched: int) -
     counts = [count for count in (full, windowed, state) if count]
     if len(counts) < 2:
         return None
+    drafted = draft_attention_layers(inp) if fact is not None else 0
+    if drafted is None:
+        return None  # a draft of its own shape in a hybrid layout: hedged (hybrid_layout_unknown)
+    full += drafted  # the draft's attention layers join the pool's full-attention groups (VLLM_DRAFT_KV)
+    counts = [count for count in (full, windowed, state) if count]
     element = kv_element_bytes(inp)
     per_layer = layer_bytes_per_token(model, element, inp.tensor_parallel)
     state_blocks = 1

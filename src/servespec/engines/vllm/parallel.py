@@ -118,10 +118,29 @@ def layout(known: Known) -> Layout:
     data = resources.data_parallel
     if data == 1:
         data = whole(known.options.get("data_parallel_size")) or 1
-    expert = spec_expert_size(resources.expert_parallel, tp * data)
-    if expert == 1 and flag(known.options.get("enable_expert_parallel")):
-        expert = tp * data
-    return Layout(tp, resources.pipeline_parallel, data, tp * data if expert > 1 else 1)
+    expert = spec_expert_size(resources.expert_parallel, tp * data) > 1
+    return vllm_layout(
+        tp, resources.pipeline_parallel, data, expert or bool(flag(known.options.get("enable_expert_parallel")))
+    )
+
+
+def vllm_layout(tensor: int, pipeline: int, data: int, expert_parallel: bool) -> Layout:
+    """vLLM's layout of ``data`` engine ranks of ``tensor`` GPUs each, per pipeline stage.
+
+    What each GPU holds, as the releases build it (read in v0.10.0 and v0.10.1, the same in 0.11.0 and 0.33.0):
+
+    - attention, dense MLPs, shared experts, the embeddings and the LM head: sharded over the rank's ``tensor`` GPUs
+      (the TP group) and whole on every data-parallel rank; the KV cache is each rank's own (its own engine core and
+      scheduler), ``kv_heads / tensor`` heads per GPU, and the rank logs its own "GPU KV cache size";
+    - the routed experts of every MoE layer: over all ``tensor × data`` GPUs of the stage. Without expert
+      parallelism each expert is tensor-sharded over them (``FusedMoEParallelConfig.make``: "There are actually
+      dp_size_ * tp_size_ devices. Update tp_size and tp_rank so we shard across all devices", ``flatten_tp_across_dp``,
+      fused_moe/config.py v0.10.1 L273-L277); with ``--enable-expert-parallel`` each GPU holds ``experts / (tensor ×
+      data)`` whole experts (``ep_size = tp_size``, ``tp_size = 1`` there, L300-L306; ``determine_expert_map``).
+
+    The MoE group is therefore ``tensor × data`` either way (:attr:`Layout.moe_group`); ``expert`` says whether the
+    experts are split by expert (``tensor × data``) or each one by tensor (1)."""
+    return Layout(tensor, pipeline, data, tensor * data if expert_parallel and tensor * data > 1 else 1)
 
 
 def rendered(known: Known) -> dict[str, Any]:
