@@ -120,3 +120,20 @@ def test_a_spec_on_thor_names_the_page_cache_for_an_old_release(in_tmp: Path) ->
 
 def test_a_discrete_card_gets_no_shared_memory_warning(in_tmp: Path) -> None:
     assert [f["rule"] for f in _findings(in_tmp, "NVIDIA L20", "0.13.0")] == []
+
+
+def test_discover_names_a_gb10_whose_memory_nvidia_smi_does_not_print(tmp_path: Path) -> None:
+    """nvidia-smi prints no memory.total for a unified-memory GPU ("[N/A]"); the name alone picks the GB10 entry."""
+    from servespec.discover.facts import facts_from_outputs
+
+    folder = tmp_path / "spark"
+    folder.mkdir()
+    (folder / "nvidia-smi.csv").write_text(
+        "index, name, uuid, pci.bus_id, memory.total [MiB], compute_cap, driver_version\n"
+        "0, NVIDIA GB10, GPU-00000000-0000-0000-0000-000000000000, 0000000F:01:00.0, [N/A], 12.1, 580.95.05\n"
+    )
+    found = facts_from_outputs(folder, "spark")["hardware"]
+    assert found["gpus"] == {"model": "NVIDIA GB10", "count": 1}
+    assert found["driver_version"] == "580.95.05"
+    model = gpus.resolve(found["gpus"]["model"])
+    assert model is not None and model.unified_memory
