@@ -19,7 +19,9 @@ from typing import Any, Literal
 from servespec.knowledge.datafile import load_yaml_data
 
 CUDA_GPUS_URL = "https://developer.nvidia.com/cuda-gpus"
-FACTS = frozenset({"id", "names", "memory_mib", "memory_mib_other", "compute_capability", "vendor", "gfx_arch"})
+FACTS = frozenset(
+    {"id", "names", "memory_mib", "memory_mib_other", "compute_capability", "vendor", "gfx_arch", "unified_memory"}
+)
 """The keys of a catalog entry that code reads (as :class:`GpuModel`)."""
 PROVENANCE = frozenset({"source", "name_source", "memory_source", "memory_verified", "notes"})
 """The keys that say where an entry's facts come from, for the people who check them; never loaded."""
