@@ -564,7 +564,9 @@ class UnifiedMemory(Rule):
     at start-up, which no spec records.
 
     Fix: keep other processes off the host while the engine starts, and claim a fraction that leaves the OS room
-    (``1 − fraction`` of the total is all the host has left for everything else).
+    (``1 − fraction`` of the total is all the host has left for everything else); where the KV cache must have a
+    fixed size, vLLM's ``kv_cache_memory_bytes`` replaces the profiled budget (NVIDIA's DGX Spark launchers do so:
+    https://github.com/NVIDIA/xr-ai/pull/462).
 
     Source: https://github.com/vllm-project/vllm/blob/v0.13.0/vllm/utils/mem_utils.py (MemorySnapshot.measure: the
     UMA devices' free memory read from the host's MemAvailable); the DGX Spark known issue "Memory reporting

@@ -73,7 +73,10 @@ def unified_memory_note(inp: EstimateInput) -> str:
       counts, but the engine's own CPU-side growth and other processes' do.
 
     Either way the figure depends on the host's memory use while the engine starts, which no spec shows: the
-    estimate is what a quiet host gives, an upper bound."""
+    estimate is what a quiet host gives, an upper bound. NVIDIA's own DGX Spark launchers say the same of vLLM 0.20:
+    a cold checkpoint load's page-cache activity "can be counted by vLLM as model or non-Torch overhead, reducing the
+    computed KV-cache budget or making it negative", and a cached second attempt passes with identical settings
+    (https://github.com/NVIDIA/xr-ai/pull/462, which pins ``kv_cache_memory_bytes`` instead)."""
     gpu = inp.gpu
     if gpu is None or not gpu.unified_memory:
         return ""
