@@ -456,6 +456,8 @@ def _compare_sized(
     assumed += _candidate_label(version, releases)
     plan = runs[0][0]
     assert plan is not None
+    if plan.unified_memory:
+        return Comparison(name, observed, None, _unified_reason(gpu, data, plan.unified_memory), version, **seen)
     hybrid = bool(facts.linear_layers or (facts.sliding_window and facts.sliding_layers))
     kind = model_class(facts)
     predicted = round(plan.kv_cache_gib * 1024) if figure else plan.kv_tokens
@@ -474,6 +476,27 @@ def _compare_sized(
         assumed=assumed,
         **seen,
     )
+
+
+def _unified_reason(gpu: gpus.GpuModel, data: dict[str, Any], said: str) -> str:
+    """Why a log on a GPU that shares the host's RAM is not answered: the release's KV budget subtracts the host's
+    memory growth during start-up (the estimate's ``unified_memory``, from the engine unit), which the log does not
+    show; and, where the log prints no total and installs print several (GB10), the total itself."""
+    seen = data.get("observed") or {}
+    logged = data.get("total_gpu_memory_gib") or seen.get("total_gpu_memory_gib")
+    totals = sorted({round(mib / 1024, 2) for mib in (gpu.memory_mib, *gpu.memory_mib_other)})
+    total = (
+        f"; the log prints no total and {gpu.id} installs print {' or '.join(f'{t:g}' for t in totals)} GiB"
+        if not _number(logged) and len(totals) > 1
+        else ""
+    )
+    version = str(data.get("vllm_version") or "")
+    build = (
+        "; an NVIDIA container build, its memory code taken to be the upstream tag's (the build's source not read)"
+        if re.search(r"\.nv\d", version)
+        else ""
+    )
+    return f"{gpu.id} shares the host's RAM ({said}){total}{build}"
 
 
 def _candidate_releases(version: str) -> list[Any]:

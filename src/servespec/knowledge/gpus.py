@@ -19,7 +19,9 @@ from typing import Any, Literal
 from servespec.knowledge.datafile import load_yaml_data
 
 CUDA_GPUS_URL = "https://developer.nvidia.com/cuda-gpus"
-FACTS = frozenset({"id", "names", "memory_mib", "memory_mib_other", "compute_capability", "vendor", "gfx_arch"})
+FACTS = frozenset(
+    {"id", "names", "memory_mib", "memory_mib_other", "compute_capability", "vendor", "gfx_arch", "unified_memory"}
+)
 """The keys of a catalog entry that code reads (as :class:`GpuModel`)."""
 PROVENANCE = frozenset({"source", "name_source", "memory_source", "memory_verified", "notes"})
 """The keys that say where an entry's facts come from, for the people who check them; never loaded."""
@@ -42,6 +44,10 @@ class GpuModel:
     vendor: Vendor = "nvidia"
     gfx_arch: str | None = None
     """AMD: the LLVM target the ROCm runtime names the device by (``gcnArchName``: gfx942, gfx950)."""
+    unified_memory: bool = False
+    """The GPU has no memory of its own: it shares the host's RAM with the CPU (DGX Spark's GB10, Jetson Thor).
+    ``memory_mib`` is then the total cudaMemGetInfo reports (nvidia-smi prints none), and the weights and the KV
+    cache come out of the host's RAM, which the OS and every other process use too."""
 
     @property
     def cuda_capability(self) -> tuple[int, int] | None:
@@ -57,7 +63,7 @@ class GpuModel:
 
     @property
     def memory_gib(self) -> float:
-        """Total memory in GiB, as nvidia-smi reports it."""
+        """Total memory in GiB, as nvidia-smi reports it (a unified-memory GPU: as cudaMemGetInfo reports it)."""
         return self.memory_mib / 1024
 
 
@@ -87,6 +93,7 @@ def _from_entry(entry: dict[str, Any]) -> GpuModel:
         memory_mib=int(entry["memory_mib"]),
         compute_capability=(major, minor),
         memory_mib_other=tuple(int(m) for m in entry.get("memory_mib_other", [])),
+        unified_memory=entry.get("unified_memory") is True,
     )
 
 

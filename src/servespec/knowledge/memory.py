@@ -271,6 +271,9 @@ class GpuEstimate:
     kv_cache_bytes: float = 0.0
     """``kv_cache_gib`` in bytes, unrounded: what a GGUF engine allocates is compared with its log to the byte
     (the per-token figure leaves out sliding-window layers' fixed cells)."""
+    unified_memory: str = ""
+    """On a GPU that shares the host's RAM (gpus.yaml ``unified_memory``): how the engine release's KV budget rests
+    on the host's memory use during start-up, in words (MEM009); "" otherwise or when the engine does not say."""
     kv_cache_bytes_all_devices: float = 0.0
     """GGUF engines: the whole KV cache the engine lays out, every cell of every layer over the GPUs and host memory
     alike (llama.cpp sizes each layer's K and V the same wherever the layer is); 0 for the other engines."""
@@ -521,7 +524,10 @@ an MI300X (0.997) was found but not tied to a linkable log."""
 
 
 def cuda_total_gib(gpu: GpuModel) -> float:
-    """Memory the CUDA (or HIP) runtime reports as total, from nvidia-smi's memory.total (rocm-smi's VRAM total)."""
+    """Memory the CUDA (or HIP) runtime reports as total, from nvidia-smi's memory.total (rocm-smi's VRAM total);
+    a unified-memory GPU's catalogued memory is already cudaMemGetInfo's total (gpus.yaml ``unified_memory``)."""
+    if gpu.unified_memory:
+        return gpu.memory_gib
     return gpu.memory_gib * (CUDA_VISIBLE_SHARE if gpu.vendor == "nvidia" else HIP_VISIBLE_SHARE)
 
 

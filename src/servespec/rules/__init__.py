@@ -23,6 +23,7 @@ from servespec.rules.memory import (
     FewerSequencesThanBatch,
     NoRoomForKvCache,
     SharedGpuOversubscribed,
+    UnifiedMemory,
     WeightsDoNotFit,
 )
 from servespec.rules.model_store import ModelStoreOutsideCache
@@ -65,6 +66,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     ContextBeyondModel,
     BesideTheModel,
     AfterTheKvCache,
+    UnifiedMemory,
     ModelCacheTooSmall,
     HeadsNotDivisible,
     NotEnoughGpus,

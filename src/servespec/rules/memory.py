@@ -544,3 +544,61 @@ class AfterTheKvCache(Rule):
                 hint="lower max_num_seqs (the sampler warm-up's requests) or gpu_memory_utilization",
                 severity=severity,
             )
+
+
+class UnifiedMemory(Rule):
+    """A GPU that shares the host's RAM (DGX Spark's GB10, Jetson Thor: gpus.yaml ``unified_memory``).
+
+    Such a GPU has no memory of its own: the weights and the KV cache come out of the host's RAM, which the OS,
+    the page cache and every other process use too, and the total the engine budgets its fraction against
+    (cudaMemGetInfo's, the catalogued figure) is the whole host's. Two things follow that the spec cannot show:
+
+    * the engine's start-up check compares the claimed fraction of that total with the memory free at start (vLLM's
+      ``init_device``: "Free memory on device ... on startup is less than desired GPU memory utilization"), and on
+      such a GPU free memory is the host's, so the OS and other processes must fit in the rest;
+    * the KV budget subtracts the non-torch memory growth the engine measures while it starts, which on a shared
+      pool includes host allocations (the engine's release says how: ``GpuEstimate.unified_memory``, from the
+      engine unit), so the KV figure is an upper bound that a busy host lowers.
+
+    Reported as a warning: whether the start succeeds and how large the KV cache is depend on the host's memory use
+    at start-up, which no spec records.
+
+    Fix: keep other processes off the host while the engine starts, and claim a fraction that leaves the OS room
+    (``1 − fraction`` of the total is all the host has left for everything else); where the KV cache must have a
+    fixed size, vLLM's ``kv_cache_memory_bytes`` replaces the profiled budget (NVIDIA's DGX Spark launchers do so:
+    https://github.com/NVIDIA/xr-ai/pull/462).
+
+    Source: https://github.com/vllm-project/vllm/blob/v0.13.0/vllm/utils/mem_utils.py (MemorySnapshot.measure: the
+    UMA devices' free memory read from the host's MemAvailable); the DGX Spark known issue "Memory reporting
+    differences with unified memory architecture" (https://docs.nvidia.com/dgx/dgx-spark/known-issues.html).
+    """
+
+    id = "MEM009"
+    name = "memory.unified-memory"
+    severity = Severity.WARNING
+    summary = "the GPU shares the host's RAM: the start-up check and the KV budget depend on the host's memory use"
+    sources = (
+        "https://github.com/vllm-project/vllm/blob/v0.13.0/vllm/utils/mem_utils.py",
+        "https://docs.nvidia.com/dgx/dgx-spark/known-issues.html",
+    )
+
+    def check(self, fleet: Fleet) -> Iterator[Finding]:
+        for known, host, plan in _estimates(fleet):
+            model = resolve.host_gpus(host).model
+            if model is None or not model.unified_memory:
+                continue
+            option = known.profile.memory_fraction_option
+            setting = known.effective.get(option) if option else None
+            claimed = plan.claimed_fraction * plan.total_gib
+            left = plan.total_gib - claimed
+            share = f"{option} {plan.claimed_fraction:g}" if option else "the engine"
+            how = f"; {plan.unified_memory}" if plan.unified_memory else ""
+            yield self.report(
+                known.deployment.document,
+                f"{host.name}'s {model.display_name} shares the host's RAM ({plan.total_gib:.2f} GiB as CUDA reports "
+                f"it): the weights ({plan.weights_gib:.2f} GiB) and KV cache ({plan.kv_cache_gib:.2f} GiB) come out "
+                f"of it; {share} claims {claimed:.2f} GiB, which must be free when the engine starts, leaving "
+                f"{left:.2f} GiB for the OS, the page cache and every other process{how}",
+                setting.path if setting else ("engine", "name"),
+                hint="keep other processes off the host while the engine starts; leave the OS room below the fraction",
+            )

@@ -37,8 +37,71 @@ from servespec.knowledge.models import ModelFacts
 
 
 def _big_gpu(inp: EstimateInput, total: float) -> bool:
-    # vLLM's defaults for GPUs with >= 70 GiB that are not A100 (engine/arg_utils.py _set_default_args).
+    """vLLM's defaults for GPUs with >= 70 GiB that are not A100 (engine/arg_utils.py _set_default_args).
+
+    The memory there is ``current_platform.get_device_total_memory()``: NVML's ``nvmlDeviceGetMemoryInfo`` (v0.10.2
+    L1659, v0.13.0 L1787 and platforms/cuda.py L523-526), which a unified-memory GPU answers NOT_SUPPORTED (GB10,
+    driver 580.173.02: https://github.com/XuehaiPan/nvitop/pull/208); the ``except Exception`` around it sets the
+    memory to 0, so such a GPU gets the small defaults (max_num_batched_tokens 2048, max_num_seqs 256), as the GB10
+    and Thor logs show (tests/data/vllm_logs/012, 013, 119: "max_num_batched_tokens=2048")."""
+    if inp.gpu is not None and inp.gpu.unified_memory:
+        return False
     return total >= 70 and inp.gpu is not None and "A100" not in inp.gpu.id
+
+
+UMA_CAPABILITIES = ((8, 7), (11, 0), (12, 1))
+"""vLLM 0.11.1-0.19.x's shared-memory devices (Orin, Thor, Spark): ``shared_sysmem_device_mem_sms`` in
+vllm/utils/mem_utils.py ``MemorySnapshot.measure`` (v0.11.1 L86, v0.19.1 L105)."""
+
+
+def unified_memory_note(inp: EstimateInput) -> str:
+    """What the KV budget rests on when the GPU shares the host's RAM; "" on a GPU with its own memory.
+
+    vLLM sizes the KV cache as ``gpu_memory_utilization × total − (weights + activation peak + non-torch increase)``
+    (v1/worker/gpu_worker.py ``determine_available_memory``), the non-torch increase being the growth of
+    ``total − free − torch.cuda.memory_reserved()`` from the worker's first snapshot to the end of the profile run
+    (``memory_profiling``). On a discrete card ``free`` moves only with the engine's own GPU allocations; on a
+    unified-memory GPU it is the host's memory, so every host allocation made during start-up is subtracted too:
+
+    * up to 0.11.0, ``free`` is cudaMemGetInfo's (``MemorySnapshot.measure``, vllm/utils/__init__.py v0.10.2 L2672,
+      v0.11.0 L2734), which on such a GPU leaves out reclaimable page cache (vLLM 0.11.1's own comment, the CUDA for
+      Tegra app note): reading the checkpoint from disk shrinks it by up to the checkpoint's size, so the KV cache
+      depends on whether the files were already cached;
+    * 0.11.1 to 0.19.x read the host's MemAvailable (``psutil.virtual_memory().available``) on capabilities 8.7,
+      11.0 and 12.1 only (:data:`UMA_CAPABILITIES`); 0.20.0 on every GPU torch calls integrated
+      (``current_platform.is_integrated_gpu``, vllm/utils/mem_utils.py v0.20.0 L109-116): page cache no longer
+      counts, but the engine's own CPU-side growth and other processes' do.
+
+    Either way the figure depends on the host's memory use while the engine starts, which no spec shows: the
+    estimate is what a quiet host gives, an upper bound. NVIDIA's own DGX Spark launchers say the same of vLLM 0.20:
+    a cold checkpoint load's page-cache activity "can be counted by vLLM as model or non-Torch overhead, reducing the
+    computed KV-cache budget or making it negative", and a cached second attempt passes with identical settings
+    (https://github.com/NVIDIA/xr-ai/pull/462, which pins ``kv_cache_memory_bytes`` instead)."""
+    gpu = inp.gpu
+    if gpu is None or not gpu.unified_memory:
+        return ""
+    version = inp.engine_version or (inp.release.version if inp.release else "")
+    key = version_key(version)
+    if key and key >= (0, 20, 0):
+        free = "the host's MemAvailable (torch reports the GPU integrated; vllm/utils/mem_utils.py v0.20.0 L109-116)"
+        counted = "the engine's own host memory growth and other processes'"
+    elif key and key >= (0, 11, 1) and gpu.compute_capability in UMA_CAPABILITIES:
+        free = "the host's MemAvailable (capability 8.7, 11.0 or 12.1; vllm/utils/mem_utils.py v0.11.1 L86-102)"
+        counted = "the engine's own host memory growth and other processes'"
+    elif key:
+        free = (
+            "cudaMemGetInfo's free, which leaves out the page cache (vllm/utils/__init__.py MemorySnapshot.measure, "
+            "v0.10.2 L2672, v0.11.0 L2734)"
+        )
+        counted = "page cache filled reading the checkpoint, the engine's own host memory growth and other processes'"
+    else:
+        free = "the host's free memory (the release is not known)"
+        counted = "host memory growth"
+    return (
+        f"unified memory: vLLM {version or '(release unknown)'} reads free memory as {free}, so the non-torch "
+        f"increase it subtracts from gpu_memory_utilization x total counts {counted} during start-up: the KV cache "
+        "is this estimate less that growth, which host state decides"
+    )
 
 
 def _engine_core(inp: EstimateInput) -> str:
@@ -264,7 +327,9 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         note = f"MLA cached as full keys and values per attention head of {heads} (vLLM before 0.7.1)"
         found = replace(found, notes=(*found.notes, note))
     beside = lora_slots_gib(inp) + draft_share(inp)[0]
-    return replace(found, beside_gib=round(beside, 3)) if found is not None and beside else found
+    found = replace(found, beside_gib=round(beside, 3)) if found is not None and beside else found
+    shared = unified_memory_note(inp)
+    return replace(found, unified_memory=shared) if found is not None and shared else found
 
 
 def _capability(text: str) -> tuple[int, int]:
