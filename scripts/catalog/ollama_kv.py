@@ -13,7 +13,9 @@ An Ollama release loads a GGUF model in one of three ways, each read at the rele
   (``fs/ggml/ggml.go``): ``kvcache/causal.go`` ``Init`` sizes a cache of ``sequences × context``
   cells, a sliding-window one (0.6.3 on) ``sequences × memory + batch``, padded to the backend's
   ``CachePadding`` (``ml/backend/ggml/ggml.go``). ``NewSWAMemCache(window, memory)`` in a model's
-  package sets a memory other than its window (gpt-oss, Gemma 4: 4096).
+  package sets a memory other than its window (gpt-oss, Gemma 4: 4096). The Gated DeltaNet hybrids
+  (qwen3next, qwen35, 0.17.1 on) add ``kvcache/recurrent.go``'s float32 conv and delta states per
+  sequence, with their checkpoints (``go_engine.recurrent``).
 
 This is a development tool: the CLI never imports it.
 """
@@ -136,6 +138,56 @@ def _memories(repo: Path, tag: str) -> dict[str, int]:
     return dict(sorted(found.items()))
 
 
+RECURRENT = "kvcache/recurrent.go"
+CHECKPOINTS = "kvcache/recurrent_checkpoints.go"
+
+
+def _recurrent(repo: Path, tag: str) -> dict[str, Any] | None:
+    """The Gated DeltaNet hybrids' recurrent cache (``kvcache/recurrent.go``), where the release has one.
+
+    Read: ``DefaultCheckpointCount``; the per-layer conv and recurrent buffers (``Zeros(ml.DTypeF32, ...,
+    c.maxSequences)``); the checkpoints reserved for every slot (``reserveCheckpointConv``) as float32 tensors; the
+    model packages that build it with the Gated DeltaNet shapes (``convChannels := ssmDInner + 2 × ssmNGroup ×
+    ssmDState``, ``deltaStateSize := headVDim × headVDim × numVHeads``) and the architectures they register."""
+    text = show(repo, tag, RECURRENT)
+    if text is None:
+        return None
+    count = _need(re.search(r"DefaultCheckpointCount\s*=\s*(\d+)", text), f"{tag}: no DefaultCheckpointCount")
+    for what in ("c.convDim*c.convChannels, c.maxSequences", "c.recurrentStateSize, c.maxSequences"):
+        _need(f"Zeros(ml.DTypeF32, {what})" in text, f"{tag}: {RECURRENT} sizes its states otherwise ({what})")
+    points = _need(show(repo, tag, CHECKPOINTS), f"{tag}: no {CHECKPOINTS}")
+    for what in ("c.convDim*c.convChannels, 1", "c.recurrentStateSize, 1"):
+        _need(f"Zeros(ml.DTypeF32, {what})" in points, f"{tag}: {CHECKPOINTS} sizes checkpoints otherwise")
+    _need("func (c *Recurrent) reserveCheckpointConv(" in points, f"{tag}: checkpoints not reserved up front")
+    backend = show(repo, tag, BACKEND) or ""
+    _need("Cache[c.layer] += uint64(size)" in backend, f"{tag}: {BACKEND} does not count layer tensors as cache")
+    archs: list[str] = []
+    where = ""
+    for path in git(repo, "ls-tree", "-r", "--name-only", tag, "model/models").split():
+        if not path.endswith("/model.go"):
+            continue
+        model = show(repo, tag, path) or ""
+        delta = re.search(r"deltaStateSize := headVDim \* headVDim \* numVHeads", model)
+        if delta is None or "convChannels := opts.ssmDInner + 2*opts.ssmNGroup*opts.ssmDState" not in model:
+            continue
+        folder = path.rsplit("/", 1)[0]
+        files = git(repo, "ls-tree", "--name-only", tag, f"{folder}/").split()
+        cache = "".join(show(repo, tag, name) or "" for name in files)
+        _need("kvcache.NewRecurrentCache(" in cache, f"{tag}: {folder} builds another cache")
+        archs += re.findall(r'model\.Register\("([\w.-]+)"', model)
+        where = f"{BLOB}/{tag}/{path}#L{_line(model, delta.start())} (Gated DeltaNet conv and delta states)"
+    if not archs:
+        return None
+    return {
+        "architectures": sorted(set(archs)),
+        "checkpoints": int(count.group(1)),
+        "state_bytes": 4,
+        "source": f"{BLOB}/{tag}/{RECURRENT}#L{_line(text, count.start())} (DefaultCheckpointCount; float32 conv and "
+        f"recurrent states per layer × maxSequences); {BLOB}/{tag}/{CHECKPOINTS} (checkpoints reserved per slot, "
+        f"float32); {where}; {BLOB}/{tag}/{BACKEND} (newTensor: a layer's tensors count as its cache)",
+    }
+
+
 def _go_engine(repo: Path, tag: str) -> dict[str, Any] | None:
     if show(repo, tag, "runner/ollamarunner/runner.go") is None:
         return None
@@ -188,6 +240,8 @@ def _go_engine(repo: Path, tag: str) -> dict[str, Any] | None:
     fact: dict[str, Any] = {"architectures": archs, "kv_cache": cache, "source": required}
     if swa is not None and (memories := _memories(repo, tag)):
         fact["swa_memory"] = memories
+    if (recurrent := _recurrent(repo, tag)) is not None:
+        fact["recurrent"] = recurrent
     return fact
 
 
