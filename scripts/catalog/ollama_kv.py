@@ -14,8 +14,8 @@ An Ollama release loads a GGUF model in one of three ways, each read at the rele
   cells, a sliding-window one (0.6.3 on) ``sequences × memory + batch``, padded to the backend's
   ``CachePadding`` (``ml/backend/ggml/ggml.go``). ``NewSWAMemCache(window, memory)`` in a model's
   package sets a memory other than its window (gpt-oss, Gemma 4: 4096). The Gated DeltaNet hybrids
-  (qwen3next, qwen35, 0.17.1 on) add ``kvcache/recurrent.go``'s float32 conv and delta states per
-  sequence, with their checkpoints (``go_engine.recurrent``).
+  (qwen3next 0.15.5 on, qwen35 0.17.1 on) add float32 conv and delta states per sequence, with their
+  checkpoints (``go_engine.recurrent``: qwen3next's own cache.go, then ``kvcache/recurrent.go``).
 
 This is a development tool: the CLI never imports it.
 """
@@ -140,29 +140,27 @@ def _memories(repo: Path, tag: str) -> dict[str, int]:
 
 RECURRENT = "kvcache/recurrent.go"
 CHECKPOINTS = "kvcache/recurrent_checkpoints.go"
+# (cache file, checkpoints file, checkpoint-count constant, state-size field, type): kvcache's shared cache
+# (0.17.1 on), else qwen3next's own HybridCache (0.15.5-0.17.0), both relative to the model package for the latter
+_FORMS = (
+    (RECURRENT, CHECKPOINTS, "DefaultCheckpointCount", "recurrentStateSize", "Recurrent"),
+    ("cache.go", "checkpoints.go", "checkpointCountDefault", "deltaStateSize", "HybridCache"),
+)
 
 
 def _recurrent(repo: Path, tag: str) -> dict[str, Any] | None:
-    """The Gated DeltaNet hybrids' recurrent cache (``kvcache/recurrent.go``), where the release has one.
+    """The Gated DeltaNet hybrids' recurrent cache, where the release has one.
 
-    Read: ``DefaultCheckpointCount``; the per-layer conv and recurrent buffers (``Zeros(ml.DTypeF32, ...,
-    c.maxSequences)``); the checkpoints reserved for every slot (``reserveCheckpointConv``) as float32 tensors; the
-    model packages that build it with the Gated DeltaNet shapes (``convChannels := ssmDInner + 2 × ssmNGroup ×
-    ssmDState``, ``deltaStateSize := headVDim × headVDim × numVHeads``) and the architectures they register."""
-    text = show(repo, tag, RECURRENT)
-    if text is None:
-        return None
-    count = _need(re.search(r"DefaultCheckpointCount\s*=\s*(\d+)", text), f"{tag}: no DefaultCheckpointCount")
-    for what in ("c.convDim*c.convChannels, c.maxSequences", "c.recurrentStateSize, c.maxSequences"):
-        _need(f"Zeros(ml.DTypeF32, {what})" in text, f"{tag}: {RECURRENT} sizes its states otherwise ({what})")
-    points = _need(show(repo, tag, CHECKPOINTS), f"{tag}: no {CHECKPOINTS}")
-    for what in ("c.convDim*c.convChannels, 1", "c.recurrentStateSize, 1"):
-        _need(f"Zeros(ml.DTypeF32, {what})" in points, f"{tag}: {CHECKPOINTS} sizes checkpoints otherwise")
-    _need("func (c *Recurrent) reserveCheckpointConv(" in points, f"{tag}: checkpoints not reserved up front")
+    A model package counts when its model.go sizes Gated DeltaNet states (``convChannels := ssmDInner + 2 ×
+    ssmNGroup × ssmDState``, ``deltaStateSize := headVDim × headVDim × numVHeads``). Its cache is
+    ``kvcache/recurrent.go`` (0.17.1 on: ``kvcache.NewRecurrentCache``) or the package's own ``cache.go``
+    (qwen3next 0.15.5-0.17.0). Read there: the checkpoint count; the per-layer conv and delta buffers
+    (``Zeros(ml.DTypeF32, ..., c.maxSequences)``); the checkpoints reserved up front for every slot
+    (``reserveCheckpointConv``) as float32 tensors; and the backend counting a layer's tensors as its cache."""
     backend = show(repo, tag, BACKEND) or ""
-    _need("Cache[c.layer] += uint64(size)" in backend, f"{tag}: {BACKEND} does not count layer tensors as cache")
     archs: list[str] = []
-    where = ""
+    sources: list[str] = []
+    counts: set[int] = set()
     for path in git(repo, "ls-tree", "-r", "--name-only", tag, "model/models").split():
         if not path.endswith("/model.go"):
             continue
@@ -171,20 +169,39 @@ def _recurrent(repo: Path, tag: str) -> dict[str, Any] | None:
         if delta is None or "convChannels := opts.ssmDInner + 2*opts.ssmNGroup*opts.ssmDState" not in model:
             continue
         folder = path.rsplit("/", 1)[0]
-        files = git(repo, "ls-tree", "--name-only", tag, f"{folder}/").split()
-        cache = "".join(show(repo, tag, name) or "" for name in files)
-        _need("kvcache.NewRecurrentCache(" in cache, f"{tag}: {folder} builds another cache")
+        package = "".join(
+            show(repo, tag, name) or "" for name in git(repo, "ls-tree", "--name-only", tag, f"{folder}/").split()
+        )
+        shared = "kvcache.NewRecurrentCache(" in package
+        cache_path, points_path, constant, size, kind = _FORMS[0] if shared else _FORMS[1]
+        if not shared:
+            cache_path, points_path = f"{folder}/{cache_path}", f"{folder}/{points_path}"
+        text = _need(show(repo, tag, cache_path), f"{tag}: no {cache_path}")
+        points = _need(show(repo, tag, points_path), f"{tag}: no {points_path}")
+        # the constant sits in the cache file (kvcache) or beside the checkpoints (qwen3next)
+        where, holder = (cache_path, text) if re.search(rf"{constant}\s*=", text) else (points_path, points)
+        count = _need(re.search(rf"{constant}\s*=\s*(\d+)", holder), f"{tag}: no {constant} in {folder}")
+        for what in ("c.convDim*c.convChannels", f"c.{size}"):
+            _need(f"Zeros(ml.DTypeF32, {what}, c.maxSequences)" in text, f"{tag}: {cache_path} sizes {what} otherwise")
+            _need(f"Zeros(ml.DTypeF32, {what}, 1)" in points, f"{tag}: {points_path} sizes checkpoints otherwise")
+        _need(f"func (c *{kind}) reserveCheckpointConv(" in points, f"{tag}: checkpoints not reserved up front")
+        _need("Cache[c.layer] += uint64(size)" in backend, f"{tag}: {BACKEND} does not count layer tensors as cache")
         archs += re.findall(r'model\.Register\("([\w.-]+)"', model)
-        where = f"{BLOB}/{tag}/{path}#L{_line(model, delta.start())} (Gated DeltaNet conv and delta states)"
+        counts.add(int(count.group(1)))
+        sources.append(
+            f"{BLOB}/{tag}/{where}#L{_line(holder, count.start())} ({constant}); {BLOB}/{tag}/{cache_path} (float32 "
+            f"conv and delta states per layer × maxSequences); {BLOB}/{tag}/{points_path} (checkpoints reserved per "
+            "slot, float32); "
+            f"{BLOB}/{tag}/{path}#L{_line(model, delta.start())} (Gated DeltaNet conv and delta states)"
+        )
     if not archs:
         return None
+    _need(len(counts) == 1, f"{tag}: packages keep different checkpoint counts {sorted(counts)}")
     return {
         "architectures": sorted(set(archs)),
-        "checkpoints": int(count.group(1)),
+        "checkpoints": counts.pop(),
         "state_bytes": 4,
-        "source": f"{BLOB}/{tag}/{RECURRENT}#L{_line(text, count.start())} (DefaultCheckpointCount; float32 conv and "
-        f"recurrent states per layer × maxSequences); {BLOB}/{tag}/{CHECKPOINTS} (checkpoints reserved per slot, "
-        f"float32); {where}; {BLOB}/{tag}/{BACKEND} (newTensor: a layer's tensors count as its cache)",
+        "source": "; ".join([*sources, f"{BLOB}/{tag}/{BACKEND} (newTensor: a layer's tensors count as its cache)"]),
     }
 
 

@@ -1,6 +1,8 @@
 """Issue 23: Ollama's Go engine counts a Gated DeltaNet hybrid's recurrent states in its "kv cache" line.
 
-Worked from the cited source, not from the code under test (https://github.com/ollama/ollama, v0.17.1-v0.24.0):
+Worked from the cited source, not from the code under test (https://github.com/ollama/ollama, v0.17.1-v0.24.0;
+v0.15.5-v0.17.0 keep the same layout in model/models/qwen3next/cache.go and checkpoints.go, with
+``checkpointCountDefault = 32``, for qwen3next alone):
 
 - kvcache/recurrent.go: per linear-attention layer, ``Zeros(ml.DTypeF32, convDim*convChannels, maxSequences)``
   and ``Zeros(ml.DTypeF32, recurrentStateSize, maxSequences)``; ``DefaultCheckpointCount = 24``;
@@ -84,29 +86,65 @@ def _has_recurrent(version: str) -> bool:
     return engine is not None and engine.recurrent is not None
 
 
+def _count(version: str) -> int:
+    """The checkpoints per sequence the cited source keeps: 32 in qwen3next's own cache, 24 in kvcache's."""
+    return 32 if version in _QWEN3NEXT_OWN else 24
+
+
+_QWEN3NEXT_OWN = ("0.15.5", "0.15.6", "0.16.0", "0.16.1", "0.16.2", "0.16.3", "0.17.0")
+
+
 def test_the_fact_is_read_for_every_release_with_the_recurrent_cache() -> None:
     with_fact = [v for v in _releases() if _has_recurrent(v)]
-    # kvcache/recurrent.go arrives in v0.17.1; v0.30 drops the Go engine's qwen3next package
-    assert with_fact[0] == "0.17.1" and with_fact[-1] == "0.24.0", with_fact
+    # qwen3next arrives in v0.15.5 (its own cache), kvcache/recurrent.go and qwen35 in v0.17.1; v0.30 drops the
+    # Go engine's qwen3next package
+    assert with_fact[0] == "0.15.5" and with_fact[-1] == "0.24.0", with_fact
+    assert "0.15.4" in _releases() and not _has_recurrent("0.15.4")
     for version in with_fact:
         release = get("ollama").select(version).release
         assert release is not None and release.facts.go_engine is not None
         fact = release.facts.go_engine.recurrent
         assert fact is not None
-        assert (fact.checkpoints, fact.state_bytes) == (24, 4), version
-        assert {"qwen35", "qwen35moe", "qwen3next"} <= set(fact.architectures), version
-        assert "qwen35" in release.facts.go_engine.architectures, version
-        assert f"/v{version}/kvcache/recurrent.go#L" in fact.source
+        assert (fact.checkpoints, fact.state_bytes) == (_count(version), 4), version
+        own = version in _QWEN3NEXT_OWN
+        assert set(fact.architectures) == ({"qwen3next"} if own else {"qwen35", "qwen35moe", "qwen3next"}), version
+        assert set(fact.architectures) <= set(release.facts.go_engine.architectures), version
+        where = "model/models/qwen3next/checkpoints.go#L" if own else "kvcache/recurrent.go#L"
+        assert f"/v{version}/{where}" in fact.source
+
+
+def _qwen3_next() -> ModelFacts:
+    """Qwen3-Next-80B-A3B's layout (config.json: 48 layers, every 4th full; 2 KV heads of 256; 16 key / 32 value
+    linear heads of 128, conv kernel 4); the MoE fields do not enter the cache."""
+    config: dict[str, Any] = {
+        "architectures": ["Qwen3NextForCausalLM"],
+        "model_type": "qwen3_next",
+        "hidden_size": 2048,
+        "num_hidden_layers": 48,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 2,
+        "head_dim": 256,
+        "intermediate_size": 5120,
+        "vocab_size": 151936,
+        "full_attention_interval": 4,
+        "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 128,
+        "linear_value_head_dim": 128,
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32,
+    }
+    return facts_from_config(config, "Qwen/Qwen3-Next-80B-A3B-Instruct")
 
 
 @pytest.mark.parametrize("version", [v for v in _releases() if _has_recurrent(v)])
 def test_every_release_with_the_fact_counts_states_and_checkpoints(version: str) -> None:
-    model = _qwen35_9b()
-    assert (model.linear_layers, model.kv_full_layers) == (24, 8)
+    model = _qwen35_9b() if version not in _QWEN3NEXT_OWN else _qwen3_next()
+    linear = 24 if version not in _QWEN3NEXT_OWN else 36
+    assert model.linear_layers == linear
     for slots in (1, 3):
         state, note = ollama_memory.recurrent_state(_input(version, model, 32768), slots)
-        assert state == 24 * slots * 25 * (CONV + DELTA), (version, slots)
-        assert "24 checkpoints" in note
+        assert state == linear * slots * (1 + _count(version)) * (CONV + DELTA), (version, slots)
+        assert f"{_count(version)} checkpoints" in note
 
 
 def test_the_0_19_0_log_s_kv_cache_line() -> None:
@@ -130,7 +168,8 @@ def test_q8_0_shrinks_the_k_v_not_the_float32_states() -> None:
 
 def test_releases_before_the_recurrent_cache_and_other_models_add_nothing() -> None:
     model = _qwen35_9b()
-    assert ollama_memory.recurrent_state(_input("0.17.0", model, 32768), 1) == (0, "")
+    assert ollama_memory.recurrent_state(_input("0.15.4", _qwen3_next(), 32768), 1) == (0, "")
+    assert ollama_memory.recurrent_state(_input("0.17.0", model, 32768), 1) == (0, "")  # qwen35 not yet there
     dense = facts_from_config(
         {
             "model_type": "qwen3",

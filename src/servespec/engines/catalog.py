@@ -550,7 +550,8 @@ class KvCacheCells(_Fact):
 
 
 class RecurrentCache(_Fact):
-    """Ollama's Go engine: the Gated DeltaNet hybrids' cache (``kvcache/recurrent.go``, 0.17.1 on).
+    """Ollama's Go engine: the Gated DeltaNet hybrids' cache (qwen3next's own cache.go 0.15.5-0.17.0, then
+    ``kvcache/recurrent.go``).
 
     Beside the causal K/V of the full-attention layers, each linear-attention layer keeps, per sequence
     (``num_parallel``), a conv state of ``(kernel - 1) × conv_channels`` and a delta state of
@@ -562,7 +563,8 @@ class RecurrentCache(_Fact):
     architectures: tuple[str, ...]
     """GGUF architectures whose model package builds this cache with a Gated DeltaNet layout (qwen3next)."""
     checkpoints: int
-    """Checkpoint copies of each linear layer's states per sequence (``DefaultCheckpointCount``)."""
+    """Checkpoint copies of each linear layer's states per sequence (``checkpointCountDefault`` 32, from 0.17.1
+    ``DefaultCheckpointCount`` 24)."""
     state_bytes: int
     """Bytes per element of the conv and delta states and their checkpoints (``ml.DTypeF32``: 4)."""
     source: str

@@ -10,7 +10,7 @@ The cells per layer follow the runner that loads the model (release facts ``kv_c
 sizes a sliding-window layer ``sequences × memory + num_batch`` (kvcache/causal.go); the llama.cpp
 runner (to 0.29) keeps the library's full-size SWA cache; llama-server (0.30 on) its own iSWA rule
 with ``-ub num_batch``. Each pads the cells as the release does. A Gated DeltaNet hybrid on the Go engine
-(qwen3next, qwen35; 0.17.1 on, fact ``go_engine.recurrent``) also keeps float32 conv and delta states per
+(qwen3next 0.15.5 on, qwen35 0.17.1 on; fact ``go_engine.recurrent``) also keeps float32 conv and delta states per
 linear layer and sequence, with their checkpoints, and counts them in its "kv cache" (kvcache/recurrent.go).
 """
 
@@ -50,7 +50,8 @@ def runner(inp: EstimateInput) -> tuple[str, KvCacheCells | None, dict[str, int]
 def recurrent_state(inp: EstimateInput, slots: int) -> tuple[int, str]:
     """Bytes and a note of the linear layers' states the Go engine counts in its "kv cache" (0 and "" if none).
 
-    A Gated DeltaNet hybrid on the Go engine (``go_engine.recurrent``: kvcache/recurrent.go) keeps, per
+    A Gated DeltaNet hybrid on the Go engine (``go_engine.recurrent``: qwen3next's cache.go, then
+    kvcache/recurrent.go) keeps, per
     linear-attention layer and sequence, a conv and a delta state and ``checkpoints`` copies of both, in float32
     whatever the KV-cache type; the full-attention layers keep the causal K/V the cells size."""
     name, _, _ = runner(inp)
