@@ -13,7 +13,9 @@ An Ollama release loads a GGUF model in one of three ways, each read at the rele
   (``fs/ggml/ggml.go``): ``kvcache/causal.go`` ``Init`` sizes a cache of ``sequences × context``
   cells, a sliding-window one (0.6.3 on) ``sequences × memory + batch``, padded to the backend's
   ``CachePadding`` (``ml/backend/ggml/ggml.go``). ``NewSWAMemCache(window, memory)`` in a model's
-  package sets a memory other than its window (gpt-oss, Gemma 4: 4096).
+  package sets a memory other than its window (gpt-oss, Gemma 4: 4096). The Gated DeltaNet hybrids
+  (qwen3next 0.15.5 on, qwen35 0.17.1 on) add float32 conv and delta states per sequence, with their
+  checkpoints (``go_engine.recurrent``: qwen3next's own cache.go, then ``kvcache/recurrent.go``).
 
 This is a development tool: the CLI never imports it.
 """
@@ -136,6 +138,73 @@ def _memories(repo: Path, tag: str) -> dict[str, int]:
     return dict(sorted(found.items()))
 
 
+RECURRENT = "kvcache/recurrent.go"
+CHECKPOINTS = "kvcache/recurrent_checkpoints.go"
+# (cache file, checkpoints file, checkpoint-count constant, state-size field, type): kvcache's shared cache
+# (0.17.1 on), else qwen3next's own HybridCache (0.15.5-0.17.0), both relative to the model package for the latter
+_FORMS = (
+    (RECURRENT, CHECKPOINTS, "DefaultCheckpointCount", "recurrentStateSize", "Recurrent"),
+    ("cache.go", "checkpoints.go", "checkpointCountDefault", "deltaStateSize", "HybridCache"),
+)
+
+
+def _recurrent(repo: Path, tag: str) -> dict[str, Any] | None:
+    """The Gated DeltaNet hybrids' recurrent cache, where the release has one.
+
+    A model package counts when its model.go sizes Gated DeltaNet states (``convChannels := ssmDInner + 2 ×
+    ssmNGroup × ssmDState``, ``deltaStateSize := headVDim × headVDim × numVHeads``). Its cache is
+    ``kvcache/recurrent.go`` (0.17.1 on: ``kvcache.NewRecurrentCache``) or the package's own ``cache.go``
+    (qwen3next 0.15.5-0.17.0). Read there: the checkpoint count; the per-layer conv and delta buffers
+    (``Zeros(ml.DTypeF32, ..., c.maxSequences)``); the checkpoints reserved up front for every slot
+    (``reserveCheckpointConv``) as float32 tensors; and the backend counting a layer's tensors as its cache."""
+    backend = show(repo, tag, BACKEND) or ""
+    archs: list[str] = []
+    sources: list[str] = []
+    counts: set[int] = set()
+    for path in git(repo, "ls-tree", "-r", "--name-only", tag, "model/models").split():
+        if not path.endswith("/model.go"):
+            continue
+        model = show(repo, tag, path) or ""
+        delta = re.search(r"deltaStateSize := headVDim \* headVDim \* numVHeads", model)
+        if delta is None or "convChannels := opts.ssmDInner + 2*opts.ssmNGroup*opts.ssmDState" not in model:
+            continue
+        folder = path.rsplit("/", 1)[0]
+        package = "".join(
+            show(repo, tag, name) or "" for name in git(repo, "ls-tree", "--name-only", tag, f"{folder}/").split()
+        )
+        shared = "kvcache.NewRecurrentCache(" in package
+        cache_path, points_path, constant, size, kind = _FORMS[0] if shared else _FORMS[1]
+        if not shared:
+            cache_path, points_path = f"{folder}/{cache_path}", f"{folder}/{points_path}"
+        text = _need(show(repo, tag, cache_path), f"{tag}: no {cache_path}")
+        points = _need(show(repo, tag, points_path), f"{tag}: no {points_path}")
+        # the constant sits in the cache file (kvcache) or beside the checkpoints (qwen3next)
+        where, holder = (cache_path, text) if re.search(rf"{constant}\s*=", text) else (points_path, points)
+        count = _need(re.search(rf"{constant}\s*=\s*(\d+)", holder), f"{tag}: no {constant} in {folder}")
+        for what in ("c.convDim*c.convChannels", f"c.{size}"):
+            _need(f"Zeros(ml.DTypeF32, {what}, c.maxSequences)" in text, f"{tag}: {cache_path} sizes {what} otherwise")
+            _need(f"Zeros(ml.DTypeF32, {what}, 1)" in points, f"{tag}: {points_path} sizes checkpoints otherwise")
+        _need(f"func (c *{kind}) reserveCheckpointConv(" in points, f"{tag}: checkpoints not reserved up front")
+        _need("Cache[c.layer] += uint64(size)" in backend, f"{tag}: {BACKEND} does not count layer tensors as cache")
+        archs += re.findall(r'model\.Register\("([\w.-]+)"', model)
+        counts.add(int(count.group(1)))
+        sources.append(
+            f"{BLOB}/{tag}/{where}#L{_line(holder, count.start())} ({constant}); {BLOB}/{tag}/{cache_path} (float32 "
+            f"conv and delta states per layer × maxSequences); {BLOB}/{tag}/{points_path} (checkpoints reserved per "
+            "slot, float32); "
+            f"{BLOB}/{tag}/{path}#L{_line(model, delta.start())} (Gated DeltaNet conv and delta states)"
+        )
+    if not archs:
+        return None
+    _need(len(counts) == 1, f"{tag}: packages keep different checkpoint counts {sorted(counts)}")
+    return {
+        "architectures": sorted(set(archs)),
+        "checkpoints": counts.pop(),
+        "state_bytes": 4,
+        "source": "; ".join([*sources, f"{BLOB}/{tag}/{BACKEND} (newTensor: a layer's tensors count as its cache)"]),
+    }
+
+
 def _go_engine(repo: Path, tag: str) -> dict[str, Any] | None:
     if show(repo, tag, "runner/ollamarunner/runner.go") is None:
         return None
@@ -188,6 +257,8 @@ def _go_engine(repo: Path, tag: str) -> dict[str, Any] | None:
     fact: dict[str, Any] = {"architectures": archs, "kv_cache": cache, "source": required}
     if swa is not None and (memories := _memories(repo, tag)):
         fact["swa_memory"] = memories
+    if (recurrent := _recurrent(repo, tag)) is not None:
+        fact["recurrent"] = recurrent
     return fact
 
 

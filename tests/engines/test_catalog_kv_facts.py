@@ -33,7 +33,7 @@ def test_llama_cpp_kv_cache_is_what_the_sdist_says(build: int) -> None:
     assert release.facts.kv_cache == KvCacheCells.model_validate(found)
 
 
-@pytest.mark.parametrize("version", ["0.5.0", "0.16.3"])
+@pytest.mark.parametrize("version", ["0.5.0", "0.16.3", "0.19.0"])
 def test_ollama_kv_facts_are_what_the_tag_says(version: str) -> None:
     repo = gitsrc.mirror("ollama", "ollama") or gitsrc.CACHE / "ollama+ollama.git"
     if not (repo / "HEAD").is_file():

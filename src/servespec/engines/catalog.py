@@ -579,6 +579,27 @@ class KvCacheCells(_Fact):
     source: str
 
 
+class RecurrentCache(_Fact):
+    """Ollama's Go engine: the Gated DeltaNet hybrids' cache (qwen3next's own cache.go 0.15.5-0.17.0, then
+    ``kvcache/recurrent.go``).
+
+    Beside the causal K/V of the full-attention layers, each linear-attention layer keeps, per sequence
+    (``num_parallel``), a conv state of ``(kernel - 1) × conv_channels`` and a delta state of
+    ``value_heads × head_dim²`` elements, plus ``checkpoints`` copies of both per sequence that the reserve pass
+    allocates up front (prefix-reuse checkpoints), all in ``state_bytes``-byte elements whatever the KV-cache
+    type. Every tensor is made in a layer's context, so the plan's "kv cache" line counts all of it
+    (ml/backend/ggml/ggml.go ``newTensor``: ``Cache[layer] += size``)."""
+
+    architectures: tuple[str, ...]
+    """GGUF architectures whose model package builds this cache with a Gated DeltaNet layout (qwen3next)."""
+    checkpoints: int
+    """Checkpoint copies of each linear layer's states per sequence (``checkpointCountDefault`` 32, from 0.17.1
+    ``DefaultCheckpointCount`` 24)."""
+    state_bytes: int
+    """Bytes per element of the conv and delta states and their checkpoints (``ml.DTypeF32``: 4)."""
+    source: str
+
+
 class GoEngine(_Fact):
     """Ollama 0.5.12-0.29: the architectures its own Go engine (ollamarunner) runs, and that engine's KV cache."""
 
@@ -587,6 +608,8 @@ class GoEngine(_Fact):
     kv_cache: KvCacheCells
     swa_memory: dict[str, int] = {}
     """Architectures whose sliding-window cache keeps this many tokens instead of its window (``NewSWAMemCache``)."""
+    recurrent: RecurrentCache | None = None
+    """The Gated DeltaNet hybrids' recurrent states, counted with the KV cache; None: not read or not there."""
     source: str
 
 

@@ -697,6 +697,9 @@ class KvCells:
     window_layers: int = 0
     """Layers ``window_cells`` applies to (the rest of the attention layers are full)."""
     window_note: str = ""
+    state_bytes: int = 0
+    """Bytes the engine counts with its KV cache that do not grow with the context (Ollama's Go engine: the linear
+    layers' recurrent states per sequence); 0: none."""
 
 
 @dataclass(frozen=True)
@@ -732,7 +735,7 @@ def _kv_bytes(inp: EstimateInput, cells: KvCells) -> tuple[Callable[[int], float
     def total(context: int) -> float:
         grown = cells.full_cells(context) if cells.full_cells is not None else context * cells.streams
         fixed = cells.window_cells(context) * windowed * per_window if cells.window_cells is not None else 0
-        return grown * growing + fixed
+        return grown * growing + fixed + cells.state_bytes
 
     return total, growing or inp.model.kv_full_layers * per_full + sliding * per_window
 

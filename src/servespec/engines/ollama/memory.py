@@ -9,7 +9,9 @@ The cells per layer follow the runner that loads the model (release facts ``kv_c
 ``go_engine``): the Go engine (0.5.12-0.29, for the architectures ``OllamaEngineRequired`` lists)
 sizes a sliding-window layer ``sequences × memory + num_batch`` (kvcache/causal.go); the llama.cpp
 runner (to 0.29) keeps the library's full-size SWA cache; llama-server (0.30 on) its own iSWA rule
-with ``-ub num_batch``. Each pads the cells as the release does.
+with ``-ub num_batch``. Each pads the cells as the release does. A Gated DeltaNet hybrid on the Go engine
+(qwen3next 0.15.5 on, qwen35 0.17.1 on; fact ``go_engine.recurrent``) also keeps float32 conv and delta states per
+linear layer and sequence, with their checkpoints, and counts them in its "kv cache" (kvcache/recurrent.go).
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from dataclasses import replace
 from servespec.engines.catalog import KvCacheCells
 from servespec.engines.gguf import integer, pad, switched_on
 from servespec.engines.ollama import ENGINE
-from servespec.knowledge.memory import GIB, EstimateInput, GpuEstimate, GpuLayers, KvCells, estimate_gguf
+from servespec.knowledge.memory import (
+    GIB,
+    EstimateInput,
+    GpuEstimate,
+    GpuLayers,
+    KvCells,
+    estimate_gguf,
+    linear_state_bytes,
+)
 
 
 def _arch(name: str) -> str:
@@ -37,9 +47,46 @@ def runner(inp: EstimateInput) -> tuple[str, KvCacheCells | None, dict[str, int]
     return "llama.cpp", facts.kv_cache if facts is not None else None, {}
 
 
+def recurrent_state(inp: EstimateInput, slots: int) -> tuple[int, str]:
+    """Bytes and a note of the linear layers' states the Go engine counts in its "kv cache" (0 and "" if none).
+
+    A Gated DeltaNet hybrid on the Go engine (``go_engine.recurrent``: qwen3next's cache.go, then
+    kvcache/recurrent.go) keeps, per
+    linear-attention layer and sequence, a conv and a delta state and ``checkpoints`` copies of both, in float32
+    whatever the KV-cache type; the full-attention layers keep the causal K/V the cells size."""
+    name, _, _ = runner(inp)
+    facts = inp.release.facts.go_engine if inp.release is not None else None
+    fact = facts.recurrent if facts is not None else None
+    model = inp.model
+    if name != "go engine" or fact is None or not model.linear_layers or model.linear_kind != "gated_delta_net":
+        return 0, ""
+    if _arch(model.model_type) not in {_arch(a) for a in fact.architectures}:
+        return 0, ""
+    copies = 1 + fact.checkpoints
+    per_layer = linear_state_bytes(model, fact.state_bytes, 1)
+    total = round(model.linear_layers * slots * copies * per_layer)
+    where = fact.source.split(" ", 1)[0]
+    note = (
+        f"{model.linear_layers} linear-attention layers × {slots} sequence(s) × (1 + {fact.checkpoints} checkpoints)"
+        f" × {per_layer / 2**20:.2f} MiB of float32 conv and delta state = {total / 2**30:.2f} GiB in the kv cache"
+        f" ({where})"
+    )
+    return total, note
+
+
 def kv_cells(inp: EstimateInput, slots: int | None = None) -> KvCells:
-    """Each of ``num_parallel`` slots gets ``num_ctx`` cells, padded and windowed as the release's runner does."""
+    """The release runner's KV cells (:func:`attention_cells`) with the recurrent states it counts beside them."""
     slots = ENGINE.slots(inp.options, inp.release) if slots is None else slots
+    cells = attention_cells(inp, slots)
+    state, note = recurrent_state(inp, slots)
+    if not state:
+        return cells
+    window_note = f"{cells.window_note}; {note}" if cells.window_note else note
+    return replace(cells, state_bytes=state, window_note=window_note)
+
+
+def attention_cells(inp: EstimateInput, slots: int) -> KvCells:
+    """Each of ``num_parallel`` slots gets ``num_ctx`` cells, padded and windowed as the release's runner does."""
     cells = KvCells(inp.max_model_len, slots, f"{slots} slot(s) × {inp.max_model_len} tokens")
     name, rule, memories = runner(inp)
     model = inp.model
