@@ -32,6 +32,7 @@ _OPTIONS = (
     "enforce_eager",
     "limit_mm_per_prompt",
     "enable_expert_parallel",
+    "runner",
 )
 
 
