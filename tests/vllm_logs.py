@@ -36,6 +36,7 @@ _OPTIONS = (
     "skip_mm_profiling",
     "mm_processor_kwargs",
     "enable_prefix_caching",
+    "runner",
 )
 
 

@@ -177,3 +177,18 @@ def test_v0_profiles_the_whole_prompt_up_to_the_releases_own_long_context_thresh
     assert batched(release) == "max_num_batched_tokens 20000"
     lowered = release.facts.model_copy(update={"v0_chunked_prefill_above": SourcedInt(value=16384, source="test")})
     assert batched(replace(release, facts=lowered)) == "max_num_batched_tokens 2048"
+
+
+def test_the_pooling_runner_warms_the_pooler_up_not_the_sampler() -> None:
+    """``--runner pooling`` (0.11.0's gpu_worker.py L410-414, gpu_model_runner.py ``profile_run`` L3394-3397): no
+    sampler warm-up after the KV cache and none in the profiling peak, so the gpt-oss case above is no longer tight
+    and more memory is left for the cache; the same option on a release without ``--runner`` (0.10.0) changes
+    nothing."""
+    generate = _plan("openai/gpt-oss-20b", "0.19.0", gpu_memory_utilization=0.95)
+    pooling = _plan("openai/gpt-oss-20b", "0.19.0", gpu_memory_utilization=0.95, runner="pooling")
+    assert generate.after_kv is not None and pooling.after_kv is not None
+    assert pooling.after_kv.sampler_gib == 0 and pooling.after_kv.sampler_rows == 0
+    assert not pooling.after_kv.tight
+    assert pooling.kv_cache_gib > generate.kv_cache_gib
+    older = _plan("meta-llama/Llama-3.1-8B-Instruct", "0.10.0", runner="pooling")
+    assert older.kv_cache_gib == _plan("meta-llama/Llama-3.1-8B-Instruct", "0.10.0").kv_cache_gib

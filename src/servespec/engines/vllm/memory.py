@@ -210,6 +210,20 @@ def _extensible(inp: EstimateInput) -> bool:
     return wanted is True or (wanted is None and not any(inp.options.get(name) for name in _EXTENSIBLE_OFF))
 
 
+def pooling_runner(inp: EstimateInput) -> bool:
+    """Whether the V1 engine runs the pooling runner (``--runner pooling``, an option from 0.10.1): it warms up the
+    pooler, not the sampler, both in the profiling run and after the KV cache is sized, so no logits or sampler
+    buffers take part (vllm/v1/worker/gpu_model_runner.py ``profile_run`` L3394-3397 and gpu_worker.py
+    ``compile_or_warm_up_model`` L410-414 at v0.11.0; the same branches in every catalogued release from 0.10.1 to
+    0.34.0, where the new gpu/model_runner.py ``profile_run`` and the worker skip the sampler for a pooling
+    runner). The pooler's own buffers (one pooled vector per dummy request) are not modelled. A model that resolves
+    to the pooling runner by itself (``--runner auto`` on an embedding architecture) is not recognised here."""
+    release = inp.release
+    if release is None or "runner" not in release.options or _engine_core(inp) != "v1":
+        return False
+    return inp.options.get("runner") == "pooling"
+
+
 def after_kv(inp: EstimateInput, total: float, utilization: float, reserved: float, rows: int) -> AfterKv | None:
     """What the release allocates after sizing the KV cache (its ``post_kv_warmup`` fact) against what
     ``gpu_memory_utilization`` leaves out; None without the fact, with ``kv_cache_memory_bytes`` (no budget), or
@@ -226,7 +240,7 @@ def after_kv(inp: EstimateInput, total: float, utilization: float, reserved: flo
     budget = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
     graphs = 0.0 if eager or not fact.cuda_graphs or (budget is not None and budget.value) else CUDA_GRAPHS_GIB
     sampler = 0.0
-    if fact.sampler and _engine_core(inp) == "v1":
+    if fact.sampler and _engine_core(inp) == "v1" and not pooling_runner(inp):
         sampler = rows * (inp.model.vocab_size or 32000) * _sampler_bytes(inp, rows) / GIB
         sampler += rejection_warmup_gib(inp, rows)  # the same _dummy_sampler_run, its rejection pass included
         if inp.release is not None and inp.release.facts.profile_sampler_sorts_vocab is not None:
@@ -259,6 +273,8 @@ def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
     facts = inp.release.facts if inp.release else None
     v1 = _engine_core(inp) == "v1"
     fact = (facts.profile_sampler_sorts_vocab if v1 else facts.profile_sampler_v0_sorts_vocab) if facts else None
+    if pooling_runner(inp):
+        return forward_activation_gib(inp, batched)  # no sampler warm-up (:func:`pooling_runner`)
     if fact is None or not fact.value:
         return activation_gib(inp, batched, seqs)
     rows = min(seqs, batched)
