@@ -1174,9 +1174,9 @@ def _printed_args_bound(engine: str, data: dict[str, Any], choices: list[str]) -
         return choices
     printed = set(re.findall(r"(?:^|, )(\w+)=", line.group(1)))
     releases = {v: _release(engine, v) for v in choices if v != "unknown"}
-    known = {name for release in releases.values() if release is not None for name in release.options}
-    wanted = printed & known
-    kept = [v for v in choices if v != "unknown" and wanted <= set(getattr(releases[v], "options", {}))]
+    names = {v: _option_names(release) for v, release in releases.items()}
+    wanted = printed & {name for found in names.values() for name in found}
+    kept = [v for v in choices if v != "unknown" and wanted <= names[v]]
     from servespec.engines.catalog import version_key
 
     oldest = min(releases, key=version_key, default=None)
@@ -1185,6 +1185,16 @@ def _printed_args_bound(engine: str, data: dict[str, Any], choices: list[str]) -
     if not kept or len(kept) == len(choices):
         return choices
     return _Bounded(kept)
+
+
+def _option_names(release: Any) -> set[str]:
+    """A release's options by the names ``ServerArgs`` prints: each flag and alias, dashes as underscores."""
+    if release is None:
+        return set()
+    found = set(release.options)
+    for option in release.options.values():
+        found.update(alias.lstrip("-").replace("-", "_") for alias in option.aliases)
+    return found
 
 
 class _Bounded(list[str]):
@@ -1243,8 +1253,8 @@ def _sglang_preload_gpu(data: dict[str, Any]) -> tuple[gpus.GpuModel | None, str
     takes it as the card's total less its CUDA-context allowance (``CONTEXT_GIB``) and NCCL's communicators, so the
     stand-in's total is the logged figure plus that allowance: on such a log the allowance itself is not tested.
     Over several ranks the least of their logged figures (SGLang's baseline), plus the estimator's NCCL allowance,
-    which it subtracts again. Only with a logged ``mem_fraction_static`` (the default reads the card's real total). Returns the stand-in and how it was made, or None and why not ("" when the
-    log has no such figure)."""
+    which it subtracts again. Only with a logged ``mem_fraction_static`` (the default reads the card's real total).
+    Returns the stand-in and how it was made, or None and why not ("" when the log has no such figure)."""
     from servespec.knowledge.memory import CONTEXT_GIB, VLLM_NON_TORCH_GIB
 
     printed = str(data.get("gpu") or "").strip()
@@ -1262,7 +1272,9 @@ def _sglang_preload_gpu(data: dict[str, Any]) -> tuple[gpus.GpuModel | None, str
         # model_runner_kv_cache_mixin.py L148); each rank logs its own just before loading. So the stand-in is the
         # least of every rank's logged figure, plus what the estimator subtracts for NCCL on a card it cannot place
         # on a board (its allowance, no NVLS): the estimate's baseline is then the logged one, whatever NCCL took.
-        logged = re.findall(r"^\s*\[([^\]]*)\] Load weight begin\. avail mem=([\d.]+) GB", str(data.get("log") or ""), re.M)
+        logged = re.findall(
+            r"^\s*\[([^\]]*)\] Load weight begin\. avail mem=([\d.]+) GB", str(data.get("log") or ""), re.M
+        )
         by_rank = {label.split(None, 2)[-1] if " " in label else label: float(gb) for label, gb in logged}
         if len(by_rank) != ranks:
             why = (

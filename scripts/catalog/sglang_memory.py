@@ -523,42 +523,23 @@ def _entry_classes(text: str) -> list[str]:
     return [n.strip() for n in (entry.group(1) or entry.group(2)).split(",") if n.strip()]
 
 
-def _cpu_offload(version: str, sources: dict[str, str]) -> dict[str, Any]:
-    """``--cpu-offload-gb``: how the release moves weights to host memory (``maybe_offload_to_cpu``).
+_BUDGET = re.compile(
+    r"(?:set_cpu_offload_max_bytes\(|cpu_offload_max_bytes=)\s*int\(\s*(?:server_args|get_exec\(\)\.offload)"
+    r"\.cpu_offload_gb \* 1024\s*\*\*\s*3\s*\)"
+)
+_GUARD = re.compile(
+    r"for p in module\.parameters\(\):\s*\n(?:\s*if id\(p\) in resident_parameter_ids:\s*\n\s*continue\s*\n)?"
+    r"\s*if (?:self\.)?_(?:CPU_OFFLOAD_BYTES|cpu_offload_bytes) >= "
+)
 
-    The budget is ``int(cpu_offload_gb * 1024**3)`` bytes per rank (each rank's process sets it); the layers
-    ``make_layers`` builds are offloaded as they are created, parameter by parameter in order, until the bytes
-    moved reach the budget (the last parameter may pass it). Nothing outside ``make_layers`` (embeddings, LM head,
-    final norm, towers built otherwise) moves. ``architectures``: the ``EntryClass`` names of the model files that
-    call ``make_layers``, or import a ``...Model`` class from one that does (Qwen3's ``Qwen2Model``)."""
-    path = next((p for p in _OFFLOADERS if "def maybe_offload_to_cpu" in sources.get(p, "")), None)
-    if path is None:
-        raise ValueError(f"{version}: maybe_offload_to_cpu not found")
-    text = sources[path]
-    guard = re.search(
-        r"for p in module\.parameters\(\):\s*\n(?:\s*if id\(p\) in resident_parameter_ids:\s*\n\s*continue\s*\n)?"
-        r"\s*if (?:self\.)?_(?:CPU_OFFLOAD_BYTES|cpu_offload_bytes) >= ",
-        text,
-    )
-    if guard is None:
-        raise ValueError(f"{version}: maybe_offload_to_cpu's per-parameter budget check not found")
-    budget = next(
-        (
-            (p, m)
-            for p in (_RUNNER, *_OFFLOADERS)
-            if (m := re.search(r"(?:set_cpu_offload_max_bytes\(|cpu_offload_max_bytes=)\s*int\(\s*(?:server_args|get_exec\(\)\.offload)\.cpu_offload_gb \* 1024\s*\*\*\s*3\s*\)", sources.get(p, "")))
-        ),
-        None,
-    )
-    if budget is None:
-        raise ValueError(f"{version}: the cpu_offload_gb budget (cpu_offload_gb * 1024**3) not found")
-    models = {k[len(_OFFLOAD_KEY) :]: v for k, v in sources.items() if k.startswith(_OFFLOAD_KEY)}
-    # the helpers that build layers through the offloader: make_layers, and those that call it (make_layers_non_pp,
-    # make_pp_layers: 0.5.22 on)
+
+def _layer_helpers(sources: dict[str, str]) -> set[str]:
+    """The helpers that build layers through the offloader: ``make_layers`` and the top-level functions that call it
+    (``make_layers_non_pp``; ``make_pp_layers``, 0.5.22 on)."""
     helpers = {"make_layers"}
     for p in _OFFLOADERS:
         util = sources.get(p, "")
-        starts = [m for m in re.finditer(r"^(?:def (\w+)\(|class |\S)", util, re.M)]
+        starts = list(re.finditer(r"^(?:def (\w+)\(|class |\S)", util, re.M))
         for at, found in enumerate(starts):
             if found.group(1) is None:
                 continue
@@ -566,22 +547,47 @@ def _cpu_offload(version: str, sources: dict[str, str]) -> dict[str, Any]:
             body = util[found.end() : end]  # to the next top-level statement (a signature's closing line aside)
             if re.search(r"\b(?:make_layers|maybe_offload_to_cpu|wrap_modules)\(", body):
                 helpers.add(found.group(1))
-    helpers -= {"maybe_offload_to_cpu", "wrap_modules"}
+    return helpers - {"maybe_offload_to_cpu", "wrap_modules"}
+
+
+def _layer_making_files(models: dict[str, str], helpers: set[str]) -> set[str]:
+    """Model files that call one of ``helpers``, or import a ``...Model`` class from such a file (transitively)."""
     calls = re.compile(r"\b(?:" + "|".join(sorted(helpers)) + r")\(")
     making = {p for p, t in models.items() if calls.search(t)}
-    while True:  # files that import a ...Model class from a file that makes its layers so
+    while True:
         more = set()
         for p, t in models.items():
-            if p in making:
-                continue
             imports = re.findall(r"^from sglang\.srt\.models\.(\w+) import (?:\(([^)]*)\)|(.*))$", t, re.M)
-            for module, grouped, inline in imports:
+            for module, grouped, inline in imports if p not in making else ():
                 names = [n.split(" as ")[0].strip() for n in (grouped or inline).split(",")]
                 if f"{_MODELS}{module}.py" in making and any(n.endswith("Model") for n in names):
                     more.add(p)
         if not more:
-            break
+            return making
         making |= more
+
+
+def _cpu_offload(version: str, sources: dict[str, str]) -> dict[str, Any]:
+    """``--cpu-offload-gb``: how the release moves weights to host memory (``maybe_offload_to_cpu``).
+
+    The budget is ``int(cpu_offload_gb * 1024**3)`` bytes per rank (each rank's process sets it); the layers
+    ``make_layers`` builds are offloaded as they are created, parameter by parameter in order, until the bytes
+    moved reach the budget (the last parameter may pass it). Nothing outside ``make_layers`` (embeddings, LM head,
+    final norm, towers built otherwise) moves. ``architectures``: the ``EntryClass`` names of the model files that
+    call ``make_layers`` (or a helper around it), or import a ``...Model`` class from one that does (Qwen3's
+    ``Qwen2Model``)."""
+    path = next((p for p in _OFFLOADERS if "def maybe_offload_to_cpu" in sources.get(p, "")), None)
+    if path is None:
+        raise ValueError(f"{version}: maybe_offload_to_cpu not found")
+    text = sources[path]
+    guard = _GUARD.search(text)
+    if guard is None:
+        raise ValueError(f"{version}: maybe_offload_to_cpu's per-parameter budget check not found")
+    budget = next(((p, m) for p in (_RUNNER, *_OFFLOADERS) if (m := _BUDGET.search(sources.get(p, "")))), None)
+    if budget is None:
+        raise ValueError(f"{version}: the cpu_offload_gb budget (cpu_offload_gb * 1024**3) not found")
+    models = {k[len(_OFFLOAD_KEY) :]: v for k, v in sources.items() if k.startswith(_OFFLOAD_KEY)}
+    making = _layer_making_files(models, _layer_helpers(sources))
     architectures = sorted({name for p in making for name in _entry_classes(models[p])})
     resident: list[str] = []
     kept = re.search(r"^def _get_resident_parameter_ids\(", text, re.M)
@@ -597,8 +603,18 @@ def _cpu_offload(version: str, sources: dict[str, str]) -> dict[str, Any]:
         "resident": resident,
         "source": "; ".join(
             (
-                _cite(version, budget[0], _line_of(sources[budget[0]], budget[1].start()), "cpu_offload_gb * 1024**3 bytes per rank"),
-                _cite(version, path, _line_of(text, guard.start()), "per parameter of make_layers' layers, until the budget is reached"),
+                _cite(
+                    version,
+                    budget[0],
+                    _line_of(sources[budget[0]], budget[1].start()),
+                    "cpu_offload_gb * 1024**3 bytes per rank",
+                ),
+                _cite(
+                    version,
+                    path,
+                    _line_of(text, guard.start()),
+                    "per parameter of make_layers' layers, until the budget is reached",
+                ),
             )
         ),
     }

@@ -112,3 +112,63 @@ def test_no_budget_changes_nothing() -> None:
     with_zero = _estimate("0.5.10", 2, cpu_offload_gb=0)
     without = _estimate("0.5.10", 2)
     assert with_zero[:3] == without[:3]
+
+
+def _builder():  # type: ignore[no-untyped-def]
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    scripts = Path(__file__).resolve().parents[2] / "scripts" / "catalog"
+    sys.path.insert(0, str(scripts))
+    try:
+        spec = importlib.util.spec_from_file_location("sglang_memory_for_test", scripts / "sglang_memory.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(scripts))
+
+
+_OFFLOADER = """class OffloaderV1:
+    def maybe_offload_to_cpu(self, module):
+        for p in module.parameters():
+            if self._cpu_offload_bytes >= self._cpu_offload_max_bytes:
+                break
+
+
+def create_offloader_from_server_args(server_args):
+    return OffloaderV1(cpu_offload_max_bytes=int(server_args.cpu_offload_gb * 1024**3))
+"""
+_COMMON = """def make_layers(n, layer_fn):
+    return get_offloader().wrap_modules(layer_fn(i) for i in range(n))
+
+
+def make_pp_layers(
+    n,
+    layer_fn,
+) -> tuple:
+    return make_layers(n, layer_fn)
+"""
+
+
+def test_the_builder_reads_which_models_build_their_layers_through_the_offloader() -> None:
+    """A model file that calls make_layers or a helper around it, or imports a ...Model class from one that does."""
+    builder = _builder()
+    sources = {
+        "sglang/srt/utils/offloader.py": _OFFLOADER,
+        "sglang/srt/utils/common.py": _COMMON,
+        "offload:sglang/srt/models/a.py": "self.layers = make_pp_layers(4, f)\nEntryClass = AForCausalLM\n",
+        "offload:sglang/srt/models/b.py": "from sglang.srt.models.a import AModel\nEntryClass = [BForCausalLM]\n",
+        "offload:sglang/srt/models/c.py": "from sglang.srt.models.a import AMLP as CMLP\nEntryClass = CForCausalLM\n",
+        "offload:sglang/srt/models/d.py": "self.layers = nn.ModuleList(x)\nEntryClass = DForCausalLM\n",
+    }
+    fact = builder._cpu_offload("9.9.9", sources)
+    assert fact["architectures"] == ["AForCausalLM", "BForCausalLM"]
+    assert fact["granularity"] == "parameter" and fact["resident"] == []
+    assert "utils/offloader.py#L9" in fact["source"] and "utils/offloader.py#L3" in fact["source"]
+    # a release whose offloader reads its budget otherwise is not guessed at
+    changed = {**sources, "sglang/srt/utils/offloader.py": _OFFLOADER.replace("* 1024**3", "* 1000**3")}
+    with pytest.raises(ValueError, match="budget"):
+        builder._cpu_offload("9.9.9", changed)

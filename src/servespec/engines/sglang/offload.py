@@ -50,8 +50,10 @@ def offloaded(inp: EstimateInput, memory: SglangMemory | None, weights: float) -
     fact = memory.cpu_offload if memory is not None else None
     if fact is None:
         return Offload(0.0, f"{OPTION} {budget:g}: the release's offload rule is not catalogued; nothing moved")
-    names = (inp.model.architecture,) if inp.model.architecture else swa.ARCHITECTURES_BY_MODEL_TYPE.get(
-        inp.model.model_type, ()
+    names = (
+        (inp.model.architecture,)
+        if inp.model.architecture
+        else swa.ARCHITECTURES_BY_MODEL_TYPE.get(inp.model.model_type, ())
     )
     assumed = ""
     if names and not any(name in fact.architectures for name in names):
