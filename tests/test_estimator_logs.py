@@ -254,13 +254,15 @@ def test_an_unnamed_gpu_answers_only_when_the_estimate_reads_nothing_the_log_hid
         assert row.predicted is None and "GPU fact the log does not show" in row.skipped, row
 
 
-def test_sglang_pre_load_memory_stands_in_for_an_unnamed_card_on_one_gpu_only(tmp_path) -> None:
+def test_sglang_pre_load_memory_stands_in_for_an_unnamed_card(tmp_path) -> None:
     """SGLang takes mem_fraction_static of the memory it logs before loading; the stand-in is that figure plus the
-    estimator's context allowance (labelled), and not at TP > 1, where NCCL's set-up (board-dependent) precedes it."""
+    estimator's context allowance (labelled). At TP > 1 that figure is measured after NCCL's set-up and SGLang takes
+    the least over the ranks: the stand-in is the least of every rank's logged figure plus the NCCL allowance the
+    estimate subtracts again, and a log that does not show every rank's figure is not answered."""
     from ruamel.yaml import YAML
 
-    from servespec.knowledge.memory import CONTEXT_GIB
-    from tests.vllm_logs import OTHER_LOGS, compare_other
+    from servespec.knowledge.memory import CONTEXT_GIB, VLLM_NON_TORCH_GIB
+    from tests.vllm_logs import AFTER_TP_SETUP, OTHER_LOGS, compare_other
 
     path = next((OTHER_LOGS / "sglang").glob("002-*.yaml"))
     row = compare_other(path)
@@ -269,10 +271,36 @@ def test_sglang_pre_load_memory_stands_in_for_an_unnamed_card_on_one_gpu_only(tm
     data = YAML(typ="safe").load(path.read_text())
     data["settings"]["tp_size"] = "2"
     wide = compare_other(_write_log(tmp_path / "sglang", "902-tp2.yaml", data))  # type: ignore[arg-type]
-    assert wide.predicted is None and "NCCL" in wide.skipped, wide
+    assert wide.predicted is None and "1 of 2 ranks' pre-load memory" in wide.skipped, wide
     data["settings"].update(tp_size="1", mem_fraction_static=None)
     unset = compare_other(_write_log(tmp_path / "sglang", "903-default.yaml", data))  # type: ignore[arg-type]
     assert unset.predicted is None and "mem_fraction_static not logged" in unset.skipped, unset
+    # 004: TP2, ranks log 18.73 and 19.15 GiB; SGLang's baseline is the lesser (an all-reduce MIN)
+    tp2 = compare_other(next((OTHER_LOGS / "sglang").glob("004-*.yaml")))
+    assert not tp2.skipped and abs(tp2.error) < 0.02, tp2
+    total = 18.73 + CONTEXT_GIB + VLLM_NON_TORCH_GIB[1]
+    assert any(f"unnamed:{total:.2f} GiB{AFTER_TP_SETUP}" in label for label in tp2.assumed), tp2.assumed
+
+
+def test_printed_server_args_bound_an_unstated_sglang_release() -> None:
+    """The ServerArgs fields a log prints are options (or aliases) of the release that ran it: every log that states
+    its release falls inside the bound, and the bound is narrower than the catalogue."""
+    from ruamel.yaml import YAML
+
+    from servespec.engines import get
+    from tests.vllm_logs import OTHER_LOGS, _printed_args_bound
+
+    checked = 0
+    for path in sorted((OTHER_LOGS / "sglang").glob("*.yaml")):
+        data = YAML(typ="safe").load(path.read_text())
+        stated = str(data.get("engine_version") or "")
+        if stated == "unknown" or "server_args=ServerArgs(" not in str(data.get("log")):
+            continue
+        everything = ["unknown", *get("sglang").select("unknown").known]
+        bound = _printed_args_bound("sglang", data, everything)
+        assert stated in bound and len(bound) < len(everything), (path.name, bound)
+        checked += 1
+    assert checked >= 2
 
 
 def test_an_assumed_release_is_used_and_labelled(tmp_path) -> None:

@@ -194,11 +194,18 @@ BOARDS = (("A100-SXM4-80GB", (8, 0)), ("H100-SXM5-80GB", (9, 0)), ("B200", (10, 
 (engines/vllm/memory.py ``_big_gpu``), NCCL's NVLS buffers on NVSwitch boards (knowledge/memory.py ``NVLS_GPUS``)."""
 
 
+AFTER_TP_SETUP = " after a TP set-up"
+"""Ends the id of a stand-in made from SGLang's pre-load memory at tensor-parallel size > 1 (:func:`_variants`)."""
+
+
 def _variants(gpu: gpus.GpuModel) -> list[gpus.GpuModel]:
     """The cards a stand-in may be: its memory with every identity and capability the estimate tells apart
     (the logged capability only, when the log prints it)."""
     logged = gpu.compute_capability if gpu.compute_capability != (0, 0) else None
-    identities = [(gpu.id, cc) for cc in CAPABILITIES] + list(BOARDS)
+    # A stand-in made from a baseline measured after a tensor-parallel set-up already holds what NCCL took there,
+    # NVLS buffers included on an NVSwitch board: the boards (told apart for NVLS and vLLM's defaults) do not vary it.
+    boards = [] if gpu.id.endswith(AFTER_TP_SETUP) else list(BOARDS)
+    identities = [(gpu.id, cc) for cc in CAPABILITIES] + boards
     return [
         dataclasses.replace(gpu, id=ident, compute_capability=cc)
         for ident, cc in identities
@@ -962,6 +969,7 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
     dp = _whole(settings.get("dp_size"))
     attention_dp = _truthy(settings.get("enable_dp_attention")) and dp > 1
     options: dict[str, Any] = _numbers(settings, ("mem_fraction_static", "chunked_prefill_size", "cuda_graph_max_bs"))
+    options.update(_numbers(settings, ("cpu_offload_gb",)))
     kv_dtype = settings.get("kv_cache_dtype")
     if kv_dtype and str(kv_dtype) != "auto":
         options["kv_cache_dtype"] = str(kv_dtype)
@@ -1415,12 +1423,48 @@ def _release_choices(engine: str, data: dict[str, Any]) -> list[str]:
     if stated and stated != "unknown":
         between = get(engine).catalog.candidates(stated)
         return list(between) if len(between) == 2 else []
-    return ["unknown", *get(engine).select("unknown").known]
+    return _printed_args_bound(engine, data, ["unknown", *get(engine).select("unknown").known])
+
+
+def _printed_args_bound(engine: str, data: dict[str, Any], choices: list[str]) -> list[str]:
+    """The releases among ``choices`` that have every field an SGLang log's ``server_args=ServerArgs(...)`` line
+    prints which some catalogued release has as an option (a field no catalogued release has bounds nothing).
+    The arithmetic before the catalogue ("unknown") stays only when the oldest catalogued release has them all."""
+    line = re.search(r"server_args=ServerArgs\((.*)", str(data.get("log") or ""))
+    if engine not in SGLANG_ENGINES or line is None:
+        return choices
+    printed = set(re.findall(r"(?:^|, )(\w+)=", line.group(1)))
+    releases = {v: _release(engine, v) for v in choices if v != "unknown"}
+    names = {v: _option_names(release) for v, release in releases.items()}
+    wanted = printed & {name for found in names.values() for name in found}
+    kept = [v for v in choices if v != "unknown" and wanted <= names[v]]
+    from servespec.engines.catalog import version_key
+
+    oldest = min(releases, key=version_key, default=None)
+    if "unknown" in choices and oldest in kept:
+        kept.insert(0, "unknown")
+    if not kept or len(kept) == len(choices):
+        return choices
+    return _Bounded(kept)
+
+
+def _option_names(release: Any) -> set[str]:
+    """A release's options by the names ``ServerArgs`` prints: each flag and alias, dashes as underscores."""
+    if release is None:
+        return set()
+    found = set(release.options)
+    for option in release.options.values():
+        found.update(alias.lstrip("-").replace("-", "_") for alias in option.aliases)
+    return found
+
+
+class _Bounded(list[str]):
+    """Releases a log's printed ``ServerArgs`` fields bound it to (:func:`_printed_args_bound`)."""
 
 
 def _stated_between(choices: list[str]) -> bool:
     """The choices are the two catalogued releases around a stated build (:func:`_release_choices`)."""
-    return len(choices) == 2 and "unknown" not in choices
+    return len(choices) == 2 and "unknown" not in choices and not isinstance(choices, _Bounded)
 
 
 def _release_spread(engine: str, figures: list[int], unit: str, choices: list[str] | None = None) -> str:
@@ -1429,6 +1473,12 @@ def _release_spread(engine: str, figures: list[int], unit: str, choices: list[st
         return (
             f"{engine} release not catalogued, and the catalogued releases on either side of it ({choices[0]} and "
             f"{choices[1]}) disagree: {low:,} to {high:,} {unit}"
+        )
+    if isinstance(choices, _Bounded):
+        return (
+            f"{engine} release not stated, and the figure depends on it: {low:,} to {high:,} {unit} over the "
+            f"{len(choices)} catalogued releases ({choices[0]} to {choices[-1]}) whose options include every "
+            "ServerArgs field the log prints"
         )
     return (
         f"{engine} release not stated, and the figure depends on it: {low:,} to {high:,} {unit} over the catalogued "
@@ -1444,6 +1494,12 @@ def _release_free_label(engine: str, choices: list[str]) -> tuple[str, ...]:
             f"{engine} release not catalogued: it lies between {choices[0]} and {choices[1]}, and the figure is the "
             "same under both (their facts stand in for the build's)",
         )
+    if isinstance(choices, _Bounded):
+        return (
+            f"{engine} release not stated: the figure is the same under all {len(choices)} catalogued releases "
+            f"({choices[0]} to {choices[-1]}) whose options include every ServerArgs field the log prints (no "
+            "release assumed)",
+        )
     return (
         f"{engine} release not stated: the figure is the same under all {len(choices) - 1} catalogued releases and "
         "the arithmetic before them (no release assumed)",
@@ -1457,10 +1513,10 @@ def _sglang_preload_gpu(data: dict[str, Any]) -> tuple[gpus.GpuModel | None, str
     SGLang takes ``mem_fraction_static`` of that figure (model_runner.py ``profile_max_num_token``); the estimator
     takes it as the card's total less its CUDA-context allowance (``CONTEXT_GIB``) and NCCL's communicators, so the
     stand-in's total is the logged figure plus that allowance: on such a log the allowance itself is not tested.
-    Only for one GPU (no communicators, whose size depends on the board) and a logged ``mem_fraction_static`` (the
-    default reads the card's real total). Returns the stand-in and how it was made, or None and why not ("" when the
-    log has no such figure)."""
-    from servespec.knowledge.memory import CONTEXT_GIB
+    Over several ranks the least of their logged figures (SGLang's baseline), plus the estimator's NCCL allowance,
+    which it subtracts again. Only with a logged ``mem_fraction_static`` (the default reads the card's real total).
+    Returns the stand-in and how it was made, or None and why not ("" when the log has no such figure)."""
+    from servespec.knowledge.memory import CONTEXT_GIB, VLLM_NON_TORCH_GIB
 
     printed = str(data.get("gpu") or "").strip()
     before = _number((data.get("observed") or {}).get("avail_mem_before_load_gb"))
@@ -1468,18 +1524,36 @@ def _sglang_preload_gpu(data: dict[str, Any]) -> tuple[gpus.GpuModel | None, str
         return None, ""
     settings = data.get("settings") or {}
     ranks = _whole(settings.get("tp_size")) * _whole(settings.get("pp_size")) * _whole(settings.get("dp_size"))
-    if ranks > 1:
-        why = (
-            "GPU not named; SGLang's logged pre-load memory is measured after NCCL's set-up, whose size depends on "
-            "the board (NVSwitch or not), so it cannot stand in for the card"
-        )
-        return None, why
     if _number(settings.get("mem_fraction_static")) is None:
         return None, "GPU not named and mem_fraction_static not logged: SGLang's default reads the card's total"
-    total = before + CONTEXT_GIB
-    stand_in = gpus.GpuModel(f"unnamed:{total:.2f} GiB", (), 0, _logged_capability(data))
+    allowance, how_nccl = 0.0, ""
+    if ranks > 1:
+        # SGLang's baseline is the free memory after its distributed set-up, the least over all ranks
+        # (get_available_gpu_memory(distributed=world_size > 1): an all-reduce MIN; v0.5.10 model_runner.py L1002,
+        # model_runner_kv_cache_mixin.py L148); each rank logs its own just before loading. So the stand-in is the
+        # least of every rank's logged figure, plus what the estimator subtracts for NCCL on a card it cannot place
+        # on a board (its allowance, no NVLS): the estimate's baseline is then the logged one, whatever NCCL took.
+        logged = re.findall(
+            r"^\s*\[([^\]]*)\] Load weight begin\. avail mem=([\d.]+) GB", str(data.get("log") or ""), re.M
+        )
+        by_rank = {label.split(None, 2)[-1] if " " in label else label: float(gb) for label, gb in logged}
+        if len(by_rank) != ranks:
+            why = (
+                f"GPU not named, and the log shows {len(by_rank)} of {ranks} ranks' pre-load memory: SGLang's "
+                "baseline is the least of all ranks'"
+            )
+            return None, why
+        before = min(by_rank.values())
+        allowance = VLLM_NON_TORCH_GIB[1]
+        how_nccl = f" + its {allowance} GiB NCCL allowance (the least of {ranks} ranks' figures)"
+    total = before + CONTEXT_GIB + allowance
+    mark = AFTER_TP_SETUP if _whole(settings.get("tp_size")) > 1 else ""
+    stand_in = gpus.GpuModel(f"unnamed:{total:.2f} GiB{mark}", (), 0, _logged_capability(data))
     stand_in = dataclasses.replace(stand_in, memory_mib=round(total / CUDA_VISIBLE_SHARE * 1024))
-    how = f"SGLang's logged pre-load free memory {before:.2f} GiB + the estimator's {CONTEXT_GIB} GiB context allowance"
+    how = (
+        f"SGLang's logged pre-load free memory {before:.2f} GiB + the estimator's {CONTEXT_GIB} GiB context allowance"
+        + how_nccl
+    )
     return stand_in, how
 
 

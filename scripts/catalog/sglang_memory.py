@@ -66,10 +66,17 @@ _FILES = (
     "sglang/srt/arg_groups/fields/schedule.py",
     "sglang/srt/distributed/device_communicators/custom_all_reduce.py",
     "sglang/srt/distributed/device_communicators/quick_all_reduce.py",
+    "sglang/srt/utils.py",
+    "sglang/srt/utils/common.py",
+    "sglang/srt/offloader.py",
+    "sglang/srt/utils/offloader.py",
 )
 _MODELS = "sglang/srt/models/"
 """Model files are read too where they define ``get_attention_sliding_window_size`` (what made a model use the
 hybrid SWA pool from 0.4.9.post3 to 0.5.6)."""
+_OFFLOAD_KEY = "offload:"
+"""Every model file is also kept under this prefix, for which ones build their layers with ``make_layers``
+(``_cpu_offload``)."""
 
 
 def read_sources(artifact: Path) -> dict[str, str]:  # noqa: C901
@@ -89,6 +96,7 @@ def read_sources(artifact: Path) -> dict[str, str]:  # noqa: C901
                     text = handle.read().decode() if handle is not None else ""
                     if "def get_attention_sliding_window_size" in text:
                         found[model] = text
+                    found[_OFFLOAD_KEY + model] = text
     else:
         with zipfile.ZipFile(artifact) as wheel:
             for want in _FILES:
@@ -99,6 +107,7 @@ def read_sources(artifact: Path) -> dict[str, str]:  # noqa: C901
                     text = wheel.read(name).decode()
                     if "def get_attention_sliding_window_size" in text:
                         found[name] = text
+                    found[_OFFLOAD_KEY + name] = text
     return found
 
 
@@ -495,6 +504,119 @@ def memory_facts(version: str, sources: dict[str, str], released: str | None = N
         "pool_baseline": _baseline(version, sources),
         "hybrid_swa": hybrid_swa_facts(version, sources),
         "all_reduce": _all_reduce(version, sources, released),
+        "cpu_offload": _cpu_offload(version, sources),
+    }
+
+
+_OFFLOADERS = (
+    "sglang/srt/utils/offloader.py",
+    "sglang/srt/offloader.py",
+    "sglang/srt/utils.py",
+    "sglang/srt/utils/common.py",
+)
+
+
+def _entry_classes(text: str) -> list[str]:
+    entry = re.search(r"^EntryClass = (?:\[([\w,\s]+)\]|(\w+))", text, re.M)
+    if entry is None:
+        return []
+    return [n.strip() for n in (entry.group(1) or entry.group(2)).split(",") if n.strip()]
+
+
+_BUDGET = re.compile(
+    r"(?:set_cpu_offload_max_bytes\(|cpu_offload_max_bytes=)\s*int\(\s*(?:server_args|get_exec\(\)\.offload)"
+    r"\.cpu_offload_gb \* 1024\s*\*\*\s*3\s*\)"
+)
+_GUARD = re.compile(
+    r"for p in module\.parameters\(\):\s*\n(?:\s*if id\(p\) in resident_parameter_ids:\s*\n\s*continue\s*\n)?"
+    r"\s*if (?:self\.)?_(?:CPU_OFFLOAD_BYTES|cpu_offload_bytes) >= "
+)
+
+
+def _layer_helpers(sources: dict[str, str]) -> set[str]:
+    """The helpers that build layers through the offloader: ``make_layers`` and the top-level functions that call it
+    (``make_layers_non_pp``; ``make_pp_layers``, 0.5.22 on)."""
+    helpers = {"make_layers"}
+    for p in _OFFLOADERS:
+        util = sources.get(p, "")
+        starts = list(re.finditer(r"^(?:def (\w+)\(|class |\S)", util, re.M))
+        for at, found in enumerate(starts):
+            if found.group(1) is None:
+                continue
+            end = next((m.start() for m in starts[at + 1 :] if not m.group(0).startswith(")")), len(util))
+            body = util[found.end() : end]  # to the next top-level statement (a signature's closing line aside)
+            if re.search(r"\b(?:make_layers|maybe_offload_to_cpu|wrap_modules)\(", body):
+                helpers.add(found.group(1))
+    return helpers - {"maybe_offload_to_cpu", "wrap_modules"}
+
+
+def _layer_making_files(models: dict[str, str], helpers: set[str]) -> set[str]:
+    """Model files that call one of ``helpers``, or import a ``...Model`` class from such a file (transitively)."""
+    calls = re.compile(r"\b(?:" + "|".join(sorted(helpers)) + r")\(")
+    making = {p for p, t in models.items() if calls.search(t)}
+    while True:
+        more = set()
+        for p, t in models.items():
+            imports = re.findall(r"^from sglang\.srt\.models\.(\w+) import (?:\(([^)]*)\)|(.*))$", t, re.M)
+            for module, grouped, inline in imports if p not in making else ():
+                names = [n.split(" as ")[0].strip() for n in (grouped or inline).split(",")]
+                if f"{_MODELS}{module}.py" in making and any(n.endswith("Model") for n in names):
+                    more.add(p)
+        if not more:
+            return making
+        making |= more
+
+
+def _cpu_offload(version: str, sources: dict[str, str]) -> dict[str, Any]:
+    """``--cpu-offload-gb``: how the release moves weights to host memory (``maybe_offload_to_cpu``).
+
+    The budget is ``int(cpu_offload_gb * 1024**3)`` bytes per rank (each rank's process sets it); the layers
+    ``make_layers`` builds are offloaded as they are created, parameter by parameter in order, until the bytes
+    moved reach the budget (the last parameter may pass it). Nothing outside ``make_layers`` (embeddings, LM head,
+    final norm, towers built otherwise) moves. ``architectures``: the ``EntryClass`` names of the model files that
+    call ``make_layers`` (or a helper around it), or import a ``...Model`` class from one that does (Qwen3's
+    ``Qwen2Model``)."""
+    path = next((p for p in _OFFLOADERS if "def maybe_offload_to_cpu" in sources.get(p, "")), None)
+    if path is None:
+        raise ValueError(f"{version}: maybe_offload_to_cpu not found")
+    text = sources[path]
+    guard = _GUARD.search(text)
+    if guard is None:
+        raise ValueError(f"{version}: maybe_offload_to_cpu's per-parameter budget check not found")
+    budget = next(((p, m) for p in (_RUNNER, *_OFFLOADERS) if (m := _BUDGET.search(sources.get(p, "")))), None)
+    if budget is None:
+        raise ValueError(f"{version}: the cpu_offload_gb budget (cpu_offload_gb * 1024**3) not found")
+    models = {k[len(_OFFLOAD_KEY) :]: v for k, v in sources.items() if k.startswith(_OFFLOAD_KEY)}
+    making = _layer_making_files(models, _layer_helpers(sources))
+    architectures = sorted({name for p in making for name in _entry_classes(models[p])})
+    resident: list[str] = []
+    kept = re.search(r"^def _get_resident_parameter_ids\(", text, re.M)
+    if kept is not None:  # 0.5.21 on: parameters other tensors alias stay on the GPU
+        body = _block(text, kept.start())
+        resident += ["mla_kv_b_proj"] if '"kv_b_proj"' in body else []
+        resident += ["kda_qkv_conv1d"] if '"qkv_conv1d"' in body else []
+        if not resident:
+            raise ValueError(f"{version}: _get_resident_parameter_ids keeps parameters not modelled")
+    return {
+        "granularity": "parameter",
+        "architectures": architectures,
+        "resident": resident,
+        "source": "; ".join(
+            (
+                _cite(
+                    version,
+                    budget[0],
+                    _line_of(sources[budget[0]], budget[1].start()),
+                    "cpu_offload_gb * 1024**3 bytes per rank",
+                ),
+                _cite(
+                    version,
+                    path,
+                    _line_of(text, guard.start()),
+                    "per parameter of make_layers' layers, until the budget is reached",
+                ),
+            )
+        ),
     }
 
 

@@ -269,6 +269,21 @@ class SglangAllReduce(_Fact):
     source: str
 
 
+class SglangCpuOffload(_Fact):
+    """SGLang ``--cpu-offload-gb`` (scripts/catalog/sglang_memory.py ``_cpu_offload``): each rank moves up to
+    ``cpu_offload_gb × 1024³`` bytes of weights to pinned host memory as ``make_layers`` creates the decoder layers,
+    one parameter at a time in layer order until the bytes moved reach the budget (``granularity: parameter``: the
+    last one may pass it); embeddings, the LM head and anything built outside ``make_layers`` stay on the GPU.
+    ``architectures``: the ones whose model file builds its layers so (others offload nothing). ``resident``: parts
+    of a layer the release keeps on the GPU (``mla_kv_b_proj``, ``kda_qkv_conv1d``: 0.5.21 on). The moved weights
+    are copied back to the GPU layer by layer in each forward (after the KV pool is sized)."""
+
+    granularity: Literal["parameter"]
+    architectures: tuple[str, ...]
+    resident: tuple[str, ...] = ()
+    source: str
+
+
 class SglangMemory(_Fact):
     """SGLang: what the KV pool's size reads, per release (scripts/catalog/sglang_memory.py)."""
 
@@ -281,6 +296,8 @@ class SglangMemory(_Fact):
     """``total_minus_reserved``: ``rest_memory = available - total * (1 - mem_fraction_static)``,
     total measured after the distributed set-up (``profile_max_num_token``)."""
     all_reduce: SglangAllReduce | None = None
+    """None in catalogs built before this fact (KTransformers' sglang-kt); every SGLang release has it."""
+    cpu_offload: SglangCpuOffload | None = None
     """None in catalogs built before this fact (KTransformers' sglang-kt); every SGLang release has it."""
 
 

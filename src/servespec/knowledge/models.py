@@ -148,8 +148,8 @@ class ModelFacts:
     """The dtype the config asks for a Gated DeltaNet layer's recurrent state (Qwen3.5's ``mamba_ssm_dtype``);
     whether a release applies it is the release's fact (``hybrid_kv_cache.ssm_dtype_from_config``)."""
     architecture: str | None = None
-    """The config's first ``architectures`` entry, read for linear-attention models (the release's per-architecture
-    state dtype rules)."""
+    """The config's first ``architectures`` entry (the release's per-architecture rules: linear-attention state
+    dtypes, SGLang's hybrid SWA pool and ``--cpu-offload-gb``)."""
     linear_kind: str = "gated_delta_net"
     """Which linear attention the ``linear_layers`` are: Qwen3-Next's ``gated_delta_net`` or Kimi Linear's ``kda``
     (Kimi Delta Attention: q, k and v convolved separately, a low-rank per-channel forget gate and output gate)."""
@@ -549,14 +549,18 @@ def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:
     v_dim = fields.count(config, "linear_value_head_dim") or 0
     conv = k_dim * k_heads * 2 + v_dim * v_heads
     kernel = fields.count(config, "linear_conv_kernel_dim") or 4
-    architectures = fields.items(config, "architectures") or []
-    first = architectures[0] if architectures and isinstance(architectures[0], str) else None
     return {
         "linear_layers": linear,
         "linear_state": (conv, kernel, v_heads, k_dim, v_dim),
         "linear_ssm_dtype": fields.text(config, "mamba_ssm_dtype"),
-        "architecture": first if first is not None and len(first) <= fields.MAX_TEXT else None,
     }
+
+
+def _architecture(config: dict[str, Any]) -> str | None:
+    """The config's first ``architectures`` entry (the engine's model class), when it names one."""
+    architectures = fields.items(config, "architectures") or []
+    first = architectures[0] if architectures and isinstance(architectures[0], str) else None
+    return first if first is not None and len(first) <= fields.MAX_TEXT else None
 
 
 def _kda(config: dict[str, Any], layers: int) -> dict[str, Any]:
@@ -900,6 +904,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         **quantization,
         **_weight_block(config),
         **_linear_attention(config, layers),
+        architecture=_architecture(config),
         window_kind="chunked" if chunked else "sliding",
         attention_gate=_gated(config, model_type),
         index_n_heads=fields.count(config, "index_n_heads"),

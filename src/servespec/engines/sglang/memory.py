@@ -6,7 +6,7 @@ own (``facts.memory`` of its catalog, read from its source by scripts/catalog/sg
 from __future__ import annotations
 
 from servespec.engines.catalog import SglangFraction, SglangMemory
-from servespec.engines.sglang import all_reduce, dsa, mla, swa
+from servespec.engines.sglang import all_reduce, dsa, mla, offload, swa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
@@ -140,6 +140,9 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
         return None  # the release's default is not known (no facts.memory): no answer rather than a guess
     replicated = mla.extra_gib(inp) if weights is None else 0.0
     weights = weights_per_gpu(inp) + replicated if weights is None else weights
+    moved = offload.offloaded(inp, memory, weights)  # --cpu-offload-gb: layers' weights in host memory
+    if moved is not None:
+        weights -= moved.gib
     # SGLang measures the memory it takes fractions of after its distributed set-up (model_runner.py
     # init_torch_distributed, then profile_max_num_token): NCCL's communicators are already allocated then.
     communicators, communicator_notes = _communicators(inp, memory)
@@ -147,6 +150,8 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     kv = before_load * fraction - weights
     overhead = before_load * (1 - fraction) + CONTEXT_GIB + communicators
     notes = [f"mem_fraction_static {fraction}"]
+    if moved is not None:
+        notes.append(moved.note)
     if replicated:
         notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
     notes.extend(communicator_notes)
