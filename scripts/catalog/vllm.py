@@ -923,6 +923,56 @@ def _ssm_dtype_from_config(version: str, src: Path) -> tuple[tuple[str, ...], st
     return tuple(sorted(architectures)), f"{url(version, rel, first)}; {where}"
 
 
+def _ssm_dtype_defaults(version: str, src: Path) -> tuple[tuple[tuple[str, str], ...], str]:  # noqa: C901
+    """(architecture, dtype) for each ``MODELS_CONFIG_MAP`` entry whose class sets ``DEFAULT_MAMBA_SSM_CACHE_DTYPE``
+    or calls such a class's update (models/config.py ``NemotronHForCausalLMConfig``, 0.13+)."""
+    rel = "vllm/model_executor/models/config.py"
+    tree = _parse(src, rel)
+    defaults: dict[str, tuple[str, int]] = {}
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)] if tree else []
+    for node in classes:
+        for item in node.body:
+            target = item.target if isinstance(item, ast.AnnAssign) else None
+            if isinstance(item, ast.Assign) and len(item.targets) == 1:
+                target = item.targets[0]
+            value = getattr(item, "value", None)
+            if getattr(target, "id", "") == "DEFAULT_MAMBA_SSM_CACHE_DTYPE" and isinstance(value, ast.Constant):
+                defaults[node.name] = (str(value.value), item.lineno)
+    users = dict(defaults)
+    for node in classes:
+        named = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        for owner, found in defaults.items():
+            if owner in named and node.name not in users:
+                users[node.name] = found
+    pairs: list[tuple[str, str]] = []
+    where = url(version, rel)
+    for node in ast.walk(tree) if tree else ():
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(getattr(t, "id", "") == "MODELS_CONFIG_MAP" for t in targets):
+            mapping = getattr(node, "value", None)
+            for key, item in zip(mapping.keys, mapping.values, strict=True) if isinstance(mapping, ast.Dict) else ():
+                if isinstance(key, ast.Constant) and getattr(item, "id", "") in users:
+                    pairs.append((str(key.value), users[item.id][0]))
+            where = url(version, rel, node.lineno)
+    if not pairs:
+        return (), where
+    first = min(line for _, line in defaults.values())
+    return tuple(sorted(pairs)), f"{url(version, rel, first)}; {where}"
+
+
+def _mamba2_checkpoint_blocks(version: str, src: Path) -> tuple[int, str]:
+    """``num_prefill_checkpoint_blocks`` MambaMixer2's own ``get_kv_cache_spec`` adds (0.32+), else 0."""
+    rel = "vllm/model_executor/layers/mamba/mamba_mixer2.py"
+    function = _function_node(_parse(src, rel), "get_kv_cache_spec")
+    for node in ast.walk(function) if function else ():
+        value = node.value if isinstance(node, ast.keyword) and node.arg == "num_prefill_checkpoint_blocks" else None
+        if isinstance(value, ast.Constant) and isinstance(value.value, int):
+            return value.value, url(version, rel, value.lineno)
+    return 0, url(version, rel)
+
+
 def _kda_state_float32(version: str, src: Path) -> tuple[bool, str]:
     """Whether ``MambaStateDtypeCalculator.kda_state_dtype`` returns ``torch.float32`` for the recurrent state."""
     rel = "vllm/model_executor/layers/mamba/mamba_utils.py"
@@ -1072,6 +1122,8 @@ def hybrid_kv_cache(
     prefix_caching, prefix_source = _hybrid_prefix_caching(version, src)
     ssm_from_config, ssm_source = _ssm_dtype_from_config(version, src)
     kda_float32, kda_source = _kda_state_float32(version, src)
+    ssm_defaults, ssm_defaults_source = _ssm_dtype_defaults(version, src)
+    mamba2_blocks, mamba2_blocks_source = _mamba2_checkpoint_blocks(version, src)
     checkpoints, checkpoints_source = _prefill_checkpoints(version, src)
     checkpoint_layout, checkpoint_sources = _checkpoint_layout(version, src) if checkpoints else ({}, [])
     in_flight, in_flight_source = _in_flight_window(version, src)
@@ -1123,6 +1175,9 @@ def hybrid_kv_cache(
         f"{checkpoints_source} (align-mode prefill checkpoints: {checkpoints})",
         *(f"{where} (prefill checkpoints where FlashInfer's GDN prefill runs)" for where in checkpoint_sources),
         in_flight_source,
+        f"{ssm_defaults_source} (recurrent state dtype by architecture when auto: "
+        f"{', '.join(f'{a} {d}' for a, d in ssm_defaults) or 'none'})",
+        f"{mamba2_blocks_source} (Mamba-2 prefill checkpoint blocks in align mode: {mamba2_blocks})",
     ]
     fact = {
         "sliding_window_blocks": bool(sliding),
@@ -1137,6 +1192,8 @@ def hybrid_kv_cache(
         "hybrid_prefix_caching": bool(prefix_caching),
         "ssm_dtype_from_config": list(ssm_from_config),
         "kda_state_float32": kda_float32,
+        "ssm_dtype_defaults": [list(pair) for pair in ssm_defaults],
+        "mamba2_checkpoint_blocks": mamba2_blocks,
         "linear_prefill_checkpoints": checkpoints,
         **checkpoint_layout,
         "in_flight_window": in_flight,

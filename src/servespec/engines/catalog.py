@@ -463,6 +463,13 @@ class HybridKvCache(_Fact):
     ssm_dtype_from_config: tuple[str, ...] = ()
     """Architectures whose config's ``mamba_ssm_dtype`` sets the recurrent state's dtype when
     ``--mamba-ssm-cache-dtype`` is ``auto`` (models/config.py ``Qwen3_5ForConditionalGenerationConfig``, 0.17+)."""
+    ssm_dtype_defaults: tuple[tuple[str, str], ...] = ()
+    """(architecture, dtype): the recurrent state's dtype when ``--mamba-ssm-cache-dtype`` is ``auto``, unless the
+    config names ``mamba_ssm_cache_dtype`` (models/config.py ``NemotronHForCausalLMConfig``
+    ``DEFAULT_MAMBA_SSM_CACHE_DTYPE`` float32, 0.13+)."""
+    mamba2_checkpoint_blocks: int = 0
+    """Blocks a Mamba-2 layer's spec adds per request in ``align`` mode (``MambaMixer2.get_kv_cache_spec``
+    ``num_prefill_checkpoint_blocks``, 0.32+: 1); 0: none."""
     kda_state_float32: bool = False
     """Kimi Delta Attention's recurrent state is float32 whatever the model dtype (mamba_utils.py
     ``MambaStateDtypeCalculator.kda_state_dtype``)."""

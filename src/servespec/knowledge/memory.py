@@ -506,13 +506,18 @@ def linear_state_bytes(
 ) -> float:
     """Bytes of one linear-attention layer's state for one sequence on one GPU.
 
-    Gated DeltaNet (vLLM ``MambaStateShapeCalculator.gated_delta_net_state_shape``): a conv
+    Gated DeltaNet (vLLM ``MambaStateShapeCalculator.gated_delta_net_state_shape``; Mamba-1, Mamba-2 and short
+    conv by ``mamba1_state_shape``, ``mamba2_state_shape``, ``short_conv_state_shape``: knowledge/mamba.py): a conv
     state of ``conv_channels / tp × (kernel − 1)`` elements of ``element`` bytes and a recurrent
     state of ``value_heads / tp × key_head_dim × value_head_dim`` elements of ``recurrent`` bytes
     (``element`` when None: both in the model's dtype).
     """
     conv, kernel, v_heads, k_dim, v_dim = model.linear_state
     state = element if recurrent is None else recurrent
+    groups = model.linear_groups
+    if model.linear_kind == "mamba2" and groups % tensor_parallel:
+        # mamba2_state_shape: n_groups + extra_groups_for_head_shards (tp - n_groups) when tp does not divide them
+        conv += 2 * (tensor_parallel - groups) * v_dim
     return conv // tensor_parallel * (kernel - 1) * element + v_heads // tensor_parallel * k_dim * v_dim * state
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from servespec.knowledge import config_fields as fields
-from servespec.knowledge import gemma4
+from servespec.knowledge import gemma4, mamba
 from servespec.knowledge import vision as towers
 from servespec.knowledge.datafile import load_yaml_data
 from servespec.spec.grammars import MAX_FLOAT, oversized_number
@@ -150,6 +150,10 @@ class ModelFacts:
     architecture: str | None = None
     """The config's first ``architectures`` entry (the release's per-architecture rules: linear-attention state
     dtypes, SGLang's hybrid SWA pool and ``--cpu-offload-gb``)."""
+    linear_groups: int = 0
+    """Mamba-2's ``n_groups`` (vLLM widens them to the TP size when it does not divide them); 0: not Mamba-2."""
+    stateless_layers: int = 0
+    """Blocks with neither KV nor state (Nemotron-H's MLP-only and MoE-only blocks)."""
     linear_kind: str = "gated_delta_net"
     """Which linear attention the ``linear_layers`` are: Qwen3-Next's ``gated_delta_net`` or Kimi Linear's ``kda``
     (Kimi Delta Attention: q, k and v convolved separately, a low-rank per-channel forget gate and output gate)."""
@@ -223,7 +227,7 @@ class ModelFacts:
     def kv_full_layers(self) -> int:
         """Full-attention layers that keep a KV cache of their own (linear-attention and shared layers excluded)."""
         shared_full = self.kv_shared_layers - self.kv_shared_sliding
-        return max(self.layers - self.linear_layers - self.sliding_layers - shared_full, 0)
+        return max(self.layers - self.linear_layers - self.stateless_layers - self.sliding_layers - shared_full, 0)
 
     @property
     def uniform_kv(self) -> bool:
@@ -344,9 +348,10 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
     # sgl-project's FP8 checkpoints name the same layout deepseek_ref.
     "deepseek_v4": ("compress_ratios", "o_lora_rank", "hc_mult"),
     "deepseek_ref": ("compress_ratios", "o_lora_rank", "hc_mult"),
-    # Nemotron-H / Nemotron 3: Mamba-2, attention and MoE layers by a pattern (transformers NemotronHConfig):
-    # NVIDIA-Nemotron-3-Nano-30B-A3B is 31.6B in transformers, 102.3B if every layer were attention + MoE.
-    "nemotron_h": ("hybrid_override_pattern", "layers_block_type"),
+    # Falcon-H1: attention and Mamba-2 side by side in every layer, with muP multipliers (transformers FalconH1Config).
+    "falcon_h1": ("mamba_d_ssm", "mamba_n_heads", "attention_in_multiplier"),
+    # Zamba2: shared attention blocks with per-use LoRA adapters between Mamba-2 layers (transformers Zamba2Config).
+    "zamba2": ("hybrid_layer_ids", "layers_block_type", "use_shared_attention_adapter"),
     # Llama-3.3-Nemotron-Super (DeciLM): each layer's attention (or none) and FFN width in block_configs.
     "nemotron-nas": ("block_configs",),
     # Kimi K3 (text_config kimi_linear): latent experts narrower than hidden_size, attention residual blocks.
@@ -922,6 +927,8 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     layout = _family_layout(config, model_type, hidden, heads)
     if layout:
         facts = replace(facts, **layout)
+    if model_type in mamba.MAMBA_TYPES:
+        facts = replace(facts, **mamba.layout(config, model_type))
     if model_type in gemma4.MODEL_TYPES:
         gemma4_towers = gemma4.towers(raw, hidden)
         facts = replace(facts, **gemma4.layout(config, layers), vision_params=gemma4_towers)

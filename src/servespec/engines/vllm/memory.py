@@ -890,6 +890,9 @@ def _state_blocks(inp: EstimateInput, fact: HybridKvCache) -> tuple[int, int] | 
         return spare
     if not caching:
         return 1 + spare, 1
+    if inp.model.linear_kind in ("mamba1", "mamba2", "short_conv"):
+        # align mode: two blocks (MambaSpec.max_memory_usage_bytes), plus MambaMixer2's prefill checkpoint (0.32+)
+        return 2 + spare + (fact.mamba2_checkpoint_blocks if inp.model.linear_kind == "mamba2" else 0), 1
     if not fact.linear_prefill_checkpoints:
         return 2 + spare, 1
     flashinfer = _flashinfer_gdn_prefill(inp, fact)
@@ -964,6 +967,10 @@ def linear_state_page(inp: EstimateInput, fact: HybridKvCache | None) -> float:
             recurrent = 4.0
         elif model.architecture in fact.ssm_dtype_from_config and model.linear_ssm_dtype in _STATE_DTYPE_BYTES:
             recurrent = _STATE_DTYPE_BYTES[str(model.linear_ssm_dtype)]
+        elif model.linear_kind == "mamba2" and model.architecture in dict(fact.ssm_dtype_defaults):
+            # NemotronH: the config's mamba_ssm_cache_dtype, else the release's default (float32)
+            wanted = model.linear_ssm_dtype or dict(fact.ssm_dtype_defaults)[model.architecture]
+            recurrent = _STATE_DTYPE_BYTES.get(wanted, recurrent)
     return linear_state_bytes(model, conv, inp.tensor_parallel, recurrent)
 
 
