@@ -600,7 +600,11 @@ def mm_encoder_profile_gib(inp: EstimateInput, batched: int, seqs: int) -> tuple
     Qwen3-VL before its dummy video was fixed at two frames, 0.15.0) the dummy video's frames grow with
     ``max_model_len`` (qwen2_vl.py ``get_num_frames_with_most_features``), so from 32,768 tokens a video could be
     the profiled item. Not modelled: log 104 (0.12.0, Qwen3-VL at 65,536 tokens) agrees with the image (+1.0%), which
-    a video of that size would contradict, and no log settles it.
+    a video of that size would contradict, and no log settles it. For Qwen3-VL the video is the profiled item (v0.11.0,
+    0.12.0 alike: qwen3_vl.py ``get_max_video_tokens`` L658-675 counts 12.5 formatted tokens per video token), but its
+    video processor's pixel budget (``size.longest_edge`` 25,165,824 over all frames, transformers' Qwen3-VL video
+    ``smart_resize``) holds the dummy video to 12,288 tokens (49,152 patches; 24,576 frames of 32 x 32 px from 16,384
+    tokens of context on), fewer patches than the 16,384-token image: the image figure bounds it, as log 104 agrees.
     """
     fact = inp.release.facts.mm_encoder_profile if inp.release else None
     profile = inp.model.vision_profile
