@@ -176,6 +176,9 @@ class EstimateInput:
     """``model.speculative.method`` (None: no speculative decoding)."""
     draft: ModelFacts | None = None
     """The draft model's facts (``model.speculative.draft``) when known."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Environment variables the engine process is started with that change its memory layout (vLLM's
+    ``VLLM_MLA_DISABLE``); empty: none set."""
 
 
 @dataclass(frozen=True)

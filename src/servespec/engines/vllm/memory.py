@@ -307,6 +307,8 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     notes += said
     kv = utilization * total - weights - overhead
     warmup = after_kv(inp, total, utilization, activation, min(seqs, batched))
+    inp, mla_notes = mla_kv_input(inp)  # the KV arithmetic below reads the layout the release caches
+    notes += mla_notes
     block = block_size(inp)
     layout = hybrid_layout(inp, kv, block, batched)
     if layout is not None:
@@ -367,6 +369,50 @@ def rope_cache_gib(inp: EstimateInput) -> float:
     return positions * rotary * dtype_bytes(model, inp.dtype) / GIB
 
 
+def mla_latent(inp: EstimateInput) -> tuple[bool, str] | None:
+    """Whether the release caches this MLA model's compressed latent (its ``mla_kv_cache`` fact), and why not: a text
+    model type the release's ``is_deepseek_mla`` names, ``VLLM_MLA_DISABLE`` (the fact's ``disable_env``) not set in
+    the engine's environment, and a quantization ``use_mla`` takes. None: not an MLA model, or the fact not read
+    (the latent is assumed, as for an uncatalogued release)."""
+    model = inp.model
+    fact = inp.release.facts.mla_kv_cache if inp.release else None
+    if not model.is_mla or fact is None:
+        return None
+    text_type = fact.text_model_types.get(model.model_type, model.model_type)
+    if not fact.latent_model_types:
+        return False, "the release has no latent MLA cache (ModelConfig.use_mla came in 0.7.1)"
+    if text_type not in fact.latent_model_types:
+        return False, f"model type {text_type} is not one the release caches as a latent (is_deepseek_mla)"
+    if fact.disable_env and str(inp.environment.get(fact.disable_env, "")).strip().lower() not in ("", "0", "false"):
+        return False, f"{fact.disable_env} set"
+    method = load_quantization(inp.quantization) or model.quant_method
+    if fact.latent_quantizations is not None and method is not None and method not in fact.latent_quantizations:
+        return False, f"the release's latent cache does not take {method} quantization"
+    return True, ""
+
+
+def mla_kv_input(inp: EstimateInput) -> tuple[EstimateInput, list[str]]:
+    """``inp`` with the model as the release lays its KV cache out, and a note: for an MLA model the release does not
+    cache as a latent (:func:`mla_latent`), full keys and values for each attention head, split by tensor
+    parallelism, of the release's ``padded_head_size`` (256 in 0.5.1-0.6.6.post1) or ``qk_nope_head_dim +
+    qk_rope_head_dim`` (values padded to it): vLLM's ``DeepseekV2Attention`` builds its ``Attention`` with
+    ``num_kv_heads=num_local_heads`` (model_executor/models/deepseek_v2.py). Only the KV arithmetic reads the
+    replaced model; the weights are counted from the real one."""
+    found = mla_latent(inp)
+    if found is None:
+        return inp, []
+    latent, why = found
+    if latent:
+        return inp, ["MLA: the compressed latent cached (kv_lora_rank + qk_rope_head_dim per token and layer)"]
+    model = inp.model
+    fact = inp.release.facts.mla_kv_cache if inp.release else None
+    size = (fact.padded_head_size if fact else None) or (model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0)
+    size = size or model.head_dim
+    expanded = replace(model, kv_lora_rank=None, kv_heads=model.attention_heads, head_dim=size, full_head_dim=None)
+    note = f"MLA cached as per-head keys and values of {size} for each attention head: {why}"
+    return replace(inp, model=expanded), [note]
+
+
 def block_size(inp: EstimateInput) -> int:
     """Tokens per KV-cache block: ``block_size`` when set, else the release's default (its catalog fact)."""
     fact = inp.release.facts.block_size_default if inp.release else None
@@ -377,6 +423,7 @@ def kv_tokens(inp: EstimateInput, kv_gib: float, batched: int) -> int:
     """The KV-cache size in tokens the release reports ("GPU KV cache size") for ``kv_gib`` GiB of KV
     budget per GPU and a ``batched``-token step: the last step of :func:`estimate`, without the budget's
     own arithmetic (what the engine-oracle tests compare with the release's kv_cache_utils)."""
+    inp = mla_kv_input(inp)[0]
     layout = hybrid_layout(inp, kv_gib, block_size(inp), batched)
     if layout is not None:
         return layout.tokens
@@ -407,7 +454,7 @@ def draft_share(inp: EstimateInput) -> tuple[float, float, list[str]]:
     tp = max(inp.tensor_parallel, 1)
     if method == "mtp":
         per_layer = weight_bytes(inp) / max(inp.model.layers, 1) / tp / GIB
-        kv = MTP_LAYERS * layer_bytes_per_token(inp.model, element, tp)
+        kv = MTP_LAYERS * layer_bytes_per_token(mla_kv_input(inp)[0].model, element, tp)
         return per_layer * MTP_LAYERS, kv, [f"MTP draft: {MTP_LAYERS} more layer(s), {per_layer:.2f} GiB"]
     if inp.draft is None:
         return 0.0, 0.0, [f"{method} draft not known (no config at hand): its weights and KV cache are not counted"]
