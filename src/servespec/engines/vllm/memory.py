@@ -271,10 +271,12 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     batched = int(number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
     # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
     # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
-    # v0_chunked_prefill_above (32768 in every catalogued release; assumed for an uncatalogued one).
+    # v0_chunked_prefill_above (32768 from 0.5.5; assumed for an uncatalogued release); a catalogued V0
+    # release without the fact (0.4.1-0.5.4) never turns it on by itself.
     chunked = inp.options.get("enable_chunked_prefill") is True
     above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
-    if _engine_core(inp) == "v0" and inp.max_model_len <= (above.value if above else 32768) and not chunked:
+    limit = above.value if above else (math.inf if inp.release is not None else 32768)
+    if _engine_core(inp) == "v0" and inp.max_model_len <= limit and not chunked:
         batched = max(batched, inp.max_model_len)
     padded, padding_notes = mxfp4_padding_gib(inp)
     rope = rope_cache_gib(inp)
