@@ -298,6 +298,9 @@ def compare(path: Path) -> Comparison:
     seen.update(figure=figure, logged_kv_gib=logged_gib)
     if calibration.get("use") is False:
         return Comparison(name, observed, None, str(calibration.get("why", "excluded")), version, **seen)
+    # ``use: verdict``: a failed start whose logged KV number the estimator does not reproduce within its band, but
+    # whose verdict it can be held to (the bench counts it with the failed starts, not in the KV error)
+    verdict_only = calibration.get("use") == "verdict" and not seen["started"]
     gpu = _gpu(data)
     failed = not seen["started"]
     if (observed is None and not failed) or facts is None or gpu is None:
@@ -344,11 +347,16 @@ def compare(path: Path) -> Comparison:
     hybrid = bool(facts.linear_layers or (facts.sliding_window and facts.sliding_layers))
     kind = model_class(facts)
     predicted = round(plan.kv_cache_gib * 1024) if figure else plan.kv_tokens
+    scored = observed is not None and not verdict_only
     return Comparison(
         name,
         observed,
-        predicted if observed is not None else None,
-        "" if observed is not None else "failed start without a KV number: scored on the verdict only",
+        predicted if scored else None,
+        ""
+        if scored
+        else f"scored on the verdict only: {str(calibration.get('why') or '').strip()}"
+        if verdict_only
+        else "failed start without a KV number: scored on the verdict only",
         version=version,
         hybrid=hybrid,
         model_class=kind,

@@ -20,6 +20,10 @@ hand-extracted 0.11.0 and 0.33.0 catalogs are not rewritten unless named with ``
 ``profile_sampler_sorts_vocab``) for every
 catalogued release, hand-extracted ones included, and replaces them in place (tests/engines/
 test_catalog_vllm.py walks every release for them).
+The ``mla_kv_cache`` fact (how the release caches multi-head latent attention) is read by
+scripts/catalog/vllm_mla.py, here for a release built and by that script for every catalogued one.
+Releases before 0.6.0 (0.4.1-0.5.5) have no wheel for the Python the download asks for: their ``.py`` files come
+from the sdist (``fetch``), and before ``vllm serve`` (0.5.2) vllm_dump.py dumps the OpenAI server's own parser.
 The ``mxfp4_moe`` fact is written by scripts/catalog/vllm_mxfp4.py from the releases' sdists (a release
 file's existing facts are kept here, so a rebuild leaves it in place).
 A development tool: the CLI never imports it.
@@ -1229,6 +1233,9 @@ def facts(version: str, src: Path, options: dict[str, dict[str, Any]], exclusive
     sampler = profile_sampler_sorts_vocab(version, src, engine["value"] if engine else None)
     if sampler:
         out["profile_sampler_sorts_vocab"] = sampler
+    import vllm_mla  # scripts/catalog/vllm_mla.py (it imports this module: loaded when first needed)
+
+    out["mla_kv_cache"] = vllm_mla.mla_kv_cache(version, src)
     if exclusive:
         out["option_bounds_exclusive"] = exclusive
     return out
