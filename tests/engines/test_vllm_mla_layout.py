@@ -9,6 +9,7 @@ by hand from DeepSeek-V2-Lite's config (27 layers, 16 heads, kv_lora_rank 512, q
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -120,3 +121,24 @@ def test_extractor_rederives_the_catalogued_facts() -> None:
         checked += 1
     if not checked:
         pytest.skip("no vLLM sdist unpacked (scripts/catalog/vllm_mxfp4.py fetches them)")
+
+
+def test_an_inline_mla_architecture_is_taken_for_deepseeks() -> None:
+    """A spec's inline architecture has no model type: an MLA one follows DeepSeek's layout on every release (the
+    latent from 0.7.1, the 256-padded heads before 0.7.0), and says so; another MLA model type (MiniCPM3's attention
+    is its own class) keeps ``qk_nope + qk_rope`` on 0.6.x."""
+    model = models.catalogued("deepseek-ai/DeepSeek-V2-Lite-Chat")
+    assert model is not None
+    inline = dataclasses.replace(model, model_type="inline")
+    latent = mla_kv_input(dataclasses.replace(_input("0.33.0"), model=inline))[1]
+    assert mla_latent(dataclasses.replace(_input("0.33.0"), model=inline)) == (True, "")
+    assert latent and "inline" in latent[0]
+    old = estimate(dataclasses.replace(_input("0.6.3"), model=inline))
+    assert old is not None and old.kv_bytes_per_token == 221_184
+    other = dataclasses.replace(model, model_type="minicpm3")
+    assert mla_latent(dataclasses.replace(_input("0.19.0"), model=other)) == (
+        False,
+        "model type minicpm3 is not one the release caches as a latent (is_deepseek_mla)",
+    )
+    found = estimate(dataclasses.replace(_input("0.6.3"), model=other))
+    assert found is not None and found.kv_bytes_per_token == 27 * 2 * 8 * 192 * 2

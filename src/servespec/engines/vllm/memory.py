@@ -371,6 +371,14 @@ def rope_cache_gib(inp: EstimateInput) -> float:
     return positions * rotary * dtype_bytes(model, inp.dtype) / GIB
 
 
+_UNTYPED = ("inline", "unknown")
+"""Model types of an architecture given without its config (a spec's inline ``model.architecture``): an MLA one is
+taken for DeepSeek's, the architecture vLLM's MLA layout follows (``is_deepseek_mla``, ``DeepseekV2Attention``)."""
+_PADDED_TYPES = ("deepseek_v2", "deepseek_v3", *_UNTYPED)
+"""Model types whose attention is vLLM's ``DeepseekV2Attention`` (model_executor/models/deepseek_v2.py, deepseek_v3.py
+in 0.6.6), the class ``padded_head_size`` is read from; another MLA model (MiniCPM3) caches ``qk_head_dim``."""
+
+
 def mla_latent(inp: EstimateInput) -> tuple[bool, str] | None:
     """Whether the release caches this MLA model's compressed latent (its ``mla_kv_cache`` fact), and why not: a text
     model type the release's ``is_deepseek_mla`` names, ``VLLM_MLA_DISABLE`` (the fact's ``disable_env``) not set in
@@ -383,7 +391,7 @@ def mla_latent(inp: EstimateInput) -> tuple[bool, str] | None:
     text_type = fact.text_model_types.get(model.model_type, model.model_type)
     if not fact.latent_model_types:
         return False, "the release has no latent MLA cache (ModelConfig.use_mla came in 0.7.1)"
-    if text_type not in fact.latent_model_types:
+    if text_type not in fact.latent_model_types and text_type not in _UNTYPED:
         return False, f"model type {text_type} is not one the release caches as a latent (is_deepseek_mla)"
     if fact.disable_env and str(inp.environment.get(fact.disable_env, "")).strip().lower() not in ("", "0", "false"):
         return False, f"{fact.disable_env} set"
@@ -405,10 +413,14 @@ def mla_kv_input(inp: EstimateInput) -> tuple[EstimateInput, list[str]]:
         return inp, []
     latent, why = found
     if latent:
-        return inp, ["MLA: the compressed latent cached (kv_lora_rank + qk_rope_head_dim per token and layer)"]
+        note = "MLA: the compressed latent cached (kv_lora_rank + qk_rope_head_dim per token and layer)"
+        untyped = inp.model.model_type in _UNTYPED
+        return inp, [note + (", the architecture given inline taken for DeepSeek's" if untyped else "")]
     model = inp.model
     fact = inp.release.facts.mla_kv_cache if inp.release else None
-    size = (fact.padded_head_size if fact else None) or (model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0)
+    text_type = fact.text_model_types.get(model.model_type, model.model_type) if fact else model.model_type
+    padded = fact.padded_head_size if fact and text_type in _PADDED_TYPES else None
+    size = padded or (model.qk_nope_head_dim or model.head_dim) + (model.qk_rope_head_dim or 0)
     size = size or model.head_dim
     expanded = replace(model, kv_lora_rank=None, kv_heads=model.attention_heads, head_dim=size, full_head_dim=None)
     note = f"MLA cached as per-head keys and values of {size} for each attention head: {why}"
