@@ -1,6 +1,7 @@
 """Metric names per engine release, read from each release's own source: ``<unit>/metrics.json``.
 
     python scripts/catalog/metrics.py vllm          # every catalogued vLLM release
+    python scripts/catalog/metrics.py vllm 0.5.1    # only these releases (the file's others kept)
     python scripts/catalog/metrics.py llama.cpp     # every catalogued llama.cpp build
     python scripts/catalog/metrics.py sglang        # every catalogued SGLang release
     python scripts/catalog/metrics.py ollama        # that every catalogued Ollama release serves none
@@ -746,12 +747,15 @@ def main(argv: list[str]) -> None:
     builder, unit = BUILDERS[engine]
     folder = releases_dir(engine)
     versions = sorted(p.stem for p in folder.glob("*.json") if p.stem != "options")
+    out = UNITS / unit / "metrics.json"
     releases = {}
+    if argv[1:]:  # only these releases, the others kept from the file
+        releases = dict(json.loads(out.read_text())["releases"]) if out.is_file() else {}
+        versions = [v for v in versions if v in argv[1:]]
     for version in versions:
         catalog = json.loads((folder / f"{version}.json").read_text())
         releases[version] = builder(version, catalog)
         print(f"{engine} {version}: {len(releases[version]['metrics'])} metrics", file=sys.stderr)
-    out = UNITS / unit / "metrics.json"
     data = {"version": 1, "engine": engine, "endpoint": ENDPOINT[engine], "releases": releases}
     out.write_text(dump(data))
     print(f"wrote {out}", file=sys.stderr)

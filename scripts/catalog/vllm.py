@@ -20,6 +20,10 @@ hand-extracted 0.11.0 and 0.33.0 catalogs are not rewritten unless named with ``
 ``profile_sampler_sorts_vocab``) for every
 catalogued release, hand-extracted ones included, and replaces them in place (tests/engines/
 test_catalog_vllm.py walks every release for them).
+The ``mla_kv_cache`` fact (how the release caches multi-head latent attention) is read by
+scripts/catalog/vllm_mla.py, here for a release built and by that script for every catalogued one.
+Releases before 0.6.0 (0.4.1-0.5.5) have no wheel for the Python the download asks for: their ``.py`` files come
+from the sdist (``fetch``), and before ``vllm serve`` (0.5.2) vllm_dump.py dumps the OpenAI server's own parser.
 The ``mxfp4_moe`` fact is written by scripts/catalog/vllm_mxfp4.py from the releases' sdists (a release
 file's existing facts are kept here, so a rebuild leaves it in place).
 A development tool: the CLI never imports it.
@@ -45,7 +49,8 @@ from catalog_io import TOOL_VERSION, prune_pool, read_pool, releases_dir, write_
 from servespec.engines.catalog import ReleaseFacts  # catalog_io puts src on the path
 
 ENGINE = "vllm"
-FIRST = (0, 6, 0)
+FIRST = (0, 4, 1)
+"""The first release catalogued (0.4.1; its and 0.5.x's parsers are the OpenAI server's own, read from the sdist)."""
 CACHE = Path(os.environ.get("SERVESPEC_CATALOG_SRC", Path.home() / ".cache/servespec/catalog-src")) / "vllm"
 HOST = Path(os.environ.get("SERVESPEC_VLLM_HOST", Path.home() / ".cache/servespec/parser-envs/vllm-0.11.0"))
 DUMP = Path(__file__).resolve().parent / "vllm_dump.py"
@@ -100,9 +105,23 @@ def fetch(version: str) -> Path:
     folder = CACHE / version
     if (folder / "artifact.json").is_file():
         return folder
+    if vkey(version) < (0, 6):
+        # no wheel for the Python the builder asks for: the sdist's .py files (scripts/catalog/vllm_mxfp4.py)
+        import vllm_mxfp4
+
+        unpacked = vllm_mxfp4.sdist(version)
+        if unpacked is None:
+            raise RuntimeError(f"{version}: PyPI has no sdist")
+        import shutil
+
+        shutil.copytree(unpacked / "src", folder / "src", dirs_exist_ok=True)
+        (folder / "artifact.json").write_text((unpacked / "artifact.json").read_text())
+        return folder
     dl = CACHE / f"dl-{version}"
     dl.mkdir(parents=True, exist_ok=True)
-    platforms = ["manylinux1_x86_64", "manylinux2014_x86_64"] + [f"manylinux_2_{n}_x86_64" for n in (24, 28, 31, 34, 35)]
+    platforms = ["manylinux1_x86_64", "manylinux2014_x86_64"] + [
+        f"manylinux_2_{n}_x86_64" for n in (24, 28, 31, 34, 35)
+    ]
     cmd = [sys.executable, "-m", "pip", "download", f"vllm=={version}", "--no-deps", "--only-binary", ":all:"]
     cmd += ["--python-version", "3.12", "-d", str(dl), "-q"]
     for platform in platforms:
@@ -204,9 +223,11 @@ def entries(dump_: dict[str, Any], bounds: dict[str, dict[str, Any]]) -> dict[st
         key = flag[2:].replace("-", "_") if flag else action["dest"]
         negated: set[str] = set()
         if _negatable(action):  # the --no-x (EnableDisableAction: --disable-x) form is the flag's negation
-            negated = {f"--no-{s[2:]}" for s in longs} | {
-                s.replace("--enable-", "--disable-", 1) for s in longs if s.startswith("--enable-")
-            } | {s.replace("--disable-", "--enable-", 1) for s in longs if s.startswith("--disable-")}
+            negated = (
+                {f"--no-{s[2:]}" for s in longs}
+                | {s.replace("--enable-", "--disable-", 1) for s in longs if s.startswith("--enable-")}
+                | {s.replace("--disable-", "--enable-", 1) for s in longs if s.startswith("--disable-")}
+            )
         aliases = [s for s in strings if s != flag and s not in negated]
         type_, bool_form, nargs = _kind(action)
         help_ = first_sentence(action["help"])
@@ -415,6 +436,8 @@ def default_engine(version: str, src: Path) -> dict[str, Any] | None:
     rel = "vllm/envs.py"
     tree = _parse(src, rel)
     if tree is None:
+        if not (src / "vllm/v1").is_dir() and (src / "vllm/engine/llm_engine.py").is_file():
+            return {"value": "v0", "source": url(version, "vllm/engine/llm_engine.py")}  # 0.4.x: no envs.py
         return None
     for node in ast.walk(tree):
         if (
@@ -550,7 +573,11 @@ def image_cuda(version: str, src: Path) -> dict[str, Any] | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
-                if key is not None and _is_string(key, "VLLM_MAIN_CUDA_VERSION") and key.value == "VLLM_MAIN_CUDA_VERSION":  # type: ignore[attr-defined]
+                if (
+                    key is not None
+                    and _is_string(key, "VLLM_MAIN_CUDA_VERSION")
+                    and key.value == "VLLM_MAIN_CUDA_VERSION"
+                ):  # type: ignore[attr-defined]
                     found = [
                         n.value for n in ast.walk(value)
                         if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.fullmatch(r"\d+\.\d+", n.value)
@@ -1163,9 +1190,12 @@ def hybrid_kv_cache(
         chunked_text,
         f"{block_source} (attention block for a linear layer's state: {block_text})",
         *(
-            [f"{blackwell_source} (compute capability {'10.x' if blackwell_family else '10.0'}, head size 256, "
-             f"FlashInfer or no backend chosen: multiple {blackwell})"]
-            if blackwell else []
+            [
+                f"{blackwell_source} (compute capability {'10.x' if blackwell_family else '10.0'}, head size 256, "
+                f"FlashInfer or no backend chosen: multiple {blackwell})"
+            ]
+            if blackwell
+            else []
         ),
         f"{state_blocks_source} (a linear layer's blocks per request: {state_blocks or 'not read'})",
         f"{prefix_source} (prefix caching for hybrid models by default: {prefix_caching})",
@@ -1260,6 +1290,9 @@ def facts(version: str, src: Path, options: dict[str, dict[str, Any]], exclusive
     sampler = profile_sampler_sorts_vocab(version, src, engine["value"] if engine else None)
     if sampler:
         out["profile_sampler_sorts_vocab"] = sampler
+    import vllm_mla  # scripts/catalog/vllm_mla.py (it imports this module: loaded when first needed)
+
+    out["mla_kv_cache"] = vllm_mla.mla_kv_cache(version, src)
     if exclusive:
         out["option_bounds_exclusive"] = exclusive
     return out
@@ -1368,9 +1401,10 @@ def memory_facts(versions: list[str]) -> None:
 def main(argv: list[str]) -> int:
     force = "--force" in argv
     if "--memory-facts" in argv:
-        memory_facts([a for a in argv if not a.startswith("--")] or sorted(
-            (p.stem for p in releases_dir(ENGINE).glob("*.json") if p.name != "options.json"), key=vkey
-        ))
+        memory_facts(
+            [a for a in argv if not a.startswith("--")]
+            or sorted((p.stem for p in releases_dir(ENGINE).glob("*.json") if p.name != "options.json"), key=vkey)
+        )
         return 0
     dump_only = "--dump-only" in argv
     wanted = [a for a in argv if not a.startswith("--")]

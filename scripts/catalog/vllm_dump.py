@@ -249,9 +249,12 @@ def _import_retrying(name: str) -> Any:
 
 
 def _serve_parser() -> argparse.ArgumentParser:
-    _import_retrying("vllm.platforms")
-    platforms = sys.modules["vllm.platforms"]
-    if hasattr(platforms, "resolve_current_platform_cls_qualname"):
+    try:
+        _import_retrying("vllm.platforms")
+    except ModuleNotFoundError:  # 0.4.x: no platform layer
+        pass
+    platforms = sys.modules.get("vllm.platforms")
+    if platforms is not None and hasattr(platforms, "resolve_current_platform_cls_qualname"):
         platforms.resolve_current_platform_cls_qualname = lambda: "vllm.platforms.cuda.CudaPlatform"
 
     def capture(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
@@ -265,7 +268,11 @@ def _serve_parser() -> argparse.ArgumentParser:
     try:
         cli = _import_retrying("vllm.entrypoints.cli.main")
     except ModuleNotFoundError:
-        cli = _import_retrying("vllm.scripts")
+        try:
+            cli = _import_retrying("vllm.scripts")
+        except ModuleNotFoundError:  # before `vllm serve` (0.4.x-0.5.1): the OpenAI server's own parser
+            sys.argv = ["api_server", "--help-texts"]
+            return _import_retrying("vllm.entrypoints.openai.cli_args").make_arg_parser()  # type: ignore[no-any-return]
     try:
         cli.main()
     except _Captured as got:
@@ -450,9 +457,16 @@ def _unguarded_missing(src: str) -> list[str]:
                 words = line.split()
                 if len(words) < 2 or words[1].startswith("."):
                     continue
-                tops = [w.split(".")[0] for w in line[7:].split(",")] if words[0] == "import" else [words[1].split(".")[0]]
+                tops = (
+                    [w.split(".")[0] for w in line[7:].split(",")] if words[0] == "import" else [words[1].split(".")[0]]
+                )
                 for top in (t.strip().split(" ")[0] for t in tops):
-                    if not top.isidentifier() or top == "vllm" or top in sys.builtin_module_names or top in NEVER_PRESTUB:
+                    if (
+                        not top.isidentifier()
+                        or top == "vllm"
+                        or top in sys.builtin_module_names
+                        or top in NEVER_PRESTUB
+                    ):
                         continue
                     if top not in known:
                         try:

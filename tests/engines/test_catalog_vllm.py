@@ -52,9 +52,9 @@ def _eng001(tmp_path: Path, version: str, option: str) -> list[str]:
     return [f.message for f in eng001(tmp_path, "vllm", version, QWEN, option) if f"'{option}'" in f.message]
 
 
-def test_every_vllm_release_from_0_6_0_resolves_exactly() -> None:
+def test_every_vllm_release_from_0_4_1_resolves_exactly() -> None:
     assert len(VERSIONS) >= 60
-    assert VERSIONS[0] == "0.6.0"
+    assert VERSIONS[0] == "0.4.1"  # 0.4.1-0.5.5 from their sdists (the OpenAI server parser before `vllm serve`)
     for version in VERSIONS:
         selection = VLLM.select(version)
         assert selection.relation == "exact", version
@@ -65,9 +65,10 @@ def test_every_vllm_release_from_0_6_0_resolves_exactly() -> None:
 def test_a_removed_option_is_eng001_exactly_from_its_removal(tmp_path: Path, option: str) -> None:
     last, first_without = REMOVED[option]
     assert last in VERSIONS and first_without in VERSIONS, "both sides of the change must be catalogued"
+    since = next(v for v in VERSIONS if option in VLLM.catalog.release(v).options)  # 0.4.x/0.5.x lack some
     for version in VERSIONS:
         has = option in VLLM.catalog.release(version).options
-        assert has == (version_key(version) <= version_key(last)), (option, version)
+        assert has == (version_key(since) <= version_key(version) <= version_key(last)), (option, version)
     assert _eng001(tmp_path, last, option) == []
     after = [v for v in VERSIONS if version_key(v) >= version_key(first_without)]
     for version in (after[0], after[len(after) // 2], after[-1]):
@@ -96,7 +97,9 @@ def test_built_catalogs_record_provenance_and_the_facts_the_code_reads() -> None
         release = VLLM.catalog.release(version)
         assert data["provenance"].get("method"), version
         if data["provenance"].get("tool", "").startswith("servespec-catalog"):
-            assert data["provenance"]["artifact"].startswith(f"vllm-{version}-")
+            # 0.4.1-0.5.5: no wheel for the builder's Python, built from the sdist (scripts/catalog/vllm.py fetch)
+            sdist = version_key(version) < (0, 6) and data["provenance"]["artifact"] == f"vllm-{version}.tar.gz"
+            assert sdist or data["provenance"]["artifact"].startswith(f"vllm-{version}-")
             assert len(data["provenance"]["sha256"]) == 64
             engine = release.facts.default_engine
             assert engine is not None and f"/blob/v{version}/" in engine.source
@@ -109,8 +112,10 @@ def test_built_catalogs_record_provenance_and_the_facts_the_code_reads() -> None
     assert (before.default("gpu_memory_utilization"), after.default("gpu_memory_utilization")) == (0.9, 0.92)
     graphs = (before.facts.cuda_graph_memory_in_budget, after.facts.cuda_graph_memory_in_budget)
     assert graphs[0] is not None and graphs[1] is not None and (graphs[0].value, graphs[1].value) == (False, True)
-    fp8 = VLLM.catalog.release(VERSIONS[0]).facts.quantization_methods.get("fp8")
+    fp8 = VLLM.catalog.release("0.6.0").facts.quantization_methods.get("fp8")
     assert fp8 is not None and fp8.min_capability == "8.0"  # v0.6.0 fp8.py get_min_capability: return 80
+    fp8 = VLLM.catalog.release(VERSIONS[0]).facts.quantization_methods.get("fp8")
+    assert fp8 is not None and fp8.min_capability == "9.0"  # v0.4.1 fp8.py get_min_capability: return 90
 
 
 # --- extractor fidelity (slow: needs the parser env and the downloaded wheel source) -------------
@@ -415,9 +420,11 @@ def test_post_kv_reader_reproduces_the_catalogued_facts_from_the_cached_sources(
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_release_with_a_v0_engine_says_when_it_chunks_long_prefills(version: str) -> None:
     """``v0_chunked_prefill_above``: arg_utils.py ``use_long_context = max_model_len > 32768`` in every release that
-    still has the V0 engine (0.6.0-0.10.2, vllm/engine/llm_engine.py), none from 0.11.0 (V1 only)."""
+    still has the V0 engine (0.5.3-0.10.2, vllm/engine/llm_engine.py), none from 0.11.0 (V1 only), and none before
+    0.5.3, whose arg_utils.py never turns chunked prefill on by itself (the estimator reads its absence so for a
+    catalogued V0 release)."""
     fact = VLLM.catalog.release(version).facts.v0_chunked_prefill_above
-    if version_key(version) >= (0, 11):
+    if version_key(version) >= (0, 11) or version_key(version) < (0, 5, 3):
         assert fact is None, version
         return
     assert fact is not None and fact.value == 32768, version
@@ -427,12 +434,14 @@ def test_every_release_with_a_v0_engine_says_when_it_chunks_long_prefills(versio
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_release_with_a_v0_engine_says_how_its_profile_run_samples(version: str) -> None:
     """``profile_sampler_v0_sorts_vocab``, read by scripts/catalog/vllm_sampler.py: every release that still ships
-    the V0 engine (the same releases as its ``v0_chunked_prefill_above`` fact, read from arg_utils.py) profiles
-    with ``SamplingParams(top_p=0.99, top_k=vocab_size - 1)`` over ``max_num_seqs`` dummy groups and sorts in
-    ``_apply_top_k_top_p``, each cited at its tag; a V1-only release (0.11.0 on) has no such fact."""
+    the V0 engine (0.4.1-0.10.2: the default_engine fact's v0 releases and those with a
+    ``v0_chunked_prefill_above`` fact) profiles with ``SamplingParams(top_p=0.99, top_k=vocab_size - 1)`` over
+    ``max_num_seqs`` dummy groups and sorts in ``_apply_top_k_top_p``, each cited at its tag; a V1-only release
+    (0.11.0 on) has no such fact."""
     release = VLLM.catalog.release(version)
     fact = release.facts.profile_sampler_v0_sorts_vocab
-    if release.facts.v0_chunked_prefill_above is None:
+    engine = release.facts.default_engine
+    if release.facts.v0_chunked_prefill_above is None and (engine is None or engine.value != "v0"):
         assert fact is None, version
         return
     assert fact is not None and fact.value is True, version

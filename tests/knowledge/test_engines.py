@@ -52,7 +52,8 @@ def test_version_selection() -> None:
     between = get("vllm").select("0.20.1.post9")  # not a release: the nearest earlier catalogued one is used
     earlier = [v for v in get("vllm").catalog.versions if version_key(v) < version_key("0.20.1.post9")]
     assert between.relation == "between" and between.release and between.release.version == earlier[-1]
-    assert get("vllm").select("0.5.4").relation == "older"  # before the first catalogued release (0.6.0)
+    assert get("vllm").select("0.5.4").relation == "exact"  # 0.4.1-0.5.5 catalogued from their sdists
+    assert get("vllm").select("0.3.3").relation == "older"  # before the first catalogued release (0.4.1)
     assert get("vllm").select("v99.0").relation == "newer"
     assert version_key("b11312") == (11312,)
 

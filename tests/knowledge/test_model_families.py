@@ -154,10 +154,8 @@ def test_glm45_counts_its_attention_biases() -> None:
 UNSIZED = [
     ("deepseek-ai--DeepSeek-V4-Flash", "deepseek_v4", ("compress_ratios", "o_lora_rank", "hc_mult")),
     ("sgl-project--DeepSeek-V4-Flash-FP8", "deepseek_ref", ("compress_ratios", "o_lora_rank", "hc_mult")),
-    # Mamba-2 + attention + MoE layers by a pattern string (31.6B in transformers; 102.3B from the shared fields)
-    ("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron_h", ("hybrid_override_pattern",)),
-    # the pattern as a list, and no num_hidden_layers: the layout is named, not only the missing count
-    ("nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron_h", ("layers_block_type",)),
+    # Mamba-2 + attention + latent MoE (experts in a space narrower than hidden_size), the pattern as a list
+    ("nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron_h", ("moe_latent_size",)),
     # per-layer attention and FFN widths (some layers without attention): 23.6B from the shared fields, 49B
     ("nvidia--Llama-3_3-Nemotron-Super-49B-v1", "nemotron-nas", ("block_configs",)),
     # Kimi Linear's layout plus latent experts narrower than hidden_size and attention residual blocks
@@ -190,9 +188,25 @@ def test_a_model_config_servespec_cannot_size_is_reported_with_its_fields(tmp_pa
     from servespec.knowledge.sources import _config_facts
     from tests.conftest import REPO
 
-    source = REPO / "tests" / "data" / "model_configs" / "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16_config.json"
+    source = REPO / "tests" / "data" / "model_configs" / "deepseek-ai--DeepSeek-V4-Flash_config.json"
     path = tmp_path / "config.json"
     path.write_bytes(source.read_bytes())
     answer = _config_facts(path)
     assert answer.facts is None
-    assert "nemotron_h" in answer.problem and "hybrid_override_pattern" in answer.problem
+    assert "deepseek_v4" in answer.problem and "compress_ratios" in answer.problem
+
+
+def test_nemotron_3_nano_is_sized_from_its_pattern_as_transformers_builds_it() -> None:
+    """The verbatim Nemotron-3-Nano-30B-A3B config (Mamba-2, attention and MoE blocks by hybrid_override_pattern):
+    transformers 5.24 builds 31.6B parameters (tests/data/model_configs/README.md), where the shared fields alone
+    would give 102.3B; 6 attention blocks hold KV, 23 Mamba-2 blocks a fixed state."""
+    import json
+
+    from tests.conftest import REPO
+
+    name = "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+    config = json.loads((REPO / "tests" / "data" / "model_configs" / f"{name}_config.json").read_text())
+    facts = facts_from_config(config, name)
+    assert facts.params == pytest.approx(31.6e9, rel=0.002)
+    assert facts.linear_layers == config["hybrid_override_pattern"].count("M")
+    assert facts.kv_full_layers == config["hybrid_override_pattern"].count("*")

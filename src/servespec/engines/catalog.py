@@ -127,6 +127,28 @@ class MmEncoderProfile(_Fact):
     source: str
 
 
+class MlaKvCache(_Fact):
+    """vLLM: how the release caches multi-head latent attention (scripts/catalog/vllm_mla.py reads it from the
+    release's ModelConfig and DeepSeek-V2 model).
+
+    The compressed latent (``kv_lora_rank + qk_rope_head_dim`` per token and layer, one vector on every rank)
+    where ``ModelConfig.use_mla`` holds: a ``hf_text_config.model_type`` in ``latent_model_types``, ``disable_env``
+    unset, and a quantization in ``latent_quantizations`` (None: any). Otherwise full per-head keys and values for
+    each local attention head, of ``padded_head_size`` (None: ``qk_nope_head_dim + qk_rope_head_dim``, values
+    padded to it)."""
+
+    latent_model_types: list[str] = []
+    """Model types ``is_deepseek_mla`` names; empty: the release has no latent cache (before 0.7.1)."""
+    latent_quantizations: list[str] | None = None
+    disable_env: str | None = None
+    padded_head_size: int | None = None
+    text_model_types: dict[str, str] = {}
+    """Multimodal model types whose text config the release builds as a DeepSeek one (``kimi_vl``: ``deepseek_v2``)."""
+    deepseek_v2: bool = True
+    """The release has the DeepSeek-V2 model (model_executor/models/deepseek_v2.py, 0.5.1 on)."""
+    source: str
+
+
 class PostKvWarmup(_Fact):
     """vLLM: what the worker allocates after it has sized and allocated the KV cache (``compile_or_warm_up_model``).
 
@@ -662,6 +684,8 @@ class ReleaseFacts(_Fact):
     hybrid_kv_cache: HybridKvCache | None = None
     speculative_memory: SpeculativeMemory | None = None
     """vLLM: the MTP draft's layer-count fields and the linear-attention state's speculative blocks; None: not read."""
+    mla_kv_cache: MlaKvCache | None = None
+    """vLLM: the MLA cache layout (latent or per-head) and when it applies; None: not read (latent assumed)."""
     profile_sampler_sorts_vocab: SourcedBool | None = None
     """vLLM V1: the profiling run's sampler warm-up (gpu_model_runner.py ``_dummy_sampler_run``, after the
     forward pass over the batched-token budget) passes ``top_k = vocab - 1`` for ``min(max_num_seqs,

@@ -461,11 +461,9 @@ def layer_bytes_per_token(model: ModelFacts, element: float, tensor_parallel: in
     layers have a shape of their own: :func:`full_layer_bytes_per_token`).
 
     KV heads split across tensor-parallel ranks; with fewer KV heads than ranks each rank
-    keeps a replicated head (PAR004). MLA caches one latent per layer on every rank, except on a release that caches
-    its keys and values per attention head (``mla_cached_heads``: that head size, the heads split across ranks).
+    keeps a replicated head (PAR004). MLA caches one latent per layer on every rank (a release that caches its keys
+    and values per attention head passes the model so laid out: engines/vllm/memory.py ``mla_kv_input``).
     """
-    if model.is_mla and model.mla_cached_heads:
-        return 2 * max(1, model.attention_heads // tensor_parallel) * model.mla_cached_heads * element
     if model.is_mla:
         return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * element
     heads = max(1, model.kv_heads // tensor_parallel)

@@ -243,10 +243,6 @@ class ModelFacts:
     """Llama 3.2 Vision's encoder: (tokens per image, width, hidden states held at once) for vLLM's V0 profiling
     run, which runs every profiled image through the tower in one batch (knowledge/vision.py
     ``mllama_encoder_states``)."""
-    mla_cached_heads: int = 0
-    """An MLA model on an engine release that caches full keys and values per attention head instead of the latent:
-    the head size it caches them with (0: the latent, or not MLA). Set by the engine unit for such releases (vLLM
-    before 0.7.1: engines/vllm/memory.py ``mla_cache_head_size``)."""
     encoder_mlp: int = 0
     """Llama 3.2 Vision's encoder: the width of its MLP, whose two activations a layer holds at once in vLLM's V0
     profiling run (knowledge/vision.py ``mllama_encoder_mlp``)."""
@@ -352,6 +348,9 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
     "falcon_h1": ("mamba_d_ssm", "mamba_n_heads", "attention_in_multiplier"),
     # Zamba2: shared attention blocks with per-use LoRA adapters between Mamba-2 layers (transformers Zamba2Config).
     "zamba2": ("hybrid_layer_ids", "layers_block_type", "use_shared_attention_adapter"),
+    # Nemotron 3 Super/Ultra: routed experts in a latent space narrower than hidden_size (knowledge/mamba.py sizes
+    # the other Nemotron-H layouts).
+    "nemotron_h": ("moe_latent_size",),
     # Llama-3.3-Nemotron-Super (DeciLM): each layer's attention (or none) and FFN width in block_configs.
     "nemotron-nas": ("block_configs",),
     # Kimi K3 (text_config kimi_linear): latent experts narrower than hidden_size, attention residual blocks.

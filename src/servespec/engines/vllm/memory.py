@@ -191,13 +191,16 @@ the catalogued ones carry ``v0_chunked_prefill_above``."""
 
 def _v0_chunked_prefill_above(inp: EstimateInput) -> float:
     """The ``max_model_len`` above which the release's V0 engine turns chunked prefill on by itself: the catalogued
-    release's ``v0_chunked_prefill_above``; for a release the catalog lacks, none before
+    release's ``v0_chunked_prefill_above`` (a catalogued release without it: never); for a release the catalog
+    lacks, none before
     :data:`V0_AUTO_CHUNKED_PREFILL_SINCE` (its stated version), else 32768 as every catalogued release has it."""
     above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
     if above is not None:
         return float(above.value)
+    if inp.release is not None:  # a catalogued V0 release without the fact (0.4.1-0.5.2): never by itself
+        return math.inf
     stated = version_key(inp.engine_version or "")
-    return math.inf if inp.release is None and stated and stated < V0_AUTO_CHUNKED_PREFILL_SINCE else 32768.0
+    return math.inf if stated and stated < V0_AUTO_CHUNKED_PREFILL_SINCE else 32768.0
 
 
 def _extensible(inp: EstimateInput) -> bool:
@@ -300,48 +303,13 @@ def rejection_warmup_gib(inp: EstimateInput, rows: int) -> float:
     return fact.profile_rejection_rows * rows * (inp.model.vocab_size or 32000) * element / GIB
 
 
-MLA_LATENT_CACHE_SINCE = (0, 7, 1)
-"""The first release that caches DeepSeek's MLA latent (``ModelConfig.use_mla``,
-https://github.com/vllm-project/vllm/blob/v0.7.1/vllm/config.py#L972-L1000). Before it every DeepSeek-V2 layer caches
-keys and values per attention head (``Attention(num_local_heads, head_size, num_kv_heads=num_local_heads)`` in
-model_executor/models/deepseek_v2.py), of the head size ``ModelConfig.get_head_size`` returns: 256 for
-``deepseek_v2`` up to v0.6.6.post1 (https://github.com/vllm-project/vllm/blob/v0.6.3/vllm/config.py#L454-L457, the
-same from v0.5.1; deepseek_v2.py "TODO, support head_size 192"), ``qk_nope_head_dim + qk_rope_head_dim`` for
-``deepseek_v2`` and ``deepseek_v3`` in v0.7.0 (https://github.com/vllm-project/vllm/blob/v0.7.0/vllm/config.py#L733-L743,
-the value padded to it in deepseek_v2.py)."""
-
-_HEAD_256_BEFORE = (0, 7, 0)
-
-
-def mla_cache_head_size(inp: EstimateInput) -> int:
-    """The head size the release caches an MLA model's keys and values with per attention head, before it caches
-    the latent (:data:`MLA_LATENT_CACHE_SINCE`); 0 where it caches the latent, the release is not known, or the
-    model is one the release's source does not size so (DeepSeek-V3 before 0.7.0)."""
-    model = inp.model
-    key = version_key(inp.release.version if inp.release else (inp.engine_version or ""))
-    if not model.is_mla or not key or key >= MLA_LATENT_CACHE_SINCE:
-        return 0
-    if key < _HEAD_256_BEFORE:
-        return 256 if model.model_type == "deepseek_v2" else 0
-    if model.model_type in ("deepseek_v2", "deepseek_v3"):
-        return (model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0)
-    return 0
-
-
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
     """vLLM's KV budget (v1/worker/gpu_worker.py determine_available_memory); None without a GPU.
 
     The LoRA slots (:func:`lora_slots_gib`) are part of the overhead, and told apart as ``beside_gib``; what the
-    release allocates after the KV cache is sized is ``after_kv`` (:func:`after_kv`). An MLA model on a release that
-    caches it per attention head is sized so (:func:`mla_cache_head_size`).
+    release allocates after the KV cache is sized is ``after_kv`` (:func:`after_kv`).
     """
-    heads = mla_cache_head_size(inp)
-    if heads:
-        inp = replace(inp, model=replace(inp.model, mla_cached_heads=heads))
     found = _estimate(inp)
-    if found is not None and heads:
-        note = f"MLA cached as full keys and values per attention head of {heads} (vLLM before 0.7.1)"
-        found = replace(found, notes=(*found.notes, note))
     beside = lora_slots_gib(inp) + draft_share(inp)[0]
     found = replace(found, beside_gib=round(beside, 3)) if found is not None and beside else found
     shared = unified_memory_note(inp)
@@ -469,7 +437,8 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     batched = int(number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
     # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
     # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
-    # v0_chunked_prefill_above (32768 in every catalogued release; assumed for an uncatalogued one).
+    # v0_chunked_prefill_above (32768 from 0.5.5; assumed for an uncatalogued release); a catalogued V0
+    # release without the fact (0.4.1-0.5.4) never turns it on by itself.
     chunked = inp.options.get("enable_chunked_prefill") is True
     if _engine_core(inp) == "v0" and inp.max_model_len <= _v0_chunked_prefill_above(inp) and not chunked:
         batched = max(batched, inp.max_model_len)
@@ -509,6 +478,8 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     notes += said
     kv = utilization * total - weights - overhead
     warmup = after_kv(inp, total, utilization, activation, min(seqs, batched))
+    inp, mla_notes = mla_kv_input(inp)  # the KV arithmetic below reads the layout the release caches
+    notes += mla_notes
     block = block_size(inp)
     layout = hybrid_layout(inp, kv, block, batched)
     if layout is not None:
@@ -684,6 +655,62 @@ def rope_cache_gib(inp: EstimateInput) -> float:
     return positions * rotary * dtype_bytes(model, inp.dtype) / GIB
 
 
+_UNTYPED = ("inline", "unknown")
+"""Model types of an architecture given without its config (a spec's inline ``model.architecture``): an MLA one is
+taken for DeepSeek's, the architecture vLLM's MLA layout follows (``is_deepseek_mla``, ``DeepseekV2Attention``)."""
+_PADDED_TYPES = ("deepseek_v2", "deepseek_v3", *_UNTYPED)
+"""Model types whose attention is vLLM's ``DeepseekV2Attention`` (model_executor/models/deepseek_v2.py, deepseek_v3.py
+in 0.6.6), the class ``padded_head_size`` is read from; another MLA model (MiniCPM3) caches ``qk_head_dim``."""
+
+
+def mla_latent(inp: EstimateInput) -> tuple[bool, str] | None:
+    """Whether the release caches this MLA model's compressed latent (its ``mla_kv_cache`` fact), and why not: a text
+    model type the release's ``is_deepseek_mla`` names, ``VLLM_MLA_DISABLE`` (the fact's ``disable_env``) not set in
+    the engine's environment, and a quantization ``use_mla`` takes. None: not an MLA model, or the fact not read
+    (the latent is assumed, as for an uncatalogued release)."""
+    model = inp.model
+    fact = inp.release.facts.mla_kv_cache if inp.release else None
+    if not model.is_mla or fact is None:
+        return None
+    text_type = fact.text_model_types.get(model.model_type, model.model_type)
+    if not fact.latent_model_types:
+        return False, "the release has no latent MLA cache (ModelConfig.use_mla came in 0.7.1)"
+    if text_type not in fact.latent_model_types and text_type not in _UNTYPED:
+        return False, f"model type {text_type} is not one the release caches as a latent (is_deepseek_mla)"
+    if fact.disable_env and str(inp.env.get(fact.disable_env, "")).strip().lower() not in ("", "0", "false"):
+        return False, f"{fact.disable_env} set"
+    method = load_quantization(inp.quantization) or model.quant_method
+    if fact.latent_quantizations is not None and method is not None and method not in fact.latent_quantizations:
+        return False, f"the release's latent cache does not take {method} quantization"
+    return True, ""
+
+
+def mla_kv_input(inp: EstimateInput) -> tuple[EstimateInput, list[str]]:
+    """``inp`` with the model as the release lays its KV cache out, and a note: for an MLA model the release does not
+    cache as a latent (:func:`mla_latent`), full keys and values for each attention head, split by tensor
+    parallelism, of the release's ``padded_head_size`` (256 in 0.5.1-0.6.6.post1) or ``qk_nope_head_dim +
+    qk_rope_head_dim`` (values padded to it): vLLM's ``DeepseekV2Attention`` builds its ``Attention`` with
+    ``num_kv_heads=num_local_heads`` (model_executor/models/deepseek_v2.py). Only the KV arithmetic reads the
+    replaced model; the weights are counted from the real one."""
+    found = mla_latent(inp)
+    if found is None:
+        return inp, []
+    latent, why = found
+    if latent:
+        note = "MLA: the compressed latent cached (kv_lora_rank + qk_rope_head_dim per token and layer)"
+        untyped = inp.model.model_type in _UNTYPED
+        return inp, [note + (", the architecture given inline taken for DeepSeek's" if untyped else "")]
+    model = inp.model
+    fact = inp.release.facts.mla_kv_cache if inp.release else None
+    text_type = fact.text_model_types.get(model.model_type, model.model_type) if fact else model.model_type
+    padded = fact.padded_head_size if fact and text_type in _PADDED_TYPES else None
+    size = padded or (model.qk_nope_head_dim or model.head_dim) + (model.qk_rope_head_dim or 0)
+    size = size or model.head_dim
+    expanded = replace(model, kv_lora_rank=None, kv_heads=model.attention_heads, head_dim=size, full_head_dim=None)
+    note = f"MLA cached as per-head keys and values of {size} for each attention head: {why}"
+    return replace(inp, model=expanded), [note]
+
+
 def block_size(inp: EstimateInput) -> int:
     """Tokens per KV-cache block: ``block_size`` when set, else the release's default (its catalog fact)."""
     fact = inp.release.facts.block_size_default if inp.release else None
@@ -694,6 +721,7 @@ def kv_tokens(inp: EstimateInput, kv_gib: float, batched: int) -> int:
     """The KV-cache size in tokens the release reports ("GPU KV cache size") for ``kv_gib`` GiB of KV
     budget per GPU and a ``batched``-token step: the last step of :func:`estimate`, without the budget's
     own arithmetic (what the engine-oracle tests compare with the release's kv_cache_utils)."""
+    inp = mla_kv_input(inp)[0]
     layout = hybrid_layout(inp, kv_gib, block_size(inp), batched)
     if layout is not None:
         return layout.tokens
@@ -773,7 +801,7 @@ def draft_share(inp: EstimateInput) -> tuple[float, float, list[str]]:
     if method == "mtp":
         layers, said = mtp_layers(inp)
         per_layer = weight_bytes(inp) / max(inp.model.layers, 1) / tp / GIB
-        kv = layers * layer_bytes_per_token(inp.model, element, tp)
+        kv = layers * layer_bytes_per_token(mla_kv_input(inp)[0].model, element, tp)
         notes = [f"MTP draft: {layers} more layer(s), {per_layer * layers:.2f} GiB"] + ([said] if said else [])
         return per_layer * layers, kv, notes
     if inp.draft is None:
