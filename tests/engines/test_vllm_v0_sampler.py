@@ -87,16 +87,24 @@ def test_v0_sampler_term_replaces_the_generic_one_only_where_the_release_is_read
 
 def test_v0_before_0_5_3_profiles_a_whole_prompt_of_any_length() -> None:
     """Up to v0.5.2 V0 never turns chunked prefill on by itself (v0.5.3 arg_utils.py ``use_long_context`` does above
-    32768), so a release the catalog lacks, stated below 0.5.3, profiles ``max_model_len`` tokens at any length:
-    log 153 (deepseek-coder-33b, linear rope x4: 65,536 tokens on vLLM 0.4.1) leaves less KV cache than one sequence,
-    the refusal its traceback shows (raise_if_cache_size_invalid); a later uncatalogued release keeps the 32768 rule."""
+    32768): the catalogued 0.4.1-0.5.2 releases carry no ``v0_chunked_prefill_above``, so they profile
+    ``max_model_len`` tokens at any length. Log 153 (deepseek-coder-33b, linear rope x4: 65,536 tokens on vLLM
+    0.4.1) then leaves less KV cache than one sequence, the refusal its traceback shows (raise_if_cache_size_invalid);
+    0.5.3, which has the fact, chunks above 32768. A release the catalog lacks follows its stated version."""
+    from servespec.engines.catalog import version_key
     from servespec.engines.vllm.memory import V0_AUTO_CHUNKED_PREFILL_SINCE
 
     data = YAML(typ="safe").load(next(LOGS.glob("153-*.yaml")).read_text())
     inp = replace(_input(data), tensor_parallel=2, dtype="float16")
-    assert inp.release is None and inp.max_model_len == 65536  # 16384 positions x linear factor 4
+    assert inp.release is not None and inp.release.facts.v0_chunked_prefill_above is None
+    assert inp.max_model_len == 65536  # 16384 positions x linear factor 4
     old = get("vllm").estimate(inp)
-    later = get("vllm").estimate(replace(inp, engine_version=".".join(map(str, V0_AUTO_CHUNKED_PREFILL_SINCE))))
+    chunking = get("vllm").select("0.5.3").release
+    assert chunking is not None and chunking.facts.v0_chunked_prefill_above is not None
+    later = get("vllm").estimate(replace(inp, release=chunking, engine_version="0.5.3"))
     assert old is not None and later is not None
     assert "max_num_batched_tokens 65536" in old.notes and "max_num_batched_tokens 2048" in later.notes
     assert old.kv_cache_gib < old.one_sequence_gib < later.kv_cache_gib, (old, later)
+    uncatalogued = get("vllm").estimate(replace(inp, release=None, engine_version="0.3.3"))
+    assert uncatalogued is not None and "max_num_batched_tokens 65536" in uncatalogued.notes
+    assert version_key("0.3.3") < V0_AUTO_CHUNKED_PREFILL_SINCE
