@@ -30,11 +30,17 @@ _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4", "gemma
 _TIED_BY_DEFAULT |= {"opt", "gpt2", "gpt_bigcode", "falcon", "bloom", "mpt", "RefinedWeb", "RefinedWebModel"}
 # SmolLM3Config: tie_word_embeddings defaults to True (transformers 5.20 and 5.24 configuration_smollm3.py).
 _TIED_BY_DEFAULT |= {"smollm3"}
+# CohereConfig, Cohere2Config and Ernie4_5_MoeConfig: tie_word_embeddings defaults to True (transformers 5.20.2
+# configuration_cohere.py L82, configuration_cohere2.py L81, configuration_ernie4_5_moe.py L105).
+_TIED_BY_DEFAULT |= {"cohere", "cohere2", "ernie4_5_moe"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"}
 # Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
 # (transformers Glm4MoeAttention: GLM-4.5/4.6/4.7 set it true).
-_QKV_BIAS_WHEN_SET = {"glm4_moe"}
+# GLM-4-0414 (glm4), its predecessor glm and Seed-OSS likewise: q, k and v biased by attention_bias, which their
+# configuration classes default to true (transformers 5.20.2 GlmConfig, Glm4Config, SeedOssConfig.attention_bias;
+# Seed-OSS's o_proj follows attention_out_bias, default false).
+_QKV_BIAS_WHEN_SET = {"glm4_moe", "glm", "glm4", "seed_oss"}
 # Model types whose sliding_window applies only when use_sliding_window is set (Qwen2 and its VL text models:
 # Qwen2-VL and Qwen2.5-VL configs give sliding_window 32768 beside use_sliding_window false).
 _QWEN_WINDOW_FLAG = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", *sorted(_QKV_BIAS - {"qwen2", "qwen2_moe"}))
@@ -72,6 +78,25 @@ _FAMILY_FIELDS: dict[str, dict[str, str]] = {
     "RefinedWeb": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
     "RefinedWebModel": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
     "bloom": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
+    # ChatGLM2/3 and GLM-4-9B (remote code configuration_chatglm.py ChatGLMConfig, as vLLM's ChatGLMConfig reads
+    # it: vllm/transformers_utils/configs/chatglm.py attribute_map num_layers, padded_vocab_size, seq_length)
+    "chatglm": {
+        "num_hidden_layers": "num_layers",
+        "vocab_size": "padded_vocab_size",
+        "intermediate_size": "ffn_hidden_size",
+        "max_position_embeddings": "seq_length",
+        "head_dim": "kv_channels",
+    },
+    # EXAONE 3 / 3.5 (remote code configuration_exaone.py ExaoneConfig.attribute_map: num_hidden_layers ->
+    # num_layers; vllm/transformers_utils/configs/exaone.py the same)
+    "exaone": {"num_hidden_layers": "num_layers"},
+    # DBRX (transformers DbrxConfig.attribute_map); its attn_config and ffn_config are lifted beforehand
+    "dbrx": {
+        "num_hidden_layers": "n_layers",
+        "hidden_size": "d_model",
+        "num_attention_heads": "n_heads",
+        "max_position_embeddings": "max_seq_len",
+    },
     "mpt": {
         "num_hidden_layers": "n_layers",
         "hidden_size": "d_model",
@@ -213,6 +238,14 @@ class ModelFacts:
     """Rows of the per-layer embedding table (``vocab_size_per_layer_input``)."""
     double_wide_shared_mlp: bool = False
     """The KV-shared layers' MLPs are twice ``intermediate_size`` wide (Gemma 4 ``use_double_wide_mlp``)."""
+    qk_norm_params: int = 0
+    """Parameters of each layer's query and key norms where a family's layout sets them (Command R+'s per-head
+    LayerNorms, OLMoE's over all heads, StableLM 2's per-head ones); 0: none, or counted by model type."""
+    layer_extra: int = 0
+    """Other parameters of each decoder layer outside projections and norms (Apertus' xIELU ``alpha_p`` and
+    ``alpha_n``)."""
+    router_bias: bool = False
+    """Each MoE layer's router carries a per-expert score bias (ERNIE 4.5's ``moe_statics.e_score_correction_bias``)."""
 
     @property
     def kv_sliding_layers(self) -> int:
@@ -329,6 +362,8 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 2048,
     },
     "mpt": {"expansion_ratio": 4, "no_bias": True, "max_seq_len": 2048},
+    # GlmConfig, Glm4Config and SeedOssConfig default attention_bias to true (transformers 5.20.2)
+    **{model_type: {"attention_bias": True} for model_type in ("glm", "glm4", "seed_oss")},
     # vLLM's RWConfig (v0.11.0 transformers_utils/configs/falcon.py): sequential blocks unless parallel_attn, one KV
     # head (n_head_kv 1) unless the config names more, no context length (vLLM then assumes 2048)
     **{
@@ -354,6 +389,9 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
     # MiniMax M3: dense layers of their own width, sparse-attention layers.
     "minimax_m3": ("dense_intermediate_size", "sparse_attention_config"),
     "minimax_m3_vl": ("dense_intermediate_size", "sparse_attention_config"),
+    # Whisper: an encoder-decoder (encoder_layers of audio self-attention, decoder_layers with cross-attention to
+    # it; transformers WhisperConfig): servespec sizes decoder-only models and multimodal ones with a tower
+    "whisper": ("encoder_layers", "decoder_layers"),
 }
 """Model types whose layout lives in config fields servespec does not read: sizing them from the shared
 fields would be wrong, so a config of one that names any of them is refused, naming the ones it gives."""
@@ -386,6 +424,7 @@ def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     model_type = config.get("model_type")
     if not isinstance(model_type, str):
         return config
+    config = _lift_nested(config, model_type)
     defaults = _TRANSFORMERS_DEFAULTS.get(model_type)
     # a field given as null stays null, as transformers reads it
     merged = {**defaults, **config} if defaults else config
@@ -397,7 +436,35 @@ def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     return {**merged, **given} if given else merged
 
 
+_NESTED: dict[str, dict[str, tuple[str, str]]] = {
+    # DBRX keeps its attention and MoE sizes in sub-configs (transformers DbrxAttentionConfig, DbrxFFNConfig):
+    # the field servespec reads -> (sub-config, the family's own field)
+    "dbrx": {
+        "num_key_value_heads": ("attn_config", "kv_n_heads"),
+        "moe_intermediate_size": ("ffn_config", "ffn_hidden_size"),
+        "num_local_experts": ("ffn_config", "moe_num_experts"),
+        "num_experts_per_tok": ("ffn_config", "moe_top_k"),
+    },
+}
+
+
+def _lift_nested(config: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """A family's sizes kept in sub-configs, read as the fields servespec reads (a top-level field wins)."""
+    nested = _NESTED.get(model_type)
+    if not nested:
+        return config
+    lifted = {}
+    for field, (section, own) in nested.items():
+        sub = fields.mapping(config, section)
+        if sub is not None and sub.get(own) is not None and config.get(field) is None:
+            lifted[field] = fields.count(sub, own, minimum=1)
+    return {**config, **lifted} if lifted else config
+
+
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
+    # InternVL's remote-code checkpoints (InternVLChatConfig) name their language model llm_config
+    if fields.mapping(config, "text_config") is None and fields.mapping(config, "llm_config") is not None:
+        config = {**config, "text_config": config["llm_config"]}
     text = fields.mapping(config, "text_config")
     if text is not None:
         merged = {**config, **text}
@@ -424,9 +491,13 @@ def _sliding_layers(config: dict[str, Any], layers: int, model_type: str) -> tup
         return None, 0
     if model_type == "gemma2":
         return window, layers // 2  # modeling_gemma2: every other layer is local
-    pattern = fields.count(config, "sliding_window_pattern")
+    pattern = fields.count(config, "sliding_window_pattern", minimum=1)
     if model_type.startswith("gemma3") and pattern:
         return window, layers - layers // pattern
+    if model_type == "cohere2":
+        # Cohere2Config: layer i slides unless (i + 1) % sliding_window_pattern == 0 (default 4; transformers 5.20.2
+        # configuration_cohere2.py L98-L100), as Command R7B and Command A configs without layer_types give it
+        return window, layers - layers // (pattern or 4)
     return window, layers
 
 
@@ -443,12 +514,13 @@ def _rope(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
-    experts = fields.first_count(config, "num_local_experts", "num_experts", "n_routed_experts")
+    # ERNIE 4.5 MoE names them moe_num_experts, moe_k, moe_num_shared_experts (transformers Ernie4_5_MoeConfig)
+    experts = fields.first_count(config, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
     if not experts or experts <= 1:
         return {}
     moe_size = fields.first_count(config, "moe_intermediate_size", "intermediate_size") or 0
     shared = fields.count(config, "shared_expert_intermediate_size") or 0
-    shared_experts = fields.first_count(config, "n_shared_experts", "num_shared_experts")  # Kimi Linear: num_
+    shared_experts = fields.first_count(config, "n_shared_experts", "num_shared_experts", "moe_num_shared_experts")
     if shared_experts:
         shared = shared_experts * moe_size
     dense = fields.count(config, "first_k_dense_replace") or 0
@@ -460,10 +532,24 @@ def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
         # Llama4TextMoe.shared_expert).
         dense = layers - layers // step
         shared = moe_size
+    if config.get("moe_layer_start_index") is not None or config.get("moe_layer_interval") is not None:
+        # ERNIE 4.5: layer i is MoE when (i + 1) % moe_layer_interval == 0 and moe_layer_start_index <= i <=
+        # moe_layer_end_index (transformers 5.20.2 modeling_ernie4_5_moe.py L396-L400); the rest dense
+        start = fields.count(config, "moe_layer_start_index") or 0
+        end = fields.count(config, "moe_layer_end_index")
+        every = fields.count(config, "moe_layer_interval", minimum=1) or 1
+        last = layers - 1 if end is None else min(end, layers - 1)
+        dense = layers - sum(1 for i in range(start, last + 1) if (i + 1) % every == 0)
     return {
         "experts": experts,
         "active_experts": fields.first_count(
-            config, "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts", minimum=1
+            config,
+            "num_experts_per_tok",
+            "experts_per_token",
+            "num_experts_per_token",
+            "top_k_experts",
+            "moe_k",
+            minimum=1,
         )
         or 1,
         "moe_intermediate_size": moe_size,
@@ -1063,6 +1149,9 @@ def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
         # BloomBlock: every Linear biased, MLP 4 x hidden whatever the config says; word_embeddings_layernorm.
         return {**plain, "intermediate_size": 4 * hidden, "attention_biases": True, "mlp_biases": True,
                 "embed_norm": True}  # fmt: skip
+    modern = _modern_layout(config, model_type, hidden, heads)
+    if modern is not None:
+        return modern
     if model_type == "mpt":
         # vLLM MPTBlock: Wqkv of kv_n_heads, up_proj expansion_ratio x d_model, every Linear and LayerNorm biased
         # unless no_bias (default true), q_ln and k_ln over d_model with qk_ln. transformers' MptBlock builds the
@@ -1082,6 +1171,74 @@ def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
             "norms_per_layer": 4 if fields.flag(attention, "qk_ln") else 2,
         }
     return {}
+
+
+def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: int) -> dict[str, Any] | None:
+    """Gated-MLP decoder families whose norms, biases or MLP differ from Llama's; None: not one of them.
+
+    Each as transformers 5.20.2 builds it (modeling_<type>.py), or for remote-code families as the checkpoint's own
+    modelling code and vLLM's model of it (vllm/model_executor/models/<name>.py) build it.
+    """
+    kv = fields.count(config, "num_key_value_heads") or heads
+    head = fields.count(config, "head_dim") or hidden // heads
+    if model_type in ("cohere", "cohere2"):
+        # CohereDecoderLayer: one input_layernorm (attention and MLP in parallel), a weight-only LayerNorm; with
+        # use_qk_norm (Command R+) q_norm and k_norm are LayerNorms over (heads, head_dim) and (kv heads, head_dim)
+        qk = (heads + kv) * head if fields.flag(config, "use_qk_norm") else 0
+        return {"norms_per_layer": 1, "qk_norm_params": qk}
+    if model_type == "glm4":
+        # Glm4DecoderLayer: input, post_self_attn, post_attention and post_mlp RMSNorms
+        return {"norms_per_layer": 4}
+    if model_type == "chatglm":
+        # ChatGLM2/3, GLM-4-9B (modeling_chatglm.py GLMBlock; vllm chatglm.py GLMAttention): query_key_value biased
+        # by add_qkv_bias, dense and the MLP by add_bias_linear; KV heads multi_query_group_num when
+        # multi_query_attention; RMSNorm when rmsnorm, else LayerNorm with a bias; final_layernorm when
+        # post_layer_norm; dense_h_to_4h is the gate and up projections fused (a SwiGLU of ffn_hidden_size)
+        linear = fields.flag(config, "add_bias_linear") is True
+        group = fields.count(config, "multi_query_group_num", minimum=1)
+        return {
+            "kv_heads": group if group and fields.flag(config, "multi_query_attention") else heads,
+            "qkv_bias": fields.flag(config, "add_qkv_bias") is True and not linear,
+            "attention_biases": linear,
+            "mlp_biases": linear,
+            "norm_weights": 1 if _on(config, "rmsnorm") else 2,
+            "final_norm": _on(config, "post_layer_norm"),
+        }
+    if model_type == "stablelm":
+        # StableLmDecoderLayer: LayerNorms with a bias, one when use_parallel_residual; q, k, v biased by
+        # use_qkv_bias; qk_layernorm: a bias-free LayerNorm per head over head_dim for queries and keys
+        qk = (heads + kv) * head if fields.flag(config, "qk_layernorm") else 0
+        return {
+            "norm_weights": 2,
+            "norms_per_layer": 1 if fields.flag(config, "use_parallel_residual") else 2,
+            "qkv_bias": fields.flag(config, "use_qkv_bias") is True,
+            "qk_norm_params": qk,
+        }
+    if model_type == "phimoe":
+        # PhimoeDecoderLayer: LayerNorms with a bias; q, k, v, o biased by attention_bias; lm_head by lm_head_bias
+        return {
+            "norm_weights": 2,
+            "attention_biases": fields.flag(config, "attention_bias") is True,
+            "lm_head_bias": fields.flag(config, "lm_head_bias") is True,
+        }
+    if model_type == "olmoe":
+        # OlmoeAttention: q_norm over all query heads, k_norm over all key heads
+        return {"qk_norm_params": (heads + kv) * head}
+    if model_type in ("arcee", "apertus"):
+        # ArceeMLP (ReLU^2) and ApertusMLP (xIELU): up_proj and down_proj, no gate; Apertus adds q_norm and k_norm
+        # over head_dim and xIELU's alpha_p and alpha_n per layer
+        apertus = model_type == "apertus"
+        bias = fields.flag(config, "mlp_bias") is True
+        return {
+            "mlp_matrices": 2,
+            "mlp_biases": bias,
+            "qk_norm_params": 2 * head if apertus else 0,
+            "layer_extra": 2 if apertus else 0,
+        }
+    if model_type == "ernie4_5_moe":
+        # Ernie4_5_MoeSparseMoeBlock: moe_statics.e_score_correction_bias, one per expert, in each MoE layer
+        return {"router_bias": True}
+    return None
 
 
 def _gated(config: dict[str, Any], model_type: str) -> bool:
@@ -1124,7 +1281,7 @@ def _attention_params(m: ModelFacts) -> float:
     if m.model_type in ("minimax_m2", "olmo2", "olmo3"):
         # q_norm and k_norm over all heads (transformers MiniMaxM2Attention, Olmo2Attention, Olmo3Attention)
         params += q + kv // 2
-    return params
+    return params + m.qk_norm_params
 
 
 def _linear_params(m: ModelFacts) -> float:
@@ -1180,7 +1337,7 @@ def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
     expert = 3 * h * (m.moe_intermediate_size or 0)
     if m.model_type == "gpt_oss":
         expert += 2 * (m.moe_intermediate_size or 0) + h  # gate_up and down biases
-    router = h * (m.experts or 0)
+    router = (h + m.router_bias) * (m.experts or 0)
     shared = 3 * h * m.shared_intermediate_size
     if shared and m.model_type.startswith(_SHARED_EXPERT_GATE):
         shared += h  # shared_expert_gate
@@ -1201,7 +1358,7 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     dense_layers = m.layers - moe_layers
     full = m.layers - m.linear_layers
-    attention = full * _attention_params(m) + m.linear_layers * _linear_params(m) + m.layers * norms
+    attention = full * _attention_params(m) + m.linear_layers * _linear_params(m) + m.layers * (norms + m.layer_extra)
     if m.is_sparse:
         attention += m.layers * _indexer_params(m)
     attention += m.cross_layers * (2 * m.head_dim + 2)  # q_norm, k_norm, cross_attn_attn_gate, cross_attn_mlp_gate
