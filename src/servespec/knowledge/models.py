@@ -418,9 +418,25 @@ class UnsizedArchitectureError(ValueError):
         super().__init__(f"servespec cannot size model_type '{model_type}': {listed} unread")
 
 
+_ARCHITECTURE_TYPES = {
+    "ChatGLMModel": "chatglm",
+    "ChatGLMForConditionalGeneration": "chatglm",
+    "DbrxForCausalLM": "dbrx",
+    "ExaoneForCausalLM": "exaone",
+}
+"""Families whose sizes go by names of their own, for a config.json that leaves ``model_type`` out: the model type
+its first ``architectures`` entry names (vLLM resolves the model class from ``architectures``: the registry in
+vllm/model_executor/models/registry.py maps these to chatglm.py, dbrx.py, exaone.py)."""
+
+
 def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     """The flattened config with its model type's transformers defaults under the fields it gives, and a family's
     own names for its sizes (GPT-2's ``n_layer``, MPT's ``d_model``) read as the fields servespec reads."""
+    architectures = config.get("architectures")
+    if config.get("model_type") is None and isinstance(architectures, list) and architectures:
+        inferred = _ARCHITECTURE_TYPES.get(architectures[0]) if isinstance(architectures[0], str) else None
+        if inferred is not None:
+            config = {**config, "model_type": inferred}
     model_type = config.get("model_type")
     if not isinstance(model_type, str):
         return config
@@ -577,7 +593,7 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
     mlp = fields.first_count(vision, "intermediate_size", "vt_intermediate_size") or 4 * width
     if not depth or not width:
         return 0.0
-    patch = fields.count(vision, "patch_size") or 14
+    patch = _patch_side(vision)
     channels = fields.count(vision, "num_channels") or fields.count(vision, "in_channels") or 3
     temporal = fields.count(vision, "temporal_patch_size") or 1
     per_layer = 4 * width * width + 4 * width + 2 * width * mlp + mlp + width + 4 * width
@@ -604,6 +620,12 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
         mergers = merger + 2 * width + deepstack * (merger + 2 * merged)
         return float(depth * per_layer + embed + width + positions + mergers)
     projector = width * merge * merge * text_hidden
+    ratio = fields.number(config, "downsample_ratio")
+    if ratio and 0 < ratio < 1:
+        # InternVL (InternVLChatModel mlp1, transformers InternVLMultiModalProjector): pixel shuffle by
+        # 1 / downsample_ratio each way, a LayerNorm over the shuffled width, then two Linears with biases
+        shuffled = width * round(1 / ratio) ** 2
+        projector = 2 * shuffled + shuffled * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
     if fields.text(vision, "model_type") == "pixtral":
         # Pixtral (Mistral 3): a gated MLP (w1, w2, w3) without biases, RMSNorms; Mistral 3's projector merges
         # merge x merge patches back to the tower width, then linear_1 and linear_2 to the text width
@@ -611,6 +633,15 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
         per_layer = 4 * width * width + 3 * width * mlp + 2 * width
         projector = width * merge * merge * width + width * text_hidden + text_hidden * text_hidden + width
     return float(depth * per_layer + embed + projector)
+
+
+def _patch_side(vision: dict[str, Any]) -> int:
+    """The patch side: ``patch_size`` as a count or as a square ``[h, w]`` pair (InternVL's vision config); 14 when
+    absent."""
+    given = vision.get("patch_size")
+    if isinstance(given, list) and len(given) == 2 and given[0] == given[1]:
+        return fields.count({"patch_size": given[0]}, "patch_size", minimum=1) or 14
+    return fields.count(vision, "patch_size") or 14
 
 
 def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:

@@ -1,0 +1,187 @@
+"""Issue 23: widely deployed model families sized from their own config.json (fields as each family spells them).
+
+The counts are transformers 5.20.2's own models built on the meta device from these configs
+(scripts/catalog/transformers_params.py in the vllm-0.33.0 parser environment), unless a test says otherwise. The
+configs carry each model's published sizes; they are not verbatim copies of a checkpoint's config.json (none is
+catalogued from them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from servespec.knowledge.config_fields import MissingFieldsError
+from servespec.knowledge.memory import kv_bytes_per_token
+from servespec.knowledge.models import UnsizedArchitectureError, facts_from_config
+
+COMMAND_R7B = {
+    "architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "vocab_size": 256000, "max_position_embeddings": 132096, "sliding_window": 4096, "sliding_window_pattern": 4,
+    "rope_theta": 50000.0, "logit_scale": 0.25, "layer_norm_eps": 1e-5, "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}  # fmt: skip
+COMMAND_R_PLUS = {
+    "architectures": ["CohereForCausalLM"], "model_type": "cohere", "hidden_size": 12288,
+    "intermediate_size": 33792, "num_hidden_layers": 64, "num_attention_heads": 96, "num_key_value_heads": 8,
+    "vocab_size": 256000, "max_position_embeddings": 8192, "use_qk_norm": True, "rope_theta": 75000000.0,
+    "layer_norm_eps": 1e-5, "torch_dtype": "float16",
+}  # fmt: skip
+GLM4_9B_0414 = {
+    "architectures": ["Glm4ForCausalLM"], "model_type": "glm4", "hidden_size": 4096, "intermediate_size": 13696,
+    "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128,
+    "attention_bias": True, "partial_rotary_factor": 0.5, "vocab_size": 151552, "max_position_embeddings": 32768,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}  # fmt: skip
+ERNIE45_21B_A3B = {
+    "architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe", "hidden_size": 2560,
+    "intermediate_size": 12288, "moe_intermediate_size": 1536, "num_hidden_layers": 28, "num_attention_heads": 20,
+    "num_key_value_heads": 4, "head_dim": 128, "moe_num_experts": 64, "moe_num_shared_experts": 2, "moe_k": 6,
+    "moe_layer_start_index": 1, "moe_layer_end_index": 27, "moe_layer_interval": 1, "vocab_size": 103424,
+    "tie_word_embeddings": True, "hidden_act": "silu",
+}  # fmt: skip
+STABLELM2_12B = {
+    "architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "hidden_size": 5120,
+    "intermediate_size": 13824, "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "qk_layernorm": True, "use_parallel_residual": True, "use_qkv_bias": False, "partial_rotary_factor": 0.25,
+    "vocab_size": 100352, "max_position_embeddings": 4096, "tie_word_embeddings": False,
+}  # fmt: skip
+PHI35_MOE = {
+    "architectures": ["PhiMoEForCausalLM"], "model_type": "phimoe", "hidden_size": 4096, "intermediate_size": 6400,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 16,
+    "num_experts_per_tok": 2, "attention_bias": True, "lm_head_bias": True, "vocab_size": 32064,
+    "max_position_embeddings": 131072, "tie_word_embeddings": False,
+}  # fmt: skip
+OLMOE_1B_7B = {
+    "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024,
+    "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16, "num_experts": 64,
+    "num_experts_per_tok": 8, "vocab_size": 50304, "max_position_embeddings": 4096, "tie_word_embeddings": False,
+}  # fmt: skip
+SEED_OSS_36B = {
+    "architectures": ["SeedOssForCausalLM"], "model_type": "seed_oss", "hidden_size": 5120,
+    "intermediate_size": 27648, "num_hidden_layers": 64, "num_attention_heads": 80, "num_key_value_heads": 8,
+    "head_dim": 128, "attention_bias": True, "attention_out_bias": False, "vocab_size": 155136,
+    "max_position_embeddings": 524288, "tie_word_embeddings": False,
+}  # fmt: skip
+DBRX = {
+    "architectures": ["DbrxForCausalLM"], "model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40,
+    "max_seq_len": 32768, "vocab_size": 100352, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "rope_theta": 500000},
+    "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4},
+}  # fmt: skip
+# THUDM/chatglm3-6b's config.json fields as a published copy gives them (find_string id 48506151840: a CI script
+# writing the file, which leaves model_type and auto_map out)
+CHATGLM3_6B = {
+    "_name_or_path": "THUDM/chatglm3-6b", "add_bias_linear": False, "add_qkv_bias": True,
+    "apply_residual_connection_post_layernorm": False, "architectures": ["ChatGLMModel"], "attention_dropout": 0.0,
+    "attention_softmax_in_fp32": True, "bias_dropout_fusion": True, "ffn_hidden_size": 13696, "hidden_dropout": 0.0,
+    "hidden_size": 4096, "kv_channels": 128, "layernorm_epsilon": 1e-05, "multi_query_attention": True,
+    "multi_query_group_num": 2, "num_attention_heads": 32, "num_layers": 28, "original_rope": True,
+    "padded_vocab_size": 65024, "post_layer_norm": True, "rmsnorm": True, "seq_length": 8192,
+    "tie_word_embeddings": False, "torch_dtype": "float16", "transformers_version": "4.30.2", "use_cache": True,
+    "vocab_size": 65024,
+}  # fmt: skip
+
+TRANSFORMERS_COUNTS: list[tuple[str, dict[str, Any], int]] = [
+    ("Command R7B (cohere2)", COMMAND_R7B, 8_028_033_024),
+    ("Command R+ (cohere, use_qk_norm)", COMMAND_R_PLUS, 103_810_674_688),
+    ("GLM-4-9B-0414 (glm4)", GLM4_9B_0414, 9_400_279_040),
+    ("ERNIE-4.5-21B-A3B (ernie4_5_moe)", ERNIE45_21B_A3B, 21_825_437_888),
+    ("StableLM 2 12B (stablelm)", STABLELM2_12B, 12_143_185_920),
+    ("Phi-3.5-MoE (phimoe)", PHI35_MOE, 41_873_153_344),
+    ("OLMoE-1B-7B (olmoe)", OLMOE_1B_7B, 6_919_161_856),
+    ("Seed-OSS-36B (seed_oss)", SEED_OSS_36B, 36_151_104_512),
+    ("DBRX (dbrx)", DBRX, 131_596_523_520),
+]
+
+
+@pytest.mark.parametrize(("label", "config", "expected"), TRANSFORMERS_COUNTS, ids=[t[0] for t in TRANSFORMERS_COUNTS])
+def test_parameters_equal_transformers(label: str, config: dict[str, Any], expected: int) -> None:
+    """Before: Command R+ 0.02 % over (one norm per layer, per-head qk norms), GLM-4 short of its biases and two
+    norms, ERNIE 4.5 MoE read as dense (-85 %), StableLM and PhiMoE short of LayerNorm biases, OLMoE of its q/k
+    norms, Seed-OSS of its q/k/v biases, DBRX refused (d_model, n_heads, n_layers unread)."""
+    assert facts_from_config(config, label).params == expected
+
+
+def test_command_r7b_slides_three_layers_in_four_without_layer_types() -> None:
+    """Cohere2Config: layer i slides unless (i + 1) % sliding_window_pattern == 0; servespec took all 32 for sliding."""
+    facts = facts_from_config(COMMAND_R7B, "c4ai-command-r7b")
+    assert (facts.sliding_window, facts.sliding_layers, facts.kv_full_layers) == (4096, 24, 8)
+    assert facts.tie_word_embeddings
+    with_types = {**COMMAND_R7B, "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
+    assert facts_from_config({**with_types, "num_hidden_layers": 4}, "x").sliding_layers == 3
+
+
+def test_ernie_moe_layers_and_experts() -> None:
+    facts = facts_from_config(ERNIE45_21B_A3B, "ernie")
+    assert (facts.experts, facts.active_experts, facts.shared_intermediate_size, facts.dense_layers) == (
+        64,
+        6,
+        2 * 1536,
+        1,
+    )
+    every_other = facts_from_config({**ERNIE45_21B_A3B, "moe_layer_interval": 2}, "ernie")
+    assert every_other.dense_layers == 28 - 14  # layers 1, 3, ..., 27 are MoE
+
+
+def test_dbrx_reads_its_sub_configs() -> None:
+    facts = facts_from_config(DBRX, "databricks/dbrx-instruct")
+    assert (facts.layers, facts.hidden_size, facts.attention_heads, facts.kv_heads) == (40, 6144, 48, 8)
+    assert (facts.experts, facts.active_experts, facts.moe_intermediate_size) == (16, 4, 10752)
+    assert facts.max_position_embeddings == 32768
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 40 * 8 * 128 * 2
+
+
+def test_chatglm3_from_its_own_field_names() -> None:
+    """No transformers class: 6,243,584,000 from modeling_chatglm.py (query_key_value 4096 x 4608 with bias,
+    dense 4096 x 4096, dense_h_to_4h 4096 x 27392, dense_4h_to_h 13696 x 4096, two RMSNorms per layer;
+    embedding and output_layer of 65,024 rows; final_layernorm), the 6.24B ChatGLM3-6B is published as."""
+    facts = facts_from_config(CHATGLM3_6B, "THUDM/chatglm3-6b")
+    assert facts.model_type == "chatglm"  # from architectures: the copy leaves model_type out
+    assert (facts.layers, facts.kv_heads, facts.head_dim, facts.vocab_size) == (28, 2, 128, 65024)
+    assert facts.max_position_embeddings == 8192
+    assert facts.params == 6_243_584_000
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 28 * 2 * 128 * 2
+
+
+def test_chatglm_without_its_layers_names_them_as_it_spells_them() -> None:
+    config = {key: value for key, value in CHATGLM3_6B.items() if key != "num_layers"}
+    with pytest.raises(MissingFieldsError, match="num_layers"):
+        facts_from_config(config, "glm")
+
+
+def test_exaone3_reads_num_layers() -> None:
+    """EXAONE 3.5 2.4B's sizes (ExaoneConfig: num_layers): a Llama block, counted as transformers' Llama
+    (2,405,327,360 with tied embeddings)."""
+    config = {
+        "architectures": ["ExaoneForCausalLM"], "model_type": "exaone", "hidden_size": 2560,
+        "intermediate_size": 7168, "num_layers": 30, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "vocab_size": 102400, "max_position_embeddings": 32768, "tie_word_embeddings": True,
+    }  # fmt: skip
+    facts = facts_from_config(config, "exaone")
+    assert facts.layers == 30
+    assert facts.params == 2_405_327_360
+
+
+def test_whisper_is_refused_as_encoder_decoder() -> None:
+    config = {"model_type": "whisper", "d_model": 1280, "encoder_layers": 32, "decoder_layers": 32}
+    with pytest.raises(UnsizedArchitectureError, match="encoder_layers, decoder_layers"):
+        facts_from_config(config, "openai/whisper-large-v3")
+
+
+def test_internvl_square_patch_pair_and_llm_config() -> None:
+    """InternVL's HF-format vision config gives patch_size as [14, 14]: servespec raised on it. The remote-code
+    checkpoints (internvl_chat) name the language model llm_config."""
+    vision = {"model_type": "internvl_vision", "hidden_size": 1024, "num_hidden_layers": 24, "intermediate_size": 4096,
+              "patch_size": [14, 14], "num_channels": 3}  # fmt: skip
+    text = {"model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
+            "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 151674}  # fmt: skip
+    hf = facts_from_config({"model_type": "internvl", "text_config": text, "vision_config": vision,
+                            "downsample_ratio": 0.5}, "internvl")  # fmt: skip
+    chat = facts_from_config({"model_type": "internvl_chat", "llm_config": text, "vision_config": vision,
+                              "downsample_ratio": 0.5}, "internvl")  # fmt: skip
+    assert (chat.layers, chat.kv_heads, chat.model_type) == (28, 4, "qwen2")
+    assert hf.params == chat.params
+    assert hf.vision_params > 300e6
