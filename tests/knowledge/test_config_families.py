@@ -185,3 +185,52 @@ def test_internvl_square_patch_pair_and_llm_config() -> None:
     assert (chat.layers, chat.kv_heads, chat.model_type) == (28, 4, "qwen2")
     assert hf.params == chat.params
     assert hf.vision_params > 300e6
+
+
+def test_hunyuan_dense_counts_its_qk_norms() -> None:
+    """transformers' HunYuanDenseV1ForCausalLM for these sizes (Hunyuan-7B's): 7,504,932,864 with query_layernorm and
+    key_layernorm over head_dim in each layer (was 8,192 short)."""
+    config = {
+        "architectures": ["HunYuanDenseV1ForCausalLM"], "model_type": "hunyuan_v1_dense", "hidden_size": 4096,
+        "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "head_dim": 128, "vocab_size": 128256, "max_position_embeddings": 32768, "tie_word_embeddings": True,
+        "use_qk_norm": True,
+    }  # fmt: skip
+    assert facts_from_config(config, "hunyuan").params == 7_504_932_864
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"model_type": "hunyuan_v1_moe", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+          "num_experts": 64, "moe_topk": [8] * 32, "num_shared_expert": [1] * 32}, "moe_topk, num_shared_expert"),
+        ({"model_type": "step3_vl", "text_config": {"model_type": "step3_text", "hidden_size": 7168,
+          "num_hidden_layers": 61, "num_attention_heads": 64, "share_q_dim": 2048, "moe_layers_enum": "4,5"}},
+         "share_q_dim, moe_layers_enum"),
+        ({"model_type": "phi3_v", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32,
+          "img_processor": {"model_name": "openai/clip-vit-large-patch14-336"}}, "img_processor"),
+    ],
+    ids=["hunyuan_v1_moe", "step3", "phi3_v"],
+)  # fmt: skip
+def test_layouts_servespec_does_not_read_are_refused(config: dict[str, Any], named: str) -> None:
+    """Before: Hunyuan-A13B sized as top-1 without shared experts, Step3 as plain GQA top-1, Phi-3-vision without
+    its CLIP tower; now each is refused, naming the fields it gives that servespec does not read."""
+    with pytest.raises(UnsizedArchitectureError, match=named):
+        facts_from_config(config, "m")
+
+
+def test_deepseek_vl2_reads_language_config_and_its_siglip() -> None:
+    """DeepSeek-VL2 names its language model language_config and its SigLIP layers, width and mlp_ratio: servespec
+    refused it as missing num_hidden_layers. The tower (27 x 1152, MLP 4304) is an estimate, as for other towers."""
+    config = {
+        "model_type": "deepseek_vl_v2",
+        "language_config": {"model_type": "deepseek_v2", "hidden_size": 2560, "num_hidden_layers": 30,
+                            "num_attention_heads": 32, "n_routed_experts": 72, "num_experts_per_tok": 6,
+                            "moe_intermediate_size": 1536, "n_shared_experts": 2, "first_k_dense_replace": 1,
+                            "intermediate_size": 12288, "kv_lora_rank": 512, "q_lora_rank": 1536,
+                            "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "vocab_size": 129280},
+        "vision_config": {"layers": 27, "width": 1152, "mlp_ratio": 3.7362, "patch_size": 14, "image_size": 384},
+    }  # fmt: skip
+    facts = facts_from_config(config, "deepseek-vl2")
+    assert (facts.layers, facts.experts, facts.active_experts, facts.kv_lora_rank) == (30, 72, 6, 512)
+    assert 390e6 < facts.vision_params < 440e6  # SigLIP-SO400M: about 400M, plus the projector

@@ -392,6 +392,16 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
     # Whisper: an encoder-decoder (encoder_layers of audio self-attention, decoder_layers with cross-attention to
     # it; transformers WhisperConfig): servespec sizes decoder-only models and multimodal ones with a tower
     "whisper": ("encoder_layers", "decoder_layers"),
+    # Hunyuan-A13B (hunyuan_v1_moe): per-layer top-k, expert widths and shared experts (lists, one per layer) that
+    # Tencent's remote code and transformers' port read differently (transformers 5.20.2 HunYuanMoEV1Experts sizes
+    # experts by intermediate_size): not sized until checked against the checkpoint's tensors
+    "hunyuan_v1_moe": ("moe_topk", "moe_intermediate_size", "num_shared_expert"),
+    # Step3 (step3_text): multi-matrix factorization attention (a shared low-rank query, share_q_dim), MoE layers
+    # listed in moe_layers_enum, top-k as moe_top_k
+    "step3_text": ("share_q_dim", "moe_layers_enum", "moe_top_k"),
+    # Phi-3-vision / Phi-3.5-vision: a CLIP tower named only by img_processor's model_name, and an image projector
+    # of embd_layer's kind; servespec does not count them
+    "phi3_v": ("img_processor", "embd_layer"),
 }
 """Model types whose layout lives in config fields servespec does not read: sizing them from the shared
 fields would be wrong, so a config of one that names any of them is refused, naming the ones it gives."""
@@ -478,9 +488,11 @@ def _lift_nested(config: dict[str, Any], model_type: str) -> dict[str, Any]:
 
 
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
-    # InternVL's remote-code checkpoints (InternVLChatConfig) name their language model llm_config
-    if fields.mapping(config, "text_config") is None and fields.mapping(config, "llm_config") is not None:
-        config = {**config, "text_config": config["llm_config"]}
+    # InternVL's remote-code checkpoints (InternVLChatConfig) name their language model llm_config, DeepSeek-VL2's
+    # (DeepseekVLV2Config) language_config
+    for own in ("llm_config", "language_config"):
+        if fields.mapping(config, "text_config") is None and fields.mapping(config, own) is not None:
+            config = {**config, "text_config": config[own]}
     text = fields.mapping(config, "text_config")
     if text is not None:
         merged = {**config, **text}
@@ -588,9 +600,11 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
     if vision is None:
         return 0.0
     # MoonViT (Kimi-VL, Kimi K2.5) spells them vt_num_hidden_layers, vt_hidden_size, vt_intermediate_size
-    depth = fields.first_count(vision, "num_hidden_layers", "depth", "vt_num_hidden_layers") or 0
-    width = fields.first_count(vision, "hidden_size", "vt_hidden_size") or 0
-    mlp = fields.first_count(vision, "intermediate_size", "vt_intermediate_size") or 4 * width
+    # DeepSeek-VL2's SigLIP spells them layers, width and mlp_ratio (timm VisionTransformer arguments)
+    depth = fields.first_count(vision, "num_hidden_layers", "depth", "vt_num_hidden_layers", "layers") or 0
+    width = fields.first_count(vision, "hidden_size", "vt_hidden_size", "width") or 0
+    ratio = fields.number(vision, "mlp_ratio")
+    mlp = fields.first_count(vision, "intermediate_size", "vt_intermediate_size") or int(width * (ratio or 4.0))
     if not depth or not width:
         return 0.0
     patch = _patch_side(vision)
@@ -1031,7 +1045,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         vision_profile=towers.vision_profile(raw),
         encoder_mlp=towers.mllama_encoder_mlp(raw),
     )
-    layout = _family_layout(config, model_type, hidden, heads)
+    layout = _modern_layout(config, model_type, hidden, heads) or _family_layout(config, model_type, hidden, heads)
     if layout:
         facts = replace(facts, **layout)
     if model_type in gemma4.MODEL_TYPES:
@@ -1180,9 +1194,6 @@ def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
         # BloomBlock: every Linear biased, MLP 4 x hidden whatever the config says; word_embeddings_layernorm.
         return {**plain, "intermediate_size": 4 * hidden, "attention_biases": True, "mlp_biases": True,
                 "embed_norm": True}  # fmt: skip
-    modern = _modern_layout(config, model_type, hidden, heads)
-    if modern is not None:
-        return modern
     if model_type == "mpt":
         # vLLM MPTBlock: Wqkv of kv_n_heads, up_proj expansion_ratio x d_model, every Linear and LayerNorm biased
         # unless no_bias (default true), q_ln and k_ln over d_model with qk_ln. transformers' MptBlock builds the
@@ -1252,6 +1263,9 @@ def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
             "attention_biases": fields.flag(config, "attention_bias") is True,
             "lm_head_bias": fields.flag(config, "lm_head_bias") is True,
         }
+    if model_type == "hunyuan_v1_dense":
+        # HunYuanDenseV1Attention: query_layernorm and key_layernorm over head_dim in every layer
+        return {"qk_norm_params": 2 * head}
     if model_type == "olmoe":
         # OlmoeAttention: q_norm over all query heads, k_norm over all key heads
         return {"qk_norm_params": (heads + kv) * head}
