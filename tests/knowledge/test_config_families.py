@@ -207,14 +207,12 @@ def test_hunyuan_dense_counts_its_qk_norms() -> None:
         ({"model_type": "step3_vl", "text_config": {"model_type": "step3_text", "hidden_size": 7168,
           "num_hidden_layers": 61, "num_attention_heads": 64, "share_q_dim": 2048, "moe_layers_enum": "4,5"}},
          "share_q_dim, moe_layers_enum"),
-        ({"model_type": "phi3_v", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32,
-          "img_processor": {"model_name": "openai/clip-vit-large-patch14-336"}}, "img_processor"),
     ],
-    ids=["hunyuan_v1_moe", "step3", "phi3_v"],
+    ids=["hunyuan_v1_moe", "step3"],
 )  # fmt: skip
 def test_layouts_servespec_does_not_read_are_refused(config: dict[str, Any], named: str) -> None:
-    """Before: Hunyuan-A13B sized as top-1 without shared experts, Step3 as plain GQA top-1, Phi-3-vision without
-    its CLIP tower; now each is refused, naming the fields it gives that servespec does not read."""
+    """Before: Hunyuan-A13B sized as top-1 without shared experts, Step3 as plain GQA top-1; now each is refused,
+    naming the fields it gives that servespec does not read."""
     with pytest.raises(UnsizedArchitectureError, match=named):
         facts_from_config(config, "m")
 
@@ -234,3 +232,65 @@ def test_deepseek_vl2_reads_language_config_and_its_siglip() -> None:
     facts = facts_from_config(config, "deepseek-vl2")
     assert (facts.layers, facts.experts, facts.active_experts, facts.kv_lora_rank) == (30, 72, 6, 512)
     assert 390e6 < facts.vision_params < 440e6  # SigLIP-SO400M: about 400M, plus the projector
+
+
+CLIP_L_336 = {"model_type": "clip_vision_model", "hidden_size": 1024, "intermediate_size": 4096,
+              "num_hidden_layers": 24, "num_attention_heads": 16, "patch_size": 14, "image_size": 336}  # fmt: skip
+LLAMA_7B_TEXT = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                 "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
+                 "max_position_embeddings": 4096, "tie_word_embeddings": False}  # fmt: skip
+TOWER_COUNTS: list[tuple[str, dict[str, Any], int]] = [
+    ("LLaVA-1.5-7B (llava, CLIP-L/336)",
+     {"model_type": "llava", "vision_config": CLIP_L_336, "text_config": LLAMA_7B_TEXT, "vision_feature_layer": -2},
+     7_063_427_072),
+    ("LLaVA-NeXT-Mistral-7B (llava_next, CLIP-L/336, image_newline)",
+     {"model_type": "llava_next", "vision_config": CLIP_L_336, "vision_feature_layer": -2,
+      "text_config": {**LLAMA_7B_TEXT, "model_type": "mistral", "intermediate_size": 14336, "num_key_value_heads": 8}},
+     7_566_747_648),
+    ("GLM-4.1V-9B (glm4v)",
+     {"model_type": "glm4v",
+      "vision_config": {"model_type": "glm4v_vision", "depth": 24, "hidden_size": 1536, "intermediate_size": 13696,
+                        "num_heads": 12, "out_hidden_size": 4096, "patch_size": 14, "image_size": 336,
+                        "spatial_merge_size": 2, "temporal_patch_size": 2, "in_channels": 3, "attention_bias": False},
+      "text_config": {"model_type": "glm4v_text", "hidden_size": 4096, "intermediate_size": 13696,
+                      "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
+                      "vocab_size": 151552, "max_position_embeddings": 65536, "tie_word_embeddings": False}},
+     10_292_777_472),
+    ("Qwen2-Audio-7B (qwen2_audio)",
+     {"model_type": "qwen2_audio",
+      "audio_config": {"model_type": "qwen2_audio_encoder", "d_model": 1280, "encoder_layers": 32,
+                       "encoder_attention_heads": 20, "encoder_ffn_dim": 5120, "num_mel_bins": 128,
+                       "max_source_positions": 1500},
+      "text_config": {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                      "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 156032,
+                      "max_position_embeddings": 8192, "tie_word_embeddings": False}},
+     8_397_094_912),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("label", "config", "expected"), TOWER_COUNTS, ids=[t[0] for t in TOWER_COUNTS])
+def test_towers_equal_transformers(label: str, config: dict[str, Any], expected: int) -> None:
+    """Before: LLaVA's CLIP tower by the generic estimate (17M short), GLM-4.1V's 409M over (its tower is no plain
+    ViT; its text model's q/k/v biases and four norms uncounted), Qwen2-Audio's 642M audio tower left out."""
+    assert facts_from_config(config, label).params == expected
+
+
+def test_phi3_vision_counts_the_clip_tower_vllm_builds() -> None:
+    """No transformers class: vLLM's phi3v.py builds CLIP ViT-L/14-336 up to img_processor.layer_idx (-2: 23 layers,
+    no post norm) and a two-layer projector from 4 x image_dim_out; the text model is Phi-3-mini. 4,134,023,168 in
+    all (the checkpoint's 24th CLIP layer and post norm, which vLLM skips, make the published 4.15B)."""
+    config = {
+        "architectures": ["Phi3VForCausalLM"], "model_type": "phi3_v", "hidden_size": 3072, "intermediate_size": 8192,
+        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
+        "max_position_embeddings": 131072,
+        "embd_layer": {"embedding_cls": "image", "hd_transform_order": "sub_glb", "projection_cls": "mlp",
+                       "use_hd_transform": True, "with_learnable_separator": True},
+        "img_processor": {"image_dim_out": 1024, "model_name": "openai/clip-vit-large-patch14-336",
+                          "name": "clip_vision_model", "num_img_tokens": 144},
+    }  # fmt: skip
+    facts = facts_from_config(config, "microsoft/Phi-3.5-vision-instruct")
+    clip_layer = 4 * 1024 * 1024 + 8 * 1024 + 2 * 1024 * 4096 + 4096 + 1024
+    assert facts.vision_params - facts_from_config(
+        {**config, "img_processor": {"layer_idx": -3}}, "x"
+    ).vision_params == (clip_layer)
+    assert facts.params == 4_134_023_168

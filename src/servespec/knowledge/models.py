@@ -399,9 +399,6 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
     # Step3 (step3_text): multi-matrix factorization attention (a shared low-rank query, share_q_dim), MoE layers
     # listed in moe_layers_enum, top-k as moe_top_k
     "step3_text": ("share_q_dim", "moe_layers_enum", "moe_top_k"),
-    # Phi-3-vision / Phi-3.5-vision: a CLIP tower named only by img_processor's model_name, and an image projector
-    # of embd_layer's kind; servespec does not count them
-    "phi3_v": ("img_processor", "embd_layer"),
 }
 """Model types whose layout lives in config fields servespec does not read: sizing them from the shared
 fields would be wrong, so a config of one that names any of them is refused, naming the ones it gives."""
@@ -1036,7 +1033,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         index_n_heads=fields.count(config, "index_n_heads"),
         index_head_dim=fields.count(config, "index_head_dim"),
         index_topk=fields.count(config, "index_topk"),
-        vision_params=_vision_params(raw, hidden),
+        vision_params=_vision_params(raw, hidden) + towers.audio_params(raw, hidden) + towers.phi3v_params(raw, hidden),
         qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
         linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
         cross_layers=len(fields.items(config, "cross_attention_layers") or []) if model_type == _MLLAMA_TEXT else 0,
@@ -1215,6 +1212,17 @@ def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
     return {}
 
 
+_FIXED_LAYOUTS: dict[str, dict[str, Any]] = {
+    # Glm4DecoderLayer: input, post_self_attn, post_attention and post_mlp RMSNorms
+    "glm4": {"norms_per_layer": 4},
+    # Glm4vTextDecoderLayer (GLM-4.1V): the same four norms; q, k and v always biased (Glm4vTextAttention)
+    "glm4v_text": {"norms_per_layer": 4, "qkv_bias": True},
+    # Ernie4_5_MoeSparseMoeBlock: moe_statics.e_score_correction_bias, one per expert, in each MoE layer
+    "ernie4_5_moe": {"router_bias": True},
+}
+"""Layouts that no config field changes (transformers 5.20.2 modeling_<type>.py)."""
+
+
 def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: int) -> dict[str, Any] | None:
     """Gated-MLP decoder families whose norms, biases or MLP differ from Llama's; None: not one of them.
 
@@ -1228,9 +1236,8 @@ def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
         # use_qk_norm (Command R+) q_norm and k_norm are LayerNorms over (heads, head_dim) and (kv heads, head_dim)
         qk = (heads + kv) * head if fields.flag(config, "use_qk_norm") else 0
         return {"norms_per_layer": 1, "qk_norm_params": qk}
-    if model_type == "glm4":
-        # Glm4DecoderLayer: input, post_self_attn, post_attention and post_mlp RMSNorms
-        return {"norms_per_layer": 4}
+    if model_type in _FIXED_LAYOUTS:
+        return _FIXED_LAYOUTS[model_type]
     if model_type == "chatglm":
         # ChatGLM2/3, GLM-4-9B (modeling_chatglm.py GLMBlock; vllm chatglm.py GLMAttention): query_key_value biased
         # by add_qkv_bias, dense and the MLP by add_bias_linear; KV heads multi_query_group_num when
@@ -1280,9 +1287,6 @@ def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
             "qk_norm_params": 2 * head if apertus else 0,
             "layer_extra": 2 if apertus else 0,
         }
-    if model_type == "ernie4_5_moe":
-        # Ernie4_5_MoeSparseMoeBlock: moe_statics.e_score_correction_bias, one per expert, in each MoE layer
-        return {"router_bias": True}
     return None
 
 

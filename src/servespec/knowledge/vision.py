@@ -125,6 +125,94 @@ def _siglip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: i
     return float(tower + projector + text_hidden)
 
 
+def _clip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers CLIPVisionModel inside LlavaForConditionalGeneration / LlavaNext / LlavaOnevision: the class
+    embedding, a bias-free patch Conv2d, (image_size / patch_size)^2 + 1 position embeddings, pre_layrnorm, layers
+    with biased attention, LayerNorms and fc1/fc2, post_layernorm; the two-layer projector (linear_1 over the
+    concatenated ``vision_feature_layer`` outputs, linear_2, biased unless ``multimodal_projector_bias`` is false),
+    and LLaVA-NeXT's and LLaVA-OneVision's ``image_newline``."""
+    width = _count(vision, "hidden_size", 768)
+    mlp = _count(vision, "intermediate_size", 3072)
+    patch = _count(vision, "patch_size", 32)
+    layer = 4 * width * width + 4 * width + 4 * width + 2 * width * mlp + mlp + width
+    embeddings = width + _count(vision, "num_channels", 3) * patch * patch * width
+    embeddings += ((_count(vision, "image_size", 224) // patch) ** 2 + 1) * width
+    tower = embeddings + 2 * width + _count(vision, "num_hidden_layers", 12) * layer + 2 * width
+    feature = config.get("vision_feature_layer")
+    taps = len(feature) if isinstance(feature, list) and feature else 1
+    bias = fields.flag(config, "multimodal_projector_bias") is not False
+    projector = width * taps * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
+    newline = text_hidden if fields.text(config, "model_type") in ("llava_next", "llava_onevision") else 0
+    return float(tower + projector + newline)
+
+
+def _glm4v(vision: dict[str, Any]) -> float:
+    """transformers Glm4vVisionModel (GLM-4.1V): a biased Conv3d patch embedding, post_conv_layernorm, learned
+    positions for (image_size / patch_size)^2 patches, ``depth`` blocks (two RMSNorms, qkv biased by
+    attention_bias, a bias-free proj, a bias-free gated MLP ``out_hidden_size`` wide), post_layernorm, a biased Conv2d
+    downsampling spatial_merge_size^2 patches to ``out_hidden_size``, and the merger (proj, a LayerNorm, a gated MLP
+    ``intermediate_size`` wide, no biases) into the text model."""
+    width = _count(vision, "hidden_size", 1536)
+    out = _count(vision, "out_hidden_size", 4096)
+    inner = _count(vision, "intermediate_size", 13696)
+    patch = _count(vision, "patch_size", 14)
+    merge = _count(vision, "spatial_merge_size", 2)
+    embed = _count(vision, "in_channels", 3) * _count(vision, "temporal_patch_size", 2) * patch * patch * width + width
+    positions = (_count(vision, "image_size", 336) // patch) ** 2 * width
+    bias = 3 * width if fields.flag(vision, "attention_bias") is True else 0
+    block = 2 * width + 4 * width * width + bias + 3 * width * out
+    downsample = width * out * merge * merge + out
+    merger = out * out + 2 * out + 3 * out * inner
+    return float(embed + width + positions + _count(vision, "depth", 24) * block + width + downsample + merger)
+
+
+PHI3V_CLIP = {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24, "patch_size": 14,
+              "image_size": 336, "num_channels": 3}  # fmt: skip
+"""The tower vLLM builds for every Phi-3-vision checkpoint, whatever ``img_processor`` names (vLLM v0.11.0 and
+later model_executor/models/phi3v.py ``CLIP_VIT_LARGE_PATCH14_336_CONFIG``)."""
+
+
+def phi3v_params(config: dict[str, Any], text_hidden: int) -> float:
+    """Phi-3-vision / Phi-3.5-vision as vLLM loads them (phi3v.py ``Phi3HDImageEmbedding``): CLIP ViT-L/14-336 cut
+    after ``img_processor.layer_idx`` (default -2: 23 of 24 layers, then no post_layernorm: clip.py
+    ``require_post_norm``), glb_GN and sub_GN of 4 x ``image_dim_out``, and img_projection (Linear 4 x
+    ``image_dim_out`` -> hidden, GELU, Linear hidden -> hidden, both biased). 0 for other models."""
+    processor = fields.mapping(config, "img_processor")
+    if processor is None or fields.text(config, "model_type") != "phi3_v":
+        return 0.0
+    clip = PHI3V_CLIP
+    width, mlp, patch = clip["hidden_size"], clip["intermediate_size"], clip["patch_size"]
+    index = processor.get("layer_idx", -2)
+    if not isinstance(index, int) or isinstance(index, bool) or not -clip["num_hidden_layers"] <= index < 64:
+        raise fields.ConfigFieldError("img_processor.layer_idx", "a layer index of the 24-layer CLIP tower")
+    depth = min(clip["num_hidden_layers"] + index + 1 if index < 0 else index + 1, clip["num_hidden_layers"])
+    layer = 4 * width * width + 4 * width + 4 * width + 2 * width * mlp + mlp + width
+    embeddings = width + clip["num_channels"] * patch * patch * width
+    embeddings += ((clip["image_size"] // patch) ** 2 + 1) * width
+    post = 2 * width if depth == clip["num_hidden_layers"] else 0
+    tower = embeddings + 2 * width + depth * layer + post
+    out = _count(processor, "image_dim_out", width)
+    projection = 4 * out * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+    return float(tower + 2 * 4 * out + projection)
+
+
+def audio_params(config: dict[str, Any], text_hidden: int) -> float:
+    """Qwen2-Audio's audio tower and projector (transformers Qwen2AudioEncoder, Qwen2AudioMultiModalProjector): two
+    biased Conv1d (num_mel_bins -> d_model and d_model -> d_model, kernel 3), a learned table of
+    ``max_source_positions`` positions, Whisper encoder layers (q, v, out biased, k not; two LayerNorms; fc1/fc2 of
+    ``encoder_ffn_dim`` biased), the closing LayerNorm, and a biased Linear to the text width. 0 for other models."""
+    audio = fields.mapping(config, "audio_config")
+    if audio is None or fields.text(config, "model_type") != "qwen2_audio":
+        return 0.0
+    width = _count(audio, "d_model", 1280)
+    ffn = _count(audio, "encoder_ffn_dim", 5120)
+    convs = _count(audio, "num_mel_bins", 128) * width * 3 + width + width * width * 3 + width
+    layer = 4 * width * width + 3 * width + 2 * width * 2 + 2 * width * ffn + ffn + width
+    tower = convs + _count(audio, "max_source_positions", 1500) * width
+    tower += _count(audio, "encoder_layers", 32) * layer + 2 * width
+    return float(tower + width * text_hidden + text_hidden)
+
+
 def mllama_encoder_states(config: dict[str, Any]) -> tuple[int, int, int]:
     """Llama 3.2 Vision: (tokens one image occupies in the vision encoder, its width, hidden states it holds at once).
 
@@ -161,6 +249,8 @@ def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
         return None
     model_type = fields.text(config, "model_type") or ""
     vision_type = fields.text(vision, "model_type") or ""
+    if model_type == "glm4v" or vision_type == "glm4v_vision":
+        return _glm4v(vision)
     if model_type == "qwen2_vl" or vision_type in ("qwen2_vl", "qwen2_vl_vision"):
         return _qwen2_vl(vision, text_hidden)
     if model_type == "qwen2_5_vl" or vision_type in ("qwen2_5_vl", "qwen2_5_vl_vision"):
@@ -169,8 +259,10 @@ def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
         return _mllama(vision, text_hidden)
     if model_type == "llama4" or vision_type == "llama4_vision_model":
         return _llama4(vision, text_hidden)
-    if model_type == "llava_next" and vision_type == "siglip_vision_model":
+    if model_type in ("llava_next", "llava_onevision") and vision_type == "siglip_vision_model":
         return _siglip_llava(config, vision, text_hidden)
+    if model_type in ("llava", "llava_next", "llava_onevision") and vision_type == "clip_vision_model":
+        return _clip_llava(config, vision, text_hidden)
     return None
 
 
