@@ -294,3 +294,35 @@ def test_phi3_vision_counts_the_clip_tower_vllm_builds() -> None:
         {**config, "img_processor": {"layer_idx": -3}}, "x"
     ).vision_params == (clip_layer)
     assert facts.params == 4_134_023_168
+
+
+GRANITE4_MICRO = {
+    "architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid", "hidden_size": 2560,
+    "intermediate_size": 512, "shared_intermediate_size": 8192, "num_local_experts": 0, "num_experts_per_tok": 0,
+    "num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 8, "vocab_size": 100352,
+    "max_position_embeddings": 131072, "tie_word_embeddings": True, "layer_types": ["attention"] * 40,
+    "mamba_n_heads": 128, "mamba_d_state": 256, "mamba_n_groups": 1,
+}  # fmt: skip
+
+
+def test_granite4_attention_only_sizes_its_shared_mlp() -> None:
+    """transformers' GraniteMoeHybridForCausalLM: 3,402,836,480 with no routed experts (the shared MLP is the MLP);
+    servespec sized the MLP by intermediate_size (512), and with 32 experts read no shared expert:
+    6,237,268,480 for the MoE variant, and granitemoeshared (Granite 3 MoE) 1,410,125,824."""
+    assert facts_from_config(GRANITE4_MICRO, "granite-4.0-micro").params == 3_402_836_480
+    moe = {**GRANITE4_MICRO, "num_local_experts": 32, "num_experts_per_tok": 8, "shared_intermediate_size": 1024}
+    assert facts_from_config(moe, "granite-moe").params == 6_237_268_480
+    shared = {
+        "model_type": "granitemoeshared", "hidden_size": 1024, "intermediate_size": 512,
+        "shared_intermediate_size": 1024, "num_local_experts": 32, "num_experts_per_tok": 8, "num_hidden_layers": 24,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 49155, "tie_word_embeddings": True,
+    }  # fmt: skip
+    assert facts_from_config(shared, "granite-3-moe-shared").params == 1_410_125_824
+
+
+def test_granite4_h_mamba_layers_are_refused() -> None:
+    """Granite 4.0-H: Mamba-2 layers among the attention ones; servespec sized every layer as attention (5.92B for a
+    model transformers builds with 7.15B, and a KV cache for 40 layers instead of 4)."""
+    hybrid = {**GRANITE4_MICRO, "layer_types": (["mamba"] * 9 + ["attention"]) * 4}
+    with pytest.raises(UnsizedArchitectureError, match=r"layer_types \(mamba\), mamba_n_heads"):
+        facts_from_config(hybrid, "granite-4.0-h-small")

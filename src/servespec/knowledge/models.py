@@ -1223,6 +1223,22 @@ _FIXED_LAYOUTS: dict[str, dict[str, Any]] = {
 """Layouts that no config field changes (transformers 5.20.2 modeling_<type>.py)."""
 
 
+def _granite_shared(config: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """Granite 3 MoE with a shared expert (granitemoeshared) and Granite 4.0 (granitemoehybrid): a gated shared MLP
+    ``shared_intermediate_size`` wide in every layer beside the routed experts, alone when ``num_local_experts`` is 0
+    (transformers 5.20.2 GraniteMoeSharedDecoderLayer, GraniteMoeHybridDecoderLayer). Granite 4.0-H's Mamba-2
+    layers (``layer_types`` ``mamba``) keep a state servespec does not size: refused, naming the fields."""
+    kinds = fields.items(config, "layer_types") or []
+    if model_type == "granitemoehybrid" and "mamba" in kinds:
+        given = [key for key in ("mamba_n_heads", "mamba_d_state", "mamba_d_head", "mamba_n_groups") if key in config]
+        raise UnsizedArchitectureError(model_type, ("layer_types (mamba)", *given))
+    shared = fields.count(config, "shared_intermediate_size") or 0
+    experts = fields.count(config, "num_local_experts") or 0
+    if experts > 1:
+        return {"shared_intermediate_size": shared}
+    return {"intermediate_size": shared} if shared else {}
+
+
 def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: int) -> dict[str, Any] | None:
     """Gated-MLP decoder families whose norms, biases or MLP differ from Llama's; None: not one of them.
 
@@ -1270,6 +1286,8 @@ def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
             "attention_biases": fields.flag(config, "attention_bias") is True,
             "lm_head_bias": fields.flag(config, "lm_head_bias") is True,
         }
+    if model_type in ("granitemoehybrid", "granitemoeshared"):
+        return _granite_shared(config, model_type)
     if model_type == "hunyuan_v1_dense":
         # HunYuanDenseV1Attention: query_layernorm and key_layernorm over head_dim in every layer
         return {"qk_norm_params": 2 * head}
