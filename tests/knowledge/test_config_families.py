@@ -171,20 +171,26 @@ def test_whisper_is_refused_as_encoder_decoder() -> None:
         facts_from_config(config, "openai/whisper-large-v3")
 
 
-def test_internvl_square_patch_pair_and_llm_config() -> None:
-    """InternVL's HF-format vision config gives patch_size as [14, 14]: servespec raised on it. The remote-code
-    checkpoints (internvl_chat) name the language model llm_config."""
-    vision = {"model_type": "internvl_vision", "hidden_size": 1024, "num_hidden_layers": 24, "intermediate_size": 4096,
-              "patch_size": [14, 14], "num_channels": 3}  # fmt: skip
+def test_internvl_hf_and_remote_code_configs_equal_transformers() -> None:
+    """InternVL3-8B's sizes: transformers' InternVLForConditionalGeneration holds 7,944,373,760. Its HF-format vision
+    config gives patch_size as [14, 14] (servespec raised on it); the remote-code checkpoints (internvl_chat) name the
+    language model llm_config and InternViT's switches qkv_bias / qk_normalization: the same model, the same count.
+    Before, the tower was the generic ViT estimate without the pixel-shuffle projector."""
+    vision = {"model_type": "internvl_vision", "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+              "intermediate_size": 4096, "patch_size": [14, 14], "image_size": [448, 448], "attention_bias": True,
+              "norm_type": "layer_norm", "layer_scale_init_value": 0.1, "use_qk_norm": False}  # fmt: skip
     text = {"model_type": "qwen2", "hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
-            "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 151674}  # fmt: skip
+            "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 151674,
+            "max_position_embeddings": 32768, "tie_word_embeddings": False}  # fmt: skip
     hf = facts_from_config({"model_type": "internvl", "text_config": text, "vision_config": vision,
-                            "downsample_ratio": 0.5}, "internvl")  # fmt: skip
-    chat = facts_from_config({"model_type": "internvl_chat", "llm_config": text, "vision_config": vision,
+                            "downsample_ratio": 0.5, "tie_word_embeddings": False}, "internvl")  # fmt: skip
+    remote_vision = {"model_type": "intern_vit_6b", "hidden_size": 1024, "num_hidden_layers": 24,
+                     "num_attention_heads": 16, "intermediate_size": 4096, "patch_size": 14, "image_size": 448,
+                     "qkv_bias": True, "norm_type": "layer_norm", "qk_normalization": False}  # fmt: skip
+    chat = facts_from_config({"model_type": "internvl_chat", "llm_config": text, "vision_config": remote_vision,
                               "downsample_ratio": 0.5}, "internvl")  # fmt: skip
     assert (chat.layers, chat.kv_heads, chat.model_type) == (28, 4, "qwen2")
-    assert hf.params == chat.params
-    assert hf.vision_params > 300e6
+    assert hf.params == chat.params == 7_944_373_760
 
 
 def test_hunyuan_dense_counts_its_qk_norms() -> None:

@@ -196,6 +196,36 @@ def phi3v_params(config: dict[str, Any], text_hidden: int) -> float:
     return float(tower + 2 * 4 * out + projection)
 
 
+def _intern_vit(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """InternViT as transformers InternVLVisionModel (HF-format InternVL, ``internvl_vision``) and the checkpoints' own
+    InternVisionModel (``internvl_chat``, ``intern_vit_6b``) build it: a class token, a biased patch Conv2d,
+    (image_size / patch_size)^2 + 1 learned positions; layers with q, k, v biased by ``attention_bias`` /
+    ``qkv_bias``, a biased output projection, q and k RMSNorms over the width with ``use_qk_norm`` /
+    ``qk_normalization``, two norms (``norm_type`` layer_norm with a bias, or rms_norm), biased fc1/fc2 and two
+    layer-scale vectors; the projector (a LayerNorm over the pixel-shuffled width, two biased Linears)."""
+    width = _count(vision, "hidden_size", 1024)
+    mlp = _count(vision, "intermediate_size", 4096)
+    given = vision.get("patch_size")
+    patch = (
+        given[0] if isinstance(given, list) and given and type(given[0]) is int else _count(vision, "patch_size", 14)
+    )
+    size = vision.get("image_size")
+    image = size[0] if isinstance(size, list) and size and type(size[0]) is int else _count(vision, "image_size", 448)
+    if patch <= 0 or image <= 0 or patch > image:
+        raise fields.ConfigFieldError("vision_config.patch_size", "a whole number no larger than image_size")
+    biased = fields.flag(vision, "attention_bias") is True or fields.flag(vision, "qkv_bias") is True
+    qk_norm = fields.flag(vision, "use_qk_norm") is True or fields.flag(vision, "qk_normalization") is True
+    norm = width if fields.text(vision, "norm_type") == "rms_norm" else 2 * width
+    layer = 4 * width * width + (3 * width if biased else 0) + width + (2 * width if qk_norm else 0)
+    layer += 2 * norm + 2 * width * mlp + mlp + width + 2 * width
+    embeddings = width + _count(vision, "num_channels", 3) * patch * patch * width + width
+    embeddings += ((image // patch) ** 2 + 1) * width
+    ratio = fields.number(config, "downsample_ratio") or 0.5
+    shuffled = width * round(1 / ratio) ** 2 if 0 < ratio < 1 else width
+    projector = 2 * shuffled + shuffled * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+    return float(embeddings + _count(vision, "num_hidden_layers", 24) * layer + projector)
+
+
 def audio_params(config: dict[str, Any], text_hidden: int) -> float:
     """Qwen2-Audio's audio tower and projector (transformers Qwen2AudioEncoder, Qwen2AudioMultiModalProjector): two
     biased Conv1d (num_mel_bins -> d_model and d_model -> d_model, kernel 3), a learned table of
@@ -249,6 +279,8 @@ def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
         return None
     model_type = fields.text(config, "model_type") or ""
     vision_type = fields.text(vision, "model_type") or ""
+    if model_type in ("internvl", "internvl_chat") or vision_type in ("internvl_vision", "intern_vit_6b"):
+        return _intern_vit(config, vision, text_hidden)
     if model_type == "glm4v" or vision_type == "glm4v_vision":
         return _glm4v(vision)
     if model_type == "qwen2_vl" or vision_type in ("qwen2_vl", "qwen2_vl_vision"):
