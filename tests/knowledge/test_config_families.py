@@ -332,3 +332,18 @@ def test_granite4_h_mamba_layers_are_refused() -> None:
     hybrid = {**GRANITE4_MICRO, "layer_types": (["mamba"] * 9 + ["attention"]) * 4}
     with pytest.raises(UnsizedArchitectureError, match=r"layer_types \(mamba\), mamba_n_heads"):
         facts_from_config(hybrid, "granite-4.0-h-small")
+
+
+def test_minicpm_ties_its_embeddings_by_default() -> None:
+    """MiniCPM-2B's sizes, no tie_word_embeddings in the file: the remote MiniCPMConfig ties by default, giving the
+    published 2.7B (2.4B without embeddings); servespec counted a second 122,753 x 2,304 table (3.0B)."""
+    config = {
+        "architectures": ["MiniCPMForCausalLM"], "model_type": "minicpm", "hidden_size": 2304,
+        "intermediate_size": 5760, "num_hidden_layers": 40, "num_attention_heads": 36, "num_key_value_heads": 36,
+        "vocab_size": 122753, "max_position_embeddings": 4096, "scale_emb": 12, "dim_model_base": 256,
+        "scale_depth": 1.4,
+    }  # fmt: skip
+    facts = facts_from_config(config, "openbmb/MiniCPM-2B-sft-bf16")
+    assert facts.tie_word_embeddings
+    assert facts.params == 3_007_703_808 - 122753 * 2304
+    assert facts_from_config({**config, "tie_word_embeddings": False}, "m").params == 3_007_703_808

@@ -33,6 +33,9 @@ _TIED_BY_DEFAULT |= {"smollm3"}
 # CohereConfig, Cohere2Config and Ernie4_5_MoeConfig: tie_word_embeddings defaults to True (transformers 5.20.2
 # configuration_cohere.py L82, configuration_cohere2.py L81, configuration_ernie4_5_moe.py L105).
 _TIED_BY_DEFAULT |= {"cohere", "cohere2", "ernie4_5_moe"}
+# MiniCPM 1/2's remote-code MiniCPMConfig defaults tie_word_embeddings to True (configuration_minicpm.py, read by vLLM
+# with trust_remote_code); MiniCPM-2B's published 2.7B total is its 2.4B without embeddings plus one tied table.
+_TIED_BY_DEFAULT |= {"minicpm"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"}
 # Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
