@@ -347,3 +347,26 @@ def test_minicpm_ties_its_embeddings_by_default() -> None:
     assert facts.tie_word_embeddings
     assert facts.params == 3_007_703_808 - 122753 * 2304
     assert facts_from_config({**config, "tie_word_embeddings": False}, "m").params == 3_007_703_808
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"model_type": "phi4mm", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 24,
+          "num_key_value_heads": 8, "vocab_size": 200064, "audio_processor": {"name": "cascades"},
+          "embd_layer": {"image_embd_layer": {}}, "vision_lora": {"r": 256}, "speech_lora": {"r": 320}},
+         "audio_processor, embd_layer, vision_lora, speech_lora"),
+        ({"model_type": "phi4_multimodal", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 24,
+          "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27}, "audio_config": {"hidden_size": 1024}},
+         "audio_config"),
+        ({"model_type": "voxtral", "text_config": {"model_type": "llama", "hidden_size": 3072, "num_hidden_layers": 30,
+          "num_attention_heads": 32}, "audio_config": {"model_type": "voxtral_encoder", "hidden_size": 1280}},
+         "audio_config"),
+    ],
+    ids=["phi4mm", "phi4_multimodal", "voxtral"],
+)  # fmt: skip
+def test_uncounted_audio_and_adapter_towers_are_refused(config: dict[str, Any], named: str) -> None:
+    """Before: Phi-4-multimodal sized as its 3.8B text model (its audio encoder, image encoder and LoRA adapters
+    left out: the checkpoint is 5.6B), Voxtral without its audio encoder."""
+    with pytest.raises(UnsizedArchitectureError, match=named):
+        facts_from_config(config, "m")

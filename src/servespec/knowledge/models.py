@@ -402,6 +402,9 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
     # Step3 (step3_text): multi-matrix factorization attention (a shared low-rank query, share_q_dim), MoE layers
     # listed in moe_layers_enum, top-k as moe_top_k
     "step3_text": ("share_q_dim", "moe_layers_enum", "moe_top_k"),
+    # Phi-4-multimodal (remote code, phi4mm): a conformer audio encoder, an image encoder and two LoRA adapters
+    # (vision_lora, speech_lora) merged at load, none of which servespec counts
+    "phi4mm": ("audio_processor", "embd_layer", "vision_lora", "speech_lora"),
 }
 """Model types whose layout lives in config fields servespec does not read: sizing them from the shared
 fields would be wrong, so a config of one that names any of them is refused, naming the ones it gives."""
@@ -987,6 +990,11 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     raw, config = config, _with_defaults(_flatten(config))
     model_type = fields.text(config, "model_type") or "unknown"
     unread = tuple(key for key in _UNSIZED.get(model_type, ()) if config.get(key) is not None) + _index_share(config)
+    raw_type = fields.text(raw, "model_type") or model_type
+    if fields.mapping(raw, "audio_config") is not None and raw_type not in _AUDIO_COUNTED + gemma4.MODEL_TYPES:
+        # an audio tower servespec does not count (Phi-4-multimodal, Voxtral, Gemma 3n, Qwen2.5-Omni...): refused
+        # rather than sized without it
+        unread += ("audio_config",)
     if unread:
         raise UnsizedArchitectureError(model_type, unread)
     missing = _missing(config)
@@ -1067,6 +1075,10 @@ def _mtp(config: dict[str, Any]) -> dict[str, Any]:
             return {"mtp_layers": count, "mtp_key": key}
     return {}
 
+
+_AUDIO_COUNTED: tuple[str, ...] = ("qwen2_audio",)
+"""Model types whose ``audio_config`` tower servespec counts (knowledge/vision.py ``audio_params``; Gemma 4's in
+knowledge/gemma4.py)."""
 
 _ESSENTIAL = ("num_hidden_layers", "hidden_size", "num_attention_heads")
 _MLA = ("qk_rope_head_dim",)
