@@ -245,6 +245,11 @@ CLIP_L_336 = {"model_type": "clip_vision_model", "hidden_size": 1024, "intermedi
 LLAMA_7B_TEXT = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
                  "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064,
                  "max_position_embeddings": 4096, "tie_word_embeddings": False}  # fmt: skip
+PIXTRAL_TOWER = {"model_type": "pixtral", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
+                 "num_attention_heads": 16, "patch_size": 16, "image_size": 1024, "head_dim": 64}  # fmt: skip
+MISTRAL_NEMO_TEXT = {"model_type": "mistral", "hidden_size": 5120, "intermediate_size": 14336, "num_hidden_layers": 40,
+                     "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 131072,
+                     "max_position_embeddings": 1024000, "tie_word_embeddings": False}  # fmt: skip
 TOWER_COUNTS: list[tuple[str, dict[str, Any], int]] = [
     ("LLaVA-1.5-7B (llava, CLIP-L/336)",
      {"model_type": "llava", "vision_config": CLIP_L_336, "text_config": LLAMA_7B_TEXT, "vision_feature_layer": -2},
@@ -271,13 +276,22 @@ TOWER_COUNTS: list[tuple[str, dict[str, Any], int]] = [
                       "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 156032,
                       "max_position_embeddings": 8192, "tie_word_embeddings": False}},
      8_397_094_912),
+    ("Pixtral-12B, HF format (llava, pixtral tower)",
+     {"model_type": "llava", "vision_config": PIXTRAL_TOWER, "text_config": MISTRAL_NEMO_TEXT,
+      "vision_feature_layer": -1, "multimodal_projector_bias": True},
+     12_682_739_712),
+    ("Mistral-Small-3.1-like (mistral3, pixtral tower, patch merger)",
+     {"model_type": "mistral3", "vision_config": PIXTRAL_TOWER, "text_config": MISTRAL_NEMO_TEXT,
+      "spatial_merge_size": 2, "vision_feature_layer": -1, "multimodal_projector_bias": False},
+     12_686_924_800),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("label", "config", "expected"), TOWER_COUNTS, ids=[t[0] for t in TOWER_COUNTS])
 def test_towers_equal_transformers(label: str, config: dict[str, Any], expected: int) -> None:
     """Before: LLaVA's CLIP tower by the generic estimate (17M short), GLM-4.1V's 409M over (its tower is no plain
-    ViT; its text model's q/k/v biases and four norms uncounted), Qwen2-Audio's 642M audio tower left out."""
+    ViT; its text model's q/k/v biases and four norms uncounted), Qwen2-Audio's 642M audio tower left out, LLaVA over
+    Pixtral given Mistral 3's patch merger (1M over), Mistral 3 short of its projector norm (1,024)."""
     assert facts_from_config(config, label).params == expected
 
 

@@ -647,8 +647,14 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
         # Pixtral (Mistral 3): a gated MLP (w1, w2, w3) without biases, RMSNorms; Mistral 3's projector merges
         # merge x merge patches back to the tower width, then linear_1 and linear_2 to the text width
         # (transformers PixtralAttentionLayer, Mistral3PatchMerger, Mistral3MultiModalProjector).
+        # LLaVA's projector over Pixtral (Pixtral-12B in HF format) has no merger and is biased unless
+        # multimodal_projector_bias is false (LlavaConfig default true; Mistral3Config default false)
         per_layer = 4 * width * width + 3 * width * mlp + 2 * width
-        projector = width * merge * merge * width + width * text_hidden + text_hidden * text_hidden + width
+        mistral3 = fields.text(config, "model_type") == "mistral3"
+        bias = fields.flag(config, "multimodal_projector_bias")
+        biased = bias is True or (bias is None and not mistral3)
+        merger = width * merge * merge * width + width if mistral3 else 0  # patch merger and the projector's norm
+        projector = merger + width * text_hidden + text_hidden * text_hidden + width + 2 * text_hidden * biased
     return float(depth * per_layer + embed + projector)
 
 
