@@ -20,6 +20,7 @@ Other towers are left to the generic estimate in :mod:`servespec.knowledge.model
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,12 +147,13 @@ def _clip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: int
     return float(tower + projector + newline)
 
 
-def _glm4v(vision: dict[str, Any]) -> float:
+def _glm4v(vision: dict[str, Any], text_hidden: int) -> float:
     """transformers Glm4vVisionModel (GLM-4.1V): a biased Conv3d patch embedding, post_conv_layernorm, learned
     positions for (image_size / patch_size)^2 patches, ``depth`` blocks (two RMSNorms, qkv biased by
     attention_bias, a bias-free proj, a bias-free gated MLP ``out_hidden_size`` wide), post_layernorm, a biased Conv2d
     downsampling spatial_merge_size^2 patches to ``out_hidden_size``, and the merger (proj, a LayerNorm, a gated MLP
-    ``intermediate_size`` wide, no biases) into the text model."""
+    ``intermediate_size`` wide, no biases) into the text model, ``out_hidden_size`` wide (``text_hidden`` unused)."""
+    del text_hidden
     width = _count(vision, "hidden_size", 1536)
     out = _count(vision, "out_hidden_size", 4096)
     inner = _count(vision, "intermediate_size", 13696)
@@ -226,6 +228,20 @@ def _intern_vit(config: dict[str, Any], vision: dict[str, Any], text_hidden: int
     return float(embeddings + _count(vision, "num_hidden_layers", 24) * layer + projector)
 
 
+def _idefics3(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers Idefics3VisionTransformer (Idefics3, SmolVLM): a biased patch Conv2d, (image_size /
+    patch_size)^2 learned positions, SigLIP layers (biased q, k, v, out, fc1, fc2; two LayerNorms), post_layernorm;
+    the connector's bias-free Linear from the width x scale_factor^2 of the pixel shuffle to the text width."""
+    width = _count(vision, "hidden_size", 1152)
+    mlp = _count(vision, "intermediate_size", 3072)
+    patch = _count(vision, "patch_size", 32)
+    layer = 4 * width * width + 4 * width + 4 * width + 2 * width * mlp + mlp + width
+    embeddings = _count(vision, "num_channels", 3) * patch * patch * width + width
+    embeddings += (_count(vision, "image_size", 224) // patch) ** 2 * width
+    tower = embeddings + _count(vision, "num_hidden_layers", 12) * layer + 2 * width
+    return float(tower + width * _count(config, "scale_factor", 2) ** 2 * text_hidden)
+
+
 def audio_params(config: dict[str, Any], text_hidden: int) -> float:
     """Qwen2-Audio's audio tower and projector (transformers Qwen2AudioEncoder, Qwen2AudioMultiModalProjector): two
     biased Conv1d (num_mel_bins -> d_model and d_model -> d_model, kernel 3), a learned table of
@@ -272,6 +288,26 @@ def mllama_encoder_mlp(config: dict[str, Any]) -> int:
     return _count(vision, "intermediate_size", 5120)
 
 
+_VISION_ONLY = {
+    "qwen2_vl": ("qwen2_vl", "qwen2_vl_vision"),
+    "qwen2_5_vl": ("qwen2_5_vl", "qwen2_5_vl_vision"),
+    "mllama": ("mllama_vision_model",),
+    "llama4": ("llama4_vision_model",),
+    "glm4v": ("glm4v_vision",),
+}
+_VISION_COUNTS: dict[str, Callable[[dict[str, Any], int], float]] = {
+    "qwen2_vl": _qwen2_vl,
+    "qwen2_5_vl": _qwen2_5_vl,
+    "mllama": _mllama,
+    "llama4": _llama4,
+    "glm4v": _glm4v,
+}
+_WITH_CONFIG = {
+    "internvl": (("internvl", "internvl_chat"), ("internvl_vision", "intern_vit_6b"), _intern_vit),
+    "idefics3": (("idefics3", "smolvlm"), ("idefics3_vision", "smolvlm_vision"), _idefics3),
+}
+
+
 def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
     """The vision tower and projector of a config whose tower is one of the classes above; None otherwise."""
     vision = fields.mapping(config, "vision_config")
@@ -279,18 +315,12 @@ def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
         return None
     model_type = fields.text(config, "model_type") or ""
     vision_type = fields.text(vision, "model_type") or ""
-    if model_type in ("internvl", "internvl_chat") or vision_type in ("internvl_vision", "intern_vit_6b"):
-        return _intern_vit(config, vision, text_hidden)
-    if model_type == "glm4v" or vision_type == "glm4v_vision":
-        return _glm4v(vision)
-    if model_type == "qwen2_vl" or vision_type in ("qwen2_vl", "qwen2_vl_vision"):
-        return _qwen2_vl(vision, text_hidden)
-    if model_type == "qwen2_5_vl" or vision_type in ("qwen2_5_vl", "qwen2_5_vl_vision"):
-        return _qwen2_5_vl(vision, text_hidden)
-    if model_type == "mllama" or vision_type == "mllama_vision_model":
-        return _mllama(vision, text_hidden)
-    if model_type == "llama4" or vision_type == "llama4_vision_model":
-        return _llama4(vision, text_hidden)
+    for family, vision_types in _VISION_ONLY.items():
+        if model_type == family or vision_type in vision_types:
+            return float(_VISION_COUNTS[family](vision, text_hidden))
+    for model_types, vision_types, count in _WITH_CONFIG.values():
+        if model_type in model_types or vision_type in vision_types:
+            return count(config, vision, text_hidden)
     if model_type in ("llava_next", "llava_onevision") and vision_type == "siglip_vision_model":
         return _siglip_llava(config, vision, text_hidden)
     if model_type in ("llava", "llava_next", "llava_onevision") and vision_type == "clip_vision_model":
