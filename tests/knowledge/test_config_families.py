@@ -392,3 +392,34 @@ def test_uncounted_audio_and_adapter_towers_are_refused(config: dict[str, Any], 
     left out: the checkpoint is 5.6B), Voxtral without its audio encoder."""
     with pytest.raises(UnsizedArchitectureError, match=named):
         facts_from_config(config, "m")
+
+
+@pytest.mark.parametrize(
+    "config",
+    [DBRX, CHATGLM3_6B, COMMAND_R7B, ERNIE45_21B_A3B],
+    ids=["dbrx", "chatglm", "cohere2", "ernie4_5_moe"],
+)
+def test_a_lock_keeps_what_the_family_is_read_from(config: dict[str, Any]) -> None:
+    """models.lock.yaml keeps only scalars and known maps: DBRX's ffn_config was dropped, so a locked DBRX resolved
+    without experts."""
+    from servespec.knowledge.lock import locked_config
+
+    assert facts_from_config(locked_config(config), "m") == facts_from_config(config, "m")
+
+
+def test_a_lock_keeps_the_sub_configs_of_remote_code_multimodal_models() -> None:
+    from servespec.knowledge.lock import locked_config
+
+    phi4mm = {"model_type": "phi4mm", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 24,
+              "audio_processor": {"name": "cascades"}, "vision_lora": {"r": 256}}  # fmt: skip
+    with pytest.raises(UnsizedArchitectureError, match="audio_processor, vision_lora"):
+        facts_from_config(locked_config(phi4mm), "m")
+    llm = {"model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
+           "num_key_value_heads": 2, "auto_map": {"x": "y"}}  # fmt: skip
+    chat = {"model_type": "internvl_chat", "llm_config": llm}
+    locked = locked_config(chat)
+    assert "auto_map" not in locked["llm_config"]
+    assert facts_from_config(locked, "m").layers == 24
+    phi3v = {"model_type": "phi3_v", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32,
+             "img_processor": {"image_dim_out": 1024, "layer_idx": -2}}  # fmt: skip
+    assert facts_from_config(locked_config(phi3v), "m").vision_params == facts_from_config(phi3v, "m").vision_params > 0
