@@ -423,3 +423,18 @@ def test_a_lock_keeps_the_sub_configs_of_remote_code_multimodal_models() -> None
     phi3v = {"model_type": "phi3_v", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32,
              "img_processor": {"image_dim_out": 1024, "layer_idx": -2}}  # fmt: skip
     assert facts_from_config(locked_config(phi3v), "m").vision_params == facts_from_config(phi3v, "m").vision_params > 0
+
+
+@pytest.mark.parametrize(
+    ("repo", "expected"),
+    [("google/gemma-3-4b-it", 4_300_079_472), ("google/gemma-3-27b-it", 27_432_406_640)],
+)
+def test_catalogued_gemma3_equals_transformers(repo: str, expected: int) -> None:
+    """transformers' Gemma3ForConditionalGeneration from the catalogued configs. Before: 4.7M short (each text layer's
+    q_norm and k_norm over head_dim; the projector's mm_input_projection and mm_soft_emb_norm taken for a LLaVA one
+    and the tower's pooling head, which Gemma 3's vision_use_head false leaves out)."""
+    from servespec.knowledge.models import catalogued
+
+    facts = catalogued(repo)
+    assert facts is not None
+    assert facts.params == expected

@@ -51,6 +51,7 @@ _QWEN_WINDOW_FLAG = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", *sorted(_QKV_BI
 # num_hidden_layers, an embedding of vocab_size + 8 rows.
 _MLLAMA_TEXT = "mllama_text_model"
 _GEMMA_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+_GEMMA3_TYPES = ("gemma3", "gemma3_text")
 # StarCoder2 (transformers Starcoder2Config / modeling_starcoder2.py): a two-matrix MLP (c_fc, c_proj), every
 # projection biased when use_bias (default true), LayerNorms with a bias, embeddings tied by default.
 _STARCODER2 = "starcoder2"
@@ -1364,8 +1365,9 @@ def _attention_params(m: ModelFacts) -> float:
         params += q + kv + h + m.attention_heads  # biases and attention sinks
     if m.model_type == "phi" or m.linear_bias or m.attention_biases:
         params += q + kv + h  # q, k, v and dense biases (transformers PhiAttention, Starcoder2Attention)
-    if m.model_type in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text", "exaone4"):
-        params += 2 * m.head_dim  # q_norm and k_norm (transformers Qwen3Attention, Exaone4Attention)
+    if m.model_type in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text", "exaone4", *_GEMMA3_TYPES):
+        # q_norm and k_norm over head_dim (transformers Qwen3Attention, Exaone4Attention, Gemma3Attention)
+        params += 2 * m.head_dim
     if m.model_type in ("minimax_m2", "olmo2", "olmo3"):
         # q_norm and k_norm over all heads (transformers MiniMaxM2Attention, Olmo2Attention, Olmo3Attention)
         params += q + kv // 2

@@ -102,12 +102,10 @@ def _llama4(vision: dict[str, Any], text_hidden: int) -> float:
     return float(embeddings + _count(vision, "num_hidden_layers", 34) * layer + adapter + projector)
 
 
-def _siglip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
-    """transformers SiglipVisionModel inside LlavaNextForConditionalGeneration: biased patch Conv2d, position
-    embeddings (no class token), layers with biased attention, LayerNorms and fc1/fc2, the post LayerNorm and the
-    attention-pooling head (``vision_use_head``, true by default); LlavaNextMultiModalProjector (linear_1 over the
-    concatenated ``vision_feature_layer`` outputs, linear_2, biased unless ``multimodal_projector_bias`` is false)
-    and ``image_newline``."""
+def _siglip_tower(vision: dict[str, Any]) -> int:
+    """transformers SiglipVisionModel: biased patch Conv2d, (image_size / patch_size)^2 positions (no class token),
+    layers with biased attention, LayerNorms and fc1/fc2, the post LayerNorm and the attention-pooling head
+    (``vision_use_head``, true by default)."""
     width = _count(vision, "hidden_size", 768)
     mlp = _count(vision, "intermediate_size", 3072)
     patch = _count(vision, "patch_size", 16)
@@ -118,7 +116,26 @@ def _siglip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: i
     head = 0
     if fields.flag(vision, "vision_use_head") is not False:
         head = width + 4 * width * width + 4 * width + 2 * width + mlp_block  # probe, attention, layernorm, mlp
-    tower = embeddings + _count(vision, "num_hidden_layers", 12) * layer + 2 * width + head
+    return embeddings + _count(vision, "num_hidden_layers", 12) * layer + 2 * width + head
+
+
+def _siglip_gemma3(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """Gemma 3 (transformers Gemma3ForConditionalGeneration): a SigLIP tower and Gemma3MultiModalProjector's
+    bias-free ``mm_input_projection_weight`` (width x text width) after ``mm_soft_emb_norm`` (an RMSNorm over the
+    width); the average pool holds no weights."""
+    del config
+    width = _count(vision, "hidden_size", 768)
+    return float(_siglip_tower(vision) + width * text_hidden + width)
+
+
+def _siglip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers SiglipVisionModel inside LlavaNextForConditionalGeneration: biased patch Conv2d, position
+    embeddings (no class token), layers with biased attention, LayerNorms and fc1/fc2, the post LayerNorm and the
+    attention-pooling head (``vision_use_head``, true by default); LlavaNextMultiModalProjector (linear_1 over the
+    concatenated ``vision_feature_layer`` outputs, linear_2, biased unless ``multimodal_projector_bias`` is false)
+    and ``image_newline``."""
+    width = _count(vision, "hidden_size", 768)
+    tower = _siglip_tower(vision)
     feature = config.get("vision_feature_layer")
     taps = len(feature) if isinstance(feature, list) and feature else 1
     bias = fields.flag(config, "multimodal_projector_bias") is not False
@@ -321,6 +338,8 @@ def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
     for model_types, vision_types, count in _WITH_CONFIG.values():
         if model_type in model_types or vision_type in vision_types:
             return count(config, vision, text_hidden)
+    if model_type == "gemma3" and vision_type == "siglip_vision_model":
+        return _siglip_gemma3(config, vision, text_hidden)
     if model_type in ("llava_next", "llava_onevision") and vision_type == "siglip_vision_model":
         return _siglip_llava(config, vision, text_hidden)
     if model_type in ("llava", "llava_next", "llava_onevision") and vision_type == "clip_vision_model":
