@@ -438,3 +438,20 @@ def test_catalogued_gemma3_equals_transformers(repo: str, expected: int) -> None
     facts = catalogued(repo)
     assert facts is not None
     assert facts.params == expected
+
+
+def test_a_tower_without_sizes_servespec_reads_is_refused() -> None:
+    """Janus-Pro names its SigLIP under vision_config.params: counted as no tower at all before (a 7B checkpoint sized
+    without its ~0.3B encoder); now refused, naming vision_config."""
+    config = {
+        "model_type": "multi_modality",
+        "language_config": {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 30,
+                            "num_attention_heads": 32, "vocab_size": 102400},
+        "vision_config": {"cls": "CLIPVisionTower", "model_type": "vision",
+                          "params": {"image_size": 384, "model_name": "siglip_large_patch16_384"}},
+    }  # fmt: skip
+    with pytest.raises((UnsizedArchitectureError, MissingFieldsError)):
+        facts_from_config(config, "deepseek-ai/Janus-Pro-7B")
+    flat = {**config, "text_config": config["language_config"]}
+    with pytest.raises(UnsizedArchitectureError, match=r"multi_modality.*vision_config"):
+        facts_from_config(flat, "deepseek-ai/Janus-Pro-7B")

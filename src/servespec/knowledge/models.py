@@ -494,9 +494,9 @@ def _lift_nested(config: dict[str, Any], model_type: str) -> dict[str, Any]:
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
     # InternVL's remote-code checkpoints (InternVLChatConfig) name their language model llm_config, DeepSeek-VL2's
     # (DeepseekVLV2Config) language_config
-    for own in ("llm_config", "language_config"):
-        if fields.mapping(config, "text_config") is None and fields.mapping(config, own) is not None:
-            config = {**config, "text_config": config[own]}
+    own = "language_config" if config.get("model_type") == "deepseek_vl_v2" else "llm_config"
+    if fields.mapping(config, "text_config") is None and fields.mapping(config, own) is not None:
+        config = {**config, "text_config": config[own]}
     text = fields.mapping(config, "text_config")
     if text is not None:
         merged = {**config, **text}
@@ -1014,6 +1014,10 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     head_dim = fields.count(config, "head_dim") or hidden // heads
     if not head_dim:
         raise fields.ConfigFieldError("hidden_size", "at least num_attention_heads")
+    vision = _vision_params(raw, hidden)
+    if not vision and fields.mapping(raw, "vision_config") and raw_type not in gemma4.MODEL_TYPES:
+        # a tower whose size servespec finds no field of (Janus' vision_config.params, ...): refused, not left out
+        raise UnsizedArchitectureError(raw_type, ("vision_config",))
     window, sliding = _sliding_layers(config, layers, model_type)
     chunked = bool(fields.count(config, "attention_chunk_size")) and not fields.count(config, "sliding_window")
     tied = fields.flag(config, "tie_word_embeddings")
@@ -1051,7 +1055,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         index_n_heads=fields.count(config, "index_n_heads"),
         index_head_dim=fields.count(config, "index_head_dim"),
         index_topk=fields.count(config, "index_topk"),
-        vision_params=_vision_params(raw, hidden) + towers.audio_params(raw, hidden) + towers.phi3v_params(raw, hidden),
+        vision_params=vision + towers.audio_params(raw, hidden) + towers.phi3v_params(raw, hidden),
         qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
         linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
         cross_layers=len(fields.items(config, "cross_attention_layers") or []) if model_type == _MLLAMA_TEXT else 0,
