@@ -157,11 +157,10 @@ TRANSFORMERS_COUNTS = {
     "HuggingFaceTB/SmolLM3-3B": 3_075_098_624,  # SmolLM3ForCausalLM: tie_word_embeddings defaults to true
     "naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B": 566_281_216,  # LlamaForCausalLM, tied head
     "meta-llama/Llama-3.2-1B": 1_235_814_400,  # LlamaForCausalLM, tied head
+    # Mistral3ForConditionalGeneration: 1,024 short until the projector's RMSNorm was counted (test_config_families)
+    "mistralai/Devstral-Small-2-24B-Instruct-2512": 24_011_361_280,
 }
 
-# transformers 5.24's Mistral3ForConditionalGeneration holds 24,011,361,280: servespec is 1,024 short (the Pixtral
-# tower or projector), as for Mistral-Small-3.1; within 1e-7 here.
-NEAR_TRANSFORMERS = {"mistralai/Devstral-Small-2-24B-Instruct-2512": 24_011_361_280}
 
 # A checkpoint whose config has the layer shapes of a catalogued model: (checkpoint, the catalogued model)
 SAME_LAYOUT = [
@@ -213,13 +212,6 @@ def test_added_entries_count_what_transformers_builds(repo: str) -> None:
     facts = catalogued(repo)
     assert facts is not None, repo
     assert facts.params == TRANSFORMERS_COUNTS[repo]
-
-
-@pytest.mark.parametrize("repo", list(NEAR_TRANSFORMERS))
-def test_added_entries_come_within_a_rounding_of_transformers(repo: str) -> None:
-    facts = catalogued(repo)
-    assert facts is not None, repo
-    assert facts.params == pytest.approx(NEAR_TRANSFORMERS[repo], rel=1e-7)
 
 
 @pytest.mark.parametrize(

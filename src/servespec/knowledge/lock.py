@@ -56,7 +56,17 @@ _KEPT_MAPS = {
     "rope_scaling",
     "rope_parameters",
     "attn_config",  # MPT: kv_n_heads and qk_ln size its attention (transformers MptConfig.attn_config)
+    "ffn_config",  # DBRX: its experts (knowledge/models.py _NESTED)
+    "llm_config",  # InternVL's remote-code checkpoints: the language model
+    "language_config",  # DeepSeek-VL2: the language model
+    "img_processor",  # Phi-3-vision: the CLIP cut (layer_idx) and image_dim_out (knowledge/vision.py phi3v_params)
+    # Phi-4-multimodal's towers and adapters: their presence refuses the config (knowledge/models.py _UNSIZED)
+    "embd_layer",
+    "audio_processor",
+    "vision_lora",
+    "speech_lora",
 }
+_NESTED_CONFIGS = ("text_config", "vision_config", "audio_config", "llm_config", "language_config")
 
 
 MAX_LOCKED_TEXT = 64 * 1024
@@ -161,7 +171,7 @@ def locked_config(config: dict[str, Any]) -> dict[str, Any]:
         if key in _DROPPED or key.endswith("_token_id") or len(key) > 256:
             continue
         if key in _KEPT_MAPS and isinstance(value, dict):
-            locked = locked_config(value) if key in ("text_config", "vision_config", "audio_config") else value
+            locked = locked_config(value) if key in _NESTED_CONFIGS else value
             if _fits(locked):
                 kept[key] = locked
         elif (_scalar(value) or (isinstance(value, list) and all(_scalar(v) for v in value))) and _fits(value):

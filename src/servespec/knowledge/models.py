@@ -30,11 +30,20 @@ _TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma4", "gemma
 _TIED_BY_DEFAULT |= {"opt", "gpt2", "gpt_bigcode", "falcon", "bloom", "mpt", "RefinedWeb", "RefinedWebModel"}
 # SmolLM3Config: tie_word_embeddings defaults to True (transformers 5.20 and 5.24 configuration_smollm3.py).
 _TIED_BY_DEFAULT |= {"smollm3"}
+# CohereConfig, Cohere2Config and Ernie4_5_MoeConfig: tie_word_embeddings defaults to True (transformers 5.20.2
+# configuration_cohere.py L82, configuration_cohere2.py L81, configuration_ernie4_5_moe.py L105).
+_TIED_BY_DEFAULT |= {"cohere", "cohere2", "ernie4_5_moe"}
+# MiniCPM 1/2's remote-code MiniCPMConfig defaults tie_word_embeddings to True (configuration_minicpm.py, read by vLLM
+# with trust_remote_code); MiniCPM-2B's published 2.7B total is its 2.4B without embeddings plus one tied table.
+_TIED_BY_DEFAULT |= {"minicpm"}
 # Model types whose attention projections carry biases (modeling_<type>.py).
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text"}
 # Model types whose q, k and v projections (not o_proj) carry biases when the config says attention_bias
 # (transformers Glm4MoeAttention: GLM-4.5/4.6/4.7 set it true).
-_QKV_BIAS_WHEN_SET = {"glm4_moe"}
+# GLM-4-0414 (glm4), its predecessor glm and Seed-OSS likewise: q, k and v biased by attention_bias, which their
+# configuration classes default to true (transformers 5.20.2 GlmConfig, Glm4Config, SeedOssConfig.attention_bias;
+# Seed-OSS's o_proj follows attention_out_bias, default false).
+_QKV_BIAS_WHEN_SET = {"glm4_moe", "glm", "glm4", "seed_oss"}
 # Model types whose sliding_window applies only when use_sliding_window is set (Qwen2 and its VL text models:
 # Qwen2-VL and Qwen2.5-VL configs give sliding_window 32768 beside use_sliding_window false).
 _QWEN_WINDOW_FLAG = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", *sorted(_QKV_BIAS - {"qwen2", "qwen2_moe"}))
@@ -42,6 +51,7 @@ _QWEN_WINDOW_FLAG = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", *sorted(_QKV_BI
 # num_hidden_layers, an embedding of vocab_size + 8 rows.
 _MLLAMA_TEXT = "mllama_text_model"
 _GEMMA_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+_GEMMA3_TYPES = ("gemma3", "gemma3_text")
 # StarCoder2 (transformers Starcoder2Config / modeling_starcoder2.py): a two-matrix MLP (c_fc, c_proj), every
 # projection biased when use_bias (default true), LayerNorms with a bias, embeddings tied by default.
 _STARCODER2 = "starcoder2"
@@ -72,6 +82,25 @@ _FAMILY_FIELDS: dict[str, dict[str, str]] = {
     "RefinedWeb": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
     "RefinedWebModel": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
     "bloom": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
+    # ChatGLM2/3 and GLM-4-9B (remote code configuration_chatglm.py ChatGLMConfig, as vLLM's ChatGLMConfig reads
+    # it: vllm/transformers_utils/configs/chatglm.py attribute_map num_layers, padded_vocab_size, seq_length)
+    "chatglm": {
+        "num_hidden_layers": "num_layers",
+        "vocab_size": "padded_vocab_size",
+        "intermediate_size": "ffn_hidden_size",
+        "max_position_embeddings": "seq_length",
+        "head_dim": "kv_channels",
+    },
+    # EXAONE 3 / 3.5 (remote code configuration_exaone.py ExaoneConfig.attribute_map: num_hidden_layers ->
+    # num_layers; vllm/transformers_utils/configs/exaone.py the same)
+    "exaone": {"num_hidden_layers": "num_layers"},
+    # DBRX (transformers DbrxConfig.attribute_map); its attn_config and ffn_config are lifted beforehand
+    "dbrx": {
+        "num_hidden_layers": "n_layers",
+        "hidden_size": "d_model",
+        "num_attention_heads": "n_heads",
+        "max_position_embeddings": "max_seq_len",
+    },
     "mpt": {
         "num_hidden_layers": "n_layers",
         "hidden_size": "d_model",
@@ -217,6 +246,14 @@ class ModelFacts:
     """Rows of the per-layer embedding table (``vocab_size_per_layer_input``)."""
     double_wide_shared_mlp: bool = False
     """The KV-shared layers' MLPs are twice ``intermediate_size`` wide (Gemma 4 ``use_double_wide_mlp``)."""
+    qk_norm_params: int = 0
+    """Parameters of each layer's query and key norms where a family's layout sets them (Command R+'s per-head
+    LayerNorms, OLMoE's over all heads, StableLM 2's per-head ones); 0: none, or counted by model type."""
+    layer_extra: int = 0
+    """Other parameters of each decoder layer outside projections and norms (Apertus' xIELU ``alpha_p`` and
+    ``alpha_n``)."""
+    router_bias: bool = False
+    """Each MoE layer's router carries a per-expert score bias (ERNIE 4.5's ``moe_statics.e_score_correction_bias``)."""
 
     @property
     def kv_sliding_layers(self) -> int:
@@ -329,6 +366,8 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 2048,
     },
     "mpt": {"expansion_ratio": 4, "no_bias": True, "max_seq_len": 2048},
+    # GlmConfig, Glm4Config and SeedOssConfig default attention_bias to true (transformers 5.20.2)
+    **{model_type: {"attention_bias": True} for model_type in ("glm", "glm4", "seed_oss")},
     # vLLM's RWConfig (v0.11.0 transformers_utils/configs/falcon.py): sequential blocks unless parallel_attn, one KV
     # head (n_head_kv 1) unless the config names more, no context length (vLLM then assumes 2048)
     **{
@@ -358,6 +397,19 @@ _UNSIZED: dict[str, tuple[str, ...]] = {
     # MiniMax M3: dense layers of their own width, sparse-attention layers.
     "minimax_m3": ("dense_intermediate_size", "sparse_attention_config"),
     "minimax_m3_vl": ("dense_intermediate_size", "sparse_attention_config"),
+    # Whisper: an encoder-decoder (encoder_layers of audio self-attention, decoder_layers with cross-attention to
+    # it; transformers WhisperConfig): servespec sizes decoder-only models and multimodal ones with a tower
+    "whisper": ("encoder_layers", "decoder_layers"),
+    # Hunyuan-A13B (hunyuan_v1_moe): per-layer top-k, expert widths and shared experts (lists, one per layer) that
+    # Tencent's remote code and transformers' port read differently (transformers 5.20.2 HunYuanMoEV1Experts sizes
+    # experts by intermediate_size): not sized until checked against the checkpoint's tensors
+    "hunyuan_v1_moe": ("moe_topk", "moe_intermediate_size", "num_shared_expert"),
+    # Step3 (step3_text): multi-matrix factorization attention (a shared low-rank query, share_q_dim), MoE layers
+    # listed in moe_layers_enum, top-k as moe_top_k
+    "step3_text": ("share_q_dim", "moe_layers_enum", "moe_top_k"),
+    # Phi-4-multimodal (remote code, phi4mm): a conformer audio encoder, an image encoder and two LoRA adapters
+    # (vision_lora, speech_lora) merged at load, none of which servespec counts
+    "phi4mm": ("audio_processor", "embd_layer", "vision_lora", "speech_lora"),
 }
 """Model types whose layout lives in config fields servespec does not read: sizing them from the shared
 fields would be wrong, so a config of one that names any of them is refused, naming the ones it gives."""
@@ -384,12 +436,29 @@ class UnsizedArchitectureError(ValueError):
         super().__init__(f"servespec cannot size model_type '{model_type}': {listed} unread")
 
 
+_ARCHITECTURE_TYPES = {
+    "ChatGLMModel": "chatglm",
+    "ChatGLMForConditionalGeneration": "chatglm",
+    "DbrxForCausalLM": "dbrx",
+    "ExaoneForCausalLM": "exaone",
+}
+"""Families whose sizes go by names of their own, for a config.json that leaves ``model_type`` out: the model type
+its first ``architectures`` entry names (vLLM resolves the model class from ``architectures``: the registry in
+vllm/model_executor/models/registry.py maps these to chatglm.py, dbrx.py, exaone.py)."""
+
+
 def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     """The flattened config with its model type's transformers defaults under the fields it gives, and a family's
     own names for its sizes (GPT-2's ``n_layer``, MPT's ``d_model``) read as the fields servespec reads."""
+    architectures = config.get("architectures")
+    if config.get("model_type") is None and isinstance(architectures, list) and architectures:
+        inferred = _ARCHITECTURE_TYPES.get(architectures[0]) if isinstance(architectures[0], str) else None
+        if inferred is not None:
+            config = {**config, "model_type": inferred}
     model_type = config.get("model_type")
     if not isinstance(model_type, str):
         return config
+    config = _lift_nested(config, model_type)
     defaults = _TRANSFORMERS_DEFAULTS.get(model_type)
     # a field given as null stays null, as transformers reads it
     merged = {**defaults, **config} if defaults else config
@@ -401,7 +470,37 @@ def _with_defaults(config: dict[str, Any]) -> dict[str, Any]:
     return {**merged, **given} if given else merged
 
 
+_NESTED: dict[str, dict[str, tuple[str, str]]] = {
+    # DBRX keeps its attention and MoE sizes in sub-configs (transformers DbrxAttentionConfig, DbrxFFNConfig):
+    # the field servespec reads -> (sub-config, the family's own field)
+    "dbrx": {
+        "num_key_value_heads": ("attn_config", "kv_n_heads"),
+        "moe_intermediate_size": ("ffn_config", "ffn_hidden_size"),
+        "num_local_experts": ("ffn_config", "moe_num_experts"),
+        "num_experts_per_tok": ("ffn_config", "moe_top_k"),
+    },
+}
+
+
+def _lift_nested(config: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """A family's sizes kept in sub-configs, read as the fields servespec reads (a top-level field wins)."""
+    nested = _NESTED.get(model_type)
+    if not nested:
+        return config
+    lifted = {}
+    for field, (section, own) in nested.items():
+        sub = fields.mapping(config, section)
+        if sub is not None and sub.get(own) is not None and config.get(field) is None:
+            lifted[field] = fields.count(sub, own, minimum=1)
+    return {**config, **lifted} if lifted else config
+
+
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
+    # InternVL's remote-code checkpoints (InternVLChatConfig) name their language model llm_config, DeepSeek-VL2's
+    # (DeepseekVLV2Config) language_config
+    own = "language_config" if config.get("model_type") == "deepseek_vl_v2" else "llm_config"
+    if fields.mapping(config, "text_config") is None and fields.mapping(config, own) is not None:
+        config = {**config, "text_config": config[own]}
     text = fields.mapping(config, "text_config")
     if text is not None:
         merged = {**config, **text}
@@ -428,9 +527,13 @@ def _sliding_layers(config: dict[str, Any], layers: int, model_type: str) -> tup
         return None, 0
     if model_type == "gemma2":
         return window, layers // 2  # modeling_gemma2: every other layer is local
-    pattern = fields.count(config, "sliding_window_pattern")
+    pattern = fields.count(config, "sliding_window_pattern", minimum=1)
     if model_type.startswith("gemma3") and pattern:
         return window, layers - layers // pattern
+    if model_type == "cohere2":
+        # Cohere2Config: layer i slides unless (i + 1) % sliding_window_pattern == 0 (default 4; transformers 5.20.2
+        # configuration_cohere2.py L98-L100), as Command R7B and Command A configs without layer_types give it
+        return window, layers - layers // (pattern or 4)
     return window, layers
 
 
@@ -447,12 +550,13 @@ def _rope(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
-    experts = fields.first_count(config, "num_local_experts", "num_experts", "n_routed_experts")
+    # ERNIE 4.5 MoE names them moe_num_experts, moe_k, moe_num_shared_experts (transformers Ernie4_5_MoeConfig)
+    experts = fields.first_count(config, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
     if not experts or experts <= 1:
         return {}
     moe_size = fields.first_count(config, "moe_intermediate_size", "intermediate_size") or 0
     shared = fields.count(config, "shared_expert_intermediate_size") or 0
-    shared_experts = fields.first_count(config, "n_shared_experts", "num_shared_experts")  # Kimi Linear: num_
+    shared_experts = fields.first_count(config, "n_shared_experts", "num_shared_experts", "moe_num_shared_experts")
     if shared_experts:
         shared = shared_experts * moe_size
     dense = fields.count(config, "first_k_dense_replace") or 0
@@ -464,10 +568,24 @@ def _moe(config: dict[str, Any], layers: int) -> dict[str, Any]:
         # Llama4TextMoe.shared_expert).
         dense = layers - layers // step
         shared = moe_size
+    if config.get("moe_layer_start_index") is not None or config.get("moe_layer_interval") is not None:
+        # ERNIE 4.5: layer i is MoE when (i + 1) % moe_layer_interval == 0 and moe_layer_start_index <= i <=
+        # moe_layer_end_index (transformers 5.20.2 modeling_ernie4_5_moe.py L396-L400); the rest dense
+        start = fields.count(config, "moe_layer_start_index") or 0
+        end = fields.count(config, "moe_layer_end_index")
+        every = fields.count(config, "moe_layer_interval", minimum=1) or 1
+        last = layers - 1 if end is None else min(end, layers - 1)
+        dense = layers - sum(1 for i in range(start, last + 1) if (i + 1) % every == 0)
     return {
         "experts": experts,
         "active_experts": fields.first_count(
-            config, "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts", minimum=1
+            config,
+            "num_experts_per_tok",
+            "experts_per_token",
+            "num_experts_per_token",
+            "top_k_experts",
+            "moe_k",
+            minimum=1,
         )
         or 1,
         "moe_intermediate_size": moe_size,
@@ -490,12 +608,14 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
     if vision is None:
         return 0.0
     # MoonViT (Kimi-VL, Kimi K2.5) spells them vt_num_hidden_layers, vt_hidden_size, vt_intermediate_size
-    depth = fields.first_count(vision, "num_hidden_layers", "depth", "vt_num_hidden_layers") or 0
-    width = fields.first_count(vision, "hidden_size", "vt_hidden_size") or 0
-    mlp = fields.first_count(vision, "intermediate_size", "vt_intermediate_size") or 4 * width
+    # DeepSeek-VL2's SigLIP spells them layers, width and mlp_ratio (timm VisionTransformer arguments)
+    depth = fields.first_count(vision, "num_hidden_layers", "depth", "vt_num_hidden_layers", "layers") or 0
+    width = fields.first_count(vision, "hidden_size", "vt_hidden_size", "width") or 0
+    ratio = fields.number(vision, "mlp_ratio")
+    mlp = fields.first_count(vision, "intermediate_size", "vt_intermediate_size") or int(width * (ratio or 4.0))
     if not depth or not width:
         return 0.0
-    patch = fields.count(vision, "patch_size") or 14
+    patch = _patch_side(vision)
     channels = fields.count(vision, "num_channels") or fields.count(vision, "in_channels") or 3
     temporal = fields.count(vision, "temporal_patch_size") or 1
     per_layer = 4 * width * width + 4 * width + 2 * width * mlp + mlp + width + 4 * width
@@ -522,13 +642,34 @@ def _vision_params(config: dict[str, Any], text_hidden: int) -> float:
         mergers = merger + 2 * width + deepstack * (merger + 2 * merged)
         return float(depth * per_layer + embed + width + positions + mergers)
     projector = width * merge * merge * text_hidden
+    ratio = fields.number(config, "downsample_ratio")
+    if ratio and 0 < ratio < 1:
+        # InternVL (InternVLChatModel mlp1, transformers InternVLMultiModalProjector): pixel shuffle by
+        # 1 / downsample_ratio each way, a LayerNorm over the shuffled width, then two Linears with biases
+        shuffled = width * round(1 / ratio) ** 2
+        projector = 2 * shuffled + shuffled * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
     if fields.text(vision, "model_type") == "pixtral":
         # Pixtral (Mistral 3): a gated MLP (w1, w2, w3) without biases, RMSNorms; Mistral 3's projector merges
         # merge x merge patches back to the tower width, then linear_1 and linear_2 to the text width
         # (transformers PixtralAttentionLayer, Mistral3PatchMerger, Mistral3MultiModalProjector).
+        # LLaVA's projector over Pixtral (Pixtral-12B in HF format) has no merger and is biased unless
+        # multimodal_projector_bias is false (LlavaConfig default true; Mistral3Config default false)
         per_layer = 4 * width * width + 3 * width * mlp + 2 * width
-        projector = width * merge * merge * width + width * text_hidden + text_hidden * text_hidden + width
+        mistral3 = fields.text(config, "model_type") == "mistral3"
+        bias = fields.flag(config, "multimodal_projector_bias")
+        biased = bias is True or (bias is None and not mistral3)
+        merger = width * merge * merge * width + width if mistral3 else 0  # patch merger and the projector's norm
+        projector = merger + width * text_hidden + text_hidden * text_hidden + width + 2 * text_hidden * biased
     return float(depth * per_layer + embed + projector)
+
+
+def _patch_side(vision: dict[str, Any]) -> int:
+    """The patch side: ``patch_size`` as a count or as a square ``[h, w]`` pair (InternVL's vision config); 14 when
+    absent."""
+    given = vision.get("patch_size")
+    if isinstance(given, list) and len(given) == 2 and given[0] == given[1]:
+        return fields.count({"patch_size": given[0]}, "patch_size", minimum=1) or 14
+    return fields.count(vision, "patch_size") or 14
 
 
 def _linear_attention(config: dict[str, Any], layers: int) -> dict[str, Any]:
@@ -864,6 +1005,11 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     raw, config = config, _with_defaults(_flatten(config))
     model_type = fields.text(config, "model_type") or "unknown"
     unread = tuple(key for key in _UNSIZED.get(model_type, ()) if config.get(key) is not None) + _index_share(config)
+    raw_type = fields.text(raw, "model_type") or model_type
+    if fields.mapping(raw, "audio_config") is not None and raw_type not in _AUDIO_COUNTED + gemma4.MODEL_TYPES:
+        # an audio tower servespec does not count (Phi-4-multimodal, Voxtral, Gemma 3n, Qwen2.5-Omni...): refused
+        # rather than sized without it
+        unread += ("audio_config",)
     if unread:
         raise UnsizedArchitectureError(model_type, unread)
     missing = _missing(config)
@@ -876,6 +1022,10 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     head_dim = fields.count(config, "head_dim") or hidden // heads
     if not head_dim:
         raise fields.ConfigFieldError("hidden_size", "at least num_attention_heads")
+    vision = _vision_params(raw, hidden)
+    if not vision and fields.mapping(raw, "vision_config") and raw_type not in gemma4.MODEL_TYPES:
+        # a tower whose size servespec finds no field of (Janus' vision_config.params, ...): refused, not left out
+        raise UnsizedArchitectureError(raw_type, ("vision_config",))
     window, sliding = _sliding_layers(config, layers, model_type)
     chunked = bool(fields.count(config, "attention_chunk_size")) and not fields.count(config, "sliding_window")
     tied = fields.flag(config, "tie_word_embeddings")
@@ -914,7 +1064,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         index_n_heads=fields.count(config, "index_n_heads"),
         index_head_dim=fields.count(config, "index_head_dim"),
         index_topk=fields.count(config, "index_topk"),
-        vision_params=_vision_params(raw, hidden),
+        vision_params=vision + towers.audio_params(raw, hidden) + towers.phi3v_params(raw, hidden),
         qkv_bias=model_type in _QKV_BIAS_WHEN_SET and fields.flag(config, "attention_bias") is True,
         linear_bias=model_type == _STARCODER2 and fields.flag(config, "use_bias") is not False,
         cross_layers=len(fields.items(config, "cross_attention_layers") or []) if model_type == _MLLAMA_TEXT else 0,
@@ -923,7 +1073,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         vision_profile=towers.vision_profile(raw),
         encoder_mlp=towers.mllama_encoder_mlp(raw),
     )
-    layout = _family_layout(config, model_type, hidden, heads)
+    layout = _modern_layout(config, model_type, hidden, heads) or _family_layout(config, model_type, hidden, heads)
     if layout:
         facts = replace(facts, **layout)
     if model_type in mamba.MAMBA_TYPES:
@@ -947,6 +1097,10 @@ def _mtp(config: dict[str, Any]) -> dict[str, Any]:
             return {"mtp_layers": count, "mtp_key": key}
     return {}
 
+
+_AUDIO_COUNTED: tuple[str, ...] = ("qwen2_audio",)
+"""Model types whose ``audio_config`` tower servespec counts (knowledge/vision.py ``audio_params``; Gemma 4's in
+knowledge/gemma4.py)."""
 
 _ESSENTIAL = ("num_hidden_layers", "hidden_size", "num_attention_heads")
 _MLA = ("qk_rope_head_dim",)
@@ -1095,6 +1249,102 @@ def _family_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
     return {}
 
 
+_FIXED_LAYOUTS: dict[str, dict[str, Any]] = {
+    # Glm4DecoderLayer: input, post_self_attn, post_attention and post_mlp RMSNorms
+    "glm4": {"norms_per_layer": 4},
+    # Glm4vTextDecoderLayer (GLM-4.1V): the same four norms; q, k and v always biased (Glm4vTextAttention)
+    "glm4v_text": {"norms_per_layer": 4, "qkv_bias": True},
+    # Ernie4_5_MoeSparseMoeBlock: moe_statics.e_score_correction_bias, one per expert, in each MoE layer
+    "ernie4_5_moe": {"router_bias": True},
+}
+"""Layouts that no config field changes (transformers 5.20.2 modeling_<type>.py)."""
+
+
+def _granite_shared(config: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """Granite 3 MoE with a shared expert (granitemoeshared) and Granite 4.0 (granitemoehybrid): a gated shared MLP
+    ``shared_intermediate_size`` wide in every layer beside the routed experts, alone when ``num_local_experts`` is 0
+    (transformers 5.20.2 GraniteMoeSharedDecoderLayer, GraniteMoeHybridDecoderLayer). Granite 4.0-H's Mamba-2
+    layers (``layer_types`` ``mamba``) keep a state servespec does not size: refused, naming the fields."""
+    kinds = fields.items(config, "layer_types") or []
+    if model_type == "granitemoehybrid" and "mamba" in kinds:
+        given = [key for key in ("mamba_n_heads", "mamba_d_state", "mamba_d_head", "mamba_n_groups") if key in config]
+        raise UnsizedArchitectureError(model_type, ("layer_types (mamba)", *given))
+    shared = fields.count(config, "shared_intermediate_size") or 0
+    experts = fields.count(config, "num_local_experts") or 0
+    if experts > 1:
+        return {"shared_intermediate_size": shared}
+    return {"intermediate_size": shared} if shared else {}
+
+
+def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: int) -> dict[str, Any] | None:
+    """Gated-MLP decoder families whose norms, biases or MLP differ from Llama's; None: not one of them.
+
+    Each as transformers 5.20.2 builds it (modeling_<type>.py), or for remote-code families as the checkpoint's own
+    modelling code and vLLM's model of it (vllm/model_executor/models/<name>.py) build it.
+    """
+    kv = fields.count(config, "num_key_value_heads") or heads
+    head = fields.count(config, "head_dim") or hidden // heads
+    if model_type in ("cohere", "cohere2"):
+        # CohereDecoderLayer: one input_layernorm (attention and MLP in parallel), a weight-only LayerNorm; with
+        # use_qk_norm (Command R+) q_norm and k_norm are LayerNorms over (heads, head_dim) and (kv heads, head_dim)
+        qk = (heads + kv) * head if fields.flag(config, "use_qk_norm") else 0
+        return {"norms_per_layer": 1, "qk_norm_params": qk}
+    if model_type in _FIXED_LAYOUTS:
+        return _FIXED_LAYOUTS[model_type]
+    if model_type == "chatglm":
+        # ChatGLM2/3, GLM-4-9B (modeling_chatglm.py GLMBlock; vllm chatglm.py GLMAttention): query_key_value biased
+        # by add_qkv_bias, dense and the MLP by add_bias_linear; KV heads multi_query_group_num when
+        # multi_query_attention; RMSNorm when rmsnorm, else LayerNorm with a bias; final_layernorm when
+        # post_layer_norm; dense_h_to_4h is the gate and up projections fused (a SwiGLU of ffn_hidden_size)
+        linear = fields.flag(config, "add_bias_linear") is True
+        group = fields.count(config, "multi_query_group_num", minimum=1)
+        return {
+            "kv_heads": group if group and fields.flag(config, "multi_query_attention") else heads,
+            "qkv_bias": fields.flag(config, "add_qkv_bias") is True and not linear,
+            "attention_biases": linear,
+            "mlp_biases": linear,
+            "norm_weights": 1 if _on(config, "rmsnorm") else 2,
+            "final_norm": _on(config, "post_layer_norm"),
+        }
+    if model_type == "stablelm":
+        # StableLmDecoderLayer: LayerNorms with a bias, one when use_parallel_residual; q, k, v biased by
+        # use_qkv_bias; qk_layernorm: a bias-free LayerNorm per head over head_dim for queries and keys
+        qk = (heads + kv) * head if fields.flag(config, "qk_layernorm") else 0
+        return {
+            "norm_weights": 2,
+            "norms_per_layer": 1 if fields.flag(config, "use_parallel_residual") else 2,
+            "qkv_bias": fields.flag(config, "use_qkv_bias") is True,
+            "qk_norm_params": qk,
+        }
+    if model_type == "phimoe":
+        # PhimoeDecoderLayer: LayerNorms with a bias; q, k, v, o biased by attention_bias; lm_head by lm_head_bias
+        return {
+            "norm_weights": 2,
+            "attention_biases": fields.flag(config, "attention_bias") is True,
+            "lm_head_bias": fields.flag(config, "lm_head_bias") is True,
+        }
+    if model_type in ("granitemoehybrid", "granitemoeshared"):
+        return _granite_shared(config, model_type)
+    if model_type == "hunyuan_v1_dense":
+        # HunYuanDenseV1Attention: query_layernorm and key_layernorm over head_dim in every layer
+        return {"qk_norm_params": 2 * head}
+    if model_type == "olmoe":
+        # OlmoeAttention: q_norm over all query heads, k_norm over all key heads
+        return {"qk_norm_params": (heads + kv) * head}
+    if model_type in ("arcee", "apertus"):
+        # ArceeMLP (ReLU^2) and ApertusMLP (xIELU): up_proj and down_proj, no gate; Apertus adds q_norm and k_norm
+        # over head_dim and xIELU's alpha_p and alpha_n per layer
+        apertus = model_type == "apertus"
+        bias = fields.flag(config, "mlp_bias") is True
+        return {
+            "mlp_matrices": 2,
+            "mlp_biases": bias,
+            "qk_norm_params": 2 * head if apertus else 0,
+            "layer_extra": 2 if apertus else 0,
+        }
+    return None
+
+
 def _gated(config: dict[str, Any], model_type: str) -> bool:
     """Qwen3-Next and Qwen3.5 gate the attention output: q_proj is twice as wide (transformers
     Qwen3NextAttention, ``attn_output_gate`` in Qwen3.5's config, true when absent)."""
@@ -1130,12 +1380,13 @@ def _attention_params(m: ModelFacts) -> float:
         params += q + kv + h + m.attention_heads  # biases and attention sinks
     if m.model_type == "phi" or m.linear_bias or m.attention_biases:
         params += q + kv + h  # q, k, v and dense biases (transformers PhiAttention, Starcoder2Attention)
-    if m.model_type in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text", "exaone4"):
-        params += 2 * m.head_dim  # q_norm and k_norm (transformers Qwen3Attention, Exaone4Attention)
+    if m.model_type in ("qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text", "exaone4", *_GEMMA3_TYPES):
+        # q_norm and k_norm over head_dim (transformers Qwen3Attention, Exaone4Attention, Gemma3Attention)
+        params += 2 * m.head_dim
     if m.model_type in ("minimax_m2", "olmo2", "olmo3"):
         # q_norm and k_norm over all heads (transformers MiniMaxM2Attention, Olmo2Attention, Olmo3Attention)
         params += q + kv // 2
-    return params
+    return params + m.qk_norm_params
 
 
 def _linear_params(m: ModelFacts) -> float:
@@ -1191,7 +1442,7 @@ def _mlp_params(m: ModelFacts) -> tuple[float, float, float]:
     expert = 3 * h * (m.moe_intermediate_size or 0)
     if m.model_type == "gpt_oss":
         expert += 2 * (m.moe_intermediate_size or 0) + h  # gate_up and down biases
-    router = h * (m.experts or 0)
+    router = (h + m.router_bias) * (m.experts or 0)
     shared = 3 * h * m.shared_intermediate_size
     if shared and m.model_type.startswith(_SHARED_EXPERT_GATE):
         shared += h  # shared_expert_gate
@@ -1212,7 +1463,7 @@ def count_parameters(m: ModelFacts) -> tuple[float, float]:
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     dense_layers = m.layers - moe_layers
     full = m.layers - m.linear_layers
-    attention = full * _attention_params(m) + m.linear_layers * _linear_params(m) + m.layers * norms
+    attention = full * _attention_params(m) + m.linear_layers * _linear_params(m) + m.layers * (norms + m.layer_extra)
     if m.is_sparse:
         attention += m.layers * _indexer_params(m)
     attention += m.cross_layers * (2 * m.head_dim + 2)  # q_norm, k_norm, cross_attn_attn_gate, cross_attn_mlp_gate

@@ -20,6 +20,7 @@ Other towers are left to the generic estimate in :mod:`servespec.knowledge.model
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,12 +102,10 @@ def _llama4(vision: dict[str, Any], text_hidden: int) -> float:
     return float(embeddings + _count(vision, "num_hidden_layers", 34) * layer + adapter + projector)
 
 
-def _siglip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
-    """transformers SiglipVisionModel inside LlavaNextForConditionalGeneration: biased patch Conv2d, position
-    embeddings (no class token), layers with biased attention, LayerNorms and fc1/fc2, the post LayerNorm and the
-    attention-pooling head (``vision_use_head``, true by default); LlavaNextMultiModalProjector (linear_1 over the
-    concatenated ``vision_feature_layer`` outputs, linear_2, biased unless ``multimodal_projector_bias`` is false)
-    and ``image_newline``."""
+def _siglip_tower(vision: dict[str, Any]) -> int:
+    """transformers SiglipVisionModel: biased patch Conv2d, (image_size / patch_size)^2 positions (no class token),
+    layers with biased attention, LayerNorms and fc1/fc2, the post LayerNorm and the attention-pooling head
+    (``vision_use_head``, true by default)."""
     width = _count(vision, "hidden_size", 768)
     mlp = _count(vision, "intermediate_size", 3072)
     patch = _count(vision, "patch_size", 16)
@@ -117,12 +116,164 @@ def _siglip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: i
     head = 0
     if fields.flag(vision, "vision_use_head") is not False:
         head = width + 4 * width * width + 4 * width + 2 * width + mlp_block  # probe, attention, layernorm, mlp
-    tower = embeddings + _count(vision, "num_hidden_layers", 12) * layer + 2 * width + head
+    return embeddings + _count(vision, "num_hidden_layers", 12) * layer + 2 * width + head
+
+
+def _siglip_gemma3(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """Gemma 3 (transformers Gemma3ForConditionalGeneration): a SigLIP tower and Gemma3MultiModalProjector's
+    bias-free ``mm_input_projection_weight`` (width x text width) after ``mm_soft_emb_norm`` (an RMSNorm over the
+    width); the average pool holds no weights."""
+    del config
+    width = _count(vision, "hidden_size", 768)
+    return float(_siglip_tower(vision) + width * text_hidden + width)
+
+
+def _siglip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers SiglipVisionModel inside LlavaNextForConditionalGeneration: biased patch Conv2d, position
+    embeddings (no class token), layers with biased attention, LayerNorms and fc1/fc2, the post LayerNorm and the
+    attention-pooling head (``vision_use_head``, true by default); LlavaNextMultiModalProjector (linear_1 over the
+    concatenated ``vision_feature_layer`` outputs, linear_2, biased unless ``multimodal_projector_bias`` is false)
+    and ``image_newline``."""
+    width = _count(vision, "hidden_size", 768)
+    tower = _siglip_tower(vision)
     feature = config.get("vision_feature_layer")
     taps = len(feature) if isinstance(feature, list) and feature else 1
     bias = fields.flag(config, "multimodal_projector_bias") is not False
     projector = width * taps * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
     return float(tower + projector + text_hidden)
+
+
+def _clip_llava(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers CLIPVisionModel inside LlavaForConditionalGeneration / LlavaNext / LlavaOnevision: the class
+    embedding, a bias-free patch Conv2d, (image_size / patch_size)^2 + 1 position embeddings, pre_layrnorm, layers
+    with biased attention, LayerNorms and fc1/fc2, post_layernorm; the two-layer projector (linear_1 over the
+    concatenated ``vision_feature_layer`` outputs, linear_2, biased unless ``multimodal_projector_bias`` is false),
+    and LLaVA-NeXT's and LLaVA-OneVision's ``image_newline``."""
+    width = _count(vision, "hidden_size", 768)
+    mlp = _count(vision, "intermediate_size", 3072)
+    patch = _count(vision, "patch_size", 32)
+    layer = 4 * width * width + 4 * width + 4 * width + 2 * width * mlp + mlp + width
+    embeddings = width + _count(vision, "num_channels", 3) * patch * patch * width
+    embeddings += ((_count(vision, "image_size", 224) // patch) ** 2 + 1) * width
+    tower = embeddings + 2 * width + _count(vision, "num_hidden_layers", 12) * layer + 2 * width
+    feature = config.get("vision_feature_layer")
+    taps = len(feature) if isinstance(feature, list) and feature else 1
+    bias = fields.flag(config, "multimodal_projector_bias") is not False
+    projector = width * taps * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
+    newline = text_hidden if fields.text(config, "model_type") in ("llava_next", "llava_onevision") else 0
+    return float(tower + projector + newline)
+
+
+def _glm4v(vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers Glm4vVisionModel (GLM-4.1V): a biased Conv3d patch embedding, post_conv_layernorm, learned
+    positions for (image_size / patch_size)^2 patches, ``depth`` blocks (two RMSNorms, qkv biased by
+    attention_bias, a bias-free proj, a bias-free gated MLP ``out_hidden_size`` wide), post_layernorm, a biased Conv2d
+    downsampling spatial_merge_size^2 patches to ``out_hidden_size``, and the merger (proj, a LayerNorm, a gated MLP
+    ``intermediate_size`` wide, no biases) into the text model, ``out_hidden_size`` wide (``text_hidden`` unused)."""
+    del text_hidden
+    width = _count(vision, "hidden_size", 1536)
+    out = _count(vision, "out_hidden_size", 4096)
+    inner = _count(vision, "intermediate_size", 13696)
+    patch = _count(vision, "patch_size", 14)
+    merge = _count(vision, "spatial_merge_size", 2)
+    embed = _count(vision, "in_channels", 3) * _count(vision, "temporal_patch_size", 2) * patch * patch * width + width
+    positions = (_count(vision, "image_size", 336) // patch) ** 2 * width
+    bias = 3 * width if fields.flag(vision, "attention_bias") is True else 0
+    block = 2 * width + 4 * width * width + bias + 3 * width * out
+    downsample = width * out * merge * merge + out
+    merger = out * out + 2 * out + 3 * out * inner
+    return float(embed + width + positions + _count(vision, "depth", 24) * block + width + downsample + merger)
+
+
+PHI3V_CLIP = {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24, "patch_size": 14,
+              "image_size": 336, "num_channels": 3}  # fmt: skip
+"""The tower vLLM builds for every Phi-3-vision checkpoint, whatever ``img_processor`` names (vLLM v0.11.0 and
+later model_executor/models/phi3v.py ``CLIP_VIT_LARGE_PATCH14_336_CONFIG``)."""
+
+
+def phi3v_params(config: dict[str, Any], text_hidden: int) -> float:
+    """Phi-3-vision / Phi-3.5-vision as vLLM loads them (phi3v.py ``Phi3HDImageEmbedding``): CLIP ViT-L/14-336 cut
+    after ``img_processor.layer_idx`` (default -2: 23 of 24 layers, then no post_layernorm: clip.py
+    ``require_post_norm``), glb_GN and sub_GN of 4 x ``image_dim_out``, and img_projection (Linear 4 x
+    ``image_dim_out`` -> hidden, GELU, Linear hidden -> hidden, both biased). 0 for other models."""
+    processor = fields.mapping(config, "img_processor")
+    if processor is None or fields.text(config, "model_type") != "phi3_v":
+        return 0.0
+    clip = PHI3V_CLIP
+    width, mlp, patch = clip["hidden_size"], clip["intermediate_size"], clip["patch_size"]
+    index = processor.get("layer_idx", -2)
+    if not isinstance(index, int) or isinstance(index, bool) or not -clip["num_hidden_layers"] <= index < 64:
+        raise fields.ConfigFieldError("img_processor.layer_idx", "a layer index of the 24-layer CLIP tower")
+    depth = min(clip["num_hidden_layers"] + index + 1 if index < 0 else index + 1, clip["num_hidden_layers"])
+    layer = 4 * width * width + 4 * width + 4 * width + 2 * width * mlp + mlp + width
+    embeddings = width + clip["num_channels"] * patch * patch * width
+    embeddings += ((clip["image_size"] // patch) ** 2 + 1) * width
+    post = 2 * width if depth == clip["num_hidden_layers"] else 0
+    tower = embeddings + 2 * width + depth * layer + post
+    out = _count(processor, "image_dim_out", width)
+    projection = 4 * out * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+    return float(tower + 2 * 4 * out + projection)
+
+
+def _intern_vit(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """InternViT as transformers InternVLVisionModel (HF-format InternVL, ``internvl_vision``) and the checkpoints' own
+    InternVisionModel (``internvl_chat``, ``intern_vit_6b``) build it: a class token, a biased patch Conv2d,
+    (image_size / patch_size)^2 + 1 learned positions; layers with q, k, v biased by ``attention_bias`` /
+    ``qkv_bias``, a biased output projection, q and k RMSNorms over the width with ``use_qk_norm`` /
+    ``qk_normalization``, two norms (``norm_type`` layer_norm with a bias, or rms_norm), biased fc1/fc2 and two
+    layer-scale vectors; the projector (a LayerNorm over the pixel-shuffled width, two biased Linears)."""
+    width = _count(vision, "hidden_size", 1024)
+    mlp = _count(vision, "intermediate_size", 4096)
+    given = vision.get("patch_size")
+    patch = (
+        given[0] if isinstance(given, list) and given and type(given[0]) is int else _count(vision, "patch_size", 14)
+    )
+    size = vision.get("image_size")
+    image = size[0] if isinstance(size, list) and size and type(size[0]) is int else _count(vision, "image_size", 448)
+    if patch <= 0 or image <= 0 or patch > image:
+        raise fields.ConfigFieldError("vision_config.patch_size", "a whole number no larger than image_size")
+    biased = fields.flag(vision, "attention_bias") is True or fields.flag(vision, "qkv_bias") is True
+    qk_norm = fields.flag(vision, "use_qk_norm") is True or fields.flag(vision, "qk_normalization") is True
+    norm = width if fields.text(vision, "norm_type") == "rms_norm" else 2 * width
+    layer = 4 * width * width + (3 * width if biased else 0) + width + (2 * width if qk_norm else 0)
+    layer += 2 * norm + 2 * width * mlp + mlp + width + 2 * width
+    embeddings = width + _count(vision, "num_channels", 3) * patch * patch * width + width
+    embeddings += ((image // patch) ** 2 + 1) * width
+    ratio = fields.number(config, "downsample_ratio") or 0.5
+    shuffled = width * round(1 / ratio) ** 2 if 0 < ratio < 1 else width
+    projector = 2 * shuffled + shuffled * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+    return float(embeddings + _count(vision, "num_hidden_layers", 24) * layer + projector)
+
+
+def _idefics3(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """transformers Idefics3VisionTransformer (Idefics3, SmolVLM): a biased patch Conv2d, (image_size /
+    patch_size)^2 learned positions, SigLIP layers (biased q, k, v, out, fc1, fc2; two LayerNorms), post_layernorm;
+    the connector's bias-free Linear from the width x scale_factor^2 of the pixel shuffle to the text width."""
+    width = _count(vision, "hidden_size", 1152)
+    mlp = _count(vision, "intermediate_size", 3072)
+    patch = _count(vision, "patch_size", 32)
+    layer = 4 * width * width + 4 * width + 4 * width + 2 * width * mlp + mlp + width
+    embeddings = _count(vision, "num_channels", 3) * patch * patch * width + width
+    embeddings += (_count(vision, "image_size", 224) // patch) ** 2 * width
+    tower = embeddings + _count(vision, "num_hidden_layers", 12) * layer + 2 * width
+    return float(tower + width * _count(config, "scale_factor", 2) ** 2 * text_hidden)
+
+
+def audio_params(config: dict[str, Any], text_hidden: int) -> float:
+    """Qwen2-Audio's audio tower and projector (transformers Qwen2AudioEncoder, Qwen2AudioMultiModalProjector): two
+    biased Conv1d (num_mel_bins -> d_model and d_model -> d_model, kernel 3), a learned table of
+    ``max_source_positions`` positions, Whisper encoder layers (q, v, out biased, k not; two LayerNorms; fc1/fc2 of
+    ``encoder_ffn_dim`` biased), the closing LayerNorm, and a biased Linear to the text width. 0 for other models."""
+    audio = fields.mapping(config, "audio_config")
+    if audio is None or fields.text(config, "model_type") != "qwen2_audio":
+        return 0.0
+    width = _count(audio, "d_model", 1280)
+    ffn = _count(audio, "encoder_ffn_dim", 5120)
+    convs = _count(audio, "num_mel_bins", 128) * width * 3 + width + width * width * 3 + width
+    layer = 4 * width * width + 3 * width + 2 * width * 2 + 2 * width * ffn + ffn + width
+    tower = convs + _count(audio, "max_source_positions", 1500) * width
+    tower += _count(audio, "encoder_layers", 32) * layer + 2 * width
+    return float(tower + width * text_hidden + text_hidden)
 
 
 def mllama_encoder_states(config: dict[str, Any]) -> tuple[int, int, int]:
@@ -154,6 +305,26 @@ def mllama_encoder_mlp(config: dict[str, Any]) -> int:
     return _count(vision, "intermediate_size", 5120)
 
 
+_VISION_ONLY = {
+    "qwen2_vl": ("qwen2_vl", "qwen2_vl_vision"),
+    "qwen2_5_vl": ("qwen2_5_vl", "qwen2_5_vl_vision"),
+    "mllama": ("mllama_vision_model",),
+    "llama4": ("llama4_vision_model",),
+    "glm4v": ("glm4v_vision",),
+}
+_VISION_COUNTS: dict[str, Callable[[dict[str, Any], int], float]] = {
+    "qwen2_vl": _qwen2_vl,
+    "qwen2_5_vl": _qwen2_5_vl,
+    "mllama": _mllama,
+    "llama4": _llama4,
+    "glm4v": _glm4v,
+}
+_WITH_CONFIG = {
+    "internvl": (("internvl", "internvl_chat"), ("internvl_vision", "intern_vit_6b"), _intern_vit),
+    "idefics3": (("idefics3", "smolvlm"), ("idefics3_vision", "smolvlm_vision"), _idefics3),
+}
+
+
 def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
     """The vision tower and projector of a config whose tower is one of the classes above; None otherwise."""
     vision = fields.mapping(config, "vision_config")
@@ -161,16 +332,18 @@ def tower_params(config: dict[str, Any], text_hidden: int) -> float | None:
         return None
     model_type = fields.text(config, "model_type") or ""
     vision_type = fields.text(vision, "model_type") or ""
-    if model_type == "qwen2_vl" or vision_type in ("qwen2_vl", "qwen2_vl_vision"):
-        return _qwen2_vl(vision, text_hidden)
-    if model_type == "qwen2_5_vl" or vision_type in ("qwen2_5_vl", "qwen2_5_vl_vision"):
-        return _qwen2_5_vl(vision, text_hidden)
-    if model_type == "mllama" or vision_type == "mllama_vision_model":
-        return _mllama(vision, text_hidden)
-    if model_type == "llama4" or vision_type == "llama4_vision_model":
-        return _llama4(vision, text_hidden)
-    if model_type == "llava_next" and vision_type == "siglip_vision_model":
+    for family, vision_types in _VISION_ONLY.items():
+        if model_type == family or vision_type in vision_types:
+            return float(_VISION_COUNTS[family](vision, text_hidden))
+    for model_types, vision_types, count in _WITH_CONFIG.values():
+        if model_type in model_types or vision_type in vision_types:
+            return count(config, vision, text_hidden)
+    if model_type == "gemma3" and vision_type == "siglip_vision_model":
+        return _siglip_gemma3(config, vision, text_hidden)
+    if model_type in ("llava_next", "llava_onevision") and vision_type == "siglip_vision_model":
         return _siglip_llava(config, vision, text_hidden)
+    if model_type in ("llava", "llava_next", "llava_onevision") and vision_type == "clip_vision_model":
+        return _clip_llava(config, vision, text_hidden)
     return None
 
 
