@@ -348,12 +348,14 @@ def test_granite4_attention_only_sizes_its_shared_mlp() -> None:
     assert facts_from_config(shared, "granite-3-moe-shared").params == 1_410_125_824
 
 
-def test_granite4_h_mamba_layers_are_refused() -> None:
-    """Granite 4.0-H: Mamba-2 layers among the attention ones; servespec sized every layer as attention (5.92B for a
-    model transformers builds with 7.15B, and a KV cache for 40 layers instead of 4)."""
+def test_granite4_h_mamba_layers_are_sized_as_transformers_builds_them() -> None:
+    """Granite 4.0-H: Mamba-2 layers among the attention ones (knowledge/mamba.py). transformers 5.20.2 builds this
+    config with 4,312,377,344 parameters (GraniteMoeHybridForCausalLM on the meta device; the attention-only
+    variant 3,402,836,480); 4 attention layers hold KV, 36 Mamba-2 layers a fixed state."""
     hybrid = {**GRANITE4_MICRO, "layer_types": (["mamba"] * 9 + ["attention"]) * 4}
-    with pytest.raises(UnsizedArchitectureError, match=r"layer_types \(mamba\), mamba_n_heads"):
-        facts_from_config(hybrid, "granite-4.0-h-small")
+    facts = facts_from_config(hybrid, "granite-4.0-h")
+    assert facts.params == 4_312_377_344
+    assert (facts.linear_layers, facts.kv_full_layers, facts.linear_kind) == (36, 4, "mamba2")
 
 
 def test_minicpm_ties_its_embeddings_by_default() -> None:

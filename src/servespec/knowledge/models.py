@@ -1264,11 +1264,7 @@ def _granite_shared(config: dict[str, Any], model_type: str) -> dict[str, Any]:
     """Granite 3 MoE with a shared expert (granitemoeshared) and Granite 4.0 (granitemoehybrid): a gated shared MLP
     ``shared_intermediate_size`` wide in every layer beside the routed experts, alone when ``num_local_experts`` is 0
     (transformers 5.20.2 GraniteMoeSharedDecoderLayer, GraniteMoeHybridDecoderLayer). Granite 4.0-H's Mamba-2
-    layers (``layer_types`` ``mamba``) keep a state servespec does not size: refused, naming the fields."""
-    kinds = fields.items(config, "layer_types") or []
-    if model_type == "granitemoehybrid" and "mamba" in kinds:
-        given = [key for key in ("mamba_n_heads", "mamba_d_state", "mamba_d_head", "mamba_n_groups") if key in config]
-        raise UnsizedArchitectureError(model_type, ("layer_types (mamba)", *given))
+    layers (``layer_types`` ``mamba``) are laid out by knowledge/mamba.py."""
     shared = fields.count(config, "shared_intermediate_size") or 0
     experts = fields.count(config, "num_local_experts") or 0
     if experts > 1:
