@@ -20,6 +20,13 @@ by ``_apply_top_k_top_p``, which sorts the float32 logits over the whole vocabul
 ``profile_sampler_v0_sorts_vocab`` is True where all three are found, False where the V0 model runner profiles
 otherwise, and absent where the release has no V0 model runner.
 
+``profile_sampler_flashinfer`` (:func:`flashinfer_sampler`): when ``TopKTopPSampler.__init__`` sends top-k/top-p to
+FlashInfer's kernels instead (read by ``ast``: the ``envs.VLLM_USE_FLASHINFER_SAMPLER is not False`` test of
+0.8.0-0.11.0, else the variable's default in vllm/envs.py), how many vocabulary-wide float32 tensors that path holds
+(``flashinfer_sample`` calling ``top_k_top_p_sampling_from_logits`` or only ``*_from_probs``), and the FlashInfer the
+release's own image installs (docker/Dockerfile ``ARG FLASHINFER_GIT_REF``, else requirements/cuda.txt's
+``flashinfer-python`` pin).
+
 A development tool: the CLI never imports it.
 """
 
@@ -37,7 +44,7 @@ import vllm as builder  # scripts/catalog/vllm.py (url, fetch)
 import vllm_mxfp4
 from catalog_io import releases_dir
 
-from servespec.engines.catalog import SourcedBool, SourcedInt
+from servespec.engines.catalog import FlashinferSampler, SourcedBool, SourcedInt
 
 OPS = "vllm/v1/sample/ops/topk_topp_sampler.py"
 
@@ -61,9 +68,7 @@ def triton_rows(version: str, src: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    function = next(
-        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply_top_k_top_p"), None
-    )
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply_top_k_top_p"), None)
     if function is None:
         return None
     for node in function.body:
@@ -158,6 +163,104 @@ def v0_sorts(version: str, src: Path) -> dict[str, Any] | None:
     return {"value": value, "source": "; ".join(sources)}
 
 
+FLAG = "envs.VLLM_USE_FLASHINFER_SAMPLER"
+ENVS = "vllm/envs.py"
+
+
+def _env_default(src: Path) -> tuple[object, int]:
+    """The value vllm/envs.py gives ``VLLM_USE_FLASHINFER_SAMPLER`` when it is unset, and its line: the ``else``
+    constant of its ``lambda: ... if "VLLM_USE_FLASHINFER_SAMPLER" in os.environ else <default>`` entry
+    (``...`` when not found)."""
+    path = src / ENVS
+    if not path.is_file():
+        return ..., 0
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Dict):
+            continue
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and key.value == "VLLM_USE_FLASHINFER_SAMPLER":
+                body = value.body if isinstance(value, ast.Lambda) else None
+                if isinstance(body, ast.IfExp) and isinstance(body.orelse, ast.Constant):
+                    return body.orelse.value, key.lineno
+    return ..., 0
+
+
+def _image_flashinfer(version: str) -> str | None:
+    """The FlashInfer the release's image installs: docker/Dockerfile's ``ARG FLASHINFER_GIT_REF="vX"``, else
+    requirements/cuda.txt's ``flashinfer-python==X`` (a requirement of every install); None: neither in the sdist."""
+    folder = vllm_mxfp4.sdist(version)
+    if folder is None:
+        return None
+    for line in (
+        (folder / "build" / "requirements" / "cuda.txt").read_text().splitlines()
+        if (folder / "build" / "requirements" / "cuda.txt").is_file()
+        else []
+    ):
+        if line.strip().startswith("flashinfer-python=="):
+            return line.split("==", 1)[1].split()[0]
+    dockerfile = folder / "build" / "docker" / "Dockerfile"
+    if dockerfile.is_file():
+        for line in dockerfile.read_text().splitlines():
+            if line.startswith("ARG FLASHINFER_GIT_REF="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return None
+
+
+def flashinfer_sampler(version: str, src: Path) -> dict[str, Any] | None:
+    """``{value, float32_buffers, image_flashinfer, source}`` (:class:`FlashinferSampler`); None: no V1 top-k/top-p
+    op, or no FlashInfer branch in it."""
+    path = src / OPS
+    if not path.is_file():
+        return None
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tests = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.If, ast.Compare, ast.UnaryOp)) and FLAG in ast.unparse(node)
+    ]
+    if not tests:
+        return None
+    unless_disabled = next(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Compare)
+            and ast.unparse(node.left) == FLAG
+            and isinstance(node.ops[0], ast.IsNot)
+            and isinstance(node.comparators[0], ast.Constant)
+            and node.comparators[0].value is False
+        ),
+        None,
+    )
+    first = min(tests, key=lambda n: n.lineno)
+    sources = [builder.url(version, OPS, (unless_disabled or first).lineno)]
+    if unless_disabled is not None:
+        value = "when_installed"
+    else:
+        default, line = _env_default(src)
+        if default not in (None, True):
+            return None
+        value = "default" if default is True else "opt_in"
+        sources.append(builder.url(version, ENVS, line) + f" (VLLM_USE_FLASHINFER_SAMPLER unset: {default})")
+    sample = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "flashinfer_sample"), None)
+    calls = [
+        ast.unparse(n.func).rsplit(".", 1)[-1]
+        for n in (ast.walk(sample) if sample is not None else ())
+        if isinstance(n, ast.Call)
+    ]
+    # the sampler's float32 copy and the softmax probabilities; FlashInfer's top-k-masked logits where it takes the
+    # logits; each ``*_renorm_prob`` fallback (0.8.x, when rejection sampling fails) a new tensor beside the last
+    buffers = 2 + calls.count("top_k_top_p_sampling_from_logits") + sum(c.endswith("_renorm_prob") for c in calls)
+    if sample is not None:
+        sources.append(builder.url(version, OPS, sample.lineno) + " (flashinfer_sample)")
+    return {
+        "value": value,
+        "float32_buffers": buffers,
+        "image_flashinfer": _image_flashinfer(version),
+        "source": "; ".join(sources),
+    }
+
+
 def tree(version: str) -> Path:
     folder = vllm_mxfp4.sdist(version)
     if folder is not None:
@@ -189,6 +292,13 @@ def main(argv: list[str]) -> int:
                 SourcedInt.model_validate(found)
                 facts["profile_sampler_triton_rows"] = found
                 print(f"{data['version']}: triton from {found['value']} rows", file=sys.stderr)
+            flashinfer = flashinfer_sampler(data["version"], src)
+            if flashinfer is None:
+                facts.pop("profile_sampler_flashinfer", None)
+            else:
+                FlashinferSampler.model_validate(flashinfer)
+                facts["profile_sampler_flashinfer"] = flashinfer
+            print(f"{data['version']}: FlashInfer sampler {flashinfer}", file=sys.stderr)
         path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
     return 0
 

@@ -201,6 +201,20 @@ def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) ->
         assert triton is not None and pinned in triton.source and "#L" in triton.source, version
         key = version_key(version)
         assert triton.value == (0 if key < (0, 17) else 8 if key < (0, 30) else 1), version
+        # topk_topp_sampler.py TopKTopPSampler.__init__: FlashInfer whenever it imports (0.8.0-0.11.0, the
+        # ``is not False`` test), opt-in (0.11.1-0.20.x), on by default (0.21.0: envs.py's default True)
+        flashinfer = release.facts.profile_sampler_flashinfer
+        assert flashinfer is not None and pinned in flashinfer.source and "#L" in flashinfer.source, version
+        mode = "when_installed" if key < (0, 11, 1) else "opt_in" if key < (0, 21) else "default"
+        assert flashinfer.value == mode, version
+        # flashinfer_sample: probs then two renorm fallbacks (0.8.x), top_k_top_p_sampling_from_logits (0.9.0 on)
+        assert flashinfer.float32_buffers == (4 if key < (0, 9) else 3), version
+        # the release's image installs FlashInfer from 0.10.1 (docker/Dockerfile FLASHINFER_GIT_REF v0.2.11), and
+        # from 0.12.0 every CUDA install does (requirements/cuda.txt); 0.8.0-0.10.0's sdists carry no Dockerfile
+        if (0, 10, 1) <= key < (0, 15) or key >= (0, 16):
+            assert flashinfer.image_flashinfer, version
+        elif key < (0, 10, 1):
+            assert flashinfer.image_flashinfer is None, version
     else:
         assert sampler is None, version
     hybrid = release.facts.hybrid_kv_cache

@@ -391,6 +391,28 @@ class SpeculativeMemory(_Fact):
     source: str
 
 
+class FlashinferSampler(_Fact):
+    """vLLM V1: when the top-k/top-p sampler (vllm/v1/sample/ops/topk_topp_sampler.py ``TopKTopPSampler.__init__``)
+    runs FlashInfer's sampling kernels instead of the PyTorch-native path, which the profiling run's sampler warm-up
+    then takes too (scripts/catalog/vllm_sampler.py ``flashinfer_sampler``)."""
+
+    value: Literal["when_installed", "opt_in", "default"]
+    """``when_installed`` (0.8.0-0.11.0): whenever FlashInfer imports (at least 0.2.3) and
+    ``VLLM_USE_FLASHINFER_SAMPLER`` is not set to 0 (``envs.VLLM_USE_FLASHINFER_SAMPLER is not False``, the variable
+    None when unset); ``opt_in`` (0.11.1-0.20.x): only with ``VLLM_USE_FLASHINFER_SAMPLER=1``; ``default``
+    (0.21.0 on): unless it is set to 0 (envs.py's default True, FlashInfer a requirement of the CUDA wheel)."""
+    float32_buffers: int
+    """Vocabulary-wide float32 tensors alive at the FlashInfer path's peak, beside the model-dtype logits, counted
+    from ``flashinfer_sample``: the sampler's float32 copy and the softmax probabilities (2), plus FlashInfer's
+    top-k-masked logits where top-k and top-p go through ``top_k_top_p_sampling_from_logits`` (3: 0.9.0 on); 0.8.x
+    softmaxes first, calls ``top_k_top_p_sampling_from_probs`` and, where its rejection rounds fail, renormalises
+    into two new tensors (``top_k_renorm_prob``, ``top_p_renorm_prob``) while the probabilities stay held (4)."""
+    image_flashinfer: str | None = None
+    """The FlashInfer the release's own container image installs (docker/Dockerfile ``FLASHINFER_GIT_REF`` or the
+    CUDA requirements' ``flashinfer-python`` pin); None: not read (the sdist carries no Dockerfile before 0.10.1)."""
+    source: str
+
+
 class HybridKvCache(_Fact):
     """How a release's KV-cache manager lays out a model with several attention kinds.
 
@@ -648,6 +670,9 @@ class ReleaseFacts(_Fact):
     """vLLM V1: from how many rows ``apply_top_k_top_p`` (vllm/v1/sample/ops/topk_topp_sampler.py) runs its Triton
     kernel on a GPU instead of sorting the vocabulary (8 from 0.17.0, 1 from 0.30.0); 0: it always sorts
     (scripts/catalog/vllm_sampler.py). None: not read (the sort is assumed)."""
+    profile_sampler_flashinfer: FlashinferSampler | None = None
+    """vLLM V1: when the sampler warm-up runs FlashInfer's kernels rather than the sort or Triton path
+    (:class:`FlashinferSampler`); None: not read (the native path is assumed)."""
     profile_sampler_v0_sorts_vocab: SourcedBool | None = None
     """vLLM V0 (vllm/worker/model_runner.py, 0.6.0-0.10.2): the profiling run (``profile_run``, from 0.8 its
     ``_dummy_run``) samples one token for each of ``max_num_seqs`` dummy sequence groups with

@@ -153,10 +153,62 @@ probabilities and the exponential noise of the random sample, plus the kernel's 
 15.2-15.5 bytes (Llama-3.1-8B, Qwen2.5-7B, gpt-oss-20b on one H100, 1024 rows: tests/data/vllm_logs 039, 064, 075)."""
 
 
-def _sampler_bytes(inp: EstimateInput, rows: int) -> int:
-    """Bytes per row per vocabulary entry of the release's sampler warm-up (``profile_sampler_triton_rows``)."""
-    fact = inp.release.facts.profile_sampler_triton_rows if inp.release else None
-    triton = fact.value if fact is not None else 0
+FLASHINFER_SAMPLER_MIN_CAPABILITY = (7, 5)
+"""FlashInfer's kernels need Turing or newer: 0.12.0 on check ``FlashInferBackend.supports_compute_capability``
+before taking the FlashInfer sampler (vllm/v1/sample/ops/topk_topp_sampler.py v0.22.0 L39-66, falling back to the
+native sampler by default), and FlashInfer itself is built for sm75 on (docker/Dockerfile v0.10.1.1, "FlashInfer only
+supports sm75+")."""
+
+
+def _flag(value: str | None) -> bool | None:
+    """``VLLM_USE_FLASHINFER_SAMPLER`` as vllm/envs.py reads it (``bool(int(...))``); None: unset or not a number."""
+    if value is None:
+        return None
+    try:
+        return bool(int(value))
+    except ValueError:
+        return None
+
+
+def flashinfer_sampling(inp: EstimateInput) -> bool:
+    """Whether the release's V1 sampler (and so the profiling run's sampler warm-up) runs FlashInfer's top-k/top-p
+    kernels rather than the native sort or Triton path (the ``profile_sampler_flashinfer`` fact):
+
+    * ``when_installed`` (0.8.0-0.11.0): when FlashInfer imports, unless ``VLLM_USE_FLASHINFER_SAMPLER=0``. Whether it
+      is installed is the environment's: a recorded log says which sampler ran (``EstimateInput.flashinfer_sampler``);
+      for a spec, the official image installs it where the release's Dockerfile says so (``image_flashinfer``: read
+      from 0.10.1 on); a pip install without it, or an image not known to carry it, takes the native path (the
+      larger peak);
+    * ``opt_in`` (0.11.1-0.20.x): only with ``VLLM_USE_FLASHINFER_SAMPLER=1``;
+    * ``default`` (0.21.0 on): unless ``VLLM_USE_FLASHINFER_SAMPLER=0``.
+
+    Never on a GPU below :data:`FLASHINFER_SAMPLER_MIN_CAPABILITY`, on ROCm, or where the environment is known not
+    to have it."""
+    fact = inp.release.facts.profile_sampler_flashinfer if inp.release else None
+    capability = inp.gpu.cuda_capability if inp.gpu is not None else None
+    if fact is None or _engine_core(inp) != "v1" or capability is None:
+        return False
+    if capability < FLASHINFER_SAMPLER_MIN_CAPABILITY or inp.flashinfer_sampler is False:
+        return False
+    flag = _flag(inp.env.get("VLLM_USE_FLASHINFER_SAMPLER"))
+    if flag is False:
+        return False
+    if fact.value == "opt_in":
+        return flag is True
+    if fact.value == "default" or inp.flashinfer_sampler is True:
+        return True
+    return inp.image is None and fact.image_flashinfer is not None
+
+
+def _sampler_bytes(inp: EstimateInput, rows: int) -> float:
+    """Bytes per row per vocabulary entry of the release's sampler warm-up: FlashInfer's path where it runs
+    (:func:`flashinfer_sampling`: the logits in the model dtype beside ``float32_buffers`` float32 tensors of the
+    fact, counted from the release's code), else Triton's or the sort's (``profile_sampler_triton_rows``)."""
+    fact = inp.release.facts.profile_sampler_flashinfer if inp.release else None
+    if fact is not None and flashinfer_sampling(inp):
+        return dtype_bytes(inp.model, inp.dtype) + 4 * fact.float32_buffers
+    triton_fact = inp.release.facts.profile_sampler_triton_rows if inp.release else None
+    triton = triton_fact.value if triton_fact is not None else 0
     return SAMPLER_TRITON_BYTES if triton and rows >= triton else SAMPLER_SORT_BYTES
 
 
