@@ -27,6 +27,9 @@ FlashInfer's kernels instead (read by ``ast``: the ``envs.VLLM_USE_FLASHINFER_SA
 release's own image installs (docker/Dockerfile ``ARG FLASHINFER_GIT_REF``, else requirements/cuda.txt's
 ``flashinfer-python`` pin).
 
+``v0_non_torch_whole_device`` (:func:`v0_non_torch`): whether the V0 worker's ``determine_num_available_blocks``
+subtracts all device memory torch has not allocated (0.6.4, 0.6.4.post1) rather than its growth since start-up.
+
 A development tool: the CLI never imports it.
 """
 
@@ -261,6 +264,37 @@ def flashinfer_sampler(version: str, src: Path) -> dict[str, Any] | None:
     }
 
 
+V0_WORKER = "vllm/worker/worker.py"
+
+
+def v0_non_torch(version: str, src: Path) -> dict[str, Any] | None:
+    """``{value, source}``: whether V0's ``determine_num_available_blocks`` subtracts every byte of device memory torch
+    has not allocated (``non_torch_allocations = total_allocated_bytes - torch_allocated_bytes`` with the total
+    from ``torch.cuda.mem_get_info()``), not the growth since the worker's start; None: no V0 worker."""
+    path = src / V0_WORKER
+    if not path.is_file():
+        return None
+    method = _functions(ast.parse(path.read_text(encoding="utf-8"))).get("determine_num_available_blocks")
+    if method is None:
+        return None
+    assigned = {
+        target.id: node
+        for node in ast.walk(method)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    total = assigned.get("total_allocated_bytes")
+    non_torch = assigned.get("non_torch_allocations")
+    whole = (
+        total is not None
+        and "mem_get_info" in ast.unparse(total.value)
+        and non_torch is not None
+        and ast.unparse(non_torch.value) == "total_allocated_bytes - torch_allocated_bytes"
+    )
+    return {"value": whole, "source": builder.url(version, V0_WORKER, (non_torch or method).lineno)}
+
+
 def tree(version: str) -> Path:
     folder = vllm_mxfp4.sdist(version)
     if folder is not None:
@@ -284,6 +318,13 @@ def main(argv: list[str]) -> int:
             SourcedBool.model_validate(v0)
             facts["profile_sampler_v0_sorts_vocab"] = v0
         print(f"{data['version']}: V0 sampler warm-up {'absent' if v0 is None else v0['value']}", file=sys.stderr)
+        whole = v0_non_torch(data["version"], src)
+        if whole is None:
+            facts.pop("v0_non_torch_whole_device", None)
+        else:
+            SourcedBool.model_validate(whole)
+            facts["v0_non_torch_whole_device"] = whole
+        print(f"{data['version']}: V0 non-torch over the whole device {whole}", file=sys.stderr)
         if "profile_sampler_sorts_vocab" in facts:  # a V1 sampler warm-up read for the release: refine it
             found = triton_rows(data["version"], src)
             if found is None:

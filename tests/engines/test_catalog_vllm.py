@@ -217,6 +217,15 @@ def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) ->
             assert flashinfer.image_flashinfer is None, version
     else:
         assert sampler is None, version
+    # worker.py determine_num_available_blocks: 0.6.4/0.6.4.post1 subtract all device memory torch did not
+    # allocate (the CUDA context included); the others the growth since start-up; 0.11.0 on: no V0 worker
+    whole = release.facts.v0_non_torch_whole_device
+    key = version_key(version)
+    if key >= (0, 11):
+        assert whole is None, version
+    else:
+        assert whole is not None and pinned in whole.source and "#L" in whole.source, version
+        assert whole.value == ((0, 6, 4) <= key < (0, 6, 5)), version
     hybrid = release.facts.hybrid_kv_cache
     if not _has_hybrid_manager(release):
         assert hybrid is None, version

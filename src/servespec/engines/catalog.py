@@ -673,6 +673,13 @@ class ReleaseFacts(_Fact):
     profile_sampler_flashinfer: FlashinferSampler | None = None
     """vLLM V1: when the sampler warm-up runs FlashInfer's kernels rather than the sort or Triton path
     (:class:`FlashinferSampler`); None: not read (the native path is assumed)."""
+    v0_non_torch_whole_device: SourcedBool | None = None
+    """vLLM V0 (vllm/worker/worker.py ``determine_num_available_blocks``): True where the release subtracts all
+    device memory torch has not allocated after profiling (``non_torch_allocations = total_allocated_bytes -
+    torch_allocated_bytes``, the total from ``mem_get_info``: 0.6.4 and 0.6.4.post1), so the CUDA context and other
+    processes' memory sit inside the budget; False where it subtracts what grew since the worker started (before
+    0.6.4: ``init_gpu_memory - free``; 0.6.5 on: ``memory_profiling``'s increase over the baseline). None: no V0
+    worker (scripts/catalog/vllm_sampler.py ``v0_non_torch``)."""
     profile_sampler_v0_sorts_vocab: SourcedBool | None = None
     """vLLM V0 (vllm/worker/model_runner.py, 0.6.0-0.10.2): the profiling run (``profile_run``, from 0.8 its
     ``_dummy_run``) samples one token for each of ``max_num_seqs`` dummy sequence groups with

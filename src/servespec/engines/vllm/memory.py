@@ -104,6 +104,26 @@ def unified_memory_note(inp: EstimateInput) -> str:
     )
 
 
+def _non_torch_whole_device(inp: EstimateInput) -> bool:
+    """Whether the release's V0 worker subtracts every byte of device memory torch has not allocated, the CUDA
+    context included (the ``v0_non_torch_whole_device`` fact: 0.6.4 and 0.6.4.post1); other releases subtract the
+    growth since the worker started, which leaves the context out (:data:`CUDA_CONTEXT_GIB`). Other processes on the
+    GPU (a desktop's display: log 004's 0.3 GiB) count there too and are not modelled."""
+    fact = inp.release.facts.v0_non_torch_whole_device if inp.release else None
+    return fact is not None and fact.value and _engine_core(inp) == "v0"
+
+
+def _context_in_budget(inp: EstimateInput) -> tuple[float, list[str]]:
+    """(GiB, notes): the CUDA context the release subtracts inside the budget (:func:`_non_torch_whole_device`)."""
+    if not _non_torch_whole_device(inp):
+        return 0.0, []
+    note = (
+        f"CUDA context {CUDA_CONTEXT_GIB} GiB in the budget (this release subtracts all device memory torch has not "
+        "allocated, other processes' included)"
+    )
+    return CUDA_CONTEXT_GIB, [note]
+
+
 def _engine_core(inp: EstimateInput) -> str:
     """``v0`` or ``v1``: what the input says (recorded logs), else the release's default engine."""
     fact = inp.release.facts.default_engine if inp.release else None
@@ -539,6 +559,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     activation, said = _with_encoder(inp, activation, batched, seqs)
     notes += said
     overhead = activation + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
+    context, said = _context_in_budget(inp)
+    overhead += context
+    notes += said
     encoder = encoder_profile_gib(inp, seqs)
     if encoder:
         overhead += encoder
