@@ -267,14 +267,20 @@ def flashinfer_sampler(version: str, src: Path) -> dict[str, Any] | None:
 V0_WORKER = "vllm/worker/worker.py"
 
 
-def v0_non_torch(version: str, src: Path) -> dict[str, Any] | None:
-    """``{value, source}``: whether V0's ``determine_num_available_blocks`` subtracts every byte of device memory torch
-    has not allocated (``non_torch_allocations = total_allocated_bytes - torch_allocated_bytes`` with the total
-    from ``torch.cuda.mem_get_info()``), not the growth since the worker's start; None: no V0 worker."""
-    path = src / V0_WORKER
+V1_WORKER = "vllm/v1/worker/gpu_worker.py"
+
+
+def v0_non_torch(
+    version: str, src: Path, worker: str = V0_WORKER, name: str = "determine_num_available_blocks"
+) -> dict[str, Any] | None:
+    """``{value, source}``: whether V0's ``determine_num_available_blocks`` (V1's ``determine_available_memory`` with
+    ``worker=V1_WORKER``) subtracts every byte of device memory torch has not allocated (``non_torch_allocations =
+    total_allocated_bytes - torch_allocated_bytes`` with the total from ``torch.cuda.mem_get_info()``), not the
+    growth since the worker's start; None: no such worker."""
+    path = src / worker
     if not path.is_file():
         return None
-    method = _functions(ast.parse(path.read_text(encoding="utf-8"))).get("determine_num_available_blocks")
+    method = _functions(ast.parse(path.read_text(encoding="utf-8"))).get(name)
     if method is None:
         return None
     assigned = {
@@ -292,7 +298,7 @@ def v0_non_torch(version: str, src: Path) -> dict[str, Any] | None:
         and non_torch is not None
         and ast.unparse(non_torch.value) == "total_allocated_bytes - torch_allocated_bytes"
     )
-    return {"value": whole, "source": builder.url(version, V0_WORKER, (non_torch or method).lineno)}
+    return {"value": whole, "source": builder.url(version, worker, (non_torch or method).lineno)}
 
 
 def tree(version: str) -> Path:
@@ -325,6 +331,12 @@ def main(argv: list[str]) -> int:
             SourcedBool.model_validate(whole)
             facts["v0_non_torch_whole_device"] = whole
         print(f"{data['version']}: V0 non-torch over the whole device {whole}", file=sys.stderr)
+        whole = v0_non_torch(data["version"], src, V1_WORKER, "determine_available_memory")
+        if whole is None:
+            facts.pop("v1_non_torch_whole_device", None)
+        else:
+            SourcedBool.model_validate(whole)
+            facts["v1_non_torch_whole_device"] = whole
         if "profile_sampler_sorts_vocab" in facts:  # a V1 sampler warm-up read for the release: refine it
             found = triton_rows(data["version"], src)
             if found is None:

@@ -226,6 +226,11 @@ def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) ->
     else:
         assert whole is not None and pinned in whole.source and "#L" in whole.source, version
         assert whole.value == ((0, 6, 4) <= key < (0, 6, 5)), version
+    # v1/worker/gpu_worker.py determine_available_memory: the same accounting in V1 0.8.0-0.9.0.1
+    v1_whole = release.facts.v1_non_torch_whole_device
+    if key >= (0, 8):
+        assert v1_whole is not None and pinned in v1_whole.source and "#L" in v1_whole.source, version
+        assert v1_whole.value == ((0, 8) <= key < (0, 9, 1)), version
     hybrid = release.facts.hybrid_kv_cache
     if not _has_hybrid_manager(release):
         assert hybrid is None, version

@@ -29,3 +29,10 @@ def test_0_6_4_counts_the_cuda_context_inside_the_budget() -> None:
     assert _overhead("0.6.4.post1") - _overhead("0.6.3.post1") == pytest.approx(CUDA_CONTEXT_GIB)
     assert _overhead("0.6.4") == _overhead("0.6.4.post1")
     assert _overhead("0.6.5") == _overhead("0.6.3.post1")
+
+
+def test_v1_0_8_counts_the_cuda_context_inside_the_budget() -> None:
+    """V1's gpu_worker.py took the same accounting in 0.8.0-0.9.0.1 (``determine_available_memory``, v0.8.5 L205) and
+    moved to ``memory_profiling``'s increase in 0.9.1: logs 122 (0.8.5.post1) and 001 (0.8.5) logged more overhead
+    than the profile's peak alone."""
+    assert _overhead("0.9.0.1", "v1") - _overhead("0.9.1", "v1") == pytest.approx(CUDA_CONTEXT_GIB)

@@ -680,6 +680,11 @@ class ReleaseFacts(_Fact):
     processes' memory sit inside the budget; False where it subtracts what grew since the worker started (before
     0.6.4: ``init_gpu_memory - free``; 0.6.5 on: ``memory_profiling``'s increase over the baseline). None: no V0
     worker (scripts/catalog/vllm_sampler.py ``v0_non_torch``)."""
+    v1_non_torch_whole_device: SourcedBool | None = None
+    """vLLM V1 (vllm/v1/worker/gpu_worker.py ``determine_available_memory``): the same as
+    ``v0_non_torch_whole_device`` for the V1 worker: True for 0.8.0-0.9.0.1, whose budget subtracts all device
+    memory torch has not allocated; False from 0.9.1 (``memory_profiling``'s increase over the worker's first
+    snapshot). None: no V1 worker."""
     profile_sampler_v0_sorts_vocab: SourcedBool | None = None
     """vLLM V0 (vllm/worker/model_runner.py, 0.6.0-0.10.2): the profiling run (``profile_run``, from 0.8 its
     ``_dummy_run``) samples one token for each of ``max_num_seqs`` dummy sequence groups with

@@ -106,11 +106,14 @@ def unified_memory_note(inp: EstimateInput) -> str:
 
 def _non_torch_whole_device(inp: EstimateInput) -> bool:
     """Whether the release's V0 worker subtracts every byte of device memory torch has not allocated, the CUDA
-    context included (the ``v0_non_torch_whole_device`` fact: 0.6.4 and 0.6.4.post1); other releases subtract the
+    context included (the ``v0_non_torch_whole_device`` fact: 0.6.4 and 0.6.4.post1; ``v1_non_torch_whole_device``:
+    V1 0.8.0-0.9.0.1); other releases subtract the
     growth since the worker started, which leaves the context out (:data:`CUDA_CONTEXT_GIB`). Other processes on the
     GPU (a desktop's display: log 004's 0.3 GiB) count there too and are not modelled."""
-    fact = inp.release.facts.v0_non_torch_whole_device if inp.release else None
-    return fact is not None and fact.value and _engine_core(inp) == "v0"
+    facts = inp.release.facts if inp.release else None
+    v0 = _engine_core(inp) == "v0"
+    fact = (facts.v0_non_torch_whole_device if v0 else facts.v1_non_torch_whole_device) if facts else None
+    return fact is not None and fact.value
 
 
 def _context_in_budget(inp: EstimateInput) -> tuple[float, list[str]]:
