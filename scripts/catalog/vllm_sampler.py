@@ -47,7 +47,7 @@ import vllm as builder  # scripts/catalog/vllm.py (url, fetch)
 import vllm_mxfp4
 from catalog_io import releases_dir
 
-from servespec.engines.catalog import FlashinferSampler, SourcedBool, SourcedInt
+from servespec.engines.catalog import FlashinferSampler, SourcedBool, SourcedInt, V1BatchDefaults
 
 OPS = "vllm/v1/sample/ops/topk_topp_sampler.py"
 
@@ -301,6 +301,90 @@ def v0_non_torch(
     return {"value": whole, "source": builder.url(version, worker, (non_torch or method).lineno)}
 
 
+ARG_UTILS = "vllm/engine/arg_utils.py"
+
+
+def _api_server_value(node: ast.expr) -> int | None:
+    """An int default: the constant, or the ``UsageContext.OPENAI_API_SERVER`` entry of a by-context dict."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Dict):
+        for key, item in zip(node.keys, node.values, strict=True):
+            if key is not None and "OPENAI_API_SERVER" in ast.unparse(key) and isinstance(item, ast.Constant):
+                return int(item.value)
+    return None
+
+
+def _assigned(body: list[ast.stmt], name: str) -> int | None:
+    """The value a branch's own statements assign to ``name`` (not nested branches'), for the API server."""
+    for node in body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return _api_server_value(node.value)
+    return None
+
+
+def _tier_test(test: ast.expr) -> dict[str, Any] | None:
+    """``min_memory_gib`` / ``name_any`` / ``name_none`` of an ``if`` test over ``device_memory`` and
+    ``device_name``; None: a test of something else."""
+    tier: dict[str, Any] = {"name_any": [], "name_none": []}
+    for node in ast.walk(test):
+        if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+            continue
+        left, op, right = node.left, node.ops[0], node.comparators[0]
+        if ast.unparse(left) == "device_memory" and isinstance(op, ast.GtE):
+            text = ast.unparse(right)
+            if not text.endswith("* GiB_bytes") or not text.split("*")[0].strip().isdigit():
+                return None
+            tier["min_memory_gib"] = float(text.split("*")[0])
+        elif ast.unparse(right) == "device_name" and isinstance(left, ast.Constant):
+            tier["name_any" if isinstance(op, ast.In) else "name_none"].append(str(left.value))
+    return tier if ("min_memory_gib" in tier or tier["name_any"]) else None
+
+
+def batch_defaults(version: str, src: Path) -> dict[str, Any] | None:
+    """``{tiers, otherwise, source}`` (:class:`V1BatchDefaults`): the ``if``/``elif`` chain over ``device_memory`` and
+    ``device_name`` in the engine arguments' V1 defaults and the API server's ``default_max_num_batched_tokens`` and
+    ``default_max_num_seqs`` each branch assigns (one ``default_max_num_seqs`` set before or after the chain applies
+    to every branch); None: no such chain."""
+    path = src / ARG_UTILS
+    if not path.is_file():
+        return None
+    for function in _functions(ast.parse(path.read_text(encoding="utf-8"))).values():
+        text = ast.unparse(function)
+        if "default_max_num_batched_tokens" not in text or "default_max_num_seqs" not in text:
+            continue
+        chain = next((n for n in ast.walk(function) if isinstance(n, ast.If) and _tier_test(n.test) is not None), None)
+        if chain is None:
+            return None
+        shared = _assigned(function.body, "default_max_num_seqs")
+        tiers: list[dict[str, Any]] = []
+        branch: ast.If | None = chain
+        otherwise: list[ast.stmt] = []
+        while branch is not None:
+            test = _tier_test(branch.test)
+            if test is None:
+                return None
+            tokens = _assigned(branch.body, "default_max_num_batched_tokens")
+            seqs = _assigned(branch.body, "default_max_num_seqs") or shared
+            if tokens is None or seqs is None:
+                return None
+            tiers.append({**test, "max_num_batched_tokens": tokens, "max_num_seqs": seqs})
+            nested = branch.orelse[0] if len(branch.orelse) == 1 and isinstance(branch.orelse[0], ast.If) else None
+            if nested is None:
+                otherwise = branch.orelse
+            branch = nested
+        tokens = _assigned(otherwise, "default_max_num_batched_tokens")
+        seqs = _assigned(otherwise, "default_max_num_seqs") or shared
+        if tokens is None or seqs is None:
+            return None
+        return {
+            "tiers": tiers,
+            "otherwise": {"max_num_batched_tokens": tokens, "max_num_seqs": seqs},
+            "source": builder.url(version, ARG_UTILS, chain.lineno),
+        }
+    return None
+
+
 def tree(version: str) -> Path:
     folder = vllm_mxfp4.sdist(version)
     if folder is not None:
@@ -345,6 +429,13 @@ def main(argv: list[str]) -> int:
                 SourcedInt.model_validate(found)
                 facts["profile_sampler_triton_rows"] = found
                 print(f"{data['version']}: triton from {found['value']} rows", file=sys.stderr)
+            batch = batch_defaults(data["version"], src)
+            if batch is None:
+                facts.pop("v1_batch_defaults", None)
+            else:
+                V1BatchDefaults.model_validate(batch)
+                facts["v1_batch_defaults"] = batch
+            print(f"{data['version']}: V1 batch defaults {batch}", file=sys.stderr)
             flashinfer = flashinfer_sampler(data["version"], src)
             if flashinfer is None:
                 facts.pop("profile_sampler_flashinfer", None)

@@ -209,6 +209,19 @@ def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) ->
         assert flashinfer.value == mode, version
         # flashinfer_sample: probs then two renorm fallbacks (0.8.x), top_k_top_p_sampling_from_logits (0.9.0 on)
         assert flashinfer.float32_buffers == (4 if key < (0, 9) else 3), version
+        # arg_utils.py V1 defaults (API server): H100/H200 by name to 0.8.4 (1024 sequences everywhere to 0.8.3),
+        # 70 GiB from 0.8.5, A100s left out from 0.9.0, a 160 GiB tier of 16384 tokens from 0.28.0
+        batch = release.facts.v1_batch_defaults
+        assert batch is not None and pinned in batch.source and "#L" in batch.source, version
+        first = batch.tiers[-1]
+        assert (first.name_any, first.min_memory_gib) == ((["h100", "h200"], None) if key < (0, 8, 5) else ([], 70)), (
+            version
+        )
+        assert first.name_none == (["a100"] if key >= (0, 9) else []), version
+        assert (first.max_num_batched_tokens, first.max_num_seqs) == (8192, 1024), version
+        small = (batch.otherwise.max_num_batched_tokens, batch.otherwise.max_num_seqs)
+        assert small == (2048, 1024 if key < (0, 8, 4) else 256), version
+        assert [t.min_memory_gib for t in batch.tiers[:-1]] == ([160] if key >= (0, 28) else []), version
         # the release's image installs FlashInfer from 0.10.1 (docker/Dockerfile FLASHINFER_GIT_REF v0.2.11), and
         # from 0.12.0 every CUDA install does (requirements/cuda.txt); 0.8.0-0.10.0's sdists carry no Dockerfile
         if (0, 10, 1) <= key < (0, 15) or key >= (0, 16):

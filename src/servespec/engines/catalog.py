@@ -413,6 +413,31 @@ class FlashinferSampler(_Fact):
     source: str
 
 
+class BatchTier(_Fact):
+    """One branch of the engine arguments' device test and the API server's defaults under it."""
+
+    min_memory_gib: float | None = None
+    """``device_memory >= N * GiB_bytes``; None: no memory test."""
+    name_any: list[str] = []
+    """The lower-cased device name contains one of these (``"h100" in device_name or "h200" in device_name``)."""
+    name_none: list[str] = []
+    """... and none of these (``"a100" not in device_name``)."""
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+
+class V1BatchDefaults(_Fact):
+    """vLLM V1: the scheduler defaults the engine arguments fill in when ``max_num_seqs`` and
+    ``max_num_batched_tokens`` are unset, for the API server (engine/arg_utils.py ``_set_default_args_v1``, later
+    ``_set_default_args``; scripts/catalog/vllm_sampler.py ``batch_defaults``): the first tier whose test the GPU
+    passes, else ``otherwise``. 0.8.0-0.8.4 test the device name (H100/H200), 0.8.0-0.8.3 set 1024 sequences on every
+    GPU; 0.8.5 tests 70 GiB, 0.9.0 leaves A100s out, 0.28.0 adds a 160 GiB tier of 16384 tokens."""
+
+    tiers: list[BatchTier]
+    otherwise: BatchTier
+    source: str
+
+
 class HybridKvCache(_Fact):
     """How a release's KV-cache manager lays out a model with several attention kinds.
 
@@ -673,6 +698,9 @@ class ReleaseFacts(_Fact):
     profile_sampler_flashinfer: FlashinferSampler | None = None
     """vLLM V1: when the sampler warm-up runs FlashInfer's kernels rather than the sort or Triton path
     (:class:`FlashinferSampler`); None: not read (the native path is assumed)."""
+    v1_batch_defaults: V1BatchDefaults | None = None
+    """vLLM V1: the release's scheduler defaults by device (:class:`V1BatchDefaults`); None: not read (0.9.0's rule
+    is assumed)."""
     v0_non_torch_whole_device: SourcedBool | None = None
     """vLLM V0 (vllm/worker/worker.py ``determine_num_available_blocks``): True where the release subtracts all
     device memory torch has not allocated after profiling (``non_torch_allocations = total_allocated_bytes -

@@ -49,6 +49,28 @@ def _big_gpu(inp: EstimateInput, total: float) -> bool:
     return total >= 70 and inp.gpu is not None and "A100" not in inp.gpu.id
 
 
+def batch_defaults(inp: EstimateInput, total: float) -> tuple[int, int]:
+    """(``max_num_batched_tokens``, ``max_num_seqs``) the release's API server takes when both are unset: on V1 the
+    first tier of its ``v1_batch_defaults`` fact the GPU passes (device memory as NVML reports it, 0 on a
+    unified-memory GPU: :func:`_big_gpu`; the device name lower-cased), else its ``otherwise``; without the fact (V0,
+    releases not read) 0.9.0's rule (:func:`_big_gpu`)."""
+    fact = inp.release.facts.v1_batch_defaults if inp.release is not None and _engine_core(inp) == "v1" else None
+    gpu = inp.gpu
+    if fact is None or gpu is None:
+        return (8192, 1024) if _big_gpu(inp, total) else (2048, 256)
+    memory = 0.0 if gpu.unified_memory else total
+    name = " ".join((gpu.id, *gpu.names)).lower()
+    for tier in fact.tiers:
+        if tier.min_memory_gib is not None and memory < tier.min_memory_gib:
+            continue
+        if tier.name_any and not any(part in name for part in tier.name_any):
+            continue
+        if any(part in name for part in tier.name_none):
+            continue
+        return tier.max_num_batched_tokens, tier.max_num_seqs
+    return fact.otherwise.max_num_batched_tokens, fact.otherwise.max_num_seqs
+
+
 UMA_CAPABILITIES = ((8, 7), (11, 0), (12, 1))
 """vLLM 0.11.1-0.19.x's shared-memory devices (Orin, Thor, Spark): ``shared_sysmem_device_mem_sms`` in
 vllm/utils/mem_utils.py ``MemorySnapshot.measure`` (v0.11.1 L86, v0.19.1 L105)."""
@@ -539,9 +561,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         return None
     total = cuda_total_gib(gpu)
     utilization = number(inp.options, "gpu_memory_utilization", _default_utilization(inp))
-    big = _big_gpu(inp, total)
-    seqs = int(number(inp.options, "max_num_seqs", 1024 if big else 256))
-    batched = int(number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
+    default_batched, default_seqs = batch_defaults(inp, total)
+    seqs = int(number(inp.options, "max_num_seqs", default_seqs))
+    batched = int(number(inp.options, "max_num_batched_tokens", default_batched))
     # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
     # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
     # v0_chunked_prefill_above (32768 in every catalogued release; assumed for an uncatalogued one).
