@@ -568,6 +568,32 @@ def _speculative(settings: dict[str, Any], data: dict[str, Any]) -> tuple[dict[s
     return out, ""
 
 
+FLASHINFER_SAMPLER_LINES = {
+    "Using FlashInfer for top-p & top-k sampling": True,
+    "FlashInfer is not available": False,
+    "FlashInfer is available, but it is not enabled": False,
+    "FlashInfer version >= 0.2.3 required": False,
+    "FlashInfer top-p & top-k sampling sampler is disabled": False,
+    "FlashInfer top-p/top-k sampling disabled": False,
+    "FlashInfer top-p/top-k sampling not supported": False,
+}
+"""What vLLM's V1 ``TopKTopPSampler.__init__`` logs about the sampler it takes (vllm/v1/sample/ops/
+topk_topp_sampler.py: v0.8.5 L41-69, v0.10.1.1 L34-62, v0.22.0 L39-73): True where it runs FlashInfer's kernels."""
+
+LOGGED_INSTALL = "(the logged install: not the official image unless the file names one)"
+"""The ``image`` a recorded log is estimated with when its file names none: how vLLM was installed is not known
+(a pip install or another image), so the estimate does not take the release's official image's FlashInfer
+(``profile_sampler_flashinfer.image_flashinfer``) for it; the log's own sampler line decides where it has one."""
+
+
+def logged_flashinfer_sampler(data: dict[str, Any]) -> bool | None:
+    """Whether the log says vLLM's V1 sampler ran FlashInfer (:data:`FLASHINFER_SAMPLER_LINES`); None: it does
+    not say (the stored excerpt has no such line)."""
+    text = str(data.get("log") or "")
+    said = {value for line, value in FLASHINFER_SAMPLER_LINES.items() if line in text}
+    return said.pop() if len(said) == 1 else None
+
+
 def _estimate_vllm(
     data: dict[str, Any],
     facts: models.ModelFacts,
@@ -603,6 +629,9 @@ def _estimate_vllm(
             engine_version=version,
             engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
             kv_cache_dtype_option="kv_cache_dtype",
+            env=_engine_env(data)[0],
+            image=str(data["image"]) if data.get("image") else LOGGED_INSTALL,
+            flashinfer_sampler=logged_flashinfer_sampler(data),
             **speculative,
         )
     )

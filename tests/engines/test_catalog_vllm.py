@@ -206,8 +206,49 @@ def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) ->
         assert triton is not None and pinned in triton.source and "#L" in triton.source, version
         key = version_key(version)
         assert triton.value == (0 if key < (0, 17) else 8 if key < (0, 30) else 1), version
+        # topk_topp_sampler.py TopKTopPSampler.__init__: FlashInfer whenever it imports (0.8.0-0.11.0, the
+        # ``is not False`` test), opt-in (0.11.1-0.20.x), on by default (0.21.0: envs.py's default True)
+        flashinfer = release.facts.profile_sampler_flashinfer
+        assert flashinfer is not None and pinned in flashinfer.source and "#L" in flashinfer.source, version
+        mode = "when_installed" if key < (0, 11, 1) else "opt_in" if key < (0, 21) else "default"
+        assert flashinfer.value == mode, version
+        # flashinfer_sample: probs then two renorm fallbacks (0.8.x), top_k_top_p_sampling_from_logits (0.9.0 on)
+        assert flashinfer.float32_buffers == (4 if key < (0, 9) else 3), version
+        # arg_utils.py V1 defaults (API server): H100/H200 by name to 0.8.4 (1024 sequences everywhere to 0.8.3),
+        # 70 GiB from 0.8.5, A100s left out from 0.9.0, a 160 GiB tier of 16384 tokens from 0.28.0
+        batch = release.facts.v1_batch_defaults
+        assert batch is not None and pinned in batch.source and "#L" in batch.source, version
+        first = batch.tiers[-1]
+        assert (first.name_any, first.min_memory_gib) == ((["h100", "h200"], None) if key < (0, 8, 5) else ([], 70)), (
+            version
+        )
+        assert first.name_none == (["a100"] if key >= (0, 9) else []), version
+        assert (first.max_num_batched_tokens, first.max_num_seqs) == (8192, 1024), version
+        small = (batch.otherwise.max_num_batched_tokens, batch.otherwise.max_num_seqs)
+        assert small == (2048, 1024 if key < (0, 8, 4) else 256), version
+        assert [t.min_memory_gib for t in batch.tiers[:-1]] == ([160] if key >= (0, 28) else []), version
+        # the release's image installs FlashInfer from 0.10.1 (docker/Dockerfile FLASHINFER_GIT_REF v0.2.11), and
+        # from 0.12.0 every CUDA install does (requirements/cuda.txt); 0.8.0-0.10.0's sdists carry no Dockerfile
+        if (0, 10, 1) <= key < (0, 15) or key >= (0, 16):
+            assert flashinfer.image_flashinfer, version
+        elif key < (0, 10, 1):
+            assert flashinfer.image_flashinfer is None, version
     else:
         assert sampler is None, version
+    # worker.py determine_num_available_blocks: 0.6.4/0.6.4.post1 subtract all device memory torch did not
+    # allocate (the CUDA context included); the others the growth since start-up; 0.11.0 on: no V0 worker
+    whole = release.facts.v0_non_torch_whole_device
+    key = version_key(version)
+    if key >= (0, 11):
+        assert whole is None, version
+    else:
+        assert whole is not None and pinned in whole.source and "#L" in whole.source, version
+        assert whole.value == ((0, 6, 4) <= key < (0, 6, 5)), version
+    # v1/worker/gpu_worker.py determine_available_memory: the same accounting in V1 0.8.0-0.9.0.1
+    v1_whole = release.facts.v1_non_torch_whole_device
+    if key >= (0, 8):
+        assert v1_whole is not None and pinned in v1_whole.source and "#L" in v1_whole.source, version
+        assert v1_whole.value == ((0, 8) <= key < (0, 9, 1)), version
     hybrid = release.facts.hybrid_kv_cache
     if not _has_hybrid_manager(release):
         assert hybrid is None, version

@@ -430,6 +430,53 @@ class SpeculativeMemory(_Fact):
     source: str
 
 
+class FlashinferSampler(_Fact):
+    """vLLM V1: when the top-k/top-p sampler (vllm/v1/sample/ops/topk_topp_sampler.py ``TopKTopPSampler.__init__``)
+    runs FlashInfer's sampling kernels instead of the PyTorch-native path, which the profiling run's sampler warm-up
+    then takes too (scripts/catalog/vllm_sampler.py ``flashinfer_sampler``)."""
+
+    value: Literal["when_installed", "opt_in", "default"]
+    """``when_installed`` (0.8.0-0.11.0): whenever FlashInfer imports (at least 0.2.3) and
+    ``VLLM_USE_FLASHINFER_SAMPLER`` is not set to 0 (``envs.VLLM_USE_FLASHINFER_SAMPLER is not False``, the variable
+    None when unset); ``opt_in`` (0.11.1-0.20.x): only with ``VLLM_USE_FLASHINFER_SAMPLER=1``; ``default``
+    (0.21.0 on): unless it is set to 0 (envs.py's default True, FlashInfer a requirement of the CUDA wheel)."""
+    float32_buffers: int
+    """Vocabulary-wide float32 tensors alive at the FlashInfer path's peak, beside the model-dtype logits, counted
+    from ``flashinfer_sample``: the sampler's float32 copy and the softmax probabilities (2), plus FlashInfer's
+    top-k-masked logits where top-k and top-p go through ``top_k_top_p_sampling_from_logits`` (3: 0.9.0 on); 0.8.x
+    softmaxes first, calls ``top_k_top_p_sampling_from_probs`` and, where its rejection rounds fail, renormalises
+    into two new tensors (``top_k_renorm_prob``, ``top_p_renorm_prob``) while the probabilities stay held (4)."""
+    image_flashinfer: str | None = None
+    """The FlashInfer the release's own container image installs (docker/Dockerfile ``FLASHINFER_GIT_REF`` or the
+    CUDA requirements' ``flashinfer-python`` pin); None: not read (the sdist carries no Dockerfile before 0.10.1)."""
+    source: str
+
+
+class BatchTier(_Fact):
+    """One branch of the engine arguments' device test and the API server's defaults under it."""
+
+    min_memory_gib: float | None = None
+    """``device_memory >= N * GiB_bytes``; None: no memory test."""
+    name_any: list[str] = []
+    """The lower-cased device name contains one of these (``"h100" in device_name or "h200" in device_name``)."""
+    name_none: list[str] = []
+    """... and none of these (``"a100" not in device_name``)."""
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+
+class V1BatchDefaults(_Fact):
+    """vLLM V1: the scheduler defaults the engine arguments fill in when ``max_num_seqs`` and
+    ``max_num_batched_tokens`` are unset, for the API server (engine/arg_utils.py ``_set_default_args_v1``, later
+    ``_set_default_args``; scripts/catalog/vllm_sampler.py ``batch_defaults``): the first tier whose test the GPU
+    passes, else ``otherwise``. 0.8.0-0.8.4 test the device name (H100/H200), 0.8.0-0.8.3 set 1024 sequences on every
+    GPU; 0.8.5 tests 70 GiB, 0.9.0 leaves A100s out, 0.28.0 adds a 160 GiB tier of 16384 tokens."""
+
+    tiers: list[BatchTier]
+    otherwise: BatchTier
+    source: str
+
+
 class HybridKvCache(_Fact):
     """How a release's KV-cache manager lays out a model with several attention kinds.
 
@@ -696,6 +743,24 @@ class ReleaseFacts(_Fact):
     """vLLM V1: from how many rows ``apply_top_k_top_p`` (vllm/v1/sample/ops/topk_topp_sampler.py) runs its Triton
     kernel on a GPU instead of sorting the vocabulary (8 from 0.17.0, 1 from 0.30.0); 0: it always sorts
     (scripts/catalog/vllm_sampler.py). None: not read (the sort is assumed)."""
+    profile_sampler_flashinfer: FlashinferSampler | None = None
+    """vLLM V1: when the sampler warm-up runs FlashInfer's kernels rather than the sort or Triton path
+    (:class:`FlashinferSampler`); None: not read (the native path is assumed)."""
+    v1_batch_defaults: V1BatchDefaults | None = None
+    """vLLM V1: the release's scheduler defaults by device (:class:`V1BatchDefaults`); None: not read (0.9.0's rule
+    is assumed)."""
+    v0_non_torch_whole_device: SourcedBool | None = None
+    """vLLM V0 (vllm/worker/worker.py ``determine_num_available_blocks``): True where the release subtracts all
+    device memory torch has not allocated after profiling (``non_torch_allocations = total_allocated_bytes -
+    torch_allocated_bytes``, the total from ``mem_get_info``: 0.6.4 and 0.6.4.post1), so the CUDA context and other
+    processes' memory sit inside the budget; False where it subtracts what grew since the worker started (before
+    0.6.4: ``init_gpu_memory - free``; 0.6.5 on: ``memory_profiling``'s increase over the baseline). None: no V0
+    worker (scripts/catalog/vllm_sampler.py ``v0_non_torch``)."""
+    v1_non_torch_whole_device: SourcedBool | None = None
+    """vLLM V1 (vllm/v1/worker/gpu_worker.py ``determine_available_memory``): the same as
+    ``v0_non_torch_whole_device`` for the V1 worker: True for 0.8.0-0.9.0.1, whose budget subtracts all device
+    memory torch has not allocated; False from 0.9.1 (``memory_profiling``'s increase over the worker's first
+    snapshot). None: no V1 worker."""
     profile_sampler_v0_sorts_vocab: SourcedBool | None = None
     """vLLM V0 (vllm/worker/model_runner.py, 0.6.0-0.10.2): the profiling run (``profile_run``, from 0.8 its
     ``_dummy_run``) samples one token for each of ``max_num_seqs`` dummy sequence groups with

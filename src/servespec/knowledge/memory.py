@@ -187,6 +187,10 @@ class EstimateInput:
     env: dict[str, str] = field(default_factory=dict)
     """The engine process's environment as the spec sets it (``engine.env``): variables an engine reads at
     start-up that change its memory (SGLang's ``ROCM_QUICK_REDUCE_QUANTIZATION``)."""
+    flashinfer_sampler: bool | None = None
+    """Whether the engine's environment lets vLLM's V1 sampler run FlashInfer's top-k/top-p kernels (FlashInfer
+    installed in a version the release takes): what a recorded log says it ran. None: the spec's image decides (the
+    release's official image installs FlashInfer or not: its ``profile_sampler_flashinfer`` fact)."""
 
 
 @dataclass(frozen=True)

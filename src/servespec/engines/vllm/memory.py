@@ -49,6 +49,28 @@ def _big_gpu(inp: EstimateInput, total: float) -> bool:
     return total >= 70 and inp.gpu is not None and "A100" not in inp.gpu.id
 
 
+def batch_defaults(inp: EstimateInput, total: float) -> tuple[int, int]:
+    """(``max_num_batched_tokens``, ``max_num_seqs``) the release's API server takes when both are unset: on V1 the
+    first tier of its ``v1_batch_defaults`` fact the GPU passes (device memory as NVML reports it, 0 on a
+    unified-memory GPU: :func:`_big_gpu`; the device name lower-cased), else its ``otherwise``; without the fact (V0,
+    releases not read) 0.9.0's rule (:func:`_big_gpu`)."""
+    fact = inp.release.facts.v1_batch_defaults if inp.release is not None and _engine_core(inp) == "v1" else None
+    gpu = inp.gpu
+    if fact is None or gpu is None:
+        return (8192, 1024) if _big_gpu(inp, total) else (2048, 256)
+    memory = 0.0 if gpu.unified_memory else total
+    name = " ".join((gpu.id, *gpu.names)).lower()
+    for tier in fact.tiers:
+        if tier.min_memory_gib is not None and memory < tier.min_memory_gib:
+            continue
+        if tier.name_any and not any(part in name for part in tier.name_any):
+            continue
+        if any(part in name for part in tier.name_none):
+            continue
+        return tier.max_num_batched_tokens, tier.max_num_seqs
+    return fact.otherwise.max_num_batched_tokens, fact.otherwise.max_num_seqs
+
+
 UMA_CAPABILITIES = ((8, 7), (11, 0), (12, 1))
 """vLLM 0.11.1-0.19.x's shared-memory devices (Orin, Thor, Spark): ``shared_sysmem_device_mem_sms`` in
 vllm/utils/mem_utils.py ``MemorySnapshot.measure`` (v0.11.1 L86, v0.19.1 L105)."""
@@ -104,6 +126,29 @@ def unified_memory_note(inp: EstimateInput) -> str:
     )
 
 
+def _non_torch_whole_device(inp: EstimateInput) -> bool:
+    """Whether the release's V0 worker subtracts every byte of device memory torch has not allocated, the CUDA
+    context included (the ``v0_non_torch_whole_device`` fact: 0.6.4 and 0.6.4.post1; ``v1_non_torch_whole_device``:
+    V1 0.8.0-0.9.0.1); other releases subtract the
+    growth since the worker started, which leaves the context out (:data:`CUDA_CONTEXT_GIB`). Other processes on the
+    GPU (a desktop's display: log 004's 0.3 GiB) count there too and are not modelled."""
+    facts = inp.release.facts if inp.release else None
+    v0 = _engine_core(inp) == "v0"
+    fact = (facts.v0_non_torch_whole_device if v0 else facts.v1_non_torch_whole_device) if facts else None
+    return fact is not None and fact.value
+
+
+def _context_in_budget(inp: EstimateInput) -> tuple[float, list[str]]:
+    """(GiB, notes): the CUDA context the release subtracts inside the budget (:func:`_non_torch_whole_device`)."""
+    if not _non_torch_whole_device(inp):
+        return 0.0, []
+    note = (
+        f"CUDA context {CUDA_CONTEXT_GIB} GiB in the budget (this release subtracts all device memory torch has not "
+        "allocated, other processes' included)"
+    )
+    return CUDA_CONTEXT_GIB, [note]
+
+
 def _engine_core(inp: EstimateInput) -> str:
     """``v0`` or ``v1``: what the input says (recorded logs), else the release's default engine."""
     fact = inp.release.facts.default_engine if inp.release else None
@@ -153,10 +198,62 @@ probabilities and the exponential noise of the random sample, plus the kernel's 
 15.2-15.5 bytes (Llama-3.1-8B, Qwen2.5-7B, gpt-oss-20b on one H100, 1024 rows: tests/data/vllm_logs 039, 064, 075)."""
 
 
-def _sampler_bytes(inp: EstimateInput, rows: int) -> int:
-    """Bytes per row per vocabulary entry of the release's sampler warm-up (``profile_sampler_triton_rows``)."""
-    fact = inp.release.facts.profile_sampler_triton_rows if inp.release else None
-    triton = fact.value if fact is not None else 0
+FLASHINFER_SAMPLER_MIN_CAPABILITY = (7, 5)
+"""FlashInfer's kernels need Turing or newer: 0.12.0 on check ``FlashInferBackend.supports_compute_capability``
+before taking the FlashInfer sampler (vllm/v1/sample/ops/topk_topp_sampler.py v0.22.0 L39-66, falling back to the
+native sampler by default), and FlashInfer itself is built for sm75 on (docker/Dockerfile v0.10.1.1, "FlashInfer only
+supports sm75+")."""
+
+
+def _flag(value: str | None) -> bool | None:
+    """``VLLM_USE_FLASHINFER_SAMPLER`` as vllm/envs.py reads it (``bool(int(...))``); None: unset or not a number."""
+    if value is None:
+        return None
+    try:
+        return bool(int(value))
+    except ValueError:
+        return None
+
+
+def flashinfer_sampling(inp: EstimateInput) -> bool:
+    """Whether the release's V1 sampler (and so the profiling run's sampler warm-up) runs FlashInfer's top-k/top-p
+    kernels rather than the native sort or Triton path (the ``profile_sampler_flashinfer`` fact):
+
+    * ``when_installed`` (0.8.0-0.11.0): when FlashInfer imports, unless ``VLLM_USE_FLASHINFER_SAMPLER=0``. Whether it
+      is installed is the environment's: a recorded log says which sampler ran (``EstimateInput.flashinfer_sampler``);
+      for a spec, the official image installs it where the release's Dockerfile says so (``image_flashinfer``: read
+      from 0.10.1 on); a pip install without it, or an image not known to carry it, takes the native path (the
+      larger peak);
+    * ``opt_in`` (0.11.1-0.20.x): only with ``VLLM_USE_FLASHINFER_SAMPLER=1``;
+    * ``default`` (0.21.0 on): unless ``VLLM_USE_FLASHINFER_SAMPLER=0``.
+
+    Never on a GPU below :data:`FLASHINFER_SAMPLER_MIN_CAPABILITY`, on ROCm, or where the environment is known not
+    to have it."""
+    fact = inp.release.facts.profile_sampler_flashinfer if inp.release else None
+    capability = inp.gpu.cuda_capability if inp.gpu is not None else None
+    if fact is None or _engine_core(inp) != "v1" or capability is None:
+        return False
+    if capability < FLASHINFER_SAMPLER_MIN_CAPABILITY or inp.flashinfer_sampler is False:
+        return False
+    flag = _flag(inp.env.get("VLLM_USE_FLASHINFER_SAMPLER"))
+    if flag is False:
+        return False
+    if fact.value == "opt_in":
+        return flag is True
+    if fact.value == "default" or inp.flashinfer_sampler is True:
+        return True
+    return inp.image is None and fact.image_flashinfer is not None
+
+
+def _sampler_bytes(inp: EstimateInput, rows: int) -> float:
+    """Bytes per row per vocabulary entry of the release's sampler warm-up: FlashInfer's path where it runs
+    (:func:`flashinfer_sampling`: the logits in the model dtype beside ``float32_buffers`` float32 tensors of the
+    fact, counted from the release's code), else Triton's or the sort's (``profile_sampler_triton_rows``)."""
+    fact = inp.release.facts.profile_sampler_flashinfer if inp.release else None
+    if fact is not None and flashinfer_sampling(inp):
+        return dtype_bytes(inp.model, inp.dtype) + 4 * fact.float32_buffers
+    triton_fact = inp.release.facts.profile_sampler_triton_rows if inp.release else None
+    triton = triton_fact.value if triton_fact is not None else 0
     return SAMPLER_TRITON_BYTES if triton and rows >= triton else SAMPLER_SORT_BYTES
 
 
@@ -432,9 +529,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
         return None
     total = cuda_total_gib(gpu)
     utilization = number(inp.options, "gpu_memory_utilization", _default_utilization(inp))
-    big = _big_gpu(inp, total)
-    seqs = int(number(inp.options, "max_num_seqs", 1024 if big else 256))
-    batched = int(number(inp.options, "max_num_batched_tokens", 8192 if big else 2048))
+    default_batched, default_seqs = batch_defaults(inp, total)
+    seqs = int(number(inp.options, "max_num_seqs", default_seqs))
+    batched = int(number(inp.options, "max_num_batched_tokens", default_batched))
     # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
     # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
     # v0_chunked_prefill_above (32768 from 0.5.5; assumed for an uncatalogued release); a catalogued V0
@@ -456,6 +553,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     activation, said = _with_encoder(inp, activation, batched, seqs)
     notes += said
     overhead = activation + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
+    context, said = _context_in_budget(inp)
+    overhead += context
+    notes += said
     encoder = encoder_profile_gib(inp, seqs)
     if encoder:
         overhead += encoder
