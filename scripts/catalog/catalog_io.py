@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "src"))
+
+from pydantic import BaseModel  # noqa: E402
 
 from servespec.engines.catalog import POOL, ReleaseFacts, option_id  # noqa: E402
 
@@ -48,6 +51,28 @@ OPTION_FIELDS = (
 
 def releases_dir(engine: str) -> Path:
     return REPO / "src" / "servespec" / "engines" / UNITS[engine] / "releases"
+
+
+def release_files(engine: str, wanted: list[str]) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Each catalogued release file of ``engine`` (those whose stem is in ``wanted``; all when empty) and its data,
+    for a fact builder that adds facts in place and writes the file back (:func:`write_facts`)."""
+    for path in sorted(releases_dir(engine).glob("*.json")):
+        if path.name != "options.json" and (not wanted or path.stem in wanted):
+            yield path, json.loads(path.read_text())
+
+
+def put_fact(facts: dict[str, Any], name: str, found: dict[str, Any] | None, model: type[BaseModel]) -> None:
+    """``facts[name] = found`` once ``model`` accepts it; ``found`` None (the release has no such fact): dropped."""
+    if found is None:
+        facts.pop(name, None)
+    else:
+        model.model_validate(found)
+        facts[name] = found
+
+
+def write_facts(path: Path, data: dict[str, Any]) -> None:
+    """A release file as the builders write it: sorted keys, two-space indent, a final newline."""
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def _dump(data: Any) -> str:

@@ -19,7 +19,6 @@ A development tool: the CLI never imports it.
 from __future__ import annotations
 
 import ast
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import vllm as builder  # scripts/catalog/vllm.py (url)
 import vllm_sampler
-from catalog_io import releases_dir
+from catalog_io import put_fact, release_files, write_facts
 
 from servespec.engines.catalog import MmEncoderProfile
 
@@ -179,23 +178,14 @@ def mm_encoder_profile(version: str, src: Path, options: set[str]) -> dict[str, 
 
 
 def main(argv: list[str]) -> int:
-    folder = releases_dir("vllm")
-    wanted = set(argv)
-    for path in sorted(folder.glob("*.json")):
-        if path.name == "options.json" or (wanted and path.stem not in wanted):
-            continue
-        data = json.loads(path.read_text())
+    for path, data in release_files("vllm", argv):
         facts = data.setdefault("facts", {})
         engine = (facts.get("default_engine") or {}).get("value")
         found = None
         if engine == "v1":
             found = mm_encoder_profile(data["version"], vllm_sampler.tree(data["version"]), set(data["options"]))
-        if found is not None:
-            MmEncoderProfile.model_validate(found)
-            facts["mm_encoder_profile"] = found
-        else:
-            facts.pop("mm_encoder_profile", None)
-        path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        put_fact(facts, "mm_encoder_profile", found, MmEncoderProfile)
+        write_facts(path, data)
         print(f"{data['version']}: {found and (found['runs_encoder'], found['items_division'])}", file=sys.stderr)
     return 0
 

@@ -32,7 +32,6 @@ Sources are the releases' sdists, unpacked by scripts/catalog/vllm_mxfp4.py's ``
 from __future__ import annotations
 
 import ast
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import vllm as builder  # scripts/catalog/vllm.py (url, fetch)
-from catalog_io import releases_dir
+from catalog_io import put_fact, release_files, write_facts
 from vllm_sampler import tree  # a release's source: its sdist, else its wheel's .py members
 
 from servespec.engines.catalog import PostKvWarmup, SourcedInt
@@ -151,13 +150,8 @@ def v0_chunked_prefill_above(version: str, src: Path) -> dict[str, Any] | None:
 
 
 def main(argv: list[str]) -> int:
-    folder = releases_dir("vllm")
-    wanted = set(argv)
     failed = 0
-    for path in sorted(folder.glob("*.json")):
-        if path.name == "options.json" or (wanted and path.stem not in wanted):
-            continue
-        data = json.loads(path.read_text())
+    for path, data in release_files("vllm", argv):
         facts = data.setdefault("facts", {})
         engine = (facts.get("default_engine") or {}).get("value") or "v0"
         found = post_kv_warmup(data["version"], tree(data["version"]), engine)
@@ -165,15 +159,10 @@ def main(argv: list[str]) -> int:
             print(f"{data['version']}: no {ENTRY} in the {engine} worker", file=sys.stderr)
             failed += 1
             continue
-        PostKvWarmup.model_validate(found)
-        facts["post_kv_warmup"] = found
+        put_fact(facts, "post_kv_warmup", found, PostKvWarmup)
         above = v0_chunked_prefill_above(data["version"], tree(data["version"]))
-        if above is not None:
-            SourcedInt.model_validate(above)
-            facts["v0_chunked_prefill_above"] = above
-        else:
-            facts.pop("v0_chunked_prefill_above", None)
-        path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        put_fact(facts, "v0_chunked_prefill_above", above, SourcedInt)
+        write_facts(path, data)
         print(f"{data['version']}: {found}", file=sys.stderr)
     return 1 if failed else 0
 

@@ -36,7 +36,6 @@ A development tool: the CLI never imports it.
 from __future__ import annotations
 
 import ast
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import vllm as builder  # scripts/catalog/vllm.py (url, fetch)
 import vllm_mxfp4
-from catalog_io import releases_dir
+from catalog_io import put_fact, release_files, write_facts
 
 from servespec.engines.catalog import FlashinferSampler, SourcedBool, SourcedInt, V1BatchDefaults
 
@@ -393,57 +392,31 @@ def tree(version: str) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    folder = releases_dir("vllm")
-    wanted = set(argv)
-    for path in sorted(folder.glob("*.json")):
-        if path.name == "options.json" or (wanted and path.stem not in wanted):
-            continue
-        data = json.loads(path.read_text())
+    for path, data in release_files("vllm", argv):
         facts = data.setdefault("facts", {})
-        src = tree(data["version"])
-        v0 = v0_sorts(data["version"], src)
-        if v0 is None:
-            facts.pop("profile_sampler_v0_sorts_vocab", None)
-        else:
-            SourcedBool.model_validate(v0)
-            facts["profile_sampler_v0_sorts_vocab"] = v0
-        print(f"{data['version']}: V0 sampler warm-up {'absent' if v0 is None else v0['value']}", file=sys.stderr)
-        whole = v0_non_torch(data["version"], src)
-        if whole is None:
-            facts.pop("v0_non_torch_whole_device", None)
-        else:
-            SourcedBool.model_validate(whole)
-            facts["v0_non_torch_whole_device"] = whole
-        print(f"{data['version']}: V0 non-torch over the whole device {whole}", file=sys.stderr)
-        whole = v0_non_torch(data["version"], src, V1_WORKER, "determine_available_memory")
-        if whole is None:
-            facts.pop("v1_non_torch_whole_device", None)
-        else:
-            SourcedBool.model_validate(whole)
-            facts["v1_non_torch_whole_device"] = whole
+        version, src = data["version"], tree(data["version"])
+        v0 = v0_sorts(version, src)
+        put_fact(facts, "profile_sampler_v0_sorts_vocab", v0, SourcedBool)
+        print(f"{version}: V0 sampler warm-up {'absent' if v0 is None else v0['value']}", file=sys.stderr)
+        whole = v0_non_torch(version, src)
+        put_fact(facts, "v0_non_torch_whole_device", whole, SourcedBool)
+        print(f"{version}: V0 non-torch over the whole device {whole}", file=sys.stderr)
+        whole = v0_non_torch(version, src, V1_WORKER, "determine_available_memory")
+        put_fact(facts, "v1_non_torch_whole_device", whole, SourcedBool)
         if "profile_sampler_sorts_vocab" in facts:  # a V1 sampler warm-up read for the release: refine it
-            found = triton_rows(data["version"], src)
+            found = triton_rows(version, src)
             if found is None:
-                print(f"{data['version']}: {OPS} not found", file=sys.stderr)
+                print(f"{version}: {OPS} not found", file=sys.stderr)
             else:
-                SourcedInt.model_validate(found)
-                facts["profile_sampler_triton_rows"] = found
-                print(f"{data['version']}: triton from {found['value']} rows", file=sys.stderr)
-            batch = batch_defaults(data["version"], src)
-            if batch is None:
-                facts.pop("v1_batch_defaults", None)
-            else:
-                V1BatchDefaults.model_validate(batch)
-                facts["v1_batch_defaults"] = batch
-            print(f"{data['version']}: V1 batch defaults {batch}", file=sys.stderr)
-            flashinfer = flashinfer_sampler(data["version"], src)
-            if flashinfer is None:
-                facts.pop("profile_sampler_flashinfer", None)
-            else:
-                FlashinferSampler.model_validate(flashinfer)
-                facts["profile_sampler_flashinfer"] = flashinfer
-            print(f"{data['version']}: FlashInfer sampler {flashinfer}", file=sys.stderr)
-        path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+                put_fact(facts, "profile_sampler_triton_rows", found, SourcedInt)
+                print(f"{version}: triton from {found['value']} rows", file=sys.stderr)
+            batch = batch_defaults(version, src)
+            put_fact(facts, "v1_batch_defaults", batch, V1BatchDefaults)
+            print(f"{version}: V1 batch defaults {batch}", file=sys.stderr)
+            flashinfer = flashinfer_sampler(version, src)
+            put_fact(facts, "profile_sampler_flashinfer", flashinfer, FlashinferSampler)
+            print(f"{version}: FlashInfer sampler {flashinfer}", file=sys.stderr)
+        write_facts(path, data)
     return 0
 
 

@@ -26,7 +26,6 @@ scripts/catalog/vllm_sampler.py takes them. A development tool: the CLI never im
 from __future__ import annotations
 
 import ast
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import vllm as builder  # scripts/catalog/vllm.py (url)
 import vllm_sampler
-from catalog_io import releases_dir
+from catalog_io import put_fact, release_files, write_facts
 
 from servespec.engines.catalog import SpeculativeMemory
 
@@ -154,21 +153,11 @@ def fact(version: str, src: Path) -> dict[str, Any] | None:
 
 
 def main(argv: list[str]) -> int:
-    folder = releases_dir("vllm")
-    wanted = set(argv)
-    for path in sorted(folder.glob("*.json")):
-        if path.name == "options.json" or (wanted and path.stem not in wanted):
-            continue
-        data = json.loads(path.read_text())
-        facts = data.setdefault("facts", {})
+    for path, data in release_files("vllm", argv):
         found = fact(data["version"], vllm_sampler.tree(data["version"]))
-        if found is None:
-            facts.pop("speculative_memory", None)
-        else:
-            SpeculativeMemory.model_validate(found)
-            facts["speculative_memory"] = found
+        put_fact(data.setdefault("facts", {}), "speculative_memory", found, SpeculativeMemory)
         print(f"{data['version']}: {found}", file=sys.stderr)
-        path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        write_facts(path, data)
     return 0
 
 
