@@ -29,6 +29,7 @@ import pytest
 
 from servespec.engines import get
 from servespec.engines.ollama import memory as ollama_memory
+from servespec.knowledge import models
 from servespec.knowledge.memory import GIB, EstimateInput
 from servespec.knowledge.models import ModelFacts, facts_from_config
 
@@ -39,26 +40,11 @@ KV_PER_CELL = 8 * 2 * 4 * 256 * 2  # 8 full-attention layers, K and V, f16
 
 
 def _qwen35_9b() -> ModelFacts:
-    """Qwen3.5-9B's text config as the model card's config.json gives it (the fields the cache reads)."""
-    config: dict[str, Any] = {
-        "architectures": ["Qwen3_5ForConditionalGeneration"],
-        "model_type": "qwen3_5_text",
-        "hidden_size": 4096,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 4,
-        "head_dim": 256,
-        "intermediate_size": 12288,
-        "vocab_size": 248320,
-        "max_position_embeddings": 262144,
-        "full_attention_interval": 4,
-        "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 128,
-        "linear_value_head_dim": 128,
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 32,
-    }
-    return facts_from_config(config, "Qwen/Qwen3.5-9B")
+    """Qwen3.5-9B from the catalog (its commit-pinned config.json): 32 layers, every 4th full attention with 4 KV
+    heads of 256; 16 key / 32 value linear heads of 128, conv kernel 4."""
+    model = models.catalogued("Qwen/Qwen3.5-9B")
+    assert model is not None
+    return model
 
 
 def _input(version: str, model: ModelFacts, context: int, **options: Any) -> EstimateInput:
@@ -114,26 +100,11 @@ def test_the_fact_is_read_for_every_release_with_the_recurrent_cache() -> None:
 
 
 def _qwen3_next() -> ModelFacts:
-    """Qwen3-Next-80B-A3B's layout (config.json: 48 layers, every 4th full; 2 KV heads of 256; 16 key / 32 value
-    linear heads of 128, conv kernel 4); the MoE fields do not enter the cache."""
-    config: dict[str, Any] = {
-        "architectures": ["Qwen3NextForCausalLM"],
-        "model_type": "qwen3_next",
-        "hidden_size": 2048,
-        "num_hidden_layers": 48,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 2,
-        "head_dim": 256,
-        "intermediate_size": 5120,
-        "vocab_size": 151936,
-        "full_attention_interval": 4,
-        "linear_conv_kernel_dim": 4,
-        "linear_key_head_dim": 128,
-        "linear_value_head_dim": 128,
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 32,
-    }
-    return facts_from_config(config, "Qwen/Qwen3-Next-80B-A3B-Instruct")
+    """Qwen3-Next-80B-A3B from the catalog (its commit-pinned config.json): 48 layers, every 4th full attention with
+    2 KV heads of 256; 16 key / 32 value linear heads of 128, conv kernel 4; the MoE fields do not enter the cache."""
+    model = models.catalogued("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    assert model is not None
+    return model
 
 
 @pytest.mark.parametrize("version", [v for v in _releases() if _has_recurrent(v)])
