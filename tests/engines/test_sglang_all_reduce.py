@@ -164,7 +164,10 @@ def test_every_release_with_a_quick_all_reduce_has_its_facts() -> None:
     assert with_quick >= 40
 
 
-def _quick(version: str, gpu: str, tp: int, env: dict[str, str], **options: object) -> tuple[float, tuple[str, ...]]:
+def _quick(
+    version: str, gpu: str, tp: int, env: dict[str, str], image: str | None = None, **options: object
+) -> tuple[float, tuple[str, ...]]:
+    """Qwen2.5-7B on ``gpu`` at TP ``tp`` under SGLang ``version`` (from ``image``, with ``env``): KV GiB and notes."""
     model = models.catalogued("Qwen/Qwen2.5-7B-Instruct")
     card = gpus.resolve(gpu)
     assert model is not None and isinstance(card, GpuModel)
@@ -178,6 +181,7 @@ def _quick(version: str, gpu: str, tp: int, env: dict[str, str], **options: obje
             max_model_len=4096,
             engine_version=version,
             options={"mem_fraction_static": 0.85, **options},
+            image=image,
             env=env,
         )
     )
@@ -271,26 +275,7 @@ def _image_notes(version: str, image: str) -> tuple[str, ...]:
 
 
 def _quick_image(image: str, env: dict[str, str], version: str = "0.5.12") -> tuple[float, tuple[str, ...]]:
-    """Qwen2.5-7B at TP 2 on MI355X under ``version`` from ``image`` with ``env``: the KV GiB and the notes."""
-    model = models.catalogued("Qwen/Qwen2.5-7B-Instruct")
-    card = gpus.resolve("AMD Instinct MI355X")
-    assert model is not None and isinstance(card, GpuModel)
-    found = SGLANG.estimate(
-        EstimateInput(
-            engine="sglang",
-            release=SGLANG.select(version).release,
-            model=model,
-            gpu=card,
-            tensor_parallel=2,
-            max_model_len=4096,
-            engine_version=version,
-            options={"mem_fraction_static": 0.85},
-            image=image,
-            env=env,
-        )
-    )
-    assert found is not None
-    return found.kv_cache_gib, tuple(found.notes)
+    return _quick(version, "AMD Instinct MI355X", 2, env, image)
 
 
 def test_sglangs_rocm_images_bring_the_quick_all_reduce() -> None:
