@@ -82,8 +82,16 @@ def test_the_aiter_assumed_is_the_newest_before_the_release_that_takes_its_argum
 
 
 def _estimate(
-    version: str, gpu: str, tp: int, release: EngineRelease | None = None, **options: object
+    version: str,
+    gpu: str,
+    tp: int,
+    release: EngineRelease | None = None,
+    env: dict[str, str] | None = None,
+    image: str | None = None,
+    **options: object,
 ) -> tuple[float, tuple[str, ...]]:
+    """Qwen2.5-7B on ``gpu`` at TP ``tp`` under SGLang ``version`` (``release``: a changed copy of its facts), from
+    ``image`` with ``env``: the KV GiB and the notes."""
     model = models.catalogued("Qwen/Qwen2.5-7B-Instruct")
     card = gpus.resolve(gpu)
     assert model is not None and isinstance(card, GpuModel)
@@ -97,6 +105,8 @@ def _estimate(
             max_model_len=4096,
             engine_version=version,
             options={"mem_fraction_static": 0.85, **options},
+            image=image,
+            env=env or {},
         )
     )
     assert found is not None
@@ -167,26 +177,7 @@ def test_every_release_with_a_quick_all_reduce_has_its_facts() -> None:
 def _quick(
     version: str, gpu: str, tp: int, env: dict[str, str], image: str | None = None, **options: object
 ) -> tuple[float, tuple[str, ...]]:
-    """Qwen2.5-7B on ``gpu`` at TP ``tp`` under SGLang ``version`` (from ``image``, with ``env``): KV GiB and notes."""
-    model = models.catalogued("Qwen/Qwen2.5-7B-Instruct")
-    card = gpus.resolve(gpu)
-    assert model is not None and isinstance(card, GpuModel)
-    found = SGLANG.estimate(
-        EstimateInput(
-            engine="sglang",
-            release=SGLANG.select(version).release,
-            model=model,
-            gpu=card,
-            tensor_parallel=tp,
-            max_model_len=4096,
-            engine_version=version,
-            options={"mem_fraction_static": 0.85, **options},
-            image=image,
-            env=env,
-        )
-    )
-    assert found is not None
-    return found.kv_cache_gib, tuple(found.notes)
+    return _estimate(version, gpu, tp, env=env, image=image, **options)
 
 
 @pytest.mark.parametrize(("tp", "regime"), [(2, "INT8"), (4, "INT4"), (8, "FP")])
