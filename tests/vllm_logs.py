@@ -443,6 +443,7 @@ def _compare_sized(
         return _estimate_vllm(data, facts, version, card, release, speculative)
 
     assumed += _stand_in_label(gpu, basis=str(data.get("total_gpu_memory_basis") or ""))
+    assumed += _sampler_install_label(data, releases[0], gpu)
     if failed and _ranged(data):  # settings it does not show: judged on the verdict at every end of their ranges
         estimate = lambda body, card: _estimate_vllm(body, facts, version, card, releases[0], speculative)  # noqa: E731
         plans, left_open = _range_plans(data, estimate, (gpu, _gpu_candidates(data)))
@@ -584,6 +585,24 @@ LOGGED_INSTALL = "(the logged install: not the official image unless the file na
 """The ``image`` a recorded log is estimated with when its file names none: how vLLM was installed is not known
 (a pip install or another image), so the estimate does not take the release's official image's FlashInfer
 (``profile_sampler_flashinfer.image_flashinfer``) for it; the log's own sampler line decides where it has one."""
+
+
+def _sampler_install_label(data: dict[str, Any], release: Any, gpu: gpus.GpuModel) -> tuple[str, ...]:
+    """The stated assumption of a V1 log on a release whose sampler takes FlashInfer whenever it is installed
+    (``profile_sampler_flashinfer`` ``when_installed``, 0.8.0-0.11.0) when the log does not say which sampler ran:
+    the estimate takes the native path (pip's requirements carry no FlashInfer before 0.12.0), the larger peak."""
+    fact = release.facts.profile_sampler_flashinfer if release is not None else None
+    capability = gpu.cuda_capability
+    v1 = str(data.get("engine") or "v1") == "v1"
+    if fact is None or fact.value != "when_installed" or not v1 or logged_flashinfer_sampler(data) is not None:
+        return ()
+    if capability is None or capability < (7, 5):
+        return ()
+    return (
+        f"sampler path not logged: vLLM {release.version} takes FlashInfer's top-k/top-p kernels whenever FlashInfer "
+        "is installed, which the log does not show; the native path (no FlashInfer, as pip installs the release) is "
+        "assumed, the larger warm-up peak",
+    )
 
 
 def logged_flashinfer_sampler(data: dict[str, Any]) -> bool | None:
