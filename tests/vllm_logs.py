@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 
 from servespec.engines import get
 from servespec.engines.gguf import KV_PLACEMENT_SOURCE, GgufEngine
+from servespec.engines.vllm.memory import FLASHINFER_SAMPLER_MIN_CAPABILITY
 from servespec.engines.vllm.parallel import vllm_layout
 from servespec.knowledge import gpus, models
 from servespec.knowledge.error_band import CLASSES, model_class
@@ -596,7 +597,7 @@ def _sampler_install_label(data: dict[str, Any], release: Any, gpu: gpus.GpuMode
     v1 = str(data.get("engine") or "v1") == "v1"
     if fact is None or fact.value != "when_installed" or not v1 or logged_flashinfer_sampler(data) is not None:
         return ()
-    if capability is None or capability < (7, 5):
+    if capability is None or capability < FLASHINFER_SAMPLER_MIN_CAPABILITY:
         return ()
     return (
         f"sampler path not logged: vLLM {release.version} takes FlashInfer's top-k/top-p kernels whenever FlashInfer "
