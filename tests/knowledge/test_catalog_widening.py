@@ -63,6 +63,12 @@ ADDED = [
     # third widening (i23v-configs)
     "naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
     "meta-llama/Llama-3.2-1B",
+    # Qwen/Alibaba widening (cat-qwen)
+    "Qwen/Qwen3-8B-FP8",
+    "Qwen/Qwen3-32B-AWQ",
+    "Qwen/Qwen3-Embedding-0.6B",
+    "Qwen/Qwen3-Embedding-4B",
+    "Qwen/Qwen3-Reranker-0.6B",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -159,6 +165,12 @@ TRANSFORMERS_COUNTS = {
     "meta-llama/Llama-3.2-1B": 1_235_814_400,  # LlamaForCausalLM, tied head
     # Mistral3ForConditionalGeneration: 1,024 short until the projector's RMSNorm was counted (test_config_families)
     "mistralai/Devstral-Small-2-24B-Instruct-2512": 24_011_361_280,
+    # Qwen/Alibaba widening (cat-qwen): transformers 5.20.2 (vllm-0.33.0 parser environment)
+    "Qwen/Qwen3-8B-FP8": 8_190_735_360,  # Qwen3ForCausalLM, untied head
+    "Qwen/Qwen3-32B-AWQ": 32_762_123_264,
+    "Qwen/Qwen3-Embedding-0.6B": 595_776_512,  # tied head: the checkpoint's Qwen3Model total (595,776,512)
+    "Qwen/Qwen3-Embedding-4B": 4_021_774_336,
+    "Qwen/Qwen3-Reranker-0.6B": 595_776_512,
 }
 
 
@@ -189,6 +201,10 @@ SAME_LAYOUT = [
     ("nvidia/Qwen3-32B-NVFP4", "Qwen/Qwen3-32B"),
     ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "Qwen/Qwen3-30B-A3B-Thinking-2507"),
     ("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct"),
+    # Qwen/Alibaba widening (cat-qwen)
+    ("Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-8B"),
+    ("Qwen/Qwen3-32B-AWQ", "Qwen/Qwen3-32B"),
+    ("Qwen/Qwen3-Reranker-0.6B", "Qwen/Qwen3-Embedding-0.6B"),
 ]
 
 
@@ -260,6 +276,8 @@ def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, bas
         ("mistralai/Devstral-2-123B-Instruct-2512", "fp8"),
         ("moonshotai/Kimi-K2.6", "int4"),
         ("Qwen/Qwen3-VL-4B-Instruct", None),
+        ("Qwen/Qwen3-8B-FP8", "fp8"),
+        ("Qwen/Qwen3-32B-AWQ", "awq"),
     ],
 )
 def test_quantized_checkpoints_name_their_scheme(checkpoint: str, method: str | None) -> None:
@@ -274,3 +292,22 @@ def test_smollm3_ties_its_head_when_the_config_is_silent() -> None:
     assert facts is not None
     assert facts.tie_word_embeddings is True
     assert (facts.layers, facts.kv_heads, facts.head_dim) == (36, 4, 128)
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "file_gib"),
+    [
+        # the checkpoints' safetensors totals as the cited gogongxt/python reports print them (GiB)
+        ("Qwen/Qwen3-8B-FP8", 8.79),
+        ("Qwen/Qwen3-32B-AWQ", 18.00),
+        ("Qwen/Qwen3-Embedding-0.6B", 1.11),
+    ],
+)
+def test_quantized_qwen_checkpoints_weigh_what_their_files_hold(checkpoint: str, file_gib: float) -> None:
+    """The weights the estimator loads for an official FP8 / AWQ Qwen checkpoint match the size of its files:
+    block-wise FP8 with bfloat16 scales per 128 x 128, AWQ 4-bit with a 16-bit scale and a 4-bit zero point per 128."""
+    from servespec.knowledge.memory import EstimateInput, weight_bytes
+
+    facts = catalogued(checkpoint)
+    assert facts is not None
+    assert weight_bytes(EstimateInput("vllm", None, facts, None)) / 2**30 == pytest.approx(file_gib, rel=0.01)
