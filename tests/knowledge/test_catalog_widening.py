@@ -69,6 +69,7 @@ ADDED = [
     "Qwen/Qwen3-Embedding-0.6B",
     "Qwen/Qwen3-Embedding-4B",
     "Qwen/Qwen3-Reranker-0.6B",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct-FP8",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -171,6 +172,7 @@ TRANSFORMERS_COUNTS = {
     "Qwen/Qwen3-Embedding-0.6B": 595_776_512,  # tied head: the checkpoint's Qwen3Model total (595,776,512)
     "Qwen/Qwen3-Embedding-4B": 4_021_774_336,
     "Qwen/Qwen3-Reranker-0.6B": 595_776_512,
+    "Qwen/Qwen3-Next-80B-A3B-Instruct-FP8": 79_674_391_296,  # Qwen3NextForCausalLM (no MTP block)
 }
 
 
@@ -205,6 +207,7 @@ SAME_LAYOUT = [
     ("Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-8B"),
     ("Qwen/Qwen3-32B-AWQ", "Qwen/Qwen3-32B"),
     ("Qwen/Qwen3-Reranker-0.6B", "Qwen/Qwen3-Embedding-0.6B"),
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct-FP8", "Qwen/Qwen3-Next-80B-A3B-Instruct"),
 ]
 
 
@@ -278,6 +281,7 @@ def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, bas
         ("Qwen/Qwen3-VL-4B-Instruct", None),
         ("Qwen/Qwen3-8B-FP8", "fp8"),
         ("Qwen/Qwen3-32B-AWQ", "awq"),
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct-FP8", "fp8"),
     ],
 )
 def test_quantized_checkpoints_name_their_scheme(checkpoint: str, method: str | None) -> None:
@@ -301,6 +305,8 @@ def test_smollm3_ties_its_head_when_the_config_is_silent() -> None:
         ("Qwen/Qwen3-8B-FP8", 8.79),
         ("Qwen/Qwen3-32B-AWQ", 18.00),
         ("Qwen/Qwen3-Embedding-0.6B", 1.11),
+        # 76.40 GiB of tensors less the MTP block vLLM loads only as a draft (1.55 GiB: 512 FP8 experts, attention, fc)
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct-FP8", 74.85),
     ],
 )
 def test_quantized_qwen_checkpoints_weigh_what_their_files_hold(checkpoint: str, file_gib: float) -> None:
