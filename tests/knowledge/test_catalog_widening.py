@@ -317,3 +317,26 @@ def test_quantized_qwen_checkpoints_weigh_what_their_files_hold(checkpoint: str,
     facts = catalogued(checkpoint)
     assert facts is not None
     assert weight_bytes(EstimateInput("vllm", None, facts, None)) / 2**30 == pytest.approx(file_gib, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("repo", "layers", "kv_heads", "head_dim"),
+    [
+        ("Qwen/Qwen3-8B-FP8", 36, 8, 128),
+        ("Qwen/Qwen3-32B-AWQ", 64, 8, 128),
+        ("Qwen/Qwen3-Embedding-0.6B", 28, 8, 128),
+        ("Qwen/Qwen3-Embedding-4B", 36, 8, 128),
+        ("Qwen/Qwen3-Reranker-0.6B", 28, 8, 128),
+        # Qwen3-Next: only the 12 full-attention layers (every 4th) keep a paged KV cache
+        ("Qwen/Qwen3-Next-80B-A3B-Instruct-FP8", 12, 2, 256),
+    ],
+)
+def test_added_qwen_entries_cache_keys_and_values_of_their_attention_layers(
+    repo: str, layers: int, kv_heads: int, head_dim: int
+) -> None:
+    """K and V of every KV head of every attention layer, 2 bytes each (heads x head_dim x layers, from config.json)."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    facts = catalogued(repo)
+    assert facts is not None
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * kv_heads * head_dim * layers * 2
