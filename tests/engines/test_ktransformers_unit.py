@@ -127,12 +127,13 @@ def test_routed_experts_off_the_gpu_go_to_host_ram(tmp_path: Path) -> None:
     expert_bytes = 3 * 7168 * 2048 * 4 / 8
     assert plan.offload is not None
     assert (plan.offload.gpu_layers, plan.offload.layers, plan.offload.unit) == (2, 256, "routed experts per MoE layer")
-    assert plan.offload.host_gib == pytest.approx(58 * 254 * expert_bytes / 1024**3, abs=0.01)
+    # kt-kernel allocates every routed expert in host RAM, the 2 on the GPU too (moe_base.hpp init)
+    assert plan.offload.host_gib == pytest.approx(58 * 256 * expert_bytes / 1024**3, abs=0.01)
     assert plan.offload.host_total_gib == 512
     # the GPU holds attention, dense layers, the shared expert (FP8, ~16 GiB) and 2 routed experts per layer
     assert 15 < plan.weights_gib < 22 and plan.kv_cache_gib > 0
     more = _estimate(_spec(tmp_path, {**KT_OPTIONS, "kt_num_gpu_experts": 8}))
-    assert more.weights_gib > plan.weights_gib and more.offload.host_gib < plan.offload.host_gib
+    assert more.weights_gib > plan.weights_gib and more.offload.host_gib == plan.offload.host_gib
     dynamic = _estimate(_spec(tmp_path, {**KT_OPTIONS, "kt_enable_dynamic_expert_update": "true"}))
     assert dynamic.offload.host_gib == pytest.approx(58 * 256 * expert_bytes / 1024**3, abs=0.01)
 

@@ -5,9 +5,9 @@ the attention, dense and shared-expert weights and ``--kt-num-gpu-experts`` rout
 of every MoE layer, in the checkpoint's format, split over the tensor-parallel ranks; SGLang's
 KV pool is then ``mem_fraction_static × memory before loading − those weights`` (the SGLang
 unit's arithmetic). The other routed experts live in host RAM in the ``--kt-method`` format of
-``--kt-weight-path`` (:data:`~servespec.engines.sglang.kt.METHOD_BITS`); with
-``--kt-enable-dynamic-expert-update`` the host keeps every expert (the GPU set is refreshed
-from it). Without the split it is SGLang's estimate, unchanged.
+``--kt-weight-path`` (:data:`~servespec.engines.sglang.kt.METHOD_BITS`): all of them, the GPU ones too
+(:data:`HOST_EXPERTS_SOURCE`), so the host's share does not shrink as ``--kt-num-gpu-experts`` grows.
+Without the split it is SGLang's estimate, unchanged.
 
 Without the routed experts' width (``moe_intermediate_size``: a model given by ``model.architecture``,
 which has no such field) the split cannot be sized: there is no estimate (the memory rules do not run)
@@ -25,6 +25,14 @@ from dataclasses import replace
 from servespec.engines.sglang import kt
 from servespec.engines.sglang import memory as sglang_memory
 from servespec.knowledge.memory import GIB, EstimateInput, GpuEstimate, Offload, weight_bytes
+
+HOST_EXPERTS_SOURCE = (
+    "kt-kernel's CPU MoE allocates and loads every routed expert of a layer, whatever the GPU mask "
+    "(kt-kernel/operators/amx/moe_base.hpp init: the gate/up/down BufferB loop over config_.expert_num, "
+    "v0.5.3 and v0.6.4 L113-L130, v0.7.0 L127-L144; avx2/moe_base.hpp L115-L139 at v0.6.4; the mask only skips "
+    "experts at compute, should_skip_expert), https://github.com/kvcache-ai/ktransformers"
+)
+"""Why the host holds every routed expert (kvcache-ai/ktransformers#2084 reports the same for a 2026-07 build)."""
 
 
 def routed_params(inp: EstimateInput) -> float:
@@ -53,7 +61,7 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     if settings.method not in kt.METHOD_BITS:
         return found  # a method kt-kernel does not have: ENG002 reports it, nothing is sized in host RAM
     bits, basis = kt.METHOD_BITS[settings.method]
-    host_experts = model.experts if settings.dynamic_update else model.experts - per_layer
+    host_experts = model.experts  # every expert, the GPU ones too (HOST_EXPERTS_SOURCE)
     moe_layers = model.layers - model.dense_layers
     host_bytes = moe_layers * host_experts * 3 * model.hidden_size * (model.moe_intermediate_size or 0) * bits / 8
     given = (
@@ -61,9 +69,10 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         if settings.gpu_experts_ratio is not None
         else f"kt_num_gpu_experts {settings.num_gpu_experts}"
     )
-    reason = f"{given}; the rest as {settings.method}, {bits:g} bits per weight: {basis}"
-    if settings.dynamic_update:
-        reason += "; kt_enable_dynamic_expert_update keeps every expert in host RAM"
+    reason = (
+        f"{given}; every routed expert (the GPU ones too: {HOST_EXPERTS_SOURCE}) as {settings.method}, "
+        f"{bits:g} bits per weight: {basis}"
+    )
     offload = Offload(
         gpu_layers=round(per_layer),
         layers=model.experts,
@@ -75,6 +84,6 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     )
     note = (
         f"KTransformers: {per_layer:g} of {model.experts} routed experts per MoE layer on the GPUs, "
-        f"{host_bytes / GIB:.1f} GiB of CPU experts ({settings.method}) in host RAM"
+        f"{host_bytes / GIB:.1f} GiB of CPU experts ({settings.method}, all {model.experts} of every MoE layer) in host RAM"
     )
     return replace(found, offload=offload, notes=(*found.notes, note))

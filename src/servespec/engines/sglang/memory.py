@@ -5,6 +5,8 @@ own (``facts.memory`` of its catalog, read from its source by scripts/catalog/sg
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from servespec.engines.catalog import SglangFraction, SglangMemory
 from servespec.engines.sglang import all_reduce, dsa, mla, offload, swa
 from servespec.knowledge.gpus import GpuModel
@@ -38,6 +40,14 @@ SGLang's ROCm images, which set ``ROCM_QUICK_REDUCE_QUANTIZATION=INT8`` and ``NC
 (aiter 0.1.12.post1 and later in those images), 4.00 GiB the quick all-reduce's, and 1.17 / 3.03 GiB RCCL's
 (its 2.27.7 communicator with at least 112 channels; RCCL's buffer sizes and which connections a one-element
 all-reduce sets up are RCCL's, whose source for that release is not read here)."""
+
+TOKEN_CAP_SOURCE = (
+    "model_runner.py init_memory_pool: max_total_num_tokens = min(profiled, max_total_tokens) (v0.4.0 L491-L498, "
+    "v0.4.7 L898-L905), then down to a multiple of page_size (v0.4.7 L907-L910; "
+    "model_runner_kv_cache_mixin.py L378-L389 at v0.5.9)"
+)
+"""Where SGLang caps its pool at ``--max-total-tokens``: every catalogued release (0.4.0 on) takes the smaller
+of the profiled token count and the option, before the pools are allocated, so the KV cache holds the cap."""
 
 VIT_BLOCK_PARAMS = 12
 """Assumed: a ViT block holds about 12 × hidden² parameters (attention 4h², MLP 8h²), so a tower's
@@ -160,13 +170,42 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
         per_token = dsa.cell_bytes(inp)
         tokens = int(max(kv, 0.0) * GIB // per_token) if per_token else 0
         notes.append(f"DSA cell {per_token:,.0f} bytes per token (MLA latent + indexer keys)")
-        return plan(inp, total, weights, overhead, kv, tokens, per_token, fraction, notes)
+        return _capped(inp, plan(inp, total, weights, overhead, kv, tokens, per_token, fraction, notes))
     hybrid = swa.pool(inp, memory, kv) if memory is not None else None
     if hybrid is not None:
         # the release's hybrid SWA pool (facts.memory.hybrid_swa): full layers and sliding ones in pools of their own
         notes.append(hybrid.note)
         layout = hybrid.layout(inp)
+        if _token_cap(inp) is not None and layout.tokens > (_token_cap(inp) or 0):
+            return None  # the release splits the capped count between its pools: not modelled, so no estimate
         return plan(
             inp, total, weights, overhead, kv, layout.tokens, layout.growing_bytes_per_token, fraction, notes, layout
         )
-    return finish(inp, total, weights, overhead, kv, 1, notes, fraction)
+    return _capped(inp, finish(inp, total, weights, overhead, kv, 1, notes, fraction))
+
+
+def _token_cap(inp: EstimateInput) -> int | None:
+    """``--max-total-tokens`` as a whole number of pages (:data:`TOKEN_CAP_SOURCE`); None when unset."""
+    cap = int(number(inp.options, "max_total_tokens", 0))
+    if cap <= 0:
+        return None
+    page = max(int(number(inp.options, "page_size", 1)), 1)
+    return cap // page * page
+
+
+def _capped(inp: EstimateInput, found: GpuEstimate) -> GpuEstimate:
+    """The plan with its pool cut to ``--max-total-tokens`` when the memory would hold more: SGLang allocates
+    the cap, and the memory above it stays free (:data:`TOKEN_CAP_SOURCE`)."""
+    cap = _token_cap(inp)
+    if cap is None or found.kv_tokens <= cap:
+        return found
+    kv_bytes = cap * found.kv_bytes_per_token
+    note = f"max_total_tokens caps the pool at {cap:,} tokens (the memory holds {found.kv_tokens:,}): {TOKEN_CAP_SOURCE}"
+    return replace(
+        found,
+        kv_tokens=cap,
+        kv_cache_gib=round(kv_bytes / GIB, 2),
+        kv_cache_bytes=kv_bytes,
+        max_sequences=round(cap / inp.max_model_len, 2) if inp.max_model_len else 0.0,
+        notes=(*found.notes, note),
+    )
