@@ -615,7 +615,12 @@ def test_ktransformers_kt_arguments_reach_the_estimate() -> None:
     settings = {"tp_size": "1", "mem_fraction_static": "0.85", "context_length": "8192"}
     base = {"engine": "ktransformers", "engine_version": "0.7.2", "settings": settings}
     plain = _estimate_sglang(base, facts, card)
-    kt = {"kt_weight_path": "/models/q3-amxint4", "kt_method": "AMXINT4", "kt_num_gpu_experts": "8", "kt_cpuinfer": "60"}
+    kt = {
+        "kt_weight_path": "/models/q3-amxint4",
+        "kt_method": "AMXINT4",
+        "kt_num_gpu_experts": "8",
+        "kt_cpuinfer": "60",
+    }
     split = _estimate_sglang({**base, "settings": {**settings, **kt}}, facts, card)
     assert plain is not None and split is not None
     assert plain.offload is None and split.offload is not None

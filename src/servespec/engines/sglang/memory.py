@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from servespec.engines.catalog import SglangFraction, SglangMemory
-from servespec.engines.sglang import all_reduce, dsa, mla, offload, swa
+from servespec.engines.sglang import all_reduce, dsa, kt_memory, mla, offload, swa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
@@ -135,10 +135,14 @@ def _communicators(inp: EstimateInput, memory: SglangMemory | None) -> tuple[flo
 def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | None:
     """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU.
 
-    ``weights``: GiB per GPU when not the whole model's share (KTransformers keeps experts in host RAM)."""
+    ``weights``: GiB per GPU when not the whole model's share (KTransformers keeps experts in host RAM). With the
+    ``--kt-*`` CPU/GPU expert split (sglang-kt, and upstream SGLang from the release that has ``--kt-weight-path``)
+    the weights are the GPU's share of it (:mod:`~servespec.engines.sglang.kt_memory`)."""
     gpu = inp.gpu
     if gpu is None:
         return None
+    if weights is None and kt_memory.applies(inp):
+        return kt_memory.estimate(inp, lambda split, on_gpu: estimate(split, weights=on_gpu))
     total = cuda_total_gib(gpu)
     memory = inp.release.facts.memory if inp.release is not None else None
     given = dsa.fixed_fraction(inp) or number(inp.options, "mem_fraction_static", 0)
@@ -165,6 +169,19 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     if replicated:
         notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
     notes.extend(communicator_notes)
+    return _pool(inp, memory, (total, weights, overhead, kv, fraction), notes)
+
+
+def _pool(
+    inp: EstimateInput,
+    memory: SglangMemory | None,
+    budget: tuple[float, float, float, float, float],
+    notes: list[str],
+) -> GpuEstimate | None:
+    """The plan of the pool the release lays out in ``kv`` GiB (``budget``: total, weights, overhead, kv and the
+    fraction, as :func:`estimate` worked them out): DSA's cell, the hybrid SWA pools, or one pool; capped at
+    ``--max-total-tokens`` (:data:`TOKEN_CAP_SOURCE`)."""
+    total, weights, overhead, kv, fraction = budget
     if dsa.applies(inp):
         # DeepSeek Sparse Attention: the release's own cell (MLA latent in its dtype and layout, indexer keys)
         per_token = dsa.cell_bytes(inp)
@@ -176,7 +193,8 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
         # the release's hybrid SWA pool (facts.memory.hybrid_swa): full layers and sliding ones in pools of their own
         notes.append(hybrid.note)
         layout = hybrid.layout(inp)
-        if _token_cap(inp) is not None and layout.tokens > (_token_cap(inp) or 0):
+        cap = _token_cap(inp)
+        if cap is not None and layout.tokens > cap:
             return None  # the release splits the capped count between its pools: not modelled, so no estimate
         return plan(
             inp, total, weights, overhead, kv, layout.tokens, layout.growing_bytes_per_token, fraction, notes, layout
@@ -200,7 +218,9 @@ def _capped(inp: EstimateInput, found: GpuEstimate) -> GpuEstimate:
     if cap is None or found.kv_tokens <= cap:
         return found
     kv_bytes = cap * found.kv_bytes_per_token
-    note = f"max_total_tokens caps the pool at {cap:,} tokens (the memory holds {found.kv_tokens:,}): {TOKEN_CAP_SOURCE}"
+    note = (
+        f"max_total_tokens caps the pool at {cap:,} tokens (the memory holds {found.kv_tokens:,}): {TOKEN_CAP_SOURCE}"
+    )
     return replace(
         found,
         kv_tokens=cap,
