@@ -591,3 +591,38 @@ def test_a_vllm_failed_start_with_unlogged_settings_is_judged_at_the_ends_of_the
     assert mixed.fits is None and mixed.skipped.startswith(MIXED_VERDICT), mixed
     assert "'does not fit' on gpu_memory_utilization=0.01" in mixed.skipped, mixed.skipped
     assert "'starts' on gpu_memory_utilization=1.0" in mixed.skipped, mixed.skipped
+
+
+def test_a_logged_max_total_tokens_caps_the_sglang_estimate() -> None:
+    """The docs CI's launch patch passes --max-total-tokens 20480: SGLang allocates the cap (model_runner.py
+    init_memory_pool), and the harness reads the logged setting, so the estimate is the cap, not the memory's figure."""
+    from tests.vllm_logs import OTHER_LOGS, compare_other
+
+    row = compare_other(next((OTHER_LOGS / "sglang").glob("014-*.yaml")))
+    assert not row.skipped and row.observed == row.predicted == 20480, row
+
+
+def test_ktransformers_kt_arguments_reach_the_estimate() -> None:
+    """A KTransformers log's --kt-* arguments are passed to the unit typed as it reads them: with a weight path and a
+    GPU-expert count the routed experts leave the GPU (more KV tokens, host RAM sized); without them it is SGLang's
+    plan with every expert on the GPU."""
+    from servespec.knowledge import gpus, models
+    from tests.vllm_logs import _estimate_sglang
+
+    facts = models.catalogued("Qwen/Qwen3-30B-A3B")
+    card = gpus.resolve("NVIDIA GeForce RTX 4090")
+    assert facts is not None and card is not None
+    settings = {"tp_size": "1", "mem_fraction_static": "0.85", "context_length": "8192"}
+    base = {"engine": "ktransformers", "engine_version": "0.7.2", "settings": settings}
+    plain = _estimate_sglang(base, facts, card)
+    kt = {
+        "kt_weight_path": "/models/q3-amxint4",
+        "kt_method": "AMXINT4",
+        "kt_num_gpu_experts": "8",
+        "kt_cpuinfer": "60",
+    }
+    split = _estimate_sglang({**base, "settings": {**settings, **kt}}, facts, card)
+    assert plain is not None and split is not None
+    assert plain.offload is None and split.offload is not None
+    assert split.offload.gpu_layers == 8 and split.offload.layers == facts.experts
+    assert split.weights_gib < plain.weights_gib and split.kv_tokens > plain.kv_tokens

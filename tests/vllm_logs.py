@@ -1018,7 +1018,8 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
     dp = _whole(settings.get("dp_size"))
     attention_dp = _truthy(settings.get("enable_dp_attention")) and dp > 1
     options: dict[str, Any] = _numbers(settings, ("mem_fraction_static", "chunked_prefill_size", "cuda_graph_max_bs"))
-    options.update(_numbers(settings, ("cpu_offload_gb",)))
+    options.update(_numbers(settings, ("cpu_offload_gb", "max_total_tokens", "page_size")))
+    options.update(_kt_options(settings))
     kv_dtype = settings.get("kv_cache_dtype")
     if kv_dtype and str(kv_dtype) != "auto":
         options["kv_cache_dtype"] = str(kv_dtype)
@@ -1044,6 +1045,24 @@ def _estimate_sglang(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.G
             image=str(data["image"]) if data.get("image") else None,
         )
     )
+
+
+def _kt_options(settings: dict[str, Any]) -> dict[str, Any]:
+    """KTransformers' ``--kt-*`` arguments as logged, typed as the unit reads them (engines/sglang/kt.py ``read``):
+    the weight path and method as text, the GPU-expert count whole, the ratio a number, the dynamic update a flag."""
+    found: dict[str, Any] = {}
+    for key in ("kt_weight_path", "kt_method"):
+        if settings.get(key) not in (None, "", "None"):
+            found[key] = str(settings[key])
+    count = _number(settings.get("kt_num_gpu_experts"))
+    if count is not None:
+        found["kt_num_gpu_experts"] = int(count)
+    ratio = _number(settings.get("kt_gpu_experts_ratio"))
+    if ratio is not None:
+        found["kt_gpu_experts_ratio"] = ratio
+    if _truthy(settings.get("kt_enable_dynamic_expert_update")):
+        found["kt_enable_dynamic_expert_update"] = True
+    return found
 
 
 def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuModel) -> Any:

@@ -127,12 +127,13 @@ def test_routed_experts_off_the_gpu_go_to_host_ram(tmp_path: Path) -> None:
     expert_bytes = 3 * 7168 * 2048 * 4 / 8
     assert plan.offload is not None
     assert (plan.offload.gpu_layers, plan.offload.layers, plan.offload.unit) == (2, 256, "routed experts per MoE layer")
-    assert plan.offload.host_gib == pytest.approx(58 * 254 * expert_bytes / 1024**3, abs=0.01)
+    # kt-kernel allocates every routed expert in host RAM, the 2 on the GPU too (moe_base.hpp init)
+    assert plan.offload.host_gib == pytest.approx(58 * 256 * expert_bytes / 1024**3, abs=0.01)
     assert plan.offload.host_total_gib == 512
     # the GPU holds attention, dense layers, the shared expert (FP8, ~16 GiB) and 2 routed experts per layer
     assert 15 < plan.weights_gib < 22 and plan.kv_cache_gib > 0
     more = _estimate(_spec(tmp_path, {**KT_OPTIONS, "kt_num_gpu_experts": 8}))
-    assert more.weights_gib > plan.weights_gib and more.offload.host_gib < plan.offload.host_gib
+    assert more.weights_gib > plan.weights_gib and more.offload.host_gib == plan.offload.host_gib
     dynamic = _estimate(_spec(tmp_path, {**KT_OPTIONS, "kt_enable_dynamic_expert_update": "true"}))
     assert dynamic.offload.host_gib == pytest.approx(58 * 256 * expert_bytes / 1024**3, abs=0.01)
 
@@ -179,3 +180,35 @@ def test_switching_engine_name_between_ktransformers_and_sglang(tmp_path: Path) 
     messages = [f.message for f in _findings(_spec(tmp_path, own, engine="sglang", version="0.5.23"), "ENG001")]
     assert any("kt_numa_nodes" in m for m in messages) and any("kt_expert_placement_strategy" in m for m in messages)
     assert not any("kt_cpuinfer" in m for m in messages), messages
+
+
+def test_upstream_sglang_with_a_kt_weight_path_splits_the_experts_too() -> None:
+    """Upstream SGLang 0.5.8 on has --kt-weight-path and --kt-num-gpu-experts (kt_ep_wrapper.py
+    create_kt_config_from_server_args: the split is on with a weight path): its plan is the split's, as sglang-kt's."""
+    from servespec import engines
+    from servespec.knowledge import gpus, models
+    from servespec.knowledge.memory import EstimateInput
+
+    model = models.catalogued("Qwen/Qwen3-30B-A3B")
+    card = gpus.resolve("NVIDIA GeForce RTX 4090")
+    assert model is not None and card is not None
+    split = {"kt_weight_path": "/models/q3-amxint4", "kt_method": "AMXINT4", "kt_num_gpu_experts": 8}
+    plans = {}
+    for engine, version in (("sglang", "0.5.23"), ("ktransformers", "0.7.2")):
+        unit = engines.get(engine)
+        for name, options in (("plain", {}), ("split", split)):
+            inp = EstimateInput(
+                engine=engine,
+                release=unit.select(version).release,
+                model=model,
+                gpu=card,
+                max_model_len=8192,
+                engine_version=version,
+                options={"mem_fraction_static": 0.85, **options},
+            )
+            plans[engine, name] = unit.estimate(inp)
+    for engine in ("sglang", "ktransformers"):
+        plain, cut = plans[engine, "plain"], plans[engine, "split"]
+        assert plain is not None and cut is not None and plain.offload is None and cut.offload is not None
+        assert cut.weights_gib < plain.weights_gib and cut.offload.gpu_layers == 8
+    assert plans["sglang", "split"].offload.host_gib == plans["ktransformers", "split"].offload.host_gib  # type: ignore[union-attr]

@@ -1,80 +1,14 @@
-"""KTransformers' memory: SGLang's KV pool on the GPUs, the routed experts not on them in host RAM.
+"""KTransformers' memory: SGLang's KV pool on the GPUs, the routed experts in host RAM.
 
-With the CPU/GPU expert split on (:mod:`servespec.engines.sglang.kt`), each GPU holds
-the attention, dense and shared-expert weights and ``--kt-num-gpu-experts`` routed experts
-of every MoE layer, in the checkpoint's format, split over the tensor-parallel ranks; SGLang's
-KV pool is then ``mem_fraction_static × memory before loading − those weights`` (the SGLang
-unit's arithmetic). The other routed experts live in host RAM in the ``--kt-method`` format of
-``--kt-weight-path`` (:data:`~servespec.engines.sglang.kt.METHOD_BITS`); with
-``--kt-enable-dynamic-expert-update`` the host keeps every expert (the GPU set is refreshed
-from it). Without the split it is SGLang's estimate, unchanged.
-
-Without the routed experts' width (``moe_intermediate_size``: a model given by ``model.architecture``,
-which has no such field) the split cannot be sized: there is no estimate (the memory rules do not run)
-rather than one with every expert on the GPUs, which sglang-kt never loads.
-
-Assumed by servespec, not read from a log: the checkpoint's bytes per parameter are the same
-for routed experts as for the rest (the GPU share is ``routed params / all params`` of the
-checkpoint's bytes), and the host copy is counted once per host whatever the tensor-parallel size.
-"""
+The split's arithmetic is :mod:`servespec.engines.sglang.kt_memory` (upstream SGLang has the same ``--kt-*``
+options); without the split it is SGLang's estimate, unchanged."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from servespec.engines.sglang import kt
 from servespec.engines.sglang import memory as sglang_memory
-from servespec.knowledge.memory import GIB, EstimateInput, GpuEstimate, Offload, weight_bytes
-
-
-def routed_params(inp: EstimateInput) -> float:
-    """Parameters of all routed experts (gate, up and down of every expert of every MoE layer)."""
-    model = inp.model
-    moe_layers = model.layers - model.dense_layers
-    return moe_layers * (model.experts or 0) * 3 * model.hidden_size * (model.moe_intermediate_size or 0)
+from servespec.knowledge.memory import EstimateInput, GpuEstimate
 
 
 def estimate(inp: EstimateInput) -> GpuEstimate | None:
-    """One GPU's plan; the host-RAM part in ``offload`` (unit: routed experts per MoE layer)."""
-    settings = kt.read(inp.options, inp.release)
-    model = inp.model
-    if inp.gpu is None or not settings.split or not model.is_moe or not model.experts:
-        return sglang_memory.estimate(inp)
-    if not model.moe_intermediate_size:
-        return None  # which bytes stay on the GPU is unknown: not an estimate with every expert there
-    whole = weight_bytes(inp)
-    routed = min(routed_params(inp) / model.params, 1.0) if model.params else 0.0
-    per_layer = settings.gpu_experts_per_layer(model)
-    gpus = inp.tensor_parallel * inp.pipeline_parallel
-    on_gpu = whole * (1 - routed) + whole * routed * per_layer / model.experts
-    found = sglang_memory.estimate(inp, weights=on_gpu / gpus / GIB)
-    if found is None:
-        return None
-    if settings.method not in kt.METHOD_BITS:
-        return found  # a method kt-kernel does not have: ENG002 reports it, nothing is sized in host RAM
-    bits, basis = kt.METHOD_BITS[settings.method]
-    host_experts = model.experts if settings.dynamic_update else model.experts - per_layer
-    moe_layers = model.layers - model.dense_layers
-    host_bytes = moe_layers * host_experts * 3 * model.hidden_size * (model.moe_intermediate_size or 0) * bits / 8
-    given = (
-        f"kt_gpu_experts_ratio {settings.gpu_experts_ratio:g}"
-        if settings.gpu_experts_ratio is not None
-        else f"kt_num_gpu_experts {settings.num_gpu_experts}"
-    )
-    reason = f"{given}; the rest as {settings.method}, {bits:g} bits per weight: {basis}"
-    if settings.dynamic_update:
-        reason += "; kt_enable_dynamic_expert_update keeps every expert in host RAM"
-    offload = Offload(
-        gpu_layers=round(per_layer),
-        layers=model.experts,
-        host_gib=round(host_bytes / GIB, 2),
-        host_total_gib=inp.host_memory_total_gib,
-        reason=reason,
-        unit="routed experts per MoE layer",
-        contents="CPU expert weights",
-    )
-    note = (
-        f"KTransformers: {per_layer:g} of {model.experts} routed experts per MoE layer on the GPUs, "
-        f"{host_bytes / GIB:.1f} GiB of CPU experts ({settings.method}) in host RAM"
-    )
-    return replace(found, offload=offload, notes=(*found.notes, note))
+    """One GPU's plan: SGLang's, with the routed experts split between the GPUs and host RAM when asked."""
+    return sglang_memory.estimate(inp)

@@ -5,8 +5,10 @@ own (``facts.memory`` of its catalog, read from its source by scripts/catalog/sg
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from servespec.engines.catalog import SglangFraction, SglangMemory
-from servespec.engines.sglang import all_reduce, dsa, mla, offload, swa
+from servespec.engines.sglang import all_reduce, dsa, kt_memory, mla, offload, swa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
@@ -38,6 +40,14 @@ SGLang's ROCm images, which set ``ROCM_QUICK_REDUCE_QUANTIZATION=INT8`` and ``NC
 (aiter 0.1.12.post1 and later in those images), 4.00 GiB the quick all-reduce's, and 1.17 / 3.03 GiB RCCL's
 (its 2.27.7 communicator with at least 112 channels; RCCL's buffer sizes and which connections a one-element
 all-reduce sets up are RCCL's, whose source for that release is not read here)."""
+
+TOKEN_CAP_SOURCE = (
+    "model_runner.py init_memory_pool: max_total_num_tokens = min(profiled, max_total_tokens) (v0.4.0 L491-L498, "
+    "v0.4.7 L898-L905), then down to a multiple of page_size (v0.4.7 L907-L910; "
+    "model_runner_kv_cache_mixin.py L378-L389 at v0.5.9)"
+)
+"""Where SGLang caps its pool at ``--max-total-tokens``: every catalogued release (0.4.0 on) takes the smaller
+of the profiled token count and the option, before the pools are allocated, so the KV cache holds the cap."""
 
 VIT_BLOCK_PARAMS = 12
 """Assumed: a ViT block holds about 12 × hidden² parameters (attention 4h², MLP 8h²), so a tower's
@@ -125,10 +135,14 @@ def _communicators(inp: EstimateInput, memory: SglangMemory | None) -> tuple[flo
 def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | None:
     """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU.
 
-    ``weights``: GiB per GPU when not the whole model's share (KTransformers keeps experts in host RAM)."""
+    ``weights``: GiB per GPU when not the whole model's share (KTransformers keeps experts in host RAM). With the
+    ``--kt-*`` CPU/GPU expert split (sglang-kt, and upstream SGLang from the release that has ``--kt-weight-path``)
+    the weights are the GPU's share of it (:mod:`~servespec.engines.sglang.kt_memory`)."""
     gpu = inp.gpu
     if gpu is None:
         return None
+    if weights is None and kt_memory.applies(inp):
+        return kt_memory.estimate(inp, lambda split, on_gpu: estimate(split, weights=on_gpu))
     total = cuda_total_gib(gpu)
     memory = inp.release.facts.memory if inp.release is not None else None
     given = dsa.fixed_fraction(inp) or number(inp.options, "mem_fraction_static", 0)
@@ -155,18 +169,63 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     if replicated:
         notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
     notes.extend(communicator_notes)
+    return _pool(inp, memory, (total, weights, overhead, kv, fraction), notes)
+
+
+def _pool(
+    inp: EstimateInput,
+    memory: SglangMemory | None,
+    budget: tuple[float, float, float, float, float],
+    notes: list[str],
+) -> GpuEstimate | None:
+    """The plan of the pool the release lays out in ``kv`` GiB (``budget``: total, weights, overhead, kv and the
+    fraction, as :func:`estimate` worked them out): DSA's cell, the hybrid SWA pools, or one pool; capped at
+    ``--max-total-tokens`` (:data:`TOKEN_CAP_SOURCE`)."""
+    total, weights, overhead, kv, fraction = budget
     if dsa.applies(inp):
         # DeepSeek Sparse Attention: the release's own cell (MLA latent in its dtype and layout, indexer keys)
         per_token = dsa.cell_bytes(inp)
         tokens = int(max(kv, 0.0) * GIB // per_token) if per_token else 0
         notes.append(f"DSA cell {per_token:,.0f} bytes per token (MLA latent + indexer keys)")
-        return plan(inp, total, weights, overhead, kv, tokens, per_token, fraction, notes)
+        return _capped(inp, plan(inp, total, weights, overhead, kv, tokens, per_token, fraction, notes))
     hybrid = swa.pool(inp, memory, kv) if memory is not None else None
     if hybrid is not None:
         # the release's hybrid SWA pool (facts.memory.hybrid_swa): full layers and sliding ones in pools of their own
         notes.append(hybrid.note)
         layout = hybrid.layout(inp)
+        cap = _token_cap(inp)
+        if cap is not None and layout.tokens > cap:
+            return None  # the release splits the capped count between its pools: not modelled, so no estimate
         return plan(
             inp, total, weights, overhead, kv, layout.tokens, layout.growing_bytes_per_token, fraction, notes, layout
         )
-    return finish(inp, total, weights, overhead, kv, 1, notes, fraction)
+    return _capped(inp, finish(inp, total, weights, overhead, kv, 1, notes, fraction))
+
+
+def _token_cap(inp: EstimateInput) -> int | None:
+    """``--max-total-tokens`` as a whole number of pages (:data:`TOKEN_CAP_SOURCE`); None when unset."""
+    cap = int(number(inp.options, "max_total_tokens", 0))
+    if cap <= 0:
+        return None
+    page = max(int(number(inp.options, "page_size", 1)), 1)
+    return cap // page * page
+
+
+def _capped(inp: EstimateInput, found: GpuEstimate) -> GpuEstimate:
+    """The plan with its pool cut to ``--max-total-tokens`` when the memory would hold more: SGLang allocates
+    the cap, and the memory above it stays free (:data:`TOKEN_CAP_SOURCE`)."""
+    cap = _token_cap(inp)
+    if cap is None or found.kv_tokens <= cap:
+        return found
+    kv_bytes = cap * found.kv_bytes_per_token
+    note = (
+        f"max_total_tokens caps the pool at {cap:,} tokens (the memory holds {found.kv_tokens:,}): {TOKEN_CAP_SOURCE}"
+    )
+    return replace(
+        found,
+        kv_tokens=cap,
+        kv_cache_gib=round(kv_bytes / GIB, 2),
+        kv_cache_bytes=kv_bytes,
+        max_sequences=round(cap / inp.max_model_len, 2) if inp.max_model_len else 0.0,
+        notes=(*found.notes, note),
+    )
