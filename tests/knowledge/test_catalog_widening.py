@@ -63,6 +63,17 @@ ADDED = [
     # third widening (i23v-configs)
     "naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
     "meta-llama/Llama-3.2-1B",
+    # fourth widening (cat-western): Meta / Mistral / Google / Microsoft families and their quantizations
+    "meta-llama/Llama-2-7b-chat-hf",
+    "meta-llama/Llama-2-13b-chat-hf",
+    "mistralai/Mistral-7B-Instruct-v0.1",
+    "google/gemma-7b-it",
+    "google/gemma-2b-it",
+    "meta-llama/Meta-Llama-3-8B",
+    "meta-llama/Meta-Llama-3-70B-Instruct",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+    "TheBloke/Llama-2-7B-AWQ",
+    # /cat-western ADDED
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -124,6 +135,20 @@ PUBLISHED = [
         "https://huggingface.co/naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
     ),
     ("meta-llama/Llama-3.2-1B", 1.23e9, "https://huggingface.co/meta-llama/Llama-3.2-1B"),
+    # fourth widening (cat-western)
+    ("meta-llama/Llama-2-7b-chat-hf", 6.74e9, "https://huggingface.co/meta-llama/Llama-2-7b-chat-hf"),
+    ("meta-llama/Llama-2-13b-chat-hf", 13.0e9, "https://huggingface.co/meta-llama/Llama-2-13b-chat-hf"),
+    ("mistralai/Mistral-7B-Instruct-v0.1", 7.24e9, "https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.1"),
+    ("google/gemma-7b-it", 8.54e9, "https://huggingface.co/google/gemma-7b-it"),
+    ("google/gemma-2b-it", 2.51e9, "https://huggingface.co/google/gemma-2b-it"),
+    ("meta-llama/Meta-Llama-3-8B", 8.03e9, "https://huggingface.co/meta-llama/Meta-Llama-3-8B"),
+    ("meta-llama/Meta-Llama-3-70B-Instruct", 70.6e9, "https://huggingface.co/meta-llama/Meta-Llama-3-70B-Instruct"),
+    (
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+        1.78e9,
+        "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+    ),
+    # /cat-western PUBLISHED
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -159,6 +184,17 @@ TRANSFORMERS_COUNTS = {
     "meta-llama/Llama-3.2-1B": 1_235_814_400,  # LlamaForCausalLM, tied head
     # Mistral3ForConditionalGeneration: 1,024 short until the projector's RMSNorm was counted (test_config_families)
     "mistralai/Devstral-Small-2-24B-Instruct-2512": 24_011_361_280,
+    # fourth widening (cat-western)
+    "meta-llama/Llama-2-7b-chat-hf": 6_738_415_616,  # LlamaForCausalLM
+    "meta-llama/Llama-2-13b-chat-hf": 13_015_864_320,
+    "mistralai/Mistral-7B-Instruct-v0.1": 7_241_732_096,  # MistralForCausalLM
+    "google/gemma-7b-it": 8_537_680_896,  # GemmaForCausalLM, tied head
+    "google/gemma-2b-it": 2_506_172_416,
+    "meta-llama/Meta-Llama-3-8B": 8_030_261_248,
+    "meta-llama/Meta-Llama-3-70B-Instruct": 70_553_706_496,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": 1_777_088_000,  # Qwen2ForCausalLM, untied head
+    "TheBloke/Llama-2-7B-AWQ": 6_738_415_616,  # quantization_config dropped: Llama-2-7b's architecture
+    # /cat-western TRANSFORMERS_COUNTS
 }
 
 
@@ -189,6 +225,16 @@ SAME_LAYOUT = [
     ("nvidia/Qwen3-32B-NVFP4", "Qwen/Qwen3-32B"),
     ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "Qwen/Qwen3-30B-A3B-Thinking-2507"),
     ("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct"),
+    # fourth widening (cat-western)
+    ("meta-llama/Llama-2-7b-chat-hf", "meta-llama/Llama-2-7b-hf"),
+    ("meta-llama/Llama-2-13b-chat-hf", "meta-llama/Llama-2-13b-hf"),
+    ("mistralai/Mistral-7B-Instruct-v0.1", "mistralai/Mistral-7B-v0.1"),
+    ("google/gemma-7b-it", "google/gemma-7b"),
+    ("google/gemma-2b-it", "google/gemma-2b"),
+    ("meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-8B-Instruct"),
+    ("meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct"),
+    ("TheBloke/Llama-2-7B-AWQ", "meta-llama/Llama-2-7b-hf"),
+    # /cat-western SAME_LAYOUT
 ]
 
 
