@@ -73,6 +73,9 @@ ADDED = [
     "meta-llama/Meta-Llama-3-70B-Instruct",
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
     "TheBloke/Llama-2-7B-AWQ",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+    "mistralai/Ministral-8B-Instruct-2410",
+    "microsoft/Phi-3.5-vision-instruct",
     # /cat-western ADDED
 ]
 
@@ -148,6 +151,13 @@ PUBLISHED = [
         1.78e9,
         "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
     ),
+    (
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+        8.03e9,
+        "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+    ),
+    ("mistralai/Ministral-8B-Instruct-2410", 8.02e9, "https://huggingface.co/mistralai/Ministral-8B-Instruct-2410"),
+    ("microsoft/Phi-3.5-vision-instruct", 4.15e9, "https://huggingface.co/microsoft/Phi-3.5-vision-instruct"),
     # /cat-western PUBLISHED
 ]
 
@@ -194,6 +204,8 @@ TRANSFORMERS_COUNTS = {
     "meta-llama/Meta-Llama-3-70B-Instruct": 70_553_706_496,
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": 1_777_088_000,  # Qwen2ForCausalLM, untied head
     "TheBloke/Llama-2-7B-AWQ": 6_738_415_616,  # quantization_config dropped: Llama-2-7b's architecture
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": 8_030_261_248,  # LlamaForCausalLM
+    "mistralai/Ministral-8B-Instruct-2410": 8_019_808_256,  # MistralForCausalLM
     # /cat-western TRANSFORMERS_COUNTS
 }
 
@@ -234,6 +246,7 @@ SAME_LAYOUT = [
     ("meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-8B-Instruct"),
     ("meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct"),
     ("TheBloke/Llama-2-7B-AWQ", "meta-llama/Llama-2-7b-hf"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "meta-llama/Llama-3.1-8B"),
     # /cat-western SAME_LAYOUT
 ]
 
