@@ -76,6 +76,7 @@ ADDED = [
     "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
     "mistralai/Ministral-8B-Instruct-2410",
     "microsoft/Phi-3.5-vision-instruct",
+    "google/gemma-2-9b",
     # /cat-western ADDED
 ]
 
@@ -158,6 +159,7 @@ PUBLISHED = [
     ),
     ("mistralai/Ministral-8B-Instruct-2410", 8.02e9, "https://huggingface.co/mistralai/Ministral-8B-Instruct-2410"),
     ("microsoft/Phi-3.5-vision-instruct", 4.15e9, "https://huggingface.co/microsoft/Phi-3.5-vision-instruct"),
+    ("google/gemma-2-9b", 9.24e9, "https://huggingface.co/google/gemma-2-9b"),
     # /cat-western PUBLISHED
 ]
 
@@ -206,6 +208,7 @@ TRANSFORMERS_COUNTS = {
     "TheBloke/Llama-2-7B-AWQ": 6_738_415_616,  # quantization_config dropped: Llama-2-7b's architecture
     "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": 8_030_261_248,  # LlamaForCausalLM
     "mistralai/Ministral-8B-Instruct-2410": 8_019_808_256,  # MistralForCausalLM
+    "google/gemma-2-9b": 9_241_705_984,  # Gemma2ForCausalLM, tied head
     # /cat-western TRANSFORMERS_COUNTS
 }
 
@@ -247,6 +250,7 @@ SAME_LAYOUT = [
     ("meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct"),
     ("TheBloke/Llama-2-7B-AWQ", "meta-llama/Llama-2-7b-hf"),
     ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "meta-llama/Llama-3.1-8B"),
+    ("google/gemma-2-9b", "google/gemma-2-9b-it"),
     # /cat-western SAME_LAYOUT
 ]
 
