@@ -77,6 +77,7 @@ ADDED = [
     "mistralai/Ministral-8B-Instruct-2410",
     "microsoft/Phi-3.5-vision-instruct",
     "google/gemma-2-9b",
+    "meta-llama/Llama-3.2-11B-Vision-Instruct",
     # /cat-western ADDED
 ]
 
@@ -160,6 +161,11 @@ PUBLISHED = [
     ("mistralai/Ministral-8B-Instruct-2410", 8.02e9, "https://huggingface.co/mistralai/Ministral-8B-Instruct-2410"),
     ("microsoft/Phi-3.5-vision-instruct", 4.15e9, "https://huggingface.co/microsoft/Phi-3.5-vision-instruct"),
     ("google/gemma-2-9b", 9.24e9, "https://huggingface.co/google/gemma-2-9b"),
+    (
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        10.6e9,
+        "https://huggingface.co/meta-llama/Llama-3.2-11B-Vision-Instruct",
+    ),
     # /cat-western PUBLISHED
 ]
 
@@ -209,6 +215,7 @@ TRANSFORMERS_COUNTS = {
     "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": 8_030_261_248,  # LlamaForCausalLM
     "mistralai/Ministral-8B-Instruct-2410": 8_019_808_256,  # MistralForCausalLM
     "google/gemma-2-9b": 9_241_705_984,  # Gemma2ForCausalLM, tied head
+    "meta-llama/Llama-3.2-11B-Vision-Instruct": 10_670_220_835,  # MllamaForConditionalGeneration
     # /cat-western TRANSFORMERS_COUNTS
 }
 
@@ -251,6 +258,7 @@ SAME_LAYOUT = [
     ("TheBloke/Llama-2-7B-AWQ", "meta-llama/Llama-2-7b-hf"),
     ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "meta-llama/Llama-3.1-8B"),
     ("google/gemma-2-9b", "google/gemma-2-9b-it"),
+    ("meta-llama/Llama-3.2-11B-Vision-Instruct", "meta-llama/Llama-3.2-11B-Vision"),
     # /cat-western SAME_LAYOUT
 ]
 
