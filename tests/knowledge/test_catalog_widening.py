@@ -78,6 +78,7 @@ ADDED = [
     "microsoft/Phi-3.5-vision-instruct",
     "google/gemma-2-9b",
     "meta-llama/Llama-3.2-11B-Vision-Instruct",
+    "meta-llama/Meta-Llama-3.1-8B-Instruct",
     # /cat-western ADDED
 ]
 
@@ -166,6 +167,7 @@ PUBLISHED = [
         10.6e9,
         "https://huggingface.co/meta-llama/Llama-3.2-11B-Vision-Instruct",
     ),
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", 8.03e9, "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct"),
     # /cat-western PUBLISHED
 ]
 
@@ -216,6 +218,7 @@ TRANSFORMERS_COUNTS = {
     "mistralai/Ministral-8B-Instruct-2410": 8_019_808_256,  # MistralForCausalLM
     "google/gemma-2-9b": 9_241_705_984,  # Gemma2ForCausalLM, tied head
     "meta-llama/Llama-3.2-11B-Vision-Instruct": 10_670_220_835,  # MllamaForConditionalGeneration
+    "meta-llama/Meta-Llama-3.1-8B-Instruct": 8_030_261_248,  # LlamaForCausalLM
     # /cat-western TRANSFORMERS_COUNTS
 }
 
@@ -259,6 +262,7 @@ SAME_LAYOUT = [
     ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "meta-llama/Llama-3.1-8B"),
     ("google/gemma-2-9b", "google/gemma-2-9b-it"),
     ("meta-llama/Llama-3.2-11B-Vision-Instruct", "meta-llama/Llama-3.2-11B-Vision"),
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
     # /cat-western SAME_LAYOUT
 ]
 
