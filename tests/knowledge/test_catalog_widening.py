@@ -349,3 +349,19 @@ def test_smollm3_ties_its_head_when_the_config_is_silent() -> None:
     assert facts is not None
     assert facts.tie_word_embeddings is True
     assert (facts.layers, facts.kv_heads, facts.head_dim) == (36, 4, 128)
+
+
+def test_awq_checkpoint_weighs_what_its_tensors_weigh() -> None:
+    """TheBloke/Llama-2-7B-AWQ (GEMM, 4-bit, group 128, zero point): the model report the entry cites lists its 739
+    safetensors tensors at 3.62 GB (GiB): int32 qweight (8 weights a word), int32 qzeros and fp16 scales per 128
+    inputs, fp16 embed_tokens and lm_head. The estimator's AWQ bits (4 + 20/128 a weight, embeddings in the dtype)
+    must land on that total, not on the 12.55 GiB of the unquantized layout."""
+    from servespec.knowledge.memory import EstimateInput, weight_bytes
+
+    model = catalogued("TheBloke/Llama-2-7B-AWQ")
+    assert model is not None and model.quant_method == "awq"
+    stored = weight_bytes(EstimateInput(engine="vllm", release=None, model=model, gpu=None)) / 2**30
+    assert stored == pytest.approx(3.62, abs=0.005)
+    base = catalogued("meta-llama/Llama-2-7b-hf")
+    assert base is not None
+    assert weight_bytes(EstimateInput(engine="vllm", release=None, model=base, gpu=None)) / 2**30 > 12.5
