@@ -70,6 +70,22 @@ ADDED = [
     "Qwen/Qwen3-Embedding-4B",
     "Qwen/Qwen3-Reranker-0.6B",
     "Qwen/Qwen3-Next-80B-A3B-Instruct-FP8",
+    # fourth widening (cat-western): Meta / Mistral / Google / Microsoft families and their quantizations
+    "meta-llama/Llama-2-7b-chat-hf",
+    "meta-llama/Llama-2-13b-chat-hf",
+    "mistralai/Mistral-7B-Instruct-v0.1",
+    "google/gemma-7b-it",
+    "google/gemma-2b-it",
+    "meta-llama/Meta-Llama-3-8B",
+    "meta-llama/Meta-Llama-3-70B-Instruct",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+    "TheBloke/Llama-2-7B-AWQ",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+    "mistralai/Ministral-8B-Instruct-2410",
+    "microsoft/Phi-3.5-vision-instruct",
+    "google/gemma-2-9b",
+    "meta-llama/Llama-3.2-11B-Vision-Instruct",
+    "meta-llama/Meta-Llama-3.1-8B-Instruct",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -131,6 +147,33 @@ PUBLISHED = [
         "https://huggingface.co/naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
     ),
     ("meta-llama/Llama-3.2-1B", 1.23e9, "https://huggingface.co/meta-llama/Llama-3.2-1B"),
+    # fourth widening (cat-western)
+    ("meta-llama/Llama-2-7b-chat-hf", 6.74e9, "https://huggingface.co/meta-llama/Llama-2-7b-chat-hf"),
+    ("meta-llama/Llama-2-13b-chat-hf", 13.0e9, "https://huggingface.co/meta-llama/Llama-2-13b-chat-hf"),
+    ("mistralai/Mistral-7B-Instruct-v0.1", 7.24e9, "https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.1"),
+    ("google/gemma-7b-it", 8.54e9, "https://huggingface.co/google/gemma-7b-it"),
+    ("google/gemma-2b-it", 2.51e9, "https://huggingface.co/google/gemma-2b-it"),
+    ("meta-llama/Meta-Llama-3-8B", 8.03e9, "https://huggingface.co/meta-llama/Meta-Llama-3-8B"),
+    ("meta-llama/Meta-Llama-3-70B-Instruct", 70.6e9, "https://huggingface.co/meta-llama/Meta-Llama-3-70B-Instruct"),
+    (
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+        1.78e9,
+        "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+    ),
+    (
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+        8.03e9,
+        "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+    ),
+    ("mistralai/Ministral-8B-Instruct-2410", 8.02e9, "https://huggingface.co/mistralai/Ministral-8B-Instruct-2410"),
+    ("microsoft/Phi-3.5-vision-instruct", 4.15e9, "https://huggingface.co/microsoft/Phi-3.5-vision-instruct"),
+    ("google/gemma-2-9b", 9.24e9, "https://huggingface.co/google/gemma-2-9b"),
+    (
+        "meta-llama/Llama-3.2-11B-Vision-Instruct",
+        10.6e9,
+        "https://huggingface.co/meta-llama/Llama-3.2-11B-Vision-Instruct",
+    ),
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", 8.03e9, "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -173,6 +216,21 @@ TRANSFORMERS_COUNTS = {
     "Qwen/Qwen3-Embedding-4B": 4_021_774_336,
     "Qwen/Qwen3-Reranker-0.6B": 595_776_512,
     "Qwen/Qwen3-Next-80B-A3B-Instruct-FP8": 79_674_391_296,  # Qwen3NextForCausalLM (no MTP block)
+    # fourth widening (cat-western)
+    "meta-llama/Llama-2-7b-chat-hf": 6_738_415_616,  # LlamaForCausalLM
+    "meta-llama/Llama-2-13b-chat-hf": 13_015_864_320,
+    "mistralai/Mistral-7B-Instruct-v0.1": 7_241_732_096,  # MistralForCausalLM
+    "google/gemma-7b-it": 8_537_680_896,  # GemmaForCausalLM, tied head
+    "google/gemma-2b-it": 2_506_172_416,
+    "meta-llama/Meta-Llama-3-8B": 8_030_261_248,
+    "meta-llama/Meta-Llama-3-70B-Instruct": 70_553_706_496,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": 1_777_088_000,  # Qwen2ForCausalLM, untied head
+    "TheBloke/Llama-2-7B-AWQ": 6_738_415_616,  # quantization_config dropped: Llama-2-7b's architecture
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": 8_030_261_248,  # LlamaForCausalLM
+    "mistralai/Ministral-8B-Instruct-2410": 8_019_808_256,  # MistralForCausalLM
+    "google/gemma-2-9b": 9_241_705_984,  # Gemma2ForCausalLM, tied head
+    "meta-llama/Llama-3.2-11B-Vision-Instruct": 10_670_220_835,  # MllamaForConditionalGeneration
+    "meta-llama/Meta-Llama-3.1-8B-Instruct": 8_030_261_248,  # LlamaForCausalLM
 }
 
 
@@ -208,6 +266,19 @@ SAME_LAYOUT = [
     ("Qwen/Qwen3-32B-AWQ", "Qwen/Qwen3-32B"),
     ("Qwen/Qwen3-Reranker-0.6B", "Qwen/Qwen3-Embedding-0.6B"),
     ("Qwen/Qwen3-Next-80B-A3B-Instruct-FP8", "Qwen/Qwen3-Next-80B-A3B-Instruct"),
+    # fourth widening (cat-western)
+    ("meta-llama/Llama-2-7b-chat-hf", "meta-llama/Llama-2-7b-hf"),
+    ("meta-llama/Llama-2-13b-chat-hf", "meta-llama/Llama-2-13b-hf"),
+    ("mistralai/Mistral-7B-Instruct-v0.1", "mistralai/Mistral-7B-v0.1"),
+    ("google/gemma-7b-it", "google/gemma-7b"),
+    ("google/gemma-2b-it", "google/gemma-2b"),
+    ("meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-8B-Instruct"),
+    ("meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct"),
+    ("TheBloke/Llama-2-7B-AWQ", "meta-llama/Llama-2-7b-hf"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "meta-llama/Llama-3.1-8B"),
+    ("google/gemma-2-9b", "google/gemma-2-9b-it"),
+    ("meta-llama/Llama-3.2-11B-Vision-Instruct", "meta-llama/Llama-3.2-11B-Vision"),
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
 ]
 
 
@@ -307,11 +378,14 @@ def test_smollm3_ties_its_head_when_the_config_is_silent() -> None:
         ("Qwen/Qwen3-Embedding-0.6B", 1.11),
         # 76.40 GiB of tensors less the MTP block vLLM loads only as a draft (1.55 GiB: 512 FP8 experts, attention, fc)
         ("Qwen/Qwen3-Next-80B-A3B-Instruct-FP8", 74.85),
+        # GEMM AWQ, 4-bit, group 128, zero point: the cited report lists its 739 tensors at 3.62 GiB (the
+        # unquantized layout would be 12.55 GiB)
+        ("TheBloke/Llama-2-7B-AWQ", 3.62),
     ],
 )
-def test_quantized_qwen_checkpoints_weigh_what_their_files_hold(checkpoint: str, file_gib: float) -> None:
-    """The weights the estimator loads for an official FP8 / AWQ Qwen checkpoint match the size of its files:
-    block-wise FP8 with bfloat16 scales per 128 x 128, AWQ 4-bit with a 16-bit scale and a 4-bit zero point per 128."""
+def test_quantized_checkpoints_weigh_what_their_files_hold(checkpoint: str, file_gib: float) -> None:
+    """The weights the estimator loads for an FP8 / AWQ checkpoint match the size of its files: block-wise FP8 with
+    bfloat16 scales per 128 x 128, AWQ 4-bit with a 16-bit scale and a 4-bit zero point per 128."""
     from servespec.knowledge.memory import EstimateInput, weight_bytes
 
     facts = catalogued(checkpoint)
