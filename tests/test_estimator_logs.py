@@ -346,6 +346,40 @@ def test_an_unstated_release_is_answered_only_when_no_catalogued_release_changes
     assert row.predicted is None and "release not stated, and the figure depends on it" in row.skipped, row
 
 
+@pytest.mark.parametrize(
+    ("logged", "by_default", "answered", "a100_kept", "hopper_kept"),
+    [
+        (8192, True, True, False, True),  # vLLM chose 8192 itself: a >= 70 GiB card that is not an A100
+        (2048, True, True, True, False),  # 2048 by default on an 80 GB card: the A100's tier only
+        (8192, False, False, True, True),  # the user set 8192: says nothing about the card (A100: 256 sequences)
+    ],
+)
+def test_a_budget_vllm_chose_by_default_rules_out_the_cards_that_choose_another(
+    tmp_path, logged: int, by_default: bool, answered: bool, a100_kept: bool, hopper_kept: bool
+) -> None:
+    """vLLM's V1 API server picks max_num_batched_tokens and max_num_seqs as a pair by GPU (0.19.0's
+    v1_batch_defaults fact): a logged default budget says which pair ran, so the unnamed 80 GB card's candidates
+    that would have picked the other pair (and another sampler warm-up) are not estimated; a budget the user set
+    says nothing about the card."""
+    from servespec.knowledge import models
+    from tests.vllm_logs import _candidate_releases, _defaults_agree, _variants, compare
+
+    log = _unnamed_vllm_log(1, False)
+    log["settings"]["max_num_batched_tokens"] = logged
+    if by_default:
+        log["settings_by_default"] = {"max_num_batched_tokens": "Chunked prefill is enabled with ..."}
+    row = compare(_write_log(tmp_path, "908-by-default.yaml", log))  # type: ignore[arg-type]
+    if answered:
+        assert not row.skipped and row.predicted, row
+        assert any("settings_by_default ruled out" in label for label in row.assumed), row
+    else:
+        assert row.predicted is None and "GPU fact the log does not show" in row.skipped, row
+    facts, release = models.catalogued(log["model"]), _candidate_releases("0.19.0")[0]
+    cards = {card.id if "A100" in card.id else card.compute_capability: card for card in _variants(_gpu(log))}
+    assert _defaults_agree(log, facts, "0.19.0", cards["A100-SXM4-80GB"], release) is a100_kept
+    assert _defaults_agree(log, facts, "0.19.0", cards[(9, 0)], release) is hopper_kept
+
+
 def test_a_loose_gpu_name_is_estimated_as_every_card_it_fits(tmp_path) -> None:
     """'NVIDIA H100' fits the PCIe, SXM5 and NVL cards (80 and 94 GB): without a logged total the estimate differs
     between them, so the log is not answered on a guess; 'NVIDIA A100 80GB' (PCIe or SXM4, the same memory and

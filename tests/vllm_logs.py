@@ -16,12 +16,12 @@ from ruamel.yaml import YAML
 
 from servespec.engines import get
 from servespec.engines.gguf import KV_PLACEMENT_SOURCE, GgufEngine
-from servespec.engines.vllm.memory import FLASHINFER_SAMPLER_MIN_CAPABILITY
+from servespec.engines.vllm.memory import FLASHINFER_SAMPLER_MIN_CAPABILITY, batch_defaults
 from servespec.engines.vllm.parallel import vllm_layout
 from servespec.knowledge import gpus, models
 from servespec.knowledge.error_band import CLASSES, model_class
 from servespec.knowledge.gguf_header import deltanet_config, per_kind_config, swa_layout
-from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput
+from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput, cuda_total_gib
 
 LOGS = Path(__file__).resolve().parent / "data" / "vllm_logs"
 _OPTIONS = (
@@ -215,11 +215,12 @@ def _variants(gpu: gpus.GpuModel) -> list[gpus.GpuModel]:
 
 
 def _candidate_plans(
-    run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None
+    run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None, keep: Any = None
 ) -> tuple[list[tuple[str, Any]], str]:
     """``run`` as every card the logged GPU may be, each with its label, and what makes them several ("" when the
     log's GPU is one card): a stand-in as every identity and capability the estimate tells apart (:func:`_variants`),
-    a loose name as every catalogued card it fits (``candidates``)."""
+    a loose name as every catalogued card it fits (``candidates``). ``keep(card)``: False for a card the log's own
+    lines rule out (:func:`_defaults_agree`); the others are kept, all of them when it would rule out every one."""
     if gpu.id.startswith(STAND_IN_PREFIXES):
         cards, what = _variants(gpu), f"GPU {gpu.id}"
         label = lambda card: f"{card.id} cc {card.compute_capability[0]}.{card.compute_capability[1]}"  # noqa: E731
@@ -228,18 +229,26 @@ def _candidate_plans(
         label = lambda card: card.id  # noqa: E731
     else:
         return [(gpu.id, run(gpu))], ""
+    kept = [card for card in cards if keep is None or keep(card)]
+    if kept and len(kept) < len(cards):
+        cards = kept
+        what += f" ({RULED_OUT})"
     return [(label(card), run(card)) for card in cards], what
 
 
 def _settled(
-    run: Any, gpu: gpus.GpuModel, candidates: list[gpus.GpuModel] | None = None, engine: str = "vllm"
+    run: Any,
+    gpu: gpus.GpuModel,
+    candidates: list[gpus.GpuModel] | None = None,
+    engine: str = "vllm",
+    keep: Any = None,
 ) -> tuple[Any, str]:
     """The estimate ``run(gpu)`` gives, and "" when it rests on the log's facts alone. For a stand-in GPU or a loose
     name the estimate is run as every card it may be (:func:`_candidate_plans`); when the KV tokens or the verdict
     differ between them, the estimate reads a fact the log does not show (the memory, the board's NVSwitch, an
     A100's defaults, the compute capability that picks a kernel), and the reason names the spread instead of a
     figure. A failed start is judged on its verdict over them instead (:func:`verdict_over`)."""
-    plans, what = _candidate_plans(run, gpu, candidates)
+    plans, what = _candidate_plans(run, gpu, candidates, keep)
     if not what:
         return plans[0][1], ""
     outcomes = {(plan.kv_tokens, fits(plan, engine)) if plan is not None else None for _, plan in plans}
@@ -445,17 +454,27 @@ def _compare_sized(
 
     assumed += _stand_in_label(gpu, basis=str(data.get("total_gpu_memory_basis") or ""))
     assumed += _sampler_install_label(data, releases[0], gpu)
+    assumed += _by_default_label(data, gpu)
     if failed and _ranged(data):  # settings it does not show: judged on the verdict at every end of their ranges
         estimate = lambda body, card: _estimate_vllm(body, facts, version, card, releases[0], speculative)  # noqa: E731
         plans, left_open = _range_plans(data, estimate, (gpu, _gpu_candidates(data)))
         assumed += _settings_assumed(data)[1]
         return _verdict_row(name, observed, version, (plans, left_open), assumed, seen)
-    runs = [_settled(lambda card, r=release: run(card, r), gpu, _gpu_candidates(data)) for release in releases]
+
+    def keep(card: gpus.GpuModel, release: Any = releases[0]) -> bool:
+        return _defaults_agree(data, facts, version, card, release)
+
+    runs = [
+        _settled(lambda card, r=release: run(card, r), gpu, _gpu_candidates(data), keep=lambda c, r=release: keep(c, r))
+        for release in releases
+    ]
     unsettled = next((why for _, why in runs if why), "")
     if unsettled and failed:  # judged on the verdict every card (and release) it may be gives, not on a figure
         plans: list[tuple[str, Any]] = []
         for release in releases:
-            found, what = _candidate_plans(lambda card, r=release: run(card, r), gpu, _gpu_candidates(data))
+            found, what = _candidate_plans(
+                lambda card, r=release: run(card, r), gpu, _gpu_candidates(data), lambda c, r=release: keep(c, r)
+            )
             plans += [(f"{label} {release.version}".strip() if len(releases) > 1 else label, p) for label, p in found]
         return _verdict_row(name, observed, version, (plans, what), assumed, seen)
     if unsettled:
@@ -624,6 +643,64 @@ def _estimate_vllm(
 ) -> Any:
     """vLLM's estimate for a log's settings on ``card`` under ``release`` (the catalogued release the build is sized
     as), with its parallel layout (:func:`vllm_layout`) and speculative decoding (:func:`_speculative`)."""
+    return get("vllm").estimate(_vllm_input(data, facts, version, card, release, speculative))
+
+
+BY_DEFAULT = ("max_num_batched_tokens", "max_num_seqs")
+"""The scheduler budgets vLLM's V1 API server picks as a pair by GPU when neither is set (engine/arg_utils.py
+``_set_default_args``, the release's ``v1_batch_defaults`` fact; v0.10.2 L1669: 8192 tokens / 1024 sequences on a
+card of >= 70 GiB that is not an A100, else 2048 / 256)."""
+
+RULED_OUT = "cards whose vLLM defaults differ from the logged settings_by_default ruled out"
+
+
+def _settings_by_default(data: dict[str, Any]) -> dict[str, int]:
+    """``settings_by_default``: the :data:`BY_DEFAULT` budgets a log prints (its "Chunked prefill is enabled with
+    max_num_batched_tokens=N" line) that vLLM chose itself, the command and "non-default args" not setting them,
+    each with the value its ``settings`` give; the quoted line that shows it is the entry's value."""
+    settings = data.get("settings") or {}
+    return {
+        key: int(settings[key])
+        for key in (data.get("settings_by_default") or {})
+        if key in BY_DEFAULT and _number(settings.get(key))
+    }
+
+
+def _by_default_label(data: dict[str, Any], gpu: gpus.GpuModel) -> tuple[str, ...]:
+    """The label a log's ``settings_by_default`` adds when the logged GPU may be several cards (a stand-in or a
+    loose name): the candidates its budgets rule out are not estimated (:func:`_defaults_agree`)."""
+    wanted = _settings_by_default(data)
+    if not wanted or not (gpu.id.startswith(STAND_IN_PREFIXES) or len(_gpu_candidates(data)) > 1):
+        return ()
+    return (f"{RULED_OUT} ({', '.join(f'{key} {value}' for key, value in wanted.items())})",)
+
+
+def _defaults_agree(data: dict[str, Any], facts: models.ModelFacts, version: str, card: Any, release: Any) -> bool:
+    """Whether ``card`` gives the budgets the log shows vLLM chose by default (:func:`_settings_by_default`): the
+    release's default pair on it (:func:`batch_defaults`) equals the logged values. A card that would have made
+    vLLM pick other defaults is not the card the log ran on (an unnamed 80 GB card that logs 8192 tokens by default
+    is not an A100, whose default is 2048), and its estimate, which would pair the logged tokens with that card's
+    other default (256 sequences, not 1024: a different sampler warm-up), is left out."""
+    wanted = _settings_by_default(data)
+    if not wanted:
+        return True
+    inp = _vllm_input(data, facts, version, card, release, {}, leave_out=tuple(wanted))
+    batched, seqs = batch_defaults(inp, cuda_total_gib(card))
+    chosen = {"max_num_batched_tokens": batched, "max_num_seqs": seqs}
+    return all(chosen[key] == value for key, value in wanted.items())
+
+
+def _vllm_input(
+    data: dict[str, Any],
+    facts: models.ModelFacts,
+    version: str,
+    card: gpus.GpuModel,
+    release: Any,
+    speculative: dict[str, Any],
+    leave_out: tuple[str, ...] = (),
+) -> EstimateInput:
+    """The estimator's input for a log (:func:`_estimate_vllm`); ``leave_out``: settings not passed, so that the
+    release's own default for them applies (:func:`_defaults_agree`)."""
     settings = data.get("settings") or {}
     placed = vllm_layout(
         int(settings.get("tensor_parallel_size") or 1),
@@ -631,29 +708,27 @@ def _estimate_vllm(
         int(settings.get("data_parallel_size") or 1),
         settings.get("enable_expert_parallel") is True,
     )
-    return get("vllm").estimate(
-        EstimateInput(
-            engine="vllm",
-            release=release,
-            model=facts,
-            gpu=card,
-            tensor_parallel=placed.tensor,
-            pipeline_parallel=placed.pipeline,
-            data_parallel=placed.data,
-            moe_group=placed.moe_group,
-            expert_parallel=placed.expert,
-            dtype=str(settings.get("dtype") or "auto"),
-            quantization=settings.get("quantization"),
-            max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
-            options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None},
-            engine_version=version,
-            engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
-            kv_cache_dtype_option="kv_cache_dtype",
-            env=_engine_env(data)[0],
-            image=str(data["image"]) if data.get("image") else LOGGED_INSTALL,
-            flashinfer_sampler=logged_flashinfer_sampler(data),
-            **speculative,
-        )
+    return EstimateInput(
+        engine="vllm",
+        release=release,
+        model=facts,
+        gpu=card,
+        tensor_parallel=placed.tensor,
+        pipeline_parallel=placed.pipeline,
+        data_parallel=placed.data,
+        moe_group=placed.moe_group,
+        expert_parallel=placed.expert,
+        dtype=str(settings.get("dtype") or "auto"),
+        quantization=settings.get("quantization"),
+        max_model_len=int(settings.get("max_model_len") or facts.derived_max_len or 4096),
+        options={k: settings[k] for k in _OPTIONS if settings.get(k) is not None and k not in leave_out},
+        engine_version=version,
+        engine_core=str(data.get("engine") or "") or None,  # the log says V0 or V1
+        kv_cache_dtype_option="kv_cache_dtype",
+        env=_engine_env(data)[0],
+        image=str(data["image"]) if data.get("image") else LOGGED_INSTALL,
+        flashinfer_sampler=logged_flashinfer_sampler(data),
+        **speculative,
     )
 
 
