@@ -63,6 +63,15 @@ ADDED = [
     # third widening (i23v-configs)
     "naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
     "meta-llama/Llama-3.2-1B",
+    # fourth widening (cat-misc: other organisations)
+    "THUDM/chatglm3-6b",
+    "bigcode/starcoder2-7b",
+    "HuggingFaceTB/SmolLM2-135M-Instruct",
+    "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+    "stabilityai/stablelm-2-zephyr-1_6b",
+    "CohereForAI/aya-23-8B",
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    "ibm-granite/granite-3.3-8b-instruct-FP8",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -124,6 +133,18 @@ PUBLISHED = [
         "https://huggingface.co/naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
     ),
     ("meta-llama/Llama-3.2-1B", 1.23e9, "https://huggingface.co/meta-llama/Llama-3.2-1B"),
+    # fourth widening (cat-misc)
+    ("THUDM/chatglm3-6b", 6.24e9, "https://huggingface.co/THUDM/chatglm3-6b"),
+    ("bigcode/starcoder2-7b", 7.17e9, "https://huggingface.co/bigcode/starcoder2-7b"),
+    ("HuggingFaceTB/SmolLM2-135M-Instruct", 135e6, "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct"),
+    ("HuggingFaceTB/SmolLM2-1.7B-Instruct", 1.71e9, "https://huggingface.co/HuggingFaceTB/SmolLM2-1.7B-Instruct"),
+    ("stabilityai/stablelm-2-zephyr-1_6b", 1.64e9, "https://huggingface.co/stabilityai/stablelm-2-zephyr-1_6b"),
+    ("CohereForAI/aya-23-8B", 8.03e9, "https://huggingface.co/CohereForAI/aya-23-8B"),
+    (
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        31.6e9,
+        "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    ),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -159,6 +180,13 @@ TRANSFORMERS_COUNTS = {
     "meta-llama/Llama-3.2-1B": 1_235_814_400,  # LlamaForCausalLM, tied head
     # Mistral3ForConditionalGeneration: 1,024 short until the projector's RMSNorm was counted (test_config_families)
     "mistralai/Devstral-Small-2-24B-Instruct-2512": 24_011_361_280,
+    # fourth widening (cat-misc), transformers 5.20.2 (vllm-0.33.0 parser environment)
+    "bigcode/starcoder2-7b": 7_173_923_840,  # Starcoder2ForCausalLM: biased projections and LayerNorms, tied head
+    "HuggingFaceTB/SmolLM2-135M-Instruct": 134_515_008,  # LlamaForCausalLM, tied head
+    "HuggingFaceTB/SmolLM2-1.7B-Instruct": 1_711_376_384,  # LlamaForCausalLM, tied head
+    "stabilityai/stablelm-2-zephyr-1_6b": 1_644_515_328,  # StableLmForCausalLM: qkv biases, LayerNorms with bias
+    "CohereForAI/aya-23-8B": 8_028_033_024,  # CohereForCausalLM: tie_word_embeddings defaults to true
+    "ibm-granite/granite-3.3-8b-instruct-FP8": 8_170_864_640,  # GraniteForCausalLM (quantization_config dropped)
 }
 
 
@@ -189,6 +217,7 @@ SAME_LAYOUT = [
     ("nvidia/Qwen3-32B-NVFP4", "Qwen/Qwen3-32B"),
     ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "Qwen/Qwen3-30B-A3B-Thinking-2507"),
     ("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct"),
+    ("ibm-granite/granite-3.3-8b-instruct-FP8", "ibm-granite/granite-3.3-8b-instruct"),
 ]
 
 
@@ -259,6 +288,7 @@ def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, bas
         ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "fp8"),
         ("mistralai/Devstral-2-123B-Instruct-2512", "fp8"),
         ("moonshotai/Kimi-K2.6", "int4"),
+        ("ibm-granite/granite-3.3-8b-instruct-FP8", "fp8"),
         ("Qwen/Qwen3-VL-4B-Instruct", None),
     ],
 )
@@ -274,3 +304,29 @@ def test_smollm3_ties_its_head_when_the_config_is_silent() -> None:
     assert facts is not None
     assert facts.tie_word_embeddings is True
     assert (facts.layers, facts.kv_heads, facts.head_dim) == (36, 4, 128)
+
+
+def test_nemotron3_nano_counts_its_router_bias_and_caches_six_layers() -> None:
+    """Nemotron 3 Nano (Nemotron-H with MoE blocks): transformers 5.20.2 builds 31,577,937,344 parameters and keeps each
+    MoE router's e_score_correction_bias (128 experts) as a buffer; vLLM loads it as a parameter, so servespec counts
+    23 x 128 more. Only the six attention layers of the 52 cache keys and values."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    facts = catalogued("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert facts is not None
+    assert facts.params == 31_577_937_344 + 23 * 128
+    assert (facts.layers, facts.kv_full_layers, facts.linear_layers) == (52, 6, 23)
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 6 * 2 * 128 * 2
+
+
+def test_chatglm3_and_starcoder2_caches_follow_their_configs() -> None:
+    """ChatGLM3-6B: 2 multi-query groups of kv_channels 128 in 28 layers; StarCoder2-7B: 4 KV heads of 128 in 32 layers,
+    every layer sliding a 4,096-token window (Starcoder2Config.sliding_window, no layer_types)."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    glm, sc2 = catalogued("THUDM/chatglm3-6b"), catalogued("bigcode/starcoder2-7b")
+    assert glm is not None and sc2 is not None
+    assert glm.params == 6_243_584_000  # tests/knowledge/test_config_families.py works it out layer by layer
+    assert kv_bytes_per_token(glm, 2.0, 1, 1) == 2 * 28 * 2 * 128 * 2
+    assert (sc2.kv_sliding_layers, sc2.kv_full_layers, sc2.sliding_window) == (32, 0, 4096)
+    assert kv_bytes_per_token(sc2, 2.0, 1, 1) == 2 * 32 * 4 * 128 * 2
