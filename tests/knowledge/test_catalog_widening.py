@@ -72,6 +72,7 @@ ADDED = [
     "CohereForAI/aya-23-8B",
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
     "ibm-granite/granite-3.3-8b-instruct-FP8",
+    "THUDM/glm-4-9b-chat",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -145,6 +146,7 @@ PUBLISHED = [
         31.6e9,
         "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
     ),
+    ("THUDM/glm-4-9b-chat", 9.4e9, "https://huggingface.co/THUDM/glm-4-9b-chat"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -319,14 +321,21 @@ def test_nemotron3_nano_counts_its_router_bias_and_caches_six_layers() -> None:
     assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 6 * 2 * 128 * 2
 
 
-def test_chatglm3_and_starcoder2_caches_follow_their_configs() -> None:
-    """ChatGLM3-6B: 2 multi-query groups of kv_channels 128 in 28 layers; StarCoder2-7B: 4 KV heads of 128 in 32 layers,
-    every layer sliding a 4,096-token window (Starcoder2Config.sliding_window, no layer_types)."""
+def test_chatglm_and_starcoder2_caches_follow_their_configs() -> None:
+    """ChatGLM3-6B and GLM-4-9B-Chat: 2 multi-query groups of kv_channels 128 in 28 and 40 layers; StarCoder2-7B: 4 KV
+    heads of 128 in 32 layers, every layer sliding a 4,096-token window (Starcoder2Config.sliding_window, no layer_types)."""
     from servespec.knowledge.memory import kv_bytes_per_token
 
     glm, sc2 = catalogued("THUDM/chatglm3-6b"), catalogued("bigcode/starcoder2-7b")
-    assert glm is not None and sc2 is not None
+    glm4 = catalogued("THUDM/glm-4-9b-chat")
+    assert glm is not None and sc2 is not None and glm4 is not None
     assert glm.params == 6_243_584_000  # tests/knowledge/test_config_families.py works it out layer by layer
     assert kv_bytes_per_token(glm, 2.0, 1, 1) == 2 * 28 * 2 * 128 * 2
+    # remote code only: per layer 4096 x 4608 + 4608 (query_key_value), 4096 x 4096 (dense), 4096 x 27392 and
+    # 13696 x 4096 (the SwiGLU MLP), two RMSNorms; 2 x 151,552 x 4096 embedding and output layer; the final norm
+    layer = 4096 * 4608 + 4608 + 4096 * 4096 + 4096 * 27392 + 13696 * 4096 + 2 * 4096
+    assert glm4.params == 40 * layer + 2 * 151_552 * 4096 + 4096 == 9_399_951_360
+    assert (glm4.layers, glm4.kv_heads, glm4.head_dim, glm4.max_position_embeddings) == (40, 2, 128, 131_072)
+    assert kv_bytes_per_token(glm4, 2.0, 1, 1) == 2 * 40 * 2 * 128 * 2
     assert (sc2.kv_sliding_layers, sc2.kv_full_layers, sc2.sliding_window) == (32, 0, 4096)
     assert kv_bytes_per_token(sc2, 2.0, 1, 1) == 2 * 32 * 4 * 128 * 2
