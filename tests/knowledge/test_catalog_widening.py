@@ -73,6 +73,7 @@ ADDED = [
     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
     "ibm-granite/granite-3.3-8b-instruct-FP8",
     "THUDM/glm-4-9b-chat",
+    "llava-hf/llava-1.5-7b-hf",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -147,6 +148,7 @@ PUBLISHED = [
         "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
     ),
     ("THUDM/glm-4-9b-chat", 9.4e9, "https://huggingface.co/THUDM/glm-4-9b-chat"),
+    ("llava-hf/llava-1.5-7b-hf", 7.06e9, "https://huggingface.co/llava-hf/llava-1.5-7b-hf"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -189,6 +191,7 @@ TRANSFORMERS_COUNTS = {
     "stabilityai/stablelm-2-zephyr-1_6b": 1_644_515_328,  # StableLmForCausalLM: qkv biases, LayerNorms with bias
     "CohereForAI/aya-23-8B": 8_028_033_024,  # CohereForCausalLM: tie_word_embeddings defaults to true
     "ibm-granite/granite-3.3-8b-instruct-FP8": 8_170_864_640,  # GraniteForCausalLM (quantization_config dropped)
+    "llava-hf/llava-1.5-7b-hf": 7_063_427_072,  # LlavaForConditionalGeneration: text sizes from LlamaConfig's defaults
 }
 
 
@@ -339,3 +342,21 @@ def test_chatglm_and_starcoder2_caches_follow_their_configs() -> None:
     assert kv_bytes_per_token(glm4, 2.0, 1, 1) == 2 * 40 * 2 * 128 * 2
     assert (sc2.kv_sliding_layers, sc2.kv_full_layers, sc2.sliding_window) == (32, 0, 4096)
     assert kv_bytes_per_token(sc2, 2.0, 1, 1) == 2 * 32 * 4 * 128 * 2
+
+
+def test_llava_text_config_takes_llama_defaults_only_when_nested() -> None:
+    """llava-hf's Llava 1.5 config names only the vocabulary and context of its Llama text model; LlavaConfig builds it
+    as a LlamaConfig whose defaults give 32 layers of 4096 with 32 heads (MHA) and an 11008-wide MLP. A top-level Llama
+    config that names no sizes is still refused: the defaults are those of a wrapper's sub-config."""
+    from servespec.knowledge.config_fields import MissingFieldsError
+    from servespec.knowledge.memory import kv_bytes_per_token
+    from servespec.knowledge.models import facts_from_config
+
+    facts = catalogued("llava-hf/llava-1.5-7b-hf")
+    assert facts is not None
+    assert (facts.layers, facts.hidden_size, facts.kv_heads, facts.intermediate_size) == (32, 4096, 32, 11008)
+    assert (facts.vocab_size, facts.max_position_embeddings) == (32064, 4096)  # the file's, over the defaults
+    assert facts.vision_params == 303_507_456 + 20_979_712  # CLIP ViT-L/14-336 and the two-layer projector
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 32 * 32 * 128 * 2
+    with pytest.raises(MissingFieldsError):
+        facts_from_config({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 32064}, "llama")
