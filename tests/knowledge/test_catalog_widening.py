@@ -326,7 +326,7 @@ def test_nemotron3_nano_counts_its_router_bias_and_caches_six_layers() -> None:
 
 def test_chatglm_and_starcoder2_caches_follow_their_configs() -> None:
     """ChatGLM3-6B and GLM-4-9B-Chat: 2 multi-query groups of kv_channels 128 in 28 and 40 layers; StarCoder2-7B: 4 KV
-    heads of 128 in 32 layers, every layer sliding a 4,096-token window (Starcoder2Config.sliding_window, no layer_types)."""
+    heads of 128 in 32 layers, each sliding a 4,096-token window (Starcoder2Config.sliding_window, no layer_types)."""
     from servespec.knowledge.memory import kv_bytes_per_token
 
     glm, sc2 = catalogued("THUDM/chatglm3-6b"), catalogued("bigcode/starcoder2-7b")
