@@ -74,6 +74,9 @@ ADDED = [
     "ibm-granite/granite-3.3-8b-instruct-FP8",
     "THUDM/glm-4-9b-chat",
     "llava-hf/llava-1.5-7b-hf",
+    "allenai/olmOCR-2-7B-1025",
+    "ALLaM-AI/ALLaM-7B-Instruct-preview",
+    "humain-ai/ALLaM-7B-Instruct-preview",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -149,6 +152,7 @@ PUBLISHED = [
     ),
     ("THUDM/glm-4-9b-chat", 9.4e9, "https://huggingface.co/THUDM/glm-4-9b-chat"),
     ("llava-hf/llava-1.5-7b-hf", 7.06e9, "https://huggingface.co/llava-hf/llava-1.5-7b-hf"),
+    ("allenai/olmOCR-2-7B-1025", 8.29e9, "https://huggingface.co/allenai/olmOCR-2-7B-1025"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -192,6 +196,8 @@ TRANSFORMERS_COUNTS = {
     "CohereForAI/aya-23-8B": 8_028_033_024,  # CohereForCausalLM: tie_word_embeddings defaults to true
     "ibm-granite/granite-3.3-8b-instruct-FP8": 8_170_864_640,  # GraniteForCausalLM (quantization_config dropped)
     "llava-hf/llava-1.5-7b-hf": 7_063_427_072,  # LlavaForConditionalGeneration: text sizes from LlamaConfig's defaults
+    "allenai/olmOCR-2-7B-1025": 8_292_166_656,  # Qwen2_5_VLForConditionalGeneration, vision 676,550,144
+    "ALLaM-AI/ALLaM-7B-Instruct-preview": 7_000_559_616,  # LlamaForCausalLM
 }
 
 
@@ -223,6 +229,8 @@ SAME_LAYOUT = [
     ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "Qwen/Qwen3-30B-A3B-Thinking-2507"),
     ("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct"),
     ("ibm-granite/granite-3.3-8b-instruct-FP8", "ibm-granite/granite-3.3-8b-instruct"),
+    ("allenai/olmOCR-2-7B-1025", "Qwen/Qwen2.5-VL-7B-Instruct"),
+    ("humain-ai/ALLaM-7B-Instruct-preview", "ALLaM-AI/ALLaM-7B-Instruct-preview"),
 ]
 
 
