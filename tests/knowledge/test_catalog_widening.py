@@ -77,6 +77,7 @@ ADDED = [
     "allenai/olmOCR-2-7B-1025",
     "ALLaM-AI/ALLaM-7B-Instruct-preview",
     "humain-ai/ALLaM-7B-Instruct-preview",
+    "openbmb/MiniCPM-2B-sft-bf16",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -153,6 +154,7 @@ PUBLISHED = [
     ("THUDM/glm-4-9b-chat", 9.4e9, "https://huggingface.co/THUDM/glm-4-9b-chat"),
     ("llava-hf/llava-1.5-7b-hf", 7.06e9, "https://huggingface.co/llava-hf/llava-1.5-7b-hf"),
     ("allenai/olmOCR-2-7B-1025", 8.29e9, "https://huggingface.co/allenai/olmOCR-2-7B-1025"),
+    ("openbmb/MiniCPM-2B-sft-bf16", 2.7e9, "https://huggingface.co/openbmb/MiniCPM-2B-sft-bf16"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -368,3 +370,15 @@ def test_llava_text_config_takes_llama_defaults_only_when_nested() -> None:
     assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 32 * 32 * 128 * 2
     with pytest.raises(MissingFieldsError):
         facts_from_config({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 32064}, "llama")
+
+
+def test_minicpm_2b_is_a_tied_llama_block_without_gqa() -> None:
+    """MiniCPM-2B (remote code): per layer four 2304 x 2304 attention projections, a 2304 x 5760 SwiGLU MLP and two
+    RMSNorms; one 122,753-row table shared by the embedding and the head; 36 KV heads of 64 in each of 40 layers."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    facts = catalogued("openbmb/MiniCPM-2B-sft-bf16")
+    assert facts is not None
+    layer = 4 * 2304 * 2304 + 3 * 2304 * 5760 + 2 * 2304
+    assert facts.params == 40 * layer + 122_753 * 2304 + 2304 == 2_724_880_896
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 40 * 36 * 64 * 2
