@@ -86,6 +86,21 @@ ADDED = [
     "google/gemma-2-9b",
     "meta-llama/Llama-3.2-11B-Vision-Instruct",
     "meta-llama/Meta-Llama-3.1-8B-Instruct",
+    # fourth widening (cat-misc: other organisations)
+    "THUDM/chatglm3-6b",
+    "bigcode/starcoder2-7b",
+    "HuggingFaceTB/SmolLM2-135M-Instruct",
+    "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+    "stabilityai/stablelm-2-zephyr-1_6b",
+    "CohereForAI/aya-23-8B",
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    "ibm-granite/granite-3.3-8b-instruct-FP8",
+    "THUDM/glm-4-9b-chat",
+    "llava-hf/llava-1.5-7b-hf",
+    "allenai/olmOCR-2-7B-1025",
+    "ALLaM-AI/ALLaM-7B-Instruct-preview",
+    "humain-ai/ALLaM-7B-Instruct-preview",
+    "openbmb/MiniCPM-2B-sft-bf16",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -174,6 +189,22 @@ PUBLISHED = [
         "https://huggingface.co/meta-llama/Llama-3.2-11B-Vision-Instruct",
     ),
     ("meta-llama/Meta-Llama-3.1-8B-Instruct", 8.03e9, "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct"),
+    # fourth widening (cat-misc)
+    ("THUDM/chatglm3-6b", 6.24e9, "https://huggingface.co/THUDM/chatglm3-6b"),
+    ("bigcode/starcoder2-7b", 7.17e9, "https://huggingface.co/bigcode/starcoder2-7b"),
+    ("HuggingFaceTB/SmolLM2-135M-Instruct", 135e6, "https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct"),
+    ("HuggingFaceTB/SmolLM2-1.7B-Instruct", 1.71e9, "https://huggingface.co/HuggingFaceTB/SmolLM2-1.7B-Instruct"),
+    ("stabilityai/stablelm-2-zephyr-1_6b", 1.64e9, "https://huggingface.co/stabilityai/stablelm-2-zephyr-1_6b"),
+    ("CohereForAI/aya-23-8B", 8.03e9, "https://huggingface.co/CohereForAI/aya-23-8B"),
+    (
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        31.6e9,
+        "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    ),
+    ("THUDM/glm-4-9b-chat", 9.4e9, "https://huggingface.co/THUDM/glm-4-9b-chat"),
+    ("llava-hf/llava-1.5-7b-hf", 7.06e9, "https://huggingface.co/llava-hf/llava-1.5-7b-hf"),
+    ("allenai/olmOCR-2-7B-1025", 8.29e9, "https://huggingface.co/allenai/olmOCR-2-7B-1025"),
+    ("openbmb/MiniCPM-2B-sft-bf16", 2.7e9, "https://huggingface.co/openbmb/MiniCPM-2B-sft-bf16"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -231,6 +262,16 @@ TRANSFORMERS_COUNTS = {
     "google/gemma-2-9b": 9_241_705_984,  # Gemma2ForCausalLM, tied head
     "meta-llama/Llama-3.2-11B-Vision-Instruct": 10_670_220_835,  # MllamaForConditionalGeneration
     "meta-llama/Meta-Llama-3.1-8B-Instruct": 8_030_261_248,  # LlamaForCausalLM
+    # fourth widening (cat-misc), transformers 5.20.2 (vllm-0.33.0 parser environment)
+    "bigcode/starcoder2-7b": 7_173_923_840,  # Starcoder2ForCausalLM: biased projections and LayerNorms, tied head
+    "HuggingFaceTB/SmolLM2-135M-Instruct": 134_515_008,  # LlamaForCausalLM, tied head
+    "HuggingFaceTB/SmolLM2-1.7B-Instruct": 1_711_376_384,  # LlamaForCausalLM, tied head
+    "stabilityai/stablelm-2-zephyr-1_6b": 1_644_515_328,  # StableLmForCausalLM: qkv biases, LayerNorms with bias
+    "CohereForAI/aya-23-8B": 8_028_033_024,  # CohereForCausalLM: tie_word_embeddings defaults to true
+    "ibm-granite/granite-3.3-8b-instruct-FP8": 8_170_864_640,  # GraniteForCausalLM (quantization_config dropped)
+    "llava-hf/llava-1.5-7b-hf": 7_063_427_072,  # LlavaForConditionalGeneration: text sizes from LlamaConfig's defaults
+    "allenai/olmOCR-2-7B-1025": 8_292_166_656,  # Qwen2_5_VLForConditionalGeneration, vision 676,550,144
+    "ALLaM-AI/ALLaM-7B-Instruct-preview": 7_000_559_616,  # LlamaForCausalLM
 }
 
 
@@ -279,6 +320,9 @@ SAME_LAYOUT = [
     ("google/gemma-2-9b", "google/gemma-2-9b-it"),
     ("meta-llama/Llama-3.2-11B-Vision-Instruct", "meta-llama/Llama-3.2-11B-Vision"),
     ("meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("ibm-granite/granite-3.3-8b-instruct-FP8", "ibm-granite/granite-3.3-8b-instruct"),
+    ("allenai/olmOCR-2-7B-1025", "Qwen/Qwen2.5-VL-7B-Instruct"),
+    ("humain-ai/ALLaM-7B-Instruct-preview", "ALLaM-AI/ALLaM-7B-Instruct-preview"),
 ]
 
 
@@ -349,6 +393,7 @@ def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, bas
         ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "fp8"),
         ("mistralai/Devstral-2-123B-Instruct-2512", "fp8"),
         ("moonshotai/Kimi-K2.6", "int4"),
+        ("ibm-granite/granite-3.3-8b-instruct-FP8", "fp8"),
         ("Qwen/Qwen3-VL-4B-Instruct", None),
         ("Qwen/Qwen3-8B-FP8", "fp8"),
         ("Qwen/Qwen3-32B-AWQ", "awq"),
@@ -414,3 +459,66 @@ def test_added_qwen_entries_cache_keys_and_values_of_their_attention_layers(
     facts = catalogued(repo)
     assert facts is not None
     assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * kv_heads * head_dim * layers * 2
+
+
+def test_nemotron3_nano_counts_its_router_bias_and_caches_six_layers() -> None:
+    """Nemotron 3 Nano (Nemotron-H with MoE blocks): transformers 5.20.2 builds 31,577,937,344 parameters and keeps each
+    MoE router's e_score_correction_bias (128 experts) as a buffer; vLLM loads it as a parameter, so servespec counts
+    23 x 128 more. Only the six attention layers of the 52 cache keys and values."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    facts = catalogued("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert facts is not None
+    assert facts.params == 31_577_937_344 + 23 * 128
+    assert (facts.layers, facts.kv_full_layers, facts.linear_layers) == (52, 6, 23)
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 6 * 2 * 128 * 2
+
+
+def test_chatglm_and_starcoder2_caches_follow_their_configs() -> None:
+    """ChatGLM3-6B and GLM-4-9B-Chat: 2 multi-query groups of kv_channels 128 in 28 and 40 layers; StarCoder2-7B: 4 KV
+    heads of 128 in 32 layers, each sliding a 4,096-token window (Starcoder2Config.sliding_window, no layer_types)."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    glm, sc2 = catalogued("THUDM/chatglm3-6b"), catalogued("bigcode/starcoder2-7b")
+    glm4 = catalogued("THUDM/glm-4-9b-chat")
+    assert glm is not None and sc2 is not None and glm4 is not None
+    assert glm.params == 6_243_584_000  # tests/knowledge/test_config_families.py works it out layer by layer
+    assert kv_bytes_per_token(glm, 2.0, 1, 1) == 2 * 28 * 2 * 128 * 2
+    # remote code only: per layer 4096 x 4608 + 4608 (query_key_value), 4096 x 4096 (dense), 4096 x 27392 and
+    # 13696 x 4096 (the SwiGLU MLP), two RMSNorms; 2 x 151,552 x 4096 embedding and output layer; the final norm
+    layer = 4096 * 4608 + 4608 + 4096 * 4096 + 4096 * 27392 + 13696 * 4096 + 2 * 4096
+    assert glm4.params == 40 * layer + 2 * 151_552 * 4096 + 4096 == 9_399_951_360
+    assert (glm4.layers, glm4.kv_heads, glm4.head_dim, glm4.max_position_embeddings) == (40, 2, 128, 131_072)
+    assert kv_bytes_per_token(glm4, 2.0, 1, 1) == 2 * 40 * 2 * 128 * 2
+    assert (sc2.kv_sliding_layers, sc2.kv_full_layers, sc2.sliding_window) == (32, 0, 4096)
+    assert kv_bytes_per_token(sc2, 2.0, 1, 1) == 2 * 32 * 4 * 128 * 2
+
+
+def test_llava_text_config_takes_llama_defaults_only_when_nested() -> None:
+    """llava-hf's Llava 1.5 config names only the vocabulary and context of its Llama text model; LlavaConfig builds it
+    as a LlamaConfig whose defaults give 32 layers of 4096 with 32 heads (MHA) and an 11008-wide MLP. A top-level Llama
+    config that names no sizes is still refused: the defaults are those of a wrapper's sub-config."""
+    from servespec.knowledge.config_fields import MissingFieldsError
+    from servespec.knowledge.memory import kv_bytes_per_token
+    from servespec.knowledge.models import facts_from_config
+
+    facts = catalogued("llava-hf/llava-1.5-7b-hf")
+    assert facts is not None
+    assert (facts.layers, facts.hidden_size, facts.kv_heads, facts.intermediate_size) == (32, 4096, 32, 11008)
+    assert (facts.vocab_size, facts.max_position_embeddings) == (32064, 4096)  # the file's, over the defaults
+    assert facts.vision_params == 303_507_456 + 20_979_712  # CLIP ViT-L/14-336 and the two-layer projector
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 32 * 32 * 128 * 2
+    with pytest.raises(MissingFieldsError):
+        facts_from_config({"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 32064}, "llama")
+
+
+def test_minicpm_2b_is_a_tied_llama_block_without_gqa() -> None:
+    """MiniCPM-2B (remote code): per layer four 2304 x 2304 attention projections, a 2304 x 5760 SwiGLU MLP and two
+    RMSNorms; one 122,753-row table shared by the embedding and the head; 36 KV heads of 64 in each of 40 layers."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    facts = catalogued("openbmb/MiniCPM-2B-sft-bf16")
+    assert facts is not None
+    layer = 4 * 2304 * 2304 + 3 * 2304 * 5760 + 2 * 2304
+    assert facts.params == 40 * layer + 122_753 * 2304 + 2304 == 2_724_880_896
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 40 * 36 * 64 * 2

@@ -495,6 +495,26 @@ def _lift_nested(config: dict[str, Any], model_type: str) -> dict[str, Any]:
     return {**config, **lifted} if lifted else config
 
 
+_NESTED_TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
+    # A multimodal wrapper builds its text_config dict with the text model type's own configuration class, whose
+    # defaults fill what the dict leaves out (transformers LlavaConfig.text_config: SubConfigSpec(AutoConfig,
+    # model_type="llama")). llava-hf's Llava 1.5 configs name only the vocabulary and context of their Llama text
+    # model; LlamaConfig's defaults (transformers 5.20.2 configuration_llama.py L64-L79) size the rest, and
+    # num_key_value_heads follows num_attention_heads (__post_init__, L89-L90).
+    "llama": {
+        "vocab_size": 32_000,
+        "hidden_size": 4096,
+        "intermediate_size": 11_008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "max_position_embeddings": 2048,
+        "tie_word_embeddings": False,
+    },
+}
+"""Defaults of a text model type when it is a wrapper's nested ``text_config`` (a top-level config of that type
+still has to name its sizes)."""
+
+
 def _flatten(config: dict[str, Any]) -> dict[str, Any]:
     # InternVL's remote-code checkpoints (InternVLChatConfig) name their language model llm_config, DeepSeek-VL2's
     # (DeepseekVLV2Config) language_config
@@ -503,7 +523,9 @@ def _flatten(config: dict[str, Any]) -> dict[str, Any]:
         config = {**config, "text_config": config[own]}
     text = fields.mapping(config, "text_config")
     if text is not None:
-        merged = {**config, **text}
+        text_type = text.get("model_type")
+        defaults = _NESTED_TEXT_DEFAULTS.get(text_type, {}) if isinstance(text_type, str) else {}
+        merged = {**defaults, **config, **text}
         merged.setdefault("model_type", text.get("model_type", config.get("model_type")))
         return merged
     return config
