@@ -63,6 +63,10 @@ ADDED = [
     # third widening (i23v-configs)
     "naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
     "meta-llama/Llama-3.2-1B",
+    # large MoE / MLA widening (cat-moe)
+    "MiniMaxAI/MiniMax-M2",
+    "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+    "zai-org/GLM-4.5-Air",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -124,6 +128,9 @@ PUBLISHED = [
         "https://huggingface.co/naver-hyperclovax/HyperCLOVAX-SEED-Text-Instruct-0.5B",
     ),
     ("meta-llama/Llama-3.2-1B", 1.23e9, "https://huggingface.co/meta-llama/Llama-3.2-1B"),
+    # large MoE / MLA widening (cat-moe)
+    ("MiniMaxAI/MiniMax-M2", 230e9, "https://huggingface.co/docs/transformers/model_doc/minimax_m2"),
+    ("zai-org/GLM-4.5-Air", 106e9, "https://huggingface.co/zai-org/GLM-4.5-Air"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -159,6 +166,10 @@ TRANSFORMERS_COUNTS = {
     "meta-llama/Llama-3.2-1B": 1_235_814_400,  # LlamaForCausalLM, tied head
     # Mistral3ForConditionalGeneration: 1,024 short until the projector's RMSNorm was counted (test_config_families)
     "mistralai/Devstral-Small-2-24B-Instruct-2512": 24_011_361_280,
+    # large MoE / MLA widening (cat-moe): transformers 5.20.2 (the vllm-0.33.0 parser environment)
+    "MiniMaxAI/MiniMax-M2": 228_689_748_992,  # MiniMaxM2ForCausalLM
+    "moonshotai/Kimi-Linear-48B-A3B-Instruct": 49_122_675_072,  # KimiLinearForCausalLM
+    "zai-org/GLM-4.5-Air": 106_852_245_504,  # Glm4MoeForCausalLM (no MTP layer)
 }
 
 
@@ -189,6 +200,7 @@ SAME_LAYOUT = [
     ("nvidia/Qwen3-32B-NVFP4", "Qwen/Qwen3-32B"),
     ("Qwen/Qwen3-30B-A3B-Thinking-2507-FP8", "Qwen/Qwen3-30B-A3B-Thinking-2507"),
     ("meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-1B-Instruct"),
+    ("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.5"),
 ]
 
 
@@ -260,6 +272,8 @@ def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, bas
         ("mistralai/Devstral-2-123B-Instruct-2512", "fp8"),
         ("moonshotai/Kimi-K2.6", "int4"),
         ("Qwen/Qwen3-VL-4B-Instruct", None),
+        ("MiniMaxAI/MiniMax-M2", "fp8"),
+        ("moonshotai/Kimi-Linear-48B-A3B-Instruct", None),
     ],
 )
 def test_quantized_checkpoints_name_their_scheme(checkpoint: str, method: str | None) -> None:
@@ -274,3 +288,28 @@ def test_smollm3_ties_its_head_when_the_config_is_silent() -> None:
     assert facts is not None
     assert facts.tie_word_embeddings is True
     assert (facts.layers, facts.kv_heads, facts.head_dim) == (36, 4, 128)
+
+
+def test_kimi_linear_caches_only_its_mla_layers() -> None:
+    """Kimi-Linear-48B-A3B: 20 Kimi Delta Attention layers keep a fixed state, the 7 MLA layers (full_attn_layers) a
+    per-token latent of kv_lora_rank + qk_rope_head_dim (512 + 64) elements; the checkpoint's safetensors total (the cited
+    report: 49,122,681,728) is the count plus the 26 MoE layers' 256-entry e_score_correction_bias buffers."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    facts = catalogued("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    assert facts is not None and facts.layers == 27
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 7 * (512 + 64) * 2
+    assert facts.params + 26 * 256 == 49_122_681_728
+
+
+@pytest.mark.parametrize(
+    ("repo", "layers", "kv_heads", "head_dim"),
+    [("MiniMaxAI/MiniMax-M2", 62, 8, 128), ("zai-org/GLM-4.5-Air", 46, 8, 128)],
+)
+def test_grouped_query_moe_entries_cache_every_layer(repo: str, layers: int, kv_heads: int, head_dim: int) -> None:
+    """Full attention in every layer: K and V of kv_heads x head_dim per layer and token."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    facts = catalogued(repo)
+    assert facts is not None
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == layers * kv_heads * head_dim * 2 * 2
