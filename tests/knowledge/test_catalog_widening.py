@@ -8,6 +8,8 @@ in the vllm-0.33.0 parser environment), that servespec counts exactly what trans
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from servespec.knowledge.models import catalogued
@@ -67,6 +69,7 @@ ADDED = [
     "MiniMaxAI/MiniMax-M2",
     "moonshotai/Kimi-Linear-48B-A3B-Instruct",
     "zai-org/GLM-4.5-Air",
+    "zai-org/GLM-4.5V",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -170,6 +173,7 @@ TRANSFORMERS_COUNTS = {
     "MiniMaxAI/MiniMax-M2": 228_689_748_992,  # MiniMaxM2ForCausalLM
     "moonshotai/Kimi-Linear-48B-A3B-Instruct": 49_122_675_072,  # KimiLinearForCausalLM
     "zai-org/GLM-4.5-Air": 106_852_245_504,  # Glm4MoeForCausalLM (no MTP layer)
+    "zai-org/GLM-4.5V": 107_710_927_360,  # Glm4vMoeForConditionalGeneration, vision 858,681,856
 }
 
 
@@ -313,3 +317,51 @@ def test_grouped_query_moe_entries_cache_every_layer(repo: str, layers: int, kv_
     facts = catalogued(repo)
     assert facts is not None
     assert kv_bytes_per_token(facts, 2.0, 1, 1) == layers * kv_heads * head_dim * 2 * 2
+
+
+def _raw_config(repo: str) -> dict[str, Any]:
+    """A catalogued entry's config block as stored in knowledge/data/models.yaml."""
+    from servespec.knowledge.models import _catalog
+
+    config: dict[str, Any] = _catalog()[repo.lower()]["config"]
+    return config
+
+
+def test_glm45v_is_glm45_air_with_glm41v_tower() -> None:
+    """GLM-4.5V (glm4v_moe): its text model counts what GLM-4.5-Air's does, q, k and v biased (Glm4vMoeTextAttention),
+    and its tower is Glm4vVisionModel's (858,681,856 in transformers 5.20.2); the checkpoint's safetensors total (the
+    cited report: 107,710,933,120) adds the 45 MoE layers' 128-entry e_score_correction_bias buffers."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    vl, air = catalogued("zai-org/GLM-4.5V"), catalogued("zai-org/GLM-4.5-Air")
+    assert vl is not None and air is not None
+    assert vl.vision_params == 858_681_856
+    assert vl.params - vl.vision_params == air.params
+    assert vl.params + 45 * 128 == 107_710_933_120
+    assert kv_bytes_per_token(vl, 2.0, 1, 1) == kv_bytes_per_token(air, 2.0, 1, 1) == 46 * 8 * 128 * 2 * 2
+
+
+def test_glm4v_moe_text_biases_qkv_by_default() -> None:
+    """Glm4vMoeTextConfig defaults attention_bias to true (transformers 5.20.2): a text_config without the key keeps
+    the biases; one that sets it false drops 46 x (q + k + v) of them."""
+    from servespec.knowledge.models import facts_from_config
+
+    config = _raw_config("zai-org/GLM-4.5V")
+    text = dict(config["text_config"])
+    del text["attention_bias"]
+    silent = facts_from_config({**config, "text_config": text}, "silent")
+    unbiased = facts_from_config({**config, "text_config": {**text, "attention_bias": False}}, "unbiased")
+    facts = catalogued("zai-org/GLM-4.5V")
+    assert facts is not None
+    assert silent.params == facts.params
+    assert facts.params - unbiased.params == 46 * (96 * 128 + 2 * 8 * 128)
+
+
+def test_glm4_moe_counts_its_qk_norms_when_set() -> None:
+    """GLM-4.5/4.6/4.7 set use_qk_norm: Glm4MoeAttention then holds q_norm and k_norm over head_dim (transformers
+    5.20.2). GLM-4.5-Air's config with the flag set: transformers builds 106,852,257,280 parameters (46 x 256 more)."""
+    from servespec.knowledge.models import facts_from_config
+
+    config = _raw_config("zai-org/GLM-4.5-Air")
+    facts = facts_from_config({**config, "use_qk_norm": True}, "qk")
+    assert facts.params == 106_852_257_280

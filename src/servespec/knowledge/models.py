@@ -42,8 +42,9 @@ _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "q
 # (transformers Glm4MoeAttention: GLM-4.5/4.6/4.7 set it true).
 # GLM-4-0414 (glm4), its predecessor glm and Seed-OSS likewise: q, k and v biased by attention_bias, which their
 # configuration classes default to true (transformers 5.20.2 GlmConfig, Glm4Config, SeedOssConfig.attention_bias;
-# Seed-OSS's o_proj follows attention_out_bias, default false).
-_QKV_BIAS_WHEN_SET = {"glm4_moe", "glm", "glm4", "seed_oss"}
+# Seed-OSS's o_proj follows attention_out_bias, default false). GLM-4.5V/4.6V's text model (glm4v_moe_text) likewise
+# (transformers 5.20.2 Glm4vMoeTextAttention, Glm4vMoeTextConfig.attention_bias defaulting to true).
+_QKV_BIAS_WHEN_SET = {"glm4_moe", "glm", "glm4", "seed_oss", "glm4v_moe_text"}
 # Model types whose sliding_window applies only when use_sliding_window is set (Qwen2 and its VL text models:
 # Qwen2-VL and Qwen2.5-VL configs give sliding_window 32768 beside use_sliding_window false).
 _QWEN_WINDOW_FLAG = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", *sorted(_QKV_BIAS - {"qwen2", "qwen2_moe"}))
@@ -366,8 +367,8 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 2048,
     },
     "mpt": {"expansion_ratio": 4, "no_bias": True, "max_seq_len": 2048},
-    # GlmConfig, Glm4Config and SeedOssConfig default attention_bias to true (transformers 5.20.2)
-    **{model_type: {"attention_bias": True} for model_type in ("glm", "glm4", "seed_oss")},
+    # GlmConfig, Glm4Config, SeedOssConfig and Glm4vMoeTextConfig default attention_bias to true (transformers 5.20.2)
+    **{model_type: {"attention_bias": True} for model_type in ("glm", "glm4", "seed_oss", "glm4v_moe_text")},
     # vLLM's RWConfig (v0.11.0 transformers_utils/configs/falcon.py): sequential blocks unless parallel_attn, one KV
     # head (n_head_kv 1) unless the config names more, no context length (vLLM then assumes 2048)
     **{
@@ -1287,6 +1288,10 @@ def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
         return {"norms_per_layer": 1, "qk_norm_params": qk}
     if model_type in _FIXED_LAYOUTS:
         return _FIXED_LAYOUTS[model_type]
+    if model_type == "glm4_moe" and fields.flag(config, "use_qk_norm") is True:
+        # Glm4MoeAttention (GLM-4.5/4.6/4.7): q_norm and k_norm, RMSNorms over head_dim, when use_qk_norm (transformers
+        # 5.20.2 modeling_glm4_moe.py; Glm4MoeConfig.use_qk_norm defaults to false)
+        return {"qk_norm_params": 2 * head}
     if model_type == "chatglm":
         # ChatGLM2/3, GLM-4-9B (modeling_chatglm.py GLMBlock; vllm chatglm.py GLMAttention): query_key_value biased
         # by add_qkv_bias, dense and the MLP by add_bias_linear; KV heads multi_query_group_num when
