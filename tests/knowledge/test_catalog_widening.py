@@ -295,9 +295,10 @@ def test_smollm3_ties_its_head_when_the_config_is_silent() -> None:
 
 
 def test_kimi_linear_caches_only_its_mla_layers() -> None:
-    """Kimi-Linear-48B-A3B: 20 Kimi Delta Attention layers keep a fixed state, the 7 MLA layers (full_attn_layers) a
-    per-token latent of kv_lora_rank + qk_rope_head_dim (512 + 64) elements; the checkpoint's safetensors total (the cited
-    report: 49,122,681,728) is the count plus the 26 MoE layers' 256-entry e_score_correction_bias buffers."""
+    """Kimi-Linear-48B-A3B: 20 Kimi Delta Attention layers keep a fixed state, the 7 MLA layers (full_attn_layers)
+    a per-token latent of kv_lora_rank + qk_rope_head_dim (512 + 64) elements; the checkpoint's safetensors total
+    (the cited report: 49,122,681,728) is the count plus the 26 MoE layers' 256-entry e_score_correction_bias
+    buffers."""
     from servespec.knowledge.memory import kv_bytes_per_token
 
     facts = catalogued("moonshotai/Kimi-Linear-48B-A3B-Instruct")

@@ -1273,6 +1273,20 @@ def _granite_shared(config: dict[str, Any], model_type: str) -> dict[str, Any]:
     return {"intermediate_size": shared} if shared else {}
 
 
+def _qk_norms_by_flag(config: dict[str, Any], model_type: str, heads: int, kv: int, head: int) -> dict[str, Any] | None:
+    """Families whose q_norm and k_norm exist only when the config sets use_qk_norm; None: not one of them."""
+    on = fields.flag(config, "use_qk_norm") is True
+    if model_type in ("cohere", "cohere2"):
+        # CohereDecoderLayer: one input_layernorm (attention and MLP in parallel), a weight-only LayerNorm; with
+        # use_qk_norm (Command R+) q_norm and k_norm are LayerNorms over (heads, head_dim) and (kv heads, head_dim)
+        return {"norms_per_layer": 1, "qk_norm_params": (heads + kv) * head if on else 0}
+    if model_type == "glm4_moe":
+        # Glm4MoeAttention (GLM-4.5/4.6/4.7): q_norm and k_norm, RMSNorms over head_dim, when use_qk_norm (transformers
+        # 5.20.2 modeling_glm4_moe.py; Glm4MoeConfig.use_qk_norm defaults to false)
+        return {"qk_norm_params": 2 * head if on else 0}
+    return None
+
+
 def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: int) -> dict[str, Any] | None:
     """Gated-MLP decoder families whose norms, biases or MLP differ from Llama's; None: not one of them.
 
@@ -1281,17 +1295,11 @@ def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
     """
     kv = fields.count(config, "num_key_value_heads") or heads
     head = fields.count(config, "head_dim") or hidden // heads
-    if model_type in ("cohere", "cohere2"):
-        # CohereDecoderLayer: one input_layernorm (attention and MLP in parallel), a weight-only LayerNorm; with
-        # use_qk_norm (Command R+) q_norm and k_norm are LayerNorms over (heads, head_dim) and (kv heads, head_dim)
-        qk = (heads + kv) * head if fields.flag(config, "use_qk_norm") else 0
-        return {"norms_per_layer": 1, "qk_norm_params": qk}
+    flagged = _qk_norms_by_flag(config, model_type, heads, kv, head)
+    if flagged is not None:
+        return flagged
     if model_type in _FIXED_LAYOUTS:
         return _FIXED_LAYOUTS[model_type]
-    if model_type == "glm4_moe" and fields.flag(config, "use_qk_norm") is True:
-        # Glm4MoeAttention (GLM-4.5/4.6/4.7): q_norm and k_norm, RMSNorms over head_dim, when use_qk_norm (transformers
-        # 5.20.2 modeling_glm4_moe.py; Glm4MoeConfig.use_qk_norm defaults to false)
-        return {"qk_norm_params": 2 * head}
     if model_type == "chatglm":
         # ChatGLM2/3, GLM-4-9B (modeling_chatglm.py GLMBlock; vllm chatglm.py GLMAttention): query_key_value biased
         # by add_qkv_bias, dense and the MLP by add_bias_linear; KV heads multi_query_group_num when
