@@ -174,6 +174,9 @@ TRANSFORMERS_COUNTS = {
     "moonshotai/Kimi-Linear-48B-A3B-Instruct": 49_122_675_072,  # KimiLinearForCausalLM
     "zai-org/GLM-4.5-Air": 106_852_245_504,  # Glm4MoeForCausalLM (no MTP layer)
     "zai-org/GLM-4.5V": 107_710_927_360,  # Glm4vMoeForConditionalGeneration, vision 858,681,856
+    # catalogued earlier; its entry now keeps the quoted config's attention_bias and use_qk_norm (q/k/v biases and
+    # q_norm/k_norm in the report's module tree): 1,342,464 more than before
+    "zai-org/GLM-4.5-FP8": 352_797_814_784,
 }
 
 
