@@ -177,6 +177,9 @@ TRANSFORMERS_COUNTS = {
     # catalogued earlier; its entry now keeps the quoted config's attention_bias and use_qk_norm (q/k/v biases and
     # q_norm/k_norm in the report's module tree): 1,342,464 more than before
     "zai-org/GLM-4.5-FP8": 352_797_814_784,
+    # GptOssForCausalLM: each router's per-expert bias counted (was layers x experts short: 4,608 and 768)
+    "openai/gpt-oss-120b": 116_829_156_672,
+    "openai/gpt-oss-20b": 20_914_757_184,
 }
 
 

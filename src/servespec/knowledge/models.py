@@ -1257,6 +1257,8 @@ _FIXED_LAYOUTS: dict[str, dict[str, Any]] = {
     "glm4v_text": {"norms_per_layer": 4, "qkv_bias": True},
     # Ernie4_5_MoeSparseMoeBlock: moe_statics.e_score_correction_bias, one per expert, in each MoE layer
     "ernie4_5_moe": {"router_bias": True},
+    # GptOssTopKRouter: a bias beside the router weight, one per expert
+    "gpt_oss": {"router_bias": True},
 }
 """Layouts that no config field changes (transformers 5.20.2 modeling_<type>.py)."""
 
