@@ -8,6 +8,8 @@ in the vllm-0.33.0 parser environment), that servespec counts exactly what trans
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from servespec.knowledge.models import catalogued
@@ -101,6 +103,11 @@ ADDED = [
     "ALLaM-AI/ALLaM-7B-Instruct-preview",
     "humain-ai/ALLaM-7B-Instruct-preview",
     "openbmb/MiniCPM-2B-sft-bf16",
+    # large MoE / MLA widening (cat-moe)
+    "MiniMaxAI/MiniMax-M2",
+    "moonshotai/Kimi-Linear-48B-A3B-Instruct",
+    "zai-org/GLM-4.5-Air",
+    "zai-org/GLM-4.5V",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -205,6 +212,9 @@ PUBLISHED = [
     ("llava-hf/llava-1.5-7b-hf", 7.06e9, "https://huggingface.co/llava-hf/llava-1.5-7b-hf"),
     ("allenai/olmOCR-2-7B-1025", 8.29e9, "https://huggingface.co/allenai/olmOCR-2-7B-1025"),
     ("openbmb/MiniCPM-2B-sft-bf16", 2.7e9, "https://huggingface.co/openbmb/MiniCPM-2B-sft-bf16"),
+    # large MoE / MLA widening (cat-moe)
+    ("MiniMaxAI/MiniMax-M2", 230e9, "https://huggingface.co/docs/transformers/model_doc/minimax_m2"),
+    ("zai-org/GLM-4.5-Air", 106e9, "https://huggingface.co/zai-org/GLM-4.5-Air"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -272,6 +282,17 @@ TRANSFORMERS_COUNTS = {
     "llava-hf/llava-1.5-7b-hf": 7_063_427_072,  # LlavaForConditionalGeneration: text sizes from LlamaConfig's defaults
     "allenai/olmOCR-2-7B-1025": 8_292_166_656,  # Qwen2_5_VLForConditionalGeneration, vision 676,550,144
     "ALLaM-AI/ALLaM-7B-Instruct-preview": 7_000_559_616,  # LlamaForCausalLM
+    # large MoE / MLA widening (cat-moe): transformers 5.20.2 (the vllm-0.33.0 parser environment)
+    "MiniMaxAI/MiniMax-M2": 228_689_748_992,  # MiniMaxM2ForCausalLM
+    "moonshotai/Kimi-Linear-48B-A3B-Instruct": 49_122_675_072,  # KimiLinearForCausalLM
+    "zai-org/GLM-4.5-Air": 106_852_245_504,  # Glm4MoeForCausalLM (no MTP layer)
+    "zai-org/GLM-4.5V": 107_710_927_360,  # Glm4vMoeForConditionalGeneration, vision 858,681,856
+    # catalogued earlier; its entry now keeps the quoted config's attention_bias and use_qk_norm (q/k/v biases and
+    # q_norm/k_norm in the report's module tree): 1,342,464 more than before
+    "zai-org/GLM-4.5-FP8": 352_797_814_784,
+    # GptOssForCausalLM: each router's per-expert bias counted (was layers x experts short: 4,608 and 768)
+    "openai/gpt-oss-120b": 116_829_156_672,
+    "openai/gpt-oss-20b": 20_914_757_184,
 }
 
 
@@ -323,6 +344,7 @@ SAME_LAYOUT = [
     ("ibm-granite/granite-3.3-8b-instruct-FP8", "ibm-granite/granite-3.3-8b-instruct"),
     ("allenai/olmOCR-2-7B-1025", "Qwen/Qwen2.5-VL-7B-Instruct"),
     ("humain-ai/ALLaM-7B-Instruct-preview", "ALLaM-AI/ALLaM-7B-Instruct-preview"),
+    ("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.5"),
 ]
 
 
@@ -398,6 +420,8 @@ def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, bas
         ("Qwen/Qwen3-8B-FP8", "fp8"),
         ("Qwen/Qwen3-32B-AWQ", "awq"),
         ("Qwen/Qwen3-Next-80B-A3B-Instruct-FP8", "fp8"),
+        ("MiniMaxAI/MiniMax-M2", "fp8"),
+        ("moonshotai/Kimi-Linear-48B-A3B-Instruct", None),
     ],
 )
 def test_quantized_checkpoints_name_their_scheme(checkpoint: str, method: str | None) -> None:
@@ -438,6 +462,19 @@ def test_quantized_checkpoints_weigh_what_their_files_hold(checkpoint: str, file
     assert weight_bytes(EstimateInput("vllm", None, facts, None)) / 2**30 == pytest.approx(file_gib, rel=0.01)
 
 
+def test_kimi_linear_caches_only_its_mla_layers() -> None:
+    """Kimi-Linear-48B-A3B: 20 Kimi Delta Attention layers keep a fixed state, the 7 MLA layers (full_attn_layers)
+    a per-token latent of kv_lora_rank + qk_rope_head_dim (512 + 64) elements; the checkpoint's safetensors total
+    (the cited report: 49,122,681,728) is the count plus the 26 MoE layers' 256-entry e_score_correction_bias
+    buffers."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    facts = catalogued("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    assert facts is not None and facts.layers == 27
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 7 * (512 + 64) * 2
+    assert facts.params + 26 * 256 == 49_122_681_728
+
+
 @pytest.mark.parametrize(
     ("repo", "layers", "kv_heads", "head_dim"),
     [
@@ -448,9 +485,11 @@ def test_quantized_checkpoints_weigh_what_their_files_hold(checkpoint: str, file
         ("Qwen/Qwen3-Reranker-0.6B", 28, 8, 128),
         # Qwen3-Next: only the 12 full-attention layers (every 4th) keep a paged KV cache
         ("Qwen/Qwen3-Next-80B-A3B-Instruct-FP8", 12, 2, 256),
+        ("MiniMaxAI/MiniMax-M2", 62, 8, 128),
+        ("zai-org/GLM-4.5-Air", 46, 8, 128),
     ],
 )
-def test_added_qwen_entries_cache_keys_and_values_of_their_attention_layers(
+def test_added_entries_cache_keys_and_values_of_their_attention_layers(
     repo: str, layers: int, kv_heads: int, head_dim: int
 ) -> None:
     """K and V of every KV head of every attention layer, 2 bytes each (heads x head_dim x layers, from config.json)."""
@@ -522,3 +561,51 @@ def test_minicpm_2b_is_a_tied_llama_block_without_gqa() -> None:
     layer = 4 * 2304 * 2304 + 3 * 2304 * 5760 + 2 * 2304
     assert facts.params == 40 * layer + 122_753 * 2304 + 2304 == 2_724_880_896
     assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 40 * 36 * 64 * 2
+
+
+def _raw_config(repo: str) -> dict[str, Any]:
+    """A catalogued entry's config block as stored in knowledge/data/models.yaml."""
+    from servespec.knowledge.models import _catalog
+
+    config: dict[str, Any] = _catalog()[repo.lower()]["config"]
+    return config
+
+
+def test_glm45v_is_glm45_air_with_glm41v_tower() -> None:
+    """GLM-4.5V (glm4v_moe): its text model counts what GLM-4.5-Air's does, q, k and v biased (Glm4vMoeTextAttention),
+    and its tower is Glm4vVisionModel's (858,681,856 in transformers 5.20.2); the checkpoint's safetensors total (the
+    cited report: 107,710,933,120) adds the 45 MoE layers' 128-entry e_score_correction_bias buffers."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    vl, air = catalogued("zai-org/GLM-4.5V"), catalogued("zai-org/GLM-4.5-Air")
+    assert vl is not None and air is not None
+    assert vl.vision_params == 858_681_856
+    assert vl.params - vl.vision_params == air.params
+    assert vl.params + 45 * 128 == 107_710_933_120
+    assert kv_bytes_per_token(vl, 2.0, 1, 1) == kv_bytes_per_token(air, 2.0, 1, 1) == 46 * 8 * 128 * 2 * 2
+
+
+def test_glm4v_moe_text_biases_qkv_by_default() -> None:
+    """Glm4vMoeTextConfig defaults attention_bias to true (transformers 5.20.2): a text_config without the key keeps
+    the biases; one that sets it false drops 46 x (q + k + v) of them."""
+    from servespec.knowledge.models import facts_from_config
+
+    config = _raw_config("zai-org/GLM-4.5V")
+    text = dict(config["text_config"])
+    del text["attention_bias"]
+    silent = facts_from_config({**config, "text_config": text}, "silent")
+    unbiased = facts_from_config({**config, "text_config": {**text, "attention_bias": False}}, "unbiased")
+    facts = catalogued("zai-org/GLM-4.5V")
+    assert facts is not None
+    assert silent.params == facts.params
+    assert facts.params - unbiased.params == 46 * (96 * 128 + 2 * 8 * 128)
+
+
+def test_glm4_moe_counts_its_qk_norms_when_set() -> None:
+    """GLM-4.5/4.6/4.7 set use_qk_norm: Glm4MoeAttention then holds q_norm and k_norm over head_dim (transformers
+    5.20.2). GLM-4.5-Air's config with the flag set: transformers builds 106,852,257,280 parameters (46 x 256 more)."""
+    from servespec.knowledge.models import facts_from_config
+
+    config = _raw_config("zai-org/GLM-4.5-Air")
+    facts = facts_from_config({**config, "use_qk_norm": True}, "qk")
+    assert facts.params == 106_852_257_280

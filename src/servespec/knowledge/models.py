@@ -42,8 +42,9 @@ _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "q
 # (transformers Glm4MoeAttention: GLM-4.5/4.6/4.7 set it true).
 # GLM-4-0414 (glm4), its predecessor glm and Seed-OSS likewise: q, k and v biased by attention_bias, which their
 # configuration classes default to true (transformers 5.20.2 GlmConfig, Glm4Config, SeedOssConfig.attention_bias;
-# Seed-OSS's o_proj follows attention_out_bias, default false).
-_QKV_BIAS_WHEN_SET = {"glm4_moe", "glm", "glm4", "seed_oss"}
+# Seed-OSS's o_proj follows attention_out_bias, default false). GLM-4.5V/4.6V's text model (glm4v_moe_text) likewise
+# (transformers 5.20.2 Glm4vMoeTextAttention, Glm4vMoeTextConfig.attention_bias defaulting to true).
+_QKV_BIAS_WHEN_SET = {"glm4_moe", "glm", "glm4", "seed_oss", "glm4v_moe_text"}
 # Model types whose sliding_window applies only when use_sliding_window is set (Qwen2 and its VL text models:
 # Qwen2-VL and Qwen2.5-VL configs give sliding_window 32768 beside use_sliding_window false).
 _QWEN_WINDOW_FLAG = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", *sorted(_QKV_BIAS - {"qwen2", "qwen2_moe"}))
@@ -366,8 +367,8 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
         "max_position_embeddings": 2048,
     },
     "mpt": {"expansion_ratio": 4, "no_bias": True, "max_seq_len": 2048},
-    # GlmConfig, Glm4Config and SeedOssConfig default attention_bias to true (transformers 5.20.2)
-    **{model_type: {"attention_bias": True} for model_type in ("glm", "glm4", "seed_oss")},
+    # GlmConfig, Glm4Config, SeedOssConfig and Glm4vMoeTextConfig default attention_bias to true (transformers 5.20.2)
+    **{model_type: {"attention_bias": True} for model_type in ("glm", "glm4", "seed_oss", "glm4v_moe_text")},
     # vLLM's RWConfig (v0.11.0 transformers_utils/configs/falcon.py): sequential blocks unless parallel_attn, one KV
     # head (n_head_kv 1) unless the config names more, no context length (vLLM then assumes 2048)
     **{
@@ -1278,6 +1279,8 @@ _FIXED_LAYOUTS: dict[str, dict[str, Any]] = {
     "glm4v_text": {"norms_per_layer": 4, "qkv_bias": True},
     # Ernie4_5_MoeSparseMoeBlock: moe_statics.e_score_correction_bias, one per expert, in each MoE layer
     "ernie4_5_moe": {"router_bias": True},
+    # GptOssTopKRouter: a bias beside the router weight, one per expert
+    "gpt_oss": {"router_bias": True},
 }
 """Layouts that no config field changes (transformers 5.20.2 modeling_<type>.py)."""
 
@@ -1294,6 +1297,20 @@ def _granite_shared(config: dict[str, Any], model_type: str) -> dict[str, Any]:
     return {"intermediate_size": shared} if shared else {}
 
 
+def _qk_norms_by_flag(config: dict[str, Any], model_type: str, heads: int, kv: int, head: int) -> dict[str, Any] | None:
+    """Families whose q_norm and k_norm exist only when the config sets use_qk_norm; None: not one of them."""
+    on = fields.flag(config, "use_qk_norm") is True
+    if model_type in ("cohere", "cohere2"):
+        # CohereDecoderLayer: one input_layernorm (attention and MLP in parallel), a weight-only LayerNorm; with
+        # use_qk_norm (Command R+) q_norm and k_norm are LayerNorms over (heads, head_dim) and (kv heads, head_dim)
+        return {"norms_per_layer": 1, "qk_norm_params": (heads + kv) * head if on else 0}
+    if model_type == "glm4_moe":
+        # Glm4MoeAttention (GLM-4.5/4.6/4.7): q_norm and k_norm, RMSNorms over head_dim, when use_qk_norm (transformers
+        # 5.20.2 modeling_glm4_moe.py; Glm4MoeConfig.use_qk_norm defaults to false)
+        return {"qk_norm_params": 2 * head if on else 0}
+    return None
+
+
 def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: int) -> dict[str, Any] | None:
     """Gated-MLP decoder families whose norms, biases or MLP differ from Llama's; None: not one of them.
 
@@ -1302,11 +1319,9 @@ def _modern_layout(config: dict[str, Any], model_type: str, hidden: int, heads: 
     """
     kv = fields.count(config, "num_key_value_heads") or heads
     head = fields.count(config, "head_dim") or hidden // heads
-    if model_type in ("cohere", "cohere2"):
-        # CohereDecoderLayer: one input_layernorm (attention and MLP in parallel), a weight-only LayerNorm; with
-        # use_qk_norm (Command R+) q_norm and k_norm are LayerNorms over (heads, head_dim) and (kv heads, head_dim)
-        qk = (heads + kv) * head if fields.flag(config, "use_qk_norm") else 0
-        return {"norms_per_layer": 1, "qk_norm_params": qk}
+    flagged = _qk_norms_by_flag(config, model_type, heads, kv, head)
+    if flagged is not None:
+        return flagged
     if model_type in _FIXED_LAYOUTS:
         return _FIXED_LAYOUTS[model_type]
     if model_type == "chatglm":

@@ -311,6 +311,7 @@ _VISION_ONLY = {
     "mllama": ("mllama_vision_model",),
     "llama4": ("llama4_vision_model",),
     "glm4v": ("glm4v_vision",),
+    "glm4v_moe": ("glm4v_moe_vision",),
 }
 _VISION_COUNTS: dict[str, Callable[[dict[str, Any], int], float]] = {
     "qwen2_vl": _qwen2_vl,
@@ -318,6 +319,7 @@ _VISION_COUNTS: dict[str, Callable[[dict[str, Any], int], float]] = {
     "mllama": _mllama,
     "llama4": _llama4,
     "glm4v": _glm4v,
+    "glm4v_moe": _glm4v,  # Glm4vMoeVisionModel: Glm4vVisionModel's layers and defaults (transformers 5.20.2)
 }
 _WITH_CONFIG = {
     "internvl": (("internvl", "internvl_chat"), ("internvl_vision", "intern_vit_6b"), _intern_vit),
