@@ -1516,9 +1516,19 @@ def _catalog() -> dict[str, dict[str, Any]]:
     return {key.lower(): {"name": key, **value} for key, value in data.items()}
 
 
+def renamed(source: str) -> str | None:
+    """The id a renamed Hugging Face repo has now (the Hub redirects the old one: data/hub_renames.yaml), else None."""
+    renames: dict[str, dict[str, Any]] = load_yaml_data("hub_renames.yaml")["renames"]
+    found = {key.lower(): str(value["to"]) for key, value in renames.items()}.get(source.strip().lower())
+    return found
+
+
 def catalogued(source: str) -> ModelFacts | None:
-    """Facts for a Hugging Face repo id in the built-in catalog (case-insensitive)."""
+    """Facts for a Hugging Face repo id in the built-in catalog (case-insensitive; a renamed repo's old id as its
+    new one, :func:`renamed`)."""
     entry = _catalog().get(source.strip().lower())
+    if entry is None:
+        entry = _catalog().get((renamed(source) or "").lower())
     if entry is None:
         return None
     return facts_from_config(entry["config"], entry["name"], entry.get("hf_quant_config"))
