@@ -1,4 +1,4 @@
-"""Issue 23: an MLA model's KV cache in llama.cpp and Ollama's llama.cpp runner is K and V as the GGUF lays them out.
+"""Issue 23: an MLA model's KV cache in llama.cpp and Ollama is K and V as the GGUF lays them out; TGI's per head.
 
 llama.cpp allocates every layer's K of ``n_embd_k_gqa = head_count_kv x key_length`` and V of ``n_embd_v_gqa``
 elements per cell (src/llama-kv-cache.cpp, read in the trees Ollama vendored at v0.9.0 and v0.24.0); it has no
@@ -138,3 +138,23 @@ def test_a_dense_log_s_widths_are_not_read_as_mla() -> None:
     block = {"arch": "llama", "n_layer": 32, "n_embd": 4096, "n_head": 32, "n_head_kv": 8, "n_embd_head_k": 128}
     config = _gguf_config({**block, "n_embd_k_gqa": 1024, "n_embd_v_gqa": 1024})
     assert config is not None and facts_from_config(config, "llama.gguf").gguf_kv_widths is None
+
+
+def test_tgi_caches_an_mla_model_per_head() -> None:
+    """TGI's DeepSeek V2/V3 (flash_deepseek_v2_modeling.py, models/__init__.py at v2.2.0 and v3.3.7): K and V of
+    num_key_value_heads / tp heads of max(128 + 64, v_head_dim) = 192, values padded; no latent."""
+    from servespec.knowledge import gpus
+    from servespec.knowledge.models import catalogued
+
+    facts = catalogued("deepseek-ai/DeepSeek-V2-Lite")
+    assert facts is not None and facts.is_mla
+    gpu = gpus.resolve("NVIDIA A100-SXM4-80GB")
+    assert gpu is not None
+    release = get("tgi").select("3.3.7").release
+    inp = EstimateInput(
+        "tgi", release, facts, gpu, max_model_len=4096, options={}, kv_cache_dtype_option="kv_cache_dtype"
+    )
+    plan = get("tgi").estimate(inp)
+    assert plan is not None
+    assert plan.kv_bytes_per_token == facts.layers * 2 * facts.kv_heads * 192 * F16  # 27 x 2 x 16 x 192 x 2 B
+    assert any("MLA cached per head" in note for note in plan.notes)
