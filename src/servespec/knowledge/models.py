@@ -1516,11 +1516,15 @@ def _catalog() -> dict[str, dict[str, Any]]:
     return {key.lower(): {"name": key, **value} for key, value in data.items()}
 
 
+@functools.cache
+def _renames() -> dict[str, str]:
+    data: dict[str, dict[str, Any]] = load_yaml_data("hub_renames.yaml")["renames"]
+    return {key.lower(): str(value["to"]) for key, value in data.items()}
+
+
 def renamed(source: str) -> str | None:
     """The id a renamed Hugging Face repo has now (the Hub redirects the old one: data/hub_renames.yaml), else None."""
-    renames: dict[str, dict[str, Any]] = load_yaml_data("hub_renames.yaml")["renames"]
-    found = {key.lower(): str(value["to"]) for key, value in renames.items()}.get(source.strip().lower())
-    return found
+    return _renames().get(source.strip().lower())
 
 
 def catalogued(source: str) -> ModelFacts | None:
