@@ -157,7 +157,8 @@ def test_ollama_startup_log_figures_are_read_from_the_quoted_lines() -> None:
     for path in paths:
         data = YAML(typ="safe").load(path.read_text())
         log = str(data["log"])
-        assert f"version {data['engine_version']})" in log, path.name
+        if not data.get("engine_version_assumed"):  # a log that prints no version states the one it assumes
+            assert f"version {data['engine_version']})" in log, path.name
         assert str(data["gpu"]) in log, path.name
         num_ctx = data["settings"].get("num_ctx")
         if num_ctx is not None:

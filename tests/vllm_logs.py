@@ -995,6 +995,9 @@ def _gguf_config(block: dict[str, Any]) -> dict[str, Any] | None:
         "n_expert_used": "num_experts_per_tok",
         "n_lora_kv": "kv_lora_rank",
         "n_rot": "qk_rope_head_dim",
+        # an MLA GGUF's K and V widths, which llama.cpp caches (knowledge/gguf_header.py mla_kv_widths)
+        "n_embd_k_gqa": "gguf_n_embd_k_gqa",
+        "n_embd_v_gqa": "gguf_n_embd_v_gqa",
     }
     config: dict[str, Any] = {"model_type": str(block.get("arch") or "")}
     for key, name in names.items():

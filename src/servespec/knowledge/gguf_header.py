@@ -287,6 +287,29 @@ def _tensor_table(reader: _Header, tensors: int) -> tuple[set[str], int]:
     return names, weight_bytes
 
 
+def mla_kv_widths(value: Any) -> dict[str, int]:
+    """An MLA GGUF's K and V widths per layer and cell as llama.cpp caches them, under the names
+    ``models.GGUF_KV_WIDTH_KEYS`` reads; empty without ``<arch>.attention.kv_lora_rank``.
+
+    llama.cpp sizes every layer's K and V from ``n_embd_k_gqa = n_embd_head_k * n_head_kv`` and ``n_embd_v_gqa``
+    (src/llama-hparams.cpp; llama-kv-cache.cpp allocates both: https://github.com/ollama/ollama/blob/v0.9.0/llama/
+    llama.cpp/src/llama-kv-cache.cpp#L82-L104, https://github.com/ollama/ollama/blob/v0.24.0/llama/llama.cpp/src/
+    llama-kv-cache.cpp#L112-L134), with ``n_embd_head_k/v`` the header's ``attention.key_length/value_length``. A
+    DeepSeek GGUF converted before llama.cpp's MLA layout (PR #12801) stores key_length 192, value_length 128 and
+    head_count_kv 128 (per-head K and V); one converted after it key_length 576 (kv_lora_rank + rope), value_length
+    512 and head_count_kv 1, with the per-head sizes moved to ``attention.key_length_mla`` (llama-model.cpp
+    ``LLM_KV_ATTENTION_KEY_LENGTH_MLA``, https://github.com/ollama/ollama/blob/v0.9.0/llama/llama.cpp/src/
+    llama-model.cpp#L1186-L1188)."""
+    if value("attention.kv_lora_rank") is None:
+        return {}
+    heads = value("attention.head_count_kv")
+    heads = max(heads) if isinstance(heads, tuple) and heads else heads
+    k, v = value("attention.key_length"), value("attention.value_length")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (heads, k, v)):
+        return {}
+    return {"gguf_n_embd_k_gqa": heads * k, "gguf_n_embd_v_gqa": heads * v}
+
+
 def read_gguf(path: Path) -> GgufHeader:
     """The header of the GGUF file ``path``; raises OSError, ImportError or :class:`GgufError`.
 
@@ -317,6 +340,7 @@ def read_gguf(path: Path) -> GgufHeader:
             found = fields[f"{arch}.{key}"]
             # a per-layer array (KV heads): its largest, unless the architecture's own reading below says otherwise
             config[name] = max(found) if isinstance(found, tuple) and found else found
+    config.update(mla_kv_widths(lambda key: fields.get(f"{arch}.{key}")))
     layers = config.get("num_hidden_layers")
     config.update(swa_layout(arch, fields, layers if isinstance(layers, int) else 0))
     config.update(deltanet_config(arch, lambda key: fields.get(f"{arch}.{key}")))

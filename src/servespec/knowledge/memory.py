@@ -735,6 +735,8 @@ def _kv_bytes(inp: EstimateInput, cells: KvCells) -> tuple[Callable[[int], float
     element = kv_element_bytes(inp)
     per_window = layer_bytes_per_token(inp.model, element, 1)
     per_full = full_layer_bytes_per_token(inp.model, element, 1)
+    if inp.model.is_mla:  # llama.cpp caches K and V of an MLA model as its GGUF lays them out, not the latent alone
+        per_window = per_full = gguf_layer_bytes_per_token(inp.model, element)[0]
     sliding = inp.model.kv_sliding_layers
     windowed = min(cells.window_layers, sliding) if cells.window_cells is not None else 0
     growing = inp.model.kv_full_layers * per_full + (sliding - windowed) * per_window
@@ -745,6 +747,38 @@ def _kv_bytes(inp: EstimateInput, cells: KvCells) -> tuple[Callable[[int], float
         return grown * growing + fixed + cells.state_bytes
 
     return total, growing or inp.model.kv_full_layers * per_full + sliding * per_window
+
+
+def gguf_layer_bytes_per_token(model: ModelFacts, element: float) -> tuple[float, str]:
+    """Bytes one cell takes in one layer of an MLA model's KV cache in llama.cpp (and Ollama's llama.cpp runner),
+    and how the layout was chosen.
+
+    llama.cpp allocates K of ``n_embd_k_gqa`` and V of ``n_embd_v_gqa`` elements per cell and layer for every
+    architecture (llama-kv-cache.cpp: https://github.com/ollama/ollama/blob/v0.9.0/llama/llama.cpp/src/
+    llama-kv-cache.cpp#L82-L104 to https://github.com/ollama/ollama/blob/v0.24.0/llama/llama.cpp/src/
+    llama-kv-cache.cpp#L112-L134): it has no latent-only cache. Ollama's Go engine puts the same K and V per cell
+    (model/models/deepseek2/model.go: per-head K and V, or the latent and its kv_lora_rank part as V by
+    ``attention.key_length_mla``, https://github.com/ollama/ollama/blob/v0.20.7/model/models/deepseek2/model.go#L99-L120,
+    L252-L254). The widths come from the GGUF file
+    (``model.gguf_kv_widths``: the latent, kv_lora_rank + rope and kv_lora_rank, in a file converted with llama.cpp's
+    MLA layout of PR #12801; per attention head before it). A model not read from a GGUF takes the per-head layout:
+    the only one builds before that PR load (Ollama vendors it from 0.6.8: ``n_embd_head_k_mla`` is absent from
+    https://github.com/ollama/ollama/blob/v0.6.6/llama/llama.cpp/src/llama-model.cpp and present in v0.6.8's), and
+    the layout of GGUFs converted before it; a file converted after it caches less."""
+    if model.gguf_kv_widths is not None:
+        k, v = model.gguf_kv_widths
+        return (k + v) * element, f"MLA K/V widths {k} + {v} per cell and layer, from the GGUF file"
+    heads = model.attention_heads
+    nope, rope, value = model.qk_nope_head_dim or 0, model.qk_rope_head_dim or 0, model.v_head_dim or 0
+    if not (nope or value):  # no per-head sizes: the latent, K and V
+        latent = model.kv_lora_rank or 0
+        return (2 * latent + rope) * element, f"MLA latent K ({latent} + {rope}) and V ({latent}) per cell and layer"
+    why = (
+        f"MLA K/V per attention head ({heads} x ({nope} + {rope}) + {heads} x {value} per cell and layer): the GGUF's "
+        "layout is not known, and llama.cpp before its MLA layout (PR #12801; Ollama before 0.6.8) and GGUFs "
+        "converted before it cache per head; a GGUF converted with the MLA layout caches the latent (less)"
+    )
+    return heads * (nope + rope + value) * element, why
 
 
 def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuEstimate:
@@ -766,6 +800,8 @@ def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuE
     overhead = compute + (CONTEXT_GIB if gpu else 0.0)
     context, basis = cells.per_sequence, inp.context_basis
     notes = [cells.note, *([cells.window_note] if cells.window_note else [])]
+    if inp.model.is_mla:
+        notes.append(gguf_layer_bytes_per_token(inp.model, 1.0)[1])
     budget = total - (layers.margin_gib if gpu else 0.0)
 
     def kv_gib(tokens: int) -> float:

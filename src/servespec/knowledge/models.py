@@ -153,6 +153,11 @@ class ModelFacts:
     qk_rope_head_dim: int | None = None
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
+    gguf_kv_widths: tuple[int, int] | None = None
+    """A GGUF file's K and V widths per layer and cell (llama.cpp ``n_embd_k_gqa``, ``n_embd_v_gqa``: head_count_kv x
+    key_length / value_length), read for MLA models only: llama.cpp caches K and V of these widths, per attention head
+    in a GGUF converted before its MLA layout (PR #12801) and as the latent (kv_lora_rank + rope, kv_lora_rank) after
+    it (knowledge/memory.py ``gguf_layer_bytes_per_token``). None: not read from a GGUF."""
     quant_method: str | None = None
     quant_bits: float | None = None
     quant_parts: tuple[tuple[str, float, float | None], ...] = ()
@@ -1077,6 +1082,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         qk_rope_head_dim=fields.count(config, "qk_rope_head_dim"),
         qk_nope_head_dim=fields.count(config, "qk_nope_head_dim"),
         v_head_dim=fields.count(config, "v_head_dim"),
+        gguf_kv_widths=_gguf_kv_widths(config),
         **_moe(config, layers),
         **quantization,
         **_weight_block(config),
@@ -1105,6 +1111,16 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         gemma4_towers = gemma4.towers(raw, hidden)
         facts = replace(facts, **gemma4.layout(config, layers), vision_params=gemma4_towers)
     return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
+
+
+GGUF_KV_WIDTH_KEYS = ("gguf_n_embd_k_gqa", "gguf_n_embd_v_gqa")
+"""The names knowledge/gguf_header.py (and a start-up log's print_info) give an MLA GGUF's K and V widths."""
+
+
+def _gguf_kv_widths(config: dict[str, Any]) -> tuple[int, int] | None:
+    """An MLA model's K and V widths as its GGUF file lays them out (:data:`GGUF_KV_WIDTH_KEYS`), else None."""
+    k, v = (fields.count(config, key, minimum=1) for key in GGUF_KV_WIDTH_KEYS)
+    return (k, v) if k and v and fields.count(config, "kv_lora_rank") else None
 
 
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
@@ -1537,9 +1553,23 @@ def _catalog() -> dict[str, dict[str, Any]]:
     return {key.lower(): {"name": key, **value} for key, value in data.items()}
 
 
+@functools.cache
+def _renames() -> dict[str, str]:
+    data: dict[str, dict[str, Any]] = load_yaml_data("hub_renames.yaml")["renames"]
+    return {key.lower(): str(value["to"]) for key, value in data.items()}
+
+
+def renamed(source: str) -> str | None:
+    """The id a renamed Hugging Face repo has now (the Hub redirects the old one: data/hub_renames.yaml), else None."""
+    return _renames().get(source.strip().lower())
+
+
 def catalogued(source: str) -> ModelFacts | None:
-    """Facts for a Hugging Face repo id in the built-in catalog (case-insensitive)."""
+    """Facts for a Hugging Face repo id in the built-in catalog (case-insensitive; a renamed repo's old id as its
+    new one, :func:`renamed`)."""
     entry = _catalog().get(source.strip().lower())
+    if entry is None:
+        entry = _catalog().get((renamed(source) or "").lower())
     if entry is None:
         return None
     return facts_from_config(entry["config"], entry["name"], entry.get("hf_quant_config"))

@@ -218,7 +218,8 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
     fraction = number(inp.options, "cuda_memory_fraction", float(inp.release.default("cuda_memory_fraction") or 1.0))
     prefill = prefill_tokens(inp, facts, gpu, fraction)
     weights = weights_per_gpu(inp)
-    per_token = kv_bytes_per_token(inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
+    kv_inp, kv_notes = per_head_kv_input(inp)
+    per_token = kv_bytes_per_token(kv_inp.model, kv_element_bytes(inp), inp.tensor_parallel, inp.pipeline_parallel)
     block = block_size(facts, inp.model, gpu)
     warm_tokens = warmup_batch_tokens(inp, facts, prefill, block)
     warm_kv = warm_tokens * per_token / GIB
@@ -241,14 +242,39 @@ def estimate(inp: EstimateInput) -> GpuEstimate | None:
         f"the warm-up batch's KV: {warm_tokens} tokens ({facts.warmup_requests})",
         peak.note,
         f"attention {attention(facts, inp.model, gpu)}, BLOCK_SIZE {block}",
+        *kv_notes,
     ]
     if gpu.vendor == "amd":
         notes.append(
             "ROCm build: free memory from torch.cuda.mem_get_info (HIP), the CUDA arithmetic"
             + (f"; the ROCm image's ATTENTION={facts.rocm_image_attention}" if facts.rocm_image_attention else "")
         )
-    found = finish(inp, total, weights, overhead, kv, block, notes, fraction)
-    return _with_default_context(inp, found, (total, weights, overhead, kv, block, notes, fraction))
+    found = finish(kv_inp, total, weights, overhead, kv, block, notes, fraction)
+    return _with_default_context(kv_inp, found, (total, weights, overhead, kv, block, notes, fraction))
+
+
+MLA_HEAD_DEFAULTS = (128, 64)
+"""``qk_nope_dim`` and ``qk_rope_dim`` as TGI's model factory reads them for DeepSeek V2/V3: from config keys the
+DeepSeek configs do not have (they name ``qk_nope_head_dim``/``qk_rope_head_dim``), so its defaults 128 and 64
+(server/text_generation_server/models/__init__.py, DEEPSEEK_V2:
+https://github.com/huggingface/text-generation-inference/blob/v2.2.0/server/text_generation_server/models/__init__.py#L483-L501,
+DEEPSEEK_V2/V3 in v3.3.7 L661-L713)."""
+
+
+def per_head_kv_input(inp: EstimateInput) -> tuple[EstimateInput, list[str]]:
+    """``inp`` with an MLA model as TGI lays its KV cache out, and a note; other models as they are.
+
+    TGI caches no latent: ``FlashCausalLM`` allocates K and V of ``num_key_value_heads / tp`` heads of
+    ``head_size = max(qk_nope_dim + qk_rope_dim, v_head_dim)`` (:data:`MLA_HEAD_DEFAULTS`), the values padded to it
+    (flash_deepseek_v2_modeling.py ``head_pad_size``, v2.2.0 L201-L203 and L350; flash_causal_lm.py
+    ``init_kv_cache``). Only the KV arithmetic reads the replaced model; the weights are counted from the real one."""
+    model = inp.model
+    if not model.is_mla:
+        return inp, []
+    size = max(sum(MLA_HEAD_DEFAULTS), model.v_head_dim or 0)
+    expanded = replace(model, kv_lora_rank=None, head_dim=size, full_head_dim=None)
+    note = f"MLA cached per head: K and V of {model.kv_heads} KV heads x {size} (TGI caches no latent)"
+    return replace(inp, model=expanded), [note]
 
 
 def _with_default_context(
