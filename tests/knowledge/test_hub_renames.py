@@ -1,7 +1,7 @@
 """A renamed Hugging Face repo's old id (the Hub redirects it) finds the catalogued model under its new id.
 
-Start-up logs of 2024 name meta-llama/Meta-Llama-3.1-8B-Instruct (vLLM 0.11.0 in tests/data/vllm_logs/078, TGI 2.2.0's
-Args); the catalogue holds the repo as meta-llama/Llama-3.1-8B-Instruct (data/hub_renames.yaml gives the sources).
+Start-up logs of 2024 name the Llama 3.1 repos by their first ids (meta-llama/Meta-Llama-3.1-70B-Instruct); the
+catalogue holds them under the current ones (meta-llama/Llama-3.1-70B-Instruct; data/hub_renames.yaml gives the sources).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from servespec.knowledge.models import catalogued, renamed
 
 
 def test_the_old_id_is_the_new_id_s_model() -> None:
-    old, new = catalogued("meta-llama/Meta-Llama-3.1-8B-Instruct"), catalogued("meta-llama/Llama-3.1-8B-Instruct")
+    old, new = catalogued("meta-llama/Meta-Llama-3.1-70B-Instruct"), catalogued("meta-llama/Llama-3.1-70B-Instruct")
     assert old is not None and new is not None
-    assert (old.layers, old.kv_heads, old.head_dim, old.vocab_size) == (32, 8, 128, 128256)
+    assert (old.layers, old.kv_heads, old.head_dim, old.vocab_size) == (80, 8, 128, 128256)
     assert old == new
 
 
