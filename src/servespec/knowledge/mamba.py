@@ -78,6 +78,12 @@ def _kinds(config: dict[str, Any], model_type: str, layers: int) -> list[str]:  
             if any(type(i) is not int or not 0 <= i < layers for i in indices):
                 raise fields.ConfigFieldError("attn_layer_indices", "layer indices below num_hidden_layers")
             return ["attention" if i in indices else "mamba" for i in range(layers)]
+        full = fields.items(config, "full_attn_idxs")
+        if model_type == "lfm2" and full is not None:
+            # Lfm2Config.__post_init__: layer_types from full_attn_idxs when the config gives no layer_types
+            if any(type(i) is not int or not 0 <= i < layers for i in full):
+                raise fields.ConfigFieldError("full_attn_idxs", "layer indices below num_hidden_layers")
+            return ["attention" if i in full else "conv" for i in range(layers)]
         return ["mamba"] * layers if model_type != "lfm2" else _missing_kinds(model_type)
     if model_type == "jamba":
         period = int(fields.count(config, "attn_layer_period", minimum=1) or 8)  # JambaConfig defaults

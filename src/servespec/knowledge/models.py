@@ -1099,7 +1099,11 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     if layout:
         facts = replace(facts, **layout)
     if model_type in mamba.MAMBA_TYPES:
-        facts = replace(facts, **mamba.layout(config, model_type))
+        hybrid = mamba.layout(config, model_type)
+        # knowledge/mamba.py counts the text model; a wrapper's towers (LFM2-VL's SigLIP2, counted above into
+        # vision_params) are built beside it (Lfm2VlModel: vision_tower, multi_modal_projector, language_model)
+        hybrid["params_override"] += facts.vision_params
+        facts = replace(facts, **hybrid)
     if model_type in gemma4.MODEL_TYPES:
         gemma4_towers = gemma4.towers(raw, hidden)
         facts = replace(facts, **gemma4.layout(config, layers), vision_params=gemma4_towers)
