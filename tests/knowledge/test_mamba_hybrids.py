@@ -175,3 +175,104 @@ def test_missing_fields_named_as_the_family_spells_them() -> None:
 
 
 _BASE = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+
+
+# LFM2-VL: the published structure of LiquidAI/LFM2-VL-1.6B (an LFM2 text model of 16 layers, six of them attention,
+# inside a SigLIP2 NaViT tower of 27 layers and a pixel-unshuffle projector). NOT a verbatim copy of its config.json
+# (none was at hand) and not catalogued; the expected counts are what transformers builds for exactly these dicts on
+# the meta device (scripts/catalog/transformers_params.py in the vllm-0.33.0 parser environment, transformers
+# v5.24.0): total ``params`` and the ``vision_tower`` share, to which the projector is added here.
+LFM2_VL_1_6B: dict[str, Any] = {
+    "model_type": "lfm2_vl",
+    "architectures": ["Lfm2VlForConditionalGeneration"],
+    "downsample_factor": 2,
+    "projector_hidden_size": 2560,
+    "projector_hidden_act": "gelu",
+    "projector_bias": True,
+    "image_token_id": 396,
+    "text_config": {
+        "model_type": "lfm2",
+        "vocab_size": 65536,
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "block_ff_dim": 12288,
+        "block_auto_adjust_ff_dim": True,
+        "block_ffn_dim_multiplier": 1.0,
+        "block_multiple_of": 256,
+        "conv_L_cache": 3,
+        "conv_bias": False,
+        "max_position_embeddings": 128000,
+        "full_attn_idxs": [2, 5, 8, 10, 12, 14],
+    },
+    "vision_config": {
+        "model_type": "siglip2_vision_model",
+        "hidden_size": 1152,
+        "intermediate_size": 4304,
+        "num_hidden_layers": 27,
+        "num_attention_heads": 16,
+        "num_channels": 3,
+        "patch_size": 16,
+        "num_patches": 256,
+        "vision_use_head": False,
+    },
+}
+
+
+def _lfm2_vl_variants() -> list[tuple[dict[str, Any], int, int]]:
+    """(config, transformers' total, transformers' vision_tower) for LFM2-VL-1.6B's structure and two variants."""
+    headed = {
+        **LFM2_VL_1_6B,
+        "projector_use_layernorm": False,
+        "projector_bias": False,
+        "vision_config": {k: v for k, v in LFM2_VL_1_6B["vision_config"].items() if k != "vision_use_head"},
+    }
+    text = {k: v for k, v in LFM2_VL_1_6B["text_config"].items() if k != "full_attn_idxs"}
+    small = {
+        **LFM2_VL_1_6B,
+        "downsample_factor": 3,
+        "tie_word_embeddings": False,
+        "text_config": {**text, "hidden_size": 1024, "layer_types": ["conv", "conv", "full_attention"] + ["conv"] * 13},
+        "vision_config": {
+            "model_type": "siglip2_vision_model",
+            "hidden_size": 768,
+            "intermediate_size": 3072,
+            "num_hidden_layers": 12,
+            "num_attention_heads": 12,
+            "num_patches": 256,
+            "vision_use_head": False,
+        },
+    }
+    return [
+        (LFM2_VL_1_6B, 1_600_043_504, 412_649_712),
+        (headed, 1_615_268_032, 427_888_064),
+        (small, 708_663_616, 85_843_200),
+    ]
+
+
+def _projector(config: dict[str, Any]) -> int:
+    """Lfm2VlMultiModalProjector as modeling_lfm2_vl.py builds it (LayerNorm, linear_1, linear_2)."""
+    unshuffled = config["vision_config"]["hidden_size"] * config["downsample_factor"] ** 2
+    inner, text = config["projector_hidden_size"], config["text_config"]["hidden_size"]
+    bias = config.get("projector_bias", True)
+    norm = 2 * unshuffled if config.get("projector_use_layernorm", True) else 0
+    return norm + unshuffled * inner + inner * text + ((inner + text) if bias else 0)
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_lfm2_vl_keeps_its_tower_beside_the_hybrid_text_model(index: int) -> None:
+    config, total, tower = _lfm2_vl_variants()[index]
+    m = facts_from_config(config, "lfm2-vl")
+    assert m.vision_params == tower + _projector(config)
+    assert m.params == total  # the text model (knowledge/mamba.py) plus the tower and projector
+    assert (m.layers, m.linear_kind) == (16, "short_conv")
+
+
+def test_lfm2_layer_types_from_full_attn_idxs() -> None:
+    """Lfm2Config.__post_init__ derives layer_types from full_attn_idxs when a config gives only those."""
+    m = facts_from_config(LFM2_VL_1_6B, "lfm2-vl")
+    assert (m.linear_layers, m.kv_full_layers) == (10, 6)
+    bad = {**LFM2_VL_1_6B, "text_config": {**LFM2_VL_1_6B["text_config"], "full_attn_idxs": [99]}}
+    with pytest.raises(fields.ConfigFieldError, match="full_attn_idxs"):
+        facts_from_config(bad, "lfm2-vl")

@@ -78,6 +78,12 @@ def _kinds(config: dict[str, Any], model_type: str, layers: int) -> list[str]:  
             if any(type(i) is not int or not 0 <= i < layers for i in indices):
                 raise fields.ConfigFieldError("attn_layer_indices", "layer indices below num_hidden_layers")
             return ["attention" if i in indices else "mamba" for i in range(layers)]
+        full = fields.items(config, "full_attn_idxs")
+        if model_type == "lfm2" and full is not None:
+            # Lfm2Config.__post_init__: layer_types from full_attn_idxs when the config gives no layer_types
+            if any(type(i) is not int or not 0 <= i < layers for i in full):
+                raise fields.ConfigFieldError("full_attn_idxs", "layer indices below num_hidden_layers")
+            return ["attention" if i in full else "conv" for i in range(layers)]
         return ["mamba"] * layers if model_type != "lfm2" else _missing_kinds(model_type)
     if model_type == "jamba":
         period = int(fields.count(config, "attn_layer_period", minimum=1) or 8)  # JambaConfig defaults
@@ -133,6 +139,8 @@ def layout(config: dict[str, Any], model_type: str) -> dict[str, Any]:
         "linear_kind": kind,
         "params_override": float(_params(config, model_type, kinds, hidden, (width, groups, state, heads, kernel))),
     }
+    if model_type == "nemotron_h":
+        facts["layer_modules"] = _nemotron_modules(config, kinds, hidden, (width, groups, state, heads, kernel))
     architectures = fields.items(config, "architectures") or []
     if architectures and isinstance(architectures[0], str) and len(architectures[0]) <= fields.MAX_TEXT:
         facts["architecture"] = architectures[0]
@@ -250,6 +258,61 @@ def _params(
     head = hidden // heads
     ffn = 3 * hidden * _lfm2_width(config)
     return total + sum((short if k == "conv" else attention + 2 * head) + ffn + 2 * hidden for k in kinds)
+
+
+Module = tuple[str, str, float, bool]
+"""(name after ``model.layers.<i>.``, quantization part, parameters, built with the quantization config)."""
+
+
+def _nemotron_modules(
+    config: dict[str, Any], kinds: list[str], hidden: int, shape: tuple[int, int, int, int, int]
+) -> tuple[tuple[Module, ...], ...]:
+    """Each Nemotron-H block's modules as vLLM's nemotron_h.py (v0.33.0) names and builds them, one ``mixer`` per
+    block: MambaMixer2's ``in_proj`` and ``out_proj`` (its ``conv1d`` is built with ``quant_config=None``; A, D,
+    dt_bias and the gated norm are no linear layers); NemotronHAttention's q, k, v (loaded into ``qkv_proj``) and
+    ``o_proj``; NemotronHMLP's ``up_proj`` and ``down_proj``; NemotronHMoE's ``experts`` (one FusedMoE),
+    ``shared_experts.up_proj``/``down_proj`` and the router ``gate`` (a GateLinear without the quantization config,
+    with its ``e_score_correction_bias``); and the block's ``norm``. The sequence mixers (Mamba-2, attention) are the
+    ``attention`` part, routed experts ``experts``, the rest ``mlp``; the sizes sum to :func:`_params`' blocks."""
+    width, groups, state, heads, kernel = shape
+    bias = fields.flag(config, "use_bias") is True
+    conv = width + 2 * groups * state
+    projected = 2 * width + 2 * groups * state + heads
+    rest = conv * kernel + 3 * heads + width + (conv if _on(config, "use_conv_bias") else 0)
+    mamba: tuple[Module, ...] = (
+        ("mixer.in_proj", "attention", hidden * projected + (projected if bias else 0), True),
+        ("mixer.out_proj", "attention", width * hidden + (hidden if bias else 0), True),
+        ("mixer.conv1d", "attention", rest, False),
+    )
+    q_heads = int(fields.count(config, "num_attention_heads", minimum=1) or 1)
+    kv = int(fields.count(config, "num_key_value_heads", minimum=1) or q_heads)
+    dim = int(fields.first_count(config, "head_dim", "attention_head_dim", minimum=1) or hidden // q_heads)
+    biased = fields.flag(config, "attention_bias") is True
+    attention: tuple[Module, ...] = (
+        ("mixer.q_proj", "attention", hidden * q_heads * dim + (q_heads * dim if biased else 0), True),
+        ("mixer.k_proj", "attention", hidden * kv * dim + (kv * dim if biased else 0), True),
+        ("mixer.v_proj", "attention", hidden * kv * dim + (kv * dim if biased else 0), True),
+        ("mixer.o_proj", "attention", q_heads * dim * hidden + (hidden if biased else 0), True),
+    )
+    inner = int(fields.count(config, "intermediate_size") or 0)
+    mlp_bias = fields.flag(config, "mlp_bias") is True
+    mlp: tuple[Module, ...] = (
+        ("mixer.up_proj", "mlp", hidden * inner + (inner if mlp_bias else 0), True),
+        ("mixer.down_proj", "mlp", inner * hidden + (hidden if mlp_bias else 0), True),
+    )
+    experts = int(fields.count(config, "n_routed_experts") or 0)
+    expert = int(fields.count(config, "moe_intermediate_size") or 0)
+    shared = int(fields.count(config, "moe_shared_expert_intermediate_size") or 0)
+    shared *= int(fields.count(config, "n_shared_experts") or 0)
+    moe: tuple[Module, ...] = (
+        ("mixer.experts", "experts", experts * 2 * hidden * expert, True),
+        ("mixer.shared_experts.up_proj", "mlp", hidden * shared, True),
+        ("mixer.shared_experts.down_proj", "mlp", shared * hidden, True),
+        ("mixer.gate", "mlp", experts * hidden + experts, False),
+    )
+    blocks = {"mamba": mamba, "attention": attention, "mlp": mlp, "moe": moe}
+    norm: Module = ("norm", "mlp", hidden, False)
+    return tuple((*blocks[kind], norm) for kind in kinds)
 
 
 def _on(config: dict[str, Any], key: str) -> bool:

@@ -7,6 +7,7 @@ parameters from the architecture (never from a name like "8B").
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
 import math
@@ -189,6 +190,11 @@ class ModelFacts:
     """Mamba-2's ``n_groups`` (vLLM widens them to the TP size when it does not divide them); 0: not Mamba-2."""
     stateless_layers: int = 0
     """Blocks with neither KV nor state (Nemotron-H's MLP-only and MoE-only blocks)."""
+    layer_modules: tuple[tuple[tuple[str, str, float, bool], ...], ...] = ()
+    """Per decoder layer, its modules as the serving engine names them after ``model.layers.<i>.`` (Nemotron-H's
+    ``mixer.in_proj``, ``mixer.experts``...): (name, part of ``quant_parts``, parameters, whether the engine builds it
+    with the quantization config). Given where the blocks differ from layer to layer (knowledge/mamba.py), so that a
+    checkpoint's excluded module names are matched to the module they name; empty: every layer alike."""
     linear_kind: str = "gated_delta_net"
     """Which linear attention the ``linear_layers`` are: Qwen3-Next's ``gated_delta_net`` or Kimi Linear's ``kda``
     (Kimi Delta Attention: q, k and v convolved separately, a low-rank per-channel forget gate and output gate)."""
@@ -882,8 +888,101 @@ def _layer_share(names: list[str], layers: int, projections: dict[str, float]) -
     return min(sum(covered.values()) / layers, 1.0)
 
 
+_ENGINE_PREFIXES = {"nemotron_h": (("backbone", "model"), ("mtp", None))}
+"""A checkpoint's module prefixes as the engine renames them before matching a quantization config's module names
+(vLLM nemotron_h.py ``hf_to_vllm_mapper`` ``orig_to_new_prefix``, v0.33.0, applied to the names by
+modelopt.py ``apply_vllm_mapper``): Nemotron-H's ``backbone.layers.<i>.mixer`` is ``model.layers.<i>.mixer``; its MTP
+layers' names (``mtp.*``) are dropped."""
+
+
+def _engine_names(module: str, model_type: str) -> list[str]:
+    """One excluded-module name as vLLM matches it: ModelOpt's ``path*`` (a whole subtree) as ``path`` and ``path.*``
+    (modelopt.py ``apply_vllm_mapper``, the workaround for vLLM issue 28072), then the model's prefix map."""
+    names = (
+        [module[:-1], module[:-1] + ".*"] if len(module) >= 2 and module[-1] == "*" and module[-2] != "." else [module]
+    )
+    out = []
+    for name in names:
+        for old, new in _ENGINE_PREFIXES.get(model_type, ()):
+            if name == old or name.startswith(old + "."):
+                name = "" if new is None else new + name[len(old) :]
+                break
+        if name:
+            out.append(name)
+    return out
+
+
+def _names_module(pattern: str, prefix: str, children: bool) -> bool:
+    """Whether an excluded-module name covers the module ``prefix`` as vLLM's ModelOpt config tests it
+    (modelopt.py ``is_layer_excluded``, v0.33.0: the exact name, a substring of the prefix, or an fnmatch wildcard),
+    or as compressed-tensors' ``ignore`` does with a ``re:`` regular expression (matched from the start). With
+    ``children`` (a MIXED_PRECISION ``quantized_layers`` entry) a name inside the module names it too, as
+    ``ModelOptMixedPrecisionConfig._resolve_quant_algo`` finds a fused MoE's per-expert entries by ``prefix.``."""
+    if pattern.startswith("re:"):
+        try:
+            return re.match(pattern[3:], prefix) is not None
+        except re.error:
+            return False
+    if children and pattern.startswith(prefix + "."):
+        return True
+    return pattern == prefix or pattern in prefix or fnmatch.fnmatchcase(prefix, pattern)
+
+
+def _module_parts(
+    entries: list[tuple[str, float | None]], m: ModelFacts
+) -> tuple[list[tuple[str, float | None]], dict[tuple[str, float | None], float]]:
+    """Entries matched against the model's own per-layer modules (:attr:`ModelFacts.layer_modules`): the parameters
+    each (part, bits) covers, a module taking the first entry that names it; the LM head is handed back for
+    :func:`_parts` (MIXED_PRECISION's whole-part entries are not needed: a module no entry names keeps the default,
+    the dtype under MIXED_PRECISION). A name that names no module of the model (a vision
+    tower's, an MTP layer's) covers nothing, as in vLLM."""
+    rest: list[tuple[str, float | None]] = []
+    covered: dict[tuple[str, float | None], float] = {}
+    taken: set[tuple[int, str]] = set()
+    for module, bits in entries:
+        if module.strip("*") in _PARTS:
+            continue  # MIXED_PRECISION's "part not named": here a module no entry names keeps the default
+        if _part(module) == "lm_head":
+            rest.append((module, bits))
+            continue
+        patterns = _engine_names(module, m.model_type)
+        for index, layer in enumerate(m.layer_modules):
+            for name, part, count, quantized in layer:
+                prefix = f"model.layers.{index}.{name}"
+                named = any(_names_module(p, prefix, bits is not None) for p in patterns)
+                if not quantized or (index, name) in taken or not named:
+                    continue
+                taken.add((index, name))
+                covered[(part, bits)] = covered.get((part, bits), 0.0) + count
+    for part, count in _unquantized(m).items():
+        covered[(part, None)] = covered.get((part, None), 0.0) + count
+    return rest, covered
+
+
+def _unquantized(m: ModelFacts) -> dict[str, float]:
+    """Parameters per part that stay in the dtype whatever a list names: the layers' modules the engine builds
+    without the quantization config, and what lies outside the layers beside the embeddings and the head (the final
+    norm; a wrapper's towers, which vLLM's ModelOpt config leaves unquantized)."""
+    fixed: dict[str, float] = {}
+    mlp = 0.0
+    for layer in m.layer_modules:
+        for _, part, count, quantized in layer:
+            mlp += count if part == "mlp" else 0.0
+            if not quantized:
+                fixed[part] = fixed.get(part, 0.0) + count
+    outside = part_params(m)["mlp"] - mlp
+    if outside > 0:
+        fixed["mlp"] = fixed.get("mlp", 0.0) + outside
+    return fixed
+
+
 def _parts(entries: list[tuple[str, float | None]], m: ModelFacts) -> tuple[tuple[str, float, float | None], ...]:
     """(part, share of its parameters, bits or None for the model's dtype) from (module, bits) pairs."""
+    shares: dict[tuple[str, float | None], float] = {}
+    if m.layer_modules:
+        entries, covered = _module_parts(entries, m)
+        sizes = part_params(m)
+        shares = {key: min(count / sizes[key[0]], 1.0) for key, count in covered.items() if sizes[key[0]] > 0}
     grouped: dict[tuple[str, float | None], list[str]] = {}
     for module, bits in entries:
         part = _part(module)
@@ -892,9 +991,12 @@ def _parts(entries: list[tuple[str, float | None]], m: ModelFacts) -> tuple[tupl
     projections = _projections(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else m.layers
     out = []
-    for (part, bits), names in sorted(grouped.items(), key=lambda item: (item[0][0], item[0][1] or 0.0)):
+    for (part, bits), names in grouped.items():
         layers = moe_layers if part == "experts" else m.layers
-        out.append((part, 1.0 if part == "lm_head" else _layer_share(names, layers, projections), bits))
+        share = 1.0 if part == "lm_head" else _layer_share(names, layers, projections)
+        shares[(part, bits)] = min(shares.get((part, bits), 0.0) + share, 1.0)
+    for (part, bits), share in sorted(shares.items(), key=lambda item: (item[0][0], item[0][1] or 0.0)):
+        out.append((part, share, bits))
     return tuple(out)
 
 
@@ -1106,11 +1208,18 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
     if layout:
         facts = replace(facts, **layout)
     if model_type in mamba.MAMBA_TYPES:
-        facts = replace(facts, **mamba.layout(config, model_type))
+        hybrid = mamba.layout(config, model_type)
+        # knowledge/mamba.py counts the text model; a wrapper's towers (LFM2-VL's SigLIP2, counted above into
+        # vision_params) are built beside it (Lfm2VlModel: vision_tower, multi_modal_projector, language_model)
+        hybrid["params_override"] += facts.vision_params
+        facts = replace(facts, **hybrid)
     if model_type in gemma4.MODEL_TYPES:
         gemma4_towers = gemma4.towers(raw, hidden)
         facts = replace(facts, **gemma4.layout(config, layers), vision_params=gemma4_towers)
-    return replace(facts, quant_parts=_parts(entries, facts)) if entries else facts
+    if entries or (facts.layer_modules and quantization.get("quant_method")):
+        # a quantized checkpoint of per-layer modules: those the engine builds unquantized stay in the dtype
+        return replace(facts, quant_parts=_parts(entries, facts))
+    return facts
 
 
 GGUF_KV_WIDTH_KEYS = ("gguf_n_embd_k_gqa", "gguf_n_embd_v_gqa")
@@ -1539,6 +1648,14 @@ def part_params(m: ModelFacts) -> dict[str, float]:
     """
     total = m.params
     embed = (m.vocab_size or 0) * (m.embed_dim or m.hidden_size) * (1 if m.tie_word_embeddings else 2)
+    if m.layer_modules:
+        # blocks that differ from layer to layer (Nemotron-H): each layer's own modules
+        sizes = {"attention": 0.0, "experts": 0.0}
+        for layer in m.layer_modules:
+            for _, part, count, _ in layer:
+                if part in sizes:
+                    sizes[part] += count
+        return {**sizes, "mlp": max(total - embed - sizes["attention"] - sizes["experts"], 0.0)}
     attention = (m.layers - m.linear_layers) * _attention_params(m) + m.linear_layers * _linear_params(m)
     if m.model_type in gemma4.MODEL_TYPES:
         attention = gemma4.attention(m)

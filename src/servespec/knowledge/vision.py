@@ -12,7 +12,9 @@ model transformers builds on the meta device (tests/data/transformers_vision_par
   embeddings, a projector from ``vision_output_dim`` to the text width;
 - Llama 4 (``Llama4VisionModel``): a ViT with a pixel-shuffle MLP adapter and a bias-free projector;
 - LLaVA-NeXT with a SigLIP tower (granite-vision): SigLIP's encoder with its attention-pooling head, a
-  two-layer projector over the concatenated ``vision_feature_layer`` outputs, the ``image_newline``.
+  two-layer projector over the concatenated ``vision_feature_layer`` outputs, the ``image_newline``;
+- LFM2-VL (``Siglip2VisionModel``, NaViT): a Linear patch embedding, ``num_patches`` positions, SigLIP layers, and a
+  pixel-unshuffle projector (LayerNorm, two biased Linears).
 
 Other towers are left to the generic estimate in :mod:`servespec.knowledge.models`.
 """
@@ -305,6 +307,36 @@ def mllama_encoder_mlp(config: dict[str, Any]) -> int:
     return _count(vision, "intermediate_size", 5120)
 
 
+def _siglip2_navit_lfm2_vl(config: dict[str, Any], vision: dict[str, Any], text_hidden: int) -> float:
+    """LFM2-VL (transformers Lfm2VlForConditionalGeneration, modeling_lfm2_vl.py; vLLM lfm2_vl.py with its
+    lfm2_siglip2.py tower): a Siglip2VisionModel (NaViT) tower, whose patch embedding is a biased Linear over
+    ``num_channels x patch_size^2`` pixels and whose positions are ``num_patches`` learned rows, SigLIP layers
+    (biased q, k, v, out, fc1, fc2; two LayerNorms), post_layernorm and the attention-pooling head when
+    ``vision_use_head`` (transformers builds it unless the config says false; LFM2-VL's say false and vLLM's tower
+    has none); Lfm2VlMultiModalProjector: a LayerNorm over ``hidden_size x downsample_factor^2`` (when
+    ``projector_use_layernorm``), linear_1 to ``projector_hidden_size`` and linear_2 to the text width, both biased
+    unless ``projector_bias`` is false. Defaults: Siglip2VisionConfig and Lfm2VlConfig (transformers v5.24.0)."""
+    width = _count(vision, "hidden_size", 768)
+    mlp = _count(vision, "intermediate_size", 3072)
+    patch = _count(vision, "patch_size", 16)
+    mlp_block = 2 * width * mlp + mlp + width
+    layer = 4 * width * width + 4 * width + 4 * width + mlp_block
+    embeddings = _count(vision, "num_channels", 3) * patch * patch * width + width
+    embeddings += _count(vision, "num_patches", 256) * width
+    head = 0
+    if fields.flag(vision, "vision_use_head") is not False:
+        head = width + 4 * width * width + 4 * width + 2 * width + mlp_block  # probe, attention, layernorm, mlp
+    tower = embeddings + _count(vision, "num_hidden_layers", 12) * layer + 2 * width + head
+    unshuffled = width * _count(config, "downsample_factor", 2) ** 2
+    inner = _count(config, "projector_hidden_size", 2560)
+    projector = unshuffled * inner + inner * text_hidden
+    if fields.flag(config, "projector_bias") is not False:
+        projector += inner + text_hidden
+    if fields.flag(config, "projector_use_layernorm") is not False:
+        projector += 2 * unshuffled
+    return float(tower + projector)
+
+
 _VISION_ONLY = {
     "qwen2_vl": ("qwen2_vl", "qwen2_vl_vision"),
     "qwen2_5_vl": ("qwen2_5_vl", "qwen2_5_vl_vision"),
@@ -324,6 +356,7 @@ _VISION_COUNTS: dict[str, Callable[[dict[str, Any], int], float]] = {
 _WITH_CONFIG = {
     "internvl": (("internvl", "internvl_chat"), ("internvl_vision", "intern_vit_6b"), _intern_vit),
     "idefics3": (("idefics3", "smolvlm"), ("idefics3_vision", "smolvlm_vision"), _idefics3),
+    "lfm2_vl": (("lfm2_vl",), (), _siglip2_navit_lfm2_vl),
 }
 
 
