@@ -23,6 +23,9 @@ from its sdist (scripts/catalog/vllm_mxfp4.py's ``sdist``; the wheel's .py membe
 - ``suffix_defaults``: ``_SUFFIX_TO_DEFAULTS``, the architecture-name suffixes ``--runner auto`` / ``--convert
   auto`` resolve by, in order (``(suffix, runner, convert)``; 0.10.1 on). Earlier releases resolve by the model
   registry's own lists, which are not read (an architecture is then pooling only by an explicit ``--task``).
+- ``generative_architectures``: the registry's generative-only architectures (vllm/model_executor/models/registry.py
+  ``_TEXT_GENERATION_MODELS`` / ``_MULTIMODAL_MODELS``, in none of its pooling lists) whose names fall on a pooling
+  suffix; ``_get_default_runner_type`` asks the registry before the suffixes, so these stay generative.
 - ``v0_fallback``: the V1 engine refuses a pooling task and falls back to V0 (vllm/engine/arg_utils.py
   ``_is_v1_supported_oracle``: ``if model_config.task not in ["generate"]: _raise_or_fallback(...)``, 0.8.0-0.9.1).
 
@@ -46,6 +49,12 @@ from servespec.engines.catalog import PoolingModels
 ADAPTERS = "vllm/model_executor/models/adapters.py"
 CONFIGS = ("vllm/config/model.py", "vllm/config/__init__.py", "vllm/config.py")
 ARG_UTILS = "vllm/engine/arg_utils.py"
+REGISTRY = "vllm/model_executor/models/registry.py"
+GENERATIVE = ("_TEXT_GENERATION_MODELS", "_MULTIMODAL_MODELS")
+POOLING = (
+    "_EMBEDDING_MODELS", "_CROSS_ENCODER_MODELS", "_REWARD_MODELS", "_SEQUENCE_CLASSIFICATION_MODELS",
+    "_TOKEN_CLASSIFICATION_MODELS", "_LATE_INTERACTION_MODELS",
+)  # fmt: skip
 NOT_POOLING = {"auto", "generate", "transcription", "draft"}
 
 
@@ -120,6 +129,38 @@ def suffixes(tree: ast.Module) -> tuple[list[list[str]], int] | None:
     return rows, value.lineno
 
 
+def _keys(node: ast.expr) -> list[str]:
+    """The string keys of a dict literal, those of ``**{...}`` literals inside it included."""
+    if not isinstance(node, ast.Dict):
+        return []
+    found: list[str] = []
+    for key, value in zip(node.keys, node.values, strict=True):
+        if key is None:
+            found += _keys(value)
+        elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+            found.append(key.value)
+    return found
+
+
+def generative_exceptions(tree: ast.Module, rows: list[list[str]]) -> tuple[list[str], int] | None:
+    """Architectures the registry lists as generative only (``_TEXT_GENERATION_MODELS``, ``_MULTIMODAL_MODELS``, in no
+    pooling list) whose name ends with a suffix ``_SUFFIX_TO_DEFAULTS`` resolves to pooling (``ChatGLMModel``,
+    ``AquilaModel``): ``_get_default_runner_type`` asks the registry first, so they stay generative. None: no
+    generative list."""
+    lists = {name: _assigned(tree, name) for name in (*GENERATIVE, *POOLING)}
+    generative = lists.get("_TEXT_GENERATION_MODELS")
+    if generative is None:
+        return None
+    pooled = {key for name in POOLING for key in _keys(lists[name]) if lists[name] is not None}
+    found = []
+    for name in GENERATIVE:
+        for arch in _keys(lists[name]) if lists[name] is not None else []:
+            row = next((r for r in rows if arch.endswith(r[0])), None)
+            if row is not None and row[1] == "pooling" and arch not in pooled and arch not in found:
+                found.append(arch)
+    return sorted(found), generative.lineno
+
+
 def v0_fallback(text: str) -> int | None:
     """The line of the V1 oracle's fallback for a non-generate task; None: the release has none."""
     lines = text.splitlines()
@@ -138,7 +179,9 @@ def pooling(version: str, src: Path) -> dict[str, Any] | None:
         return None
     tree = ast.parse(adapters.read_text())
     drop = lm_head_drop(tree)
-    sources = [f"{_url(version, ADAPTERS, drop)} (no lm_head)" if drop else f"{_url(version, ADAPTERS, 1)} (lm_head kept)"]
+    sources = [
+        f"{_url(version, ADAPTERS, drop)} (no lm_head)" if drop else f"{_url(version, ADAPTERS, 1)} (lm_head kept)"
+    ]
     score = score_float32(tree)
     if score:
         sources.append(f"{_url(version, ADAPTERS, score)} (float32 score)")
@@ -155,6 +198,10 @@ def pooling(version: str, src: Path) -> dict[str, Any] | None:
         if suffix is not None:
             found["suffix_defaults"] = suffix[0]
             sources.append(f"{_url(version, path, suffix[1])} (_SUFFIX_TO_DEFAULTS)")
+            registry = generative_exceptions(ast.parse((src / REGISTRY).read_text()), suffix[0])
+            if registry is not None:
+                found["generative_architectures"] = registry[0]
+                sources.append(f"{_url(version, REGISTRY, registry[1])} (_TEXT_GENERATION_MODELS)")
         if task is not None or suffix is not None:
             break
     fallback = v0_fallback((src / ARG_UTILS).read_text()) if (src / ARG_UTILS).is_file() else None

@@ -720,6 +720,9 @@ class PoolingModels(_Fact):
     suffix_defaults: list[tuple[str, str, str]] = []
     """``_SUFFIX_TO_DEFAULTS``: (architecture suffix, runner, convert), first match wins (0.10.1 on); empty: the
     release resolves by its registry's lists, not read."""
+    generative_architectures: list[str] = []
+    """Registry architectures served as generative models though their names fall on a pooling suffix (the registry
+    is asked first): ``ChatGLMModel``, ``AquilaModel``."""
     v0_fallback: bool = False
     """The V1 engine falls back to V0 for a pooling task (0.8.0-0.9.1 ``_is_v1_supported_oracle``)."""
     source: str
