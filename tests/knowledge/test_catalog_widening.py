@@ -86,6 +86,9 @@ ADDED = [
     "google/gemma-2-9b",
     "meta-llama/Llama-3.2-11B-Vision-Instruct",
     "meta-llama/Meta-Llama-3.1-8B-Instruct",
+    # pooling models (pool)
+    "Qwen/Qwen3-Embedding-8B",
+    "Qwen/Qwen3-Reranker-8B",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -231,6 +234,9 @@ TRANSFORMERS_COUNTS = {
     "google/gemma-2-9b": 9_241_705_984,  # Gemma2ForCausalLM, tied head
     "meta-llama/Llama-3.2-11B-Vision-Instruct": 10_670_220_835,  # MllamaForConditionalGeneration
     "meta-llama/Meta-Llama-3.1-8B-Instruct": 8_030_261_248,  # LlamaForCausalLM
+    # pooling models (pool): not a transformers run; the checkpoints' safetensors totals in gogongxt/python@ec996269
+    "Qwen/Qwen3-Reranker-8B": 8_188_548_096,  # Qwen3ForCausalLM, untied head: its 399 tensors, lm_head included
+    "Qwen/Qwen3-Embedding-8B": 7_567_295_488 + 151_665 * 4096,  # its 398 tensors (no lm_head) + the config's head
 }
 
 
