@@ -26,6 +26,10 @@ from its sdist (scripts/catalog/vllm_mxfp4.py's ``sdist``; the wheel's .py membe
 - ``generative_architectures``: the registry's generative-only architectures (vllm/model_executor/models/registry.py
   ``_TEXT_GENERATION_MODELS`` / ``_MULTIMODAL_MODELS``, in none of its pooling lists) whose names fall on a pooling
   suffix; ``_get_default_runner_type`` asks the registry before the suffixes, so these stay generative.
+- ``v0_long_context_unchunked``: V0's rule that turns chunked prefill on above 32K tokens (arg_utils.py
+  ``use_long_context``) excludes pooling models (``and model_config.runner_type != "pooling"``, 0.6.5-0.10.0), and
+  an explicit ``--enable-chunked-prefill`` is refused for them ("Chunked prefill is not supported for pooling
+  models"), so V0 profiles a pooling model with the whole ``max_model_len`` in one batch.
 - ``v0_fallback``: the V1 engine refuses a pooling task and falls back to V0 (vllm/engine/arg_utils.py
   ``_is_v1_supported_oracle``: ``if model_config.task not in ["generate"]: _raise_or_fallback(...)``, 0.8.0-0.9.1).
 
@@ -172,20 +176,23 @@ def v0_fallback(text: str) -> int | None:
     return None
 
 
-def pooling(version: str, src: Path) -> dict[str, Any] | None:
-    """The release's ``pooling_models`` fact; None where adapters.py is absent (before 0.6.5)."""
-    adapters = src / ADAPTERS
-    if not adapters.is_file():
-        return None
-    tree = ast.parse(adapters.read_text())
-    drop = lm_head_drop(tree)
-    sources = [
-        f"{_url(version, ADAPTERS, drop)} (no lm_head)" if drop else f"{_url(version, ADAPTERS, 1)} (lm_head kept)"
-    ]
-    score = score_float32(tree)
-    if score:
-        sources.append(f"{_url(version, ADAPTERS, score)} (float32 score)")
-    found: dict[str, Any] = {"drops_lm_head": drop is not None, "score_head_float32": score is not None}
+def v0_no_auto_chunking(text: str) -> int | None:
+    """The line of the V0 long-context rule's ``model_config.runner_type != "pooling"`` condition: the rule that turns
+    chunked prefill on above 32K (``use_long_context``) leaves a pooling model out, so its profiling batch stays the
+    whole ``max_model_len``; None: no such condition."""
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
+        if 'runner_type != "pooling"' not in line:
+            continue
+        window = "".join(lines[max(0, number - 8) : number + 2])
+        if "use_sliding_window" in window and "self.enable_chunked_prefill = True" in window:
+            return number
+    return None
+
+
+def _selection(version: str, src: Path, found: dict[str, Any], sources: list[str]) -> None:
+    """Add how the release selects the pooling runner (its ``TaskOption``, ``_SUFFIX_TO_DEFAULTS`` and the registry's
+    generative exceptions) to ``found``, citing each in ``sources``: the first config file that has either."""
     for path in CONFIGS:
         if not (src / path).is_file():
             continue
@@ -203,11 +210,33 @@ def pooling(version: str, src: Path) -> dict[str, Any] | None:
                 found["generative_architectures"] = registry[0]
                 sources.append(f"{_url(version, REGISTRY, registry[1])} (_TEXT_GENERATION_MODELS)")
         if task is not None or suffix is not None:
-            break
-    fallback = v0_fallback((src / ARG_UTILS).read_text()) if (src / ARG_UTILS).is_file() else None
+            return
+
+
+def pooling(version: str, src: Path) -> dict[str, Any] | None:
+    """The release's ``pooling_models`` fact; None where adapters.py is absent (before 0.6.5)."""
+    adapters = src / ADAPTERS
+    if not adapters.is_file():
+        return None
+    tree = ast.parse(adapters.read_text())
+    drop = lm_head_drop(tree)
+    sources = [
+        f"{_url(version, ADAPTERS, drop)} (no lm_head)" if drop else f"{_url(version, ADAPTERS, 1)} (lm_head kept)"
+    ]
+    score = score_float32(tree)
+    if score:
+        sources.append(f"{_url(version, ADAPTERS, score)} (float32 score)")
+    found: dict[str, Any] = {"drops_lm_head": drop is not None, "score_head_float32": score is not None}
+    _selection(version, src, found, sources)
+    arg_utils = (src / ARG_UTILS).read_text() if (src / ARG_UTILS).is_file() else ""
+    fallback = v0_fallback(arg_utils)
     found["v0_fallback"] = fallback is not None
     if fallback:
         sources.append(f"{_url(version, ARG_UTILS, fallback)} (V0 fallback)")
+    unchunked = v0_no_auto_chunking(arg_utils)
+    found["v0_long_context_unchunked"] = unchunked is not None
+    if unchunked:
+        sources.append(f"{_url(version, ARG_UTILS, unchunked)} (V0 long context: no chunked prefill for pooling)")
     found["source"] = "; ".join(sources)
     return found
 

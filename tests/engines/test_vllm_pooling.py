@@ -59,6 +59,7 @@ def test_every_release_with_the_adapters_drops_the_lm_head(version: str) -> None
     assert fact is not None and fact.drops_lm_head
     assert f"v{version}/vllm/model_executor/models/adapters.py#L" in fact.source
     assert fact.v0_fallback == ((0, 8, 0) <= version_key(version) < (0, 9, 2))
+    assert fact.v0_long_context_unchunked == (version_key(version) < (0, 10, 2))  # V0's arg_utils gone in 0.10.2
     assert bool(fact.pooling_tasks) == (version_key(version) < (0, 13, 0))  # --task removed in 0.13.0
     assert bool(fact.suffix_defaults) == (version_key(version) >= (0, 10, 1))
     if fact.suffix_defaults:
@@ -167,6 +168,17 @@ def test_the_v0_pooling_runner_skips_the_sampler_sort() -> None:
     assert pooling.kv_cache_gib > generate.kv_cache_gib
 
 
+def test_v0_profiles_a_long_pooling_prompt_whole() -> None:
+    """V0 turns chunked prefill on by itself above 32K tokens but not for a pooling model (arg_utils.py ``and
+    model_config.runner_type != "pooling"``, v0.8.0 L1628), so the profiling batch is the whole 40,960-token context;
+    the generative run of the same model chunks at 32,768's default budget."""
+    pooling = _input("Qwen/Qwen3-Embedding-0.6B", "0.7.3", task="embed")
+    generate = _input("Qwen/Qwen3-Embedding-0.6B", "0.7.3")
+    pooling, generate = replace(pooling, max_model_len=40960), replace(generate, max_model_len=40960)
+    assert "max_num_batched_tokens 40960" in _plan(pooling).notes
+    assert "max_num_batched_tokens 40960" not in _plan(generate).notes
+
+
 def _reader() -> ModuleType:
     path = REPO / "scripts" / "catalog" / "vllm_pooling.py"
     spec = importlib.util.spec_from_file_location("vllm_pooling_reader", path)
@@ -201,6 +213,13 @@ def test_the_reader_finds_each_form_and_fails_on_a_changed_one(tmp_path: Path) -
     fallback = '        if model_config.task not in ["generate"]:\n            _raise_or_fallback(feature_name="x")\n'
     assert reader.v0_fallback(fallback) == 1
     assert reader.v0_fallback(fallback.replace('"generate"', '"generate", "embed"')) is None
+    long_context = (
+        "            if (is_gpu and not use_sliding_window and not use_spec_decode\n"
+        '                    and model_config.runner_type != "pooling"):\n'
+        "                self.enable_chunked_prefill = True\n"
+    )
+    assert reader.v0_no_auto_chunking(long_context) == 2
+    assert reader.v0_no_auto_chunking(long_context.replace("self.enable_chunked_prefill = True", "pass")) is None
 
 
 @pytest.mark.slow

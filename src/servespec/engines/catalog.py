@@ -725,6 +725,9 @@ class PoolingModels(_Fact):
     is asked first): ``ChatGLMModel``, ``AquilaModel``."""
     v0_fallback: bool = False
     """The V1 engine falls back to V0 for a pooling task (0.8.0-0.9.1 ``_is_v1_supported_oracle``)."""
+    v0_long_context_unchunked: bool = False
+    """V0's long-context rule (chunked prefill on above 32K) leaves pooling models out (0.6.5-0.10.0), so V0 profiles
+    them with the whole ``max_model_len``."""
     source: str
 
 

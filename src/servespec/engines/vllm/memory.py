@@ -297,8 +297,13 @@ def _v0_chunked_prefill_above(inp: EstimateInput) -> float:
     """The ``max_model_len`` above which the release's V0 engine turns chunked prefill on by itself: the catalogued
     release's ``v0_chunked_prefill_above`` (a catalogued release without it: never); for a release the catalog
     lacks, none before
-    :data:`V0_AUTO_CHUNKED_PREFILL_SINCE` (its stated version), else 32768 as every catalogued release has it."""
+    :data:`V0_AUTO_CHUNKED_PREFILL_SINCE` (its stated version), else 32768 as every catalogued release has it; never
+    for a pooling model where the release's rule leaves them out (arg_utils.py ``and model_config.runner_type !=
+    "pooling"``, v0.8.0 L1628: ``pooling_models.v0_long_context_unchunked``)."""
     above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
+    pooling = inp.release.facts.pooling_models if inp.release else None
+    if pooling is not None and pooling.v0_long_context_unchunked and pooling_runner(inp):
+        return math.inf  # the long-context rule leaves pooling models out (``v0_long_context_unchunked``)
     if above is not None:
         return float(above.value)
     if inp.release is not None:  # a catalogued V0 release without the fact (0.4.1-0.5.2): never by itself
