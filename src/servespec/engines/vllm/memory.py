@@ -393,8 +393,11 @@ def pooling_runner(inp: EstimateInput) -> bool:
 def pooling_head_bytes(inp: EstimateInput) -> float:
     """Bytes of the untied LM head a pooling model does not keep (``pooling_models.drops_lm_head``: the adapters'
     pooling class deletes it after construction, 0.6.5-0.17, or never builds it, later; the loader skips
-    ``lm_head.*``), to take off the weights; 0 for a tied head (it is the input embedding), a generative model,
-    or a checkpoint whose stored tensors size the weights (which of them is the head is not known). A reranker
+    ``lm_head.*``; the transient head is out of both the logged weights and the profiled peak, which V1 measures
+    after ``torch.cuda.empty_cache()`` and ``reset_peak_memory_stats()``: v0.11.0 platforms/cuda.py L209-211,
+    utils/__init__.py L2833-2834), to take off the weights; 0 for a tied head (it is the input embedding), a
+    generative model, or a checkpoint whose stored tensors size the weights (which of them is the head is not
+    known). A reranker
     converted from its LM head (``from_2_way_softmax`` / ``no_post_processing``) builds the head only while loading
     and deletes it; its ``num_labels`` x hidden score head (float32 from 0.10.0: ``score_head_float32``) is a few
     KiB and not counted."""
