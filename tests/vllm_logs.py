@@ -38,6 +38,8 @@ _OPTIONS = (
     "mm_processor_kwargs",
     "enable_prefix_caching",
     "runner",
+    "task",
+    "convert",
 )
 
 

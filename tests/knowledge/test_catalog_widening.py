@@ -108,6 +108,9 @@ ADDED = [
     "moonshotai/Kimi-Linear-48B-A3B-Instruct",
     "zai-org/GLM-4.5-Air",
     "zai-org/GLM-4.5V",
+    # pooling models (pool)
+    "Qwen/Qwen3-Embedding-8B",
+    "Qwen/Qwen3-Reranker-8B",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -293,6 +296,9 @@ TRANSFORMERS_COUNTS = {
     # GptOssForCausalLM: each router's per-expert bias counted (was layers x experts short: 4,608 and 768)
     "openai/gpt-oss-120b": 116_829_156_672,
     "openai/gpt-oss-20b": 20_914_757_184,
+    # pooling models (pool): not a transformers run; the checkpoints' safetensors totals in gogongxt/python@ec996269
+    "Qwen/Qwen3-Reranker-8B": 8_188_548_096,  # Qwen3ForCausalLM, untied head: its 399 tensors, lm_head included
+    "Qwen/Qwen3-Embedding-8B": 7_567_295_488 + 151_665 * 4096,  # its 398 tensors (no lm_head) + the config's head
 }
 
 

@@ -706,6 +706,31 @@ class GoEngine(_Fact):
     source: str
 
 
+class PoolingModels(_Fact):
+    """vLLM: how the release serves an embedding, reranker or reward model (scripts/catalog/vllm_pooling.py, read by
+    ``ast`` from its adapters.py, model config and arg_utils.py)."""
+
+    drops_lm_head: bool
+    """The pooling conversion of a ``*ForCausalLM`` (models/adapters.py) keeps no LM head: deleted after
+    construction (0.6.5-0.17) or never initialised (later), and ``lm_head.*`` skipped by the loader."""
+    score_head_float32: bool = False
+    """``as_seq_cls_model``'s score head (``num_labels`` x hidden) is built in float32 (0.10.2 on)."""
+    pooling_tasks: list[str] = []
+    """``--task`` values that select the pooling runner (``TaskOption`` less auto/generate/transcription/draft)."""
+    suffix_defaults: list[tuple[str, str, str]] = []
+    """``_SUFFIX_TO_DEFAULTS``: (architecture suffix, runner, convert), first match wins (0.10.1 on); empty: the
+    release resolves by its registry's lists, not read."""
+    generative_architectures: list[str] = []
+    """Registry architectures served as generative models though their names fall on a pooling suffix (the registry
+    is asked first): ``ChatGLMModel``, ``AquilaModel``."""
+    v0_fallback: bool = False
+    """The V1 engine falls back to V0 for a pooling task (0.8.0-0.9.1 ``_is_v1_supported_oracle``)."""
+    v0_long_context_unchunked: bool = False
+    """V0's long-context rule (chunked prefill on above 32K) leaves pooling models out (0.6.5-0.10.0), so V0 profiles
+    them with the whole ``max_model_len``."""
+    source: str
+
+
 class ReleaseFacts(_Fact):
     """Exactly the release facts servespec's code reads (``engines/FORMAT.md``)."""
 
@@ -772,6 +797,9 @@ class ReleaseFacts(_Fact):
     """vLLM V0: the ``max_model_len`` above which the engine turns chunked prefill on by itself (arg_utils.py
     ``use_long_context``, 32768 in 0.6-0.10); below it, chunked prefill off, profiling runs a whole
     ``max_model_len`` prompt. None: the release has no V0 engine."""
+    pooling_models: PoolingModels | None = None
+    """vLLM: the pooling (embedding / score / classify / reward) conversion and how it is selected; None: the
+    release has no adapters.py (before 0.6.5), or not read."""
     mm_encoder_profile: MmEncoderProfile | None = None
     """vLLM V1: the profiling run's multimodal encoder pass (dummy items through the vision tower); None: V0."""
     post_kv_warmup: PostKvWarmup | None = None

@@ -150,9 +150,16 @@ def _context_in_budget(inp: EstimateInput) -> tuple[float, list[str]]:
 
 
 def _engine_core(inp: EstimateInput) -> str:
-    """``v0`` or ``v1``: what the input says (recorded logs), else the release's default engine."""
+    """``v0`` or ``v1``: what the input says (recorded logs), else the release's default engine; V0 for a pooling
+    model on a release whose V1 engine falls back to V0 for a pooling task (``pooling_models.v0_fallback``,
+    0.8.0-0.9.1: arg_utils.py ``_is_v1_supported_oracle``, v0.8.0 L1513)."""
+    if inp.engine_core:
+        return inp.engine_core
     fact = inp.release.facts.default_engine if inp.release else None
-    return inp.engine_core or (fact.value if fact else "v1")
+    pooling = inp.release.facts.pooling_models if inp.release else None
+    if pooling is not None and pooling.v0_fallback and pooling_runner(inp):
+        return "v0"
+    return fact.value if fact else "v1"
 
 
 _EXTENSIBLE_OFF = ("kv_cache_memory_bytes", "num_gpu_blocks_override", "kv_transfer_config", "enable_elastic_ep")
@@ -290,8 +297,13 @@ def _v0_chunked_prefill_above(inp: EstimateInput) -> float:
     """The ``max_model_len`` above which the release's V0 engine turns chunked prefill on by itself: the catalogued
     release's ``v0_chunked_prefill_above`` (a catalogued release without it: never); for a release the catalog
     lacks, none before
-    :data:`V0_AUTO_CHUNKED_PREFILL_SINCE` (its stated version), else 32768 as every catalogued release has it."""
+    :data:`V0_AUTO_CHUNKED_PREFILL_SINCE` (its stated version), else 32768 as every catalogued release has it; never
+    for a pooling model where the release's rule leaves them out (arg_utils.py ``and model_config.runner_type !=
+    "pooling"``, v0.8.0 L1628: ``pooling_models.v0_long_context_unchunked``)."""
     above = inp.release.facts.v0_chunked_prefill_above if inp.release else None
+    pooling = inp.release.facts.pooling_models if inp.release else None
+    if pooling is not None and pooling.v0_long_context_unchunked and pooling_runner(inp):
+        return math.inf  # the long-context rule leaves pooling models out (``v0_long_context_unchunked``)
     if above is not None:
         return float(above.value)
     if inp.release is not None:  # a catalogued V0 release without the fact (0.4.1-0.5.2): never by itself
@@ -310,18 +322,99 @@ def _extensible(inp: EstimateInput) -> bool:
     return wanted is True or (wanted is None and not any(inp.options.get(name) for name in _EXTENSIBLE_OFF))
 
 
-def pooling_runner(inp: EstimateInput) -> bool:
-    """Whether the V1 engine runs the pooling runner (``--runner pooling``, an option from 0.10.1): it warms up the
-    pooler, not the sampler, both in the profiling run and after the KV cache is sized, so no logits or sampler
-    buffers take part (vllm/v1/worker/gpu_model_runner.py ``profile_run`` L3394-3397 and gpu_worker.py
-    ``compile_or_warm_up_model`` L410-414 at v0.11.0; the same branches in every catalogued release from 0.10.1 to
-    0.34.0, where the new gpu/model_runner.py ``profile_run`` and the worker skip the sampler for a pooling
-    runner). The pooler's own buffers (one pooled vector per dummy request) are not modelled. A model that resolves
-    to the pooling runner by itself (``--runner auto`` on an embedding architecture) is not recognised here."""
+_TASK_CONVERT = {"embedding": "embed", "embed": "embed", "classify": "classify", "reward": "reward"}
+"""``--task`` value -> the conversion it asks for (vllm/config/model.py ``_task_to_convert``, v0.11.0 L460-471;
+``score`` follows the architecture's default pooling task: :func:`pooling_convert`)."""
+
+
+def _suffix_default(inp: EstimateInput, runner: str | None = None) -> tuple[str, str] | None:
+    """The release's ``(runner, convert)`` default for the model's architecture (``_SUFFIX_TO_DEFAULTS``, first match,
+    optionally only rows of ``runner``: ``try_match_architecture_defaults``); None: no row matches or not read."""
+    fact = inp.release.facts.pooling_models if inp.release else None
+    architecture = inp.model.architecture or ""
+    if runner is None and fact is not None and architecture in fact.generative_architectures:
+        return "generate", "none"  # the registry lists it as generative, asked before the suffixes
+    for suffix, row_runner, convert in fact.suffix_defaults if fact else []:
+        if architecture.endswith(suffix) and (runner is None or row_runner == runner):
+            return row_runner, convert
+    return None
+
+
+def pooling_convert(inp: EstimateInput) -> str | None:
+    """The pooling conversion the release serves the model with (``embed``, ``classify``, ``reward``), None where it
+    runs it as a generative model, from the release's ``pooling_models`` fact (scripts/catalog/vllm_pooling.py).
+
+    ``--runner pooling`` (0.10.1 on) or a pooling ``--task`` (``pooling_tasks``: ``embedding`` from 0.6.4, ``embed``
+    / ``classify`` / ``score`` / ``reward`` from 0.6.5 to 0.12.0) selects the pooling runner; with neither given (or
+    ``auto``) a release that resolves by architecture suffix (``_SUFFIX_TO_DEFAULTS``, 0.10.1 on: vllm/config/model.py
+    ``_get_default_runner_type``, v0.11.0 L745-767) serves ``*ForSequenceClassification``, ``*EmbeddingModel``,
+    ``*RewardModel`` and any other ``*Model`` as pooling models. ``--convert`` names the conversion, else the
+    architecture's pooling row, else ``embed`` (``_get_default_convert_type``, v0.11.0 L788-817). Not modelled: a
+    Sentence-Transformers repository (``modules.json``) that makes ``--runner auto`` pool a ``*ForCausalLM``
+    (``get_pooling_config``, L752-753) -- servespec reads no repository files but the config -- and the registry
+    lists older releases resolve by; a catalog without the fact (before 0.6.5) is never pooling."""
     release = inp.release
-    if release is None or "runner" not in release.options or _engine_core(inp) != "v1":
-        return False
-    return inp.options.get("runner") == "pooling"
+    fact = release.facts.pooling_models if release else None
+    if release is None or fact is None:
+        return None
+    runner = inp.options.get("runner") if "runner" in release.options else None
+    task = inp.options.get("task") if "task" in release.options else None
+    convert = inp.options.get("convert") if "convert" in release.options else None
+    if runner in ("generate", "draft") or (
+        runner in (None, "auto") and task not in (None, "auto") and task not in fact.pooling_tasks
+    ):
+        return None
+    if runner in (None, "auto") and task in (None, "auto"):
+        found = _suffix_default(inp)
+        if found is None or found[0] != "pooling":
+            return None
+    if convert not in (None, "auto", "none"):
+        return str(convert)
+    if task == "score":
+        row = _suffix_default(inp, "pooling")
+        return "classify" if row is not None and row[1] == "classify" else "embed"
+    if isinstance(task, str) and task in _TASK_CONVERT:
+        return _TASK_CONVERT[task]
+    row = _suffix_default(inp, "pooling")
+    return row[1] if row is not None else "embed"
+
+
+def pooling_runner(inp: EstimateInput) -> bool:
+    """Whether the engine serves the model as a pooling model (:func:`pooling_convert`): it warms up the pooler, not
+    the sampler, both in the profiling run and after the KV cache is sized, so no logits or sampler buffers take part
+    (V1: vllm/v1/worker/gpu_model_runner.py ``profile_run`` L3394-3397 and gpu_worker.py ``compile_or_warm_up_model``
+    L410-414 at v0.11.0; the same branches in every catalogued V1 release that serves pooling models, 0.9.2 to
+    0.34.0. V0: worker.py picks ``PoolingModelRunner`` for the pooling runner (v0.7.0 L78), whose ``execute_model``
+    -- what ``profile_run``'s dummy batch calls -- pools the hidden states and samples nothing (pooling_model_runner.py
+    L46-149)). The pooler's own buffers (one pooled vector per dummy request) are not modelled."""
+    return pooling_convert(inp) is not None
+
+
+def pooling_head_bytes(inp: EstimateInput) -> float:
+    """Bytes of the untied LM head a pooling model does not keep (``pooling_models.drops_lm_head``: the adapters'
+    pooling class deletes it after construction, 0.6.5-0.17, or never builds it, later; the loader skips
+    ``lm_head.*``; the transient head is out of both the logged weights and the profiled peak, which V1 measures
+    after ``torch.cuda.empty_cache()`` and ``reset_peak_memory_stats()``: v0.11.0 platforms/cuda.py L209-211,
+    utils/__init__.py L2833-2834), to take off the weights; 0 for a tied head (it is the input embedding), a
+    generative model, or a checkpoint whose stored tensors size the weights (which of them is the head is not
+    known). A reranker
+    converted from its LM head (``from_2_way_softmax`` / ``no_post_processing``) builds the head only while loading
+    and deletes it; its ``num_labels`` x hidden score head (float32 from 0.10.0: ``score_head_float32``) is a few
+    KiB and not counted."""
+    model = inp.model
+    fact = inp.release.facts.pooling_models if inp.release else None
+    if fact is None or not fact.drops_lm_head or model.tie_word_embeddings or not pooling_runner(inp):
+        return 0.0
+    if model.weight_bytes and inp.dtype == "auto":
+        return 0.0
+    return (model.vocab_size or 0) * model.hidden_size * dtype_bytes(model, inp.dtype)
+
+
+def pooling_head_gib(inp: EstimateInput) -> tuple[float, list[str]]:
+    """GiB per GPU of the LM head a pooling model leaves out (:func:`pooling_head_bytes`, on the last pipeline stage,
+    split over tensor-parallel ranks as the weights are), and the plan's note."""
+    head = pooling_head_bytes(inp) / inp.tensor_parallel / inp.pipeline_parallel / GIB
+    return head, [f"pooling model: the untied LM head ({head:.2f} GiB per GPU) is not built"] if head else []
 
 
 def after_kv(inp: EstimateInput, total: float, utilization: float, reserved: float, rows: int) -> AfterKv | None:
@@ -543,7 +636,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     rope = rope_cache_gib(inp)
     redundant, redundant_notes = redundant_experts_gib(inp)
     redundant_notes += _gathered_tokens_note(inp)
-    weights = weights_per_gpu(inp) + padded + rope + redundant
+    head, said = pooling_head_gib(inp)
+    weights = weights_per_gpu(inp) - head + padded + rope + redundant
+    padding_notes = [*padding_notes, *said]
     padding_notes = [*padding_notes, *redundant_notes]
     if rope >= 0.05:
         padding_notes = [*padding_notes, f"rotary cos/sin cache {rope:.2f} GiB (one per GPU, in the model dtype)"]
