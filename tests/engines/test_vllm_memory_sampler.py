@@ -15,9 +15,8 @@ from servespec.engines.vllm.memory import (
     flashinfer_sampling,
     model_runner_v2,
 )
-from servespec.knowledge.memory import forward_activation_gib
 from servespec.knowledge import gpus, models
-from servespec.knowledge.memory import GIB, EstimateInput
+from servespec.knowledge.memory import GIB, EstimateInput, forward_activation_gib
 
 VLLM = engines.get("vllm")
 VOCAB = 151_936  # Qwen3's vocabulary
@@ -65,7 +64,11 @@ FLASHINFER_0_8 = 2 + 4 * 4  # bf16 logits; the float32 copy, the softmax, the tw
         # 0.21.0 on: by default, unless turned off (the first model runner: 0.22.0 gives Qwen3 Model Runner V2 by
         # default, whose warm-up samples greedily, so the variable pins the first runner here)
         ("0.22.0", {"env": {"VLLM_USE_V2_MODEL_RUNNER": "0"}}, FLASHINFER_0_9),
-        ("0.22.0", {"env": {"VLLM_USE_V2_MODEL_RUNNER": "0", "VLLM_USE_FLASHINFER_SAMPLER": "0"}}, SAMPLER_TRITON_BYTES),
+        (
+            "0.22.0",
+            {"env": {"VLLM_USE_V2_MODEL_RUNNER": "0", "VLLM_USE_FLASHINFER_SAMPLER": "0"}},
+            SAMPLER_TRITON_BYTES,
+        ),
     ],
 )
 def test_the_warm_up_runs_flashinfer_where_the_release_and_its_install_do(

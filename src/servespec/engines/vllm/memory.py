@@ -564,6 +564,20 @@ def _gathered_tokens_note(inp: EstimateInput) -> list[str]:
     ]
 
 
+def _graphs_in_budget(inp: EstimateInput) -> tuple[float, list[str]]:
+    """The CUDA-graph estimate the release subtracts from the budget (the ``cuda_graph_memory_in_budget`` fact;
+    its size, 0.5 GiB, is assumed, not computed as vLLM does), and why: none with ``enforce_eager``, and none under
+    Model Runner V2 where its ``profile_cudagraph_memory`` returns 0 (``v2_model_runner.cudagraph_estimate``:
+    0.21-0.28)."""
+    graphs = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
+    if graphs is None or not graphs.value or inp.options.get("enforce_eager") is True:
+        return 0.0, []
+    runner = inp.release.facts.v2_model_runner if inp.release else None
+    if runner is not None and not runner.cudagraph_estimate and model_runner_v2(inp):
+        return 0.0, ["Model Runner V2: no CUDA-graph estimate in the budget"]
+    return 0.5, ["CUDA-graph memory estimated in the budget"]
+
+
 def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
@@ -604,16 +618,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     notes += padding_notes
     if nvls:
         notes.append(f"NCCL NVLS buffers {nvls} GiB (tensor parallel on an NVSwitch board; measured)")
-    graphs = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
-    runner = inp.release.facts.v2_model_runner if inp.release else None
-    no_estimate = runner is not None and not runner.cudagraph_estimate and model_runner_v2(inp)
-    if no_estimate:  # Model Runner V2's profile_cudagraph_memory returns 0 (0.21-0.28)
-        notes.append("Model Runner V2: no CUDA-graph estimate in the budget")
-    if graphs is not None and graphs.value and inp.options.get("enforce_eager") is not True and not no_estimate:
-        # Releases that subtract their CUDA-graph estimate from the budget (the release fact);
-        # its size, 0.5 GiB, is assumed, not computed as vLLM does.
-        overhead += 0.5
-        notes.append("CUDA-graph memory estimated in the budget")
+    graphs, said = _graphs_in_budget(inp)
+    overhead += graphs
+    notes += said
     lora = lora_slots_gib(inp)
     if lora:
         overhead += lora
