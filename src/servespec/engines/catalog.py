@@ -452,6 +452,31 @@ class FlashinferSampler(_Fact):
     source: str
 
 
+class V2ModelRunner(_Fact):
+    """vLLM V1: the releases' second GPU model runner (vllm/v1/worker/gpu/model_runner.py, "Model Runner V2") and
+    which models it serves by default (config/vllm.py ``VllmConfig.use_v2_model_runner``, unless
+    ``VLLM_USE_V2_MODEL_RUNNER`` says otherwise), with what its profiling run measures where that differs from
+    the first runner's (vllm/v1/worker/gpu_model_runner.py); scripts/catalog/vllm_runner_v2.py."""
+
+    value: Literal["listed", "listed_unquantized", "dense", "all"]
+    """Who gets it by default (generate models; ``_is_default_v2_model_runner_model``): ``listed_unquantized``
+    the ``architectures`` unless the model is a mixture of experts or quantized (0.22-0.23: ``not is_moe and not
+    is_quantized``); ``listed`` the ``architectures`` (0.24); ``dense`` those and every model that is neither a
+    mixture of experts nor a hybrid (Mamba / linear attention) one (0.25-0.28: ``... or not model_config.is_moe``);
+    ``all`` every model (0.29 on)."""
+    architectures: list[str] = []
+    """``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` (``listed`` and ``dense``)."""
+    sampler_warmup: Literal["greedy", "sampling_params"]
+    """What its ``_dummy_sampler_run`` samples: ``greedy``, a dummy batch with the sampler's initial states
+    (temperature 0, top-k the vocabulary, top-p 1), so the logits stay in the model dtype and no top-k/top-p or
+    float32 copy is made (vllm/v1/worker/gpu/sample/sampler.py ``_requires_logits_processing``); ``sampling_params``,
+    a second pass with ``SamplingParams.for_sampler_warmup()`` (0.34), not modelled here."""
+    cudagraph_estimate: bool
+    """False where its ``profile_cudagraph_memory`` returns 0, so the worker subtracts no CUDA-graph estimate from
+    the budget (0.21-0.28); True where it estimates the capture (0.29 on)."""
+    source: str
+
+
 class BatchTier(_Fact):
     """One branch of the engine arguments' device test and the API server's defaults under it."""
 
@@ -771,6 +796,9 @@ class ReleaseFacts(_Fact):
     profile_sampler_flashinfer: FlashinferSampler | None = None
     """vLLM V1: when the sampler warm-up runs FlashInfer's kernels rather than the sort or Triton path
     (:class:`FlashinferSampler`); None: not read (the native path is assumed)."""
+    v2_model_runner: V2ModelRunner | None = None
+    """vLLM V1: Model Runner V2 and the models it serves by default (:class:`V2ModelRunner`); None: the release has
+    none (before 0.21) or it was not read."""
     v1_batch_defaults: V1BatchDefaults | None = None
     """vLLM V1: the release's scheduler defaults by device (:class:`V1BatchDefaults`); None: not read (0.9.0's rule
     is assumed)."""

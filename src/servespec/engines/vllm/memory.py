@@ -252,6 +252,44 @@ def flashinfer_sampling(inp: EstimateInput) -> bool:
     return inp.image is None and fact.image_flashinfer is not None
 
 
+def model_runner_v2(inp: EstimateInput) -> bool:
+    """Whether the release's V1 engine serves the model with its second GPU model runner (vllm/v1/worker/gpu/
+    model_runner.py, "Model Runner V2") by default: the ``v2_model_runner`` fact, read from config/vllm.py
+    ``use_v2_model_runner`` (``VLLM_USE_V2_MODEL_RUNNER`` in the engine's environment decides where it is set).
+
+    Generate models only (a pooling runner keeps the first). Where the fact lists architectures, the model's own
+    (``architectures[0]`` of its config); ``listed_unquantized`` (0.22-0.23) also wants neither experts nor a
+    quantized checkpoint or method, ``dense`` (0.25-0.28) takes every model that is neither a mixture of experts nor
+    a linear-attention hybrid beside the listed ones, ``all`` (0.29 on) every model. Speculative decoding is not
+    modelled (the runners support different methods release by release): with it the first runner is assumed, as
+    before this fact was read."""
+    fact = inp.release.facts.v2_model_runner if inp.release else None
+    if fact is None or _engine_core(inp) != "v1" or pooling_runner(inp) or inp.speculative is not None:
+        return False
+    flag = _flag(inp.env.get("VLLM_USE_V2_MODEL_RUNNER"))
+    if flag is not None:
+        return flag
+    model = inp.model
+    listed = model.architecture is not None and model.architecture in fact.architectures
+    if fact.value == "all":
+        return True
+    if fact.value == "listed":
+        return listed
+    if fact.value == "listed_unquantized":
+        quantized = model.quant_method is not None or bool(inp.quantization)
+        return listed and not model.is_moe and not quantized
+    if model.linear_layers and not listed:
+        return False
+    return listed or not model.is_moe
+
+
+def _greedy_warmup(inp: EstimateInput) -> bool:
+    """Model Runner V2's sampler warm-up samples greedily from logits it leaves in the model dtype (the fact's
+    ``sampler_warmup: greedy``, 0.21-0.32): no float32 copy, no top-k/top-p."""
+    fact = inp.release.facts.v2_model_runner if inp.release else None
+    return fact is not None and fact.sampler_warmup == "greedy" and model_runner_v2(inp)
+
+
 def _sampler_bytes(inp: EstimateInput, rows: int) -> float:
     """Bytes per row per vocabulary entry of the release's sampler warm-up: FlashInfer's path where it runs
     (:func:`flashinfer_sampling`: the logits in the model dtype beside ``float32_buffers`` float32 tensors of the
@@ -471,6 +509,9 @@ def _activation(inp: EstimateInput, batched: int, seqs: int) -> float:
     if fact is None or not fact.value:
         return activation_gib(inp, batched, seqs)
     rows = min(seqs, batched)
+    if v1 and _greedy_warmup(inp):  # Model Runner V2: the logits alone (:func:`model_runner_v2`)
+        logits = rows * (inp.model.vocab_size or 32000) * dtype_bytes(inp.model, inp.dtype) / GIB
+        return max(forward_activation_gib(inp, batched), logits)
     per_entry = _sampler_bytes(inp, rows) if v1 else SAMPLER_SORT_BYTES
     sampler = rows * (inp.model.vocab_size or 32000) * per_entry / GIB
     if v1:
@@ -616,6 +657,20 @@ def _gathered_tokens_note(inp: EstimateInput) -> list[str]:
     ]
 
 
+def _graphs_in_budget(inp: EstimateInput) -> tuple[float, list[str]]:
+    """The CUDA-graph estimate the release subtracts from the budget (the ``cuda_graph_memory_in_budget`` fact;
+    its size, 0.5 GiB, is assumed, not computed as vLLM does), and why: none with ``enforce_eager``, and none under
+    Model Runner V2 where its ``profile_cudagraph_memory`` returns 0 (``v2_model_runner.cudagraph_estimate``:
+    0.21-0.28)."""
+    graphs = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
+    if graphs is None or not graphs.value or inp.options.get("enforce_eager") is True:
+        return 0.0, []
+    runner = inp.release.facts.v2_model_runner if inp.release else None
+    if runner is not None and not runner.cudagraph_estimate and model_runner_v2(inp):
+        return 0.0, ["Model Runner V2: no CUDA-graph estimate in the budget"]
+    return 0.5, ["CUDA-graph memory estimated in the budget"]
+
+
 def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
@@ -658,12 +713,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     notes += padding_notes
     if nvls:
         notes.append(f"NCCL NVLS buffers {nvls} GiB (tensor parallel on an NVSwitch board; measured)")
-    graphs = inp.release.facts.cuda_graph_memory_in_budget if inp.release else None
-    if graphs is not None and graphs.value and inp.options.get("enforce_eager") is not True:
-        # Releases that subtract their CUDA-graph estimate from the budget (the release fact);
-        # its size, 0.5 GiB, is assumed, not computed as vLLM does.
-        overhead += 0.5
-        notes.append("CUDA-graph memory estimated in the budget")
+    graphs, said = _graphs_in_budget(inp)
+    overhead += graphs
+    notes += said
     lora = lora_slots_gib(inp)
     if lora:
         overhead += lora

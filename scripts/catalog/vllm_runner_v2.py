@@ -1,0 +1,166 @@
+"""Derive the ``v2_model_runner`` fact of every catalogued vLLM release from its own source.
+
+    python scripts/catalog/vllm_runner_v2.py            # every catalogued release
+    python scripts/catalog/vllm_runner_v2.py 0.27.1     # only these
+
+From 0.21 vLLM ships a second GPU model runner (vllm/v1/worker/gpu/model_runner.py, "Model Runner V2") beside the
+first (vllm/v1/worker/gpu_model_runner.py), and ``VllmConfig.use_v2_model_runner`` (config/vllm.py) picks one when
+``VLLM_USE_V2_MODEL_RUNNER`` is unset:
+
+* 0.21: never (the variable opts in);
+* 0.22-0.23: the architectures of ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` unless the model is a mixture of experts
+  or quantized; 0.24: those architectures (``_is_default_v2_model_runner_model``);
+* 0.25-0.28: those and every other generate model that is not a mixture of experts
+  (``... or not model_config.is_moe``; a Mamba / linear-attention hybrid only when listed);
+* 0.29-0.33: every model (the property returns True once no unsupported feature is found); 0.34: the only runner.
+
+The two runners' profiling runs differ where the KV budget is measured: Model Runner V2's ``_dummy_sampler_run``
+samples a dummy batch (``InputBatch.make_dummy``) with the sampler's initial per-request states (temperature 0,
+top-k the whole vocabulary, top-p 1), so ``Sampler._requires_logits_processing`` is False and the logits are neither
+copied to float32 nor sorted or masked, where the first runner's warm-up applies ``top_k = vocab - 1`` and a top-p
+to a float32 copy; 0.34 adds a pass with ``SamplingParams.for_sampler_warmup()`` (``sampler_warmup:
+sampling_params``, not modelled). Its ``profile_cudagraph_memory`` returns 0 up to 0.28, so the worker
+(``determine_available_memory``) subtracts no CUDA-graph estimate then.
+
+Read by ``ast`` from the releases' sdists (scripts/catalog/vllm_sampler.py ``tree``). A development tool: the CLI
+never imports it.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import vllm as builder  # scripts/catalog/vllm.py (url)
+from catalog_io import put_fact, release_files, write_facts
+from vllm_sampler import tree
+
+from servespec.engines.catalog import V2ModelRunner
+
+CONFIG = "vllm/config/vllm.py"
+RUNNER = "vllm/v1/worker/gpu/model_runner.py"
+FIRST_RUNNER = "vllm/v1/worker/gpu_model_runner.py"
+
+
+def _parse(src: Path, rel: str) -> ast.Module | None:
+    path = src / rel
+    return ast.parse(path.read_text()) if path.is_file() else None
+
+
+def _function(module: ast.Module, name: str) -> ast.FunctionDef | None:
+    return next((n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _architectures(module: ast.Module) -> tuple[list[str], int]:
+    """``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = frozenset({...})``: its strings and line (0: absent)."""
+    for node in module.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES" for t in node.targets
+        ):
+            names = [c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            return sorted(names), node.lineno
+    return [], 0
+
+
+def _negated(node: ast.AST) -> set[str]:
+    """The attributes ``not <...>.x`` negates in ``node``."""
+    return {
+        n.operand.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not) and isinstance(n.operand, ast.Attribute)
+    }
+
+
+def _rule(function: ast.FunctionDef) -> str:
+    """The default rule its final ``return`` states: ``any(arch in ...)`` alone, the listed architectures
+    (0.24); ``not is_moe and not is_quantized`` after an early ``return False`` for unlisted ones (0.22-0.23); a
+    listed architecture ``or not is_moe`` (0.25-0.28)."""
+    last = function.body[-1]
+    value = last.value if isinstance(last, ast.Return) else None
+    negated = _negated(value) if value is not None else set()
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or) and "is_moe" in negated:
+        return "dense"
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And) and {"is_moe", "is_quantized"} <= negated:
+        return "listed_unquantized"
+    return "listed"
+
+
+def _ends_true(function: ast.FunctionDef) -> bool:
+    """The property's last statement is ``return True``: every model gets the runner unless an earlier test says
+    otherwise (0.29-0.33)."""
+    last = function.body[-1] if function.body else None
+    return isinstance(last, ast.Return) and isinstance(last.value, ast.Constant) and last.value.value is True
+
+
+def _returns_zero(function: ast.FunctionDef) -> bool:
+    body = [n for n in function.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Return)
+        and isinstance(body[0].value, ast.Constant)
+        and body[0].value.value == 0
+    )
+
+
+def _mentions(function: ast.FunctionDef, attr: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == attr for n in ast.walk(function))
+
+
+def v2_model_runner(version: str, src: Path) -> dict[str, Any] | None:
+    """``{value, architectures, sampler_warmup, cudagraph_estimate, source}`` (:class:`V2ModelRunner`); None where
+    the release has no second runner or never picks it by default."""
+    runner = _parse(src, RUNNER)
+    if runner is None:
+        return None
+    sampler = _function(runner, "_dummy_sampler_run")
+    graphs = _function(runner, "profile_cudagraph_memory")
+    if sampler is None or graphs is None or not _mentions(sampler, "make_dummy"):
+        return None
+    config = _parse(src, CONFIG)
+    prop = _function(config, "use_v2_model_runner") if config is not None else None
+    default = _function(config, "_is_default_v2_model_runner_model") if config is not None else None
+    architectures, arch_line = _architectures(config) if config is not None else ([], 0)
+    sources: list[str] = []
+    if not (src / FIRST_RUNNER).is_file():
+        value = "all"  # the only GPU runner (0.34)
+    elif default is not None:
+        value = _rule(default)
+        sources.append(builder.url(version, CONFIG, default.lineno))
+        if arch_line:
+            sources.append(builder.url(version, CONFIG, arch_line))
+    elif prop is not None and _ends_true(prop):
+        value = "all"
+        sources.append(builder.url(version, CONFIG, prop.lineno))
+    else:
+        return None  # opt-in only (0.21)
+    warmup = "sampling_params" if _mentions(sampler, "for_sampler_warmup") else "greedy"
+    sources.append(builder.url(version, RUNNER, sampler.lineno) + " (_dummy_sampler_run)")
+    sources.append(builder.url(version, RUNNER, graphs.lineno) + " (profile_cudagraph_memory)")
+    return {
+        "value": value,
+        "architectures": architectures if value != "all" else [],
+        "sampler_warmup": warmup,
+        "cudagraph_estimate": not _returns_zero(graphs),
+        "source": "; ".join(sources),
+    }
+
+
+def main(argv: list[str]) -> int:
+    for path, data in release_files("vllm", argv):
+        facts = data.setdefault("facts", {})
+        version = data["version"]
+        if "profile_sampler_sorts_vocab" not in facts:  # no V1 sampler warm-up read (V0-only releases)
+            continue
+        found = v2_model_runner(version, tree(version))
+        put_fact(facts, "v2_model_runner", found, V2ModelRunner)
+        print(f"{version}: Model Runner V2 {found}", file=sys.stderr)
+        write_facts(path, data)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
