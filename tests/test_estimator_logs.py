@@ -661,3 +661,36 @@ def test_ktransformers_kt_arguments_reach_the_estimate() -> None:
     assert plain.offload is None and split.offload is not None
     assert split.offload.gpu_layers == 8 and split.offload.layers == facts.experts
     assert split.weights_gib < plain.weights_gib and split.kv_tokens > plain.kv_tokens
+
+
+@pytest.mark.parametrize("version", ["2.2.0", "3.0.1"])
+def test_an_unset_tgi_max_total_tokens_is_the_launchers_default(tmp_path, version: str) -> None:
+    """A TGI log whose Args leave max_total_tokens unset (the launcher's defaults) is sized with the release's
+    default context (2.0.0-2.4.0: min(max_position_embeddings, 4096); 2.4.1+: the KV cache after warm-up), not
+    Llama 3.1's 131,072 rope-scaled maximum, whose warm-up batch would not fit a 24 GB card. A written log
+    (labelled stand-in: no real log is read); its figure is compared with the launcher's logged defaults."""
+    from tests.vllm_logs import compare_other
+
+    unset = {"max_input_tokens": None, "max_total_tokens": None, "max_batch_prefill_tokens": None}
+    data = {
+        "url": "https://example.invalid/stand-in",
+        "engine": "tgi",
+        "engine_version": version,
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "gpu": "NVIDIA A10G",
+        "gpu_count": 1,
+        "settings": unset,
+        "started": True,
+        "observed": {"max_batch_total_tokens": 19056},
+        "log": "stand-in\n",
+    }
+    row = compare_other(_write_log(tmp_path / "tgi", "901-unset.yaml", data))  # type: ignore[arg-type]
+    assert not row.skipped and row.fits and row.predicted, row
+    if version == "2.2.0":  # "Default `max_total_tokens` to 4096" (v2.2.0 launcher/src/main.rs L1439, L1477)
+        data["settings"] = {"max_input_tokens": 4095, "max_total_tokens": 4096, "max_batch_prefill_tokens": 4145}
+        logged = compare_other(_write_log(tmp_path / "tgi", "902-logged.yaml", data))  # type: ignore[arg-type]
+        assert logged.predicted == row.predicted, (row, logged)
+    else:  # 2.4.1+: the context is what the cache holds, so no 131,071-token warm-up request is allocated first
+        data["settings"] = {**unset, "max_total_tokens": 131072}
+        whole = compare_other(_write_log(tmp_path / "tgi", "903-whole.yaml", data))  # type: ignore[arg-type]
+        assert not whole.fits and row.predicted > (whole.predicted or 0), (row, whole)

@@ -21,7 +21,7 @@ from servespec.engines.vllm.parallel import vllm_layout
 from servespec.knowledge import gpus, models
 from servespec.knowledge.error_band import CLASSES, model_class
 from servespec.knowledge.gguf_header import deltanet_config, per_kind_config, swa_layout
-from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput, cuda_total_gib
+from servespec.knowledge.memory import CUDA_VISIBLE_SHARE, EstimateInput, cuda_total_gib, default_context
 
 LOGS = Path(__file__).resolve().parent / "data" / "vllm_logs"
 _OPTIONS = (
@@ -1152,11 +1152,17 @@ def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuM
     logged += ("max_batch_size",)
     options: dict[str, Any] = _numbers(settings, logged)
     version = _version(data, "engine_version")[0]
-    length = _whole(settings.get("max_total_tokens"), 0) or facts.derived_max_len or 4096
+    release = _release("tgi", version)
+    given = _whole(settings.get("max_total_tokens"), 0)
+    # An unset max_total_tokens is the launcher's default for the release, as the product resolves it
+    # (knowledge/resolve.py ``context``): 2.0.0-2.4.0 min(max_position_embeddings, 4096), 2.4.1+ what the KV
+    # cache holds after warm-up (``context_default`` from launcher/src/main.rs and flash_causal_lm.py ``warmup``)
+    fact = release.facts.context_default if release is not None and not given else None
+    length = given or default_context(fact, facts, None)[0] or facts.derived_max_len or 4096
     return get("tgi").estimate(
         EstimateInput(
             engine="tgi",
-            release=_release("tgi", version),
+            release=release,
             model=facts,
             gpu=gpu,
             tensor_parallel=_whole(settings.get("num_shard")),
@@ -1166,6 +1172,7 @@ def _estimate_tgi(data: dict[str, Any], facts: models.ModelFacts, gpu: gpus.GpuM
             options=options,
             engine_version=version,
             kv_cache_dtype_option="kv_cache_dtype",
+            context_default=fact,
         )
     )
 
