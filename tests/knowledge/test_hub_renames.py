@@ -1,7 +1,8 @@
 """A renamed Hugging Face repo's old id (the Hub redirects it) finds the catalogued model under its new id.
 
 Start-up logs of 2024 name the Llama 3.1 repos by their first ids (meta-llama/Meta-Llama-3.1-70B-Instruct); the
-catalogue holds them under the current ones (meta-llama/Llama-3.1-70B-Instruct; data/hub_renames.yaml gives the sources).
+catalogue holds them under the current ones (meta-llama/Llama-3.1-70B-Instruct;
+data/hub_renames.yaml gives the sources).
 """
 
 from __future__ import annotations
