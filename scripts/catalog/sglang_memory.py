@@ -41,6 +41,12 @@ What the estimator's SGLang arithmetic (``engines/sglang/memory.py``) reads, per
   takes (``quick_reduce_regimes``, ``QuickReduceRegime``); ``released``: the artefact's
   PyPI upload time. None of these sizes depends on the group's size.
 
+* ``rope_cache``: how ``RotaryEmbedding.__init__`` keeps ``cos_sin_cache`` (``max_position x rotary_dim``, built on
+  the GPU while the model is constructed, so inside SGLang's "Load weight" reading): ``float32`` on CUDA where the
+  release guards ``cache.to(dtype)`` with ``if not _is_cuda...`` (0.4.2.post1 on; on ROCm too where the guard names
+  ``_is_hip``, 0.5.22 on), the ``model``'s dtype where it converts unconditionally (0.4.1.post7-0.4.2); None where the
+  models take vLLM's rotary embedding (0.4.0-0.4.1.post6). engines/sglang/load_memory.py replays the build with it.
+
 Every fact cites the release's file and line (``source``). A release whose source matches none of
 the shapes raises: nothing is guessed.
 """
