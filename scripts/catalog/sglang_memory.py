@@ -41,6 +41,12 @@ What the estimator's SGLang arithmetic (``engines/sglang/memory.py``) reads, per
   takes (``quick_reduce_regimes``, ``QuickReduceRegime``); ``released``: the artefact's
   PyPI upload time. None of these sizes depends on the group's size.
 
+* ``rope_cache``: how ``RotaryEmbedding.__init__`` keeps ``cos_sin_cache`` (``max_position x rotary_dim``, built on
+  the GPU while the model is constructed, so inside SGLang's "Load weight" reading): ``float32`` on CUDA where the
+  release guards ``cache.to(dtype)`` with ``if not _is_cuda...`` (0.4.2.post1 on; on ROCm too where the guard names
+  ``_is_hip``, 0.5.22 on), the ``model``'s dtype where it converts unconditionally (0.4.1.post7-0.4.2); None where the
+  models take vLLM's rotary embedding (0.4.0-0.4.1.post6). engines/sglang/load_memory.py replays the build with it.
+
 Every fact cites the release's file and line (``source``). A release whose source matches none of
 the shapes raises: nothing is guessed.
 """
@@ -70,6 +76,9 @@ _FILES = (
     "sglang/srt/utils/common.py",
     "sglang/srt/offloader.py",
     "sglang/srt/utils/offloader.py",
+    "sglang/srt/layers/rotary_embedding.py",
+    "sglang/srt/layers/rotary_embedding/base.py",
+    "sglang/srt/layers/rotary_embedding/factory.py",
 )
 _MODELS = "sglang/srt/models/"
 """Model files are read too where they define ``get_attention_sliding_window_size`` (what made a model use the
@@ -505,6 +514,55 @@ def memory_facts(version: str, sources: dict[str, str], released: str | None = N
         "hybrid_swa": hybrid_swa_facts(version, sources),
         "all_reduce": _all_reduce(version, sources, released),
         "cpu_offload": _cpu_offload(version, sources),
+        "rope_cache": rope_cache(version, sources),
+    }
+
+
+_ROPE_FILES = ("sglang/srt/layers/rotary_embedding/base.py", "sglang/srt/layers/rotary_embedding.py")
+_ROPE_FACTORY = "sglang/srt/layers/rotary_embedding/factory.py"
+_ROPE_KEEP = re.compile(r"^[ \t]+cache = self\._compute_cos_sin_cache\(\)[ \t]*\n((?:[ \t]*#[^\n]*\n)*)", re.M)
+_ROPE_GUARDED = re.compile(r"[ \t]*if not \(?([^\n:]+?)\)?:[ \t]*\n[ \t]+cache = cache\.to\(dtype\)\n")
+_ROPE_TO_DTYPE = re.compile(r"[ \t]*cache = cache\.to\(dtype\)\n")
+_ROPE_FLAG = re.compile(r"^(?:_is_(?:cuda|cuda_available|hip|xpu)|envs\.SGLANG_ROPE_CACHE_FP32)$")
+"""Platform flags of the guard (``_is_cuda = is_cuda()``...) and the variable that keeps float32 everywhere (its
+default off; a set variable is not modelled)."""
+
+
+def rope_cache(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
+    """How ``RotaryEmbedding.__init__`` keeps ``cos_sin_cache`` (``max_position x rotary_dim`` elements, built on the
+    model's device as the model is constructed, between the two readings around ``load_model``): ``cuda``/``hip``
+    the element type on each platform (``float32``: the cache as ``_compute_cos_sin_cache`` makes it, in float32;
+    ``model``: ``cache.to(dtype)``, the model's dtype). ``get_rope`` keeps one per distinct argument set
+    (``_ROPE_DICT``), so layers alike share one. None where the release's models take their rotary embedding from
+    vLLM (0.4.0-0.4.1; not read here)."""
+    for path in _ROPE_FILES:
+        text = sources.get(path, "")
+        keep = _ROPE_KEEP.search(text)
+        if keep is not None:
+            break
+    else:
+        return None
+    if not any("_ROPE_DICT" in sources.get(p, "") for p in (*_ROPE_FILES, _ROPE_FACTORY)):
+        raise ValueError(f"{version}: get_rope's per-key cache (_ROPE_DICT) not found")
+    after = text[keep.end() :]
+    guarded = _ROPE_GUARDED.match(after)
+    if guarded is not None:
+        names = re.findall(r"\b_is_\w+|\benvs\.\w+", guarded.group(1))
+        if not names or " and " in guarded.group(1) or any(not _ROPE_FLAG.match(n) for n in names):
+            raise ValueError(f"{version}: the guard of cos_sin_cache's dtype ({guarded.group(1)}) is not read")
+        # is_cuda() / is_cuda_available(): torch.version.cuda is set (None on ROCm); is_hip(): torch.version.hip
+        cuda = "float32" if any(n.startswith("_is_cuda") for n in names) else "model"
+        hip = "float32" if "_is_hip" in names else "model"
+        note = f"kept in float32 where {guarded.group(1).strip()}, else cache.to(dtype)"
+    elif _ROPE_TO_DTYPE.match(after) is not None:
+        cuda, hip, note = "model", "model", "cache.to(dtype): the model's dtype"
+    else:
+        raise ValueError(f"{version}: how RotaryEmbedding keeps cos_sin_cache matches no known shape")
+    return {
+        "cuda": cuda,
+        "hip": hip,
+        "shared": True,
+        "source": _cite(version, path, _line_of(text, keep.start()), note + "; one per get_rope key (_ROPE_DICT)"),
     }
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from servespec import engines
 from servespec.engines.catalog import EngineRelease
+from servespec.engines.sglang import load_memory
 from servespec.knowledge import gpus, models
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import GIB, EstimateInput, weights_per_gpu
@@ -70,6 +71,13 @@ def _estimate(
     return found.kv_cache_gib, found.weights_gib, tuple(found.notes), inp
 
 
+def _load_gib(inp: EstimateInput) -> float:
+    """What the estimate adds for the model's build on the GPU without offloading (engines/sglang/load_memory.py)."""
+    assert inp.release is not None
+    found = load_memory.overhead(inp, inp.release.facts.memory)
+    return found.gib if found is not None else 0.0
+
+
 def _embeddings_gib(model: models.ModelFacts, tp: int) -> float:
     """The token embeddings and LM head of an untied model in 16 bits, split over the ranks."""
     assert model.vocab_size is not None and not model.tie_word_embeddings
@@ -81,7 +89,7 @@ def test_a_budget_above_the_layers_leaves_embeddings_and_head(tp: int) -> None:
     """48 GiB per rank moves every decoder layer of Qwen3-14B: the LM head and embeddings stay."""
     kv_off, weights_off, notes, inp = _estimate("0.5.10", tp, cpu_offload_gb=48)
     kv, weights, _, _ = _estimate("0.5.10", tp)
-    assert weights == pytest.approx(weights_per_gpu(inp), abs=0.01)
+    assert weights - _load_gib(inp) == pytest.approx(weights_per_gpu(inp), abs=0.01)
     assert weights_off == pytest.approx(_embeddings_gib(inp.model, tp), abs=0.01)
     assert kv_off - kv == pytest.approx(weights - weights_off, abs=0.02)  # the moved weights become KV pool
     assert any(n.startswith("cpu_offload_gb 48:") and "or up to" not in n for n in notes)
@@ -90,8 +98,8 @@ def test_a_budget_above_the_layers_leaves_embeddings_and_head(tp: int) -> None:
 def test_a_smaller_budget_moves_that_much_per_rank() -> None:
     """The budget is per rank: 4 GiB moves 4 GiB off each of the two GPUs (at least: whole parameters)."""
     _, weights_off, notes, _ = _estimate("0.5.10", 2, cpu_offload_gb=4)
-    _, weights, _, _ = _estimate("0.5.10", 2)
-    assert weights - weights_off == pytest.approx(4.0, abs=0.01)
+    _, weights, _, inp = _estimate("0.5.10", 2)
+    assert weights - _load_gib(inp) - weights_off == pytest.approx(4.0, abs=0.01)
     assert any("or up to one parameter more" in n for n in notes)
 
 

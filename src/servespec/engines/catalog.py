@@ -306,6 +306,18 @@ class SglangCpuOffload(_Fact):
     source: str
 
 
+class SglangRopeCache(_Fact):
+    """SGLang: how ``RotaryEmbedding`` keeps its ``cos_sin_cache`` (scripts/catalog/sglang_memory.py ``rope_cache``):
+    ``max_position x rotary_dim`` elements, built on the GPU while the model is constructed (between the readings
+    around ``load_model``), in ``float32`` or the ``model``'s dtype on each platform; ``shared``: ``get_rope`` keeps
+    one per distinct argument set (``_ROPE_DICT``), so the layers of a model share one."""
+
+    cuda: Literal["float32", "model"]
+    hip: Literal["float32", "model"]
+    shared: bool
+    source: str
+
+
 class SglangMemory(_Fact):
     """SGLang: what the KV pool's size reads, per release (scripts/catalog/sglang_memory.py)."""
 
@@ -321,6 +333,9 @@ class SglangMemory(_Fact):
     """None in catalogs built before this fact (KTransformers' sglang-kt); every SGLang release has it."""
     cpu_offload: SglangCpuOffload | None = None
     """None in catalogs built before this fact (KTransformers' sglang-kt); every SGLang release has it."""
+    rope_cache: SglangRopeCache | None = None
+    """None where the release's models take their rotary embedding from vLLM (0.4.0-0.4.1.post6), or in catalogs
+    built before this fact (KTransformers' sglang-kt)."""
 
 
 class TgiPrefillDefault(_Fact):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from servespec.engines.catalog import SglangFraction, SglangMemory
-from servespec.engines.sglang import all_reduce, dsa, kt_memory, mla, offload, swa
+from servespec.engines.sglang import all_reduce, dsa, kt_memory, load_memory, mla, offload, swa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
@@ -153,10 +153,15 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     else:
         return None  # the release's default is not known (no facts.memory): no answer rather than a guess
     replicated = mla.extra_gib(inp) if weights is None else 0.0
+    building = weights is None
     weights = weights_per_gpu(inp) + replicated if weights is None else weights
     moved = offload.offloaded(inp, memory, weights)  # --cpu-offload-gb: layers' weights in host memory
     if moved is not None:
         weights -= moved.gib
+    # the load's allocator segments and RoPE cache, where the build is replayed (not with weights moved to the host)
+    load = load_memory.overhead(inp, memory) if building and (moved is None or not moved.gib) else None
+    if load is not None:
+        weights += load.gib
     # SGLang measures the memory it takes fractions of after its distributed set-up (model_runner.py
     # init_torch_distributed, then profile_max_num_token): NCCL's communicators are already allocated then.
     communicators, communicator_notes = _communicators(inp, memory)
@@ -166,6 +171,8 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     notes = [f"mem_fraction_static {fraction}"]
     if moved is not None:
         notes.append(moved.note)
+    if load is not None:
+        notes.append(load.note)
     if replicated:
         notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
     notes.extend(communicator_notes)
