@@ -771,6 +771,27 @@ class PoolingModels(_Fact):
     source: str
 
 
+class PipelineStages(_Fact):
+    """vLLM: what each pipeline stage holds and how the engine combines the stages' KV caches
+    (scripts/catalog/vllm_pipeline.py, read from the release's distributed/utils.py, KV-cache code and model files)."""
+
+    remainder_before_last: bool
+    """``get_pp_indices``: layers that do not divide evenly go one each to the stages before the last, the nearest
+    to it first (``partitions[-i] += 1`` for ``i`` in ``2..remaining+1``); False: the release splits otherwise."""
+    remainder_to_last: bool = False
+    """Earlier ``get_pp_indices`` (0.5-0.8.1): ``layers // pp`` each and the last stage to the end
+    (``if pp_rank == pp_size - 1: end_layer = num_hidden_layers``), so the last stage takes the remainder."""
+    partition_env: bool
+    """``VLLM_PP_LAYER_PARTITION`` (comma-separated layers per stage) overrides the split."""
+    every_stage_embedding: list[str] = []
+    """Registry architectures whose model file builds ``embed_tokens`` (``VocabParallelEmbedding``) on every stage,
+    without the ``is_first_rank`` guard (``PPMissingLayer``) other model files use. Read per model file (a file
+    with any unguarded construction counts for all its architectures)."""
+    every_stage_lm_head: list[str] = []
+    """Likewise the ``ParallelLMHead`` (an untied head) built on every stage, not only under ``is_last_rank``."""
+    source: str
+
+
 class ReleaseFacts(_Fact):
     """Exactly the release facts servespec's code reads (``engines/FORMAT.md``)."""
 
@@ -843,6 +864,9 @@ class ReleaseFacts(_Fact):
     pooling_models: PoolingModels | None = None
     """vLLM: the pooling (embedding / score / classify / reward) conversion and how it is selected; None: the
     release has no adapters.py (before 0.6.5), or not read."""
+    pipeline_stages: PipelineStages | None = None
+    """vLLM: the pipeline's layer split, which stage holds the embedding and LM head, and the blocks every worker
+    allocates (the fewest any stage fits); None: not read."""
     mm_encoder_profile: MmEncoderProfile | None = None
     """vLLM V1: the profiling run's multimodal encoder pass (dummy items through the vision tower); None: V0."""
     post_kv_warmup: PostKvWarmup | None = None

@@ -671,6 +671,88 @@ def _graphs_in_budget(inp: EstimateInput) -> tuple[float, list[str]]:
     return 0.5, ["CUDA-graph memory estimated in the budget"]
 
 
+def stage_layers(inp: EstimateInput) -> list[int] | None:
+    """Decoder layers per pipeline stage as the release splits them (``pipeline_stages`` fact: ``get_pp_indices``,
+    vllm/distributed/utils.py): ``VLLM_PP_LAYER_PARTITION`` where the release reads it and it names ``pipeline``
+    counts summing to the layers (else the release refuses to start), otherwise ``layers // pp`` each and the
+    remainder one each to the stages before the last, nearest to it first (0.8.2 on), or all on the last stage
+    (``remainder_to_last``, earlier). None: one stage, the fact absent, or a release that splits otherwise (the even
+    share stands)."""
+    fact = inp.release.facts.pipeline_stages if inp.release else None
+    stages, layers = inp.pipeline_parallel, inp.model.layers
+    if fact is None or stages <= 1:
+        return None
+    named = inp.env.get("VLLM_PP_LAYER_PARTITION") if fact.partition_env else None
+    if named:
+        try:
+            parts = [int(part) for part in named.split(",")]
+        except ValueError:
+            return None
+        return parts if len(parts) == stages and sum(parts) == layers and min(parts) > 0 else None
+    parts = [layers // stages] * stages
+    if fact.remainder_to_last:
+        parts[-1] += layers % stages
+        return parts
+    if not fact.remainder_before_last:
+        return None
+    for i in range(2, layers % stages + 2):
+        parts[-i] += 1
+    return parts
+
+
+def stage_tables_gib(inp: EstimateInput, stage: int) -> float:
+    """GiB per GPU of the vocabulary tables (embedding, untied LM head) pipeline stage ``stage`` holds: the
+    embedding on the first stage (and on the last where the head is tied to it), an untied head on the last; on
+    every stage where the release's model file builds them unguarded (``pipeline_stages.every_stage_embedding`` /
+    ``every_stage_lm_head``, e.g. Qwen3-MoE's qwen3_moe.py)."""
+    fact = inp.release.facts.pipeline_stages if inp.release else None
+    model = inp.model
+    table = (model.vocab_size or 0) * model.hidden_size * dtype_bytes(model, inp.dtype) / inp.tensor_parallel / GIB
+    first, last = stage == 0, stage == inp.pipeline_parallel - 1
+    arch = model.architecture or ""
+    tied = model.tie_word_embeddings
+    embedding = first or (tied and last) or (fact is not None and arch in fact.every_stage_embedding)
+    head = not tied and (last or (fact is not None and arch in fact.every_stage_lm_head))
+    return table * (int(embedding) + int(head))
+
+
+def binding_stage(
+    inp: EstimateInput, weights: float, room: float, sampler: float = 0.0
+) -> tuple[int, float, float] | None:
+    """The pipeline stage whose KV cache binds, with its weights and the KV memory an even stage of
+    ``ceil(layers / pp)`` layers would need for the same blocks; None where every stage is sized alike.
+
+    Each worker sizes its blocks by its own layers' bytes and every worker takes the fewest any fits
+    (``pipeline_stages`` fact: v1/core/kv_cache_utils.py ``get_kv_cache_configs``, V0 the executor's
+    ``min(num_gpu_blocks)``); a stage holds its share of the decoder layers (:func:`stage_layers`) and its tables
+    (:func:`stage_tables_gib`). ``weights``: the even share (with its per-GPU extras); ``room``: the budget less the
+    overhead; ``sampler``: what of that overhead's profiling peak only the sampler warm-up adds, which runs on the
+    last stage alone (``profile_run``: ``if get_pp_group().is_last_rank: ... _dummy_sampler_run``, v1/worker/
+    gpu_model_runner.py v0.19.0 L5785, v0.27.1 L6496; Model Runner V2 v1/worker/gpu/model_runner.py v0.27.1 L724),
+    so the other stages have that much more room. Only for models whose every layer caches the same KV (no sliding
+    window, linear attention or shared KV)."""
+    parts = stage_layers(inp)
+    model = inp.model
+    cached = model.kv_full_layers + model.kv_sliding_layers
+    if parts is None or not model.uniform_kv or cached != model.layers or model.kv_sliding_layers:
+        return None
+    stages = inp.pipeline_parallel
+    table = (model.vocab_size or 0) * model.hidden_size * dtype_bytes(model, inp.dtype) / inp.tensor_parallel / GIB
+    # the even share holds 1/pp of the model's one embedding and one untied head: the rest is decoder layers
+    share = weights_per_gpu(inp) - table * (1 if model.tie_word_embeddings else 2) / stages
+    extras = weights - weights_per_gpu(inp)
+    widest = math.ceil(model.layers / stages)
+    found: tuple[float, int, float] | None = None
+    for stage, layers in enumerate(parts):
+        held = share * stages * layers / model.layers + stage_tables_gib(inp, stage) + extras
+        per_layer = (room + (sampler if stage < stages - 1 else 0.0) - held) / layers
+        if found is None or per_layer < found[0]:
+            found = (per_layer, stage, held)
+    assert found is not None
+    per_layer, stage, held = found
+    return stage, held, per_layer * widest
+
+
 def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
@@ -724,6 +806,15 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     overhead += draft
     notes += said
     kv = utilization * total - weights - overhead
+    sampler_only = max(activation - forward_activation_gib(inp, batched), 0.0) if _engine_core(inp) == "v1" else 0.0
+    binding = binding_stage(inp, weights, utilization * total - overhead, sampler_only)
+    if binding is not None:
+        stage, weights, kv = binding
+        parts = stage_layers(inp) or []
+        notes.append(
+            f"pipeline stages of {','.join(map(str, parts))} layers: stage {stage} binds "
+            f"({weights:.2f} GiB of weights; every stage takes its blocks)"
+        )
     warmup = after_kv(inp, total, utilization, activation, min(seqs, batched))
     inp, mla_notes = mla_kv_input(inp)  # the KV arithmetic below reads the layout the release caches
     notes += mla_notes
