@@ -184,9 +184,10 @@ def _gpu_candidates(data: dict[str, Any]) -> list[gpus.GpuModel]:
     if not found and _number(total) and not gpus.named(name):
         found = [gpus.GpuModel(f"uncatalogued:{name}", (name,), 0, _logged_capability(data))]
     if _number(total):
-        # The log states the CUDA-visible total: use it instead of the nvidia-smi figure.
+        # The log states the CUDA-visible total: use it instead of the nvidia-smi figure (and the card's catalogued
+        # CUDA total, gpus.yaml ``cuda_total_gib``, which another box or driver of the card printed).
         mib = round(float(str(total)) / CUDA_VISIBLE_SHARE * 1024)
-        found = [dataclasses.replace(gpu, memory_mib=mib) for gpu in found]
+        found = [dataclasses.replace(gpu, memory_mib=mib, cuda_total_gib=None) for gpu in found]
     return found
 
 

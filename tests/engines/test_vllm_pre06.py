@@ -43,7 +43,8 @@ def test_old_releases_are_v0_and_chunk_long_prefills_only_from_0_5_3() -> None:
         assert _batched(version, 65536) == "max_num_batched_tokens 65536", version
     above = VLLM.catalog.release("0.5.3").facts.v0_chunked_prefill_above
     assert above is not None and above.value == 32768
-    assert _batched("0.5.3", 65536) == "max_num_batched_tokens 2048"
+    # chunked, the V0 scheduler's own budget: 512 tokens (SchedulerConfig, v0.5.3 vllm/config.py L805)
+    assert _batched("0.5.3", 65536) == "max_num_batched_tokens 512"
     assert _batched("0.5.3", 16384) == "max_num_batched_tokens 16384"
 
 

@@ -103,7 +103,8 @@ def test_v0_before_0_5_3_profiles_a_whole_prompt_of_any_length() -> None:
     assert chunking is not None and chunking.facts.v0_chunked_prefill_above is not None
     later = get("vllm").estimate(replace(inp, release=chunking, engine_version="0.5.3"))
     assert old is not None and later is not None
-    assert "max_num_batched_tokens 65536" in old.notes and "max_num_batched_tokens 2048" in later.notes
+    # 0.5.3 chunks at its V0 scheduler's 512-token budget (SchedulerConfig, v0.5.3 vllm/config.py L805)
+    assert "max_num_batched_tokens 65536" in old.notes and "max_num_batched_tokens 512" in later.notes
     assert old.kv_cache_gib < old.one_sequence_gib < later.kv_cache_gib, (old, later)
     uncatalogued = get("vllm").estimate(replace(inp, release=None, engine_version="0.3.3"))
     assert uncatalogued is not None and "max_num_batched_tokens 65536" in uncatalogued.notes

@@ -20,10 +20,20 @@ from servespec.knowledge.datafile import load_yaml_data
 
 CUDA_GPUS_URL = "https://developer.nvidia.com/cuda-gpus"
 FACTS = frozenset(
-    {"id", "names", "memory_mib", "memory_mib_other", "compute_capability", "vendor", "gfx_arch", "unified_memory"}
+    {
+        "id",
+        "names",
+        "memory_mib",
+        "memory_mib_other",
+        "compute_capability",
+        "vendor",
+        "gfx_arch",
+        "unified_memory",
+        "cuda_total_gib",
+    }
 )
 """The keys of a catalog entry that code reads (as :class:`GpuModel`)."""
-PROVENANCE = frozenset({"source", "name_source", "memory_source", "memory_verified", "notes"})
+PROVENANCE = frozenset({"source", "name_source", "memory_source", "memory_verified", "notes", "cuda_total_source"})
 """The keys that say where an entry's facts come from, for the people who check them; never loaded."""
 
 
@@ -48,6 +58,11 @@ class GpuModel:
     """The GPU has no memory of its own: it shares the host's RAM with the CPU (DGX Spark's GB10, Jetson Thor).
     ``memory_mib`` is then the total cudaMemGetInfo reports (nvidia-smi prints none), and the weights and the KV
     cache come out of the host's RAM, which the OS and every other process use too."""
+    cuda_total_gib: float | None = None
+    """The total the CUDA runtime reports for the card (``torch.cuda.mem_get_info()[1]``, what vLLM's
+    ``total_gpu_memory`` and SGLang's and TGI's budgets start from), as public start-up logs of the card print it
+    (gpus.yaml ``cuda_total_source``); None where no log was found. It sits 0.1-0.7 GiB below nvidia-smi's
+    memory.total by card, not in one proportion (a T4: 14.74 of 15.0 GiB, an H100 SXM: 79.18 of 79.65)."""
 
     @property
     def cuda_capability(self) -> tuple[int, int] | None:
@@ -94,6 +109,7 @@ def _from_entry(entry: dict[str, Any]) -> GpuModel:
         compute_capability=(major, minor),
         memory_mib_other=tuple(int(m) for m in entry.get("memory_mib_other", [])),
         unified_memory=entry.get("unified_memory") is True,
+        cuda_total_gib=float(entry["cuda_total_gib"]) if entry.get("cuda_total_gib") is not None else None,
     )
 
 

@@ -532,9 +532,13 @@ an MI300X (0.997) was found but not tied to a linkable log."""
 
 def cuda_total_gib(gpu: GpuModel) -> float:
     """Memory the CUDA (or HIP) runtime reports as total, from nvidia-smi's memory.total (rocm-smi's VRAM total);
-    a unified-memory GPU's catalogued memory is already cudaMemGetInfo's total (gpus.yaml ``unified_memory``)."""
+    a unified-memory GPU's catalogued memory is already cudaMemGetInfo's total (gpus.yaml ``unified_memory``), and a
+    card whose CUDA total public logs print has it catalogued (gpus.yaml ``cuda_total_gib``); other cards take
+    :data:`CUDA_VISIBLE_SHARE` of nvidia-smi's figure."""
     if gpu.unified_memory:
         return gpu.memory_gib
+    if gpu.cuda_total_gib is not None:
+        return gpu.cuda_total_gib
     return gpu.memory_gib * (CUDA_VISIBLE_SHARE if gpu.vendor == "nvidia" else HIP_VISIBLE_SHARE)
 
 

@@ -49,12 +49,45 @@ def _big_gpu(inp: EstimateInput, total: float) -> bool:
     return total >= 70 and inp.gpu is not None and "A100" not in inp.gpu.id
 
 
+V0_MAX_NUM_SEQS = 256
+"""The V0 engine's ``max_num_seqs`` when unset, on every GPU: ``max_num_seqs: int = 256`` in EngineArgs
+(https://github.com/vllm-project/vllm/blob/v0.4.1/vllm/engine/arg_utils.py#L39, v0.6.3.post1 L115) and, once the
+field became optional, ``256 if not envs.VLLM_USE_V1 else 1024``
+(https://github.com/vllm-project/vllm/blob/v0.6.5/vllm/engine/arg_utils.py#L210,
+https://github.com/vllm-project/vllm/blob/v0.7.2/vllm/engine/arg_utils.py#L216-L217). The GPU-dependent defaults
+(8192 tokens / 1024 sequences on a >= 70 GiB card) are the V1 engine's only (``_override_v1_engine_args``,
+``_set_default_args_v1``)."""
+
+V0_CHUNKED_BATCHED_TOKENS = (((0, 4, 1), 768), ((0, 4, 2), 512), ((0, 6, 5), 2048))
+"""(first release, tokens): the V0 scheduler's ``max_num_batched_tokens`` when chunked prefill is on and the budget
+is unset (SchedulerConfig): 768 in v0.4.1 (https://github.com/vllm-project/vllm/blob/v0.4.1/vllm/config.py#L578),
+512 from v0.4.2 (config.py L621) to v0.6.4.post1 (https://github.com/vllm-project/vllm/blob/v0.6.4.post1/vllm/config.py#L1114;
+v0.5.5 L901, v0.6.3.post1 L998), 2048 from v0.6.5 (https://github.com/vllm-project/vllm/blob/v0.6.5/vllm/config.py#L1344,
+v0.7.2 L1533). Without chunked prefill the budget is ``max(max_model_len, 2048)`` in all of them (:func:`_estimate`)."""
+
+
+def _v0_chunked_batched_tokens(inp: EstimateInput) -> int:
+    """The V0 engine's chunked-prefill budget for the release (:data:`V0_CHUNKED_BATCHED_TOKENS`); a release the
+    table's first entry precedes, or an unknown one, takes the latest."""
+    key = version_key(inp.engine_version or (inp.release.version if inp.release else ""))
+    tokens = V0_CHUNKED_BATCHED_TOKENS[-1][1]
+    if key:
+        for since, value in V0_CHUNKED_BATCHED_TOKENS:
+            if key >= since:
+                tokens = value
+    return tokens
+
+
 def batch_defaults(inp: EstimateInput, total: float) -> tuple[int, int]:
     """(``max_num_batched_tokens``, ``max_num_seqs``) the release's API server takes when both are unset: on V1 the
     first tier of its ``v1_batch_defaults`` fact the GPU passes (device memory as NVML reports it, 0 on a
-    unified-memory GPU: :func:`_big_gpu`; the device name lower-cased), else its ``otherwise``; without the fact (V0,
-    releases not read) 0.9.0's rule (:func:`_big_gpu`)."""
-    fact = inp.release.facts.v1_batch_defaults if inp.release is not None and _engine_core(inp) == "v1" else None
+    unified-memory GPU: :func:`_big_gpu`; the device name lower-cased), else its ``otherwise``; without the fact
+    (releases not read) 0.9.0's rule (:func:`_big_gpu`). The V0 engine takes :data:`V0_MAX_NUM_SEQS` sequences and
+    its chunked-prefill budget (:func:`_v0_chunked_batched_tokens`) on every GPU; :func:`_estimate` raises the budget
+    to ``max_model_len`` when chunked prefill is off."""
+    if _engine_core(inp) == "v0":
+        return _v0_chunked_batched_tokens(inp), V0_MAX_NUM_SEQS
+    fact = inp.release.facts.v1_batch_defaults if inp.release is not None else None
     gpu = inp.gpu
     if fact is None or gpu is None:
         return (8192, 1024) if _big_gpu(inp, total) else (2048, 256)
