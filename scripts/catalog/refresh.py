@@ -52,7 +52,14 @@ from gitsrc import mirror  # noqa: E402
 CONTEXT_FACTS = {"vllm", "sglang", "tgi", "ollama", "tensorrt-llm", "llama.cpp"}
 """Engines whose facts ``context_facts.py`` fills (its BUILDERS)."""
 SOURCE_FACTS = {
-    "vllm": ("vllm_post_kv.py", "vllm_sampler.py", "vllm_mm_profile.py", "vllm_speculative.py", "vllm_pooling.py")
+    "vllm": (
+        "vllm_post_kv.py",
+        "vllm_sampler.py",
+        "vllm_mm_profile.py",
+        "vllm_speculative.py",
+        "vllm_pooling.py",
+        "vllm_moe_workspace.py",
+    )
 }
 """Fact passes run on the new releases after the build (each reads the releases' sdists; tests walk the facts)."""
 

@@ -628,6 +628,28 @@ class Mxfp4Moe(_Fact):
     source: str
 
 
+class BlockFp8MoeWorkspace(_Fact):
+    """vLLM: the workspace a block-FP8 MoE checkpoint's experts hold where the release runs them through its Triton
+    experts (fused_moe ``TritonExperts``) inside the modular kernel, read by scripts/catalog/vllm_moe_workspace.py.
+
+    ``FusedMoEModularKernel._allocate_buffers`` takes ``workspace13`` (shared with the output) and ``workspace2``
+    from the worker's workspace manager (vllm/v1/worker/workspace.py ``get_simultaneous``: one ``torch.empty`` that
+    grows to the largest request and is never freed), sized for the whole batch (``M_chunk = M_full``, no chunking),
+    with ``TritonExperts.workspace_shapes``' ``(M, topk, max(N / 2, K))`` and ``(M, topk, max(N, K))`` in the
+    activation dtype (N: the local gate-and-up width, K: the hidden size): after the profiling run over the batched
+    tokens it stays allocated, outside the transient activation peak and inside the non-KV memory.
+
+    The fp8 oracle (fused_moe/oracle/fp8.py ``select_fp8_moe_backend``) picks Triton for block FP8 (weights
+    ``kFp8Static128BlockSym``, activations ``kFp8Dynamic128Sym``) on Hopper (9.0) without expert parallelism
+    (``_move_to_front(..., TRITON)``), and elsewhere when no backend ahead of it takes the scheme: FlashInfer
+    CUTLASS's block FP8 is 9.0 only, FlashInfer TRT-LLM's experts Blackwell 10.x only, DeepGEMM on the
+    capabilities of ``support_deep_gemm`` unless ``VLLM_USE_DEEP_GEMM`` or ``VLLM_MOE_USE_DEEP_GEMM`` is 0."""
+
+    deep_gemm_capabilities: tuple[str, ...]
+    """``CudaPlatform.support_deep_gemm``: ``"9.0"`` (exact) and ``"10"``/``"12"`` (capability families)."""
+    source: str
+
+
 class ContextTier(_Fact):
     """A default context chosen by the GPUs' memory: ``tokens`` from ``min_vram_gib`` of total VRAM up."""
 
@@ -874,6 +896,9 @@ class ReleaseFacts(_Fact):
     warm-up); None: not read (no check after the KV cache)."""
     mxfp4_moe: Mxfp4Moe | None = None
     """vLLM: the MXFP4 MoE experts' padding per backend and the backend chosen per compute capability."""
+    block_fp8_moe_workspace: BlockFp8MoeWorkspace | None = None
+    """vLLM: the Triton experts' workspace a block-FP8 MoE holds from the profiling run on (0.18 on); None: not read,
+    or the release chunks or frees it."""
     context_default: ContextDefault | None = None
     """The context length served when ``model.max_model_len`` is unset (servespec renders none then)."""
     server_slots: ServerSlots | None = None

@@ -678,6 +678,65 @@ def redundant_experts_gib(inp: EstimateInput) -> tuple[float, list[str]]:
     return gib, [f"EPLB: {extra} redundant experts per MoE layer over {group} GPUs (+{gib:.2f} GiB)"]
 
 
+def _round_up(value: float, multiple: int) -> float:
+    return math.ceil(value / multiple) * multiple
+
+
+def _deep_gemm_capability(capability: tuple[int, int], listed: tuple[str, ...]) -> bool:
+    """Whether ``support_deep_gemm`` names the capability: ``"9.0"`` exactly, ``"10"`` the 10.x family."""
+    return any(capability == _capability(entry) if "." in entry else capability[0] == int(entry) for entry in listed)
+
+
+def _deep_gemm_off(inp: EstimateInput) -> bool:
+    """``VLLM_USE_DEEP_GEMM`` or ``VLLM_MOE_USE_DEEP_GEMM`` set to 0: the fp8 oracle drops DeepGEMM
+    (fused_moe/oracle/fp8.py ``select_fp8_moe_backend``, ``envs.is_set``)."""
+    return any(_flag(inp.env.get(name)) is False for name in ("VLLM_USE_DEEP_GEMM", "VLLM_MOE_USE_DEEP_GEMM"))
+
+
+def block_fp8_moe_workspace_gib(inp: EstimateInput, batched: int) -> tuple[float, list[str]]:
+    """GiB per GPU the Triton experts of a block-FP8 MoE checkpoint hold from the profiling run on, and why (the
+    ``block_fp8_moe_workspace`` fact, :class:`~servespec.engines.catalog.BlockFp8MoeWorkspace`).
+
+    The profiling batch (``batched`` tokens, unchunked) sizes the workspace manager's one buffer:
+    ``round256(max(M·topk·max(N/2, K), M·K)·e) + round256(M·topk·max(N, K)·e)`` bytes, with ``N`` twice the local
+    expert width (the gated SiLU's gate and up halves: the whole ``moe_intermediate_size`` under expert parallelism,
+    its tensor-parallel share otherwise), ``K`` the hidden size and ``e`` the activation dtype's bytes. It stays
+    allocated, so it comes on top of the transient peak and of the sampler warm-up. Where the oracle picks another
+    backend (DeepGEMM, FlashInfer CUTLASS under expert parallelism on Hopper, FlashInfer TRT-LLM on Blackwell 10.x)
+    or the tokens are gathered over data-parallel ranks, nothing is added and a note says so."""
+    fact = inp.release.facts.block_fp8_moe_workspace if inp.release else None
+    model = inp.model
+    method = load_quantization(inp.quantization) or model.quant_method
+    if fact is None or not model.is_moe or method != "fp8" or model.weight_block_size is None or inp.gpu is None:
+        return 0.0, []
+    capability = inp.gpu.cuda_capability
+    if capability is None or capability < (8, 9):
+        return 0.0, []  # ROCm's own kernels; below 8.9 no FP8 Triton experts (Marlin)
+    group = inp.moe_group or inp.tensor_parallel
+    expert_parallel = (inp.expert_parallel > 1 or inp.options.get("enable_expert_parallel") is True) and group > 1
+    other = ""
+    if capability == (9, 0) and expert_parallel:
+        other = "FlashInfer CUTLASS (Hopper, expert parallel)"
+    elif capability[0] == 10:
+        other = "FlashInfer TRT-LLM or DeepGEMM (Blackwell 10.x)"
+    elif capability != (9, 0) and _deep_gemm_capability(capability, fact.deep_gemm_capabilities):
+        other = "" if _deep_gemm_off(inp) else "DeepGEMM (VLLM_USE_DEEP_GEMM not 0)"
+    if other:
+        return 0.0, [f"block-FP8 MoE experts: {other}; its workspace is not modelled"]
+    if inp.data_parallel > 1:
+        return 0.0, []  # the gathered tokens' note says what is left out (:func:`_gathered_tokens_note`)
+    topk, hidden = model.active_experts or 0, model.hidden_size
+    inter = model.moe_intermediate_size or 0
+    if not topk or not inter:
+        return 0.0, []
+    width = 2 * (inter if expert_parallel else inter / group)
+    element = dtype_bytes(model, inp.dtype)
+    first = max(batched * topk * max(width / 2, hidden), batched * hidden) * element
+    second = batched * topk * max(width, hidden) * element
+    gib = (_round_up(first, 256) + _round_up(second, 256)) / GIB
+    return gib, [f"block-FP8 MoE Triton experts' workspace {gib:.2f} GiB ({batched} tokens x top-{topk}; held)"]
+
+
 def _gathered_tokens_note(inp: EstimateInput) -> list[str]:
     """What the estimate leaves out under data parallelism: the default dispatch gathers every rank's tokens before
     the experts (fused_moe/layer.py ``forward_impl``, v0.10.1 L1639-L1645; ``VLLM_ALL2ALL_BACKEND`` "naive" in
@@ -818,6 +877,9 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     activation, said = _with_encoder(inp, activation, batched, seqs)
     notes += said
     overhead = activation + VLLM_NON_TORCH_GIB[0] + nccl_gib(inp)
+    workspace, said = block_fp8_moe_workspace_gib(inp, batched)
+    overhead += workspace
+    notes += said
     context, said = _context_in_budget(inp)
     overhead += context
     notes += said

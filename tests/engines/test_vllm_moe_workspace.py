@@ -1,0 +1,124 @@
+"""The Triton experts' workspace a block-FP8 MoE checkpoint holds in vLLM 0.18 on (the ``block_fp8_moe_workspace``
+fact, scripts/catalog/vllm_moe_workspace.py) and what the estimator adds for it.
+
+The figures are worked by hand from v0.27.1's source, not from the code under test: ``FusedMoEModularKernel.
+_allocate_buffers`` (fused_moe/modular_kernel.py L1113) asks the workspace manager (vllm/v1/worker/workspace.py
+L92-L180, one ``torch.empty`` that only grows) for ``max(prod(workspace13), prod(output))`` and ``prod(workspace2)``
+elements in the activation dtype, each rounded up to 256 bytes, with ``TritonExperts.workspace_shapes``
+(experts/triton_moe.py L197-L212) ``workspace1 = (M, topk, max(N // 2, K))``, ``workspace2 = (M, topk, max(N, K))``,
+``output = (M, K)``, ``M_chunk = M_full`` (no chunking). Qwen3-235B-A22B-Instruct-2507-FP8: hidden 4096, 128 experts,
+top-8, moe_intermediate_size 1536, bf16 activations, ``weight_block_size [128, 128]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from servespec.engines import get
+from servespec.engines.catalog import version_key
+from servespec.engines.vllm.memory import block_fp8_moe_workspace_gib
+from servespec.knowledge import gpus
+from servespec.knowledge.memory import EstimateInput
+from tests import vllm_logs
+
+VLLM = get("vllm")
+GIB = 1024**3
+LOGS = Path(__file__).resolve().parent.parent / "data" / "vllm_logs"
+
+
+def test_the_fact_is_read_from_0_18_on_and_absent_before() -> None:
+    """0.13-0.17 chunk the buffers (``CHUNK_SIZE`` in modular_kernel.py), older releases free them after each call:
+    the fact is written only where the buffers are held for the whole batch."""
+    for version in VLLM.catalog.versions:
+        fact = VLLM.catalog.release(version).facts.block_fp8_moe_workspace
+        key = version_key(version)
+        assert key is not None
+        assert (fact is not None) == (key >= (0, 18, 0)), version
+        if fact is not None:
+            assert fact.source.startswith(f"https://github.com/vllm-project/vllm/blob/v{version}/"), version
+
+
+def test_deep_gemm_capabilities_as_each_release_names_them() -> None:
+    """0.18-0.19 utils/deep_gemm.py ``is_deep_gemm_supported``: 9.0 and the 10.x family; 0.27.1 platforms/cuda.py
+    L665-L671 ``support_deep_gemm`` adds the 12.x family."""
+    early = VLLM.catalog.release("0.19.0").facts.block_fp8_moe_workspace
+    late = VLLM.catalog.release("0.27.1").facts.block_fp8_moe_workspace
+    assert early is not None and late is not None
+    assert early.deep_gemm_capabilities == ("9.0", "10")
+    assert late.deep_gemm_capabilities == ("9.0", "10", "12")
+
+
+def _log(number: str) -> EstimateInput:
+    path = next(LOGS.glob(f"{number}-*.yaml"))
+    data: dict[str, Any] = YAML(typ="safe").load(path.read_text())
+    facts, gpu = vllm_logs._facts(data), vllm_logs._gpu(data)
+    assert facts is not None and gpu is not None
+    version = str(data["vllm_version"])
+    return vllm_logs._vllm_input(data, facts, version, gpu, VLLM.select(version).release, {})
+
+
+# 8192 tokens x top-8 x max(N/2 or N, 4096) x 2 bytes, twice: N = 2 x 1536 / 4 = 768 (TP4) or 2 x 1536 = 3072 (EP):
+# both below K = 4096, so each buffer is 8192 * 8 * 4096 * 2 = 536,870,912 B (a multiple of 256).
+BOTH = 2 * 536_870_912 / GIB
+
+
+@pytest.mark.parametrize("number", ["207", "208"])
+def test_the_logged_sm120_starts_hold_two_batch_wide_buffers(number: str) -> None:
+    """207 (TP4) and 208 (TP4 + EP) on RTX PRO 6000 (12.0) with VLLM_USE_DEEP_GEMM=0: the oracle takes Triton."""
+    gib, notes = block_fp8_moe_workspace_gib(_log(number), 8192)
+    assert gib == pytest.approx(BOTH)
+    assert any("Triton experts' workspace 1.00 GiB" in note for note in notes)
+
+
+def test_the_estimate_counts_it_once_in_the_overhead() -> None:
+    """The KV figure drops by exactly the workspace: no other input moves."""
+    inp = _log("207")
+    with_it = VLLM.estimate(inp)
+    without = VLLM.estimate(replace(inp, release=replace(inp.release, facts=replace_facts(inp))))
+    assert with_it is not None and without is not None
+    assert without.kv_cache_gib - with_it.kv_cache_gib == pytest.approx(BOTH, abs=0.011)
+
+
+def replace_facts(inp: EstimateInput) -> Any:
+    assert inp.release is not None
+    return inp.release.facts.model_copy(update={"block_fp8_moe_workspace": None})
+
+
+def test_a_wider_expert_split_sizes_the_buffers_by_the_gate_and_up_width() -> None:
+    """Where 2·I exceeds the hidden size (EP, I = 4096, K = 2048): max(N/2, K) = 4096, max(N, K) = 8192."""
+    inp = _log("208")
+    model = replace(inp.model, hidden_size=2048, moe_intermediate_size=4096)
+    gib, _ = block_fp8_moe_workspace_gib(replace(inp, model=model), 1024)
+    assert gib * GIB == 1024 * 8 * 4096 * 2 + 1024 * 8 * 8192 * 2
+
+
+def test_deep_gemm_left_on_is_not_modelled_on_sm120() -> None:
+    """Without VLLM_USE_DEEP_GEMM=0, 0.27.1 lists DeepGEMM (ahead of Triton) for 12.x: nothing added, a note."""
+    inp = replace(_log("207"), env={})
+    gib, notes = block_fp8_moe_workspace_gib(inp, 8192)
+    assert gib == 0.0 and any("DeepGEMM" in note for note in notes)
+
+
+def test_hopper_takes_triton_without_expert_parallelism_only() -> None:
+    """fused_moe/oracle/fp8.py L112-L122: on 9.0 Triton first for TP, FlashInfer CUTLASS first under EP."""
+    h100 = gpus.resolve("H100-SXM5-80GB")
+    assert h100 is not None
+    plain = replace(_log("207"), gpu=h100, env={})
+    gib, _ = block_fp8_moe_workspace_gib(plain, 8192)
+    assert gib == pytest.approx(BOTH)
+    expert = replace(_log("208"), gpu=h100, env={})
+    gib, notes = block_fp8_moe_workspace_gib(expert, 8192)
+    assert gib == 0.0 and any("FlashInfer CUTLASS" in note for note in notes)
+
+
+def test_nothing_for_unquantized_or_per_tensor_or_older_releases() -> None:
+    inp = _log("207")
+    assert block_fp8_moe_workspace_gib(replace(inp, model=replace(inp.model, weight_block_size=None)), 8192)[0] == 0
+    assert block_fp8_moe_workspace_gib(replace(inp, model=replace(inp.model, quant_method=None)), 8192)[0] == 0
+    older = replace(inp, release=VLLM.select("0.17.1").release)
+    assert block_fp8_moe_workspace_gib(older, 8192) == (0.0, [])
