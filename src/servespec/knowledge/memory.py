@@ -707,6 +707,9 @@ class KvCells:
     state_bytes: int = 0
     """Bytes the engine counts with its KV cache that do not grow with the context (Ollama's Go engine: the linear
     layers' recurrent states per sequence); 0: none."""
+    v_at_widest: bool = False
+    """Every layer's V cache at the widest layer's V width (llama.cpp without flash attention keeps V transposed and
+    sizes it ``n_embd_v_gqa_max()`` in every layer: Gemma 4's full and sliding layers differ); False: each its own."""
     mla_v_cache: bool = True
     """Whether a GGUF in llama.cpp's MLA layout (``ModelFacts.gguf_mla_latent``) also gets a V cache: True before
     llama.cpp's V-less cache (PR #19067), False for a build that keeps the latent in K alone (the unit's fact)."""
@@ -740,6 +743,9 @@ def _kv_bytes(inp: EstimateInput, cells: KvCells) -> tuple[Callable[[int], float
     per_full = full_layer_bytes_per_token(inp.model, element, 1)
     if inp.model.is_mla:  # llama.cpp caches K and V of an MLA model as its GGUF lays them out (V-less from #19067)
         per_window = per_full = gguf_layer_bytes_per_token(inp.model, element, cells.mla_v_cache)[0]
+    elif cells.v_at_widest and per_window != per_full:  # K and V are as wide in each layer kind: V at the widest
+        widest = max(per_window, per_full) / 2
+        per_window, per_full = per_window / 2 + widest, per_full / 2 + widest
     sliding = inp.model.kv_sliding_layers
     windowed = min(cells.window_layers, sliding) if cells.window_cells is not None else 0
     growing = inp.model.kv_full_layers * per_full + (sliding - windowed) * per_window

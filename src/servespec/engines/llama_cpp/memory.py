@@ -67,6 +67,26 @@ def ctx_size(length: int, layout: Slots, release: EngineRelease | None) -> int:
 
 _pad = pad
 
+V_AT_WIDEST = (
+    "flash attention off: llama.cpp keeps V transposed and gives every layer the widest layer's V width "
+    "(n_embd_v_gqa = !v_trans ? n_embd_v_gqa(il) : n_embd_v_gqa_max(), v_trans = !flash_attn: "
+    "https://github.com/ggml-org/llama.cpp/blob/b9093/src/llama-kv-cache.cpp#L187, "
+    "https://github.com/ggml-org/llama.cpp/blob/b11434/src/llama-kv-cache.cpp#L210, "
+    "https://github.com/ollama/ollama/blob/0cf7794b16fab8d4561bc5f6379f6d48bd59e101/llama/llama.cpp/src/"
+    "llama-kv-cache.cpp#L113 (b7209))"
+)
+"""Why a model whose layer kinds differ in V width (Gemma 4) takes the widest one in every layer without flash
+attention; builds before b7209 predate every such model the catalogue sizes."""
+
+
+def flash_attention_off(options: dict[str, object]) -> bool:
+    """Whether the options turn flash attention off outright (``auto`` and unset leave it to the device)."""
+    value = options.get("flash_attn")
+    if isinstance(value, bool):
+        return not value
+    return str(value).strip().lower() in ("0", "false", "off", "no", "disabled")
+
+
 MLA_V_TABLE = Path(__file__).with_name("mla_v_cache.json")
 
 
@@ -97,6 +117,8 @@ def kv_cells(inp: EstimateInput) -> KvCells:
     """The KV cells llama-server allocates: one unified cache, or one share per slot; windowed layers apart; an
     MLA-layout GGUF's V cache as the build keeps it (:func:`mla_v_cache`)."""
     cells = _kv_cells(inp)
+    if flash_attention_off(inp.options) and not inp.model.uniform_kv and not inp.model.is_mla:
+        cells = replace(cells, v_at_widest=True, note=f"{cells.note}; {V_AT_WIDEST}")
     if not inp.model.gguf_mla_latent:
         return cells
     keeps = mla_v_cache(inp.release, inp.engine_version)

@@ -1,4 +1,5 @@
-"""Issue 23: llama.cpp's V-less cache for GGUFs in its MLA layout (PR #19067; engines/llama_cpp/mla_v_cache.json).
+"""Issue 23: llama.cpp's V cache per build: V-less for GGUFs in its MLA layout (PR #19067;
+engines/llama_cpp/mla_v_cache.json), and V at the widest layer's width without flash attention.
 
 Worked from the trees, not from the code under test:
 
@@ -116,3 +117,59 @@ def test_the_reads_cite_their_trees() -> None:
     reads = llama_memory._mla_v_reads()
     assert reads[0] < reads[1]
     assert "ollama/ollama/blob/ef00199fb" in reads[2] and "has_v = !is_mla" in reads[2]
+
+
+# Without flash attention llama.cpp keeps V transposed and sizes every layer's V at n_embd_v_gqa_max()
+# (b9093 src/llama-kv-cache.cpp:187, b11434:210, b7209 Ollama 0cf7794b1:113; v_trans = !cparams.flash_attn in
+# src/llama-model.cpp). Gemma 4 26B-A4B as llama.cpp/009 prints it: 25 sliding layers of 8 KV heads x 256 (2048)
+# and 5 full layers of 2 x 512 (1024); at 262144 cells with the window's 1536 cells (n_swa 1024 + n_ubatch 512):
+# with flash attention (009's log) 5 x 262144 x (1024 + 1024) x 2 = 5120 MiB + 25 x 1536 x (2048 + 2048) x 2 =
+# 300 MiB; without it the full layers' V is 2048 wide: 5 x 262144 x (1024 + 2048) x 2 = 7680 MiB + 300 MiB.
+
+
+def _gemma4_26b() -> models.ModelFacts:
+    import sys
+    from pathlib import Path
+
+    from ruamel.yaml import YAML
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import vllm_logs
+
+    path = Path(__file__).resolve().parents[1] / "data" / "startup_logs" / "llama.cpp"
+    data = YAML(typ="safe").load(next(path.glob("009-*.yaml")).read_text())
+    facts = vllm_logs._other_facts(data)
+    assert facts is not None
+    return facts
+
+
+@pytest.mark.parametrize(("flash", "mib"), [(True, 5420.0), ("auto", 5420.0), (False, 7980.0), ("off", 7980.0)])
+def test_without_flash_attention_every_layer_takes_the_widest_v(flash: object, mib: float) -> None:
+    release = get("llama.cpp").select("b9093").release
+    inp = EstimateInput(
+        "llama.cpp",
+        release,
+        _gemma4_26b(),
+        None,
+        max_model_len=262144,
+        options={"parallel": 1, "flash_attn": flash},
+        host_memory_gib=4096,
+        engine_version="b9093",
+    )
+    assert llama_memory.estimate(inp).kv_cache_bytes_all_devices / MIB == pytest.approx(mib)
+
+
+def test_a_uniform_model_is_not_padded() -> None:
+    assert _kv_mib(_deepseek_coder_per_head(), "b9093") == pytest.approx(4320.0)
+    model = _deepseek_coder_per_head()
+    inp = EstimateInput(
+        "llama.cpp",
+        get("llama.cpp").select("b9093").release,
+        model,
+        None,
+        max_model_len=16384,
+        options={"parallel": 1, "flash_attn": False},
+        host_memory_gib=4096,
+        engine_version="b9093",
+    )
+    assert llama_memory.estimate(inp).kv_cache_bytes_all_devices / MIB == pytest.approx(4320.0)
