@@ -1279,6 +1279,23 @@ def compare_other(path: Path) -> Comparison:
     return _compare_on_gpu(name, data, facts, observed, choices, assumed, seen)
 
 
+def _mla_v_unread(engine: str, data: dict[str, Any], facts: models.ModelFacts, choices: list[str]) -> str:
+    """Why a llama.cpp log of a GGUF in the MLA layout is not answered: its build lies between the last one read
+    with a V cache for such a file and the first read without (engines/llama_cpp/mla_v_cache.json); "" otherwise."""
+    if engine != "llama.cpp" or not facts.gguf_mla_latent:
+        return ""
+    from servespec.engines.llama_cpp import memory as llama_memory
+
+    versions = choices or [_version(data, "engine_version")[0]]
+    gap = [v for v in versions if llama_memory.mla_v_cache(_release(engine, v), v) is None]
+    if not gap:
+        return ""
+    return (
+        f"llama.cpp {', '.join(gap)}: whether this build keeps a V cache for an MLA-layout GGUF (PR #19067's V-less "
+        "cache) is not read: between the builds mla_v_cache.json reads with and without it"
+    )
+
+
 def _compare_gguf(
     name: str,
     data: dict[str, Any],
@@ -1290,6 +1307,9 @@ def _compare_gguf(
 ) -> Comparison:
     """A llama.cpp or Ollama log: the KV bytes laid out for its context (under every release it may have run)."""
     engine = str(seen["engine"])
+    unread = _mla_v_unread(engine, data, facts, choices)
+    if unread:
+        return Comparison(name, observed, None, unread, assumed=assumed, **seen)
     kind = _kv_device(data)
     if kind:  # the KV cache is not on a catalogued discrete GPU: answered only where the device cannot matter
         predicted, why, label = _device_free_kv(data, facts, choices, kind)

@@ -711,6 +711,12 @@ class KvCells:
     state_bytes: int = 0
     """Bytes the engine counts with its KV cache that do not grow with the context (Ollama's Go engine: the linear
     layers' recurrent states per sequence); 0: none."""
+    v_at_widest: bool = False
+    """Every layer's V cache at the widest layer's V width (llama.cpp without flash attention keeps V transposed and
+    sizes it ``n_embd_v_gqa_max()`` in every layer: Gemma 4's full and sliding layers differ); False: each its own."""
+    mla_v_cache: bool = True
+    """Whether a GGUF in llama.cpp's MLA layout (``ModelFacts.gguf_mla_latent``) also gets a V cache: True before
+    llama.cpp's V-less cache (PR #19067), False for a build that keeps the latent in K alone (the unit's fact)."""
 
 
 @dataclass(frozen=True)
@@ -739,8 +745,11 @@ def _kv_bytes(inp: EstimateInput, cells: KvCells) -> tuple[Callable[[int], float
     element = kv_element_bytes(inp)
     per_window = layer_bytes_per_token(inp.model, element, 1)
     per_full = full_layer_bytes_per_token(inp.model, element, 1)
-    if inp.model.is_mla:  # llama.cpp caches K and V of an MLA model as its GGUF lays them out, not the latent alone
-        per_window = per_full = gguf_layer_bytes_per_token(inp.model, element)[0]
+    if inp.model.is_mla:  # llama.cpp caches K and V of an MLA model as its GGUF lays them out (V-less from #19067)
+        per_window = per_full = gguf_layer_bytes_per_token(inp.model, element, cells.mla_v_cache)[0]
+    elif cells.v_at_widest and per_window != per_full:  # K and V are as wide in each layer kind: V at the widest
+        widest = max(per_window, per_full) / 2
+        per_window, per_full = per_window / 2 + widest, per_full / 2 + widest
     sliding = inp.model.kv_sliding_layers
     windowed = min(cells.window_layers, sliding) if cells.window_cells is not None else 0
     growing = inp.model.kv_full_layers * per_full + (sliding - windowed) * per_window
@@ -753,7 +762,7 @@ def _kv_bytes(inp: EstimateInput, cells: KvCells) -> tuple[Callable[[int], float
     return total, growing or inp.model.kv_full_layers * per_full + sliding * per_window
 
 
-def gguf_layer_bytes_per_token(model: ModelFacts, element: float) -> tuple[float, str]:
+def gguf_layer_bytes_per_token(model: ModelFacts, element: float, v_cache: bool = True) -> tuple[float, str]:
     """Bytes one cell takes in one layer of an MLA model's KV cache in llama.cpp (and Ollama's llama.cpp runner),
     and how the layout was chosen.
 
@@ -768,9 +777,15 @@ def gguf_layer_bytes_per_token(model: ModelFacts, element: float) -> tuple[float
     MLA layout of PR #12801; per attention head before it). A model not read from a GGUF takes the per-head layout:
     the only one builds before that PR load (Ollama vendors it from 0.6.8: ``n_embd_head_k_mla`` is absent from
     https://github.com/ollama/ollama/blob/v0.6.6/llama/llama.cpp/src/llama-model.cpp and present in v0.6.8's), and
-    the layout of GGUFs converted before it; a file converted after it caches less."""
+    the layout of GGUFs converted before it; a file converted after it caches less.
+
+    ``v_cache`` False: a llama.cpp build with the V-less cache (PR #19067, ``has_v = !is_mla``) allocates no V for a
+    GGUF in the MLA layout (``model.gguf_mla_latent``), the latent and rope part in K alone; a per-head GGUF keeps
+    both."""
     if model.gguf_kv_widths is not None:
         k, v = model.gguf_kv_widths
+        if not v_cache and model.gguf_mla_latent:
+            return k * element, f"MLA latent K width {k} per cell and layer, no V cache (llama.cpp's V-less cache)"
         return (k + v) * element, f"MLA K/V widths {k} + {v} per cell and layer, from the GGUF file"
     heads = model.attention_heads
     nope, rope, value = model.qk_nope_head_dim or 0, model.qk_rope_head_dim or 0, model.v_head_dim or 0
@@ -805,7 +820,7 @@ def estimate_gguf(inp: EstimateInput, cells: KvCells, layers: GpuLayers) -> GpuE
     context, basis = cells.per_sequence, inp.context_basis
     notes = [cells.note, *([cells.window_note] if cells.window_note else [])]
     if inp.model.is_mla:
-        notes.append(gguf_layer_bytes_per_token(inp.model, 1.0)[1])
+        notes.append(gguf_layer_bytes_per_token(inp.model, 1.0, cells.mla_v_cache)[1])
     budget = total - (layers.margin_gib if gpu else 0.0)
 
     def kv_gib(tokens: int) -> float:

@@ -324,6 +324,16 @@ class ModelFacts:
         return self.kv_lora_rank is not None
 
     @property
+    def gguf_mla_latent(self) -> bool:
+        """A GGUF in llama.cpp's MLA layout (PR #12801: one KV head whose K is the latent plus the rope part,
+        ``kv_lora_rank + qk_rope_head_dim``, and whose V is the latent, ``kv_lora_rank``), which llama.cpp marks
+        ``hparams.is_mla()`` (``attention.key_length_mla`` present); False for a per-head GGUF or no GGUF."""
+        if self.gguf_kv_widths is None or not self.kv_lora_rank:
+            return False
+        k, v = self.gguf_kv_widths
+        return k == self.kv_lora_rank + (self.qk_rope_head_dim or 0) and v == self.kv_lora_rank
+
+    @property
     def is_sparse(self) -> bool:
         """DeepSeek Sparse Attention: MLA plus a lightning indexer with its own per-token key cache."""
         return bool(self.index_topk and self.index_head_dim)

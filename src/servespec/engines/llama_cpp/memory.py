@@ -18,12 +18,15 @@ builds). A build with neither sizes every layer at the full context, and says so
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
 
 from servespec.engines.catalog import EngineRelease, KvCacheCells
 from servespec.engines.gguf import integer, pad, switched_on
-from servespec.engines.llama_cpp.older_builds import OlderLayout, lookup
+from servespec.engines.llama_cpp.older_builds import OlderLayout, build_number, lookup
 from servespec.knowledge.memory import EstimateInput, GpuEstimate, GpuLayers, KvCells, estimate_gguf
 
 AUTO_SLOTS = 4
@@ -64,9 +67,74 @@ def ctx_size(length: int, layout: Slots, release: EngineRelease | None) -> int:
 
 _pad = pad
 
+V_AT_WIDEST = (
+    "flash attention off: llama.cpp keeps V transposed and gives every layer the widest layer's V width "
+    "(n_embd_v_gqa = !v_trans ? n_embd_v_gqa(il) : n_embd_v_gqa_max(), v_trans = !flash_attn: "
+    "https://github.com/ggml-org/llama.cpp/blob/b9093/src/llama-kv-cache.cpp#L187, "
+    "https://github.com/ggml-org/llama.cpp/blob/b11434/src/llama-kv-cache.cpp#L210, "
+    "https://github.com/ollama/ollama/blob/0cf7794b16fab8d4561bc5f6379f6d48bd59e101/llama/llama.cpp/src/"
+    "llama-kv-cache.cpp#L113 (b7209))"
+)
+"""Why a model whose layer kinds differ in V width (Gemma 4) takes the widest one in every layer without flash
+attention; builds before b7209 predate every such model the catalogue sizes."""
+
+
+def flash_attention_off(options: dict[str, object]) -> bool:
+    """Whether the options turn flash attention off outright (``auto`` and unset leave it to the device)."""
+    value = options.get("flash_attn")
+    if isinstance(value, bool):
+        return not value
+    return str(value).strip().lower() in ("0", "false", "off", "no", "disabled")
+
+
+MLA_V_TABLE = Path(__file__).with_name("mla_v_cache.json")
+
+
+@cache
+def _mla_v_reads() -> tuple[int, int, str]:
+    """The last build read with a V cache for an MLA-layout GGUF, the first read without, and the sources."""
+    data = json.loads(MLA_V_TABLE.read_text())
+    until, since = build_number(data["v_cache_until"]), build_number(data["v_less_from"])
+    assert until is not None and since is not None and until < since
+    return until, since, "; ".join(f"{read['build']}: {read['source']}" for read in data["reads"])
+
+
+def mla_v_cache(release: EngineRelease | None, version: str | None) -> bool | None:
+    """Whether this build gives a GGUF in llama.cpp's MLA layout a V cache (``mla_v_cache.json``): False for a
+    catalogued release (b9093 on, all after PR #19067) and a build from the first read without it; True up to the
+    last read with it (and for a build that names no number: the layout before the PR, as Ollama vendored it); None
+    for a build between the two reads (not known)."""
+    until, since, _ = _mla_v_reads()
+    number = build_number(release.version if release else version)
+    if release is not None and (number is None or number >= since):
+        return False
+    if number is None or number <= until:
+        return True
+    return False if number >= since else None
+
 
 def kv_cells(inp: EstimateInput) -> KvCells:
-    """The KV cells llama-server allocates: one unified cache, or one share per slot; windowed layers apart."""
+    """The KV cells llama-server allocates: one unified cache, or one share per slot; windowed layers apart; an
+    MLA-layout GGUF's V cache as the build keeps it (:func:`mla_v_cache`)."""
+    cells = _kv_cells(inp)
+    if flash_attention_off(inp.options) and not inp.model.uniform_kv and not inp.model.is_mla:
+        cells = replace(cells, v_at_widest=True, note=f"{cells.note}; {V_AT_WIDEST}")
+    if not inp.model.gguf_mla_latent:
+        return cells
+    keeps = mla_v_cache(inp.release, inp.engine_version)
+    if keeps is False:
+        return replace(cells, mla_v_cache=False)
+    if keeps is None:
+        until, since, _ = _mla_v_reads()
+        why = (
+            f"llama.cpp {inp.engine_version}: whether it keeps a V cache for an MLA-layout GGUF is not read (b{until} "
+            f"does, b{since} does not: mla_v_cache.json); sized with one"
+        )
+        return replace(cells, note=f"{cells.note}; {why}")
+    return cells
+
+
+def _kv_cells(inp: EstimateInput) -> KvCells:
     layout = slots(inp.options, inp.release)
     length = _pad(inp.max_model_len, layout.pad)
     auto = "automatic " if not layout.given else ""
