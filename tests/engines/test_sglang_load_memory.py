@@ -156,3 +156,57 @@ def test_qwq_32b_at_tp4_on_l4_loads_what_sglang_logged() -> None:
     found = vllm_logs._estimate_sglang(data, facts, gpu)
     assert abs(found.weights_gib - data["observed"]["weights_gb"]) < 0.01
     assert any(note.startswith("model load: +0.28") for note in found.notes)
+
+
+def _aligned_moe() -> models.ModelFacts:
+    """:func:`_aligned` as a Qwen3-MoE: 8 experts of width 1024 (w13 128 MiB, w2 64 MiB), a 64 KiB router."""
+    aligned = _aligned()
+    return replace(aligned, architecture="Qwen3MoeForCausalLM", experts=8, active_experts=2, moe_intermediate_size=1024)
+
+
+def test_a_moe_layer_is_built_as_fused_experts_then_the_router() -> None:
+    """qwen3_moe.py builds ``FusedMoE`` (``w13_weight``, ``w2_weight``) then the ``ReplicatedLinear`` router; the
+    router and norms share the small pool's one 2 MiB segment, every other tensor fills its own."""
+    model = _aligned_moe()
+    assert model.is_moe
+    inp = _input(model, "0.4.3.post4", 1, gpu="NVIDIA H100 80GB HBM3")
+    events, params = load_memory._events(inp, 2, 4)
+    names = [name for name, size in events if size is not None and name.startswith("0.")]
+    assert names == ["0.qkv", "0.o", "0.w13", "0.w2", "0.gate", "0.norm1", "0.norm2"]
+    mib = 1024 * 1024
+    per_layer = (48 + 32 + 128 + 64) * mib + 8 * 4096 * 2 + 2 * 4096 * 2
+    assert params == 128256 * 4096 * 2 + 4 * per_layer + 4096 * 2
+    found = load_memory.overhead(inp, SGLANG.select("0.4.3.post4").release.facts.memory)
+    assert found is not None
+    small = 4 * (8 * 4096 * 2 + 2 * 4096 * 2) + 4096 * 2  # routers and norms, after the rope's freed temporaries
+    assert round(found.gib * GIB) == 40960 * 128 * 4 + 2 * mib - small
+
+
+def test_qwen3_moe_per_rank_tensors_keep_one_kv_head_where_ranks_outnumber_them() -> None:
+    """Qwen3-30B-A3B (4 KV heads) at TP8: ``QKVParallelLinear`` keeps one KV head per rank, 3 MiB of qkv_proj."""
+    model = models.catalogued("Qwen/Qwen3-30B-A3B")
+    assert model is not None and model.kv_heads == 4
+    inp = _input(model, "0.5.4", 8, gpu="NVIDIA H100 80GB HBM3")
+    sizes = dict((name, size) for name, size in load_memory._events(inp, 2, 4)[0] if size is not None)
+    assert sizes["5.qkv"] == (4 * 128 + 2 * 128) * 2048 * 2
+    assert sizes["5.w13"] == 128 * 2 * (768 // 8) * 2048 * 2 and sizes["5.w2"] == 128 * 2048 * (768 // 8) * 2
+    assert sizes["5.gate"] == 128 * 2048 * 2
+    found = load_memory.overhead(inp, SGLANG.select("0.5.4").release.facts.memory)
+    assert found is not None and found.gib > 40960 * 128 * 4 / GIB  # the float32 cache and the segments' rests
+
+
+def test_a_moe_layout_not_replayed_gets_no_overhead() -> None:
+    model = _aligned_moe()
+    memory = SGLANG.select("0.4.3.post4").release.facts.memory
+    h100 = "NVIDIA H100 80GB HBM3"
+    assert load_memory.overhead(_input(model, "0.4.3.post4", 1, gpu=h100), memory) is not None
+    # ROCm: aiter re-lays the experts after loading (not replayed)
+    assert load_memory.overhead(_input(model, "0.4.3.post4", 1, gpu="AMD Instinct MI300X"), memory) is None
+    for other in (
+        replace(model, shared_intermediate_size=1024),  # a shared expert: another block's layout
+        replace(model, architecture="MixtralForCausalLM"),
+        replace(model, quant_method="fp8"),
+        replace(model, moe_intermediate_size=1020),  # not split evenly over 8 ranks
+    ):
+        tp = 8 if other.moe_intermediate_size == 1020 else 1
+        assert load_memory.overhead(_input(other, "0.4.3.post4", tp, gpu=h100), memory) is None
