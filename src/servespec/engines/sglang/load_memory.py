@@ -38,7 +38,9 @@ ReplicatedLinear(hidden_size, num_experts, quant_config=None)``, no shared exper
 the unquantized method makes ``w13_weight`` (experts x 2 * intermediate / TP x hidden) then ``w2_weight`` (experts x
 hidden x intermediate / TP) (layers/moe/fused_moe_triton/layer.py, ``UnquantizedFusedMoEMethod``); on CUDA its
 ``process_weights_after_loading`` keeps them as they are, on ROCm aiter re-lays them (``shuffle_weight``), which is
-not replayed: MoE is replayed on CUDA only."""
+not replayed: MoE is replayed on CUDA only. Read in qwen3_moe.py of a 0.4-series tree and of commit 008af3a6 (2026),
+which keep the order (https://github.com/sgl-project/sglang/blob/008af3a6f95b956ea4d50986f9a921f13dced28b/python/
+sglang/srt/models/qwen3_moe.py ``Qwen3MoeSparseMoeBlock``, ``Qwen3MoeAttention``)."""
 VOCAB_PADDING = 64
 """``DEFAULT_VOCAB_PADDING_SIZE`` (layers/vocab_parallel_embedding.py, v0.4.0 on)."""
 PLAIN_ROPE = frozenset({"", "default", "llama3"})
