@@ -213,3 +213,14 @@ def test_per_tensor_fp8_is_read_in_every_release_with_the_workspace() -> None:
         if fact is not None:
             assert "quantization/fp8.py#L" in fact.per_tensor_fp8_source, version
             assert fact.unquantized_source, version
+
+
+def test_an_explicit_moe_backend_decides_before_the_oracle() -> None:
+    """``--moe-backend triton`` runs Triton even where FlashInfer leads (0.20.0 on H100); any other named backend is
+    not modelled (v0.18.0 oracle/unquantized.py L56-L67 ``map_unquantized_backend``)."""
+    inp = _on("067", "0.20.0", "H100-SXM5-80GB")
+    forced = replace(inp, options={**inp.options, "moe_backend": "triton"})
+    assert block_fp8_moe_workspace_gib(forced, 8192)[0] == pytest.approx(QWEN3_30B)
+    other = replace(_log("067"), options={**inp.options, "moe_backend": "flashinfer_cutlass"})
+    gib, notes = block_fp8_moe_workspace_gib(other, 8192)
+    assert gib == 0.0 and any("moe_backend flashinfer_cutlass" in note for note in notes)

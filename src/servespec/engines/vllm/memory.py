@@ -724,6 +724,11 @@ def block_fp8_moe_workspace_gib(inp: EstimateInput, batched: int) -> tuple[float
         kind = "per-tensor FP8 MoE"
     else:
         return 0.0, []  # other schemes, ROCm's own kernels; below 8.9 no FP8 Triton experts (Marlin)
+    # ``--moe-backend`` other than "auto" decides before either oracle's list ("triton": TRITON in the unquantized
+    # and fp8 oracles' ``map_*_backend``, v0.18.0 oracle/unquantized.py L58, oracle/fp8.py L193).
+    asked = inp.options.get("moe_backend")
+    if isinstance(asked, str) and asked != "auto":
+        other = "" if asked == "triton" else f"moe_backend {asked}"
     if other:
         return 0.0, [f"{kind} experts: {other}; its workspace is not modelled"]
     if inp.data_parallel > 1:
