@@ -1,4 +1,5 @@
-"""Derive the ``block_fp8_moe_workspace`` fact of every catalogued vLLM release from its own source.
+"""Derive the ``block_fp8_moe_workspace`` fact (the Triton MoE experts' persistent workspace) of every catalogued
+vLLM release from its own source.
 
     python scripts/catalog/vllm_moe_workspace.py            # every catalogued release
     python scripts/catalog/vllm_moe_workspace.py 0.27.1     # only these
@@ -17,6 +18,18 @@ sdist (read by ``ast`` from the files named; scripts/catalog/vllm_sampler.py ``t
   FlashInfer TRT-LLM's FP8 experts need ``is_device_capability_family(100)``;
 * ``deep_gemm_capabilities``: the capabilities ``CudaPlatform.support_deep_gemm`` (platforms/cuda.py) names, or
   before it (0.18) ``is_deep_gemm_supported`` (utils/deep_gemm.py).
+
+The same fact carries where the release's unquantized and per-tensor FP8 MoE run the same Triton experts (read only
+where the conditions above hold, so the workspace is persistent and unchunked):
+
+* ``unquantized_*``: fused_moe/oracle/unquantized.py. 0.18-0.19 ``select_unquantized_moe_backend`` takes Triton on
+  CUDA unless ``VLLM_USE_FLASHINFER_MOE_FP16`` is 1; 0.20 on ``_get_priority_backends`` lists FlashInfer TRT-LLM and
+  FlashInfer CUTLASS ahead of Triton (their ``_supports_current_device`` capabilities are recorded), and 0.23 on
+  moves both behind Triton on the 9.x family;
+* ``per_tensor_fp8_source``: quantization/fp8.py ``Fp8MoEMethod`` passes ``kFp8DynamicTensorSym`` activations unless
+  ``activation_scheme`` is static and ``allow_vllm_cutlass=False``, ``TritonExperts._supports_quant_scheme`` lists
+  ``(kFp8StaticTensorSym, kFp8DynamicTensorSym)`` and ``FlashInferExperts``' per-tensor FP8 is static activations
+  from 9.0 only.
 
 A development tool: the CLI never imports it.
 """
@@ -45,6 +58,9 @@ DEEP_GEMM = "vllm/utils/deep_gemm.py"
 TRITON_FILES = (f"{FUSED}/experts/triton_moe.py", f"{FUSED}/fused_moe.py")
 CUTLASS_FILES = (f"{FUSED}/experts/flashinfer_cutlass_moe.py", f"{FUSED}/flashinfer_cutlass_moe.py")
 TRTLLM_FILES = (f"{FUSED}/experts/trtllm_fp8_moe.py", f"{FUSED}/trtllm_fp8_moe.py")
+UNQUANTIZED = f"{FUSED}/oracle/unquantized.py"
+FP8_METHOD = "vllm/model_executor/layers/quantization/fp8.py"
+BF16_TRTLLM_FILES = (f"{FUSED}/experts/trtllm_bf16_moe.py",)
 SHAPES = {"workspace1": "(M, topk, max(activation_out_dim, K))", "workspace2": "(M, topk, max(N, K))"}
 
 
@@ -162,6 +178,150 @@ def _trtllm_blackwell_only(module: ast.Module) -> int:
     return device.lineno if device is not None and _capability_tests(device) == ["10"] else 0
 
 
+def _flashinfer_opt_in(oracle: ast.Module) -> int:
+    """0.18-0.19: the line of ``select_unquantized_moe_backend`` where, with no priority list, CUDA takes FlashInfer
+    only when ``VLLM_USE_FLASHINFER_MOE_FP16`` is on (envs.py: ``"0"`` by default) and Triton otherwise; 0
+    otherwise."""
+    select = _function(oracle, "select_unquantized_moe_backend")
+    if select is None or _function(oracle, "_get_priority_backends") is not None:
+        return 0
+    text = ast.unparse(select)
+    gated = "envs.VLLM_USE_FLASHINFER_MOE_FP16" in text and "UnquantizedMoeBackend.TRITON" in text
+    return select.lineno if gated else 0
+
+
+def _cuda_priority(oracle: ast.Module) -> tuple[int, list[str], list[str]]:
+    """0.20 on: the line of ``_get_priority_backends``, the CUDA list's order (backend names) and the capability
+    families under which an ``if`` moves both FlashInfer backends behind Triton (``_move_to_back``)."""
+    priority = _function(oracle, "_get_priority_backends")
+    if priority is None:
+        return 0, [], []
+    order: list[str] = []
+    families: list[str] = []
+    for node in ast.walk(priority):
+        if isinstance(node, ast.If) and "is_cuda" in ast.unparse(node.test) and not order:
+            listed = next((n.value for n in node.body if isinstance(n, ast.Assign)), None)
+            if isinstance(listed, ast.List):
+                order = [ast.unparse(e).rsplit(".", 1)[-1] for e in listed.elts]
+        if isinstance(node, ast.If):
+            tests = _capability_tests(node.test)
+            moved = [ast.unparse(c.args[1]).rsplit(".", 1)[-1] for c in _calls(node, "_move_to_back")]
+            if tests and set(moved) == {"FLASHINFER_TRTLLM", "FLASHINFER_CUTLASS"}:
+                families += tests
+    return priority.lineno, order, families
+
+
+def _device_tests(module: ast.Module, cls_name: str | None = None) -> tuple[int, list[str]]:
+    scope: ast.AST | None = _class(module, cls_name) if cls_name else module
+    device = _function(scope, "_supports_current_device") if scope is not None else None
+    return (device.lineno, _capability_tests(device)) if device is not None else (0, [])
+
+
+def _dynamic_tensor_key(module: ast.Module) -> int:
+    """The line where ``Fp8MoEMethod`` (quantization/fp8.py) takes ``kFp8DynamicTensorSym`` activations for
+    per-tensor weights unless ``activation_scheme == "static"``, and passes ``allow_vllm_cutlass=False``; 0
+    otherwise."""
+    cls = _class(module, "Fp8MoEMethod")
+    if cls is None:
+        return 0
+    text = ast.unparse(cls)
+    if "allow_vllm_cutlass=False" not in text:
+        return 0
+    for node in ast.walk(cls):
+        if isinstance(node, (ast.If, ast.IfExp)) and "activation_scheme == 'static'" in ast.unparse(node.test):
+            body = node.body[0] if isinstance(node, ast.If) else node.body
+            if "kFp8DynamicTensorSym" in ast.unparse(node) and "kFp8StaticTensorSym" in ast.unparse(body):
+                return node.lineno
+    return 0
+
+
+def _scheme_function(module: ast.Module, cls_name: str) -> ast.FunctionDef | None:
+    cls = _class(module, cls_name)
+    return _function(cls, "_supports_quant_scheme") if cls is not None else None
+
+
+def _triton_takes_dynamic_tensor(module: ast.Module) -> int:
+    scheme = _scheme_function(module, "TritonExperts")
+    text = ast.unparse(scheme) if scheme is not None else ""
+    return scheme.lineno if scheme is not None and "(kFp8StaticTensorSym, kFp8DynamicTensorSym)" in text else 0
+
+
+def _cutlass_per_tensor_static_only(module: ast.Module) -> int:
+    """FlashInferExperts' per-tensor FP8 is ``(kFp8StaticTensorSym, kFp8StaticTensorSym)`` from 9.0 only, never
+    dynamic activations; 0 otherwise."""
+    scheme = _scheme_function(module, "FlashInferExperts")
+    text = ast.unparse(scheme) if scheme is not None else ""
+    ok = "(kFp8StaticTensorSym, kFp8StaticTensorSym)" in text and "DynamicTensor" not in text
+    return scheme.lineno if scheme is not None and ok and "has_device_capability(90)" in text else 0
+
+
+def per_tensor_fp8(version: str, src: Path) -> dict[str, Any] | None:
+    """Per-tensor FP8 MoE (``Fp8MoEMethod``): dynamic activations go to Triton (FlashInfer CUTLASS takes static
+    ones only, from 9.0; DeepGEMM block scales only; vLLM CUTLASS not allowed), static ones to FlashInfer CUTLASS
+    from 9.0: ``{per_tensor_fp8_source}``, or None where any of it is not read."""
+    method, triton, cutlass = _parse(src, FP8_METHOD), _first(src, TRITON_FILES), _first(src, CUTLASS_FILES)
+    if method is None or triton is None or cutlass is None:
+        return None
+    lines = {
+        (FP8_METHOD, "Fp8MoEMethod: dynamic per-tensor activations unless activation_scheme is static"): (
+            _dynamic_tensor_key(method)
+        ),
+        (triton[0], "TritonExperts: (kFp8StaticTensorSym, kFp8DynamicTensorSym)"): _triton_takes_dynamic_tensor(
+            triton[1]
+        ),
+        (cutlass[0], "FlashInferExperts: per-tensor FP8 static activations only, 9.0 on"): (
+            _cutlass_per_tensor_static_only(cutlass[1])
+        ),
+    }
+    if not all(lines.values()):
+        return None
+    return {"per_tensor_fp8_source": "; ".join(f"{builder.url(version, r, n)} ({w})" for (r, w), n in lines.items())}
+
+
+def unquantized_moe(version: str, src: Path) -> dict[str, Any] | None:
+    """Where the release's unquantized MoE oracle (fused_moe/oracle/unquantized.py) runs the Triton experts on CUDA:
+    ``{unquantized_flashinfer_opt_in, unquantized_flashinfer_capabilities, unquantized_triton_first_families,
+    unquantized_source}``, or None where the oracle is not read."""
+    oracle = _parse(src, UNQUANTIZED)
+    if oracle is None:
+        return None
+    opt_in = _flashinfer_opt_in(oracle)
+    if opt_in:
+        return {
+            "unquantized_flashinfer_opt_in": True,
+            "unquantized_fp16_env": True,
+            "unquantized_source": builder.url(version, UNQUANTIZED, opt_in)
+            + " (select_unquantized_moe_backend: Triton on CUDA unless VLLM_USE_FLASHINFER_MOE_FP16=1)",
+        }
+    line, order, families = _cuda_priority(oracle)
+    cutlass, trtllm = _first(src, CUTLASS_FILES), _first(src, BF16_TRTLLM_FILES)
+    if not line or cutlass is None or trtllm is None:
+        return None
+    ahead = order[: order.index("TRITON")] if "TRITON" in order else []
+    if set(ahead) != {"FLASHINFER_TRTLLM", "FLASHINFER_CUTLASS"}:
+        return None
+    cutlass_line, cutlass_caps = _device_tests(cutlass[1], "FlashInferExperts")
+    trtllm_line, trtllm_caps = _device_tests(trtllm[1])
+    if not cutlass_caps or not trtllm_caps:
+        return None
+    capabilities = sorted(set(cutlass_caps + trtllm_caps), key=lambda c: tuple(int(p) for p in c.split(".")))
+    source = "; ".join(
+        [
+            f"{builder.url(version, UNQUANTIZED, line)} (_get_priority_backends: FlashInfer TRT-LLM and CUTLASS "
+            f"ahead of Triton on CUDA{', moved behind it on ' + '/'.join(families) + '.x' if families else ''})",
+            f"{builder.url(version, cutlass[0], cutlass_line)} (FlashInferExperts._supports_current_device)",
+            f"{builder.url(version, trtllm[0], trtllm_line)} (TrtLlmBf16Experts._supports_current_device)",
+        ]
+    )
+    return {
+        "unquantized_fp16_env": "VLLM_USE_FLASHINFER_MOE_FP16" in ast.unparse(oracle),
+        "unquantized_flashinfer_opt_in": False,
+        "unquantized_flashinfer_capabilities": capabilities,
+        "unquantized_triton_first_families": families,
+        "unquantized_source": source,
+    }
+
+
 def block_fp8_moe_workspace(version: str, src: Path) -> dict[str, Any] | None:
     """``{deep_gemm_capabilities, source}`` (:class:`BlockFp8MoeWorkspace`), or None where any condition of the
     module docstring fails."""
@@ -186,7 +346,12 @@ def block_fp8_moe_workspace(version: str, src: Path) -> dict[str, Any] | None:
     if not all(lines.values()) or deep_gemm is None:
         return None
     source = "; ".join(f"{builder.url(version, rel, line)} ({what})" for (rel, what), line in lines.items())
-    return {"deep_gemm_capabilities": _capability_tests(deep_gemm), "source": source}
+    return {
+        "deep_gemm_capabilities": _capability_tests(deep_gemm),
+        "source": source,
+        **(unquantized_moe(version, src) or {}),
+        **(per_tensor_fp8(version, src) or {}),
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -122,3 +122,105 @@ def test_nothing_for_unquantized_or_per_tensor_or_older_releases() -> None:
     assert block_fp8_moe_workspace_gib(replace(inp, model=replace(inp.model, quant_method=None)), 8192)[0] == 0
     older = replace(inp, release=VLLM.select("0.17.1").release)
     assert block_fp8_moe_workspace_gib(older, 8192) == (0.0, [])
+
+
+# Unquantized (bf16) MoE: the same TritonExperts inside the modular kernel, worked by hand from v0.19.0
+# fused_moe/oracle/unquantized.py L71-L176 (``select_unquantized_moe_backend``: on CUDA FlashInfer only with
+# VLLM_USE_FLASHINFER_MOE_FP16=1, envs.py L1240 default "0"; otherwise ``UnquantizedMoeBackend.TRITON``).
+# 067 Qwen3-30B-A3B TP1: hidden K = 2048, moe_intermediate_size 768 -> N = 1536, top-8, 8192 tokens, bf16:
+# max(N/2, K) = max(N, K) = 2048, so each buffer is 8192 * 8 * 2048 * 2 B = 268,435,456 B = 0.25 GiB.
+QWEN3_30B = 2 * 268_435_456 / GIB
+
+
+def test_unquantized_triton_on_0_19_holds_the_batch_wide_buffers() -> None:
+    gib, notes = block_fp8_moe_workspace_gib(_log("067"), 8192)
+    assert gib == pytest.approx(QWEN3_30B)
+    assert any("unquantized MoE Triton experts' workspace 0.50 GiB" in note for note in notes)
+
+
+def test_unquantized_mixtral_tp2_splits_the_expert_width() -> None:
+    """050 Mixtral-8x7B TP2: K = 4096, I = 14336 -> N = 2 x 7168 = 14336, top-2: workspace13 = 8192*2*7168*2 B,
+    workspace2 = 8192*2*14336*2 B."""
+    gib, _ = block_fp8_moe_workspace_gib(_log("050"), 8192)
+    assert gib * GIB == 8192 * 2 * 7168 * 2 + 8192 * 2 * 14336 * 2
+
+
+def test_flashinfer_asked_for_on_0_19_drops_it() -> None:
+    inp = replace(_log("067"), env={"VLLM_USE_FLASHINFER_MOE_FP16": "1"})
+    gib, notes = block_fp8_moe_workspace_gib(inp, 8192)
+    assert gib == 0.0 and any("FlashInfer" in note for note in notes)
+
+
+def _on(number: str, version: str, gpu: str, env: dict[str, str] | None = None) -> EstimateInput:
+    card = gpus.resolve(gpu)
+    assert card is not None
+    return replace(_log(number), release=VLLM.select(version).release, gpu=card, env=env or {})
+
+
+def test_the_priority_list_from_0_20_puts_flashinfer_first_where_it_runs() -> None:
+    """0.20.0 oracle/unquantized.py L47-L84: FlashInfer TRT-LLM, FlashInfer CUTLASS, Triton; FlashInferExperts
+    (flashinfer_cutlass_moe.py L125-L134) runs on 9.0 and the 10/11/12 families: Hopper is not modelled, Ampere
+    (8.0, neither FlashInfer kernel) takes Triton, and VLLM_USE_FLASHINFER_MOE_FP16=0 removes FlashInfer (L229-L235)."""
+    gib, notes = block_fp8_moe_workspace_gib(_on("067", "0.20.0", "H100-SXM5-80GB"), 8192)
+    assert gib == 0.0 and any("FlashInfer TRT-LLM or CUTLASS" in note for note in notes)
+    assert block_fp8_moe_workspace_gib(_on("067", "0.20.0", "A100-SXM4-80GB"), 8192)[0] == pytest.approx(QWEN3_30B)
+    off = _on("067", "0.20.0", "H100-SXM5-80GB", {"VLLM_USE_FLASHINFER_MOE_FP16": "0"})
+    assert block_fp8_moe_workspace_gib(off, 8192)[0] == pytest.approx(QWEN3_30B)
+
+
+def test_hopper_prefers_triton_for_unquantized_from_0_23() -> None:
+    """0.23.0 oracle/unquantized.py L73-L75 moves both FlashInfer backends behind Triton on the 9.x family; Blackwell
+    (10.0) still lists them first."""
+    fact = VLLM.catalog.release("0.23.0").facts.block_fp8_moe_workspace
+    assert fact is not None and fact.unquantized_triton_first_families == ("9",)
+    assert block_fp8_moe_workspace_gib(_on("067", "0.23.0", "H100-SXM5-80GB"), 8192)[0] == pytest.approx(QWEN3_30B)
+    gib, _ = block_fp8_moe_workspace_gib(_on("067", "0.23.0", "B200"), 8192)
+    assert gib == 0.0
+
+
+def test_no_unquantized_workspace_before_0_18() -> None:
+    assert block_fp8_moe_workspace_gib(_on("067", "0.17.1", "H100-SXM5-80GB"), 8192) == (0.0, [])
+
+
+# Per-tensor FP8, worked from v0.22.1: quantization/fp8.py L593-L598 gives a runtime ``--quantization fp8`` (the
+# Fp8Config default activation_scheme "dynamic") ``(kFp8StaticTensorSym, kFp8DynamicTensorSym)``;
+# experts/flashinfer_cutlass_moe.py L153-L170 takes per-tensor FP8 with static activations only, DeepGEMM block
+# scales only, vLLM CUTLASS is not allowed (L605 ``allow_vllm_cutlass=False``), so TritonExperts (triton_moe.py L80-L101
+# lists the scheme) runs -- as 101's own log says ("Using TRITON Fp8 MoE backend"). The activations stay bf16, so the
+# buffers are those of 067: 8192 x 8 x 2048 x 2 B each.
+
+
+def test_runtime_fp8_of_a_bf16_moe_takes_triton_on_hopper() -> None:
+    gib, notes = block_fp8_moe_workspace_gib(_log("101"), 8192)
+    assert gib == pytest.approx(QWEN3_30B)
+    assert any("per-tensor FP8 MoE Triton experts' workspace 0.50 GiB" in note for note in notes)
+
+
+def test_a_serialized_per_tensor_checkpoint_on_hopper_is_not_modelled() -> None:
+    """Its activation scheme may be static, which FlashInfer CUTLASS takes from 9.0; on Ada (8.9) it cannot."""
+    inp = _log("101")
+    served = replace(inp, model=replace(inp.model, quant_method="fp8"))
+    gib, notes = block_fp8_moe_workspace_gib(served, 8192)
+    assert gib == 0.0 and any("activation scheme is static" in note for note in notes)
+    ada = gpus.resolve("L40S")
+    assert ada is not None and ada.compute_capability == (8, 9)
+    assert block_fp8_moe_workspace_gib(replace(served, gpu=ada), 8192)[0] == pytest.approx(QWEN3_30B)
+
+
+def test_per_tensor_fp8_is_read_in_every_release_with_the_workspace() -> None:
+    for version in VLLM.catalog.versions:
+        fact = VLLM.catalog.release(version).facts.block_fp8_moe_workspace
+        if fact is not None:
+            assert "quantization/fp8.py#L" in fact.per_tensor_fp8_source, version
+            assert fact.unquantized_source, version
+
+
+def test_an_explicit_moe_backend_decides_before_the_oracle() -> None:
+    """``--moe-backend triton`` runs Triton even where FlashInfer leads (0.20.0 on H100); any other named backend is
+    not modelled (v0.18.0 oracle/unquantized.py L56-L67 ``map_unquantized_backend``)."""
+    inp = _on("067", "0.20.0", "H100-SXM5-80GB")
+    forced = replace(inp, options={**inp.options, "moe_backend": "triton"})
+    assert block_fp8_moe_workspace_gib(forced, 8192)[0] == pytest.approx(QWEN3_30B)
+    other = replace(_log("067"), options={**inp.options, "moe_backend": "flashinfer_cutlass"})
+    gib, notes = block_fp8_moe_workspace_gib(other, 8192)
+    assert gib == 0.0 and any("moe_backend flashinfer_cutlass" in note for note in notes)

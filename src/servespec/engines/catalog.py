@@ -648,6 +648,25 @@ class BlockFp8MoeWorkspace(_Fact):
     deep_gemm_capabilities: tuple[str, ...]
     """``CudaPlatform.support_deep_gemm``: ``"9.0"`` (exact) and ``"10"``/``"12"`` (capability families)."""
     source: str
+    unquantized_flashinfer_opt_in: bool = False
+    """0.18-0.19 (fused_moe/oracle/unquantized.py ``select_unquantized_moe_backend``): an unquantized (bf16/fp16)
+    MoE runs the same Triton experts on CUDA unless ``VLLM_USE_FLASHINFER_MOE_FP16`` is 1 (envs.py default 0)."""
+    unquantized_flashinfer_capabilities: tuple[str, ...] = ()
+    """0.20 on (``_get_priority_backends``: FlashInfer TRT-LLM, FlashInfer CUTLASS, then Triton): the capabilities
+    their ``_supports_current_device`` names (``"9.0"`` exact, ``"10"`` a family); elsewhere Triton runs."""
+    unquantized_triton_first_families: tuple[str, ...] = ()
+    """Capability families on which the priority list moves both FlashInfer backends behind Triton (0.23 on: ``"9"``,
+    Hopper)."""
+    per_tensor_fp8_source: str = ""
+    """Per-tensor FP8 (``Fp8MoEMethod``, quantization/fp8.py): activations dynamic unless the checkpoint's
+    ``activation_scheme`` is static, and then the fp8 oracle's first taker is Triton (FlashInfer CUTLASS takes only
+    static activations, from 9.0; FlashInfer TRT-LLM is Blackwell 10.x; DeepGEMM block scales only; vLLM CUTLASS
+    not allowed). Empty: not read (no per-tensor workspace is added)."""
+    unquantized_fp16_env: bool = False
+    """The oracle reads ``VLLM_USE_FLASHINFER_MOE_FP16`` (0.18-0.23): 1 asks for FlashInfer, 0 (0.20 on) removes it
+    from the list; 0.24 on the variable is gone."""
+    unquantized_source: str = ""
+    """Where the unquantized oracle was read; empty: not read (no unquantized workspace is added)."""
 
 
 class ContextTier(_Fact):

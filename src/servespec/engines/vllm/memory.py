@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from servespec.engines.catalog import HybridKvCache, MmEncoderProfile, Mxfp4Choice, version_key
+from servespec.engines.catalog import BlockFp8MoeWorkspace, HybridKvCache, MmEncoderProfile, Mxfp4Choice, version_key
 from servespec.knowledge import vision as towers
 from servespec.knowledge.memory import (
     GIB,
@@ -694,8 +694,9 @@ def _deep_gemm_off(inp: EstimateInput) -> bool:
 
 
 def block_fp8_moe_workspace_gib(inp: EstimateInput, batched: int) -> tuple[float, list[str]]:
-    """GiB per GPU the Triton experts of a block-FP8 MoE checkpoint hold from the profiling run on, and why (the
-    ``block_fp8_moe_workspace`` fact, :class:`~servespec.engines.catalog.BlockFp8MoeWorkspace`).
+    """GiB per GPU the Triton experts of a block-FP8, unquantized or per-tensor FP8 MoE hold from the profiling run
+    on, and why (the ``block_fp8_moe_workspace`` fact, :class:`~servespec.engines.catalog.BlockFp8MoeWorkspace`:
+    the oracles of each scheme, :func:`_unquantized_not_triton`, :func:`_per_tensor_fp8_not_triton`).
 
     The profiling batch (``batched`` tokens, unchunked) sizes the workspace manager's one buffer:
     ``round256(max(M·topk·max(N/2, K), M·K)·e) + round256(M·topk·max(N, K)·e)`` bytes, with ``N`` twice the local
@@ -707,22 +708,29 @@ def block_fp8_moe_workspace_gib(inp: EstimateInput, batched: int) -> tuple[float
     fact = inp.release.facts.block_fp8_moe_workspace if inp.release else None
     model = inp.model
     method = load_quantization(inp.quantization) or model.quant_method
-    if fact is None or not model.is_moe or method != "fp8" or model.weight_block_size is None or inp.gpu is None:
+    if fact is None or not model.is_moe or inp.gpu is None:
         return 0.0, []
     capability = inp.gpu.cuda_capability
-    if capability is None or capability < (8, 9):
-        return 0.0, []  # ROCm's own kernels; below 8.9 no FP8 Triton experts (Marlin)
     group = inp.moe_group or inp.tensor_parallel
     expert_parallel = (inp.expert_parallel > 1 or inp.options.get("enable_expert_parallel") is True) and group > 1
-    other = ""
-    if capability == (9, 0) and expert_parallel:
-        other = "FlashInfer CUTLASS (Hopper, expert parallel)"
-    elif capability[0] == 10:
-        other = "FlashInfer TRT-LLM or DeepGEMM (Blackwell 10.x)"
-    elif capability != (9, 0) and _deep_gemm_capability(capability, fact.deep_gemm_capabilities):
-        other = "" if _deep_gemm_off(inp) else "DeepGEMM (VLLM_USE_DEEP_GEMM not 0)"
+    if method is None and fact.unquantized_source and capability is not None:
+        other = _unquantized_not_triton(inp, fact, capability)
+        kind = "unquantized MoE"
+    elif method == "fp8" and model.weight_block_size is not None and capability is not None and capability >= (8, 9):
+        other = _block_fp8_not_triton(inp, fact, capability, expert_parallel)
+        kind = "block-FP8 MoE"
+    elif method == "fp8" and fact.per_tensor_fp8_source and capability is not None and capability >= (8, 9):
+        other = _per_tensor_fp8_not_triton(inp, capability)
+        kind = "per-tensor FP8 MoE"
+    else:
+        return 0.0, []  # other schemes, ROCm's own kernels; below 8.9 no FP8 Triton experts (Marlin)
+    # ``--moe-backend`` other than "auto" decides before either oracle's list ("triton": TRITON in the unquantized
+    # and fp8 oracles' ``map_*_backend``, v0.18.0 oracle/unquantized.py L58, oracle/fp8.py L193).
+    asked = inp.options.get("moe_backend")
+    if isinstance(asked, str) and asked != "auto":
+        other = "" if asked == "triton" else f"moe_backend {asked}"
     if other:
-        return 0.0, [f"block-FP8 MoE experts: {other}; its workspace is not modelled"]
+        return 0.0, [f"{kind} experts: {other}; its workspace is not modelled"]
     if inp.data_parallel > 1:
         return 0.0, []  # the gathered tokens' note says what is left out (:func:`_gathered_tokens_note`)
     topk, hidden = model.active_experts or 0, model.hidden_size
@@ -734,7 +742,52 @@ def block_fp8_moe_workspace_gib(inp: EstimateInput, batched: int) -> tuple[float
     first = max(batched * topk * max(width / 2, hidden), batched * hidden) * element
     second = batched * topk * max(width, hidden) * element
     gib = (_round_up(first, 256) + _round_up(second, 256)) / GIB
-    return gib, [f"block-FP8 MoE Triton experts' workspace {gib:.2f} GiB ({batched} tokens x top-{topk}; held)"]
+    return gib, [f"{kind} Triton experts' workspace {gib:.2f} GiB ({batched} tokens x top-{topk}; held)"]
+
+
+def _unquantized_not_triton(inp: EstimateInput, fact: BlockFp8MoeWorkspace, capability: tuple[int, int]) -> str:
+    """The backend the unquantized oracle takes instead of Triton, or "" where Triton runs: 0.18-0.19 FlashInfer only
+    with ``VLLM_USE_FLASHINFER_MOE_FP16`` on; 0.20 on FlashInfer where its kernels name the capability, unless
+    ``VLLM_USE_FLASHINFER_MOE_FP16`` is set to 0 or the priority list moves them behind Triton (Hopper, 0.23 on)."""
+    flag = _flag(inp.env.get("VLLM_USE_FLASHINFER_MOE_FP16")) if fact.unquantized_fp16_env else None
+    if flag:
+        return "FlashInfer, asked for (VLLM_USE_FLASHINFER_MOE_FP16=1)"
+    if fact.unquantized_flashinfer_opt_in or flag is False:
+        return ""
+    if str(capability[0]) in fact.unquantized_triton_first_families:
+        return ""
+    if _deep_gemm_capability(capability, fact.unquantized_flashinfer_capabilities):
+        return f"FlashInfer TRT-LLM or CUTLASS (ahead of Triton on {capability[0]}.{capability[1]})"
+    return ""
+
+
+def _per_tensor_fp8_not_triton(inp: EstimateInput, capability: tuple[int, int]) -> str:
+    """The backend the fp8 oracle takes for per-tensor FP8 instead of Triton, or "" where Triton runs: a runtime
+    ``--quantization fp8`` of an unquantized checkpoint has dynamic activations (``Fp8Config``'s default scheme),
+    which FlashInfer CUTLASS does not take; a serialized checkpoint's scheme is not known here, and a static one goes
+    to FlashInfer CUTLASS from 9.0. FlashInfer TRT-LLM (Blackwell 10.x) and ``VLLM_USE_FLASHINFER_MOE_FP8=1`` are
+    not modelled."""
+    if _flag(inp.env.get("VLLM_USE_FLASHINFER_MOE_FP8")):
+        return "FlashInfer, asked for (VLLM_USE_FLASHINFER_MOE_FP8=1)"
+    if capability[0] == 10:
+        return "FlashInfer TRT-LLM (Blackwell 10.x)"
+    if inp.model.quant_method is not None and capability >= (9, 0):
+        return "FlashInfer CUTLASS where the checkpoint's activation scheme is static"
+    return ""
+
+
+def _block_fp8_not_triton(
+    inp: EstimateInput, fact: BlockFp8MoeWorkspace, capability: tuple[int, int], expert_parallel: bool
+) -> str:
+    """The backend the fp8 oracle takes for block FP8 instead of Triton, or "" where Triton runs."""
+    other = ""
+    if capability == (9, 0) and expert_parallel:
+        other = "FlashInfer CUTLASS (Hopper, expert parallel)"
+    elif capability[0] == 10:
+        other = "FlashInfer TRT-LLM or DeepGEMM (Blackwell 10.x)"
+    elif capability != (9, 0) and _deep_gemm_capability(capability, fact.deep_gemm_capabilities):
+        other = "" if _deep_gemm_off(inp) else "DeepGEMM (VLLM_USE_DEEP_GEMM not 0)"
+    return other
 
 
 def _gathered_tokens_note(inp: EstimateInput) -> list[str]:
