@@ -59,6 +59,7 @@ SOURCE_FACTS = {
         "vllm_speculative.py",
         "vllm_pooling.py",
         "vllm_moe_workspace.py",
+        "vllm_segments.py",
     )
 }
 """Fact passes run on the new releases after the build (each reads the releases' sdists; tests walk the facts)."""

@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 
 from servespec.engines import get
 from servespec.engines.sglang import load_memory
-from servespec.knowledge import gpus, models
+from servespec.knowledge import gpus, load_replay, models
 from servespec.knowledge.memory import GIB, EstimateInput
 from tests import vllm_logs
 
@@ -170,7 +170,7 @@ def test_a_moe_layer_is_built_as_fused_experts_then_the_router() -> None:
     model = _aligned_moe()
     assert model.is_moe
     inp = _input(model, "0.4.3.post4", 1, gpu="NVIDIA H100 80GB HBM3")
-    events, params = load_memory._events(inp, 2, 4)
+    events, params = load_replay.events(inp, 2, 4)
     names = [name for name, size in events if size is not None and name.startswith("0.")]
     assert names == ["0.qkv", "0.o", "0.w13", "0.w2", "0.gate", "0.norm1", "0.norm2"]
     mib = 1024 * 1024
@@ -187,7 +187,7 @@ def test_qwen3_moe_per_rank_tensors_keep_one_kv_head_where_ranks_outnumber_them(
     model = models.catalogued("Qwen/Qwen3-30B-A3B")
     assert model is not None and model.kv_heads == 4
     inp = _input(model, "0.5.4", 8, gpu="NVIDIA H100 80GB HBM3")
-    sizes = dict((name, size) for name, size in load_memory._events(inp, 2, 4)[0] if size is not None)
+    sizes = dict((name, size) for name, size in load_replay.events(inp, 2, 4)[0] if size is not None)
     assert sizes["5.qkv"] == (4 * 128 + 2 * 128) * 2048 * 2
     assert sizes["5.w13"] == 128 * 2 * (768 // 8) * 2048 * 2 and sizes["5.w2"] == 128 * 2048 * (768 // 8) * 2
     assert sizes["5.gate"] == 128 * 2048 * 2

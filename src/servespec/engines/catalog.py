@@ -891,6 +891,17 @@ class ReleaseFacts(_Fact):
     ``v0_non_torch_whole_device`` for the V1 worker: True for 0.8.0-0.9.0.1, whose budget subtracts all device
     memory torch has not allocated; False from 0.9.1 (``memory_profiling``'s increase over the worker's first
     snapshot). None: no V1 worker."""
+    v0_budget_counts_segments: SourcedBool | None = None
+    """vLLM V0 (vllm/worker/worker.py ``determine_num_available_blocks``): True where the memory subtracted before the
+    KV cache is sized holds the weights as the caching allocator's segments, not their bytes (the free-memory drop,
+    0.4.1-0.6.3.post1; device use less torch's allocated bytes, 0.6.4; ``memory_profiling``'s non-torch term over the
+    baseline, 0.6.5-0.6.6.post1); False where ``memory_profiling``'s ``MemorySnapshot`` puts the segments' rest in
+    torch's reserved memory, out of every term (0.7.0 on). None: no V0 worker (scripts/catalog/vllm_segments.py)."""
+    v1_budget_counts_segments: SourcedBool | None = None
+    """vLLM V1 (vllm/v1/worker/gpu_worker.py ``determine_available_memory``): the same as ``v0_budget_counts_segments``
+    for the V1 worker: True for 0.7.0-0.9.0.1 (device use less torch's allocated bytes) and from 0.27.0
+    (``memory_profiling``'s ``total_consumed``, the free-memory drop since the worker's first snapshot); False for
+    0.9.1-0.26.0. None: no V1 worker."""
     profile_sampler_v0_sorts_vocab: SourcedBool | None = None
     """vLLM V0 (vllm/worker/model_runner.py, 0.6.0-0.10.2): the profiling run (``profile_run``, from 0.8 its
     ``_dummy_run``) samples one token for each of ``max_num_seqs`` dummy sequence groups with

@@ -6,6 +6,7 @@ import math
 from dataclasses import replace
 
 from servespec.engines.catalog import BlockFp8MoeWorkspace, HybridKvCache, MmEncoderProfile, Mxfp4Choice, version_key
+from servespec.knowledge import load_replay
 from servespec.knowledge import vision as towers
 from servespec.knowledge.memory import (
     GIB,
@@ -34,6 +35,8 @@ from servespec.knowledge.memory import (
     weights_per_gpu,
 )
 from servespec.knowledge.models import ModelFacts
+from servespec.knowledge.torch_allocator import SOURCE as ALLOCATOR_SOURCE
+from servespec.knowledge.torch_allocator import held_after
 
 
 def _big_gpu(inp: EstimateInput, total: float) -> bool:
@@ -816,6 +819,49 @@ def _graphs_in_budget(inp: EstimateInput) -> tuple[float, list[str]]:
     return 0.5, ["CUDA-graph memory estimated in the budget"]
 
 
+def load_segments_gib(inp: EstimateInput) -> tuple[list[float], list[str]]:
+    """(GiB per pipeline stage, notes): what the caching allocator's segments hold beyond the weights' bytes after the
+    model is built, where the release's budget counts the load as segments (``v0_budget_counts_segments`` /
+    ``v1_budget_counts_segments``: the free-memory drop, 0.4.1-0.6.6.post1 V0, 0.7.0-0.9.0.1 and 0.27.0 on V1) and the
+    build is replayed (knowledge/load_replay.py: dense 16-bit Llama, Mistral, Qwen2, Qwen3; the RoPE cache in the
+    model dtype, which :func:`rope_cache_gib` already counts, is taken off; the vocabulary's padding rows are
+    added). Empty: the budget counts the weights'
+    bytes ("Model loading took" logs ``torch.cuda.max_memory_allocated``, platforms/cuda.py
+    ``get_current_memory_usage``, in every release), the fact is not read, or the layout is not replayed (nothing
+    is added). Not modelled: the profiling run's activation segments the allocator still holds afterwards."""
+    facts = inp.release.facts if inp.release else None
+    fact = (
+        (facts.v0_budget_counts_segments if _engine_core(inp) == "v0" else facts.v1_budget_counts_segments)
+        if facts
+        else None
+    )
+    if fact is None or not fact.value:
+        return [], []
+    size = load_replay.width(inp)
+    if size is None:
+        return [], []
+    stages = inp.pipeline_parallel
+    parts = stage_layers(inp) if stages > 1 else [inp.model.layers]
+    if parts is None:
+        return [], []
+    rope = (inp.model.max_position_embeddings or 0) * inp.model.head_dim * size
+    found: list[float] = []
+    start = 0
+    for stage, count in enumerate(parts):
+        layers = range(start, start + count)
+        start += count
+        events, params = load_replay.events(inp, size, size, layers, first=stage == 0, last=stage == stages - 1)
+        # the vocabulary's padding rows to a multiple of 64 are allocated too, beyond the config's vocabulary
+        tables = sum(name in ("embed", "lm_head") for name, _ in events)
+        padding = tables * (load_replay.padded_vocab(inp) - (inp.model.vocab_size or 0)) * inp.model.hidden_size
+        found.append((held_after(events) - params - rope + padding * size // inp.tensor_parallel) / GIB)
+    note = (
+        f"model load: the caching allocator's segments hold {max(found):.3f} GiB beyond the weights' bytes, which "
+        f"the budget counts ({fact.source}; {ALLOCATOR_SOURCE})"
+    )
+    return found, [note]
+
+
 def stage_layers(inp: EstimateInput) -> list[int] | None:
     """Decoder layers per pipeline stage as the release splits them (``pipeline_stages`` fact: ``get_pp_indices``,
     vllm/distributed/utils.py): ``VLLM_PP_LAYER_PARTITION`` where the release reads it and it names ``pipeline``
@@ -862,7 +908,7 @@ def stage_tables_gib(inp: EstimateInput, stage: int) -> float:
 
 
 def binding_stage(
-    inp: EstimateInput, weights: float, room: float, sampler: float = 0.0
+    inp: EstimateInput, weights: float, room: float, sampler: float = 0.0, segments: list[float] | None = None
 ) -> tuple[int, float, float] | None:
     """The pipeline stage whose KV cache binds, with its weights and the KV memory an even stage of
     ``ceil(layers / pp)`` layers would need for the same blocks; None where every stage is sized alike.
@@ -874,7 +920,8 @@ def binding_stage(
     overhead; ``sampler``: what of that overhead's profiling peak only the sampler warm-up adds, which runs on the
     last stage alone (``profile_run``: ``if get_pp_group().is_last_rank: ... _dummy_sampler_run``, v1/worker/
     gpu_model_runner.py v0.19.0 L5785, v0.27.1 L6496; Model Runner V2 v1/worker/gpu/model_runner.py v0.27.1 L724),
-    so the other stages have that much more room. Only for models whose every layer caches the same KV (no sliding
+    so the other stages have that much more room; ``segments``: each stage's allocator segments beyond its weights
+    (:func:`load_segments_gib`), where counted. Only for models whose every layer caches the same KV (no sliding
     window, linear attention or shared KV)."""
     parts = stage_layers(inp)
     model = inp.model
@@ -890,6 +937,7 @@ def binding_stage(
     found: tuple[float, int, float] | None = None
     for stage, layers in enumerate(parts):
         held = share * stages * layers / model.layers + stage_tables_gib(inp, stage) + extras
+        held += segments[stage] if segments else 0.0
         per_layer = (room + (sampler if stage < stages - 1 else 0.0) - held) / layers
         if found is None or per_layer < found[0]:
             found = (per_layer, stage, held)
@@ -920,6 +968,8 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     redundant_notes += _gathered_tokens_note(inp)
     head, said = pooling_head_gib(inp)
     weights = weights_per_gpu(inp) - head + padded + rope + redundant
+    padding_notes = [*padding_notes, *said]
+    segments, said = load_segments_gib(inp)
     padding_notes = [*padding_notes, *said]
     padding_notes = [*padding_notes, *redundant_notes]
     if rope >= 0.05:
@@ -953,9 +1003,11 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     draft, draft_kv, said = draft_share(inp)
     overhead += draft
     notes += said
-    kv = utilization * total - weights - overhead
     sampler_only = max(activation - forward_activation_gib(inp, batched), 0.0) if _engine_core(inp) == "v1" else 0.0
-    binding = binding_stage(inp, weights, utilization * total - overhead, sampler_only)
+    binding = binding_stage(inp, weights, utilization * total - overhead, sampler_only, segments)
+    # one stage, or stages sized alike: the largest stage's segments
+    weights += max(segments, default=0.0) if binding is None else 0.0
+    kv = utilization * total - weights - overhead
     if binding is not None:
         stage, weights, kv = binding
         parts = stage_layers(inp) or []
