@@ -44,6 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import srcast
 from catalog_io import TOOL_VERSION, prune_pool, read_pool, releases_dir, write_pool, write_release
 
 from servespec.engines.catalog import ReleaseFacts  # catalog_io puts src on the path
@@ -258,11 +259,6 @@ def entries(dump_: dict[str, Any], bounds: dict[str, dict[str, Any]]) -> dict[st
 # --- facts read from the release's source (AST) ------------------------------------------------
 
 
-def _parse(src: Path, rel: str) -> ast.Module | None:
-    path = src / rel
-    return ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-
 def _config_files(src: Path) -> list[str]:
     files = ["vllm/config.py"] if (src / "vllm/config.py").is_file() else []
     files += sorted(str(p.relative_to(src)) for p in (src / "vllm/config").glob("*.py"))
@@ -302,7 +298,7 @@ def bounds(version: str, src: Path, options: dict[str, dict[str, Any]]) -> tuple
             exclusive.setdefault(name, {"source": where})[op] = value
 
     for rel in _config_files(src):
-        tree = _parse(src, rel)
+        tree = srcast.parse(src, rel)
         if tree is None:
             continue
         for node in ast.walk(tree):
@@ -362,7 +358,7 @@ def _module_file(src: Path, module: str) -> str | None:
 
 def _min_capability(src: Path, rel: str, cls: str, depth: int = 0) -> tuple[int | None, str, int] | None:
     """get_min_capability()'s constant for class ``cls`` in ``rel`` (following base classes)."""
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     if tree is None or depth > 4:
         return None
     classes = _class_methods(tree)
@@ -392,7 +388,7 @@ def _min_capability(src: Path, rel: str, cls: str, depth: int = 0) -> tuple[int 
 def quantization_methods(version: str, src: Path, methods: list[str]) -> dict[str, Any]:
     """Each --quantization method's get_min_capability(), from the registry in quantization/__init__.py."""
     rel = "vllm/model_executor/layers/quantization/__init__.py"
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     if tree is None:
         return {}
     registry: dict[str, str] = {}
@@ -418,7 +414,7 @@ def quantization_methods(version: str, src: Path, methods: list[str]) -> dict[st
 
 
 def _find_line(src: Path, rel: str, predicate: Any) -> int | None:
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     if tree is None:
         return None
     for node in ast.walk(tree):
@@ -434,7 +430,7 @@ def _is_string(node: ast.AST, text: str) -> bool:
 def default_engine(version: str, src: Path) -> dict[str, Any] | None:
     """v0/v1 from envs.py's VLLM_USE_V1 default (``os.getenv("VLLM_USE_V1", "1")``); v1 when V0 is gone."""
     rel = "vllm/envs.py"
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     if tree is None:
         if not (src / "vllm/v1").is_dir() and (src / "vllm/engine/llm_engine.py").is_file():
             return {"value": "v0", "source": url(version, "vllm/engine/llm_engine.py")}  # 0.4.x: no envs.py
@@ -470,7 +466,7 @@ def block_size_default(version: str, src: Path, options: dict[str, dict[str, Any
         )  # fmt: skip
         return {"value": default, "source": url(version, "vllm/engine/arg_utils.py", line)}
     for rel in _config_files(src):  # 0.13+: CacheConfig.DEFAULT_BLOCK_SIZE, applied when none is given
-        tree = _parse(src, rel)
+        tree = srcast.parse(src, rel)
         for node in ast.walk(tree) if tree else ():
             if (
                 isinstance(node, ast.AnnAssign)
@@ -480,7 +476,7 @@ def block_size_default(version: str, src: Path, options: dict[str, dict[str, Any
             ):
                 return {"value": node.value.value, "source": url(version, rel, node.lineno)}
     rel = "vllm/platforms/cuda.py"
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     if tree is None:
         return None
     for node in ast.walk(tree):
@@ -501,7 +497,7 @@ def block_size_multiple(version: str, src: Path, engine: str | None) -> dict[str
     """FlashAttention's "Block size must be a multiple of 16." in the default engine's backend."""
     rels = ["vllm/v1/attention/backends/flash_attn.py"] if engine == "v1" else ["vllm/attention/backends/flash_attn.py"]
     for rel in rels:
-        tree = _parse(src, rel)
+        tree = srcast.parse(src, rel)
         if tree is None:
             continue
         for node in ast.walk(tree):
@@ -523,7 +519,7 @@ def block_size_multiple(version: str, src: Path, engine: str | None) -> dict[str
 
 def _env_default(src: Path, name: str) -> tuple[str, int] | None:
     """(default, line) of ``os.getenv(NAME, default)`` in envs.py."""
-    tree = _parse(src, "vllm/envs.py")
+    tree = srcast.parse(src, "vllm/envs.py")
     for node in ast.walk(tree) if tree else ():
         if (
             isinstance(node, ast.Call)
@@ -549,7 +545,7 @@ def cuda_graph_memory_in_budget(version: str, src: Path, engine: str | None) -> 
     if found is not None:
         return {"value": found[0] == "1", "source": url(version, "vllm/envs.py", found[1])}
     rel = "vllm/v1/worker/gpu_worker.py" if engine == "v1" else "vllm/worker/worker.py"
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     if tree is None:
         return None
     for node in ast.walk(tree):
@@ -567,7 +563,7 @@ def cuda_graph_memory_in_budget(version: str, src: Path, engine: str | None) -> 
 def image_cuda(version: str, src: Path) -> dict[str, Any] | None:
     """envs.py's VLLM_MAIN_CUDA_VERSION default: the CUDA the release's wheels and image are built with."""
     rel = "vllm/envs.py"
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     if tree is None:
         return None
     for node in ast.walk(tree):
@@ -590,10 +586,6 @@ def image_cuda(version: str, src: Path) -> dict[str, Any] | None:
 def _core_files(src: Path) -> list[str]:
     """The V1 KV-cache planning modules (kv_cache_utils.py, from 0.33 also kv_cache_planning.py)."""
     return sorted(str(p.relative_to(src)) for p in (src / "vllm/v1/core").glob("*.py"))
-
-
-def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
-    return {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
 
 
 def _names(node: ast.AST) -> set[str]:
@@ -635,10 +627,10 @@ def _reported_tokens(version: str, src: Path) -> tuple[str, str] | None:
     """
     found: list[tuple[str, str]] = []
     for rel in _core_files(src):
-        tree = _parse(src, rel)
+        tree = srcast.parse(src, rel)
         if tree is None:
             continue
-        functions = _functions(tree)
+        functions = srcast.functions(tree)
         for function in functions.values():
             calls = [
                 n for n in ast.walk(function)
@@ -660,8 +652,8 @@ def _group_rule(version: str, src: Path) -> tuple[float | None, str] | None:
     largest type's count when ``max_num_layers < min_num_layers * RATIO`` (0.18+), else the smallest's
     (ratio None). None: the release has no page-size-unified grouping (no hybrid manager)."""
     for rel in _core_files(src):
-        tree = _parse(src, rel)
-        for function in _functions(tree).values() if tree else ():
+        tree = srcast.parse(src, rel)
+        for function in srcast.functions(tree).values() if tree else ():
             if "uniform_page_size" not in function.name or not function.name.startswith("_get_kv_cache_"):
                 continue
             for node in ast.walk(function):
@@ -687,7 +679,7 @@ def _group_rule(version: str, src: Path) -> tuple[float | None, str] | None:
 
 
 def _has_class(src: Path, rel: str, name: str) -> int | None:
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     for node in tree.body if tree else ():
         if isinstance(node, ast.ClassDef) and node.name == name:
             return node.lineno
@@ -699,7 +691,7 @@ def _chunked_gate(version: str, src: Path) -> tuple[bool, str] | None:
     attention unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE (its envs.py default decides)."""
     env = "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE"
     for rel in _config_files(src):
-        tree = _parse(src, rel)
+        tree = srcast.parse(src, rel)
         for node in ast.walk(tree) if tree else ():
             if isinstance(node, ast.If) and env in _names(node.test):
                 default = _env_default(src, env)
@@ -714,13 +706,6 @@ def _class_node(tree: ast.Module | None, name: str) -> ast.ClassDef | None:
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.ClassDef) and node.name == name:
             return node
-    return None
-
-
-def _function_node(node: ast.AST | None, name: str) -> ast.FunctionDef | None:
-    for sub in ast.walk(node) if node else ():
-        if isinstance(sub, ast.FunctionDef) and sub.name == name:
-            return sub
     return None
 
 
@@ -764,7 +749,7 @@ def _linear_state_block(version: str, src: Path) -> tuple[int | None, bool, str]
       size (vllm/v1/attention/backends/flash_attn.py), against the block size (scales: True).
     Any other form: None (not modelled)."""
     rel = "vllm/model_executor/models/config.py"
-    cls = _class_node(_parse(src, rel), "HybridAttentionMambaModelConfig")
+    cls = _class_node(srcast.parse(src, rel), "HybridAttentionMambaModelConfig")
     if cls is None:
         return None, False, url(version, rel)
     blocks = _assigns(cls, "attn_block_size")
@@ -803,7 +788,7 @@ def _blackwell_alignment(version: str, src: Path) -> tuple[int | None, bool, str
     ``if current_platform.is_device_capability[_family](100) and model_config.get_head_size() == 256 and (no
     backend or FLASHINFER): kernel_block_alignment_size = 32``; (None, False, "") where the release has none."""
     rel = "vllm/model_executor/models/config.py"
-    cls = _class_node(_parse(src, rel), "HybridAttentionMambaModelConfig")
+    cls = _class_node(srcast.parse(src, rel), "HybridAttentionMambaModelConfig")
     for node in ast.walk(cls) if cls else ():
         if not isinstance(node, ast.If):
             continue
@@ -827,7 +812,7 @@ def _blackwell_alignment(version: str, src: Path) -> tuple[int | None, bool, str
 def _platform_alignment(version: str, src: Path, where: str) -> tuple[int | None, bool, str]:
     """0.20+: platforms/interface.py ``_align_hybrid_block_size``'s ``max(min(kernel sizes), block_size)``."""
     iface = "vllm/platforms/interface.py"
-    align = _function_node(_parse(src, iface), "_align_hybrid_block_size")
+    align = srcast.function(srcast.parse(src, iface), "_align_hybrid_block_size")
     if align is None:
         return None, False, where
     formula = [b for b in _assigns(align, "attn_block_size") if _aligned_to(b.value, "kernel_block_alignment_size")]
@@ -851,7 +836,7 @@ def _platform_alignment(version: str, src: Path, where: str) -> tuple[int | None
 def _flash_attn_smallest_block(version: str, src: Path) -> tuple[int | None, str]:
     """The smallest kernel block size FlashAttention lists (``MultipleOf(N)`` counts as N) over its returns."""
     rel = "vllm/v1/attention/backends/flash_attn.py"
-    function = _function_node(_parse(src, rel), "get_supported_kernel_block_sizes")
+    function = srcast.function(srcast.parse(src, rel), "get_supported_kernel_block_sizes")
     if function is None:
         return None, url(version, rel)
     sizes: list[int] = []
@@ -868,7 +853,7 @@ def _flash_attn_smallest_block(version: str, src: Path) -> tuple[int | None, str
 def _linear_state_blocks(version: str, src: Path) -> tuple[str | None, str]:
     """How many blocks a linear layer's group holds per request (``MambaSpec.max_memory_usage_bytes``)."""
     rel = "vllm/v1/kv_cache_interface.py"
-    function = _function_node(_class_node(_parse(src, rel), "MambaSpec"), "max_memory_usage_bytes")
+    function = srcast.function(_class_node(srcast.parse(src, rel), "MambaSpec"), "max_memory_usage_bytes")
     if function is None:
         return None, url(version, rel)
     names = _names(function)
@@ -889,14 +874,14 @@ def _hybrid_prefix_caching(version: str, src: Path) -> tuple[bool | None, str]:
     what config/model.py's ``is_prefix_caching_supported`` returns in its ``attn_type == "hybrid"`` branch.
     Releases without the default (0.10-0.11.0): models/config.py ``MambaModelConfig`` turns it off (False)."""
     rel = "vllm/engine/arg_utils.py"
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     for node in _assigns(tree, "default_prefix_caching") if tree else []:
         names = _names(node.value)
         if "is_hybrid" in names:
             return False, url(version, rel, node.lineno)
         if "is_prefix_caching_supported" in names:
             model = "vllm/config/model.py"
-            function = _function_node(_parse(src, model), "is_prefix_caching_supported")
+            function = srcast.function(srcast.parse(src, model), "is_prefix_caching_supported")
             for branch in ast.walk(function) if function else ():
                 if isinstance(branch, ast.If) and any(_is_string(n, "hybrid") for n in ast.walk(branch.test)):
                     ret = next((n for n in branch.body if isinstance(n, ast.Return)), None)
@@ -905,7 +890,7 @@ def _hybrid_prefix_caching(version: str, src: Path) -> tuple[bool | None, str]:
                         return ret.value.value, lines
             return None, url(version, rel, node.lineno)
     config = "vllm/model_executor/models/config.py"
-    cls = _class_node(_parse(src, config), "MambaModelConfig")
+    cls = _class_node(srcast.parse(src, config), "MambaModelConfig")
     for node in ast.walk(cls) if cls else ():
         if (
             isinstance(node, ast.Assign)
@@ -921,7 +906,7 @@ def _ssm_dtype_from_config(version: str, src: Path) -> tuple[tuple[str, ...], st
     """Architectures whose verify-and-update class (models/config.py ``MODELS_CONFIG_MAP``) copies the config's
     ``mamba_ssm_dtype`` into ``cache_config.mamba_ssm_cache_dtype`` when the option is ``auto``."""
     rel = "vllm/model_executor/models/config.py"
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     readers: dict[str, int] = {}
     for node in ast.walk(tree) if tree else ():
         if isinstance(node, ast.ClassDef) and any(_is_string(n, "mamba_ssm_dtype") for n in ast.walk(node)):
@@ -954,7 +939,7 @@ def _ssm_dtype_defaults(version: str, src: Path) -> tuple[tuple[tuple[str, str],
     """(architecture, dtype) for each ``MODELS_CONFIG_MAP`` entry whose class sets ``DEFAULT_MAMBA_SSM_CACHE_DTYPE``
     or calls such a class's update (models/config.py ``NemotronHForCausalLMConfig``, 0.13+)."""
     rel = "vllm/model_executor/models/config.py"
-    tree = _parse(src, rel)
+    tree = srcast.parse(src, rel)
     defaults: dict[str, tuple[str, int]] = {}
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)] if tree else []
     for node in classes:
@@ -992,7 +977,7 @@ def _ssm_dtype_defaults(version: str, src: Path) -> tuple[tuple[tuple[str, str],
 def _mamba2_checkpoint_blocks(version: str, src: Path) -> tuple[int, str]:
     """``num_prefill_checkpoint_blocks`` MambaMixer2's own ``get_kv_cache_spec`` adds (0.32+), else 0."""
     rel = "vllm/model_executor/layers/mamba/mamba_mixer2.py"
-    function = _function_node(_parse(src, rel), "get_kv_cache_spec")
+    function = srcast.function(srcast.parse(src, rel), "get_kv_cache_spec")
     for node in ast.walk(function) if function else ():
         value = node.value if isinstance(node, ast.keyword) and node.arg == "num_prefill_checkpoint_blocks" else None
         if isinstance(value, ast.Constant) and isinstance(value.value, int):
@@ -1003,7 +988,7 @@ def _mamba2_checkpoint_blocks(version: str, src: Path) -> tuple[int, str]:
 def _kda_state_float32(version: str, src: Path) -> tuple[bool, str]:
     """Whether ``MambaStateDtypeCalculator.kda_state_dtype`` returns ``torch.float32`` for the recurrent state."""
     rel = "vllm/model_executor/layers/mamba/mamba_utils.py"
-    function = _function_node(_parse(src, rel), "kda_state_dtype")
+    function = srcast.function(srcast.parse(src, rel), "kda_state_dtype")
     if function is None:
         return False, url(version, rel)
     auto_float32 = {
@@ -1030,12 +1015,12 @@ def _checkpoint_layout(version: str, src: Path) -> tuple[dict[str, Any], list[st
     found: dict[str, Any] = {}
     sources: list[str] = []
     constants = "vllm/v1/attention/backends/gdn_attn.py"
-    tree = _parse(src, constants)
+    tree = srcast.parse(src, constants)
     for node in _assigns(tree, "FLASHINFER_GDN_CHECKPOINT_ALIGNMENT") if tree else []:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, int):
             found["checkpoint_alignment"] = node.value.value
             sources.append(url(version, constants, node.lineno))
-    layer = _parse(src, GDN)
+    layer = srcast.parse(src, GDN)
     for node in ast.walk(layer) if layer else ():
         if (
             isinstance(node, ast.keyword)
@@ -1045,7 +1030,7 @@ def _checkpoint_layout(version: str, src: Path) -> tuple[dict[str, Any], list[st
         ):
             found["checkpoint_blocks"] = node.value.value
             sources.append(url(version, GDN, node.value.lineno))
-    resolve = _function_node(layer, "_resolve_gdn_prefill_backend")
+    resolve = srcast.function(layer, "_resolve_gdn_prefill_backend")
     gpus = []
     for branch in ast.walk(resolve) if resolve else ():
         if not isinstance(branch, ast.If) or "supports_flashinfer" not in _names(branch.body[0]):
@@ -1091,7 +1076,7 @@ def _prefill_checkpoints(version: str, src: Path) -> tuple[bool, str]:
     """Whether align mode adds Mamba prefill checkpoints (an extra block and a 64-token alignment where the
     FlashInfer GDN prefill runs: platforms/interface.py ``get_mamba_prefill_checkpoint_alignment``, 0.32+)."""
     rel = "vllm/platforms/interface.py"
-    function = _function_node(_parse(src, rel), "_align_hybrid_block_size")
+    function = srcast.function(srcast.parse(src, rel), "_align_hybrid_block_size")
     if function is None or "get_mamba_prefill_checkpoint_alignment" not in _names(function):
         return False, url(version, rel)
     line = next(
@@ -1241,8 +1226,8 @@ def profile_sampler_sorts_vocab(version: str, src: Path, engine: str | None) -> 
     if engine != "v1":
         return None
     for rel in ("vllm/v1/worker/gpu_model_runner.py", "vllm/v1/worker/gpu/model_runner.py"):  # 0.34: gpu/
-        tree = _parse(src, rel)
-        function = _functions(tree).get("_dummy_sampler_run") if tree else None
+        tree = srcast.parse(src, rel)
+        function = srcast.functions(tree).get("_dummy_sampler_run") if tree else None
         if function is not None:
             break
     else:

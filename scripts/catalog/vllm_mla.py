@@ -38,6 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import srcast
 import vllm as builder  # scripts/catalog/vllm.py (url, fetch, vkey)
 import vllm_sampler
 from catalog_io import releases_dir
@@ -49,11 +50,6 @@ ARCH = "vllm/transformers_utils/model_arch_config_convertor.py"
 CONFIGS = "vllm/transformers_utils/configs"
 
 
-def _parse(src: Path, rel: str) -> ast.Module | None:
-    path = src / rel
-    return ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-
 def _config_files(src: Path) -> list[str]:
     return [*builder._config_files(src), ARCH]
 
@@ -62,7 +58,7 @@ def _functions(src: Path, name: str) -> list[tuple[str, ast.FunctionDef]]:
     """Every function ``name`` in the release's config files (a ModelConfig property, or the 0.14+ converter)."""
     out = []
     for rel in _config_files(src):
-        tree = _parse(src, rel)
+        tree = srcast.parse(src, rel)
         for node in ast.walk(tree) if tree is not None else []:
             if isinstance(node, ast.FunctionDef) and node.name == name:
                 out.append((rel, node))
@@ -121,7 +117,7 @@ def _latent(version: str, src: Path) -> tuple[dict[str, Any], list[str]]:
 
 def _padded(version: str, src: Path) -> tuple[int | None, str | None]:
     """The constant head size DeepseekV2Attention passes to ``Attention`` (None: a computed one), and its line."""
-    tree = _parse(src, MODEL)
+    tree = srcast.parse(src, MODEL)
     cls = next(
         (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "DeepseekV2Attention"), None
     ) if tree is not None else None  # fmt: skip

@@ -25,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import srcast
 import vllm as builder  # scripts/catalog/vllm.py (url)
 import vllm_sampler
 from catalog_io import put_fact, release_files, write_facts
@@ -38,17 +39,6 @@ BUDGET_FILES = (
 )  # fmt: skip
 ENCODER_CALLS = ("get_multimodal_embeddings", "embed_multimodal", "profile_encoder_cache")
 ITEM_NAMES = ("max_num_mm_items_encoder_budget", "max_encoder_items_per_batch")
-
-
-def _parse(src: Path, rel: str) -> ast.Module | None:
-    path = src / rel
-    return ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-
-def _function(tree: ast.Module | None, name: str) -> ast.FunctionDef | None:
-    if tree is None:
-        return None
-    return next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
 def _calls(node: ast.AST, names: tuple[str, ...]) -> list[ast.Call]:
@@ -74,7 +64,7 @@ def _stores_outputs(node: ast.AST) -> bool:
 def _division(src: Path) -> tuple[str, str] | None:
     """("floor" or "ceil", the file:line) of the items-per-batch division the release's encoder budget uses."""
     for rel in BUDGET_FILES:
-        tree = _parse(src, rel)
+        tree = srcast.parse(src, rel)
         if tree is None:
             continue
         for n in ast.walk(tree):
@@ -104,7 +94,7 @@ def _int_default(node: ast.expr, function: ast.FunctionDef, tree: ast.Module) ->
             if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in n.targets):
                 return _int_default(n.value, function, tree)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args:
-        callee = _function(tree, node.func.attr)
+        callee = srcast.function(tree, node.func.attr)
         returns = [n for n in ast.walk(callee) if isinstance(n, ast.Return) and n.value] if callee else []
         if callee is not None and len(returns) == 1 and returns[0].value is not None:
             return _int_default(returns[0].value, callee, tree)
@@ -116,8 +106,8 @@ def _default_limit(src: Path) -> tuple[int, str] | None:
     ``limit_per_prompt.get(modality, <default>)`` (:func:`_int_default`), or ``return N`` (N > 0) where the limit is
     missing (0.12+)."""
     for rel in CONFIG_FILES:
-        tree = _parse(src, rel)
-        function = _function(tree, "get_limit_per_prompt")
+        tree = srcast.parse(src, rel)
+        function = srcast.function(tree, "get_limit_per_prompt")
         if tree is None or function is None:
             continue
         for n in ast.walk(function):
@@ -135,14 +125,14 @@ def _default_limit(src: Path) -> tuple[int, str] | None:
 def mm_encoder_profile(version: str, src: Path, options: set[str]) -> dict[str, Any] | None:
     """``MmEncoderProfile`` as a dict, or None where the release has no V1 ``profile_run``."""
     for rel in RUNNERS:
-        profile = _function(_parse(src, rel), "profile_run")
+        profile = srcast.function(srcast.parse(src, rel), "profile_run")
         if profile is not None:
             break
     else:
         return None
     scopes: list[tuple[str, ast.FunctionDef]] = [(rel, profile)]
     if _calls(profile, ("profile_encoder_cache",)):
-        callee = _function(_parse(src, ENCODER_RUNNER), "profile_encoder_cache")
+        callee = srcast.function(srcast.parse(src, ENCODER_RUNNER), "profile_encoder_cache")
         if callee is not None:
             scopes.append((ENCODER_RUNNER, callee))
     calls = [(where, call) for where, scope in scopes for call in _calls(scope, ENCODER_CALLS)]

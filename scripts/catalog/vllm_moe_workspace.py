@@ -43,6 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import srcast
 import vllm as builder  # scripts/catalog/vllm.py (url)
 from catalog_io import put_fact, release_files, write_facts
 from vllm_sampler import tree
@@ -64,25 +65,12 @@ BF16_TRTLLM_FILES = (f"{FUSED}/experts/trtllm_bf16_moe.py",)
 SHAPES = {"workspace1": "(M, topk, max(activation_out_dim, K))", "workspace2": "(M, topk, max(N, K))"}
 
 
-def _parse(src: Path, rel: str) -> ast.Module | None:
-    path = src / rel
-    return ast.parse(path.read_text()) if path.is_file() else None
-
-
 def _first(src: Path, files: tuple[str, ...]) -> tuple[str, ast.Module] | None:
     for rel in files:
-        module = _parse(src, rel)
+        module = srcast.parse(src, rel)
         if module is not None:
             return rel, module
     return None
-
-
-def _function(node: ast.AST, name: str) -> ast.FunctionDef | None:
-    return next((n for n in ast.walk(node) if isinstance(n, ast.FunctionDef) and n.name == name), None)
-
-
-def _class(module: ast.Module, name: str) -> ast.ClassDef | None:
-    return next((n for n in ast.walk(module) if isinstance(n, ast.ClassDef) and n.name == name), None)
 
 
 def _calls(node: ast.AST, name: str) -> list[ast.Call]:
@@ -101,7 +89,7 @@ def _calls(node: ast.AST, name: str) -> list[ast.Call]:
 def _unchunked_manager(module: ast.Module) -> int:
     """The line of ``_allocate_buffers`` where it takes the workspace manager's buffers and every caller passes
     ``M_full`` as ``M_chunk`` (its third and fourth arguments); 0 otherwise."""
-    allocate = _function(module, "_allocate_buffers")
+    allocate = srcast.function(module, "_allocate_buffers")
     if allocate is None or not _calls(allocate, "get_simultaneous"):
         return 0
     callers = _calls(module, "_allocate_buffers")
@@ -113,14 +101,14 @@ def _unchunked_manager(module: ast.Module) -> int:
 
 
 def _persistent(module: ast.Module) -> int:
-    ensure = _function(module, "_ensure_workspace_size")
+    ensure = srcast.function(module, "_ensure_workspace_size")
     return ensure.lineno if ensure is not None and _calls(ensure, "empty") else 0
 
 
 def _triton_shapes(module: ast.Module) -> int:
     """The line of ``TritonExperts.workspace_shapes`` where its assignments are :data:`SHAPES`; 0 otherwise."""
-    cls = _class(module, "TritonExperts")
-    shapes = _function(cls, "workspace_shapes") if cls is not None else None
+    cls = srcast.find_class(module, "TritonExperts")
+    shapes = srcast.function(cls, "workspace_shapes") if cls is not None else None
     if shapes is None:
         return 0
     found = {
@@ -152,7 +140,7 @@ def _capability_tests(node: ast.AST) -> list[str]:
 def _hopper_prefers_triton(module: ast.Module) -> int:
     """The line of the ``if`` in ``_get_priority_backends`` that tests ``is_device_capability(90)`` and moves
     ``Fp8MoeBackend.TRITON`` to the front unless ``ep_size > 1``; 0 otherwise."""
-    priority = _function(module, "_get_priority_backends")
+    priority = srcast.function(module, "_get_priority_backends")
     for node in ast.walk(priority) if priority is not None else ():
         if isinstance(node, ast.If) and _capability_tests(node.test) == ["9.0"]:
             inner = next((n for n in node.body if isinstance(n, ast.If)), None)
@@ -165,7 +153,7 @@ def _hopper_prefers_triton(module: ast.Module) -> int:
 def _block_fp8_cutlass_hopper_only(module: ast.Module) -> int:
     """The line of FlashInfer CUTLASS's ``_supports_quant_scheme`` where block FP8 is tested with
     ``is_device_capability(90)`` alone; 0 otherwise."""
-    scheme = _function(module, "_supports_quant_scheme")
+    scheme = srcast.function(module, "_supports_quant_scheme")
     for node in ast.walk(scheme) if scheme is not None else ():
         block = isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And)
         if block and "kFp8Static128BlockSym" in ast.unparse(node):
@@ -174,7 +162,7 @@ def _block_fp8_cutlass_hopper_only(module: ast.Module) -> int:
 
 
 def _trtllm_blackwell_only(module: ast.Module) -> int:
-    device = _function(module, "_supports_current_device")
+    device = srcast.function(module, "_supports_current_device")
     return device.lineno if device is not None and _capability_tests(device) == ["10"] else 0
 
 
@@ -182,8 +170,8 @@ def _flashinfer_opt_in(oracle: ast.Module) -> int:
     """0.18-0.19: the line of ``select_unquantized_moe_backend`` where, with no priority list, CUDA takes FlashInfer
     only when ``VLLM_USE_FLASHINFER_MOE_FP16`` is on (envs.py: ``"0"`` by default) and Triton otherwise; 0
     otherwise."""
-    select = _function(oracle, "select_unquantized_moe_backend")
-    if select is None or _function(oracle, "_get_priority_backends") is not None:
+    select = srcast.function(oracle, "select_unquantized_moe_backend")
+    if select is None or srcast.function(oracle, "_get_priority_backends") is not None:
         return 0
     text = ast.unparse(select)
     gated = "envs.VLLM_USE_FLASHINFER_MOE_FP16" in text and "UnquantizedMoeBackend.TRITON" in text
@@ -193,7 +181,7 @@ def _flashinfer_opt_in(oracle: ast.Module) -> int:
 def _cuda_priority(oracle: ast.Module) -> tuple[int, list[str], list[str]]:
     """0.20 on: the line of ``_get_priority_backends``, the CUDA list's order (backend names) and the capability
     families under which an ``if`` moves both FlashInfer backends behind Triton (``_move_to_back``)."""
-    priority = _function(oracle, "_get_priority_backends")
+    priority = srcast.function(oracle, "_get_priority_backends")
     if priority is None:
         return 0, [], []
     order: list[str] = []
@@ -212,8 +200,8 @@ def _cuda_priority(oracle: ast.Module) -> tuple[int, list[str], list[str]]:
 
 
 def _device_tests(module: ast.Module, cls_name: str | None = None) -> tuple[int, list[str]]:
-    scope: ast.AST | None = _class(module, cls_name) if cls_name else module
-    device = _function(scope, "_supports_current_device") if scope is not None else None
+    scope: ast.AST | None = srcast.find_class(module, cls_name) if cls_name else module
+    device = srcast.function(scope, "_supports_current_device") if scope is not None else None
     return (device.lineno, _capability_tests(device)) if device is not None else (0, [])
 
 
@@ -221,7 +209,7 @@ def _dynamic_tensor_key(module: ast.Module) -> int:
     """The line where ``Fp8MoEMethod`` (quantization/fp8.py) takes ``kFp8DynamicTensorSym`` activations for
     per-tensor weights unless ``activation_scheme == "static"``, and passes ``allow_vllm_cutlass=False``; 0
     otherwise."""
-    cls = _class(module, "Fp8MoEMethod")
+    cls = srcast.find_class(module, "Fp8MoEMethod")
     if cls is None:
         return 0
     text = ast.unparse(cls)
@@ -236,8 +224,8 @@ def _dynamic_tensor_key(module: ast.Module) -> int:
 
 
 def _scheme_function(module: ast.Module, cls_name: str) -> ast.FunctionDef | None:
-    cls = _class(module, cls_name)
-    return _function(cls, "_supports_quant_scheme") if cls is not None else None
+    cls = srcast.find_class(module, cls_name)
+    return srcast.function(cls, "_supports_quant_scheme") if cls is not None else None
 
 
 def _triton_takes_dynamic_tensor(module: ast.Module) -> int:
@@ -259,7 +247,7 @@ def per_tensor_fp8(version: str, src: Path) -> dict[str, Any] | None:
     """Per-tensor FP8 MoE (``Fp8MoEMethod``): dynamic activations go to Triton (FlashInfer CUTLASS takes static
     ones only, from 9.0; DeepGEMM block scales only; vLLM CUTLASS not allowed), static ones to FlashInfer CUTLASS
     from 9.0: ``{per_tensor_fp8_source}``, or None where any of it is not read."""
-    method, triton, cutlass = _parse(src, FP8_METHOD), _first(src, TRITON_FILES), _first(src, CUTLASS_FILES)
+    method, triton, cutlass = srcast.parse(src, FP8_METHOD), _first(src, TRITON_FILES), _first(src, CUTLASS_FILES)
     if method is None or triton is None or cutlass is None:
         return None
     lines = {
@@ -282,7 +270,7 @@ def unquantized_moe(version: str, src: Path) -> dict[str, Any] | None:
     """Where the release's unquantized MoE oracle (fused_moe/oracle/unquantized.py) runs the Triton experts on CUDA:
     ``{unquantized_flashinfer_opt_in, unquantized_flashinfer_capabilities, unquantized_triton_first_families,
     unquantized_source}``, or None where the oracle is not read."""
-    oracle = _parse(src, UNQUANTIZED)
+    oracle = srcast.parse(src, UNQUANTIZED)
     if oracle is None:
         return None
     opt_in = _flashinfer_opt_in(oracle)
@@ -325,15 +313,15 @@ def unquantized_moe(version: str, src: Path) -> dict[str, Any] | None:
 def block_fp8_moe_workspace(version: str, src: Path) -> dict[str, Any] | None:
     """``{deep_gemm_capabilities, source}`` (:class:`BlockFp8MoeWorkspace`), or None where any condition of the
     module docstring fails."""
-    modular, workspace, oracle, cuda = (_parse(src, rel) for rel in (MODULAR, WORKSPACE, ORACLE, CUDA))
+    modular, workspace, oracle, cuda = (srcast.parse(src, rel) for rel in (MODULAR, WORKSPACE, ORACLE, CUDA))
     triton, cutlass, trtllm = _first(src, TRITON_FILES), _first(src, CUTLASS_FILES), _first(src, TRTLLM_FILES)
     if None in (modular, workspace, oracle, cuda, triton, cutlass, trtllm):
         return None
     assert modular and workspace and oracle and cuda and triton and cutlass and trtllm
-    deep_gemm, deep_gemm_file = _function(cuda, "support_deep_gemm"), CUDA
+    deep_gemm, deep_gemm_file = srcast.function(cuda, "support_deep_gemm"), CUDA
     if deep_gemm is None:
-        utils = _parse(src, DEEP_GEMM)
-        deep_gemm, deep_gemm_file = (_function(utils, "is_deep_gemm_supported") if utils else None), DEEP_GEMM
+        utils = srcast.parse(src, DEEP_GEMM)
+        deep_gemm, deep_gemm_file = (srcast.function(utils, "is_deep_gemm_supported") if utils else None), DEEP_GEMM
     lines = {
         (MODULAR, "_allocate_buffers: the workspace manager's buffers, M_chunk = M_full"): _unchunked_manager(modular),
         (WORKSPACE, "_ensure_workspace_size: one persistent torch.empty"): _persistent(workspace),

@@ -35,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import srcast
 import vllm as builder  # scripts/catalog/vllm.py (url)
 from catalog_io import put_fact, release_files, write_facts
 from vllm_sampler import tree
@@ -44,15 +45,6 @@ from servespec.engines.catalog import V2ModelRunner
 CONFIG = "vllm/config/vllm.py"
 RUNNER = "vllm/v1/worker/gpu/model_runner.py"
 FIRST_RUNNER = "vllm/v1/worker/gpu_model_runner.py"
-
-
-def _parse(src: Path, rel: str) -> ast.Module | None:
-    path = src / rel
-    return ast.parse(path.read_text()) if path.is_file() else None
-
-
-def _function(module: ast.Module, name: str) -> ast.FunctionDef | None:
-    return next((n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
 def _architectures(module: ast.Module) -> tuple[list[str], int]:
@@ -113,16 +105,16 @@ def _mentions(function: ast.FunctionDef, attr: str) -> bool:
 def v2_model_runner(version: str, src: Path) -> dict[str, Any] | None:
     """``{value, architectures, sampler_warmup, cudagraph_estimate, source}`` (:class:`V2ModelRunner`); None where
     the release has no second runner or never picks it by default."""
-    runner = _parse(src, RUNNER)
+    runner = srcast.parse(src, RUNNER)
     if runner is None:
         return None
-    sampler = _function(runner, "_dummy_sampler_run")
-    graphs = _function(runner, "profile_cudagraph_memory")
+    sampler = srcast.function(runner, "_dummy_sampler_run")
+    graphs = srcast.function(runner, "profile_cudagraph_memory")
     if sampler is None or graphs is None or not _mentions(sampler, "make_dummy"):
         return None
-    config = _parse(src, CONFIG)
-    prop = _function(config, "use_v2_model_runner") if config is not None else None
-    default = _function(config, "_is_default_v2_model_runner_model") if config is not None else None
+    config = srcast.parse(src, CONFIG)
+    prop = srcast.function(config, "use_v2_model_runner") if config is not None else None
+    default = srcast.function(config, "_is_default_v2_model_runner_model") if config is not None else None
     architectures, arch_line = _architectures(config) if config is not None else ([], 0)
     sources: list[str] = []
     if not (src / FIRST_RUNNER).is_file():

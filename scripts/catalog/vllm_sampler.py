@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import srcast
 import vllm as builder  # scripts/catalog/vllm.py (url, fetch)
 import vllm_mxfp4
 from catalog_io import put_fact, release_files, write_facts
@@ -89,10 +90,6 @@ V0_RUNNER = "vllm/worker/model_runner.py"
 V0_SAMPLER = "vllm/model_executor/layers/sampler.py"
 
 
-def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
-    return {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-
-
 def _vocab_minus_one(node: ast.expr) -> bool:
     """``self.vocab_size - 1`` (or any ``<...vocab...> - 1``)."""
     return (
@@ -110,7 +107,7 @@ def v0_sorts(version: str, src: Path) -> dict[str, Any] | None:
     runner = src / V0_RUNNER
     if not runner.is_file():
         return None
-    functions = _functions(ast.parse(runner.read_text(encoding="utf-8")))
+    functions = srcast.functions(ast.parse(runner.read_text(encoding="utf-8")))
     profile = functions.get("profile_run")
     if profile is None:
         return None
@@ -140,7 +137,7 @@ def v0_sorts(version: str, src: Path) -> dict[str, Any] | None:
         None,
     )
     sampler = src / V0_SAMPLER
-    ops = _functions(ast.parse(sampler.read_text(encoding="utf-8"))) if sampler.is_file() else {}
+    ops = srcast.functions(ast.parse(sampler.read_text(encoding="utf-8"))) if sampler.is_file() else {}
     top_k_top_p = ops.get("_apply_top_k_top_p")
     sort = next(
         (
@@ -279,7 +276,7 @@ def v0_non_torch(
     path = src / worker
     if not path.is_file():
         return None
-    method = _functions(ast.parse(path.read_text(encoding="utf-8"))).get(name)
+    method = srcast.functions(ast.parse(path.read_text(encoding="utf-8"))).get(name)
     if method is None:
         return None
     assigned = {
@@ -348,7 +345,7 @@ def batch_defaults(version: str, src: Path) -> dict[str, Any] | None:
     path = src / ARG_UTILS
     if not path.is_file():
         return None
-    for function in _functions(ast.parse(path.read_text(encoding="utf-8"))).values():
+    for function in srcast.functions(ast.parse(path.read_text(encoding="utf-8"))).values():
         text = ast.unparse(function)
         if "default_max_num_batched_tokens" not in text or "default_max_num_seqs" not in text:
             continue

@@ -35,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import srcast
 import vllm as builder  # scripts/catalog/vllm.py (url)
 from catalog_io import put_fact, release_files, write_facts
 from vllm_sampler import V0_WORKER, V1_WORKER, tree
@@ -54,10 +55,6 @@ BYTES_FORM = "self.cuda_memory - self.torch_memory"
 """``MemorySnapshot.non_torch_memory``, the budget's non-torch term, where ``torch_memory`` is the reserved memory."""
 
 
-def _functions(tree_: ast.Module) -> dict[str, ast.FunctionDef]:
-    return {n.name: n for n in ast.walk(tree_) if isinstance(n, ast.FunctionDef)}
-
-
 def _form(version: str, rel: str, function: ast.FunctionDef) -> dict[str, Any] | None:
     """``{value: True, source}`` at the first binary expression of a segment-counting form in ``function``."""
     for node in ast.walk(function):
@@ -71,7 +68,7 @@ def _profiling(version: str, src: Path) -> dict[str, Any] | None:
         path = src / rel
         if not path.is_file():
             continue
-        functions = _functions(ast.parse(path.read_text(encoding="utf-8")))
+        functions = srcast.functions(ast.parse(path.read_text(encoding="utf-8")))
         function = functions.get("memory_profiling")
         if function is None:
             continue
@@ -100,7 +97,7 @@ def counts_segments(version: str, src: Path, worker: str, name: str) -> dict[str
     path = src / worker
     if not path.is_file():
         return None
-    method = _functions(ast.parse(path.read_text(encoding="utf-8"))).get(name)
+    method = srcast.functions(ast.parse(path.read_text(encoding="utf-8"))).get(name)
     if method is None:
         return None
     found = _form(version, worker, method)
