@@ -31,6 +31,13 @@ where the conditions above hold, so the workspace is persistent and unchunked):
   ``(kFp8StaticTensorSym, kFp8DynamicTensorSym)`` and ``FlashInferExperts``' per-tensor FP8 is static activations
   from 9.0 only.
 
+And where an MXFP4 MoE (gpt-oss) holds it (``mxfp4_*``): 0.19 on, fused_moe/oracle/mxfp4.py
+``backend_to_kernel_cls`` lists a ``...Monolithic`` class first for TRITON (9.x's default) and FlashInfer TRT-LLM
+(10.x's), and ``FusedMoEKernelMonolithicImpl`` (modular_kernel.py) takes no workspace: transient; MARLIN (8.x) returns
+the modular ``MarlinExperts``, whose ``workspace_shapes`` must read ``(M * topk, max(N, K))`` and
+``(M * topk * max(2 * N, K),)``: held. 0.18: quantization/mxfp4.py ``Mxfp4MoEMethod.is_monolithic`` names the
+monolithic backends and ``apply`` runs Marlin through the modular kernel.
+
 A development tool: the CLI never imports it.
 """
 
