@@ -31,6 +31,13 @@ where the conditions above hold, so the workspace is persistent and unchunked):
   ``(kFp8StaticTensorSym, kFp8DynamicTensorSym)`` and ``FlashInferExperts``' per-tensor FP8 is static activations
   from 9.0 only.
 
+And where an MXFP4 MoE (gpt-oss) holds it (``mxfp4_*``): 0.19 on, fused_moe/oracle/mxfp4.py
+``backend_to_kernel_cls`` lists a ``...Monolithic`` class first for TRITON (9.x's default) and FlashInfer TRT-LLM
+(10.x's), and ``FusedMoEKernelMonolithicImpl`` (modular_kernel.py) takes no workspace: transient; MARLIN (8.x) returns
+the modular ``MarlinExperts``, whose ``workspace_shapes`` must read ``(M * topk, max(N, K))`` and
+``(M * topk * max(2 * N, K),)``: held. 0.18: quantization/mxfp4.py ``Mxfp4MoEMethod.is_monolithic`` names the
+monolithic backends and ``apply`` runs Marlin through the modular kernel.
+
 A development tool: the CLI never imports it.
 """
 
@@ -310,6 +317,109 @@ def unquantized_moe(version: str, src: Path) -> dict[str, Any] | None:
     }
 
 
+MXFP4_ORACLE = f"{FUSED}/oracle/mxfp4.py"
+MXFP4_METHOD = "vllm/model_executor/layers/quantization/mxfp4.py"
+MARLIN_FILES = (f"{FUSED}/experts/marlin_moe.py", f"{FUSED}/fused_marlin_moe.py")
+MARLIN_SHAPES = {"workspace1": "(M * topk, max(N, K))", "workspace2": "(M * topk * max(2 * N, K),)"}
+
+
+def _mxfp4_name(member: str) -> str | None:
+    """An ``Mxfp4MoeBackend``/``Mxfp4Backend`` member as the ``mxfp4_moe`` fact's backend name; None: not one the
+    estimator picks by default."""
+    if member in ("TRITON", "MARLIN"):
+        return member.lower()
+    if member.startswith("FLASHINFER_TRTLLM") or member in ("SM100_FI_MXFP4_BF16", "SM100_FI_MXFP4_MXFP8_TRTLLM"):
+        return "flashinfer_trtllm"
+    return None
+
+
+def _marlin_shapes(src: Path) -> tuple[str, int] | None:
+    """``MarlinExperts.workspace_shapes`` where its assignments are :data:`MARLIN_SHAPES`: (file, line)."""
+    found = _first(src, MARLIN_FILES)
+    cls = _class(found[1], "MarlinExperts") if found else None
+    shapes = _function(cls, "workspace_shapes") if cls is not None else None
+    if found is None or shapes is None:
+        return None
+    assigned = {
+        t.id: ast.unparse(n.value)
+        for n in ast.walk(shapes)
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name) and t.id in MARLIN_SHAPES
+    }
+    return (found[0], shapes.lineno) if assigned == MARLIN_SHAPES else None
+
+
+def _kernel_classes(oracle: ast.Module) -> tuple[int, dict[str, str]]:
+    """0.19 on: the line of ``backend_to_kernel_cls`` and, per backend name, the first class it returns (the one
+    tried first: "prefer Monolithic > Modular")."""
+    func = _function(oracle, "backend_to_kernel_cls")
+    if func is None:
+        return 0, {}
+    first: dict[str, str] = {}
+    for node in ast.walk(func):
+        if not isinstance(node, ast.If):
+            continue
+        ret = next((n for n in node.body if isinstance(n, ast.Return)), None)
+        if ret is None or not isinstance(ret.value, ast.List) or not ret.value.elts:
+            continue
+        head = ast.unparse(ret.value.elts[0])
+        for attr in (n for n in ast.walk(node.test) if isinstance(n, ast.Attribute)):
+            name = _mxfp4_name(attr.attr) if ast.unparse(attr.value) == "Mxfp4MoeBackend" else None
+            if name is not None:
+                first.setdefault(name, head)
+    return func.lineno, first
+
+
+def mxfp4_kernels(version: str, src: Path, modular: ast.Module) -> dict[str, Any] | None:
+    """Which default MXFP4 MoE backends hold the modular kernel's workspace (``marlin``) and which run a monolithic
+    kernel whose buffers are transient: ``{mxfp4_held_backends, mxfp4_transient_backends, mxfp4_source}``, or None
+    where not read."""
+    marlin = _marlin_shapes(src)
+    oracle = _parse(src, MXFP4_ORACLE)
+    held: list[str] = []
+    transient: list[str] = []
+    if oracle is not None:
+        monolithic = _class(modular, "FusedMoEKernelMonolithicImpl")
+        line, first = _kernel_classes(oracle)
+        if not line or monolithic is None or _calls(monolithic, "_allocate_buffers"):
+            return None
+        for name, cls in sorted(first.items()):
+            if cls.endswith("Monolithic"):
+                transient.append(name)
+            elif cls == "MarlinExperts" and marlin is not None:
+                held.append(name)
+        pairs = ", ".join(f"{n} -> {c}" for n, c in sorted(first.items()))
+        where = (
+            f"{builder.url(version, MXFP4_ORACLE, line)} (backend_to_kernel_cls: {pairs}; "
+            "FusedMoEKernelMonolithicImpl takes no workspace)"
+        )
+    else:
+        method = _parse(src, MXFP4_METHOD)
+        cls = _class(method, "Mxfp4MoEMethod") if method is not None else None
+        prop = _function(cls, "is_monolithic") if cls is not None else None
+        apply = _function(cls, "apply") if cls is not None else None
+        if prop is None or apply is None:
+            return None
+        listed = {
+            a.attr for a in ast.walk(prop) if isinstance(a, ast.Attribute) and ast.unparse(a.value) == "Mxfp4Backend"
+        }
+        transient = sorted({n for m in listed if (n := _mxfp4_name(m)) is not None})
+        modular_apply = "Mxfp4Backend.MARLIN" in ast.unparse(apply) and _calls(apply, "apply")
+        if modular_apply and "MARLIN" not in listed and marlin is not None:
+            held.append("marlin")
+        where = (
+            f"{builder.url(version, MXFP4_METHOD, prop.lineno)} (Mxfp4MoEMethod.is_monolithic: "
+            f"{', '.join(sorted(listed))}); {builder.url(version, MXFP4_METHOD, apply.lineno)} (apply: Marlin through "
+            "moe_kernel.apply)"
+        )
+    if not held and not transient:
+        return None
+    if marlin is not None:
+        where += f"; {builder.url(version, marlin[0], marlin[1])} (MarlinExperts.workspace_shapes)"
+    return {"mxfp4_held_backends": held, "mxfp4_transient_backends": transient, "mxfp4_source": where}
+
+
 def block_fp8_moe_workspace(version: str, src: Path) -> dict[str, Any] | None:
     """``{deep_gemm_capabilities, source}`` (:class:`BlockFp8MoeWorkspace`), or None where any condition of the
     module docstring fails."""
@@ -339,6 +449,7 @@ def block_fp8_moe_workspace(version: str, src: Path) -> dict[str, Any] | None:
         "source": source,
         **(unquantized_moe(version, src) or {}),
         **(per_tensor_fp8(version, src) or {}),
+        **(mxfp4_kernels(version, src, modular) or {}),
     }
 
 

@@ -224,3 +224,55 @@ def test_an_explicit_moe_backend_decides_before_the_oracle() -> None:
     other = replace(_log("067"), options={**inp.options, "moe_backend": "flashinfer_cutlass"})
     gib, notes = block_fp8_moe_workspace_gib(other, 8192)
     assert gib == 0.0 and any("moe_backend flashinfer_cutlass" in note for note in notes)
+
+
+# MXFP4 (gpt-oss), worked from v0.19.0: fused_moe/oracle/mxfp4.py L78-L147 ``backend_to_kernel_cls`` lists
+# ``OAITritonMxfp4ExpertsMonolithic`` first for TRITON (Hopper's default) and ``TrtLlmMxfp4ExpertsMonolithic`` first for
+# FlashInfer TRT-LLM; modular_kernel.py L1393 ``FusedMoEKernelMonolithicImpl`` never calls ``_allocate_buffers``, and
+# gpt_oss_triton_kernels_moe.py ``triton_kernel_moe_forward`` takes its intermediates with ``torch.empty`` per call.
+# Marlin (8.x) returns ``MarlinExperts`` (modular): fused_marlin_moe.py L666-L696
+# ``workspace1 = (M * topk, max(N, K))``, ``workspace2 = (M * topk * max(2 * N, K),)``, ``output = (M, K)``.
+# gpt-oss-20b: hidden 2880, top-4, intermediate 2880; Marlin pads hidden to 256 (3072) and the per-rank
+# intermediate to 128 (2944), TP1, 8192 tokens:
+# workspace13 = max(8192*4*3072, 8192*3072) * 2 B = 201,326,592; workspace2 = 8192*4*5888 * 2 B = 385,875,968.
+MARLIN_20B = (201_326_592 + 385_875_968) / GIB
+
+
+def test_mxfp4_kernels_read_per_release() -> None:
+    for version in ("0.18.0", "0.19.0", "0.24.0", "0.34.0"):
+        fact = VLLM.catalog.release(version).facts.block_fp8_moe_workspace
+        assert fact is not None
+        assert fact.mxfp4_held_backends == ("marlin",), version
+        assert set(fact.mxfp4_transient_backends) == {"triton", "flashinfer_trtllm"}, version
+        assert f"/v{version}/" in fact.mxfp4_source
+
+
+@pytest.mark.parametrize("number", ["055", "075", "076"])
+def test_mxfp4_triton_on_hopper_holds_nothing(number: str) -> None:
+    """gpt-oss-20b on H100, 0.19.0: the monolithic Triton kernel; its buffers are transient."""
+    gib, notes = block_fp8_moe_workspace_gib(_log(number), 8192)
+    assert gib == 0
+    assert any("triton: monolithic kernel" in note for note in notes)
+
+
+def test_mxfp4_marlin_on_ampere_holds_the_batch_wide_buffers() -> None:
+    inp = replace(_log("075"), gpu=gpus.resolve("A100-SXM4-80GB"))
+    gib, notes = block_fp8_moe_workspace_gib(inp, 8192)
+    assert gib == pytest.approx(MARLIN_20B)
+    assert any("MXFP4 MoE marlin experts' workspace 0.55 GiB" in note for note in notes)
+    toggled = replace(inp, env={"VLLM_MXFP4_USE_MARLIN": "1"})
+    assert block_fp8_moe_workspace_gib(toggled, 8192)[0] == 0
+    older = replace(inp, release=VLLM.select("0.17.1").release)
+    assert block_fp8_moe_workspace_gib(older, 8192)[0] == 0
+
+
+def test_mxfp4_marlin_workspace_lowers_the_kv_estimate_by_itself() -> None:
+    """The KV figure drops by the workspace (within the estimate's rounding, as for 207 above)."""
+    inp = replace(_log("075"), gpu=gpus.resolve("A100-SXM4-80GB"))
+    assert inp.release is not None and inp.release.facts.block_fp8_moe_workspace is not None
+    stripped = inp.release.facts.block_fp8_moe_workspace.model_copy(update={"mxfp4_source": ""})
+    facts = inp.release.facts.model_copy(update={"block_fp8_moe_workspace": stripped})
+    without = VLLM.estimate(replace(inp, release=replace(inp.release, facts=facts)))
+    with_ws = VLLM.estimate(inp)
+    assert with_ws is not None and without is not None
+    assert without.kv_cache_gib - with_ws.kv_cache_gib == pytest.approx(MARLIN_20B, abs=0.011)

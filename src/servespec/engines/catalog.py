@@ -667,6 +667,17 @@ class BlockFp8MoeWorkspace(_Fact):
     from the list; 0.24 on the variable is gone."""
     unquantized_source: str = ""
     """Where the unquantized oracle was read; empty: not read (no unquantized workspace is added)."""
+    mxfp4_held_backends: tuple[str, ...] = ()
+    """MXFP4 MoE backends (``Mxfp4Moe.backends`` names) whose default experts run inside the modular kernel with
+    workspace shapes read from source, so their buffers are held: ``marlin`` (``MarlinExperts.workspace_shapes``
+    ``(M * topk, max(N, K))`` and ``(M * topk * max(2 * N, K),)``, N the padded per-rank intermediate size, K the
+    padded hidden size)."""
+    mxfp4_transient_backends: tuple[str, ...] = ()
+    """MXFP4 MoE backends whose default experts are a monolithic kernel (0.19 on: the first class
+    fused_moe/oracle/mxfp4.py ``backend_to_kernel_cls`` lists is a ``...Monolithic``; 0.18: quantization/mxfp4.py
+    ``is_monolithic``): one call allocates its intermediates with ``torch.empty`` and frees them, nothing is held."""
+    mxfp4_source: str = ""
+    """Where the MXFP4 kernels were read; empty: not read (no MXFP4 workspace is added)."""
 
 
 class ContextTier(_Fact):

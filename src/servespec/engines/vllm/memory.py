@@ -725,6 +725,8 @@ def block_fp8_moe_workspace_gib(inp: EstimateInput, batched: int) -> tuple[float
     elif method == "fp8" and fact.per_tensor_fp8_source and capability is not None and capability >= (8, 9):
         other = _per_tensor_fp8_not_triton(inp, capability)
         kind = "per-tensor FP8 MoE"
+    elif method == "mxfp4" and fact.mxfp4_source:
+        return _mxfp4_workspace_gib(inp, fact, batched)
     else:
         return 0.0, []  # other schemes, ROCm's own kernels; below 8.9 no FP8 Triton experts (Marlin)
     # ``--moe-backend`` other than "auto" decides before either oracle's list ("triton": TRITON in the unquantized
@@ -746,6 +748,42 @@ def block_fp8_moe_workspace_gib(inp: EstimateInput, batched: int) -> tuple[float
     second = batched * topk * max(width, hidden) * element
     gib = (_round_up(first, 256) + _round_up(second, 256)) / GIB
     return gib, [f"{kind} Triton experts' workspace {gib:.2f} GiB ({batched} tokens x top-{topk}; held)"]
+
+
+def _mxfp4_workspace_gib(inp: EstimateInput, fact: BlockFp8MoeWorkspace, batched: int) -> tuple[float, list[str]]:
+    """An MXFP4 MoE's held workspace (the ``mxfp4_*`` fields of the fact): the default backend on this GPU
+    (:func:`mxfp4_backend`) either runs a monolithic kernel (Triton on 9.x, FlashInfer TRT-LLM on 10.x: nothing
+    held) or Marlin's modular experts (8.x): ``max(M·topk·max(I', H'), M·H') + M·topk·max(2·I', H')`` activation
+    elements, ``I'``/``H'`` the backend's padded per-rank intermediate and hidden sizes (the layer pads the activations
+    to its rounded hidden size before the experts: v0.19.0 fused_moe/layer.py L536-L545, runner/default_moe_runner.py
+    L458-L467). Environment toggles, ``--moe-backend``, LoRA and EPLB choose other kernels (noted, not modelled)."""
+    choice = mxfp4_backend(inp)
+    mxfp4 = inp.release.facts.mxfp4_moe if inp.release else None
+    if choice is None or mxfp4 is None:
+        return 0.0, []
+    asked = inp.options.get("moe_backend")
+    toggled = [name for name in mxfp4.env_selected if _flag(inp.env.get(name)) is not None]
+    if toggled or (isinstance(asked, str) and asked != "auto") or inp.options.get("enable_lora") is True:
+        why = ", ".join(toggled) or ("moe_backend " + str(asked) if asked not in (None, "auto") else "LoRA")
+        return 0.0, [f"MXFP4 MoE experts: {why} picks the kernels; their workspace is not modelled"]
+    if inp.options.get("enable_eplb") is True or inp.data_parallel > 1:
+        return 0.0, []  # the monolithic Triton class refuses EPLB and dp > 1 (modular fallback: not modelled)
+    if choice.backend in fact.mxfp4_transient_backends:
+        return 0.0, [f"MXFP4 MoE backend {choice.backend}: monolithic kernel, its buffers are transient (none held)"]
+    padding = mxfp4.backends.get(choice.backend)
+    topk, inter = inp.model.active_experts or 0, inp.model.moe_intermediate_size or 0
+    if choice.backend not in fact.mxfp4_held_backends or padding is None or not topk or not inter:
+        return 0.0, [f"MXFP4 MoE backend {choice.backend}: its workspace is not modelled"]
+    group = inp.moe_group or inp.tensor_parallel
+    expert_parallel = (inp.expert_parallel > 1 or inp.options.get("enable_expert_parallel") is True) and group > 1
+    per_rank = inter if expert_parallel else inter / group
+    inter_pad = _round_up(math.ceil(per_rank), padding.intermediate_multiple)
+    hidden = _round_up(inp.model.hidden_size, padding.hidden_multiple)
+    element = dtype_bytes(inp.model, inp.dtype)
+    first = max(batched * topk * max(inter_pad, hidden), batched * hidden) * element
+    second = batched * topk * max(2 * inter_pad, hidden) * element
+    gib = (_round_up(first, 256) + _round_up(second, 256)) / GIB
+    return gib, [f"MXFP4 MoE {choice.backend} experts' workspace {gib:.2f} GiB ({batched} tokens x top-{topk}; held)"]
 
 
 def _unquantized_not_triton(inp: EstimateInput, fact: BlockFp8MoeWorkspace, capability: tuple[int, int]) -> str:
