@@ -336,8 +336,8 @@ def _mxfp4_name(member: str) -> str | None:
 def _marlin_shapes(src: Path) -> tuple[str, int] | None:
     """``MarlinExperts.workspace_shapes`` where its assignments are :data:`MARLIN_SHAPES`: (file, line)."""
     found = _first(src, MARLIN_FILES)
-    cls = _class(found[1], "MarlinExperts") if found else None
-    shapes = _function(cls, "workspace_shapes") if cls is not None else None
+    cls = srcast.find_class(found[1], "MarlinExperts") if found else None
+    shapes = srcast.function(cls, "workspace_shapes") if cls is not None else None
     if found is None or shapes is None:
         return None
     assigned = {
@@ -353,7 +353,7 @@ def _marlin_shapes(src: Path) -> tuple[str, int] | None:
 def _kernel_classes(oracle: ast.Module) -> tuple[int, dict[str, str]]:
     """0.19 on: the line of ``backend_to_kernel_cls`` and, per backend name, the first class it returns (the one
     tried first: "prefer Monolithic > Modular")."""
-    func = _function(oracle, "backend_to_kernel_cls")
+    func = srcast.function(oracle, "backend_to_kernel_cls")
     if func is None:
         return 0, {}
     first: dict[str, str] = {}
@@ -376,11 +376,11 @@ def mxfp4_kernels(version: str, src: Path, modular: ast.Module) -> dict[str, Any
     kernel whose buffers are transient: ``{mxfp4_held_backends, mxfp4_transient_backends, mxfp4_source}``, or None
     where not read."""
     marlin = _marlin_shapes(src)
-    oracle = _parse(src, MXFP4_ORACLE)
+    oracle = srcast.parse(src, MXFP4_ORACLE)
     held: list[str] = []
     transient: list[str] = []
     if oracle is not None:
-        monolithic = _class(modular, "FusedMoEKernelMonolithicImpl")
+        monolithic = srcast.find_class(modular, "FusedMoEKernelMonolithicImpl")
         line, first = _kernel_classes(oracle)
         if not line or monolithic is None or _calls(monolithic, "_allocate_buffers"):
             return None
@@ -395,10 +395,10 @@ def mxfp4_kernels(version: str, src: Path, modular: ast.Module) -> dict[str, Any
             "FusedMoEKernelMonolithicImpl takes no workspace)"
         )
     else:
-        method = _parse(src, MXFP4_METHOD)
-        cls = _class(method, "Mxfp4MoEMethod") if method is not None else None
-        prop = _function(cls, "is_monolithic") if cls is not None else None
-        apply = _function(cls, "apply") if cls is not None else None
+        method = srcast.parse(src, MXFP4_METHOD)
+        cls = srcast.find_class(method, "Mxfp4MoEMethod") if method is not None else None
+        prop = srcast.function(cls, "is_monolithic") if cls is not None else None
+        apply = srcast.function(cls, "apply") if cls is not None else None
         if prop is None or apply is None:
             return None
         listed = {
