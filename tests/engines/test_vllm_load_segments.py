@@ -134,6 +134,8 @@ def test_segments_only_where_the_release_counts_them() -> None:
     assert "mem_utils.py#L318" in notes[0]
     assert vllm_memory.load_segments_gib(_input(model, "0.6.4.post1", 4))[0] == counted
     assert vllm_memory.load_segments_gib(_input(model, "0.26.0", 4)) == ([], [])
+    # the expert group a dense model is given (the TP ranks, as the log harness and a spec set it) changes nothing
+    assert vllm_memory.load_segments_gib(replace(_input(model, "0.27.1", 4), moe_group=4))[0] == counted
     # not replayed: a quantized checkpoint, an MoE layout
     assert vllm_memory.load_segments_gib(_input(replace(model, quant_method="fp8"), "0.27.1", 4)) == ([], [])
     assert vllm_memory.load_segments_gib(_input(replace(model, architecture="Qwen3MoeForCausalLM"), "0.27.1", 4)) == (

@@ -46,18 +46,21 @@ Tensor = tuple[str, int | None]
 
 def width(inp: EstimateInput, moe: bool = False) -> int | None:
     """Bytes per parameter where the model is built as :data:`LAYOUTS` (or, with ``moe``, :data:`MOE_LAYOUTS`) says:
-    16-bit, unquantized, plain RoPE, one data-parallel replica, every fused matrix split evenly over the TP ranks;
+    16-bit, unquantized, plain RoPE, one data-parallel replica, every fused matrix (the experts too) split evenly over
+    the TP ranks;
     None: the build is not replayed."""
     m = inp.model
     tp = inp.tensor_parallel
     if m.kv_lora_rank or m.linear_layers or m.layer_modules or m.quant_method or inp.quantization:
         return None
-    if inp.data_parallel != 1 or inp.moe_group or not m.max_position_embeddings:
+    if inp.data_parallel != 1 or not m.max_position_embeddings:
         return None
     if (m.rope_type or "") not in PLAIN_ROPE:
         return None
     if m.is_moe:
         if not moe or m.architecture not in MOE_LAYOUTS or m.shared_intermediate_size or not m.experts:
+            return None
+        if inp.moe_group not in (0, tp):  # experts spread over another group than the TP ranks
             return None
         widths = [m.moe_intermediate_size or 0] + ([m.intermediate_size or 0] if m.dense_layers else [])
     else:
