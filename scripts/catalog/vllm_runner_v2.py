@@ -22,6 +22,13 @@ to a float32 copy; 0.34 adds a pass with ``SamplingParams.for_sampler_warmup()``
 sampling_params``, not modelled). Its ``profile_cudagraph_memory`` returns 0 up to 0.28, so the worker
 (``determine_available_memory``) subtracts no CUDA-graph estimate then.
 
+Its sampler's ``PenaltiesState`` (v1/worker/gpu/sample/penalties.py, every release 0.22-0.34) holds two int32 GPU
+tensors per request slot over the vocabulary, ``output_bin_counts`` (max_num_reqs x vocab_size) and
+``prompt_bin_mask`` (max_num_reqs x cdiv(vocab_size, 32)), made when the runner builds its ``Sampler``, under
+``if self.is_last_pp_rank`` (the last pipeline stage only), after the worker's start-up memory snapshot
+(``penalty_state``). The other per-request sampler state (logit bias, bad words, top-k/top-p/min-p, RequestState)
+is UVA (host) memory or max_num_reqs x a constant of at most 1024 entries (about 20 MiB at 1024 slots): not recorded.
+
 Read by ``ast`` from the releases' sdists (scripts/catalog/vllm_sampler.py ``tree``). A development tool: the CLI
 never imports it.
 """
@@ -43,6 +50,7 @@ from vllm_sampler import tree
 from servespec.engines.catalog import V2ModelRunner
 
 CONFIG = "vllm/config/vllm.py"
+PENALTIES = "vllm/v1/worker/gpu/sample/penalties.py"
 RUNNER = "vllm/v1/worker/gpu/model_runner.py"
 FIRST_RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 
@@ -98,8 +106,91 @@ def _returns_zero(function: ast.FunctionDef) -> bool:
     )
 
 
-def _mentions(function: ast.FunctionDef, attr: str) -> bool:
+def _mentions(function: ast.AST, attr: str) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == attr for n in ast.walk(function))
+
+
+def _int32_zeros(node: ast.AST) -> list[ast.expr] | None:
+    """``torch.zeros(<shape...>, dtype=torch.int32, ...)``: its shape arguments; None otherwise."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zeros"):
+        return None
+    dtype = next((k.value for k in node.keywords if k.arg == "dtype"), None)
+    if not (isinstance(dtype, ast.Attribute) and dtype.attr == "int32"):
+        return None
+    return list(node.args)
+
+
+def _cdiv_by(node: ast.expr) -> int:
+    """``cdiv(<x>, N)``: N; 0 otherwise."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "cdiv"
+        and len(node.args) == 2
+    ):
+        arg = node.args[1]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+            return arg.value
+    return 0
+
+
+def _sampler_on_last_rank(runner: ast.Module) -> int:
+    """The line of ``self.sampler = Sampler(...)`` where an enclosing ``if`` tests ``is_last_pp_rank``; 0 if not."""
+    for node in ast.walk(runner):
+        if not (isinstance(node, ast.If) and _mentions(node.test, "is_last_pp_rank")):
+            continue
+        for inner in ast.walk(node):
+            if (
+                isinstance(inner, ast.Assign)
+                and any(isinstance(t, ast.Attribute) and t.attr == "sampler" for t in inner.targets)
+                and isinstance(inner.value, ast.Call)
+                and isinstance(inner.value.func, ast.Name)
+                and inner.value.func.id == "Sampler"
+            ):
+                return inner.lineno
+    return 0
+
+
+def penalty_state(version: str, src: Path, runner: ast.Module) -> dict[str, Any] | None:
+    """``PenaltiesState`` (v1/worker/gpu/sample/penalties.py): the GPU tensors it makes per request slot and
+    vocabulary entry, ``output_bin_counts = torch.zeros(max_num_reqs, vocab_size, dtype=torch.int32)`` and
+    ``prompt_bin_mask = torch.zeros(max_num_reqs, cdiv(vocab_size, 32), dtype=torch.int32)``, with where the runner
+    builds its ``Sampler`` (under ``if self.is_last_pp_rank``: the last pipeline stage only). None where either is
+    not found as such."""
+    module = srcast.parse(src, PENALTIES)
+    if module is None:
+        return None
+    counts = mask = 0
+    bits = 0
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not isinstance(target, ast.Attribute):
+            continue
+        shape = _int32_zeros(node.value)
+        if shape is None or len(shape) != 2:
+            continue
+        if target.attr == "output_bin_counts" and not _cdiv_by(shape[1]):
+            counts = node.lineno
+        elif target.attr == "prompt_bin_mask" and _cdiv_by(shape[1]):
+            mask, bits = node.lineno, _cdiv_by(shape[1])
+    if not counts or not mask:
+        return None
+    last = _sampler_on_last_rank(runner)
+    sources = [
+        builder.url(version, PENALTIES, counts) + " (output_bin_counts)",
+        builder.url(version, PENALTIES, mask) + " (prompt_bin_mask)",
+    ]
+    if last:
+        sources.append(builder.url(version, RUNNER, last) + " (Sampler, is_last_pp_rank)")
+    return {
+        "count_bytes": 4,
+        "mask_bits": bits,
+        "mask_bytes": 4,
+        "last_stage_only": bool(last),
+        "source": "; ".join(sources),
+    }
 
 
 def v2_model_runner(version: str, src: Path) -> dict[str, Any] | None:
@@ -137,6 +228,7 @@ def v2_model_runner(version: str, src: Path) -> dict[str, Any] | None:
         "architectures": architectures if value != "all" else [],
         "sampler_warmup": warmup,
         "cudagraph_estimate": not _returns_zero(graphs),
+        "penalty_state": penalty_state(version, src, runner),
         "source": "; ".join(sources),
     }
 

@@ -159,8 +159,12 @@ def test_the_estimate_takes_the_segments_off_the_kv_budget() -> None:
     uncounted = vllm_memory.estimate(replace(inp, release=as_bytes))
     assert counted is not None and uncounted is not None
     segments = vllm_memory.load_segments_gib(inp)[0][0]
+    # the same formula counts Model Runner V2's penalty state, made after the snapshot (test_vllm_penalty_state.py)
+    seqs = vllm_memory.batch_defaults(inp, vllm_memory.cuda_total_gib(gpus.resolve("NVIDIA A40")))[1]
+    penalties = vllm_memory.penalty_state_gib(inp, seqs)[0]
+    assert penalties > 0
     assert uncounted.kv_cache_gib - counted.kv_cache_gib == pytest.approx(
-        segments, abs=0.01
+        segments + penalties, abs=0.01
     )  # kv_cache_gib: 2 decimals
 
 

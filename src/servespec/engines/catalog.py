@@ -467,6 +467,22 @@ class FlashinferSampler(_Fact):
     source: str
 
 
+class PenaltyState(_Fact):
+    """Model Runner V2's sampler ``PenaltiesState`` (vllm/v1/worker/gpu/sample/penalties.py): GPU tensors per
+    request slot over the vocabulary, made after the worker's start-up memory snapshot when the runner builds its
+    ``Sampler``; scripts/catalog/vllm_runner_v2.py."""
+
+    count_bytes: int
+    """Bytes per vocabulary entry of ``output_bin_counts`` (``torch.zeros(max_num_reqs, vocab_size, dtype=int32)``)."""
+    mask_bits: int
+    """Vocabulary entries per word of ``prompt_bin_mask`` (``cdiv(vocab_size, 32)`` words per slot)."""
+    mask_bytes: int
+    """Bytes per word of ``prompt_bin_mask`` (int32)."""
+    last_stage_only: bool
+    """The runner builds its ``Sampler`` under ``if self.is_last_pp_rank``: the last pipeline stage only."""
+    source: str
+
+
 class V2ModelRunner(_Fact):
     """vLLM V1: the releases' second GPU model runner (vllm/v1/worker/gpu/model_runner.py, "Model Runner V2") and
     which models it serves by default (config/vllm.py ``VllmConfig.use_v2_model_runner``, unless
@@ -489,6 +505,8 @@ class V2ModelRunner(_Fact):
     cudagraph_estimate: bool
     """False where its ``profile_cudagraph_memory`` returns 0, so the worker subtracts no CUDA-graph estimate from
     the budget (0.21-0.28); True where it estimates the capture (0.29 on)."""
+    penalty_state: PenaltyState | None = None
+    """Its sampler's per-request vocabulary tensors (0.22-0.34); None where not read."""
     source: str
 
 

@@ -945,6 +945,37 @@ def stage_tables_gib(inp: EstimateInput, stage: int) -> float:
     return table * (int(embedding) + int(head))
 
 
+def penalty_state_gib(inp: EstimateInput, seqs: int) -> tuple[float, float, list[str]]:
+    """(GiB, of it what only the last pipeline stage holds, notes): Model Runner V2's sampler ``PenaltiesState``
+    where the release's budget counts it (the ``v2_model_runner`` fact's ``penalty_state``, 0.22-0.34). Its two
+    int32 GPU tensors per request slot over the vocabulary, ``output_bin_counts`` (``max_num_reqs x vocab_size``)
+    and ``prompt_bin_mask`` (``max_num_reqs x cdiv(vocab_size, 32)``), v1/worker/gpu/sample/penalties.py v0.27.1
+    L32-42, are made when the runner builds its ``Sampler`` (``max_num_reqs``: ``max_num_seqs``), on the last pipeline stage only (``if
+    self.is_last_pp_rank``, v1/worker/gpu/model_runner.py v0.27.1 L351), after the worker's start-up snapshot
+    (v1/worker/gpu_worker.py v0.27.1 L395). From 0.27.0 the budget counts the whole free-memory drop since that
+    snapshot (``v1_budget_counts_segments``, utils/mem_utils.py v0.27.1 L326), so they take KV room. Up to 0.26 it
+    counts the weights' bytes (``model_memory_usage``, measured before the sampler is built), the profiling run's
+    torch peak over what was allocated when it began (``torch_peak_increase``) and the non-torch increase
+    (utils/mem_utils.py v0.26.0 L305-313): tensors allocated before the profiling run fall in none of them, so they
+    take no KV room there (the GPU holds them beyond the budget). 0.0 where the runner is not Model Runner V2, the
+    fact is not read or the vocabulary is unknown."""
+    fact = inp.release.facts.v2_model_runner if inp.release else None
+    state = fact.penalty_state if fact else None
+    vocab = inp.model.vocab_size
+    if state is None or not vocab or not model_runner_v2(inp):
+        return 0.0, 0.0, []
+    counted = inp.release.facts.v1_budget_counts_segments if inp.release else None
+    size = seqs * (vocab * state.count_bytes + -(-vocab // state.mask_bits) * state.mask_bytes) / GIB
+    where = "the last pipeline stage" if state.last_stage_only and inp.pipeline_parallel > 1 else "each GPU"
+    if counted is None or not counted.value:
+        return 0.0, 0.0, [f"Model Runner V2 penalty state {size:.2f} GiB on {where}, outside the release's budget"]
+    return (
+        size,
+        size if state.last_stage_only else 0.0,
+        [f"Model Runner V2 penalty state {size:.2f} GiB on {where} ({seqs} request slots x vocabulary)"],
+    )
+
+
 def binding_stage(
     inp: EstimateInput, weights: float, room: float, sampler: float = 0.0, segments: list[float] | None = None
 ) -> tuple[int, float, float] | None:
@@ -958,7 +989,8 @@ def binding_stage(
     overhead; ``sampler``: what of that overhead's profiling peak only the sampler warm-up adds, which runs on the
     last stage alone (``profile_run``: ``if get_pp_group().is_last_rank: ... _dummy_sampler_run``, v1/worker/
     gpu_model_runner.py v0.19.0 L5785, v0.27.1 L6496; Model Runner V2 v1/worker/gpu/model_runner.py v0.27.1 L724),
-    so the other stages have that much more room; ``segments``: each stage's allocator segments beyond its weights
+    and Model Runner V2's penalty state (:func:`penalty_state_gib`, built on the last rank alone), so the other
+    stages have that much more room; ``segments``: each stage's allocator segments beyond its weights
     (:func:`load_segments_gib`), where counted. Only for models whose every layer caches the same KV (no sliding
     window, linear attention or shared KV)."""
     parts = stage_layers(inp)
@@ -1041,7 +1073,11 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     draft, draft_kv, said = draft_share(inp)
     overhead += draft
     notes += said
+    penalties, last_only, said = penalty_state_gib(inp, seqs)
+    overhead += penalties
+    notes += said
     sampler_only = max(activation - forward_activation_gib(inp, batched), 0.0) if _engine_core(inp) == "v1" else 0.0
+    sampler_only += last_only  # the last stage's alone (:func:`penalty_state_gib`)
     binding = binding_stage(inp, weights, utilization * total - overhead, sampler_only, segments)
     # one stage, or stages sized alike: the largest stage's segments
     weights += max(segments, default=0.0) if binding is None else 0.0
