@@ -946,19 +946,20 @@ def stage_tables_gib(inp: EstimateInput, stage: int) -> float:
 
 
 def penalty_state_gib(inp: EstimateInput, seqs: int) -> tuple[float, float, list[str]]:
-    """(GiB, of it what only the last pipeline stage holds, notes): Model Runner V2's sampler ``PenaltiesState`` where the
-    release's budget counts it (the ``v2_model_runner`` fact's ``penalty_state``, 0.22-0.34). Its two int32 GPU tensors
-    per request slot over the vocabulary, ``output_bin_counts`` (``max_num_reqs x vocab_size``) and ``prompt_bin_mask``
-    (``max_num_reqs x cdiv(vocab_size, 32)``), v1/worker/gpu/sample/penalties.py v0.27.1 L32-42, are made when the
-    runner builds its ``Sampler`` (``max_num_reqs``: ``max_num_seqs``), on the last pipeline stage only (``if
-    self.is_last_pp_rank``, v1/worker/gpu/model_runner.py v0.27.1 L351), after the worker's start-up snapshot
-    (v1/worker/gpu_worker.py v0.27.1 L395). From 0.27.0 the budget counts the whole free-memory drop since that snapshot
-    (``v1_budget_counts_segments``, utils/mem_utils.py v0.27.1 L326), so they take KV room. Up to 0.26 it counts the
-    weights' bytes (``model_memory_usage``, measured before the sampler is built), the profiling run's torch peak over
-    what was allocated when it began (``torch_peak_increase``) and the non-torch increase (utils/mem_utils.py v0.26.0
-    L305-313): tensors allocated before the profiling run fall in none of them, so they take no KV room there (the GPU
-    holds them beyond the budget). 0.0 where the runner is not Model Runner V2, the fact is not read or the vocabulary
-    is unknown."""
+    """(GiB, of it what only the last pipeline stage holds, notes): Model Runner V2's sampler ``PenaltiesState``
+    where the release's budget counts it (the ``v2_model_runner`` fact's ``penalty_state``, 0.22-0.34). Its two
+    int32 GPU tensors per request slot over the vocabulary, ``output_bin_counts`` (``max_num_reqs x
+    vocab_size``) and ``prompt_bin_mask`` (``max_num_reqs x cdiv(vocab_size, 32)``),
+    v1/worker/gpu/sample/penalties.py v0.27.1 L32-42, are made when the runner builds its ``Sampler``
+    (``max_num_reqs``: ``max_num_seqs``), on the last pipeline stage only (``if self.is_last_pp_rank``,
+    v1/worker/gpu/model_runner.py v0.27.1 L351), after the worker's start-up snapshot (v1/worker/gpu_worker.py
+    v0.27.1 L395). From 0.27.0 the budget counts the whole free-memory drop since that snapshot
+    (``v1_budget_counts_segments``, utils/mem_utils.py v0.27.1 L326), so they take KV room. Up to 0.26 it counts
+    the weights' bytes (``model_memory_usage``, measured before the sampler is built), the profiling run's torch
+    peak over what was allocated when it began (``torch_peak_increase``) and the non-torch increase
+    (utils/mem_utils.py v0.26.0 L305-313): tensors allocated before the profiling run fall in none of them, so
+    they take no KV room there (the GPU holds them beyond the budget). 0.0 where the runner is not Model Runner
+    V2, the fact is not read or the vocabulary is unknown."""
     fact = inp.release.facts.v2_model_runner if inp.release else None
     state = fact.penalty_state if fact else None
     vocab = inp.model.vocab_size
