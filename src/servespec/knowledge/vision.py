@@ -104,17 +104,19 @@ def _llama4(vision: dict[str, Any], text_hidden: int) -> float:
     return float(embeddings + _count(vision, "num_hidden_layers", 34) * layer + adapter + projector)
 
 
-def _siglip_tower(vision: dict[str, Any]) -> int:
+def _siglip_tower(vision: dict[str, Any], positions: int | None = None) -> int:
     """transformers SiglipVisionModel: biased patch Conv2d, (image_size / patch_size)^2 positions (no class token),
     layers with biased attention, LayerNorms and fc1/fc2, the post LayerNorm and the attention-pooling head
-    (``vision_use_head``, true by default)."""
+    (``vision_use_head``, true by default). ``positions``: the learned position rows where the tower does not derive
+    them from the image size (Siglip2's NaViT ``num_patches``); its Linear patch embedding has the Conv2d's count."""
     width = _count(vision, "hidden_size", 768)
     mlp = _count(vision, "intermediate_size", 3072)
     patch = _count(vision, "patch_size", 16)
     mlp_block = 2 * width * mlp + mlp + width
     layer = 4 * width * width + 4 * width + 4 * width + mlp_block
     embeddings = _count(vision, "num_channels", 3) * patch * patch * width + width
-    embeddings += (_count(vision, "image_size", 224) // patch) ** 2 * width
+    rows = (_count(vision, "image_size", 224) // patch) ** 2 if positions is None else positions
+    embeddings += rows * width
     head = 0
     if fields.flag(vision, "vision_use_head") is not False:
         head = width + 4 * width * width + 4 * width + 2 * width + mlp_block  # probe, attention, layernorm, mlp
@@ -317,16 +319,7 @@ def _siglip2_navit_lfm2_vl(config: dict[str, Any], vision: dict[str, Any], text_
     ``projector_use_layernorm``), linear_1 to ``projector_hidden_size`` and linear_2 to the text width, both biased
     unless ``projector_bias`` is false. Defaults: Siglip2VisionConfig and Lfm2VlConfig (transformers v5.24.0)."""
     width = _count(vision, "hidden_size", 768)
-    mlp = _count(vision, "intermediate_size", 3072)
-    patch = _count(vision, "patch_size", 16)
-    mlp_block = 2 * width * mlp + mlp + width
-    layer = 4 * width * width + 4 * width + 4 * width + mlp_block
-    embeddings = _count(vision, "num_channels", 3) * patch * patch * width + width
-    embeddings += _count(vision, "num_patches", 256) * width
-    head = 0
-    if fields.flag(vision, "vision_use_head") is not False:
-        head = width + 4 * width * width + 4 * width + 2 * width + mlp_block  # probe, attention, layernorm, mlp
-    tower = embeddings + _count(vision, "num_hidden_layers", 12) * layer + 2 * width + head
+    tower = _siglip_tower(vision, positions=_count(vision, "num_patches", 256))
     unshuffled = width * _count(config, "downsample_factor", 2) ** 2
     inner = _count(config, "projector_hidden_size", 2560)
     projector = unshuffled * inner + inner * text_hidden
