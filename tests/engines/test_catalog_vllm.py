@@ -184,6 +184,32 @@ def _has_hybrid_manager(release: Any) -> bool:
     return option is not None and option.default is not True and engine is not None and engine.value == "v1"
 
 
+RANGED_FACTS = {
+    "pipeline_stages": ("0.5.1", None),  # distributed/utils.py get_pp_indices (the layer split the estimate sizes)
+    "pooling_models": ("0.6.5", None),  # model_executor/models/adapters.py (the pooling conversions)
+    "v0_budget_counts_segments": ("0.4.1", "0.10.1.1"),  # V0's worker.py, removed in 0.11.0
+    "v1_budget_counts_segments": ("0.7.0", None),  # v1/worker/gpu_worker.py determine_available_memory
+    "block_fp8_moe_workspace": ("0.18.0", None),  # v1/worker/workspace.py (the persistent fused-MoE workspace)
+    "v2_model_runner": ("0.22.0", None),  # v1/worker/gpu/model_runner.py (Model Runner V2)
+}
+"""Facts the vLLM estimator reads where the release's source has the mechanism: (first release, last or None)."""
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_release_carries_the_facts_its_source_range_has(version: str) -> None:
+    """Each builder (scripts/catalog/vllm_pipeline.py, vllm_pooling.py, vllm_segments.py, vllm_moe_workspace.py,
+    vllm_runner_v2.py) writes its fact for exactly the releases whose source has the mechanism, pinned to the tag:
+    a release in the range without it would be estimated as if the mechanism did not exist."""
+    release = VLLM.catalog.release(version)
+    key = version_key(version)
+    for name, (first, last) in RANGED_FACTS.items():
+        fact = getattr(release.facts, name)
+        inside = key >= version_key(first) and (last is None or key <= version_key(last))
+        assert (fact is not None) == inside, (version, name)
+        if fact is not None:
+            assert f"/blob/v{version}/" in fact.source, (version, name, fact.source)
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_release_has_the_memory_facts_the_estimator_reads(version: str) -> None:
     """Each catalogued release carries, from its own source pinned to its tag, every fact the arithmetic reads:
