@@ -111,6 +111,13 @@ ADDED = [
     # pooling models (pool)
     "Qwen/Qwen3-Embedding-8B",
     "Qwen/Qwen3-Reranker-8B",
+    # quantized checkpoints (cat-quant)
+    "TheBloke/Llama-2-7B-Chat-GPTQ",
+    "TheBloke/Llama-2-13B-chat-GPTQ",
+    "TheBloke/Llama-2-7B-GPTQ",
+    "TheBloke/Mistral-7B-Instruct-v0.1-AWQ",
+    "Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4",
+    "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -218,6 +225,17 @@ PUBLISHED = [
     # large MoE / MLA widening (cat-moe)
     ("MiniMaxAI/MiniMax-M2", 230e9, "https://huggingface.co/docs/transformers/model_doc/minimax_m2"),
     ("zai-org/GLM-4.5-Air", 106e9, "https://huggingface.co/zai-org/GLM-4.5-Air"),
+    # quantized checkpoints (cat-quant): the count of the model each one quantizes
+    ("TheBloke/Llama-2-7B-Chat-GPTQ", 6.74e9, "https://huggingface.co/meta-llama/Llama-2-7b-chat-hf"),
+    ("TheBloke/Llama-2-13B-chat-GPTQ", 13.0e9, "https://huggingface.co/meta-llama/Llama-2-13b-chat-hf"),
+    ("TheBloke/Llama-2-7B-GPTQ", 6.74e9, "https://huggingface.co/meta-llama/Llama-2-7b-hf"),
+    ("TheBloke/Mistral-7B-Instruct-v0.1-AWQ", 7.24e9, "https://huggingface.co/mistralai/Mistral-7B-Instruct-v0.1"),
+    ("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", 32.5e9, "https://huggingface.co/Qwen/Qwen2.5-32B-Instruct"),
+    (
+        "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+        70.6e9,
+        "https://huggingface.co/meta-llama/Llama-3.1-70B-Instruct",
+    ),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -351,6 +369,13 @@ SAME_LAYOUT = [
     ("allenai/olmOCR-2-7B-1025", "Qwen/Qwen2.5-VL-7B-Instruct"),
     ("humain-ai/ALLaM-7B-Instruct-preview", "ALLaM-AI/ALLaM-7B-Instruct-preview"),
     ("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.5"),
+    # quantized checkpoints (cat-quant)
+    ("TheBloke/Llama-2-7B-Chat-GPTQ", "meta-llama/Llama-2-7b-chat-hf"),
+    ("TheBloke/Llama-2-13B-chat-GPTQ", "meta-llama/Llama-2-13b-chat-hf"),
+    ("TheBloke/Llama-2-7B-GPTQ", "meta-llama/Llama-2-7b-hf"),
+    ("TheBloke/Mistral-7B-Instruct-v0.1-AWQ", "mistralai/Mistral-7B-Instruct-v0.1"),
+    ("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", "Qwen/Qwen2.5-32B-Instruct"),
+    ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "meta-llama/Llama-3.1-70B-Instruct"),
 ]
 
 
@@ -615,3 +640,44 @@ def test_glm4_moe_counts_its_qk_norms_when_set() -> None:
     config = _raw_config("zai-org/GLM-4.5-Air")
     facts = facts_from_config({**config, "use_qk_norm": True}, "qk")
     assert facts.params == 106_852_257_280
+
+
+# quantized checkpoints (cat-quant): (checkpoint, method, its safetensors files in decimal GB as the repo's tree page lists
+# them, three significant digits each)
+QUANTIZED_FILES = [
+    # https://huggingface.co/TheBloke/Llama-2-7B-Chat-GPTQ/tree/refs%2Fpr%2F19: model.safetensors 3.9 GB
+    ("TheBloke/Llama-2-7B-Chat-GPTQ", "gptq", (3.90,)),
+    # https://huggingface.co/TheBloke/Llama-2-13B-chat-GPTQ/tree/ac57f0a972a560f19aec59b6ba6a41892e1f0dff: 7.26 GB
+    ("TheBloke/Llama-2-13B-chat-GPTQ", "gptq", (7.26,)),
+    # https://huggingface.co/Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4/tree/main: five shards
+    ("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", "gptq", (3.95, 3.98, 3.95, 3.98, 3.48)),
+    # https://huggingface.co/hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4/tree/cdc64fda3267703c5c120d9247f1e53d5a8a28e5
+    # and /tree/db9578a3ca8283c541f608de8a1d060d35823c6e: nine shards
+    ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "awq", (4.97, 4.89, 4.89, 4.89, 4.89, 4.89, 4.89, 3.36, 2.10)),
+]
+
+
+@pytest.mark.parametrize(("checkpoint", "method", "shards_gb"), QUANTIZED_FILES, ids=[q[0] for q in QUANTIZED_FILES])
+def test_quantized_checkpoints_weigh_their_safetensors(checkpoint: str, method: str, shards_gb: tuple[float, ...]) -> None:
+    """GPTQ and AWQ checkpoints: 4-bit weights, a 16-bit scale and a 4-bit zero point per 128 on every decoder linear
+    layer, embedding and LM head in float16 (4.15625 bits a quantized weight). The estimate matches the files within
+    0.5 %: the tree pages round each shard to 0.005 GB, and GPTQ's g_idx (an int32 per input row of each layer, 0.1 %)
+    is not sized; weights counted at 4 bits without scales would fall 3-4 % short."""
+    from servespec.knowledge.memory import EstimateInput, weight_bytes
+
+    facts = catalogued(checkpoint)
+    assert facts is not None
+    assert facts.quant_method == method
+    assert facts.quant_bits == pytest.approx(4 + 20 / 128)
+    assert weight_bytes(EstimateInput("vllm", None, facts, None)) == pytest.approx(sum(shards_gb) * 1e9, rel=0.005)
+
+
+def test_quantized_checkpoints_name_their_awq_and_gptq_schemes() -> None:
+    """The AWQ and GPTQ checkpoints without a file-size quote still resolve to their group-quantized scheme."""
+    for checkpoint, method in (
+        ("TheBloke/Llama-2-7B-GPTQ", "gptq"),
+        ("TheBloke/Mistral-7B-Instruct-v0.1-AWQ", "awq"),
+    ):
+        facts = catalogued(checkpoint)
+        assert facts is not None
+        assert (facts.quant_method, facts.quant_bits) == (method, pytest.approx(4 + 20 / 128))
