@@ -642,8 +642,8 @@ def test_glm4_moe_counts_its_qk_norms_when_set() -> None:
     assert facts.params == 106_852_257_280
 
 
-# quantized checkpoints (cat-quant): (checkpoint, method, its safetensors files in decimal GB as the repo's tree page lists
-# them, three significant digits each)
+# quantized checkpoints (cat-quant): (checkpoint, method, its safetensors files in decimal GB as the repo's tree
+# page lists them, three significant digits each)
 QUANTIZED_FILES = [
     # https://huggingface.co/TheBloke/Llama-2-7B-Chat-GPTQ/tree/refs%2Fpr%2F19: model.safetensors 3.9 GB
     ("TheBloke/Llama-2-7B-Chat-GPTQ", "gptq", (3.90,)),
@@ -653,12 +653,18 @@ QUANTIZED_FILES = [
     ("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", "gptq", (3.95, 3.98, 3.95, 3.98, 3.48)),
     # https://huggingface.co/hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4/tree/cdc64fda3267703c5c120d9247f1e53d5a8a28e5
     # and /tree/db9578a3ca8283c541f608de8a1d060d35823c6e: nine shards
-    ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "awq", (4.97, 4.89, 4.89, 4.89, 4.89, 4.89, 4.89, 3.36, 2.10)),
+    (
+        "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+        "awq",
+        (4.97, 4.89, 4.89, 4.89, 4.89, 4.89, 4.89, 3.36, 2.10),
+    ),
 ]
 
 
 @pytest.mark.parametrize(("checkpoint", "method", "shards_gb"), QUANTIZED_FILES, ids=[q[0] for q in QUANTIZED_FILES])
-def test_quantized_checkpoints_weigh_their_safetensors(checkpoint: str, method: str, shards_gb: tuple[float, ...]) -> None:
+def test_quantized_checkpoints_weigh_their_safetensors(
+    checkpoint: str, method: str, shards_gb: tuple[float, ...]
+) -> None:
     """GPTQ and AWQ checkpoints: 4-bit weights, a 16-bit scale and a 4-bit zero point per 128 on every decoder linear
     layer, embedding and LM head in float16 (4.15625 bits a quantized weight). The estimate matches the files within
     0.5 %: the tree pages round each shard to 0.005 GB, and GPTQ's g_idx (an int32 per input row of each layer, 0.1 %)
