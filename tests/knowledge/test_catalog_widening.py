@@ -111,6 +111,8 @@ ADDED = [
     # pooling models (pool)
     "Qwen/Qwen3-Embedding-8B",
     "Qwen/Qwen3-Reranker-8B",
+    # held-out proxy, SGLang/TGI (ho-sgtgi): tests/data/startup_logs/tgi/010
+    "tokyotech-llm/Swallow-7b-hf",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -615,3 +617,14 @@ def test_glm4_moe_counts_its_qk_norms_when_set() -> None:
     config = _raw_config("zai-org/GLM-4.5-Air")
     facts = facts_from_config({**config, "use_qk_norm": True}, "qk")
     assert facts.params == 106_852_257_280
+
+
+def test_swallow_7b_is_llama_2_7b_with_its_extended_vocabulary() -> None:
+    """Swallow 7B keeps Llama 2 7B's blocks; only its embedding and untied head grow by the 11,176 tokens its
+    Japanese vocabulary adds (43,176 against 32,000), and its KV cache is Llama 2 7B's."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    swallow, llama = catalogued("tokyotech-llm/Swallow-7b-hf"), catalogued("meta-llama/Llama-2-7b-hf")
+    assert swallow is not None and llama is not None
+    assert swallow.params - llama.params == (43176 - 32000) * 4096 * 2
+    assert kv_bytes_per_token(swallow, 2.0, 1, 1) == kv_bytes_per_token(llama, 2.0, 1, 1) == 32 * 2 * 4096 * 2
