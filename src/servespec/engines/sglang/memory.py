@@ -55,7 +55,8 @@ MAMBA_SPLIT_SOURCE = (
     "memory left after mem_fraction_static is split between a state pool of max_mamba_cache_size requests and the KV "
     "pool of the full-attention layers, by mamba_full_memory_ratio (default 0.9, server_args.py L382 / L550), by "
     "--max-mamba-cache-size, or by --max-running-requests with the radix cache off, and the speculative draft's "
-    "intermediate states come off first"
+    "intermediate states come off first; v0.5.2-v0.5.3 (Qwen3-Next) take max_mamba_cache_size requests' states "
+    "(--max-running-requests, else 512) off the rest (v0.5.2 model_runner.py L308-L325, L1126-L1131)"
 )
 """Why SGLang's pool is not estimated for a hybrid linear-attention model: the release gives part of the memory to
 the recurrent states (a Qwen3.5-9B start-up at TP2 on two RTX 4090, 2026-04: 4.48 GB of states for 186 requests beside
