@@ -118,6 +118,8 @@ ADDED = [
     "TheBloke/Mistral-7B-Instruct-v0.1-AWQ",
     "Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4",
     "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+    # held-out proxy, SGLang/TGI (ho-sgtgi): tests/data/startup_logs/tgi/010
+    "tokyotech-llm/Swallow-7b-hf",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -687,3 +689,14 @@ def test_quantized_checkpoints_name_their_awq_and_gptq_schemes() -> None:
         facts = catalogued(checkpoint)
         assert facts is not None
         assert (facts.quant_method, facts.quant_bits) == (method, pytest.approx(4 + 20 / 128))
+
+
+def test_swallow_7b_is_llama_2_7b_with_its_extended_vocabulary() -> None:
+    """Swallow 7B keeps Llama 2 7B's blocks; only its embedding and untied head grow by the 11,176 tokens its
+    Japanese vocabulary adds (43,176 against 32,000), and its KV cache is Llama 2 7B's."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    swallow, llama = catalogued("tokyotech-llm/Swallow-7b-hf"), catalogued("meta-llama/Llama-2-7b-hf")
+    assert swallow is not None and llama is not None
+    assert swallow.params - llama.params == (43176 - 32000) * 4096 * 2
+    assert kv_bytes_per_token(swallow, 2.0, 1, 1) == kv_bytes_per_token(llama, 2.0, 1, 1) == 32 * 2 * 4096 * 2

@@ -49,6 +49,21 @@ TOKEN_CAP_SOURCE = (
 """Where SGLang caps its pool at ``--max-total-tokens``: every catalogued release (0.4.0 on) takes the smaller
 of the profiled token count and the option, before the pools are allocated, so the KV cache holds the cap."""
 
+MAMBA_SPLIT_SOURCE = (
+    "model_runner.py profile_max_num_token / handle_max_mamba_cache (v0.5.4 L1383-L1470; v0.5.10 "
+    "model_runner_kv_cache_mixin.py L144-L238): for a model with Mamba / Gated DeltaNet layers (mambaish_config) the "
+    "memory left after mem_fraction_static is split between a state pool of max_mamba_cache_size requests and the KV "
+    "pool of the full-attention layers, by mamba_full_memory_ratio (default 0.9, server_args.py L382 / L550), by "
+    "--max-mamba-cache-size, or by --max-running-requests with the radix cache off, and the speculative draft's "
+    "intermediate states come off first; v0.5.2-v0.5.3 (Qwen3-Next) take max_mamba_cache_size requests' states "
+    "(--max-running-requests, else 512) off the rest (v0.5.2 model_runner.py L308-L325, L1126-L1131)"
+)
+"""Why SGLang's pool is not estimated for a hybrid linear-attention model: the release gives part of the memory to
+the recurrent states (a Qwen3.5-9B start-up at TP2 on two RTX 4090, 2026-04: 4.48 GB of states for 186 requests beside
+a 5.00 GB KV pool of 327,310 tokens; taking the whole rest as KV gave 635,222). The split's facts (the ratio's
+default per release, the state dtype SGLang keeps, the variants of 0.5.3 and later) are not in the catalogue, so the
+estimator gives no figure rather than one about twice the real pool."""
+
 VIT_BLOCK_PARAMS = 12
 """Assumed: a ViT block holds about 12 × hidden² parameters (attention 4h², MLP 8h²), so a tower's
 layers × hidden² — what ``adjust_mem_fraction_for_vlm`` compares — is its parameters / 12 (the
@@ -133,14 +148,16 @@ def _communicators(inp: EstimateInput, memory: SglangMemory | None) -> tuple[flo
 
 
 def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | None:
-    """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU.
+    """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU, and for a model
+    with linear-attention (Mamba, Gated DeltaNet) layers, whose state pool shares that memory
+    (:data:`MAMBA_SPLIT_SOURCE`).
 
     ``weights``: GiB per GPU when not the whole model's share (KTransformers keeps experts in host RAM). With the
     ``--kt-*`` CPU/GPU expert split (sglang-kt, and upstream SGLang from the release that has ``--kt-weight-path``)
     the weights are the GPU's share of it (:mod:`~servespec.engines.sglang.kt_memory`)."""
     gpu = inp.gpu
-    if gpu is None:
-        return None
+    if gpu is None or inp.model.linear_layers:
+        return None  # no GPU, or a hybrid linear-attention model whose state pool takes part of the KV budget
     if weights is None and kt_memory.applies(inp):
         return kt_memory.estimate(inp, lambda split, on_gpu: estimate(split, weights=on_gpu))
     total = cuda_total_gib(gpu)
