@@ -135,6 +135,7 @@ ADDED = [
     "Gryphe/MythoMax-L2-13b",
     "Qwen/Qwen2-72B-Instruct",
     "Qwen/Qwen1.5-7B-Chat",
+    "Qwen/Qwen3-4B-Thinking-2507",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -268,6 +269,7 @@ PUBLISHED = [
     ("Gryphe/MythoMax-L2-13b", 13.0e9, "https://huggingface.co/Gryphe/MythoMax-L2-13b"),
     ("Qwen/Qwen2-72B-Instruct", 72.7e9, "https://huggingface.co/Qwen/Qwen2-72B-Instruct"),
     ("Qwen/Qwen1.5-7B-Chat", 7.72e9, "https://huggingface.co/Qwen/Qwen1.5-7B-Chat"),
+    ("Qwen/Qwen3-4B-Thinking-2507", 4.0e9, "https://huggingface.co/Qwen/Qwen3-4B-Thinking-2507"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -415,6 +417,7 @@ SAME_LAYOUT = [
     ("openai/gpt-oss-safeguard-20b", "openai/gpt-oss-20b"),
     ("Gryphe/MythoMax-L2-13b", "meta-llama/Llama-2-13b-hf"),
     ("Qwen/Qwen2-72B-Instruct", "Qwen/Qwen2.5-72B-Instruct"),
+    ("Qwen/Qwen3-4B-Thinking-2507", "Qwen/Qwen3-4B"),
 ]
 
 
