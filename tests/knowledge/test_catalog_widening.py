@@ -260,7 +260,11 @@ PUBLISHED = [
         "https://huggingface.co/mistralai/Mistral-Small-3.2-24B-Instruct-2506",
     ),
     # the card: a 13.5B language model and a 0.4B vision encoder
-    ("mistralai/Ministral-3-14B-Instruct-2512", 13.9e9, "https://hff.sound2gd.work/mistralai/Ministral-3-14B-Instruct-2512"),
+    (
+        "mistralai/Ministral-3-14B-Instruct-2512",
+        13.9e9,
+        "https://hff.sound2gd.work/mistralai/Ministral-3-14B-Instruct-2512",
+    ),
     ("NousResearch/Hermes-3-Llama-3.1-70B", 70.6e9, "https://huggingface.co/NousResearch/Hermes-3-Llama-3.1-70B"),
     ("NousResearch/Hermes-3-Llama-3.1-405B", 406e9, "https://huggingface.co/NousResearch/Hermes-3-Llama-3.1-405B"),
     ("NousResearch/Hermes-4-70B", 70.6e9, "https://huggingface.co/NousResearch/Hermes-4-70B"),
@@ -694,8 +698,8 @@ def test_granite4_h_micro_counts_mamba2_and_attention_layers_by_hand() -> None:
     """Granite 4.0 H Micro (granitemoehybrid, no experts): 36 Mamba-2 layers and 4 attention layers of 2048, each with
     a shared SwiGLU MLP of 8192 and two RMSNorms; a tied 100,352-row embedding. A Mamba-2 mixer of 64 heads of 64
     (inner 4096, one group, state 128): in_proj to 2 x 4096 + 2 x 128 + 64, a depthwise convolution of width 4 with bias
-    over 4096 + 2 x 128 channels, dt_bias, A_log and D per head, the gated norm over 4096, out_proj back to 2048. Only the
-    attention layers cache keys and values (8 KV heads of 2048 / 32)."""
+    over 4096 + 2 x 128 channels, dt_bias, A_log and D per head, the gated norm over 4096, out_proj back to 2048.
+    Only the attention layers cache keys and values (8 KV heads of 2048 / 32)."""
     from servespec.knowledge.memory import kv_bytes_per_token
 
     facts = catalogued("ibm-granite/granite-4.0-h-micro")
@@ -713,7 +717,8 @@ def test_granite4_h_micro_counts_mamba2_and_attention_layers_by_hand() -> None:
 def test_lfm25_is_lfm2_2_6b_with_a_larger_vocabulary() -> None:
     """LFM2.5-2.6B has LFM2-2.6B's layout (30 layers of 2048: 22 short-convolution blocks, 8 GQA layers); the LFM2-2.6B
     card states 2,569,272,320 parameters with a 65,536-token vocabulary. The same config with that vocabulary counts
-    exactly that, and LFM2.5's 128,000 tokens add their tied embedding rows. Only the 8 attention layers cache K and V."""
+    exactly that, and LFM2.5's 128,000 tokens add their tied embedding rows. Only the 8 attention layers cache K and
+    V."""
     from servespec.knowledge.memory import kv_bytes_per_token
     from servespec.knowledge.models import facts_from_config
 
