@@ -120,6 +120,31 @@ ADDED = [
     "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
     # held-out proxy, SGLang/TGI (ho-sgtgi): tests/data/startup_logs/tgi/010
     "tokyotech-llm/Swallow-7b-hf",
+    # popular base/instruct widening (cat-pop)
+    "mistralai/Mistral-Nemo-Instruct-2407",
+    "01-ai/Yi-34B",
+    "codellama/CodeLlama-34b-Instruct-hf",
+    "mistralai/Mixtral-8x22B-Instruct-v0.1",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+    "Qwen/Qwen2.5-VL-72B-Instruct",
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+    "mistralai/Ministral-3-14B-Instruct-2512",
+    "mistralai/Ministral-3-8B-Instruct-2512",
+    "mistralai/Ministral-3-3B-Instruct-2512",
+    "NousResearch/Hermes-3-Llama-3.1-70B",
+    "NousResearch/Hermes-3-Llama-3.1-405B",
+    "NousResearch/Hermes-4-70B",
+    "NousResearch/Hermes-4-405B",
+    "moonshotai/Kimi-K2-Instruct-0905",
+    "deepseek-ai/DeepSeek-V3.1-Terminus",
+    "zai-org/GLM-4.6V",
+    "openai/gpt-oss-safeguard-20b",
+    "ibm-granite/granite-4.0-h-micro",
+    "LiquidAI/LFM2.5-2.6B",
+    "Gryphe/MythoMax-L2-13b",
+    "Qwen/Qwen2-72B-Instruct",
+    "Qwen/Qwen1.5-7B-Chat",
+    "Qwen/Qwen3-4B-Thinking-2507",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -238,6 +263,37 @@ PUBLISHED = [
         70.6e9,
         "https://huggingface.co/meta-llama/Llama-3.1-70B-Instruct",
     ),
+    # popular base/instruct widening (cat-pop)
+    ("mistralai/Mistral-Nemo-Instruct-2407", 12.2e9, "https://huggingface.co/mistralai/Mistral-Nemo-Instruct-2407"),
+    ("01-ai/Yi-34B", 34.4e9, "https://huggingface.co/01-ai/Yi-34B"),
+    ("codellama/CodeLlama-34b-Instruct-hf", 33.7e9, "https://huggingface.co/codellama/CodeLlama-34b-Instruct-hf"),
+    ("mistralai/Mixtral-8x22B-Instruct-v0.1", 141e9, "https://huggingface.co/mistralai/Mixtral-8x22B-Instruct-v0.1"),
+    (
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+        70.6e9,
+        "https://huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+    ),
+    ("Qwen/Qwen2.5-VL-72B-Instruct", 73.4e9, "https://huggingface.co/Qwen/Qwen2.5-VL-72B-Instruct"),
+    (
+        "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+        24.0e9,
+        "https://huggingface.co/mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+    ),
+    # the card: a 13.5B language model and a 0.4B vision encoder
+    (
+        "mistralai/Ministral-3-14B-Instruct-2512",
+        13.9e9,
+        "https://hff.sound2gd.work/mistralai/Ministral-3-14B-Instruct-2512",
+    ),
+    ("NousResearch/Hermes-3-Llama-3.1-70B", 70.6e9, "https://huggingface.co/NousResearch/Hermes-3-Llama-3.1-70B"),
+    ("NousResearch/Hermes-3-Llama-3.1-405B", 406e9, "https://huggingface.co/NousResearch/Hermes-3-Llama-3.1-405B"),
+    ("NousResearch/Hermes-4-70B", 70.6e9, "https://huggingface.co/NousResearch/Hermes-4-70B"),
+    ("NousResearch/Hermes-4-405B", 406e9, "https://huggingface.co/NousResearch/Hermes-4-405B"),
+    ("deepseek-ai/DeepSeek-V3.1-Terminus", 671e9, "https://huggingface.co/deepseek-ai/DeepSeek-V3.1-Terminus"),
+    ("Gryphe/MythoMax-L2-13b", 13.0e9, "https://huggingface.co/Gryphe/MythoMax-L2-13b"),
+    ("Qwen/Qwen2-72B-Instruct", 72.7e9, "https://huggingface.co/Qwen/Qwen2-72B-Instruct"),
+    ("Qwen/Qwen1.5-7B-Chat", 7.72e9, "https://huggingface.co/Qwen/Qwen1.5-7B-Chat"),
+    ("Qwen/Qwen3-4B-Thinking-2507", 4.0e9, "https://huggingface.co/Qwen/Qwen3-4B-Thinking-2507"),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).
@@ -378,6 +434,21 @@ SAME_LAYOUT = [
     ("TheBloke/Mistral-7B-Instruct-v0.1-AWQ", "mistralai/Mistral-7B-Instruct-v0.1"),
     ("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", "Qwen/Qwen2.5-32B-Instruct"),
     ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "meta-llama/Llama-3.1-70B-Instruct"),
+    # popular base/instruct widening (cat-pop): fine-tunes and re-releases with the layers of a catalogued model
+    ("mistralai/Mistral-Nemo-Instruct-2407", "mistralai/Mistral-Nemo-Base-2407"),
+    ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", "meta-llama/Llama-3.3-70B-Instruct"),
+    ("NousResearch/Hermes-3-Llama-3.1-70B", "meta-llama/Llama-3.1-70B"),
+    ("NousResearch/Hermes-4-70B", "meta-llama/Llama-3.1-70B"),
+    ("NousResearch/Hermes-3-Llama-3.1-405B", "meta-llama/Llama-3.1-405B"),
+    ("NousResearch/Hermes-4-405B", "meta-llama/Llama-3.1-405B"),
+    ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Mistral-Small-3.1-24B-Instruct-2503"),
+    ("moonshotai/Kimi-K2-Instruct-0905", "moonshotai/Kimi-K2-Instruct"),
+    ("deepseek-ai/DeepSeek-V3.1-Terminus", "deepseek-ai/DeepSeek-V3.1"),
+    ("zai-org/GLM-4.6V", "zai-org/GLM-4.5V"),
+    ("openai/gpt-oss-safeguard-20b", "openai/gpt-oss-20b"),
+    ("Gryphe/MythoMax-L2-13b", "meta-llama/Llama-2-13b-hf"),
+    ("Qwen/Qwen2-72B-Instruct", "Qwen/Qwen2.5-72B-Instruct"),
+    ("Qwen/Qwen3-4B-Thinking-2507", "Qwen/Qwen3-4B"),
 ]
 
 
@@ -455,6 +526,12 @@ def test_checkpoints_of_catalogued_models_keep_their_layout(checkpoint: str, bas
         ("Qwen/Qwen3-Next-80B-A3B-Instruct-FP8", "fp8"),
         ("MiniMaxAI/MiniMax-M2", "fp8"),
         ("moonshotai/Kimi-Linear-48B-A3B-Instruct", None),
+        ("mistralai/Ministral-3-14B-Instruct-2512", "fp8"),
+        ("mistralai/Ministral-3-3B-Instruct-2512", "fp8"),
+        ("moonshotai/Kimi-K2-Instruct-0905", "fp8"),
+        ("deepseek-ai/DeepSeek-V3.1-Terminus", "fp8"),
+        ("openai/gpt-oss-safeguard-20b", "mxfp4"),
+        ("Qwen/Qwen2.5-VL-72B-Instruct", None),
     ],
 )
 def test_quantized_checkpoints_name_their_scheme(checkpoint: str, method: str | None) -> None:
@@ -700,3 +777,64 @@ def test_swallow_7b_is_llama_2_7b_with_its_extended_vocabulary() -> None:
     assert swallow is not None and llama is not None
     assert swallow.params - llama.params == (43176 - 32000) * 4096 * 2
     assert kv_bytes_per_token(swallow, 2.0, 1, 1) == kv_bytes_per_token(llama, 2.0, 1, 1) == 32 * 2 * 4096 * 2
+
+
+def test_granite4_h_micro_counts_mamba2_and_attention_layers_by_hand() -> None:
+    """Granite 4.0 H Micro (granitemoehybrid, no experts): 36 Mamba-2 layers and 4 attention layers of 2048, each with
+    a shared SwiGLU MLP of 8192 and two RMSNorms; a tied 100,352-row embedding. A Mamba-2 mixer of 64 heads of 64
+    (inner 4096, one group, state 128): in_proj to 2 x 4096 + 2 x 128 + 64, a depthwise convolution of width 4 with bias
+    over 4096 + 2 x 128 channels, dt_bias, A_log and D per head, the gated norm over 4096, out_proj back to 2048.
+    Only the attention layers cache keys and values (8 KV heads of 2048 / 32)."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+
+    facts = catalogued("ibm-granite/granite-4.0-h-micro")
+    assert facts is not None
+    hidden, inner, state, heads = 2048, 4096, 128, 64
+    mixer = hidden * (2 * inner + 2 * state + heads) + (inner + 2 * state) * 5 + 3 * heads + inner + inner * hidden
+    mlp = hidden * 2 * 8192 + 8192 * hidden
+    attention = hidden * hidden + 2 * hidden * 512 + hidden * hidden
+    total = 36 * (mixer + mlp + 2 * hidden) + 4 * (attention + mlp + 2 * hidden) + 100_352 * hidden + hidden
+    assert facts.params == total == 3_191_396_096
+    assert (facts.layers, facts.kv_full_layers, facts.linear_layers) == (40, 4, 36)
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 4 * 8 * 64 * 2
+
+
+def test_lfm25_is_lfm2_2_6b_with_a_larger_vocabulary() -> None:
+    """LFM2.5-2.6B has LFM2-2.6B's layout (30 layers of 2048: 22 short-convolution blocks, 8 GQA layers); the LFM2-2.6B
+    card states 2,569,272,320 parameters with a 65,536-token vocabulary. The same config with that vocabulary counts
+    exactly that, and LFM2.5's 128,000 tokens add their tied embedding rows. Only the 8 attention layers cache K and
+    V."""
+    from servespec.knowledge.memory import kv_bytes_per_token
+    from servespec.knowledge.models import facts_from_config
+
+    facts = catalogued("LiquidAI/LFM2.5-2.6B")
+    assert facts is not None
+    lfm2 = facts_from_config({**_raw_config("LiquidAI/LFM2.5-2.6B"), "vocab_size": 65_536}, "lfm2-2.6b")
+    assert lfm2.params == 2_569_272_320
+    assert facts.params == 2_569_272_320 + (128_000 - 65_536) * 2048
+    assert (facts.layers, facts.kv_full_layers, facts.linear_layers) == (30, 8, 22)
+    assert kv_bytes_per_token(facts, 2.0, 1, 1) == 2 * 8 * 8 * 64 * 2
+
+
+def test_qwen25_vl_72b_is_qwen25_72b_with_its_vit() -> None:
+    """Qwen2.5-VL-72B-Instruct's language model counts what Qwen2.5-72B-Instruct does; its ViT is Qwen2.5-VL-7B's but
+    for the merger's output width (8192, not 3584) and an MLP of 3456 (not 3420) in each of the 32 blocks."""
+    vl, text, small = (
+        catalogued("Qwen/Qwen2.5-VL-72B-Instruct"),
+        catalogued("Qwen/Qwen2.5-72B-Instruct"),
+        catalogued("Qwen/Qwen2.5-VL-7B-Instruct"),
+    )
+    assert vl is not None and text is not None and small is not None
+    assert vl.params - vl.vision_params == text.params
+    merger = 5120 * (8192 - 3584) + (8192 - 3584)
+    mlp = 32 * (3 * 1280 * (3456 - 3420) + 2 * (3456 - 3420))
+    assert vl.vision_params - small.vision_params == merger + mlp
+
+
+def test_ministral3_14b_counts_the_cards_language_model() -> None:
+    """The Ministral 3 14B card: a 13.5B language model and a 0.4B vision encoder (FP8 release, the tower in bf16)."""
+    facts = catalogued("mistralai/Ministral-3-14B-Instruct-2512")
+    assert facts is not None
+    assert facts.params - facts.vision_params == pytest.approx(13.5e9, rel=0.01)
+    assert facts.vision_params == pytest.approx(0.4e9, rel=0.1)
+    assert facts.max_position_embeddings == 262_144
