@@ -90,9 +90,15 @@ def print_class_table(band: dict[str, object]) -> None:
         pairs = ollama_figure_pairs()
         if pairs:
             worst = max(pairs, key=lambda pair: abs(pair[1] / pair[2] - 1))
+            outside = [name for name, engine, runner, precision in pairs if abs(engine - runner) > precision]
             print(
                 f"  {'':10} on the {len(pairs)} Ollama logs that print both, the 'kv cache' lines differ from the "
-                f"llama.cpp runner's KV size by at most {abs(worst[1] / worst[2] - 1):.2%} ({worst[0]})"
+                f"llama.cpp runner's KV size by at most {abs(worst[1] / worst[2] - 1):.2%} ({worst[0]}); "
+                + (
+                    f"beyond their one printed decimal: {', '.join(outside)}"
+                    if outside
+                    else "every one within its one printed decimal"
+                )
             )
     print("* in a version range: a release the log does not state, assumed from its date (engine_version_assumed)")
     print_assumed(rows)

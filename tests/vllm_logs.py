@@ -82,11 +82,17 @@ class Comparison:
     logged_kv_gib: float | None = None
     """The KV-cache memory per GPU a vLLM log states ("Available KV cache memory" / kv_cache_size), when it does."""
 
+    observed_precision: int = 0
+    """How far the true figure may sit from ``observed`` because the log rounds it (bytes; 0: exact): Ollama's
+    'kv cache' lines print one decimal (:func:`_ollama_engine_kv_precision`)."""
+
     @property
     def error(self) -> float:
-        """Relative error of the predicted KV tokens."""
+        """Relative error of the predicted figure: its distance from what the log states, which for a rounded
+        figure is the interval ``observed`` +- ``observed_precision`` (an estimate inside it is not shown wrong)."""
         assert self.observed and self.predicted is not None
-        return (self.predicted - self.observed) / self.observed
+        low, high = self.observed - self.observed_precision, self.observed + self.observed_precision
+        return (self.predicted - min(max(self.predicted, low), high)) / self.observed
 
     @property
     def error_gib(self) -> float:
@@ -927,6 +933,23 @@ def _ollama_engine_kv_bytes(seen: dict[str, Any]) -> int | None:
     return round(total) if total > 0 else None
 
 
+def _ollama_engine_kv_precision(seen: dict[str, Any]) -> int:
+    """Half a unit of the last printed place of each 'kv cache' line, summed over the devices, in bytes: Ollama
+    prints them with format.HumanBytes2, "%.1f GiB" / "%.1f MiB" / "%.1f KiB" and whole bytes below a KiB
+    (https://github.com/ollama/ollama/blob/v0.17.7/format/bytes.go#L52-L63, the lines at ml/device.go#L251-L256),
+    so "1.1 GiB" stands for anything from 1.05 to 1.15 GiB. 0 when the lines are missing or unreadable."""
+    sizes = seen.get("engine_kv_cache")
+    if not isinstance(sizes, dict):
+        return 0
+    total = 0.0
+    for text in sizes.values():
+        number, _, unit = str(text).strip().partition(" ")
+        if unit not in _UNITS or _number(number) is None:
+            return 0
+        total += 0.05 * _UNITS[unit] if unit != "B" else 0.0
+    return round(total)
+
+
 MIB = 1024 * 1024
 GGUF_ENGINES = ("llama.cpp", "ollama")
 SCORED_FIGURE = {
@@ -1262,6 +1285,7 @@ def compare_other(path: Path) -> Comparison:
     if observed is None and engine == "ollama" and seen["started"]:
         observed = _ollama_engine_kv_bytes(data.get("observed") or {})
         seen["figure"] = OLLAMA_ENGINE_KV if observed is not None else ""
+        seen["observed_precision"] = _ollama_engine_kv_precision(data.get("observed") or {}) if observed else 0
     why = ""
     if calibration.get("use") is False:
         why = str(calibration.get("why", "excluded"))
@@ -1733,15 +1757,16 @@ def _sglang_preload_gpu(data: dict[str, Any]) -> tuple[gpus.GpuModel | None, str
     return stand_in, how
 
 
-def ollama_figure_pairs() -> list[tuple[str, int, int]]:
-    """(log, bytes of Ollama's 'kv cache' lines, bytes of the llama.cpp runner's KV lines) for the Ollama logs that
-    print both: how far the rounded 'kv cache' figure sits from the runner's exact one."""
+def ollama_figure_pairs() -> list[tuple[str, int, int, int]]:
+    """(log, bytes of Ollama's 'kv cache' lines, bytes of the llama.cpp runner's KV lines, the lines' rounding in
+    bytes) for the Ollama logs that print both: how far the rounded 'kv cache' figure sits from the runner's exact
+    one, and how far its one printed decimal lets it sit (:func:`_ollama_engine_kv_precision`)."""
     pairs = []
     for path in sorted((OTHER_LOGS / "ollama").glob("*.yaml")):
         seen = YAML(typ="safe").load(path.read_text()).get("observed") or {}
         engine_kv, runner = _ollama_engine_kv_bytes(seen), _logged_kv_mib(seen)
         if engine_kv and runner:
-            pairs.append((f"ollama/{path.stem}", engine_kv, round(runner * MIB)))
+            pairs.append((f"ollama/{path.stem}", engine_kv, round(runner * MIB), _ollama_engine_kv_precision(seen)))
     return pairs
 
 

@@ -32,10 +32,10 @@ from .test_gguf_kv_cells import _gguf
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "startup_logs" / "llama.cpp"
 TABLE = json.loads(older_builds.TABLE.read_text())
-NOT_COVERED = {"b5285", "b5489", "b4462", "b4963", "b5331", "b1854", "b4370"}
+NOT_COVERED = {"b5285", "b5489", "b4462", "b4963", "b5331", "b1854", "b4370", "b4400"}
 """Corpus builds older than any tree read: full-attention Qwen3 (b5285, b5489), Qwen2.5-Coder (b4462), DeepSeek
-(b4963, b5331), OpenLLaMA (b1854) and Pythia (b4370) logs, with no windowed layer to size and contexts the padding
-leaves as they are."""
+(b4963, b5331), OpenLLaMA (b1854), Pythia (b4370) and h2o-danube3-500M (b4400, llama.cpp/044) logs, with no
+windowed layer to size and contexts the padding leaves as they are."""
 
 
 @pytest.fixture
