@@ -112,7 +112,8 @@ def test_v0_never_chunks_a_multimodal_model_by_itself(version: str) -> None:
 def test_v0_before_0_6_1_post1_chunks_a_long_multimodal_context() -> None:
     plan = VLLM.estimate(_vision_input("0.6.0", 65536))
     assert plan is not None
-    assert "max_num_batched_tokens 512" in plan.notes, plan.notes  # v0.6.0 arg_utils.py has no multimodal clause
+    # v0.6.0 arg_utils.py has no multimodal clause: chunked, its 512-token budget under the 4096 multimodal floor
+    assert "max_num_batched_tokens 4096" in plan.notes, plan.notes
 
 
 def test_log_293_mllama_at_its_full_context_does_not_fit_on_four_a10() -> None:
@@ -125,3 +126,30 @@ def test_log_293_mllama_at_its_full_context_does_not_fit_on_four_a10() -> None:
     logs = Path(__file__).resolve().parent.parent / "data" / "vllm_logs"
     row = vllm_logs.compare(next(logs.glob("293-*.yaml")))
     assert row.started is False and row.fits is False, row
+
+
+@pytest.mark.parametrize(("version", "expected"), [("0.5.5", 2048), ("0.6.0", 4096), ("0.6.2", 4096), ("0.6.3", 5120)])
+def test_v0_puts_the_multimodal_floor_under_an_unset_budget(version: str, expected: int) -> None:
+    """V0_MULTIMODAL_MIN_BATCHED_TOKENS: ``_MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS`` (4096 in 0.6.0-0.6.2, 5120 from
+    0.6.3, none before 0.6.0) under the budget of a multimodal model; a text model keeps 2048, a set budget stays."""
+    plan = VLLM.estimate(_vision_input(version, 1024))
+    text = VLLM.estimate(_input(version, "NVIDIA H100 80GB HBM3", 1024))
+    facts = models.catalogued("Qwen/Qwen2.5-VL-7B-Instruct")
+    card = gpus.resolve("NVIDIA H100 80GB HBM3")
+    assert facts is not None and card is not None
+    given = VLLM.estimate(
+        EstimateInput(
+            "vllm",
+            VLLM.catalog.release(version),
+            facts,
+            card,
+            engine_core="v0",
+            engine_version=version,
+            max_model_len=1024,
+            options={"max_num_batched_tokens": 1536},
+        )
+    )
+    assert plan is not None and text is not None and given is not None
+    assert f"max_num_batched_tokens {expected}" in plan.notes, plan.notes
+    assert "max_num_batched_tokens 2048" in text.notes
+    assert "max_num_batched_tokens 1536" in given.notes

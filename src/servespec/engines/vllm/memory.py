@@ -76,9 +76,32 @@ value for higher throughput"), so the profiling run of a short ``max_model_len``
 v0.4.1 (https://github.com/vllm-project/vllm/blob/v0.4.1/vllm/config.py#L582), v0.4.2 (config.py L625), v0.5.4
 (L818), v0.6.3 (L987), v0.6.4.post1 (L1118), v0.6.6 (L1442), v0.7.3 (L1536), v0.8.5 (L1983-L1984 with
 ``_DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048``, L68) and v0.10.1 (vllm/config/scheduler.py L195-L196,
-``DEFAULT_MAX_NUM_BATCHED_TOKENS``). The multimodal and pooling floors those releases add on top
-(``_MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS`` 4096 in v0.6.0, 5120 from v0.6.3;
-``_POOLING_MODEL_MAX_NUM_BATCHED_TOKENS``) are not applied here."""
+``DEFAULT_MAX_NUM_BATCHED_TOKENS``). The multimodal floor on top is :data:`V0_MULTIMODAL_MIN_BATCHED_TOKENS`; the
+pooling floor (``_POOLING_MODEL_MAX_NUM_BATCHED_TOKENS``) and the cap at ``max_num_seqs x max_model_len`` of v0.9.2
+(config.py) and v0.10.1 (config/scheduler.py L212-216), which binds only below 8 tokens of context at 256
+sequences, are not applied."""
+
+V0_MULTIMODAL_MIN_BATCHED_TOKENS = (((0, 6, 0), 4096), ((0, 6, 3), 5120))
+"""(first release, tokens): the floor the V0 SchedulerConfig puts under an unset ``max_num_batched_tokens`` of a
+multimodal model, chunked or not ("The value needs to be at least the number of multimodal tokens":
+``if is_multimodal_model: max_num_batched_tokens = max(..., _MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS)``): 4096 in
+v0.6.0 (https://github.com/vllm-project/vllm/blob/v0.6.0/vllm/config.py#L35, applied L989-994), v0.6.1, v0.6.1.post2
+and v0.6.2 (config.py L34-35); 5120 from v0.6.3 (config.py L34), v0.6.4.post1 (L40), v0.6.6 (L53), v0.7.3 (L54),
+v0.8.0 (L63), v0.8.5 (L70) to v0.10.1 (vllm/utils/__init__.py L88, applied in config/scheduler.py L205-210); none
+in v0.5.5 and earlier."""
+
+
+def _v0_multimodal_floor(inp: EstimateInput) -> int:
+    """The release's V0 floor under an unset budget for a multimodal model (:data:`V0_MULTIMODAL_MIN_BATCHED_TOKENS`);
+    0 for a text model or a release before 0.6.0."""
+    if inp.model.vision_params <= 0:
+        return 0
+    key = version_key(inp.engine_version or (inp.release.version if inp.release else ""))
+    floor = 0
+    for since, tokens in V0_MULTIMODAL_MIN_BATCHED_TOKENS:
+        if key and key >= since:
+            floor = tokens
+    return floor
 
 
 def _v0_chunked_batched_tokens(inp: EstimateInput) -> int:
@@ -1051,6 +1074,25 @@ def binding_stage(
     return stage, held, per_layer * widest
 
 
+def _v0_budget(inp: EstimateInput, batched: int) -> int:
+    """The profiling run's token budget on the V0 engine (``batched`` unchanged on V1)."""
+    if _engine_core(inp) != "v0":
+        return batched
+    # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
+    # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
+    # v0_chunked_prefill_above (32768 from 0.5.5; assumed for an uncatalogued release); a catalogued V0
+    # release without the fact (0.4.1-0.5.4) never turns it on by itself.
+    chunked = inp.options.get("enable_chunked_prefill") is True
+    if inp.max_model_len <= _v0_chunked_prefill_above(inp) and not chunked:
+        # an unset budget is max(max_model_len, 2048) (:data:`V0_UNCHUNKED_MIN_BATCHED_TOKENS`); a set one below
+        # max_model_len is refused by the release, so max_model_len is the least it can be
+        unset = inp.options.get("max_num_batched_tokens") is None
+        batched = max(V0_UNCHUNKED_MIN_BATCHED_TOKENS if unset else batched, inp.max_model_len)
+    if inp.options.get("max_num_batched_tokens") is None:
+        batched = max(batched, _v0_multimodal_floor(inp))  # chunked or not
+    return batched
+
+
 def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
@@ -1060,16 +1102,7 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     default_batched, default_seqs = batch_defaults(inp, total)
     seqs = int(number(inp.options, "max_num_seqs", default_seqs))
     batched = int(number(inp.options, "max_num_batched_tokens", default_batched))
-    # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
-    # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
-    # v0_chunked_prefill_above (32768 from 0.5.5; assumed for an uncatalogued release); a catalogued V0
-    # release without the fact (0.4.1-0.5.4) never turns it on by itself.
-    chunked = inp.options.get("enable_chunked_prefill") is True
-    if _engine_core(inp) == "v0" and inp.max_model_len <= _v0_chunked_prefill_above(inp) and not chunked:
-        # an unset budget is max(max_model_len, 2048) (:data:`V0_UNCHUNKED_MIN_BATCHED_TOKENS`); a set one below
-        # max_model_len is refused by the release, so max_model_len is the least it can be
-        unset = inp.options.get("max_num_batched_tokens") is None
-        batched = max(V0_UNCHUNKED_MIN_BATCHED_TOKENS if unset else batched, inp.max_model_len)
+    batched = _v0_budget(inp, batched)
     padded, padding_notes = mxfp4_padding_gib(inp)
     rope = rope_cache_gib(inp)
     redundant, redundant_notes = redundant_experts_gib(inp)
