@@ -66,7 +66,42 @@ V0_CHUNKED_BATCHED_TOKENS = (((0, 4, 1), 768), ((0, 4, 2), 512), ((0, 6, 5), 204
 is unset (SchedulerConfig): 768 in v0.4.1 (https://github.com/vllm-project/vllm/blob/v0.4.1/vllm/config.py#L578),
 512 from v0.4.2 (config.py L621) to v0.6.4.post1 (https://github.com/vllm-project/vllm/blob/v0.6.4.post1/vllm/config.py#L1114;
 v0.5.5 L901, v0.6.3.post1 L998), 2048 from v0.6.5 (https://github.com/vllm-project/vllm/blob/v0.6.5/vllm/config.py#L1344,
-v0.7.2 L1533). Without chunked prefill the budget is ``max(max_model_len, 2048)`` in all of them (:func:`_estimate`)."""
+v0.7.2 L1533). Without chunked prefill the budget is ``max(max_model_len, 2048)`` in all of them (:func:`_estimate`,
+:data:`V0_UNCHUNKED_MIN_BATCHED_TOKENS`)."""
+
+V0_UNCHUNKED_MIN_BATCHED_TOKENS = 2048
+"""The V0 scheduler's ``max_num_batched_tokens`` floor when chunked prefill is off and the budget is unset: the
+SchedulerConfig default is ``max(max_model_len, 2048)`` ("If max_model_len is too short, use 2048 as the default
+value for higher throughput"), so the profiling run of a short ``max_model_len`` still batches 2048 tokens, read in
+v0.4.1 (https://github.com/vllm-project/vllm/blob/v0.4.1/vllm/config.py#L582), v0.4.2 (config.py L625), v0.5.4
+(L818), v0.6.3 (L987), v0.6.4.post1 (L1118), v0.6.6 (L1442), v0.7.3 (L1536), v0.8.5 (L1983-L1984 with
+``_DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048``, L68) and v0.10.1 (vllm/config/scheduler.py L195-L196,
+``DEFAULT_MAX_NUM_BATCHED_TOKENS``). The multimodal floor on top is :data:`V0_MULTIMODAL_MIN_BATCHED_TOKENS`; the
+pooling floor (``_POOLING_MODEL_MAX_NUM_BATCHED_TOKENS``) and the cap at ``max_num_seqs x max_model_len`` of v0.9.2
+(config.py) and v0.10.1 (config/scheduler.py L212-216), which binds only below 8 tokens of context at 256
+sequences, are not applied."""
+
+V0_MULTIMODAL_MIN_BATCHED_TOKENS = (((0, 6, 0), 4096), ((0, 6, 3), 5120))
+"""(first release, tokens): the floor the V0 SchedulerConfig puts under an unset ``max_num_batched_tokens`` of a
+multimodal model, chunked or not ("The value needs to be at least the number of multimodal tokens":
+``if is_multimodal_model: max_num_batched_tokens = max(..., _MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS)``): 4096 in
+v0.6.0 (https://github.com/vllm-project/vllm/blob/v0.6.0/vllm/config.py#L35, applied L989-994), v0.6.1, v0.6.1.post2
+and v0.6.2 (config.py L34-35); 5120 from v0.6.3 (config.py L34), v0.6.4.post1 (L40), v0.6.6 (L53), v0.7.3 (L54),
+v0.8.0 (L63), v0.8.5 (L70) to v0.10.1 (vllm/utils/__init__.py L88, applied in config/scheduler.py L205-210); none
+in v0.5.5 and earlier."""
+
+
+def _v0_multimodal_floor(inp: EstimateInput) -> int:
+    """The release's V0 floor under an unset budget for a multimodal model (:data:`V0_MULTIMODAL_MIN_BATCHED_TOKENS`);
+    0 for a text model or a release before 0.6.0."""
+    if inp.model.vision_params <= 0:
+        return 0
+    key = version_key(inp.engine_version or (inp.release.version if inp.release else ""))
+    floor = 0
+    for since, tokens in V0_MULTIMODAL_MIN_BATCHED_TOKENS:
+        if key and key >= since:
+            floor = tokens
+    return floor
 
 
 def _v0_chunked_batched_tokens(inp: EstimateInput) -> int:
@@ -86,8 +121,8 @@ def batch_defaults(inp: EstimateInput, total: float) -> tuple[int, int]:
     first tier of its ``v1_batch_defaults`` fact the GPU passes (device memory as NVML reports it, 0 on a
     unified-memory GPU: :func:`_big_gpu`; the device name lower-cased), else its ``otherwise``; without the fact
     (releases not read) 0.9.0's rule (:func:`_big_gpu`). The V0 engine takes :data:`V0_MAX_NUM_SEQS` sequences and
-    its chunked-prefill budget (:func:`_v0_chunked_batched_tokens`) on every GPU; :func:`_estimate` raises the budget
-    to ``max_model_len`` when chunked prefill is off."""
+    its chunked-prefill budget (:func:`_v0_chunked_batched_tokens`) on every GPU; :func:`_estimate` takes
+    ``max(max_model_len, 2048)`` when chunked prefill is off (:data:`V0_UNCHUNKED_MIN_BATCHED_TOKENS`)."""
     if _engine_core(inp) == "v0":
         return _v0_chunked_batched_tokens(inp), V0_MAX_NUM_SEQS
     fact = inp.release.facts.v1_batch_defaults if inp.release is not None else None
@@ -367,6 +402,26 @@ https://github.com/vllm-project/vllm/blob/v0.4.1/vllm/config.py#L573-L582). For 
 the catalogued ones carry ``v0_chunked_prefill_above``."""
 
 
+V0_MULTIMODAL_UNCHUNKED_SINCE = (0, 6, 1, 1)
+"""The first release whose V0 engine leaves chunked prefill off for a multimodal model at any ``max_model_len``
+when it is unset, so its profiling run batches ``max(max_model_len, 2048)`` tokens however long the context:
+"Chunked prefill is currently disabled for multimodal models by default" (``if use_long_context and not
+model_config.is_multimodal_model``, v0.6.1.post1 vllm/engine/arg_utils.py L887, v0.6.2 L917, v0.6.3 L944), then
+``if model_config.is_multimodal_model: self.enable_chunked_prefill = bool(envs.VLLM_USE_V1)`` (v0.6.6 L1089, v0.7.3
+L1172) and "Chunked prefill not supported for Multimodal or MLA in V0" (v0.8.0 L1612-1613, v0.8.3 L1553-1554,
+v0.8.5 L1507-1508, v0.9.2 L1513-1514, v0.10.1 L1528-1529); v0.6.1 and earlier auto-enable it for any long-context
+model (v0.6.0 L843-861 has no multimodal clause)."""
+
+
+def _v0_multimodal_unchunked(inp: EstimateInput) -> bool:
+    """Whether the release's V0 engine keeps chunked prefill off for this model because it is multimodal
+    (:data:`V0_MULTIMODAL_UNCHUNKED_SINCE`; a model with a vision tower is one vLLM registers as multimodal)."""
+    if inp.model.vision_params <= 0:
+        return False
+    key = version_key(inp.engine_version or (inp.release.version if inp.release else ""))
+    return bool(key) and key >= V0_MULTIMODAL_UNCHUNKED_SINCE
+
+
 def _v0_chunked_prefill_above(inp: EstimateInput) -> float:
     """The ``max_model_len`` above which the release's V0 engine turns chunked prefill on by itself: the catalogued
     release's ``v0_chunked_prefill_above`` (a catalogued release without it: never); for a release the catalog
@@ -378,6 +433,8 @@ def _v0_chunked_prefill_above(inp: EstimateInput) -> float:
     pooling = inp.release.facts.pooling_models if inp.release else None
     if pooling is not None and pooling.v0_long_context_unchunked and pooling_runner(inp):
         return math.inf  # the long-context rule leaves pooling models out (``v0_long_context_unchunked``)
+    if _v0_multimodal_unchunked(inp):
+        return math.inf  # and multimodal models (:data:`V0_MULTIMODAL_UNCHUNKED_SINCE`)
     if above is not None:
         return float(above.value)
     if inp.release is not None:  # a catalogued V0 release without the fact (0.4.1-0.5.2): never by itself
@@ -1017,6 +1074,25 @@ def binding_stage(
     return stage, held, per_layer * widest
 
 
+def _v0_budget(inp: EstimateInput, batched: int) -> int:
+    """The profiling run's token budget on the V0 engine (``batched`` unchanged on V1)."""
+    if _engine_core(inp) != "v0":
+        return batched
+    # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
+    # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
+    # v0_chunked_prefill_above (32768 from 0.5.5; assumed for an uncatalogued release); a catalogued V0
+    # release without the fact (0.4.1-0.5.4) never turns it on by itself.
+    chunked = inp.options.get("enable_chunked_prefill") is True
+    if inp.max_model_len <= _v0_chunked_prefill_above(inp) and not chunked:
+        # an unset budget is max(max_model_len, 2048) (:data:`V0_UNCHUNKED_MIN_BATCHED_TOKENS`); a set one below
+        # max_model_len is refused by the release, so max_model_len is the least it can be
+        unset = inp.options.get("max_num_batched_tokens") is None
+        batched = max(V0_UNCHUNKED_MIN_BATCHED_TOKENS if unset else batched, inp.max_model_len)
+    if inp.options.get("max_num_batched_tokens") is None:
+        batched = max(batched, _v0_multimodal_floor(inp))  # chunked or not
+    return batched
+
+
 def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     gpu = inp.gpu
     if gpu is None:
@@ -1026,13 +1102,7 @@ def _estimate(inp: EstimateInput) -> GpuEstimate | None:
     default_batched, default_seqs = batch_defaults(inp, total)
     seqs = int(number(inp.options, "max_num_seqs", default_seqs))
     batched = int(number(inp.options, "max_num_batched_tokens", default_batched))
-    # vLLM's V0 engine (the default before 0.8.0: the release's default_engine fact) profiles a
-    # whole max_model_len prompt when chunked prefill is off, which V0 leaves off up to the release's
-    # v0_chunked_prefill_above (32768 from 0.5.5; assumed for an uncatalogued release); a catalogued V0
-    # release without the fact (0.4.1-0.5.4) never turns it on by itself.
-    chunked = inp.options.get("enable_chunked_prefill") is True
-    if _engine_core(inp) == "v0" and inp.max_model_len <= _v0_chunked_prefill_above(inp) and not chunked:
-        batched = max(batched, inp.max_model_len)
+    batched = _v0_budget(inp, batched)
     padded, padding_notes = mxfp4_padding_gib(inp)
     rope = rope_cache_gib(inp)
     redundant, redundant_notes = redundant_experts_gib(inp)
