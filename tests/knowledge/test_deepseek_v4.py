@@ -18,11 +18,13 @@ FLASH_CONFIG = REPO / "tests" / "data" / "model_configs" / "deepseek-ai--DeepSee
 
 
 def test_flash_counts_the_cards_284b() -> None:
-    """The card: 284B parameters (13B activated), without the MTP layer as for DeepSeek V3."""
+    """The card: 284B parameters (13B activated), without the MTP layer as for DeepSeek V3; llama.cpp's GGUF of the
+    checkpoint logs ``model params = 284.33 B`` (ggml-org/llama.cpp issue 22319)."""
     facts = catalogued("deepseek-ai/DeepSeek-V4-Flash")
     assert facts is not None
     assert facts.params == 284_332_245_847
     assert facts.params == pytest.approx(284e9, rel=0.01)
+    assert round(facts.params / 1e9, 2) == 284.33
     assert (facts.layers, facts.experts, facts.active_experts, facts.dense_layers, facts.mtp_layers) == (
         43,
         256,

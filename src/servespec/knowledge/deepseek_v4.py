@@ -52,6 +52,12 @@ KV_UNMODELLED = (
 )
 """Why no engine sizes a DeepSeek V4 KV cache here (engines/base.py ``estimate`` returns no plan)."""
 
+KV_UNMODELLED_SHORT = (
+    "DeepSeek V4's KV cache (a sliding-window cache, caches compressed by compress_ratios, indexer keys and "
+    "compressor state per layer) is not modelled for any engine release: no memory plan, MEM rules skipped"
+)
+"""What REF003 says for a deployment of a DeepSeek V4 model (rules/references.py)."""
+
 
 def _compressor(hidden: int, head_dim: int, ratio: int) -> int:
     """``DeepseekCompressor``: ape, the fused wkv/wgate projection, the RMSNorm."""
