@@ -142,3 +142,17 @@ def test_sglangs_deepseek_ref_copies_stay_refused() -> None:
     config = json.loads((REPO / "tests/data/model_configs/sgl-project--DeepSeek-V4-Flash-FP8_config.json").read_text())
     with pytest.raises(UnsizedArchitectureError, match="deepseek_ref"):
         facts_from_config(config, "sgl-project/DeepSeek-V4-Flash-FP8")
+
+
+def test_a_lock_keeps_what_the_count_reads() -> None:
+    """models.lock.yaml keeps compress_ratios, the low-rank and mHC fields, expert_dtype and quantization_config."""
+    from servespec.knowledge.lock import locked_config
+
+    config = json.loads(FLASH_CONFIG.read_text())
+    locked = facts_from_config(locked_config(config), "deepseek-ai/DeepSeek-V4-Flash")
+    direct = facts_from_config(config, "deepseek-ai/DeepSeek-V4-Flash")
+    assert (locked.params, locked.compress_ratios, locked.quant_parts) == (
+        direct.params,
+        direct.compress_ratios,
+        direct.quant_parts,
+    )
