@@ -93,15 +93,24 @@ def test_the_count_is_the_layout_by_hand() -> None:
 
 def test_flash_weighs_mxfp4_experts_and_fp8_linear_layers() -> None:
     """expert_dtype fp4: routed experts at 4.25 bits (E2M1 + a ue8m0 scale per 32), other linear layers block FP8,
-    embeddings and LM head in bf16."""
+    embeddings and LM head in bf16; vLLM keeps the compressors' and indexer's unquantized projections and the norms
+    in bf16, and attn_sink, mHC, ape and the routers' score bias in float32."""
     facts = catalogued("deepseek-ai/DeepSeek-V4-Flash")
     card = gpus.resolve("NVIDIA H200")
     assert facts is not None and card is not None
     inp = EstimateInput(engine="vllm", release=None, model=facts, gpu=card, max_model_len=8192)
-    experts = 43 * 256 * 3 * 4096 * 2048
-    embed = 129280 * 4096
-    rest = facts.params - experts - 2 * embed
-    assert weight_bytes(inp) == pytest.approx(experts * 4.25 / 8 + rest * 1.0 + 2 * embed * 2.0, rel=1e-9)
+    h, layers, q, d, heads, hc, mix, e, hi, di = 4096, 43, 1024, 512, 64, 4, 24, 256, 64, 128
+    c4, c128 = 21, 20  # compress_ratios: two 0s, then 4 and 128 alternating, 4 last
+    assert (facts.compress_ratios.count(4), facts.compress_ratios.count(128)) == (c4, c128)
+    wide = layers * (q + d + 2 * h) + h + c4 * (h * 4 * d + d) + c128 * (h * 2 * d + d)
+    wide += c4 * (h * hi + 2 * di + h * 4 * di + di)
+    full = layers * (heads + 2 * mix * hc * h + 2 * mix + 6) + hc * hc * h + hc + 1 + e * (layers - 3)
+    full += c4 * 4 * 2 * d + c128 * 128 * d + c4 * 4 * 2 * di
+    experts = layers * e * 3 * h * 2048
+    embed = 129280 * h
+    fp8 = facts.params - experts - 2 * embed - wide - full
+    expected = experts * 4.25 / 8 + fp8 * 1.0 + 2 * embed * 2.0 + wide * 2.0 + full * 4.0
+    assert weight_bytes(inp) == pytest.approx(expected, rel=1e-9)
 
 
 @pytest.mark.parametrize(("engine", "version"), [("vllm", "0.34.0"), ("sglang", "0.5.23")])

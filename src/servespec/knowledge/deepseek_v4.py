@@ -27,7 +27,9 @@ index, not weights, and is not counted.
 
 The checkpoint stores linear layers in block FP8 and, with ``expert_dtype: fp4``, the routed experts in MXFP4
 (``DeepseekV4FP8Config``: ``Mxfp4MoEMethod`` for FusedMoE layers; uint8 pairs of E2M1 values plus one ue8m0 scale
-byte per 32: 4.25 bits per weight, ``DeepseekV4MegaMoEExperts`` shapes).
+byte per 32: 4.25 bits per weight, ``DeepseekV4MegaMoEExperts`` shapes). vLLM builds the compressors' projections
+and the indexer's ``weights_proj`` unquantized (model dtype) and the sinks, mHC tensors, ``ape`` and score biases in
+float32 (:func:`_count`); the routers' dtype is not read here and they are sized with the FP8 layers.
 """
 
 from __future__ import annotations
@@ -81,6 +83,17 @@ def _required(config: dict[str, Any], key: str) -> int:
 def count(config: dict[str, Any]) -> tuple[int, int, tuple[int, ...]]:
     """(total parameters, active parameters, per-layer compress ratios) of the decoder, embeddings and head; the
     MTP layer excluded."""
+    total, active, ratios, _, _ = _count(config)
+    return total, active, ratios
+
+
+def _count(config: dict[str, Any]) -> tuple[int, int, tuple[int, ...], int, int]:
+    """:func:`count`, and of the non-expert, non-embedding parameters those vLLM keeps out of the checkpoint's FP8:
+    (..., in the model dtype, in float32).
+
+    In the model dtype: the compressors' ``fused_wkv_wgate`` and the indexer's ``weights_proj`` (built with
+    ``quant_config=None``) and every norm. In float32 (``dtype=torch.float32``): ``attn_sink``, the mHC ``fn``,
+    ``base`` and ``scale`` tensors, the compressors' ``ape`` and the routers' ``e_score_correction_bias``."""
     layers = _required(config, "num_hidden_layers")
     h = _required(config, "hidden_size")
     heads = _required(config, "num_attention_heads")
@@ -96,43 +109,59 @@ def count(config: dict[str, Any]) -> tuple[int, int, tuple[int, ...]]:
     shared = fields.count(config, "n_shared_experts") or 0
     hash_layers = fields.count(config, "num_hash_layers") or 0
     ratios = _ratios(config, layers)
-    attention = (
-        h * q_rank + h * head_dim + q_rank + q_rank * heads * head_dim + head_dim
-        + (heads * head_dim // groups) * groups * o_rank + groups * o_rank * h + heads
+    projections = (
+        h * q_rank + h * head_dim + q_rank * heads * head_dim
+        + (heads * head_dim // groups) * groups * o_rank + groups * o_rank * h
     )  # fmt: skip
     mix = (2 + hc) * hc
-    per_layer_fixed = attention + 2 * h + 2 * (mix * hc * h) + 2 * mix + 2 * 3
-    per_layer_fixed += experts * h + shared * 3 * h * width
-    fixed = 0
-    for index, ratio in enumerate(ratios):
-        fixed += per_layer_fixed + (experts if index >= hash_layers else 0)
+    norms = q_rank + head_dim + 2 * h  # q_norm, kv_norm, attn_norm, ffn_norm
+    wide = norms * layers + h  # and the final norm
+    full = (heads + 2 * (mix * hc * h) + 2 * mix + 2 * 3) * layers + hc * hc * h + hc + 1
+    fixed = (projections + experts * h + shared * 3 * h * width) * layers + 2 * vocab * h
+    full += experts * max(layers - hash_layers, 0)  # e_score_correction_bias past the hash layers
+    for ratio in ratios:
         if ratio > 1:
-            fixed += _compressor(h, head_dim, ratio)
+            coff = 2 if ratio == 4 else 1
+            full += ratio * coff * head_dim
+            wide += h * 2 * coff * head_dim + head_dim
         if ratio == 4:
             index_heads = _required(config, "index_n_heads")
             index_dim = _required(config, "index_head_dim")
-            fixed += q_rank * index_heads * index_dim + h * index_heads + 2 * index_dim
-            fixed += _compressor(h, index_dim, 4)
-    fixed += 2 * vocab * h + h + hc * hc * h + hc + 1
+            fixed += q_rank * index_heads * index_dim
+            wide += h * index_heads + 2 * index_dim + h * 2 * 2 * index_dim + index_dim
+            full += 4 * 2 * index_dim
+    fixed += wide + full
     expert = 3 * h * width
-    return fixed + layers * experts * expert, fixed + layers * top_k * expert, ratios
+    return fixed + layers * experts * expert, fixed + layers * top_k * expert, ratios, wide, full
 
 
 def layout(config: dict[str, Any], model_type: str) -> dict[str, Any]:
-    """The ModelFacts fields DeepSeek V4 sets beyond the shared ones: its count, its compress ratios, and its
-    MXFP4 experts where ``expert_dtype`` is fp4 (vLLM's default when the field is absent); {} for other types."""
+    """The ModelFacts fields DeepSeek V4 sets beyond the shared ones: its count, its compress ratios, and, for the
+    FP8 checkpoints, what is stored otherwise: MXFP4 experts where ``expert_dtype`` is fp4 (vLLM's default when the
+    field is absent), the parts vLLM keeps in the model dtype and in float32 (:func:`_count`); {} for other types."""
     if model_type not in MODEL_TYPES:
         return {}
-    total, _, ratios = count(config)
+    total, _, ratios, wide, full = _count(config)
     found: dict[str, Any] = {"params_override": float(total), "compress_ratios": ratios, "dense_layers": 0}
     expert_dtype = config.get("expert_dtype", "fp4")
     if expert_dtype not in ("fp4", "fp8"):
         raise fields.ConfigFieldError("expert_dtype", "fp4 or fp8")
-    if (
-        expert_dtype == "fp4"
-        and fields.text(fields.mapping(config, "quantization_config") or {}, "quant_method") == "fp8"
-    ):
-        found["quant_parts"] = (("experts", 1.0, MXFP4_BITS),)
+    if fields.text(fields.mapping(config, "quantization_config") or {}, "quant_method") != "fp8":
+        return found
+    h, layers = _required(config, "hidden_size"), _required(config, "num_hidden_layers")
+    experts, width = _required(config, "n_routed_experts"), _required(config, "moe_intermediate_size")
+    shared = fields.count(config, "n_shared_experts") or 0
+    # the attention part as knowledge/models.py part_params counts it for DeepSeek V4: what is not embeddings,
+    # routed experts, shared experts or routers
+    routed = layers * experts * 3 * h * width
+    attention = (
+        total - 2 * _required(config, "vocab_size") * h - routed - layers * (3 * h * shared * width + experts * h)
+    )
+    parts: tuple[tuple[str, float, float | None], ...] = (("attention", wide / attention, 16.0),)
+    parts += (("attention", full / attention, 32.0),)
+    if expert_dtype == "fp4":
+        parts = (("experts", 1.0, MXFP4_BITS), *parts)
+    found["quant_parts"] = parts
     return found
 
 
