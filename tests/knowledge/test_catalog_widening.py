@@ -145,6 +145,9 @@ ADDED = [
     "Qwen/Qwen2-72B-Instruct",
     "Qwen/Qwen1.5-7B-Chat",
     "Qwen/Qwen3-4B-Thinking-2507",
+    # DeepSeek V4 (dsv4)
+    "deepseek-ai/DeepSeek-V4-Flash",
+    "deepseek-ai/DeepSeek-V4-Pro",
 ]
 
 # (repo id, published total parameters, where it is published)
@@ -294,6 +297,12 @@ PUBLISHED = [
     ("Qwen/Qwen2-72B-Instruct", 72.7e9, "https://huggingface.co/Qwen/Qwen2-72B-Instruct"),
     ("Qwen/Qwen1.5-7B-Chat", 7.72e9, "https://huggingface.co/Qwen/Qwen1.5-7B-Chat"),
     ("Qwen/Qwen3-4B-Thinking-2507", 4.0e9, "https://huggingface.co/Qwen/Qwen3-4B-Thinking-2507"),
+    # DeepSeek V4 (dsv4): Flash only; Pro is checked to its card's two figures (tests/knowledge/test_deepseek_v4.py)
+    (
+        "deepseek-ai/DeepSeek-V4-Flash",
+        284e9,
+        "https://huggingface.co/deepseek-ai/DeepSeek-V4-Flash (284B, 13B activated)",
+    ),
 ]
 
 # Parameters of transformers 5.24's own model built from each catalogued config (quantization_config dropped).

@@ -152,7 +152,6 @@ def test_glm45_counts_its_attention_biases() -> None:
 # Real config.json files (tests/data/model_configs/README.md) of architectures whose layout lives in fields
 # servespec does not read, and the fields its refusal must name.
 UNSIZED = [
-    ("deepseek-ai--DeepSeek-V4-Flash", "deepseek_v4", ("compress_ratios", "o_lora_rank", "hc_mult")),
     ("sgl-project--DeepSeek-V4-Flash-FP8", "deepseek_ref", ("compress_ratios", "o_lora_rank", "hc_mult")),
     # Mamba-2 + attention + latent MoE (experts in a space narrower than hidden_size), the pattern as a list
     ("nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron_h", ("moe_latent_size",)),
@@ -188,12 +187,12 @@ def test_a_model_config_servespec_cannot_size_is_reported_with_its_fields(tmp_pa
     from servespec.knowledge.sources import _config_facts
     from tests.conftest import REPO
 
-    source = REPO / "tests" / "data" / "model_configs" / "deepseek-ai--DeepSeek-V4-Flash_config.json"
+    source = REPO / "tests" / "data" / "model_configs" / "sgl-project--DeepSeek-V4-Flash-FP8_config.json"
     path = tmp_path / "config.json"
     path.write_bytes(source.read_bytes())
     answer = _config_facts(path)
     assert answer.facts is None
-    assert "deepseek_v4" in answer.problem and "compress_ratios" in answer.problem
+    assert "deepseek_ref" in answer.problem and "compress_ratios" in answer.problem
 
 
 def test_nemotron_3_nano_is_sized_from_its_pattern_as_transformers_builds_it() -> None:

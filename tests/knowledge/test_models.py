@@ -282,14 +282,14 @@ def test_parameters_match_transformers_own_models() -> None:
 
 
 def test_an_architecture_servespec_does_not_size_says_which_fields() -> None:
-    """DeepSeek V4 (compressed attention per layer, grouped low-rank output): refused, naming the fields, instead of
-    a count from the shared fields."""
+    """sgl-project's DeepSeek V4 copies (deepseek_ref: compressed attention per layer, grouped low-rank output, no
+    expert_dtype): refused, naming the fields, instead of a count from the shared fields."""
     from servespec.knowledge.models import UnsizedArchitectureError, facts_from_config
 
-    text = {"model_type": "deepseek_v4", "num_hidden_layers": 43, "hidden_size": 4096, "num_attention_heads": 64}
+    text = {"model_type": "deepseek_ref", "num_hidden_layers": 43, "hidden_size": 4096, "num_attention_heads": 64}
     config = {**text, "compress_ratios": [4] * 43, "o_lora_rank": 1024}
     with pytest.raises(UnsizedArchitectureError, match="compress_ratios") as err:
-        facts_from_config(config, "deepseek-ai/DeepSeek-V4-Flash")
+        facts_from_config(config, "sgl-project/DeepSeek-V4-Flash-FP8")
     assert len(str(err.value)) <= 120  # REF003 quotes at most 120 characters
 
 

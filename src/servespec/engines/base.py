@@ -174,7 +174,10 @@ class Engine:
         return self.folder.joinpath("templates")
 
     def estimate(self, inp: EstimateInput) -> GpuEstimate | None:
-        """The memory plan of one GPU of a replica (None when the GPU is unknown)."""
+        """The memory plan of one GPU of a replica (None when the GPU is unknown, and for a DeepSeek V4 model, whose
+        compressed KV cache no engine's layout is modelled for: knowledge/deepseek_v4.py ``KV_UNMODELLED``)."""
+        if inp.model.compress_ratios:
+            return None
         plan: GpuEstimate | None = importlib.import_module(f"{self.package}.memory").estimate(inp)
         return plan
 

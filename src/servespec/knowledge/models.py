@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from servespec.knowledge import config_fields as fields
-from servespec.knowledge import gemma4, mamba
+from servespec.knowledge import deepseek_v4, gemma4, mamba
 from servespec.knowledge import vision as towers
 from servespec.knowledge.datafile import load_yaml_data
 from servespec.spec.grammars import MAX_FLOAT, oversized_number
@@ -266,6 +266,9 @@ class ModelFacts:
     ``alpha_n``)."""
     router_bias: bool = False
     """Each MoE layer's router carries a per-expert score bias (ERNIE 4.5's ``moe_statics.e_score_correction_bias``)."""
+    compress_ratios: tuple[int, ...] = ()
+    """DeepSeek V4's per-layer KV compression (``compress_ratios``: 0 sliding window only, 4 compressed with an
+    indexer, 128 compressed); its KV cache is not sized (knowledge/deepseek_v4.py ``KV_UNMODELLED``). Empty: none."""
 
     @property
     def kv_sliding_layers(self) -> int:
@@ -401,9 +404,8 @@ _TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 _UNSIZED: dict[str, tuple[str, ...]] = {
-    # DeepSeek V4: compressed attention per layer and grouped low-rank output (DeepseekV4 config.json);
-    # sgl-project's FP8 checkpoints name the same layout deepseek_ref.
-    "deepseek_v4": ("compress_ratios", "o_lora_rank", "hc_mult"),
+    # sgl-project's FP8 copies of DeepSeek V4 (deepseek_ref): the layout knowledge/deepseek_v4.py sizes for
+    # deepseek_v4, but no expert_dtype to say how their experts are stored (vLLM defaults it to fp4).
     "deepseek_ref": ("compress_ratios", "o_lora_rank", "hc_mult"),
     # Falcon-H1: attention and Mamba-2 side by side in every layer, with muP multipliers (transformers FalconH1Config).
     "falcon_h1": ("mamba_d_ssm", "mamba_n_heads", "attention_in_multiplier"),
@@ -1215,6 +1217,7 @@ def facts_from_config(config: dict[str, Any], name: str, hf_quant: dict[str, Any
         encoder_mlp=towers.mllama_encoder_mlp(raw),
     )
     layout = _modern_layout(config, model_type, hidden, heads) or _family_layout(config, model_type, hidden, heads)
+    layout = layout or deepseek_v4.layout(config, model_type)
     if layout:
         facts = replace(facts, **layout)
     if model_type in mamba.MAMBA_TYPES:
@@ -1671,6 +1674,11 @@ def part_params(m: ModelFacts) -> dict[str, float]:
         attention = gemma4.attention(m)
     moe_layers = m.layers - m.dense_layers if m.is_moe else 0
     experts = moe_layers * (m.experts or 0) * 3 * m.hidden_size * (m.moe_intermediate_size or 0)
+    if m.compress_ratios:
+        # DeepSeek V4 (knowledge/deepseek_v4.py): shared experts and routers as the MLPs, the rest of each layer
+        # (attention, compressors, indexers, mHC, norms) as attention
+        mlp = m.layers * (3 * m.hidden_size * m.shared_intermediate_size + (m.experts or 0) * m.hidden_size)
+        return {"attention": total - embed - experts - mlp, "experts": experts, "mlp": float(mlp)}
     return {"attention": attention, "experts": experts, "mlp": max(total - embed - attention - experts, 0.0)}
 
 

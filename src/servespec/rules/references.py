@@ -99,7 +99,9 @@ class FactsMissing(Rule):
     says so once, instead of guessing. Unknown GPUs are reported for the hosts deployments
     use (or for every host when an inventory is validated on its own). When REF002 reports
     a deployment's ``model.config`` file (missing, refused, unreadable or too large), this
-    warning stays silent about that deployment's model: the error already says why.
+    warning stays silent about that deployment's model: the error already says why. A model
+    whose weights are sized but whose KV cache no engine's layout is modelled for (DeepSeek V4's
+    compressed attention, knowledge/deepseek_v4.py) gets this warning too: no memory plan is made.
 
     Fix: write the GPU as nvidia-smi prints it; for the model, run ``deploy lock`` (it
     resolves it once and commits its facts), or give ``model.config`` /
@@ -119,20 +121,27 @@ class FactsMissing(Rule):
     )
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
-        from servespec.knowledge import resolve
+        from servespec.knowledge import deepseek_v4, resolve
 
         for deployment in fleet.deployments:
             if MODEL_CONFIG in deployment.broken_references:
                 continue  # REF002 reported the model.config file; saying "no facts" again adds nothing
             answer = resolve.resolved(deployment).model
+            model = deployment.spec.model
+            where = "config" if model.config else "architecture" if model.architecture else "source"
             if answer.facts is None:
-                model = deployment.spec.model
-                where = "config" if model.config else "architecture" if model.architecture else "source"
                 yield self.report(
                     deployment.document,
                     answer.problem,
                     ("model", where),
                     hint="run `deploy lock` (it writes models.lock.yaml), or add model.config or model.architecture",
+                )
+            elif answer.facts.compress_ratios:
+                yield self.report(
+                    deployment.document,
+                    f"{quote_value(answer.facts.name)}: {deepseek_v4.KV_UNMODELLED_SHORT}",
+                    ("model", where),
+                    hint="size the KV cache from the engine's own start-up log; servespec gives no memory plan for it",
                 )
         placed = {(id(h.inventory), h.name) for d in fleet.deployments for h in resolve.resolved(d).hosts}
         for inventory in fleet.inventories:
