@@ -100,8 +100,10 @@ class FactsMissing(Rule):
     use (or for every host when an inventory is validated on its own). When REF002 reports
     a deployment's ``model.config`` file (missing, refused, unreadable or too large), this
     warning stays silent about that deployment's model: the error already says why. A model
-    whose weights are sized but whose KV cache no engine's layout is modelled for (DeepSeek V4's
-    compressed attention, knowledge/deepseek_v4.py) gets this warning too: no memory plan is made.
+    whose weights are sized but whose KV cache the deployment's engine is not modelled for gets
+    this warning too, and no memory plan is made (``Engine.kv_unmodelled``): DeepSeek V4's
+    compressed attention on every engine (knowledge/deepseek_v4.py), and on SGLang a model with
+    linear-attention layers, whose state pool shares the KV budget (engines/sglang/memory.py).
 
     Fix: write the GPU as nvidia-smi prints it; for the model, run ``deploy lock`` (it
     resolves it once and commits its facts), or give ``model.config`` /
@@ -121,12 +123,13 @@ class FactsMissing(Rule):
     )
 
     def check(self, fleet: Fleet) -> Iterator[Finding]:
-        from servespec.knowledge import deepseek_v4, resolve
+        from servespec.knowledge import resolve
 
         for deployment in fleet.deployments:
             if MODEL_CONFIG in deployment.broken_references:
                 continue  # REF002 reported the model.config file; saying "no facts" again adds nothing
-            answer = resolve.resolved(deployment).model
+            known = resolve.resolved(deployment)
+            answer = known.model
             model = deployment.spec.model
             where = "config" if model.config else "architecture" if model.architecture else "source"
             if answer.facts is None:
@@ -136,10 +139,10 @@ class FactsMissing(Rule):
                     ("model", where),
                     hint="run `deploy lock` (it writes models.lock.yaml), or add model.config or model.architecture",
                 )
-            elif answer.facts.compress_ratios:
+            elif why := known.engine.kv_unmodelled(answer.facts):
                 yield self.report(
                     deployment.document,
-                    f"{quote_value(answer.facts.name)}: {deepseek_v4.KV_UNMODELLED_SHORT}",
+                    f"{quote_value(answer.facts.name)}: {why}",
                     ("model", where),
                     hint="size the KV cache from the engine's own start-up log; servespec gives no memory plan for it",
                 )

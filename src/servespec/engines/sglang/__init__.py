@@ -12,6 +12,7 @@ from servespec.engines.catalog import EngineRelease
 if TYPE_CHECKING:
     from servespec.engines.base import Known
     from servespec.engines.layout import Layout
+    from servespec.knowledge.models import ModelFacts
     from servespec.spec.fleet import HostView
 
 DIST_PORT = 20000
@@ -35,6 +36,17 @@ class Sglang(Engine):
         if why or release is None or release.option("speculative_algorithm") is not None:
             return why
         return f"{known.profile.title} {release.version} has no --speculative-algorithm"
+
+    def kv_unmodelled(self, model: ModelFacts) -> str:
+        why = super().kv_unmodelled(model)
+        if why or not model.linear_layers:
+            return why
+        return (
+            f"{self.name}'s KV pool is not sized for a model with linear-attention (Mamba / Gated DeltaNet) layers: "
+            "the release splits the memory left after mem_fraction_static between their state pool and the KV pool, "
+            "and the split's per-release facts are not catalogued (engines/sglang/memory.py MAMBA_SPLIT_SOURCE): no "
+            "memory plan, MEM rules skipped"
+        )
 
     def layout(self, known: Known) -> Layout:
         from servespec.engines.sglang.parallel import layout
