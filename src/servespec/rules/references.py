@@ -139,7 +139,7 @@ class FactsMissing(Rule):
                     ("model", where),
                     hint="run `deploy lock` (it writes models.lock.yaml), or add model.config or model.architecture",
                 )
-            elif why := known.engine.kv_unmodelled(answer.facts):
+            elif why := known.engine.kv_unmodelled(answer.facts, known.release):
                 yield self.report(
                     deployment.document,
                     f"{quote_value(answer.facts.name)}: {why}",
