@@ -911,7 +911,9 @@ def _state_dtypes(version: str, sources: dict[str, str]) -> dict[str, Any]:
         ssm_default = from_config.group(1)  # mamba_ssm_dtype unset: the config's, else this
         cites.append(_cite(version, _MAMBA_UTILS, _line_of(utils, from_config.start()), "ssm dtype: option, config"))
         cites.append(_cite(version, _QWEN3_NEXT, _line_of(qwen, reads.start()), "Qwen3-Next passes its config"))
-    elif option is not None and re.search(r'ssm_dtype = dtype_map\[os\.environ\["SGLANG_MAMBA_SSM_DTYPE"\]\]', utils + qwen):
+    elif option is not None and re.search(
+        r'ssm_dtype = dtype_map\[os\.environ\["SGLANG_MAMBA_SSM_DTYPE"\]\]', utils + qwen
+    ):
         ssm_default = option  # ServerArgs sets SGLANG_MAMBA_SSM_DTYPE from the option
     else:
         raise ValueError(f"{version}: the mamba temporal state's dtype not read")
@@ -993,8 +995,12 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
         **_state_dtypes(version, sources),
         "source": "; ".join(
             (
-                _cite(version, _RUNNER, _line_of(runner, fixed.start()), "max_mamba_cache_size: option, else "
-                      "max_running_requests, else 512"),
+                _cite(
+                    version,
+                    _RUNNER,
+                    _line_of(runner, fixed.start()),
+                    "max_mamba_cache_size: option, else max_running_requests, else 512",
+                ),
                 _cite(version, _RUNNER, _line_of(runner, take.start()), "profile_max_num_token takes their states"),
             )
         ),

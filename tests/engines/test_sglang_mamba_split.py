@@ -18,10 +18,10 @@ import pytest
 from servespec import engines
 from servespec.engines.catalog import SglangMambaSplit
 from servespec.engines.sglang import mamba
+from servespec.engines.versions import version_key
 from servespec.knowledge import gpus, models
 from servespec.knowledge.memory import GIB, EstimateInput
 from servespec.knowledge.models import _catalog
-from servespec.engines.versions import version_key
 from tests.render.test_engine_parsers import env_python
 
 SGLANG = engines.get("sglang")

@@ -192,16 +192,25 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     if replicated:
         notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
     notes.extend(communicator_notes)
-    states = None
-    if inp.model.linear_layers:
-        states = mamba.split(inp, memory.mamba_split if memory is not None else None, kv)
-        if isinstance(states, str):
-            return None  # the release's split or the model's state shape is not modelled: no figure
-        kv -= states.gib
-        overhead += states.gib
-        notes.append(states.note)
-    found = _pool(inp, memory, (total, weights, overhead, kv, fraction), notes)
-    if found is not None and states is not None and found.max_sequences > states.requests:
+    lay_out = _beside_states if inp.model.linear_layers else _pool  # hybrid linear attention: its states first
+    return lay_out(inp, memory, (total, weights, overhead, kv, fraction), notes)
+
+
+def _beside_states(
+    inp: EstimateInput,
+    memory: SglangMemory | None,
+    budget: tuple[float, float, float, float, float],
+    notes: list[str],
+) -> GpuEstimate | None:
+    """The pool of a hybrid linear-attention model: the release's state pool comes off the rest first
+    (:data:`MAMBA_SPLIT_SOURCE`, engines/sglang/mamba.py); None where that split is not modelled."""
+    total, weights, overhead, kv, fraction = budget
+    states = mamba.split(inp, memory.mamba_split if memory is not None else None, kv)
+    if isinstance(states, str):
+        return None  # the release's split or the model's state shape is not modelled: no figure
+    notes.append(states.note)
+    found = _pool(inp, memory, (total, weights, overhead + states.gib, kv - states.gib, fraction), notes)
+    if found is not None and found.max_sequences > states.requests:
         found = replace(found, max_sequences=float(states.requests))  # a request runs only with a state slot
     return found
 
