@@ -16,6 +16,13 @@ elements in the conv dtype and a temporal state of ``value_heads / tp × value_h
 the SSM dtype, with ``conv_dim = value_heads × value_head_dim + 2 × key_heads × key_head_dim``
 (``Mamba2StateShape.create`` with ``n_groups`` = the key heads, configs/qwen3_next.py ``mamba2_cache_params``).
 
+Afterwards the release caps ``max_running_requests`` at ``max_mamba_cache_size // ratio``
+(``MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO`` = 3 with the radix cache on, 1 with it off, more with the extra
+buffers of ``--mamba-scheduler-strategy extra_buffer``: model_runner.py L1657-L1665 at v0.5.4,
+model_runner_kv_cache_mixin.py ``_resolve_max_num_reqs`` L853-L857 at v0.5.10; ``min(..., max_mamba_cache_size)`` at
+v0.5.2 model_runner.py L1263). The plan's ``max_sequences`` is held to ``max_mamba_cache_size`` only, an upper bound
+of that cap (the strategy a release resolves ``auto`` to is not read).
+
 Not modelled (no figure): other linear-attention kinds (Mamba-1/2 of Nemotron-H, Granite, Jamba; Kimi Linear's
 KDA; LFM2's short conv), whose SGLang state shapes are not read here; speculative decoding (the draft's
 intermediate states come off first); DP attention (the count is split over the ranks); pipeline parallelism;

@@ -211,7 +211,9 @@ def _beside_states(
     notes.append(states.note)
     found = _pool(inp, memory, (total, weights, overhead + states.gib, kv - states.gib, fraction), notes)
     if found is not None and found.max_sequences > states.requests:
-        found = replace(found, max_sequences=float(states.requests))  # a request runs only with a state slot
+        found = replace(
+            found, max_sequences=float(states.requests)
+        )  # each running request holds a state slot (an upper bound of SGLang's cap)
     return found
 
 
