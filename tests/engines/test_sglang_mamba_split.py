@@ -189,3 +189,13 @@ def test_sglang_own_state_bytes(model_id: str, tp: int) -> None:
     fact = _split("0.5.15")
     assert fact is not None
     assert mamba.state_bytes(_inp(model_id, "0.5.15", tp=tp), fact) == own
+
+
+def test_a_release_without_the_fact_says_so() -> None:
+    qwen = models.catalogued("Qwen/Qwen3.5-9B")
+    assert qwen is not None
+    assert "0.4.0's catalog has no facts.memory.mamba_split" in SGLANG.kv_unmodelled(
+        qwen, SGLANG.select("0.4.0").release
+    )
+    assert "release is not known" in SGLANG.kv_unmodelled(qwen)
+    assert SGLANG.kv_unmodelled(models.catalogued("Qwen/Qwen3-8B")) == ""  # type: ignore[arg-type]

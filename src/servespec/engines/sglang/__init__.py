@@ -54,12 +54,17 @@ class Sglang(Engine):
         kind = mamba.kind_unmodelled(model.linear_kind)
         if kind:
             return lead + kind + tail
-        memory = release.facts.memory if release is not None else None
+        if release is None:
+            return lead + "the split is per release, and the release is not known" + tail
+        memory = release.facts.memory
         if memory is None or memory.mamba_split is None:
-            return ""  # before 0.5.2 (no such models), or no release: nothing known to decline for
+            return (
+                lead + f"{release.version}'s catalog has no facts.memory.mamba_split (SGLang before 0.5.2 has no "
+                "state pool for such layers; sglang-kt catalogs predate the fact)" + tail
+            )
         if memory.mamba_split.variant == "unread":
             return (
-                lead + f"{release.version}'s split (its KV-cache configurator, with a padding slot and a "  # type: ignore[union-attr]
+                lead + f"{release.version}'s split (its KV-cache configurator, with a padding slot and a "
                 f"pre-capture reserve) is not modelled: {memory.mamba_split.source}" + tail
             )
         return ""
