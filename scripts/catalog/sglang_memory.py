@@ -834,7 +834,7 @@ _RATIO_SOLVE = re.compile(
 _RATIO_COUNT = re.compile(
     r"max_mamba_cache_size = int\(\s*\(mamba_state_memory_raw \* \(1 << 30\)\)\s*"
     r"// config\.mamba2_cache_params\.mamba_cache_per_req\s*(?:// \(1 \+ speculativa_ratio\)\s*)?\)"
-    r"|max_mamba_cache_size = int\(mamba_budget_bytes // per_req\)"
+    r"|max_mamba_cache_size ?= ?int\(mamba_budget_bytes // per_req\)"
 )
 _RATIO_RETURN = re.compile(
     r"mamba_state_memory = \(\s*server_args\.max_mamba_cache_size\s*\*\s*config\.mamba2_cache_params\."
@@ -855,7 +855,9 @@ _OPTION_FIRST = re.compile(
     r"if server_args\.max_mamba_cache_size is not None:(?:.|\n)*?elif \(\s*server_args\.disable_radix_cache\s*"
     r"and server_args\.max_running_requests is not None\s*\):"
 )
-_RATIO_CALL = re.compile(r"rest_memory = self\.handle_max_mamba_cache\(rest_memory\)")
+_RATIO_CALL = re.compile(r"rest_memory = self\._?handle_max_mamba_cache\(rest_memory\)")
+_POST_CAPTURE = re.compile(r"if self\.mambaish_config is not None and self\.post_capture_kv_active:")
+_POST_CAPTURE_ENV = re.compile(r"SGLANG_ENABLE_POST_CAPTURE_KV_SIZING = EnvBool\(False\)")
 _FIXED_DEFAULT = re.compile(r"self\.server_args\.max_mamba_cache_size = 512\n")
 _FIXED_TAKE = re.compile(
     r"rest_memory -= \(\s*self\.server_args\.max_mamba_cache_size\s*\*\s*"
@@ -936,11 +938,12 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
     ``handle_max_mamba_cache``: unless ``--max-mamba-cache-size``, or ``--max-running-requests`` with the radix cache
     off, sets it (``explicit_size``: ``option_then_requests``, 0.5.9 on; ``radix_off_or_option``, 0.5.7-0.5.8.post1:
     with the radix cache off or the option given, the option, else ``--max-running-requests``, else 512;
-    ``radix_off``, 0.5.3.post2-0.5.6.post2: the same with the radix cache off only, the option ignored with it on),
+    ``radix_off``, 0.5.3.post2-0.5.6.post2: the same with the radix cache off only, the option ignored with it on;
+    0.5.16 has the same arithmetic in its KV-cache configurator, whose pre-capture reserve is off by default),
     ``max_mamba_cache_size = int(rest * r / (1 + r) GiB // state bytes per request)``, ``r`` =
     ``--mamba-full-memory-ratio``, and ``rest - max_mamba_cache_size * state bytes`` is the KV pool's), or
     ``unread`` (the split is in the release, in a shape this builder does not read: the
-    ``kv_cache_configurator`` of 0.5.16 on, with its padding slot and pre-capture reserve)."""
+    ``kv_cache_configurator`` of 0.5.17 on, with its padding slot, and from 0.5.18 a multimodal reserve)."""
     for path in _MAMBA_RUNNERS:
         text = sources.get(path, "")
         head = _HANDLE.search(text)
@@ -962,6 +965,10 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
         }
         if solve is None or count is None or back is None or call is None or len(orders) != 1:
             return {"variant": "unread", "source": _cite(version, path, line, "handle_max_mamba_cache: not read")}
+        caller = text[max(0, call.start() - 1500) : call.start()]
+        post_capture = _POST_CAPTURE.search(caller)
+        if post_capture is not None and _POST_CAPTURE_ENV.search(sources.get(_ENVIRON, "")) is None:
+            raise ValueError(f"{version}: the post-capture mamba reserve is not off by default")
         ratio, ratio_cite = _option_default(version, sources, "mamba_full_memory_ratio")
         if ratio is None:
             raise ValueError(f"{version}: mamba_full_memory_ratio has no default")
@@ -976,7 +983,18 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
             "source": "; ".join(
                 (
                     _cite(version, path, line, note),
-                    _cite(version, path, _line_of(text, call.start()), "profile_max_num_token calls it"),
+                    _cite(
+                        version,
+                        path,
+                        _line_of(text, call.start()),
+                        "the KV budget calls it"
+                        + (
+                            "; the rest is first raised to a pre-capture reserve only under "
+                            "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING (default off)"
+                            if post_capture is not None
+                            else ""
+                        ),
+                    ),
                     ratio_cite,
                 )
             ),

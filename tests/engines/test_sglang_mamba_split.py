@@ -61,7 +61,8 @@ def _between(version: str, first: str, last: str | None = None) -> bool:
 
 def test_the_fact_is_on_exactly_the_releases_whose_source_has_the_split() -> None:
     """0.5.2 brought Qwen3-Next's fixed 512-request states; 0.5.3.post2 the ratio split (default 0.2, then 0.9);
-    0.5.16 moved it into the KV-cache configurator (padding slot, pre-capture reserve), recorded ``unread``."""
+    0.5.16 moved it into the KV-cache configurator (same arithmetic; its pre-capture reserve off by default), and
+    0.5.17 on count a padding slot (0.5.18 on also reserve memory for multimodal models): recorded ``unread``."""
     versions = SGLANG.catalog.versions
     assert len(versions) >= 92
     for version in versions:
@@ -77,7 +78,7 @@ def test_the_fact_is_on_exactly_the_releases_whose_source_has_the_split() -> Non
                 512,
                 "max_running_requests",
             ), version
-        elif _between(version, "0.5.3.post2", "0.5.15.post1"):
+        elif _between(version, "0.5.3.post2", "0.5.16"):
             assert fact.variant == "ratio" and fact.ratio_option == "mamba_full_memory_ratio", version
             assert fact.ratio_default == (0.2 if version == "0.5.3.post2" else 0.9), version
             order = (
@@ -119,7 +120,7 @@ def test_the_ratio_gives_the_logs_request_count_and_pool() -> None:
     assert int((rest - found.gib) * GIB) // 16_384 == 327_310
 
 
-@pytest.mark.parametrize("version", ["0.5.4", "0.5.10", "0.5.15.post1"])
+@pytest.mark.parametrize("version", ["0.5.4", "0.5.10", "0.5.15.post1", "0.5.16"])
 def test_the_pool_is_what_the_rest_leaves_after_the_states(version: str) -> None:
     whole = SGLANG.estimate(_inp("Qwen/Qwen3-8B", version))  # a full-attention model is estimated as before
     assert whole is not None and whole.kv_tokens > 0

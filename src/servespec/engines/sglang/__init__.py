@@ -64,8 +64,8 @@ class Sglang(Engine):
             )
         if memory.mamba_split.variant == "unread":
             return (
-                lead + f"{release.version}'s split (its KV-cache configurator, with a padding slot and a "
-                f"pre-capture reserve) is not modelled: {memory.mamba_split.source}" + tail
+                lead + f"{release.version}'s split (its KV-cache configurator's, with a padding slot) is not "
+                f"modelled: {memory.mamba_split.source}" + tail
             )
         return ""
 

@@ -6,7 +6,7 @@ Every SGLang release that runs Qwen3-Next, Qwen3.5 / 3.6 (Gated DeltaNet) takes 
 
 - ``fixed_requests`` (0.5.2-0.5.3.post1): ``--max-mamba-cache-size``, else ``--max-running-requests``, else 512
   requests' states come off the rest;
-- ``ratio`` (0.5.3.post2-0.5.15.post1): ``max_mamba_cache_size = int(rest × r / (1 + r) GiB // per_req)``
+- ``ratio`` (0.5.3.post2-0.5.16): ``max_mamba_cache_size = int(rest × r / (1 + r) GiB // per_req)``
   (``r`` = ``--mamba-full-memory-ratio``) unless the release's explicit sizes apply, and the KV pool gets
   ``rest − max_mamba_cache_size × per_req``.
 
@@ -26,7 +26,9 @@ of that cap (the strategy a release resolves ``auto`` to is not read).
 Not modelled (no figure): other linear-attention kinds (Mamba-1/2 of Nemotron-H, Granite, Jamba; Kimi Linear's
 KDA; LFM2's short conv), whose SGLang state shapes are not read here; speculative decoding (the draft's
 intermediate states come off first); DP attention (the count is split over the ranks); pipeline parallelism;
-key heads the TP size does not divide; and the 0.5.16+ KV-cache configurator (``unread``)."""
+key heads the TP size does not divide; the padded split of the 0.5.17+ KV-cache configurator (``unread``); and
+0.5.16's pre-capture reserve under ``SGLANG_ENABLE_POST_CAPTURE_KV_SIZING`` (off by default; environment variables
+are not read here)."""
 
 from __future__ import annotations
 
