@@ -82,6 +82,7 @@ _FILES = (
     "sglang/srt/configs/mamba_utils.py",
     "sglang/srt/configs/qwen3_next.py",
     "sglang/srt/environ.py",
+    "sglang/srt/arg_groups/fields/exec_.py",
 )
 _MODELS = "sglang/srt/models/"
 """Model files are read too where they define ``get_attention_sliding_window_size`` (what made a model use the
@@ -828,9 +829,23 @@ _MAMBA_UTILS = "sglang/srt/configs/mamba_utils.py"
 _QWEN3_NEXT = "sglang/srt/configs/qwen3_next.py"
 _ENVIRON = "sglang/srt/environ.py"
 _HANDLE = re.compile(r"^[ \t]+def _?handle_max_mamba_cache\(", re.M)
+_ARGS = r"(?:server_args|get_schedule\(\)|get_memory\(\))"
 _RATIO_SOLVE = re.compile(
-    r"total_rest_memory\s*\*\s*server_args\.mamba_full_memory_ratio\s*/\s*\(1 \+ server_args\.mamba_full_memory_ratio\)"
+    rf"total_rest_memory\s*\*\s*{_ARGS}\.mamba_full_memory_ratio\s*/\s*\(1 \+ {_ARGS}\.mamba_full_memory_ratio\)"
 )
+_PADDED_COUNT = re.compile(
+    r"per_slot = per_req \+ (?:replayssm_ring_per_req|replayssm_ring_per_slot|extra_per_slot)\s*\n"
+    r"(?:.|\n){0,300}?max_mamba_cache_size=int\(\s*\(mamba_budget_bytes (?:- replayssm_fixed_bytes )?- per_slot\)\s*"
+    r"// per_slot\s*\)"
+)
+_PADDED_RETURN = re.compile(
+    r"mamba_state_memory = \(\s*\(?\(get_schedule\(\)\.max_mamba_cache_size \+ 1\)\s*\*\s*"
+    r"\(stage_per_req \+ (?:replayssm_ring_per_req|replayssm_ring_per_slot|extra_per_slot)\)(?:.|\n){0,120}?"
+    r"return total_rest_memory - mamba_state_memory"
+)
+_MM_RESERVE = re.compile(r"rest_memory = available_gpu_memory - slack_gb - mm_reservation_gb\n")
+_MM_RESERVE_READ = re.compile(r"reserved_mb = envs\.SGLANG_VLM_CACHE_SIZE_MB\.get\(\)")
+_MM_RESERVE_DEFAULT = re.compile(r"SGLANG_VLM_CACHE_SIZE_MB = EnvInt\((\d+)\)")
 _RATIO_COUNT = re.compile(
     r"max_mamba_cache_size = int\(\s*\(mamba_state_memory_raw \* \(1 << 30\)\)\s*"
     r"// config\.mamba2_cache_params\.mamba_cache_per_req\s*(?:// \(1 \+ speculativa_ratio\)\s*)?\)"
@@ -852,11 +867,11 @@ _RADIX_OFF_OR_OPTION = re.compile(
     r"server_args\.max_mamba_cache_size = 512\n"
 )
 _OPTION_FIRST = re.compile(
-    r"if server_args\.max_mamba_cache_size is not None:(?:.|\n)*?elif \(\s*server_args\.disable_radix_cache\s*"
-    r"and server_args\.max_running_requests is not None\s*\):"
+    rf"if {_ARGS}\.max_mamba_cache_size is not None:(?:.|\n)*?elif \(\s*{_ARGS}\.disable_radix_cache\s*"
+    rf"and {_ARGS}\.max_running_requests is not None\s*\):"
 )
 _RATIO_CALL = re.compile(r"rest_memory = self\._?handle_max_mamba_cache\(rest_memory\)")
-_POST_CAPTURE = re.compile(r"if self\.mambaish_config is not None and self\.post_capture_kv_active:")
+_POST_CAPTURE = re.compile(r"self\.mambaish_config is not None\s+and self\.post_capture_kv_active")
 _POST_CAPTURE_ENV = re.compile(r"SGLANG_ENABLE_POST_CAPTURE_KV_SIZING = EnvBool\(False\)")
 _FIXED_DEFAULT = re.compile(r"self\.server_args\.max_mamba_cache_size = 512\n")
 _FIXED_TAKE = re.compile(
@@ -867,7 +882,11 @@ _FIXED_TAKE = re.compile(
 
 def _option_default(version: str, sources: dict[str, str], name: str) -> tuple[str | None, str]:
     """An option's ``ServerArgs`` default as written (``None`` for ``Optional[...] = None``) and its citation."""
-    for path in ("sglang/srt/arg_groups/fields/schedule.py", "sglang/srt/server_args.py"):
+    for path in (
+        "sglang/srt/arg_groups/fields/schedule.py",
+        "sglang/srt/arg_groups/fields/exec_.py",
+        "sglang/srt/server_args.py",
+    ):
         text = sources.get(path, "")
         head = re.search(rf"^[ \t]+{name}: ", text, re.M)
         if head is None:
@@ -877,10 +896,35 @@ def _option_default(version: str, sources: dict[str, str], name: str) -> tuple[s
         if value is None:
             raise ValueError(f"{version}: {name}'s default not read")
         written = next(g for g in value.groups() if g is not None).strip()
+        fallback = re.search(r"^\s*fallback=([\d.]+),", tail[: value.start()], re.M)
+        if written == "None" and fallback is not None:  # resolvable: None until resolved to the fallback
+            written = fallback.group(1)
         return (None if written == "None" else written.strip("\"'")), _cite(
             version, path, _line_of(text, head.start()), f"{name} default"
         )
     raise ValueError(f"{version}: no {name} option")
+
+
+def _multimodal_reserve(version: str, sources: dict[str, str], path: str, text: str, caller: str) -> dict[str, Any]:
+    """0.5.18 on: the memory a multimodal model's budget keeps back before the split (``mm_runtime_reservation_gb``:
+    ``SGLANG_VLM_CACHE_SIZE_MB``, plus the feature pool with a GPU ``--mm-feature-transport``); {} where none."""
+    if _MM_RESERVE.search(caller) is None:
+        return {}
+    read = _MM_RESERVE_READ.search(text)
+    default = _MM_RESERVE_DEFAULT.search(sources.get(_ENVIRON, ""))
+    if read is None or default is None:
+        raise ValueError(f"{version}: the multimodal reserve's size not read")
+    return {
+        "multimodal_reserve_mb": int(default.group(1)),
+        "reserve_source": _cite(
+            version,
+            path,
+            _line_of(text, read.start()),
+            "mm_runtime_reservation_gb: SGLANG_VLM_CACHE_SIZE_MB for a multimodal model, more with GPU transport",
+        )
+        + "; "
+        + _cite(version, _ENVIRON, _line_of(sources[_ENVIRON], default.start()), "its default"),
+    }
 
 
 def _state_dtypes(version: str, sources: dict[str, str]) -> dict[str, Any]:
@@ -942,8 +986,10 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
     0.5.16 has the same arithmetic in its KV-cache configurator, whose pre-capture reserve is off by default),
     ``max_mamba_cache_size = int(rest * r / (1 + r) GiB // state bytes per request)``, ``r`` =
     ``--mamba-full-memory-ratio``, and ``rest - max_mamba_cache_size * state bytes`` is the KV pool's), or
-    ``unread`` (the split is in the release, in a shape this builder does not read: the
-    ``kv_cache_configurator`` of 0.5.17 on, with its padding slot, and from 0.5.18 a multimodal reserve)."""
+    ``unread`` (the split is in the release, in a shape this builder does not read). ``padding_slot`` (0.5.17 on):
+    ``max_mamba_cache_size = int((rest * r / (1 + r) GiB - per_req) // per_req)`` and ``(it + 1) * per_req`` off the
+    rest (the pool's padding slot); ``multimodal_reserve_mb`` (0.5.18 on): kept back from a multimodal model's rest
+    before the split."""
     for path in _MAMBA_RUNNERS:
         text = sources.get(path, "")
         head = _HANDLE.search(text)
@@ -952,7 +998,10 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
         body = _block(text, head.start())
         line = _line_of(text, head.start())
         end = line + body.count("\n")
-        solve, count, back = _RATIO_SOLVE.search(body), _RATIO_COUNT.search(body), _RATIO_RETURN.search(body)
+        solve = _RATIO_SOLVE.search(body)
+        padded = _PADDED_COUNT.search(body) is not None and _PADDED_RETURN.search(body) is not None
+        count = _RATIO_COUNT.search(body) or _PADDED_COUNT.search(body)
+        back = _RATIO_RETURN.search(body) or _PADDED_RETURN.search(body)
         call = _RATIO_CALL.search(text)
         orders = {
             name: found
@@ -965,20 +1014,29 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
         }
         if solve is None or count is None or back is None or call is None or len(orders) != 1:
             return {"variant": "unread", "source": _cite(version, path, line, "handle_max_mamba_cache: not read")}
-        caller = text[max(0, call.start() - 1500) : call.start()]
+        caller = text[max(0, call.start() - 2500) : call.start()]
+        reserve = _multimodal_reserve(version, sources, path, text, caller)
+        reserve_source = reserve.pop("reserve_source", None)
         post_capture = _POST_CAPTURE.search(caller)
         if post_capture is not None and _POST_CAPTURE_ENV.search(sources.get(_ENVIRON, "")) is None:
             raise ValueError(f"{version}: the post-capture mamba reserve is not off by default")
         ratio, ratio_cite = _option_default(version, sources, "mamba_full_memory_ratio")
         if ratio is None:
             raise ValueError(f"{version}: mamba_full_memory_ratio has no default")
-        note = f"L{line}-L{end}: max_mamba_cache_size = int(rest * r / (1 + r) GiB // per_req); rest -= it * per_req"
+        note = (
+            f"L{line}-L{end}: max_mamba_cache_size = int((rest * r / (1 + r) GiB - per_req) // per_req); "
+            "rest -= (it + 1) * per_req"
+            if padded
+            else f"L{line}-L{end}: max_mamba_cache_size = int(rest * r / (1 + r) GiB // per_req); rest -= it * per_req"
+        )
         return {
             "variant": "ratio",
             "ratio_option": "mamba_full_memory_ratio",
             "ratio_default": float(ratio),
             "size_option": "max_mamba_cache_size",
             "explicit_size": next(iter(orders)),
+            "padding_slot": padded,
+            **reserve,
             **_state_dtypes(version, sources),
             "source": "; ".join(
                 (
@@ -996,6 +1054,7 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
                         ),
                     ),
                     ratio_cite,
+                    *([reserve_source] if reserve_source else []),
                 )
             ),
         }

@@ -61,8 +61,8 @@ def _between(version: str, first: str, last: str | None = None) -> bool:
 
 def test_the_fact_is_on_exactly_the_releases_whose_source_has_the_split() -> None:
     """0.5.2 brought Qwen3-Next's fixed 512-request states; 0.5.3.post2 the ratio split (default 0.2, then 0.9);
-    0.5.16 moved it into the KV-cache configurator (same arithmetic; its pre-capture reserve off by default), and
-    0.5.17 on count a padding slot (0.5.18 on also reserve memory for multimodal models): recorded ``unread``."""
+    0.5.16 moved it into the KV-cache configurator (same arithmetic; its pre-capture reserve off by default); 0.5.17
+    on count the pool's padding slot, and 0.5.18 on keep a multimodal reserve back first."""
     versions = SGLANG.catalog.versions
     assert len(versions) >= 92
     for version in versions:
@@ -78,7 +78,7 @@ def test_the_fact_is_on_exactly_the_releases_whose_source_has_the_split() -> Non
                 512,
                 "max_running_requests",
             ), version
-        elif _between(version, "0.5.3.post2", "0.5.16"):
+        else:
             assert fact.variant == "ratio" and fact.ratio_option == "mamba_full_memory_ratio", version
             assert fact.ratio_default == (0.2 if version == "0.5.3.post2" else 0.9), version
             order = (
@@ -89,9 +89,8 @@ def test_the_fact_is_on_exactly_the_releases_whose_source_has_the_split() -> Non
                 else "option_then_requests"
             )
             assert fact.explicit_size == order, version
-        else:
-            assert fact.variant == "unread", version
-            continue
+            assert fact.padding_slot == _between(version, "0.5.17"), version
+            assert fact.multimodal_reserve_mb == (100 if _between(version, "0.5.18") else None), version
         assert fact.conv_dtype == "bfloat16" and fact.ssm_dtype_default == "float32", version
         assert fact.ssm_dtype_from_config == _between(version, "0.5.9"), version
         assert fact.dtype_source is not None and "#L" in fact.dtype_source
@@ -120,7 +119,7 @@ def test_the_ratio_gives_the_logs_request_count_and_pool() -> None:
     assert int((rest - found.gib) * GIB) // 16_384 == 327_310
 
 
-@pytest.mark.parametrize("version", ["0.5.4", "0.5.10", "0.5.15.post1", "0.5.16"])
+@pytest.mark.parametrize("version", ["0.5.4", "0.5.10", "0.5.15.post1", "0.5.16", "0.5.17"])
 def test_the_pool_is_what_the_rest_leaves_after_the_states(version: str) -> None:
     whole = SGLANG.estimate(_inp("Qwen/Qwen3-8B", version))  # a full-attention model is estimated as before
     assert whole is not None and whole.kv_tokens > 0
@@ -159,17 +158,38 @@ def test_qwen3_next_on_0_5_2_takes_512_requests_states() -> None:
     assert any(n.startswith("recurrent states of 512 requests (set)") for n in found.notes)
 
 
+def test_from_0_5_17_the_padding_slot_and_from_0_5_18_the_multimodal_reserve_come_off() -> None:
+    """v0.5.17 kv_cache_configurator.py ``_handle_max_mamba_cache``: ``int((budget - per_req) // per_req)`` slots
+    and ``(slots + 1) × per_req`` off the rest; v0.5.18 ``mm_runtime_reservation_gb``: 100 MiB
+    (``SGLANG_VLM_CACHE_SIZE_MB``) off a multimodal model's rest first (Qwen3.5 is one)."""
+    rest = 10.0
+    per = QWEN35_9B_TP2_STATE
+    old = mamba.split(_inp("Qwen/Qwen3.5-9B", "0.5.16"), _split("0.5.16"), rest)
+    padded = mamba.split(_inp("Qwen/Qwen3.5-9B", "0.5.17"), _split("0.5.17"), rest)
+    reserved = mamba.split(_inp("Qwen/Qwen3.5-9B", "0.5.23"), _split("0.5.23"), rest)
+    assert isinstance(old, mamba.Split) and isinstance(padded, mamba.Split) and isinstance(reserved, mamba.Split)
+    budget = rest * 0.9 / 1.9 * GIB
+    assert old.requests == int(budget // per) and old.gib == old.requests * per / GIB
+    assert padded.requests == int((budget - per) // per) and padded.gib == (padded.requests + 1) * per / GIB
+    held = rest - 100 / 1024
+    assert reserved.requests == int((held * 0.9 / 1.9 * GIB - per) // per)
+    assert reserved.gib == (reserved.requests + 1) * per / GIB + 100 / 1024
+    text_only = mamba.split(_inp("Qwen/Qwen3-Next-80B-A3B-Instruct", "0.5.23", tp=4), _split("0.5.23"), rest)
+    assert isinstance(text_only, mamba.Split) and "multimodal reserve" not in text_only.note
+
+
 def test_what_is_not_modelled_is_declined_and_said() -> None:
     qwen = models.catalogued("Qwen/Qwen3.5-9B")
     granite = models.catalogued("ibm-granite/granite-4.0-h-micro")
     assert qwen is not None and granite is not None and granite.linear_kind == "mamba2"
-    new = SGLANG.select("0.5.23").release
-    assert "0.5.23's split" in SGLANG.kv_unmodelled(qwen, new) and "not modelled" in SGLANG.kv_unmodelled(qwen, new)
-    assert SGLANG.estimate(_inp("Qwen/Qwen3.5-9B", "0.5.23")) is None
+    assert SGLANG.kv_unmodelled(qwen, SGLANG.select("0.5.23").release) == ""
     assert SGLANG.kv_unmodelled(qwen, SGLANG.select("0.5.10").release) == ""
     assert "mamba2" in SGLANG.kv_unmodelled(granite, SGLANG.select("0.5.10").release)
     assert SGLANG.estimate(_inp("ibm-granite/granite-4.0-h-micro", "0.5.10")) is None
     assert SGLANG.estimate(_inp("Qwen/Qwen3.5-9B", "0.5.10", speculative_algorithm="NEXTN")) is None
+    assert SGLANG.estimate(_inp("Qwen/Qwen3.5-9B", "0.5.23", enable_unified_memory=True)) is None
+    assert SGLANG.estimate(_inp("Qwen/Qwen3.5-9B", "0.5.23", mm_feature_transport="cuda_ipc")) is None
+    assert SGLANG.estimate(_inp("Qwen/Qwen3.5-9B", "0.5.23")) is not None
 
 
 @pytest.mark.parsers

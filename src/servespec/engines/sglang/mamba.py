@@ -6,9 +6,11 @@ Every SGLang release that runs Qwen3-Next, Qwen3.5 / 3.6 (Gated DeltaNet) takes 
 
 - ``fixed_requests`` (0.5.2-0.5.3.post1): ``--max-mamba-cache-size``, else ``--max-running-requests``, else 512
   requests' states come off the rest;
-- ``ratio`` (0.5.3.post2-0.5.16): ``max_mamba_cache_size = int(rest × r / (1 + r) GiB // per_req)``
+- ``ratio`` (0.5.3.post2 on): ``max_mamba_cache_size = int(rest × r / (1 + r) GiB // per_req)``
   (``r`` = ``--mamba-full-memory-ratio``) unless the release's explicit sizes apply, and the KV pool gets
-  ``rest − max_mamba_cache_size × per_req``.
+  ``rest − max_mamba_cache_size × per_req``; from 0.5.17 (``padding_slot``) ``int((rest × r / (1 + r) GiB − per_req)
+  // per_req)`` and ``(max_mamba_cache_size + 1) × per_req`` off the rest; from 0.5.18 a multimodal model's rest
+  first keeps ``multimodal_reserve_mb`` back (``mm_runtime_reservation_gb``).
 
 One request's state (``BaseLinearStateParams.mamba_cache_per_req``, configs/mamba_utils.py of 0.5.3.post1 on;
 ``Qwen3NextConfig.mamba_cache_per_req`` of 0.5.2): per linear layer a conv state of ``conv_dim / tp × (kernel − 1)``
@@ -26,9 +28,9 @@ of that cap (the strategy a release resolves ``auto`` to is not read).
 Not modelled (no figure): other linear-attention kinds (Mamba-1/2 of Nemotron-H, Granite, Jamba; Kimi Linear's
 KDA; LFM2's short conv), whose SGLang state shapes are not read here; speculative decoding (the draft's
 intermediate states come off first); DP attention (the count is split over the ranks); pipeline parallelism;
-key heads the TP size does not divide; the padded split of the 0.5.17+ KV-cache configurator (``unread``); and
-0.5.16's pre-capture reserve under ``SGLANG_ENABLE_POST_CAPTURE_KV_SIZING`` (off by default; environment variables
-are not read here)."""
+key heads the TP size does not divide; ``--enable-unified-memory`` (0.5.17+: one buffer for states and KV); a GPU
+``--mm-feature-transport`` pool; the pre-capture reserve under ``SGLANG_ENABLE_POST_CAPTURE_KV_SIZING`` (0.5.16+,
+off by default; environment variables are not read here); releases whose split is ``unread``."""
 
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ KINDS = ("gated_delta_net",)
 
 @dataclass(frozen=True)
 class Split:
-    """The states' share of the rest: ``requests`` states of ``per_request`` bytes, ``gib`` in all."""
+    """The states' share of the rest: ``requests`` states of ``per_request`` bytes; ``gib``: all it keeps from the KV
+    pool (the states, the padding slot and a multimodal reserve where the release has them)."""
 
     requests: int
     per_request: int
@@ -115,18 +118,29 @@ def split(inp: EstimateInput, fact: SglangMambaSplit | None, rest_gib: float) ->
         return "speculative decoding's intermediate states are not modelled"
     if inp.options.get("enable_dp_attention") or inp.pipeline_parallel > 1:
         return "DP attention / pipeline parallelism split the state pool: not modelled"
+    if inp.options.get("enable_unified_memory"):
+        return "--enable-unified-memory (one buffer for states and KV) is not modelled"
+    reserve = fact.multimodal_reserve_mb if inp.model.vision_params > 0 else None
+    if reserve and inp.options.get("mm_feature_transport") in ("cuda_ipc", "cuda_vmm"):
+        return "a GPU --mm-feature-transport pool is not modelled"
     per_request = state_bytes(inp, fact)
     if isinstance(per_request, str):
         return per_request
+    held = (reserve or 0) / 1024  # GiB a multimodal model's rest keeps back first (0.5.18 on)
+    rest_gib -= held
     requests = _explicit(inp, fact)
     how = "set"
     if requests is None:
         ratio = number(inp.options, fact.ratio_option or "mamba_full_memory_ratio", fact.ratio_default or 0.0)
-        requests = int(max(rest_gib, 0.0) * ratio / (1 + ratio) * GIB // per_request)
+        budget = max(rest_gib, 0.0) * ratio / (1 + ratio) * GIB
+        requests = int((budget - per_request) // per_request if fact.padding_slot else budget // per_request)
         how = f"mamba_full_memory_ratio {ratio:g}"
-    gib = requests * per_request / GIB
+    slots = requests + 1 if fact.padding_slot else requests
+    gib = slots * per_request / GIB + held
     note = (
-        f"recurrent states of {requests} requests ({how}): {per_request / 2**20:.2f} MiB each, {gib:.2f} GiB "
-        "before the KV pool (facts.memory.mamba_split)"
+        f"recurrent states of {requests} requests ({how}): {per_request / 2**20:.2f} MiB each"
+        + (" (and the pool's padding slot)" if fact.padding_slot else "")
+        + (f", {reserve} MiB multimodal reserve" if reserve else "")
+        + f", {gib:.2f} GiB before the KV pool (facts.memory.mamba_split)"
     )
     return Split(requests, per_request, gib, note)
