@@ -47,6 +47,11 @@ What the estimator's SGLang arithmetic (``engines/sglang/memory.py``) reads, per
   ``_is_hip``, 0.5.22 on), the ``model``'s dtype where it converts unconditionally (0.4.1.post7-0.4.2); None where the
   models take vLLM's rotary embedding (0.4.0-0.4.1.post6). engines/sglang/load_memory.py replays the build with it.
 
+* ``mamba_split``: how the memory left after ``mem_fraction_static`` is shared between a hybrid linear-attention
+  model's recurrent states and its full-attention KV pool (:func:`mamba_split`): ``fixed_requests`` (0.5.2-0.5.3.post1)
+  or ``ratio`` (0.5.3.post2 on) with ``mamba_full_memory_ratio``'s default, the order in which explicit sizes apply,
+  the 0.5.17+ padding slot and the 0.5.18+ multimodal reserve, and the conv / temporal state dtypes; None before 0.5.2.
+
 Every fact cites the release's file and line (``source``). A release whose source matches none of
 the shapes raises: nothing is guessed.
 """
