@@ -928,7 +928,7 @@ def _multimodal_reserve(version: str, sources: dict[str, str], path: str, text: 
             "mm_runtime_reservation_gb: SGLANG_VLM_CACHE_SIZE_MB for a multimodal model, more with GPU transport",
         )
         + "; "
-        + _cite(version, _ENVIRON, _line_of(sources[_ENVIRON], default.start()), "its default"),
+        + _cite(version, _ENVIRON, _line_of(sources[_ENVIRON], default.start()), "its default"),  # two citations
     }
 
 
@@ -1029,10 +1029,10 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
         if ratio is None:
             raise ValueError(f"{version}: mamba_full_memory_ratio has no default")
         note = (
-            f"L{line}-L{end}: max_mamba_cache_size = int((rest * r / (1 + r) GiB - per_req) // per_req); "
+            f"L{line}-L{end}: max_mamba_cache_size = int((rest * r / (1 + r) GiB - per_req) // per_req), "
             "rest -= (it + 1) * per_req"
             if padded
-            else f"L{line}-L{end}: max_mamba_cache_size = int(rest * r / (1 + r) GiB // per_req); rest -= it * per_req"
+            else f"L{line}-L{end}: max_mamba_cache_size = int(rest * r / (1 + r) GiB // per_req), rest -= it * per_req"
         )
         return {
             "variant": "ratio",
@@ -1052,7 +1052,7 @@ def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
                         _line_of(text, call.start()),
                         "the KV budget calls it"
                         + (
-                            "; the rest is first raised to a pre-capture reserve only under "
+                            ", the rest first raised to a pre-capture reserve only under "
                             "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING (default off)"
                             if post_capture is not None
                             else ""

@@ -51,7 +51,7 @@ class Sglang(Engine):
             "mem_fraction_static between the linear-attention layers' state pool and the KV pool, and "
         )
         tail = " (engines/sglang/mamba.py): no memory plan, MEM rules skipped"
-        kind = mamba.kind_unmodelled(model.linear_kind)
+        kind = mamba.kind_unmodelled(model)
         if kind:
             return lead + kind + tail
         if release is None:

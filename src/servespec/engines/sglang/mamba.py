@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 from servespec.engines.catalog import SglangMambaSplit
 from servespec.knowledge.memory import GIB, EstimateInput, number
+from servespec.knowledge.models import ModelFacts
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
@@ -56,11 +57,16 @@ class Split:
     note: str
 
 
-def kind_unmodelled(kind: str) -> str:
-    """'' when SGLang's state pool is modelled for this linear-attention kind, else why not."""
-    if kind in KINDS:
-        return ""
-    return f"SGLang's state shape for {kind} layers is not modelled (only Gated DeltaNet: Qwen3-Next, Qwen3.5/3.6)"
+def kind_unmodelled(model: ModelFacts) -> str:
+    """'' when SGLang's state pool is modelled for the model's linear-attention layers, else why not."""
+    if model.linear_kind not in KINDS:
+        return (
+            f"SGLang's state shape for {model.linear_kind} layers is not modelled (only Gated DeltaNet: Qwen3-Next, "
+            "Qwen3.5/3.6)"
+        )
+    if not all(model.linear_state):
+        return "the model's Gated DeltaNet state shape is not known (no linear_* heads and dims in its facts)"
+    return ""
 
 
 def _ssm_dtype(inp: EstimateInput, fact: SglangMambaSplit) -> str | None:
@@ -111,7 +117,7 @@ def split(inp: EstimateInput, fact: SglangMambaSplit | None, rest_gib: float) ->
     if fact is None or fact.variant == "unread":
         where = f" ({fact.source})" if fact is not None else ""
         return f"the release's split between states and KV pool is not read{where}"
-    why = kind_unmodelled(inp.model.linear_kind)
+    why = kind_unmodelled(inp.model)
     if why:
         return why
     if inp.options.get("speculative_algorithm"):
