@@ -60,7 +60,7 @@ class Sglang(Engine):
         if memory is None or memory.mamba_split is None:
             return (
                 lead + f"{release.version}'s catalog has no facts.memory.mamba_split (SGLang before 0.5.2 has no "
-                "state pool for such layers; sglang-kt catalogs predate the fact)" + tail
+                "state pool for such layers)" + tail
             )
         if memory.mamba_split.variant == "unread":
             return (
