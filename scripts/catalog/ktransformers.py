@@ -113,9 +113,11 @@ def cite_wheel(memory: dict[str, Any], version: str, wheel: str) -> None:
     for fact in memory.values():
         if fact is None:
             continue
-        fact["source"] = "; ".join(
-            _where(version, wheel, part.split(f"/v{version}/python/", 1)[-1]) for part in fact["source"].split("; ")
-        )
+        for key in ("source", "dtype_source"):  # mamba_split cites its state dtypes apart
+            if fact.get(key):
+                fact[key] = "; ".join(
+                    _where(version, wheel, part.split(f"/v{version}/python/", 1)[-1]) for part in fact[key].split("; ")
+                )
 
 
 def refresh_memory() -> int:
@@ -130,6 +132,25 @@ def refresh_memory() -> int:
         cite_wheel(memory, version, server["filename"])
         release["facts"]["memory"] = memory
         release["facts"] = dict(sorted(release["facts"].items()))
+        path.write_text(sglang._dump(release))
+        print(path, file=sys.stderr)
+    return 0
+
+
+def refresh_mamba_split() -> int:
+    """Add facts.memory.mamba_split alone to the catalogued releases from their sglang-kt wheels: the other memory
+    facts of these catalogs predate all_reduce / cpu_offload / rope_cache, and rewriting them (``--memory-only``)
+    changes more than the hybrid linear-attention state pool."""
+    for version in VERSIONS:
+        path = sglang.releases_dir(ENGINE) / f"{version}.json"
+        if not path.is_file():
+            continue
+        server, _kernel = artefacts(version)
+        release = json.loads(path.read_text())
+        split = memory_facts(version, read_sources(fetch(server)))["mamba_split"]
+        cite_wheel({"mamba_split": split}, version, server["filename"])
+        release["facts"]["memory"]["mamba_split"] = split
+        release["facts"]["memory"] = dict(sorted(release["facts"]["memory"].items()))
         path.write_text(sglang._dump(release))
         print(path, file=sys.stderr)
     return 0
@@ -202,6 +223,8 @@ def build(version: str) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     if "--memory-only" in argv:
         return refresh_memory()
+    if "--mamba-split-only" in argv:
+        return refresh_mamba_split()
     wanted = argv or list(VERSIONS)
     releases = [build(v) for v in sorted(wanted, key=sglang.pep440_key)]
     published = [v for v in VERSIONS if v in wanted]

@@ -47,6 +47,11 @@ What the estimator's SGLang arithmetic (``engines/sglang/memory.py``) reads, per
   ``_is_hip``, 0.5.22 on), the ``model``'s dtype where it converts unconditionally (0.4.1.post7-0.4.2); None where the
   models take vLLM's rotary embedding (0.4.0-0.4.1.post6). engines/sglang/load_memory.py replays the build with it.
 
+* ``mamba_split``: how the memory left after ``mem_fraction_static`` is shared between a hybrid linear-attention
+  model's recurrent states and its full-attention KV pool (:func:`mamba_split`): ``fixed_requests`` (0.5.2-0.5.3.post1)
+  or ``ratio`` (0.5.3.post2 on) with ``mamba_full_memory_ratio``'s default, the order in which explicit sizes apply,
+  the 0.5.17+ padding slot and the 0.5.18+ multimodal reserve, and the conv / temporal state dtypes; None before 0.5.2.
+
 Every fact cites the release's file and line (``source``). A release whose source matches none of
 the shapes raises: nothing is guessed.
 """
@@ -79,6 +84,10 @@ _FILES = (
     "sglang/srt/layers/rotary_embedding.py",
     "sglang/srt/layers/rotary_embedding/base.py",
     "sglang/srt/layers/rotary_embedding/factory.py",
+    "sglang/srt/configs/mamba_utils.py",
+    "sglang/srt/configs/qwen3_next.py",
+    "sglang/srt/environ.py",
+    "sglang/srt/arg_groups/fields/exec_.py",
 )
 _MODELS = "sglang/srt/models/"
 """Model files are read too where they define ``get_attention_sliding_window_size`` (what made a model use the
@@ -515,6 +524,7 @@ def memory_facts(version: str, sources: dict[str, str], released: str | None = N
         "all_reduce": _all_reduce(version, sources, released),
         "cpu_offload": _cpu_offload(version, sources),
         "rope_cache": rope_cache(version, sources),
+        "mamba_split": mamba_split(version, sources),
     }
 
 
@@ -813,3 +823,267 @@ def hybrid_swa_facts(version: str, sources: dict[str, str]) -> dict[str, Any]:  
     cites.append(cite)
     fact["source"] = "; ".join(cites)
     return fact
+
+
+_MAMBA_RUNNERS = (
+    "sglang/srt/mem_cache/kv_cache_configurator.py",
+    "sglang/srt/model_executor/model_runner_kv_cache_mixin.py",
+    "sglang/srt/model_executor/model_runner.py",
+)
+_MAMBA_UTILS = "sglang/srt/configs/mamba_utils.py"
+_QWEN3_NEXT = "sglang/srt/configs/qwen3_next.py"
+_ENVIRON = "sglang/srt/environ.py"
+_HANDLE = re.compile(r"^[ \t]+def _?handle_max_mamba_cache\(", re.M)
+_ARGS = r"(?:server_args|get_schedule\(\)|get_memory\(\))"
+_RATIO_SOLVE = re.compile(
+    rf"total_rest_memory\s*\*\s*{_ARGS}\.mamba_full_memory_ratio\s*/\s*\(1 \+ {_ARGS}\.mamba_full_memory_ratio\)"
+)
+_PADDED_COUNT = re.compile(
+    r"per_slot = per_req \+ (?:replayssm_ring_per_req|replayssm_ring_per_slot|extra_per_slot)\s*\n"
+    r"(?:.|\n){0,300}?max_mamba_cache_size=int\(\s*\(mamba_budget_bytes (?:- replayssm_fixed_bytes )?- per_slot\)\s*"
+    r"// per_slot\s*\)"
+)
+_PADDED_RETURN = re.compile(
+    r"mamba_state_memory = \(\s*\(?\(get_schedule\(\)\.max_mamba_cache_size \+ 1\)\s*\*\s*"
+    r"\(stage_per_req \+ (?:replayssm_ring_per_req|replayssm_ring_per_slot|extra_per_slot)\)(?:.|\n){0,120}?"
+    r"return total_rest_memory - mamba_state_memory"
+)
+_MM_RESERVE = re.compile(r"rest_memory = available_gpu_memory - slack_gb - mm_reservation_gb\n")
+_MM_RESERVE_READ = re.compile(r"reserved_mb = envs\.SGLANG_VLM_CACHE_SIZE_MB\.get\(\)")
+_MM_RESERVE_DEFAULT = re.compile(r"SGLANG_VLM_CACHE_SIZE_MB = EnvInt\((\d+)\)")
+_RATIO_COUNT = re.compile(
+    r"max_mamba_cache_size = int\(\s*\(mamba_state_memory_raw \* \(1 << 30\)\)\s*"
+    r"// config\.mamba2_cache_params\.mamba_cache_per_req\s*(?:// \(1 \+ speculativa_ratio\)\s*)?\)"
+    r"|max_mamba_cache_size ?= ?int\(mamba_budget_bytes // per_req\)"
+)
+_RATIO_RETURN = re.compile(
+    r"mamba_state_memory = \(\s*server_args\.max_mamba_cache_size\s*\*\s*config\.mamba2_cache_params\."
+    r"mamba_cache_per_req\s*(?:\*\s*\(1 \+ speculativa_ratio\)\s*)?/\s*\(1 << 30\)\s*\)\s*"
+    r"return total_rest_memory - mamba_state_memory"
+)
+_RADIX_OFF_FIRST = re.compile(
+    r"if \(\s*server_args\.disable_radix_cache\s*or config\.mamba2_cache_params\.mamba_cache_per_req == 0\s*\):"
+    r"(?:.|\n)*?server_args\.max_mamba_cache_size = server_args\.max_running_requests\s*else:\s*"
+    r"server_args\.max_mamba_cache_size = 512\n"
+)
+_RADIX_OFF_OR_OPTION = re.compile(
+    r"if \(\s*server_args\.disable_radix_cache\s*or server_args\.max_mamba_cache_size is not None\s*\):"
+    r"(?:.|\n)*?server_args\.max_mamba_cache_size = server_args\.max_running_requests\s*else:\s*"
+    r"server_args\.max_mamba_cache_size = 512\n"
+)
+_OPTION_FIRST = re.compile(
+    rf"if {_ARGS}\.max_mamba_cache_size is not None:(?:.|\n)*?elif \(\s*{_ARGS}\.disable_radix_cache\s*"
+    rf"and {_ARGS}\.max_running_requests is not None\s*\):"
+)
+_RATIO_CALL = re.compile(r"rest_memory = self\._?handle_max_mamba_cache\(rest_memory\)")
+_POST_CAPTURE = re.compile(r"self\.mambaish_config is not None\s+and self\.post_capture_kv_active")
+_POST_CAPTURE_ENV = re.compile(r"SGLANG_ENABLE_POST_CAPTURE_KV_SIZING = EnvBool\(False\)")
+_FIXED_DEFAULT = re.compile(r"self\.server_args\.max_mamba_cache_size = 512\n")
+_FIXED_TAKE = re.compile(
+    r"rest_memory -= \(\s*self\.server_args\.max_mamba_cache_size\s*\*\s*"
+    r"(?:self\.model_config\.hf_config|config\.mamba2_cache_params)\.mamba_cache_per_req\s*/\s*\(1 << 30\)\s*\)"
+)
+
+
+def _option_default(version: str, sources: dict[str, str], name: str) -> tuple[str | None, str]:
+    """An option's ``ServerArgs`` default as written (``None`` for ``Optional[...] = None``) and its citation."""
+    for path in (
+        "sglang/srt/arg_groups/fields/schedule.py",
+        "sglang/srt/arg_groups/fields/exec_.py",
+        "sglang/srt/server_args.py",
+    ):
+        text = sources.get(path, "")
+        head = re.search(rf"^[ \t]+{name}: ", text, re.M)
+        if head is None:
+            continue
+        tail = text[head.start() : head.start() + 600]
+        value = re.search(r"\A[^\n]*= ([^\n]+)\n|^\s*\] = ([^\n]+)\n", tail, re.M)
+        if value is None:
+            raise ValueError(f"{version}: {name}'s default not read")
+        written = next(g for g in value.groups() if g is not None).strip()
+        fallback = re.search(r"^\s*fallback=([\d.]+),", tail[: value.start()], re.M)
+        if written == "None" and fallback is not None:  # resolvable: None until resolved to the fallback
+            written = fallback.group(1)
+        return (None if written == "None" else written.strip("\"'")), _cite(
+            version, path, _line_of(text, head.start()), f"{name} default"
+        )
+    raise ValueError(f"{version}: no {name} option")
+
+
+def _multimodal_reserve(version: str, sources: dict[str, str], path: str, text: str, caller: str) -> dict[str, Any]:
+    """0.5.18 on: the memory a multimodal model's budget keeps back before the split (``mm_runtime_reservation_gb``:
+    ``SGLANG_VLM_CACHE_SIZE_MB``, plus the feature pool with a GPU ``--mm-feature-transport``); {} where none."""
+    if _MM_RESERVE.search(caller) is None:
+        return {}
+    read = _MM_RESERVE_READ.search(text)
+    default = _MM_RESERVE_DEFAULT.search(sources.get(_ENVIRON, ""))
+    if read is None or default is None:
+        raise ValueError(f"{version}: the multimodal reserve's size not read")
+    return {
+        "multimodal_reserve_mb": int(default.group(1)),
+        "reserve_source": _cite(
+            version,
+            path,
+            _line_of(text, read.start()),
+            "mm_runtime_reservation_gb: SGLANG_VLM_CACHE_SIZE_MB for a multimodal model, more with GPU transport",
+        )
+        + "; "
+        + _cite(version, _ENVIRON, _line_of(sources[_ENVIRON], default.start()), "its default"),  # two citations
+    }
+
+
+def _state_dtypes(version: str, sources: dict[str, str]) -> dict[str, Any]:
+    """The Gated DeltaNet states' dtypes: conv state and temporal (SSM) state, and what sets the temporal one."""
+    utils = sources.get(_MAMBA_UTILS, "")
+    qwen = sources.get(_QWEN3_NEXT, "")
+    option, option_cite = _option_default(version, sources, "mamba_ssm_dtype")
+    cites = [option_cite]
+    conv = re.search(r"^CONV_DTYPE = torch\.(\w+)\n", utils, re.M)
+    env_conv = re.search(r"conv_dtype = dtype_map\.get\(envs\.SGLANG_MAMBA_CONV_DTYPE\.get\(\), torch\.(\w+)\)", utils)
+    own = re.search(r"conv_dtype = torch\.(\w+)\n", qwen)
+    if env_conv is not None:
+        default = re.search(r'SGLANG_MAMBA_CONV_DTYPE = EnvStr\("(\w+)"\)', sources.get(_ENVIRON, ""))
+        if default is None:
+            raise ValueError(f"{version}: SGLANG_MAMBA_CONV_DTYPE's default not read")
+        conv_dtype = default.group(1)
+        cites.append(_cite(version, _MAMBA_UTILS, _line_of(utils, env_conv.start()), "conv dtype"))
+        cites.append(_cite(version, _ENVIRON, _line_of(sources[_ENVIRON], default.start()), "its default"))
+    elif conv is not None:
+        conv_dtype = conv.group(1)
+        cites.append(_cite(version, _MAMBA_UTILS, _line_of(utils, conv.start()), "conv dtype"))
+    elif own is not None:
+        conv_dtype = own.group(1)
+        cites.append(_cite(version, _QWEN3_NEXT, _line_of(qwen, own.start()), "conv dtype"))
+    else:
+        raise ValueError(f"{version}: the mamba conv state's dtype not read")
+    from_config = re.search(r"ssm_dtype = torch\.(\w+)\s+# Step 1: Default value", utils)
+    reads = re.search(r"dtype=mamba2_state_dtype\(self\)", qwen)
+    if from_config is not None and reads is not None:
+        ssm_default = from_config.group(1)  # mamba_ssm_dtype unset: the config's, else this
+        cites.append(_cite(version, _MAMBA_UTILS, _line_of(utils, from_config.start()), "ssm dtype: option, config"))
+        cites.append(_cite(version, _QWEN3_NEXT, _line_of(qwen, reads.start()), "Qwen3-Next passes its config"))
+    elif option is not None and re.search(
+        r'ssm_dtype = dtype_map\[os\.environ\["SGLANG_MAMBA_SSM_DTYPE"\]\]', utils + qwen
+    ):
+        ssm_default = option  # ServerArgs sets SGLANG_MAMBA_SSM_DTYPE from the option
+    else:
+        raise ValueError(f"{version}: the mamba temporal state's dtype not read")
+    return {
+        "conv_dtype": conv_dtype,
+        "ssm_dtype_option": "mamba_ssm_dtype",
+        "ssm_dtype_default": ssm_default,
+        "ssm_dtype_from_config": from_config is not None and reads is not None,
+        "dtype_source": "; ".join(cites),
+    }
+
+
+def mamba_split(version: str, sources: dict[str, str]) -> dict[str, Any] | None:
+    """``facts.memory.mamba_split``: how the release shares the memory left after ``mem_fraction_static`` between a
+    hybrid linear-attention model's recurrent states and its full-attention KV pool (None where the release has no
+    such split: before Qwen3-Next support, 0.5.2).
+
+    ``variant``: ``fixed_requests`` (0.5.2-0.5.3.post1: ``max_mamba_cache_size`` requests' states, the option, else
+    ``--max-running-requests``, else ``fixed_requests``, taken off the rest), ``ratio`` (0.5.3.post2 on:
+    ``handle_max_mamba_cache``: unless ``--max-mamba-cache-size``, or ``--max-running-requests`` with the radix cache
+    off, sets it (``explicit_size``: ``option_then_requests``, 0.5.9 on; ``radix_off_or_option``, 0.5.7-0.5.8.post1:
+    with the radix cache off or the option given, the option, else ``--max-running-requests``, else 512;
+    ``radix_off``, 0.5.3.post2-0.5.6.post2: the same with the radix cache off only, the option ignored with it on;
+    0.5.16 has the same arithmetic in its KV-cache configurator, whose pre-capture reserve is off by default),
+    ``max_mamba_cache_size = int(rest * r / (1 + r) GiB // state bytes per request)``, ``r`` =
+    ``--mamba-full-memory-ratio``, and ``rest - max_mamba_cache_size * state bytes`` is the KV pool's), or
+    ``unread`` (the split is in the release, in a shape this builder does not read). ``padding_slot`` (0.5.17 on):
+    ``max_mamba_cache_size = int((rest * r / (1 + r) GiB - per_req) // per_req)`` and ``(it + 1) * per_req`` off the
+    rest (the pool's padding slot); ``multimodal_reserve_mb`` (0.5.18 on): kept back from a multimodal model's rest
+    before the split."""
+    for path in _MAMBA_RUNNERS:
+        text = sources.get(path, "")
+        head = _HANDLE.search(text)
+        if head is None:
+            continue
+        body = _block(text, head.start())
+        line = _line_of(text, head.start())
+        end = line + body.count("\n")
+        solve = _RATIO_SOLVE.search(body)
+        padded = _PADDED_COUNT.search(body) is not None and _PADDED_RETURN.search(body) is not None
+        count = _RATIO_COUNT.search(body) or _PADDED_COUNT.search(body)
+        back = _RATIO_RETURN.search(body) or _PADDED_RETURN.search(body)
+        call = _RATIO_CALL.search(text)
+        orders = {
+            name: found
+            for name, pattern in (
+                ("radix_off", _RADIX_OFF_FIRST),
+                ("radix_off_or_option", _RADIX_OFF_OR_OPTION),
+                ("option_then_requests", _OPTION_FIRST),
+            )
+            if (found := pattern.search(body)) is not None
+        }
+        if solve is None or count is None or back is None or call is None or len(orders) != 1:
+            return {"variant": "unread", "source": _cite(version, path, line, "handle_max_mamba_cache: not read")}
+        caller = text[max(0, call.start() - 2500) : call.start()]
+        reserve = _multimodal_reserve(version, sources, path, text, caller)
+        reserve_source = reserve.pop("reserve_source", None)
+        post_capture = _POST_CAPTURE.search(caller)
+        if post_capture is not None and _POST_CAPTURE_ENV.search(sources.get(_ENVIRON, "")) is None:
+            raise ValueError(f"{version}: the post-capture mamba reserve is not off by default")
+        ratio, ratio_cite = _option_default(version, sources, "mamba_full_memory_ratio")
+        if ratio is None:
+            raise ValueError(f"{version}: mamba_full_memory_ratio has no default")
+        note = (
+            f"L{line}-L{end}: max_mamba_cache_size = int((rest * r / (1 + r) GiB - per_req) // per_req), "
+            "rest -= (it + 1) * per_req"
+            if padded
+            else f"L{line}-L{end}: max_mamba_cache_size = int(rest * r / (1 + r) GiB // per_req), rest -= it * per_req"
+        )
+        return {
+            "variant": "ratio",
+            "ratio_option": "mamba_full_memory_ratio",
+            "ratio_default": float(ratio),
+            "size_option": "max_mamba_cache_size",
+            "explicit_size": next(iter(orders)),
+            "padding_slot": padded,
+            **reserve,
+            **_state_dtypes(version, sources),
+            "source": "; ".join(
+                (
+                    _cite(version, path, line, note),
+                    _cite(
+                        version,
+                        path,
+                        _line_of(text, call.start()),
+                        "the KV budget calls it"
+                        + (
+                            ", the rest first raised to a pre-capture reserve only under "
+                            "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING (default off)"
+                            if post_capture is not None
+                            else ""
+                        ),
+                    ),
+                    ratio_cite,
+                    *([reserve_source] if reserve_source else []),
+                )
+            ),
+        }
+    runner = sources.get(_RUNNER, "")
+    fixed, take = _FIXED_DEFAULT.search(runner), _FIXED_TAKE.search(runner)
+    if fixed is None and take is None:
+        return None
+    if fixed is None or take is None:
+        raise ValueError(f"{version}: a fixed mamba state pool without its default or without its take")
+    return {
+        "variant": "fixed_requests",
+        "fixed_requests": 512,
+        "requests_option": "max_running_requests",
+        "size_option": "max_mamba_cache_size",
+        **_state_dtypes(version, sources),
+        "source": "; ".join(
+            (
+                _cite(
+                    version,
+                    _RUNNER,
+                    _line_of(runner, fixed.start()),
+                    "max_mamba_cache_size: option, else max_running_requests, else 512",
+                ),
+                _cite(version, _RUNNER, _line_of(runner, take.start()), "profile_max_num_token takes their states"),
+            )
+        ),
+    }

@@ -173,10 +173,10 @@ class Engine:
     def templates(self) -> Traversable:
         return self.folder.joinpath("templates")
 
-    def kv_unmodelled(self, model: ModelFacts) -> str:
-        """Why this engine's KV cache is not sized for ``model`` ('' when it is): REF003 says it and :meth:`estimate`
-        makes no plan. Every engine: a DeepSeek V4 model's compressed KV cache (knowledge/deepseek_v4.py
-        ``KV_UNMODELLED``)."""
+    def kv_unmodelled(self, model: ModelFacts, release: EngineRelease | None = None) -> str:
+        """Why this engine's KV cache is not sized for ``model`` ('' when it is) on ``release`` (None: any): REF003
+        says it and :meth:`estimate` makes no plan. Every engine: a DeepSeek V4 model's compressed KV cache
+        (knowledge/deepseek_v4.py ``KV_UNMODELLED``)."""
         from servespec.knowledge import deepseek_v4
 
         return deepseek_v4.KV_UNMODELLED_SHORT if model.compress_ratios else ""
@@ -184,7 +184,7 @@ class Engine:
     def estimate(self, inp: EstimateInput) -> GpuEstimate | None:
         """The memory plan of one GPU of a replica (None when the GPU is unknown, or when :meth:`kv_unmodelled`
         says why the engine's KV cache is not sized for the model)."""
-        if self.kv_unmodelled(inp.model):
+        if self.kv_unmodelled(inp.model, inp.release):
             return None
         plan: GpuEstimate | None = importlib.import_module(f"{self.package}.memory").estimate(inp)
         return plan

@@ -318,6 +318,43 @@ class SglangRopeCache(_Fact):
     source: str
 
 
+class SglangMambaSplit(_Fact):
+    """SGLang: how the memory left after ``mem_fraction_static`` is shared between a hybrid linear-attention model's
+    recurrent states (Mamba / Gated DeltaNet: a conv state and a temporal state per layer and request) and the KV pool
+    of its full-attention layers (scripts/catalog/sglang_memory.py ``mamba_split``).
+
+    ``fixed_requests`` (0.5.2-0.5.3.post1): ``--max-mamba-cache-size``, else ``--max-running-requests``, else
+    ``fixed_requests`` requests' states come off the rest. ``ratio`` (0.5.3.post2 on): unless an explicit
+    size applies (``explicit_size``: ``radix_off``: with ``--disable-radix-cache`` the option, else
+    ``--max-running-requests``, else 512; ``radix_off_or_option``: the same when the radix cache is off or the option
+    is given; ``option_then_requests``: the option, else ``--max-running-requests`` with the radix cache off),
+    ``max_mamba_cache_size = int(rest × r / (1 + r) GiB // state bytes per request)`` with ``r`` the
+    ``ratio_option`` (default ``ratio_default``), and ``rest − max_mamba_cache_size × state bytes`` is the KV pool's.
+    ``unread``: the release has the split in a shape the builder does not read (none catalogued now). The conv
+    state is kept in ``conv_dtype``; the temporal state in ``--mamba-ssm-dtype``, else (``ssm_dtype_from_config``)
+    the config's ``mamba_ssm_dtype``, else ``ssm_dtype_default``."""
+
+    variant: Literal["fixed_requests", "ratio", "unread"]
+    fixed_requests: int | None = None
+    requests_option: str | None = None
+    ratio_option: str | None = None
+    ratio_default: float | None = None
+    size_option: str | None = None
+    explicit_size: Literal["radix_off", "radix_off_or_option", "option_then_requests"] | None = None
+    conv_dtype: str | None = None
+    ssm_dtype_option: str | None = None
+    ssm_dtype_default: str | None = None
+    ssm_dtype_from_config: bool = False
+    dtype_source: str | None = None
+    padding_slot: bool = False
+    """0.5.17 on: the count is ``int((rest × r / (1 + r) GiB − per_req) // per_req)`` and ``(count + 1) × per_req``
+    comes off the rest (the pool's padding slot), on every path."""
+    multimodal_reserve_mb: int | None = None
+    """0.5.18 on: MiB a multimodal model's rest keeps back before the split (``SGLANG_VLM_CACHE_SIZE_MB``'s default;
+    more with a GPU ``--mm-feature-transport``)."""
+    source: str
+
+
 class SglangMemory(_Fact):
     """SGLang: what the KV pool's size reads, per release (scripts/catalog/sglang_memory.py)."""
 
@@ -336,6 +373,9 @@ class SglangMemory(_Fact):
     rope_cache: SglangRopeCache | None = None
     """None where the release's models take their rotary embedding from vLLM (0.4.0-0.4.1.post6), or in catalogs
     built before this fact (KTransformers' sglang-kt)."""
+    mamba_split: SglangMambaSplit | None = None
+    """None where the release has no hybrid linear-attention state pool (before 0.5.2), or in catalogs built before
+    this fact (KTransformers' sglang-kt)."""
 
 
 class TgiPrefillDefault(_Fact):

@@ -103,7 +103,8 @@ class FactsMissing(Rule):
     whose weights are sized but whose KV cache the deployment's engine is not modelled for gets
     this warning too, and no memory plan is made (``Engine.kv_unmodelled``): DeepSeek V4's
     compressed attention on every engine (knowledge/deepseek_v4.py), and on SGLang a model with
-    linear-attention layers, whose state pool shares the KV budget (engines/sglang/memory.py).
+    linear-attention layers whose state pool, which shares the KV budget, is not modelled for its
+    kind of layer (only Gated DeltaNet is) or release (engines/sglang/mamba.py).
 
     Fix: write the GPU as nvidia-smi prints it; for the model, run ``deploy lock`` (it
     resolves it once and commits its facts), or give ``model.config`` /
@@ -139,7 +140,7 @@ class FactsMissing(Rule):
                     ("model", where),
                     hint="run `deploy lock` (it writes models.lock.yaml), or add model.config or model.architecture",
                 )
-            elif why := known.engine.kv_unmodelled(answer.facts):
+            elif why := known.engine.kv_unmodelled(answer.facts, known.release):
                 yield self.report(
                     deployment.document,
                     f"{quote_value(answer.facts.name)}: {why}",

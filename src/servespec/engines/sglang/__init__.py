@@ -37,16 +37,37 @@ class Sglang(Engine):
             return why
         return f"{known.profile.title} {release.version} has no --speculative-algorithm"
 
-    def kv_unmodelled(self, model: ModelFacts) -> str:
-        why = super().kv_unmodelled(model)
+    def kv_unmodelled(self, model: ModelFacts, release: EngineRelease | None = None) -> str:
+        """A hybrid linear-attention model: SGLang gives part of the KV budget to the layers' recurrent states
+        (engines/sglang/mamba.py); not sized where the model's kind of layer, or the release's split
+        (``facts.memory.mamba_split`` missing or ``unread``), is not modelled."""
+        why = super().kv_unmodelled(model, release)
         if why or not model.linear_layers:
             return why
-        return (
-            f"{self.name}'s KV pool is not sized for a model with linear-attention (Mamba / Gated DeltaNet) layers: "
-            "the release splits the memory left after mem_fraction_static between their state pool and the KV pool, "
-            "and the split's per-release facts are not catalogued (engines/sglang/memory.py MAMBA_SPLIT_SOURCE): no "
-            "memory plan, MEM rules skipped"
+        from servespec.engines.sglang import mamba
+
+        lead = (
+            f"{self.name}'s KV pool is not sized for this model: the release splits the memory left after "
+            "mem_fraction_static between the linear-attention layers' state pool and the KV pool, and "
         )
+        tail = " (engines/sglang/mamba.py): no memory plan, MEM rules skipped"
+        kind = mamba.kind_unmodelled(model)
+        if kind:
+            return lead + kind + tail
+        if release is None:
+            return lead + "the split is per release, and the release is not known" + tail
+        memory = release.facts.memory
+        if memory is None or memory.mamba_split is None:
+            return (
+                lead + f"{release.version}'s catalog has no facts.memory.mamba_split (SGLang before 0.5.2 has no "
+                "state pool for such layers)" + tail
+            )
+        if memory.mamba_split.variant == "unread":
+            return (
+                lead + f"{release.version}'s split (its KV-cache configurator's, with a padding slot) is not "
+                f"modelled: {memory.mamba_split.source}" + tail
+            )
+        return ""
 
     def layout(self, known: Known) -> Layout:
         from servespec.engines.sglang.parallel import layout

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from servespec.engines.catalog import SglangFraction, SglangMemory
-from servespec.engines.sglang import all_reduce, dsa, kt_memory, load_memory, mla, offload, swa
+from servespec.engines.sglang import all_reduce, dsa, kt_memory, load_memory, mamba, mla, offload, swa
 from servespec.knowledge.gpus import GpuModel
 from servespec.knowledge.memory import (
     CONTEXT_GIB,
@@ -58,11 +58,10 @@ MAMBA_SPLIT_SOURCE = (
     "intermediate states come off first; v0.5.2-v0.5.3 (Qwen3-Next) take max_mamba_cache_size requests' states "
     "(--max-running-requests, else 512) off the rest (v0.5.2 model_runner.py L308-L325, L1126-L1131)"
 )
-"""Why SGLang's pool is not estimated for a hybrid linear-attention model: the release gives part of the memory to
-the recurrent states (a Qwen3.5-9B start-up at TP2 on two RTX 4090, 2026-04: 4.48 GB of states for 186 requests beside
-a 5.00 GB KV pool of 327,310 tokens; taking the whole rest as KV gave 635,222). The split's facts (the ratio's
-default per release, the state dtype SGLang keeps, the variants of 0.5.3 and later) are not in the catalogue, so the
-estimator gives no figure rather than one about twice the real pool."""
+"""How SGLang shares the memory left after ``mem_fraction_static`` with a hybrid linear-attention model's recurrent
+states: per release in ``facts.memory.mamba_split`` (scripts/catalog/sglang_memory.py), sized by
+engines/sglang/mamba.py. A Qwen3.5-9B start-up at TP2 on two RTX 4090 (2026-04) logged 4.48 GB of states for 186
+requests beside a 5.00 GB KV pool of 327,310 tokens; taking the whole rest as KV gave 635,222."""
 
 VIT_BLOCK_PARAMS = 12
 """Assumed: a ViT block holds about 12 × hidden² parameters (attention 4h², MLP 8h²), so a tower's
@@ -148,16 +147,16 @@ def _communicators(inp: EstimateInput, memory: SglangMemory | None) -> tuple[flo
 
 
 def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | None:
-    """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU, and for a model
-    with linear-attention (Mamba, Gated DeltaNet) layers, whose state pool shares that memory
-    (:data:`MAMBA_SPLIT_SOURCE`).
+    """SGLang's KV pool: mem_fraction_static × memory before loading − weights; None without a GPU. A model with
+    linear-attention (Gated DeltaNet) layers gives part of it to their states first (:data:`MAMBA_SPLIT_SOURCE`,
+    engines/sglang/mamba.py); None where the release's split or the model's state shape is not modelled.
 
     ``weights``: GiB per GPU when not the whole model's share (KTransformers keeps experts in host RAM). With the
     ``--kt-*`` CPU/GPU expert split (sglang-kt, and upstream SGLang from the release that has ``--kt-weight-path``)
     the weights are the GPU's share of it (:mod:`~servespec.engines.sglang.kt_memory`)."""
     gpu = inp.gpu
-    if gpu is None or inp.model.linear_layers:
-        return None  # no GPU, or a hybrid linear-attention model whose state pool takes part of the KV budget
+    if gpu is None:
+        return None
     if weights is None and kt_memory.applies(inp):
         return kt_memory.estimate(inp, lambda split, on_gpu: estimate(split, weights=on_gpu))
     total = cuda_total_gib(gpu)
@@ -193,7 +192,29 @@ def estimate(inp: EstimateInput, weights: float | None = None) -> GpuEstimate | 
     if replicated:
         notes.append(f"MLA down-projections (and DSA indexer) whole on every rank: +{replicated:.2f} GiB")
     notes.extend(communicator_notes)
-    return _pool(inp, memory, (total, weights, overhead, kv, fraction), notes)
+    lay_out = _beside_states if inp.model.linear_layers else _pool  # hybrid linear attention: its states first
+    return lay_out(inp, memory, (total, weights, overhead, kv, fraction), notes)
+
+
+def _beside_states(
+    inp: EstimateInput,
+    memory: SglangMemory | None,
+    budget: tuple[float, float, float, float, float],
+    notes: list[str],
+) -> GpuEstimate | None:
+    """The pool of a hybrid linear-attention model: the release's state pool comes off the rest first
+    (:data:`MAMBA_SPLIT_SOURCE`, engines/sglang/mamba.py); None where that split is not modelled."""
+    total, weights, overhead, kv, fraction = budget
+    states = mamba.split(inp, memory.mamba_split if memory is not None else None, kv)
+    if isinstance(states, str):
+        return None  # the release's split or the model's state shape is not modelled: no figure
+    notes.append(states.note)
+    found = _pool(inp, memory, (total, weights, overhead + states.gib, kv - states.gib, fraction), notes)
+    if found is not None and found.max_sequences > states.requests:
+        found = replace(
+            found, max_sequences=float(states.requests)
+        )  # each running request holds a state slot (an upper bound of SGLang's cap)
+    return found
 
 
 def _pool(
