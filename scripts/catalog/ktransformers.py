@@ -120,8 +120,10 @@ def cite_wheel(memory: dict[str, Any], version: str, wheel: str) -> None:
                 )
 
 
-def refresh_memory() -> int:
-    """Rewrite facts.memory of the catalogued releases from their sglang-kt wheels (no parser run)."""
+def refresh_memory(only: str | None = None) -> int:
+    """Rewrite facts.memory of the catalogued releases from their sglang-kt wheels (no parser run); with ``only``,
+    that one fact alone (``--mamba-split-only``: the other memory facts of these catalogs predate all_reduce /
+    cpu_offload / rope_cache, and rewriting them changes more than the hybrid linear-attention state pool)."""
     for version in VERSIONS:
         path = sglang.releases_dir(ENGINE) / f"{version}.json"
         if not path.is_file():
@@ -129,28 +131,11 @@ def refresh_memory() -> int:
         server, _kernel = artefacts(version)
         release = json.loads(path.read_text())
         memory = memory_facts(version, read_sources(fetch(server)))
-        cite_wheel(memory, version, server["filename"])
+        if only is not None:
+            memory = dict(sorted({**release["facts"]["memory"], only: memory[only]}.items()))
+        cite_wheel(memory if only is None else {only: memory[only]}, version, server["filename"])
         release["facts"]["memory"] = memory
         release["facts"] = dict(sorted(release["facts"].items()))
-        path.write_text(sglang._dump(release))
-        print(path, file=sys.stderr)
-    return 0
-
-
-def refresh_mamba_split() -> int:
-    """Add facts.memory.mamba_split alone to the catalogued releases from their sglang-kt wheels: the other memory
-    facts of these catalogs predate all_reduce / cpu_offload / rope_cache, and rewriting them (``--memory-only``)
-    changes more than the hybrid linear-attention state pool."""
-    for version in VERSIONS:
-        path = sglang.releases_dir(ENGINE) / f"{version}.json"
-        if not path.is_file():
-            continue
-        server, _kernel = artefacts(version)
-        release = json.loads(path.read_text())
-        split = memory_facts(version, read_sources(fetch(server)))["mamba_split"]
-        cite_wheel({"mamba_split": split}, version, server["filename"])
-        release["facts"]["memory"]["mamba_split"] = split
-        release["facts"]["memory"] = dict(sorted(release["facts"]["memory"].items()))
         path.write_text(sglang._dump(release))
         print(path, file=sys.stderr)
     return 0
@@ -224,7 +209,7 @@ def main(argv: list[str]) -> int:
     if "--memory-only" in argv:
         return refresh_memory()
     if "--mamba-split-only" in argv:
-        return refresh_mamba_split()
+        return refresh_memory(only="mamba_split")
     wanted = argv or list(VERSIONS)
     releases = [build(v) for v in sorted(wanted, key=sglang.pep440_key)]
     published = [v for v in VERSIONS if v in wanted]
