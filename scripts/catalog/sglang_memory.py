@@ -710,18 +710,15 @@ def _names(body: str, text: str) -> list[str]:
 
 def _ratio_default(version: str, sources: dict[str, str]) -> tuple[float, str] | None:
     """``swa_full_tokens_ratio``'s default and its citation (None where the release has no such option)."""
-    for path in ("sglang/srt/arg_groups/fields/schedule.py", "sglang/srt/server_args.py"):
-        text = sources.get(path, "")
-        head = re.search(r"^[ \t]+swa_full_tokens_ratio: ", text, re.M)
-        if head is None:
-            continue
-        tail = text[head.start() : head.start() + 1500]
-        value = re.search(r"\A[^\n]*float = ([\d.]+)|^\s*\] = ([\d.]+)|fallback=([\d.]+)", tail, re.M)
-        if value is None:
-            raise ValueError(f"{version}: swa_full_tokens_ratio's default not read")
-        number = next(g for g in value.groups() if g is not None)
-        return float(number), _cite(version, path, _line_of(text, head.start()), "swa_full_tokens_ratio default")
-    return None
+    try:
+        value, cite = _option_default(version, sources, "swa_full_tokens_ratio")
+    except ValueError as exc:
+        if str(exc) == f"{version}: no swa_full_tokens_ratio option":
+            return None
+        raise
+    if value is None:
+        raise ValueError(f"{version}: swa_full_tokens_ratio's default not read")
+    return float(value), cite
 
 
 def _arithmetic(version: str, sources: dict[str, str]) -> tuple[str, str]:
