@@ -91,29 +91,32 @@ v0.8.0 (L63), v0.8.5 (L70) to v0.10.1 (vllm/utils/__init__.py L88, applied in co
 in v0.5.5 and earlier."""
 
 
+def _release_key(inp: EstimateInput) -> tuple[int, ...]:
+    """The stated release's version key, else the catalogued release's (empty when neither is known)."""
+    return version_key(inp.engine_version or (inp.release.version if inp.release else ""))
+
+
+def _by_release(table: tuple[tuple[tuple[int, ...], int], ...], inp: EstimateInput, otherwise: int) -> int:
+    """The value of ``table``'s last (first release, value) entry the release has reached; ``otherwise`` for a
+    release the first entry precedes or an unknown one."""
+    key = _release_key(inp)
+    value = otherwise
+    for since, tokens in table:
+        if key and key >= since:
+            value = tokens
+    return value
+
+
 def _v0_multimodal_floor(inp: EstimateInput) -> int:
     """The release's V0 floor under an unset budget for a multimodal model (:data:`V0_MULTIMODAL_MIN_BATCHED_TOKENS`);
     0 for a text model or a release before 0.6.0."""
-    if inp.model.vision_params <= 0:
-        return 0
-    key = version_key(inp.engine_version or (inp.release.version if inp.release else ""))
-    floor = 0
-    for since, tokens in V0_MULTIMODAL_MIN_BATCHED_TOKENS:
-        if key and key >= since:
-            floor = tokens
-    return floor
+    return _by_release(V0_MULTIMODAL_MIN_BATCHED_TOKENS, inp, 0) if inp.model.vision_params > 0 else 0
 
 
 def _v0_chunked_batched_tokens(inp: EstimateInput) -> int:
     """The V0 engine's chunked-prefill budget for the release (:data:`V0_CHUNKED_BATCHED_TOKENS`); a release the
     table's first entry precedes, or an unknown one, takes the latest."""
-    key = version_key(inp.engine_version or (inp.release.version if inp.release else ""))
-    tokens = V0_CHUNKED_BATCHED_TOKENS[-1][1]
-    if key:
-        for since, value in V0_CHUNKED_BATCHED_TOKENS:
-            if key >= since:
-                tokens = value
-    return tokens
+    return _by_release(V0_CHUNKED_BATCHED_TOKENS, inp, V0_CHUNKED_BATCHED_TOKENS[-1][1])
 
 
 def batch_defaults(inp: EstimateInput, total: float) -> tuple[int, int]:
@@ -418,7 +421,7 @@ def _v0_multimodal_unchunked(inp: EstimateInput) -> bool:
     (:data:`V0_MULTIMODAL_UNCHUNKED_SINCE`; a model with a vision tower is one vLLM registers as multimodal)."""
     if inp.model.vision_params <= 0:
         return False
-    key = version_key(inp.engine_version or (inp.release.version if inp.release else ""))
+    key = _release_key(inp)
     return bool(key) and key >= V0_MULTIMODAL_UNCHUNKED_SINCE
 
 
